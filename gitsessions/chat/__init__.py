@@ -1,0 +1,1 @@
+"""The chat loop and its model providers. Nothing here knows about git or the terminal."""

@@ -1,0 +1,147 @@
+"""One turn of conversation: prompt -> streamed reply -> tool calls -> ... -> saved turn.
+
+The loop talks to two things through small interfaces: a *provider* (``stream(messages,
+tools)`` yielding :class:`TextDelta` then one :class:`Completion`) and a *session*
+(``append``, ``delta``, ``messages``, ``end_turn``, ``next_turn``). It knows nothing of git
+or of the terminal: output goes through the ``on_text`` / ``on_tool`` callbacks.
+
+Event sequence of a turn (design.md): ``turn/start``, ``user/message``, then per step
+``step/start``, ``assistant/message``, for each tool call ``tool/call`` + ``tool/result``,
+``step/end``; finally ``turn/end`` with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import ProviderError
+from .provider import Completion, TextDelta
+from .tools import TOOL_SCHEMAS, run_tool
+
+#: Steps (model requests) one turn may take before it ends with reason ``max-steps``.
+DEFAULT_MAX_STEPS = 8
+
+
+class SessionSink(Protocol):
+    """What the loop needs of a session (see :class:`gitsessions.session.Session`)."""
+
+    next_turn: int
+
+    def append(self, type: str, data: dict[str, Any] | None = None) -> Any: ...
+    def delta(self, text: str) -> None: ...
+    def messages(self) -> list[dict[str, Any]]: ...
+    def end_turn(self, reason: str, **extra: Any) -> str | None: ...
+
+
+class Provider(Protocol):
+    """What the loop needs of a model (see :class:`gitsessions.chat.provider.OpenAIProvider`)."""
+
+    model: str
+
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None): ...
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How a turn ended.
+
+    Attributes:
+        reason: the ``turn/end`` reason (``completed``, ``aborted``, ``error``, ``max-steps``).
+        commit: the commit that saved the turn (None if nothing was saved).
+        error: the one-line API error when ``reason`` is ``error``.
+        text: the reply text of the last step (possibly partial).
+    """
+
+    reason: str
+    commit: str | None
+    error: str | None = None
+    text: str = ""
+
+
+def _ignore(*_args: Any) -> None:
+    return None
+
+
+def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
+             system: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+             tools: list[dict[str, Any]] | None = None,
+             on_text: Callable[[str], None] = _ignore,
+             on_tool: Callable[[str, str, str, bool], None] = _ignore) -> TurnResult:
+    """Run one turn to its end and save it.
+
+    Ctrl+C (``KeyboardInterrupt``) while the reply streams cancels that reply only: the
+    partial text is kept as an interrupted assistant message and the turn is saved with
+    reason ``aborted``. An API failure saves the turn with reason ``error``. Either way the
+    session's derived transcript stays valid for the next request.
+
+    Args:
+        session: where events go.
+        provider: the model.
+        prompt: the user's message.
+        system: an optional system prompt sent first (not stored in the log).
+        max_steps: bound on model requests in this turn.
+        tools: tool schemas offered (default: the built-in tools).
+        on_text: called with each piece of reply text as it arrives.
+        on_tool: called ``(name, arguments, result, is_error)`` after each tool call ran.
+
+    Returns:
+        How the turn ended.
+    """
+    tools = TOOL_SCHEMAS if tools is None else tools
+    session.append("turn/start", {"turn": session.next_turn})
+    session.append("user/message", {"content": prompt})
+    reason, error, partial, last = "max-steps", None, [], ""
+    try:
+        for step in range(1, max_steps + 1):
+            session.append("step/start", {"step": step})
+            partial = []
+            messages = session.messages()
+            if system:
+                messages = [{"role": "system", "content": system}, *messages]
+            completion = Completion()
+            stream = provider.stream(messages, tools)
+            try:
+                for item in stream:
+                    if isinstance(item, TextDelta):
+                        partial.append(item.text)
+                        session.delta(item.text)
+                        on_text(item.text)
+                    else:
+                        completion = item
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+            partial, last = [], completion.content
+            session.append("assistant/message", {
+                "content": completion.content,
+                "tool_calls": completion.tool_calls,
+                "finish_reason": completion.finish_reason,
+                "model": completion.model or provider.model,
+                "usage": completion.usage,
+                "interrupted": False,
+            })
+            for call in completion.tool_calls:
+                session.append("tool/call", {"id": call["id"], "name": call["name"]})
+                content, is_error = run_tool(call["name"], call["arguments"])
+                session.append("tool/result", {"id": call["id"], "name": call["name"],
+                                               "content": content, "is_error": is_error})
+                on_tool(call["name"], call["arguments"], content, is_error)
+            session.append("step/end", {"step": step})
+            if not completion.tool_calls:
+                reason = "completed"
+                break
+    except KeyboardInterrupt:
+        reason = "aborted"
+    except ProviderError as exc:
+        reason, error = "error", str(exc)
+    text = "".join(partial) or last
+    if partial:
+        session.append("assistant/message", {"content": text, "tool_calls": [],
+                                             "finish_reason": None, "model": provider.model,
+                                             "interrupted": True})
+    extra = {"error": error} if error else {}
+    commit = session.end_turn(reason, **extra)
+    return TurnResult(reason, commit, error, text)

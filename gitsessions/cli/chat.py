@@ -1,0 +1,157 @@
+"""Commands that talk to a model: ``chat`` (interactive) and ``ask`` (one turn)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from .. import __version__
+from ..errors import GitSessionsError, SessionNotFound
+from ..events import clean_text, make_header
+from .common import Context, err, short
+
+app = typer.Typer()
+
+
+def _header(session_id: str) -> dict:
+    return make_header(session_id, cwd=os.getcwd(), generator=f"gitsessions {__version__}")
+
+
+def _latest_session(ctx: Context) -> str:
+    with ctx.store() as store:
+        infos = store.list_sessions()
+    if not infos:
+        raise SessionNotFound("(most recent)", [])
+    return max(infos, key=lambda i: i.time).session_id
+
+
+def _stdin_lines():
+    """Read prompts from a pipe: one line each, undecodable bytes become U+FFFD."""
+    stream = open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False)
+    for line in stream:
+        yield line.rstrip("\n")
+
+
+@app.command()
+def chat(
+    ctx: typer.Context,
+    session: Annotated[str | None, typer.Argument(help="Session id (new or existing).")] = None,
+    cont: Annotated[bool, typer.Option("-c", "--continue", help="Resume the most recently saved session.")] = False,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+) -> None:
+    """Chat interactively; every finished turn is a commit on the session's branch.
+
+    With no SESSION a new session gets an 8-hex-digit id. When stdin is not a terminal,
+    each input line is one prompt (or slash command), processed in order.
+
+    Example: gs chat work
+    """
+    from ..chat.connect import connect
+    from ..repl import Repl, new_session_id
+
+    c: Context = ctx.obj
+    if cont and session:
+        raise typer.BadParameter("give a SESSION or --continue, not both")
+    with c.store() as store:
+        sid = _latest_session(c) if cont else (session or new_session_id(store))
+        interactive = sys.stdin.isatty()
+        if interactive:
+            read_line, write = _terminal_io(c)
+        else:
+            lines = _stdin_lines()
+
+            def read_line(_prompt: str) -> str | None:
+                return next(lines, None)
+
+            def write(text: str) -> None:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+
+        with connect(c.config, model=model, notify=err) as provider:
+            repl = Repl(store, provider, sid, read_line=read_line, write=write,
+                        new_header=_header, system=c.config.system,
+                        max_steps=c.config.max_steps)
+            if interactive:
+                write(f"gs {__version__} · session {sid} · model {provider.model} · /help for commands\n")
+            repl.run()
+        saved = [s for s in repl.visited if store.tip(s)]
+        for s in saved:
+            err(f"session {s} saved at {short(store.tip(s))}; resume with: gs chat {s}")
+        if not saved:
+            err("nothing was saved (no turns)")
+
+
+def _terminal_io(c: Context):
+    """Return ``(read_line, write)`` for a real terminal: prompt_toolkit with history."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    history_path = c.repo_path().parent / "prompt-history"
+    try:
+        history_path.parent.mkdir(parents=True, exist_ok=True)
+        history = FileHistory(str(history_path))
+    except OSError:
+        history = InMemoryHistory()
+    prompt_session: PromptSession[str] = PromptSession(history=history)
+
+    def read_line(prompt: str) -> str | None:
+        return clean_text(prompt_session.prompt(prompt))
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    return read_line, write
+
+
+@app.command()
+def ask(
+    ctx: typer.Context,
+    args: Annotated[list[str], typer.Argument(help="[SESSION] PROMPT; PROMPT '-' reads stdin.", show_default=False)],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+) -> None:
+    """Send one prompt, print the reply on stdout, save the turn as a commit.
+
+    Without SESSION a new session is created and its id printed on stderr.
+
+    Example: gs ask work "What is a git ref?"
+    """
+    from ..chat.connect import connect
+    from ..chat.loop import run_turn
+    from ..repl import new_session_id
+    from ..session import Session
+
+    c: Context = ctx.obj
+    if len(args) not in (1, 2):
+        raise typer.BadParameter("expected [SESSION] PROMPT")
+    prompt = args[-1]
+    if prompt == "-":
+        prompt = sys.stdin.buffer.read().decode("utf-8", "replace")
+    prompt = clean_text(prompt)
+    if not prompt.strip():
+        raise typer.BadParameter("the prompt is empty")
+    with c.store() as store:
+        sid = args[0] if len(args) == 2 else new_session_id(store)
+        session = Session.open(store, sid, new_header=_header(sid))
+        try:
+            with connect(c.config, model=model, notify=err) as provider:
+                def on_text(text: str) -> None:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+
+                result = run_turn(session, provider, prompt, system=c.config.system,
+                                  max_steps=c.config.max_steps, on_text=on_text)
+        finally:
+            session.close()
+    if result.text:
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    if result.commit:
+        err(f"[{sid} {short(result.commit)}] turn saved ({result.reason})")
+    if result.reason == "error":
+        raise GitSessionsError(f"{result.error} (the prompt is saved in session {sid})")
+    if result.reason != "completed":
+        raise typer.Exit(1)

@@ -1,0 +1,69 @@
+"""What every command shares: settings from the environment, the store, the identity, output.
+
+This is the only layer that reads ``os.environ`` (style.md: lower layers take what they
+need as arguments).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import Config, default_repo_path, load_config
+from ..store import GitStore
+from ..store.git import DEFAULT_IDENTITY
+
+
+@dataclass
+class Context:
+    """Global options of one ``gs`` invocation (set by the app callback)."""
+
+    repo: Path | None = None
+    debug: bool = False
+    _config: Config | None = None
+
+    @property
+    def config(self) -> Config:
+        """The merged configuration, read once."""
+        if self._config is None:
+            self._config = load_config(os.environ)
+        return self._config
+
+    def repo_path(self) -> Path:
+        """The session repo: ``--repo``, ``$GS_REPO``, config ``repo:``, else the platform dir."""
+        if self.repo is not None:
+            return self.repo.expanduser()
+        return self.config.repo or default_repo_path()
+
+    def identity(self) -> str:
+        """Commit identity: config ``author``, else git's ``user.name``/``user.email``, else gs's."""
+        cfg = self.config
+        if cfg.author_name and cfg.author_email:
+            return f"{cfg.author_name} <{cfg.author_email}>"
+        try:
+            from dulwich.config import StackedConfig
+
+            stack = StackedConfig.default()
+            name = stack.get((b"user",), b"name").decode("utf-8", "replace")
+            email = stack.get((b"user",), b"email").decode("utf-8", "replace")
+            if name and email:
+                return f"{name} <{email}>"
+        except (KeyError, OSError, ValueError):
+            pass
+        return DEFAULT_IDENTITY
+
+    def store(self) -> GitStore:
+        """Open the session store (the repo itself is created on first write)."""
+        return GitStore(self.repo_path(), identity=self.identity())
+
+
+def err(message: str) -> None:
+    """Print a one-line message for the user on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def short(commit: str | None) -> str:
+    """Return the 7-digit abbreviation git uses by default."""
+    return (commit or "")[:7]

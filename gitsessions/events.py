@@ -1,0 +1,281 @@
+"""Event and header types of ``session.jsonl``, their JSONL encoding, validation and text hygiene.
+
+The format (design.md, "On disk"): UTF-8, ``\\n`` line ends, one JSON object per line,
+appended only. Line 1 is the header ``{"type": "session", "version": 1, "created": <epoch ms>,
+...}``; every later line is an event ``{"seq": n, "time": <epoch ms>, "type": "<kind>/<name>",
+"data": {...}}`` with ``seq`` contiguous from 0. An event type a reader does not know is an
+error unless the event carries ``"ignorable": true``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CorruptSession, InvalidEvent, UnsupportedVersion
+
+#: The newest ``session.jsonl`` format version this code reads and the one it writes.
+FORMAT_VERSION = 1
+
+#: Event types this version understands (design.md, "On disk").
+KNOWN_TYPES = frozenset(
+    {
+        "turn/start",
+        "user/message",
+        "step/start",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "step/end",
+        "turn/end",
+        "session/title",
+        "session/fork",
+        "session/undo",
+        "compaction/summary",
+    }
+)
+
+#: ``turn/end`` reasons (design.md).
+TURN_END_REASONS = frozenset({"completed", "aborted", "error", "interrupted", "max-steps"})
+
+
+def now_ms() -> int:
+    """Return the current time as epoch milliseconds (the unit of every ``time`` field)."""
+    return time.time_ns() // 1_000_000
+
+
+def clean_text(text: str) -> str:
+    """Return ``text`` as well-formed Unicode: lone surrogates become U+FFFD.
+
+    A lone surrogate (from a terminal, a model, or ``surrogateescape``-decoded bytes) cannot
+    be encoded as UTF-8 and would break every later save or request (design.md, failure kinds).
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def clean_value(value: Any, path: str = "data") -> Any:
+    """Return a copy of ``value`` with every string cleaned by :func:`clean_text`.
+
+    Args:
+        value: a plain JSON value (dict with str keys, list, str, int, finite float, bool, None).
+        path: where the value sits, for the error message.
+
+    Returns:
+        The cleaned value (tuples become lists).
+
+    Raises:
+        InvalidEvent: for anything that is not plain JSON (objects, NaN, non-str keys).
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidEvent(f"{path} is {value!r}, which JSON cannot hold")
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InvalidEvent(f"{path} has a key {k!r} that is not a string")
+            out[clean_text(k)] = clean_value(v, f"{path}.{k}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [clean_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    raise InvalidEvent(f"{path} is a {type(value).__name__}, not a plain JSON value")
+
+
+def _dumps(obj: dict) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode(
+        "utf-8"
+    )
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of the log after the header.
+
+    Attributes:
+        seq: position in the log, contiguous from 0.
+        time: epoch milliseconds.
+        type: ``"<kind>/<name>"``, one of :data:`KNOWN_TYPES` unless ``ignorable``.
+        data: the payload, plain JSON.
+        ignorable: readers that do not know ``type`` may skip it.
+    """
+
+    seq: int
+    time: int
+    type: str
+    data: dict = field(default_factory=dict)
+    ignorable: bool = False
+
+    def to_dict(self) -> dict:
+        """Return the event as the JSON object stored on its line."""
+        obj: dict[str, Any] = {"seq": self.seq, "time": self.time, "type": self.type, "data": self.data}
+        if self.ignorable:
+            obj["ignorable"] = True
+        return obj
+
+    def encode(self) -> bytes:
+        """Return the event's line: compact UTF-8 JSON plus ``\\n``."""
+        return _dumps(self.to_dict())
+
+
+def make_event(seq: int, type: str, data: dict | None = None, *, time_ms: int | None = None,
+               ignorable: bool = False) -> Event:
+    """Build a validated, cleaned event.
+
+    Args:
+        seq: its position in the log.
+        type: event type; must be known unless ``ignorable``.
+        data: payload; strings are cleaned (lone surrogates -> U+FFFD).
+        time_ms: epoch ms; now when omitted.
+        ignorable: mark an extension event that older readers may skip.
+
+    Returns:
+        The event.
+
+    Raises:
+        InvalidEvent: unknown type, bad seq, or data that is not plain JSON.
+    """
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        raise InvalidEvent(f"seq {seq!r} is not a non-negative integer")
+    if not isinstance(type, str) or "/" not in type:
+        raise InvalidEvent(f"type {type!r} is not of the form kind/name")
+    if type not in KNOWN_TYPES and not ignorable:
+        raise InvalidEvent(f"unknown event type {type!r} (mark it ignorable to store it)")
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise InvalidEvent(f"data of {type} is a {data.__class__.__name__}, not an object")
+    return Event(seq, now_ms() if time_ms is None else time_ms, type, clean_value(data), ignorable)
+
+
+def make_header(session_id: str, *, created: int | None = None, **extra: Any) -> dict:
+    """Build the header object (line 1 of ``session.jsonl``).
+
+    Args:
+        session_id: the id the session was created with (informational; the branch name rules).
+        created: epoch ms; now when omitted.
+        **extra: more header fields (``cwd``, ``generator``, ``forked_from``...), plain JSON.
+
+    Returns:
+        ``{"type": "session", "version": FORMAT_VERSION, "id": ..., "created": ..., **extra}``.
+    """
+    header = {"type": "session", "version": FORMAT_VERSION, "id": session_id,
+              "created": now_ms() if created is None else created}
+    header.update(clean_value(extra, "header"))
+    return header
+
+
+def encode_header(header: dict) -> bytes:
+    """Return the header's line (compact UTF-8 JSON plus ``\\n``)."""
+    return _dumps(header)
+
+
+def encode_log(header: dict, events: Iterable[Event]) -> bytes:
+    """Return the whole ``session.jsonl`` for a header and its events."""
+    return encode_header(header) + b"".join(e.encode() for e in events)
+
+
+@dataclass
+class ParsedLog:
+    """A ``session.jsonl`` read back.
+
+    Attributes:
+        header: line 1.
+        events: the events in seq order.
+        dropped_tail: True when a torn last line (no ``\\n`` or unparseable, after the last
+            ``turn/end``) was tolerated and left out.
+    """
+
+    header: dict
+    events: list[Event]
+    dropped_tail: bool = False
+
+
+def _event_from_obj(obj: Any, session_id: str, lineno: int, expect_seq: int) -> Event:
+    if not isinstance(obj, dict):
+        raise CorruptSession(session_id, lineno, "line is not a JSON object")
+    seq, typ, data, t = obj.get("seq"), obj.get("type"), obj.get("data", {}), obj.get("time")
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        raise CorruptSession(session_id, lineno, "event has no integer seq")
+    if seq != expect_seq:
+        raise CorruptSession(session_id, lineno, f"seq {seq} where {expect_seq} was expected")
+    if not isinstance(typ, str):
+        raise CorruptSession(session_id, lineno, "event has no type")
+    ignorable = obj.get("ignorable") is True
+    if typ not in KNOWN_TYPES and not ignorable:
+        raise CorruptSession(
+            session_id, lineno,
+            f"unknown event type {typ!r}; a newer gitsessions wrote it — upgrade gitsessions",
+        )
+    if not isinstance(data, dict):
+        raise CorruptSession(session_id, lineno, "event data is not an object")
+    if not isinstance(t, int) or isinstance(t, bool):
+        raise CorruptSession(session_id, lineno, "event has no integer time")
+    return Event(seq, t, typ, data, ignorable)
+
+
+def parse_log(raw: bytes, session_id: str) -> ParsedLog:
+    """Parse and validate a whole ``session.jsonl``.
+
+    A torn last line (no trailing newline, or not JSON) is tolerated and dropped, as the
+    seed design record says; damage anywhere before it is corruption.
+
+    Args:
+        raw: the file's bytes (a BOM and CRLF line ends are tolerated).
+        session_id: for error messages.
+
+    Returns:
+        The parsed log.
+
+    Raises:
+        CorruptSession: bad header, bad line, seq gap, unknown event type.
+        UnsupportedVersion: header version newer than :data:`FORMAT_VERSION`.
+    """
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    lines = raw.split(b"\n")
+    # A file that ends with "\n" splits into a final empty item: the last line is whole.
+    last_whole = lines[-1] == b""
+    if last_whole:
+        lines.pop()
+    if not lines:
+        raise CorruptSession(session_id, 1, "empty file, no header")
+    objs: list[Any] = []
+    dropped = False
+    for i, line in enumerate(lines):
+        lineno = i + 1
+        is_last = i == len(lines) - 1
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        try:
+            objs.append(json.loads(line.decode("utf-8")))
+        except (UnicodeDecodeError, ValueError) as exc:
+            if is_last and lineno > 1:
+                dropped = True
+                break
+            raise CorruptSession(session_id, lineno, f"not valid JSON ({exc.__class__.__name__})") from None
+    header = objs[0]
+    if not isinstance(header, dict) or header.get("type") != "session":
+        raise CorruptSession(session_id, 1, "line 1 is not a session header")
+    version = header.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise CorruptSession(session_id, 1, f"header version {version!r} is not a number")
+    if version > FORMAT_VERSION:
+        raise UnsupportedVersion(session_id, version, FORMAT_VERSION)
+    events = [
+        _event_from_obj(obj, session_id, i + 2, i) for i, obj in enumerate(objs[1:])
+    ]
+    return ParsedLog(header, events, dropped)

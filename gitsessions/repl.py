@@ -1,0 +1,181 @@
+"""The interactive chat: read a line, run a turn or a slash command, repeat.
+
+Input and output are callables, so the real terminal (prompt_toolkit) and a pipe (one line
+per prompt) run the same loop (style.md). Slash commands follow the seed tutorial:
+``/help``, ``/new <id>``, ``/sessions``, ``/open <id>``, ``/save``, ``/exit``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from .chat.loop import run_turn
+from .errors import GitSessionsError
+from .session import Session
+from .store import GitStore
+
+HELP = """\
+Type a message and press Enter to send it. Ctrl+C cancels a reply; Ctrl+C or Ctrl+D at the
+prompt leaves. Every finished turn is saved as a git commit.
+
+  /help          this help
+  /new <id>      start a new session and switch to it
+  /sessions      list sessions (* marks the current one)
+  /open <id>     switch to an existing session
+  /save          save now (turns are saved as they finish; this confirms the tip)
+  /exit          leave (also /quit, Ctrl+D)
+"""
+
+
+def new_session_id(store: GitStore) -> str:
+    """Return a fresh 8-hex-digit session id not used in ``store``."""
+    while True:
+        sid = secrets.token_hex(4)
+        if store.find(sid) is None:
+            return sid
+
+
+class Repl:
+    """The chat REPL over one store and one provider.
+
+    Args:
+        store: the session store.
+        provider: the model (``stream(messages, tools)``, ``model``).
+        session_id: the session to open first (created on its first save if new).
+        read_line: ``read_line(prompt) -> str | None``; None at end of input; raises
+            ``KeyboardInterrupt`` or ``EOFError`` to leave.
+        write: writes text to the user (no newline added).
+        new_header: builds the header of a new session from its id.
+        system: optional system prompt.
+        max_steps: model requests per turn.
+    """
+
+    def __init__(self, store: GitStore, provider: Any, session_id: str, *,
+                 read_line: Callable[[str], str | None], write: Callable[[str], None],
+                 new_header: Callable[[str], dict], system: str | None = None,
+                 max_steps: int = 8):
+        self.store = store
+        self.provider = provider
+        self.read_line = read_line
+        self.write = write
+        self.new_header = new_header
+        self.system = system
+        self.max_steps = max_steps
+        self.session: Session | None = None
+        self.visited: list[str] = []
+        self._open(session_id, create=True)
+
+    def _open(self, session_id: str, create: bool) -> None:
+        header = self.new_header(session_id) if create else None
+        session = Session.open(self.store, session_id, new_header=header)
+        if self.session is not None:
+            self.session.close()
+        self.session = session
+        if session_id not in self.visited:
+            self.visited.append(session_id)
+        if session.recovered:
+            self.write(f"(recovered an interrupted turn of {session_id} from its journal: "
+                       f"commit {session.recovered[:7]})\n")
+
+    def prompt_text(self) -> str:
+        """The prompt shown before input: ``<session> › ``."""
+        return f"{self.session.id if self.session else '?'} › "
+
+    def run(self) -> None:
+        """Loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt."""
+        try:
+            while True:
+                try:
+                    line = self.read_line(self.prompt_text())
+                except (KeyboardInterrupt, EOFError):
+                    self.write("\n")
+                    break
+                if line is None:
+                    break
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    if line.startswith("/"):
+                        if not self.command(line):
+                            break
+                    else:
+                        self.turn(line)
+                except GitSessionsError as exc:
+                    self.write(f"error: {exc}\n")
+        finally:
+            if self.session is not None:
+                self.session.close()
+
+    def turn(self, prompt: str) -> None:
+        """Send ``prompt`` and stream the reply; the turn is saved whatever happens."""
+        assert self.session is not None
+        started = [False]
+
+        def on_text(text: str) -> None:
+            started[0] = True
+            self.write(text)
+
+        def on_tool(name: str, args: str, result: str, is_error: bool) -> None:
+            if started[0]:
+                self.write("\n")
+                started[0] = False
+            mark = "✗" if is_error else "⚙"
+            self.write(f"{mark} {name}({args}) → {result}\n")
+
+        result = run_turn(self.session, self.provider, prompt, system=self.system,
+                          max_steps=self.max_steps, on_text=on_text, on_tool=on_tool)
+        if started[0] or result.reason != "completed":
+            self.write("\n")
+        if result.reason == "aborted":
+            self.write("(reply cancelled; the partial text is kept)\n")
+        elif result.reason == "error":
+            self.write(f"error: {result.error}\n(the prompt is saved; send another message to go on)\n")
+        elif result.reason == "max-steps":
+            self.write(f"(stopped after {self.max_steps} model requests in one turn)\n")
+
+    def command(self, line: str) -> bool:
+        """Run a slash command; return False when the REPL should end."""
+        name, _, arg = line.partition(" ")
+        arg = arg.strip()
+        if name in ("/exit", "/quit"):
+            return False
+        if name == "/help":
+            self.write(HELP)
+        elif name == "/new":
+            sid = arg or new_session_id(self.store)
+            if self.store.find(sid) is not None:
+                self.write(f"error: session {sid!r} already exists; use /open {sid}\n")
+            else:
+                self._open(sid, create=True)
+                self.write(f"(new session {sid})\n")
+        elif name == "/open":
+            if not arg:
+                self.write("usage: /open <id>\n")
+            else:
+                self._open(arg, create=False)
+                self.write(f"(opened {arg}: {len(self.session.messages())} messages)\n")
+        elif name == "/sessions":
+            self.sessions()
+        elif name == "/save":
+            assert self.session is not None
+            commit = self.session.save() or self.session.tip
+            if commit:
+                self.write(f"(saved: {self.session.id} at {commit[:7]})\n")
+            else:
+                self.write("(nothing to save yet: the session has no turns)\n")
+        else:
+            self.write(f"unknown command {name}; /help lists the commands\n")
+        return True
+
+    def sessions(self) -> None:
+        """Print session ids with message counts; ``*`` marks the current one."""
+        assert self.session is not None
+        rows = {info.session_id: info.message.trailers.get("Messages", "0")
+                for info in self.store.list_sessions()}
+        rows.setdefault(self.session.id, str(len(self.session.messages())))
+        for sid in sorted(rows):
+            mark = "*" if sid == self.session.id else " "
+            self.write(f"{mark} {sid}  {rows[sid]} messages\n")

@@ -1,0 +1,276 @@
+"""A session open for writing: its committed events, the turn in progress, and saving.
+
+This is the service layer between the chat loop and the store: the loop appends events and
+streamed text here; this module journals them, closes unfinished turns, and turns each
+finished turn into one commit. It knows the store's interface, not git or OpenAI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import SessionExists, SessionNotFound
+from .events import Event, make_event
+from .store import CommitMessage, GitStore, check_session_id
+from .transcript import closing_events, derive_messages, open_turn, title_of
+
+#: Events after which the journal is fsynced (message boundaries; design.md).
+_SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
+
+
+def commit_message(session_id: str, events: Sequence[Event], first_new: int) -> CommitMessage:
+    """Build the commit message of a save holding ``events[first_new:]``.
+
+    Subject ``turn N: <first line of the prompt>`` (design.md), trailers ``Session``, ``Turn``,
+    ``Model``, ``Events`` (seq range), ``Messages`` (derived message count) and ``Title`` so that
+    ``gs list`` and ``gs log`` never read blobs.
+    """
+    new = events[first_new:]
+    turn = 0
+    for ev in events:
+        if ev.type == "turn/start":
+            turn = ev.data.get("turn", turn + 1)
+    prompt = next((str(e.data.get("content", "")) for e in new if e.type == "user/message"), None)
+    model = next((e.data.get("model") for e in reversed(new) if e.type == "assistant/message" and e.data.get("model")), None)
+    if prompt is not None:
+        first_line = prompt.strip().split("\n", 1)[0] or "(empty prompt)"
+        subject = f"turn {turn}: {first_line}"
+    else:
+        kinds = sorted({e.type for e in new})
+        subject = "save: " + ", ".join(kinds)
+    trailers = {"Session": session_id, "Turn": str(turn)}
+    if model:
+        trailers["Model"] = str(model)
+    if new:
+        trailers["Events"] = f"{new[0].seq}-{new[-1].seq}"
+    trailers["Messages"] = str(len(derive_messages(events)))
+    title = title_of(events)
+    if title:
+        trailers["Title"] = title[:200]
+    return CommitMessage(subject, trailers)
+
+
+class Session:
+    """One session held for writing (the caller holds its lock for the object's lifetime).
+
+    Use :meth:`open`; then :meth:`append` events and :meth:`delta` streamed text; then
+    :meth:`end_turn` (or :meth:`save`) makes a commit. Close with :meth:`close`.
+
+    Attributes:
+        id: the session id.
+        tip: the commit the next save builds on (None before the first save).
+        header: line 1 of the log.
+        events: every event, committed or pending, in seq order.
+        recovered: the commit made by recovering an orphaned journal when opening, if any.
+    """
+
+    def __init__(self, store: GitStore, session_id: str, header: dict, events: list[Event],
+                 tip: str | None, lock: Any):
+        self.store = store
+        self.id = session_id
+        self.header = header
+        self.events = events
+        self.tip = tip
+        self.recovered: str | None = None
+        self._committed = len(events)
+        self._lock = lock
+        self._journal = store.journal(session_id)
+        self._journal_open = False
+
+    @classmethod
+    def open(cls, store: GitStore, session_id: str, *, new_header: dict | None = None) -> Session:
+        """Open ``session_id`` for writing, taking its lock and recovering an orphaned journal.
+
+        Args:
+            store: the session store.
+            session_id: the session; created on first save when it does not exist and
+                ``new_header`` is given.
+            new_header: the header for a new session (None: the session must exist).
+
+        Raises:
+            SessionLocked: another live process writes it.
+            SessionNotFound: it does not exist and ``new_header`` is None.
+            SessionExists: it would differ only by case from an existing session.
+            CorruptSession, UnsupportedVersion: its log cannot be read safely.
+        """
+        check_session_id(session_id)
+        lock = store.lock(session_id).acquire()
+        try:
+            recovered = recover_journal(store, session_id)
+            tip = store.tip(session_id)
+            if tip is not None:
+                snap = store.load(session_id, tip)
+                session = cls(store, session_id, snap.header, list(snap.events), tip, lock)
+            else:
+                if new_header is None:
+                    raise SessionNotFound(session_id, store.session_ids())
+                existing = store.find(session_id)
+                if existing is not None:
+                    raise SessionExists(session_id, existing)
+                session = cls(store, session_id, new_header, [], None, lock)
+            session.recovered = recovered
+            return session
+        except BaseException:
+            lock.release()
+            raise
+
+    # -- what the chat loop uses -----------------------------------------------------------
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Return the derived chat-completions messages (see :func:`derive_messages`)."""
+        return derive_messages(self.events)
+
+    @property
+    def next_turn(self) -> int:
+        """The number the next turn gets (1-based)."""
+        return 1 + max((e.data.get("turn", 0) for e in self.events if e.type == "turn/start"), default=0)
+
+    def append(self, type: str, data: dict[str, Any] | None = None) -> Event:
+        """Append one event (journaled at once; fsynced at message boundaries) and return it.
+
+        Raises:
+            InvalidEvent: unknown type or data that is not plain JSON.
+        """
+        event = make_event(len(self.events), type, data)
+        if not self._journal_open:
+            self._journal.begin(self.tip, self.header if self.tip is None else None)
+            self._journal_open = True
+        self._journal.append_event(event, sync=type in _SYNC_TYPES)
+        self.events.append(event)
+        return event
+
+    def delta(self, text: str) -> None:
+        """Journal streamed reply text that is not yet part of an event."""
+        if self._journal_open:
+            self._journal.append_delta(text)
+
+    def end_turn(self, reason: str, **extra: Any) -> str | None:
+        """Close the open turn (see :func:`closing_events`) and save it as one commit.
+
+        Args:
+            reason: ``completed``, ``aborted``, ``error``, ``max-steps`` or ``interrupted``.
+            **extra: more ``turn/end`` data (e.g. ``error="..."``).
+
+        Returns:
+            The new commit id, or None when nothing was pending.
+        """
+        for type_, data in closing_events(self.events, reason):
+            if type_ == "turn/end":
+                data.update(extra)
+            self.append(type_, data)
+        return self.save()
+
+    def save(self) -> str | None:
+        """Commit the pending events (if any) and clear the journal; return the commit id.
+
+        Raises:
+            ConcurrentUpdate: the branch moved (the journal is kept; nothing is lost).
+        """
+        pending = self.events[self._committed:]
+        if not pending:
+            return None
+        message = commit_message(self.id, self.events, self._committed)
+        commit = self.store.append(
+            self.id, pending, message, expected_tip=self.tip,
+            header=self.header if self.tip is None else None,
+        )
+        self.tip = commit
+        self._committed = len(self.events)
+        self._journal.clear()
+        self._journal_open = False
+        return commit
+
+    @property
+    def in_turn(self) -> bool:
+        """True while a turn is open (started, not ended)."""
+        return open_turn(self.events) is not None
+
+    def close(self) -> None:
+        """Close the turn left open (reason ``aborted``), then release the lock."""
+        try:
+            if self.in_turn:
+                self.end_turn("aborted")
+        finally:
+            self._journal.close()
+            self._lock.release()
+
+
+def recover_journal(store: GitStore, session_id: str) -> str | None:
+    """Commit the turn an orphaned journal holds, closed as ``interrupted``; the caller holds the lock.
+
+    Complete events are kept, streamed text after the last event becomes an interrupted
+    assistant message, and :func:`closing_events` answers unanswered tool calls and ends the
+    turn. A journal whose events the tip already holds (a crash between commit and clearing
+    the journal) is just removed.
+
+    Returns:
+        The commit made, or None when there was nothing to recover.
+    """
+    journal = store.journal(session_id)
+    contents = journal.read()
+    if contents is None:
+        journal.clear()
+        return None
+    tip = store.tip(session_id)
+    if tip is not None:
+        snap = store.load(session_id, tip)
+        header, events = snap.header, list(snap.events)
+    elif contents.header is not None:
+        header, events = contents.header, []
+    else:
+        journal.clear()
+        return None
+    new = [e for e in contents.events]
+    if contents.base != tip:
+        # The tip moved past the journal's base; keep only events the tip lacks.
+        if new and len(events) > new[-1].seq:
+            journal.clear()
+            return None
+    # Keep the run of journal events that continues the log exactly.
+    kept: list[Event] = []
+    for ev in new:
+        if ev.seq != len(events) + len(kept):
+            break
+        kept.append(ev)
+    if not kept and not contents.partial:
+        journal.clear()
+        return None
+    session = Session(store, session_id, header, events + kept, tip, lock=_Nothing())
+    session._committed = len(events)
+    # The orphaned journal stays as it is until the commit lands: a crash here just
+    # means the next opener recovers it again.
+    session._journal = session._lock
+    session._journal_open = True
+    if contents.partial and session.in_turn:
+        session.append("assistant/message", {"content": contents.partial, "tool_calls": [],
+                                             "finish_reason": None, "interrupted": True})
+    commit = session.end_turn("interrupted") if session.in_turn else session.save()
+    journal.clear()
+    return commit
+
+
+def try_recover(store: GitStore, session_id: str) -> str | None:
+    """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
+
+    Used by read-only commands (show, log, list). Returns the recovery commit, or None.
+    """
+    journal = store.journal(session_id)
+    if not journal.exists():
+        return None
+    lock = store.lock(session_id)
+    if not lock.try_acquire():
+        return None  # a live writer owns the journal
+    try:
+        return recover_journal(store, session_id)
+    finally:
+        lock.release()
+
+
+class _Nothing:
+    """Stands in for the lock and journal while recovering (both are held by the caller)."""
+
+    def _skip(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    release = close = clear = append_event = append_delta = _skip

@@ -1,0 +1,29 @@
+"""The persistence seam (design.md, "Shape of the code"): the store interface and its git backend.
+
+Nothing in this package imports typer, rich, prompt_toolkit or openai, or reads the environment.
+"""
+
+from .base import (
+    CommitInfo,
+    CommitMessage,
+    SessionInfo,
+    SessionStore,
+    Snapshot,
+    check_session_id,
+)
+from .git import GitStore
+from .journal import Journal, JournalContents
+from .lock import SessionLock
+
+__all__ = [
+    "CommitInfo",
+    "CommitMessage",
+    "GitStore",
+    "Journal",
+    "JournalContents",
+    "SessionInfo",
+    "SessionLock",
+    "SessionStore",
+    "Snapshot",
+    "check_session_id",
+]

@@ -1,0 +1,166 @@
+"""The persistence seam: what every session store offers, whatever keeps the bytes.
+
+Values here are plain data; identity and storage keys (ref names, object ids) live in the
+backend. Commit ids are 40-digit lowercase hex ``str``. Nothing here knows about models,
+terminals or the environment.
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+from dataclasses import dataclass, field
+
+from ..errors import InvalidSessionId
+from ..events import Event
+
+#: Session id rule (design.md, "On disk").
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+def check_session_id(session_id: str) -> str:
+    """Return ``session_id`` if it follows the id rules.
+
+    Raises:
+        InvalidSessionId: it does not match ``^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`` or is ``HEAD``.
+    """
+    if not isinstance(session_id, str) or not SESSION_ID_RE.match(session_id):
+        raise InvalidSessionId(str(session_id), "not allowed")
+    if session_id.upper() == "HEAD":
+        raise InvalidSessionId(session_id, "HEAD is reserved by git")
+    return session_id
+
+
+@dataclass(frozen=True)
+class CommitMessage:
+    """A save's commit message: a subject line and ``Key: value`` trailers (git's format)."""
+
+    subject: str
+    trailers: dict[str, str] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        """Return the message as git stores it: subject, blank line, trailers, final newline."""
+        subject = " ".join(self.subject.split()) or "save"
+        if len(subject) > 72:
+            subject = subject[:71] + "…"
+        lines = [subject, ""]
+        for key, value in self.trailers.items():
+            lines.append(f"{key}: {' '.join(str(value).split())}")
+        return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8", "replace")
+
+    @classmethod
+    def decode(cls, raw: bytes) -> CommitMessage:
+        """Parse a commit message written by :meth:`encode` (or any git commit message)."""
+        text = raw.decode("utf-8", "replace")
+        parts = text.split("\n\n")
+        subject = parts[0].strip()
+        trailers: dict[str, str] = {}
+        if len(parts) > 1:
+            for line in parts[-1].splitlines():
+                key, sep, value = line.partition(": ")
+                if sep and re.match(r"^[A-Za-z][A-Za-z0-9-]*$", key):
+                    trailers[key] = value.strip()
+        return cls(subject, trailers)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A session as of one commit.
+
+    Attributes:
+        session_id: the session (branch) it was read from.
+        commit: the commit id it was read at.
+        header: line 1 of ``session.jsonl``.
+        events: the events, seq order.
+        raw: the file's bytes exactly as stored.
+    """
+
+    session_id: str
+    commit: str
+    header: dict
+    events: list[Event]
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One save as ``gs log`` shows it.
+
+    Attributes:
+        commit: commit id (hex).
+        parents: parent commit ids.
+        time: commit time, epoch seconds.
+        tz_offset: the committer's UTC offset, seconds.
+        message: the parsed commit message.
+    """
+
+    commit: str
+    parents: list[str]
+    time: int
+    tz_offset: int
+    message: CommitMessage
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One row of ``gs list``, read from the tip commit's trailers (no blob is read).
+
+    Attributes:
+        session_id: the id.
+        tip: the tip commit (hex).
+        time: tip commit time, epoch seconds.
+        message: the tip's parsed commit message (trailers ``Turn``, ``Messages``, ``Title``...).
+        error: set when the session could not be read (it is still listed).
+    """
+
+    session_id: str
+    tip: str
+    time: int
+    message: CommitMessage
+    error: str | None = None
+
+
+class SessionStore(abc.ABC):
+    """Where sessions live. Every backend passes the same contract test suite."""
+
+    @abc.abstractmethod
+    def list_sessions(self) -> list[SessionInfo]:
+        """Return every session that has at least one save, sorted by id."""
+
+    @abc.abstractmethod
+    def tip(self, session_id: str) -> str | None:
+        """Return the session's tip commit id, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def find(self, session_id: str) -> str | None:
+        """Return the existing id equal to ``session_id`` ignoring case, else None."""
+
+    @abc.abstractmethod
+    def load(self, session_id: str, commit: str | None = None) -> Snapshot:
+        """Read a session at ``commit`` (default: its tip).
+
+        Raises:
+            SessionNotFound, CorruptSession, UnsupportedVersion.
+        """
+
+    @abc.abstractmethod
+    def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
+               expected_tip: str | None, header: dict | None = None) -> str:
+        """Save ``events`` after those at ``expected_tip`` as one commit; return its id.
+
+        Args:
+            session_id: the session.
+            events: new events; their seq must continue the log exactly.
+            message: the commit message.
+            expected_tip: the tip the caller built on; None creates the session.
+            header: the header, required when creating.
+
+        Raises:
+            InvalidEvent: seq not contiguous, or values that are not plain JSON.
+            ConcurrentUpdate: the branch is no longer at ``expected_tip``.
+            SessionExists: creating an id that exists (also differing only by case).
+        """
+
+    @abc.abstractmethod
+    def log(self, session_id: str, start: str | None = None, limit: int | None = None) -> list[CommitInfo]:
+        """Return the session's commits newest first (first-parent walk from ``start`` or the tip)."""

@@ -1,0 +1,327 @@
+"""The git backend of the session store, built on dulwich.
+
+Layout (design.md, "On disk"): a bare repository; session ``<id>`` is the branch
+``refs/heads/<id>`` whose tree holds one file, ``session.jsonl``. A save builds a blob, a
+tree and a commit as objects (no index, no working tree) and moves the branch by
+compare-and-swap with a reflog entry. Plain ``git`` reads everything written here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from dulwich.errors import NotCommitError, ObjectFormatException
+from dulwich.file import FileLocked
+from dulwich.objects import Blob, Commit, Tree
+from dulwich.repo import Repo
+
+from ..errors import ConcurrentUpdate, CorruptSession, InvalidEvent, SessionExists, SessionNotFound
+from ..events import Event, encode_header, parse_log
+from .journal import Journal
+from .lock import SessionLock
+from .base import CommitInfo, CommitMessage, SessionInfo, SessionStore, Snapshot, check_session_id
+
+#: The one file in every session tree.
+SESSION_FILE = b"session.jsonl"
+#: Identity used when neither config nor git names one (design.md).
+DEFAULT_IDENTITY = "gitsessions <gitsessions@localhost>"
+#: Settings written at init (design.md, "Repo settings").
+INIT_CONFIG = {
+    b"looseCompression": b"1",  # ~6x faster saves for MB-size files
+}
+#: How long a save waits for a ref lock another process holds, seconds.
+REF_LOCK_WAIT_S = 5.0
+#: A ref ``.lock`` file older than this was left by a dead process (git holds them for
+#: microseconds), seconds.
+STALE_REF_LOCK_S = 2.0
+
+_HEADS = b"refs/heads/"
+
+
+def _hex(sha: bytes) -> str:
+    return sha.decode("ascii")
+
+
+class GitStore(SessionStore):
+    """Sessions as branches of a bare git repository.
+
+    Args:
+        path: the repository directory; created (``git init --bare`` + settings) on first write.
+        identity: author and committer, ``"Name <email>"``.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, path: str | os.PathLike, identity: str = DEFAULT_IDENTITY):
+        self.path = Path(path)
+        self.identity = identity.encode("utf-8")
+        self._repo: Repo | None = None
+        # commit id -> (session.jsonl bytes, number of events); saves append to the last one.
+        self._cache: OrderedDict[str, tuple[bytes, int]] = OrderedDict()
+
+    # -- repository ------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        """Return True when the repository has been created."""
+        return (self.path / "HEAD").exists() and (self.path / "objects").is_dir()
+
+    def repo(self, create: bool = False) -> Repo | None:
+        """Return the open dulwich ``Repo``; create it when ``create`` (else None if missing)."""
+        if self._repo is None:
+            if self.exists():
+                self._repo = Repo(str(self.path))
+            elif create:
+                self._repo = self._init()
+            if self._repo is not None:
+                # design.md asks for core.fsyncObjectFiles=true, but git >= 2.36 warns about
+                # that key on every command; we ask dulwich for the same fsync directly.
+                self._repo.object_store.fsync_object_files = True
+        return self._repo
+
+    def _init(self) -> Repo:
+        self.path.mkdir(parents=True, exist_ok=True)
+        repo = Repo.init_bare(str(self.path), mkdir=False)
+        config = repo.get_config()
+        for key, value in INIT_CONFIG.items():
+            config.set((b"core",), key, value)
+        config.set((b"gc",), b"auto", b"0")  # dulwich's auto-gc repacks without deltas
+        config.set((b"core",), b"logAllRefUpdates", b"true")
+        config.write_to_path()
+        repo.close()
+        return Repo(str(self.path))  # reopen so the object store reads the settings
+
+    def close(self) -> None:
+        """Close the repository (safe to call twice)."""
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
+
+    def __enter__(self) -> GitStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def journal(self, session_id: str) -> Journal:
+        """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
+        return Journal(self.path / "gs" / "journal" / f"{check_session_id(session_id)}.jsonl")
+
+    def lock(self, session_id: str) -> SessionLock:
+        """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<id>.lock``)."""
+        return SessionLock(self.path / "gs" / "locks" / f"{check_session_id(session_id)}.lock", session_id)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _ref(self, session_id: str) -> bytes:
+        return _HEADS + check_session_id(session_id).encode("ascii")
+
+    def session_ids(self) -> list[str]:
+        """Return the ids of all sessions (branches), sorted."""
+        repo = self.repo()
+        if repo is None:
+            return []
+        return sorted(name.decode("utf-8", "replace") for name in repo.refs.keys(base=_HEADS))
+
+    def tip(self, session_id: str) -> str | None:
+        """Return the tip commit id of ``session_id`` or None."""
+        repo = self.repo()
+        if repo is None:
+            return None
+        try:
+            return _hex(repo.refs[self._ref(session_id)])
+        except KeyError:
+            return None
+
+    def find(self, session_id: str) -> str | None:
+        """Return the existing id equal to ``session_id`` ignoring case, else None."""
+        folded = session_id.casefold()
+        for sid in self.session_ids():
+            if sid.casefold() == folded:
+                return sid
+        return None
+
+    def _commit(self, commit: str) -> Commit:
+        repo = self.repo()
+        assert repo is not None
+        obj = repo[commit.encode("ascii")]
+        if not isinstance(obj, Commit):
+            raise NotCommitError(commit)
+        return obj
+
+    def _commit_info(self, sha: str, obj: Commit) -> CommitInfo:
+        return CommitInfo(sha, [_hex(p) for p in obj.parents], obj.commit_time,
+                          obj.commit_timezone, CommitMessage.decode(obj.message))
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Return one :class:`SessionInfo` per session, from tip commits only (no blob reads)."""
+        out = []
+        for sid in self.session_ids():
+            tip = self.tip(sid)
+            if tip is None:
+                continue
+            try:
+                obj = self._commit(tip)
+                out.append(SessionInfo(sid, tip, obj.commit_time, CommitMessage.decode(obj.message)))
+            except (KeyError, NotCommitError, ObjectFormatException, ValueError) as exc:
+                out.append(SessionInfo(sid, tip, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
+        return out
+
+    def read_raw(self, session_id: str, commit: str) -> bytes:
+        """Return the bytes of ``session.jsonl`` at ``commit``.
+
+        Raises:
+            CorruptSession: the commit or its tree is missing or has no ``session.jsonl``.
+        """
+        cached = self._cache.get(commit)
+        if cached is not None:
+            return cached[0]
+        repo = self.repo()
+        assert repo is not None
+        try:
+            tree = repo[self._commit(commit).tree]
+            _mode, blob_id = tree[SESSION_FILE]
+            raw = repo[blob_id].as_raw_string()
+        except KeyError as exc:
+            raise CorruptSession(session_id, 0, f"commit {commit[:12]} lacks session.jsonl ({exc})") from None
+        except (NotCommitError, ObjectFormatException) as exc:
+            raise CorruptSession(session_id, 0, f"commit {commit[:12]} is unreadable ({exc})") from None
+        return raw
+
+    def load(self, session_id: str, commit: str | None = None) -> Snapshot:
+        """Read ``session_id`` at ``commit`` (its tip when None) and validate it.
+
+        Raises:
+            SessionNotFound: no such branch.
+            CorruptSession, UnsupportedVersion: the log cannot be read safely.
+        """
+        if commit is None:
+            commit = self.tip(session_id)
+            if commit is None:
+                raise SessionNotFound(session_id, self.session_ids())
+        raw = self.read_raw(session_id, commit)
+        parsed = parse_log(raw, session_id)
+        if parsed.dropped_tail:
+            # A committed blob is always whole lines; a torn one was written by someone else.
+            raw = raw[: raw.rstrip(b"\n").rfind(b"\n") + 1]
+        self._remember(commit, raw, len(parsed.events))
+        return Snapshot(session_id, commit, parsed.header, parsed.events, raw)
+
+    def log(self, session_id: str, start: str | None = None, limit: int | None = None) -> list[CommitInfo]:
+        """Return commits newest first, following first parents from ``start`` (default tip).
+
+        Raises:
+            SessionNotFound: no such branch.
+        """
+        sha = start or self.tip(session_id)
+        if sha is None:
+            raise SessionNotFound(session_id, self.session_ids())
+        out: list[CommitInfo] = []
+        while sha and (limit is None or len(out) < limit):
+            obj = self._commit(sha)
+            out.append(self._commit_info(sha, obj))
+            sha = _hex(obj.parents[0]) if obj.parents else None
+        return out
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _remember(self, commit: str, raw: bytes, n_events: int) -> None:
+        self._cache[commit] = (raw, n_events)
+        self._cache.move_to_end(commit)
+        while len(self._cache) > 4:
+            self._cache.popitem(last=False)
+
+    def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
+               expected_tip: str | None, header: dict | None = None) -> str:
+        """Save ``events`` as one commit on ``refs/heads/<session_id>``; return the commit id.
+
+        The new ``session.jsonl`` is the old file's bytes plus one line per event (append
+        only). The branch moves by compare-and-swap; when it lost the race nothing is
+        overwritten and :class:`ConcurrentUpdate` is raised (the objects written are
+        unreferenced and harmless).
+
+        Raises:
+            InvalidEvent: seq does not continue the log, or a value is not plain JSON.
+            ConcurrentUpdate: the branch is not at ``expected_tip``.
+            SessionExists: creating an id that exists (also differing only by case).
+            CorruptSession: the parent's log cannot be read.
+        """
+        ref = self._ref(session_id)
+        if expected_tip is None:
+            if header is None:
+                raise InvalidEvent("a new session needs a header")
+            existing = self.find(session_id)
+            if existing is not None:
+                raise SessionExists(session_id, existing)
+            prefix, count = encode_header(header), 0
+        else:
+            cached = self._cache.get(expected_tip)
+            if cached is None:
+                self.load(session_id, expected_tip)
+                cached = self._cache[expected_tip]
+            prefix, count = cached
+        for i, ev in enumerate(events):
+            if ev.seq != count + i:
+                raise InvalidEvent(f"event seq {ev.seq} does not continue the log (expected {count + i})")
+        try:
+            body = b"".join(ev.encode() for ev in events)
+        except (TypeError, ValueError) as exc:
+            raise InvalidEvent(f"a value is not plain JSON ({exc})") from None
+        raw = prefix + body
+        repo = self.repo(create=True)
+        assert repo is not None
+        now = int(time.time())
+        tz = time.localtime(now).tm_gmtoff
+        blob = Blob.from_string(raw)
+        tree = Tree()
+        tree.add(SESSION_FILE, 0o100644, blob.id)
+        tree.check()
+        commit = Commit()
+        commit.tree = tree.id
+        commit.parents = [expected_tip.encode("ascii")] if expected_tip else []
+        commit.author = commit.committer = self.identity
+        commit.author_time = commit.commit_time = now
+        commit.author_timezone = commit.commit_timezone = tz
+        commit.message = message.encode()
+        commit.check()
+        for obj in (blob, tree, commit):
+            repo.object_store.add_object(obj)
+        new = commit.id
+        reflog = ("commit (initial): " if expected_tip is None else "commit: ") + message.subject
+        self._swap(repo, ref, expected_tip, new, reflog.encode("utf-8"), now, tz)
+        sha = _hex(new)
+        self._remember(sha, raw, count + len(events))
+        return sha
+
+    def _swap(self, repo: Repo, ref: bytes, old: str | None, new: bytes, msg: bytes,
+              now: int, tz: int) -> None:
+        """Move ``ref`` from ``old`` to ``new`` atomically, waiting out a briefly held lock."""
+        deadline = time.monotonic() + REF_LOCK_WAIT_S
+        kw = {"committer": self.identity, "timestamp": now, "timezone": tz, "message": msg}
+        while True:
+            try:
+                if old is None:
+                    ok = repo.refs.add_if_new(ref, new, **kw)
+                else:
+                    ok = repo.refs.set_if_equals(ref, old.encode("ascii"), new, **kw)
+                break
+            except FileLocked as exc:
+                self._clear_stale_lock(exc.lockfilename)
+                if time.monotonic() > deadline:
+                    raise ConcurrentUpdate(ref.decode(), old, "locked by another process") from None
+                time.sleep(0.005)
+        if not ok:
+            found = repo.refs.read_ref(ref)
+            raise ConcurrentUpdate(ref.decode(), old, found.decode() if found else None)
+
+    @staticmethod
+    def _clear_stale_lock(lockfile: str | bytes) -> None:
+        """Remove a ref ``.lock`` left behind by a dead process (older than STALE_REF_LOCK_S)."""
+        path = os.fsdecode(lockfile)
+        try:
+            if time.time() - os.stat(path).st_mtime > STALE_REF_LOCK_S:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,135 @@
+"""The write-ahead journal of the turn in progress (design.md, "Saving, crashes and concurrency").
+
+Events of an unsaved turn live in ``<repo>/gs/journal/<id>.jsonl`` until the turn becomes a
+commit; then the journal is removed. Line 1 names the commit the turn builds on (and the
+header, for a session not yet saved); later lines are events, encoded exactly as in
+``session.jsonl``, or ``{"delta": "..."}`` records holding streamed reply text not yet part
+of an event.
+
+Durability: every record is written to the OS at once (``kill -9`` loses nothing written);
+message boundaries are also fsynced (a power cut loses at most the text since the last one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..events import Event, clean_text
+
+JOURNAL_VERSION = 1
+
+
+@dataclass
+class JournalContents:
+    """What a journal held when read back.
+
+    Attributes:
+        base: the commit the turn builds on (None for a session not yet saved).
+        header: the session header, for a session not yet saved.
+        events: complete events, in order.
+        partial: streamed text received after the last event (a reply cut short).
+        torn: True when a torn last line was dropped.
+    """
+
+    base: str | None
+    header: dict | None
+    events: list[Event] = field(default_factory=list)
+    partial: str = ""
+    torn: bool = False
+
+
+class Journal:
+    """Append-only journal file of one session's turn in progress.
+
+    Args:
+        path: the journal file (its folder is created on first write).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def exists(self) -> bool:
+        """Return True when a journal file is present (a turn in progress or orphaned)."""
+        return self.path.exists()
+
+    def begin(self, base: str | None, header: dict | None) -> None:
+        """Start a fresh journal for a turn building on ``base`` (truncates an old one)."""
+        self.close()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        first = {"journal": JOURNAL_VERSION, "base": base, "header": header}
+        self._write(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=True)
+
+    def _write(self, data: bytes, sync: bool) -> None:
+        if self._fd is None:
+            raise RuntimeError("journal not begun")
+        os.write(self._fd, data)
+        if sync:
+            os.fsync(self._fd)
+
+    def append_event(self, event: Event, sync: bool = True) -> None:
+        """Write one complete event (fsynced unless ``sync`` is False)."""
+        self._write(event.encode(), sync)
+
+    def append_delta(self, text: str) -> None:
+        """Write streamed reply text as it arrives (to the OS, not fsynced)."""
+        if text:
+            self._write(
+                json.dumps({"delta": clean_text(text)}, ensure_ascii=False).encode("utf-8") + b"\n",
+                False,
+            )
+
+    def close(self) -> None:
+        """Close the file handle; the journal stays on disk."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def clear(self) -> None:
+        """Remove the journal (after its turn was committed)."""
+        self.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def read(self) -> JournalContents | None:
+        """Read the journal back; None when there is none or its first line is unusable.
+
+        Complete records are kept; a torn last line is dropped. Events whose line is damaged
+        before the end stop the read there (what follows cannot be trusted to be in order).
+        """
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        lines = raw.split(b"\n")
+        torn = lines[-1] != b""
+        lines.pop()  # a whole last line leaves "", a torn one is dropped
+        if not lines:
+            return None
+        try:
+            first = json.loads(lines[0])
+            base, header = first.get("base"), first.get("header")
+        except (ValueError, AttributeError):
+            return None
+        out = JournalContents(base, header, torn=torn)
+        for line in lines[1:]:
+            try:
+                obj = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                out.torn = True
+                break
+            if "delta" in obj:
+                out.partial += str(obj["delta"])
+            elif isinstance(obj, dict) and "seq" in obj:
+                out.events.append(
+                    Event(obj["seq"], obj.get("time", 0), obj.get("type", ""), obj.get("data", {}),
+                          obj.get("ignorable") is True)
+                )
+                out.partial = ""  # the event supersedes the text streamed before it
+        return out

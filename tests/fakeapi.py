@@ -1,0 +1,441 @@
+"""A scriptable fake of the OpenAI chat-completions HTTP API for tests.
+
+``FakeChatServer`` is a real HTTP server (stdlib ``ThreadingHTTPServer`` on
+127.0.0.1, free port, background thread) that the real ``openai`` SDK can talk
+to.  Point a client at ``server.base_url`` with any API key::
+
+    with FakeChatServer() as server:
+        server.script(text("Hello there"), tool_calls(("read_file", '{"path": "a"}')))
+        client = openai.OpenAI(base_url=server.base_url, api_key="test-key")
+        ...
+        assert server.requests[0]["messages"][-1]["content"] == "hi"
+
+Each chat request pops the next scripted ``Reply``; with an empty queue the
+server echoes the last user message (``"echo: <content>"``).
+
+Streaming responses use chunked transfer encoding, so a reply built with
+``drop()`` (connection closed before the terminating chunk) is an incomplete
+body for httpx, which raises instead of treating it as a normal end of stream.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ROLES = ("system", "user", "assistant", "tool")
+MODELS = ("gpt-4o-mini", "fake-model")
+
+_call_ids = itertools.count(1)
+_completion_ids = itertools.count(1)
+
+
+# --------------------------------------------------------------------------- replies
+
+
+@dataclass
+class Reply:
+    """One scripted response. Build it with ``text``, ``tool_calls``, ``error`` or ``drop``."""
+
+    content: str = ""
+    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, arguments)
+    chunk_size: int = 4
+    delay: float = 0.0
+    finish_reason: str | None = "stop"
+    status: int = 200
+    error_message: str = ""
+    error_type: str = ""
+    error_code: str | None = None
+    drop: bool = False
+
+    def content_pieces(self) -> list[str]:
+        """The content split into streamed pieces of ``chunk_size`` characters."""
+        size = max(1, self.chunk_size)
+        return [self.content[i : i + size] for i in range(0, len(self.content), size)]
+
+    def deltas(self) -> list[dict[str, Any]]:
+        """The ``delta`` objects to stream, in order (the final finish chunk excluded)."""
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        deltas += [{"content": piece} for piece in self.content_pieces()]
+        for index, (call_id, name, arguments) in enumerate(self.calls):
+            head = {
+                "index": index,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+            deltas.append({"tool_calls": [head]})
+            for i in range(0, len(arguments), 8):
+                fragment = {"index": index, "function": {"arguments": arguments[i : i + 8]}}
+                deltas.append({"tool_calls": [fragment]})
+        return deltas
+
+    def message(self) -> dict[str, Any]:
+        """The complete assistant message, as a non-streaming response carries it."""
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": self.content if (self.content or not self.calls) else None,
+        }
+        if self.calls:
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, name, args in self.calls
+            ]
+        return message
+
+
+def text(
+    content: str, *, chunk_size: int = 4, delay: float = 0.0, finish_reason: str | None = "stop"
+) -> Reply:
+    """Stream ``content`` in pieces of ``chunk_size`` characters, ``delay`` seconds apart."""
+    return Reply(content=content, chunk_size=chunk_size, delay=delay, finish_reason=finish_reason)
+
+
+def tool_calls(*calls: tuple[str, str, str] | tuple[str, str], content: str = "") -> Reply:
+    """Stream one or more (parallel) tool calls, optionally preceded by ``content``.
+
+    Each call is ``(name, arguments_json)`` or ``(id, name, arguments_json)``.
+    Omitted ids are ``call_<n>`` with ``n`` from a process-wide counter, so they
+    are unique across replies the way real ids are.
+    """
+    full = []
+    for call in calls:
+        if len(call) == 2:
+            full.append((f"call_{next(_call_ids)}", call[0], call[1]))
+        elif len(call) == 3:
+            full.append(tuple(call))
+        else:
+            raise ValueError(f"a tool call is (name, args) or (id, name, args), got {call!r}")
+    return Reply(content=content, calls=full, finish_reason="tool_calls")
+
+
+def error(
+    status: int,
+    message: str = "The fake API was scripted to fail.",
+    *,
+    type: str = "invalid_request_error",  # mirrors the OpenAI field name
+    code: str | None = None,
+) -> Reply:
+    """Answer with HTTP ``status`` and an OpenAI error body ``{"error": {...}}``."""
+    return Reply(status=status, error_message=message, error_type=type, error_code=code)
+
+
+def drop(after: str = "") -> Reply:
+    """Stream ``after`` as content, then close the connection without finishing the stream."""
+    return Reply(content=after, drop=True, finish_reason=None)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validate_messages(messages: Any) -> str | None:
+    """Check a chat transcript the way the OpenAI API does; return the problem or ``None``.
+
+    Rejected: an empty or non-list ``messages``; a non-object message; a role
+    outside system/user/assistant/tool; content that is not a string, list or
+    None; null content anywhere except an assistant message with tool calls;
+    assistant ``tool_calls`` not answered by exactly one ``role: tool`` message
+    each (by ``tool_call_id``) before the next non-tool message or the end; a
+    tool message that answers no pending call.
+    """
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty array."
+    pending: list[str] = []
+    for i, msg in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(msg, dict):
+            return f"Invalid type for '{where}': expected an object."
+        role = msg.get("role")
+        if role not in ROLES:
+            return f"Invalid value for '{where}.role': {role!r} is not one of {list(ROLES)}."
+        content = msg.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            return (
+                f"Invalid type for '{where}.content': expected a string, array or null, "
+                f"got {type(content).__name__}."
+            )
+        if content is None and not (role == "assistant" and msg.get("tool_calls")):
+            return f"Invalid value for '{where}.content': expected a string, got null."
+        if role == "tool":
+            call_id = msg.get("tool_call_id")
+            if call_id not in pending:
+                return (
+                    f"Invalid parameter: '{where}' with role 'tool' (tool_call_id {call_id!r}) "
+                    "must be a response to a preceding message with 'tool_calls'."
+                )
+            pending.remove(call_id)
+            continue
+        if pending:
+            return _unanswered(pending, before=where)
+        if role == "assistant" and msg.get("tool_calls"):
+            calls = msg["tool_calls"]
+            if not isinstance(calls, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("id"), str) for c in calls
+            ):
+                return f"Invalid value for '{where}.tool_calls': each call needs a string 'id'."
+            pending = [c["id"] for c in calls]
+            if len(set(pending)) != len(pending):
+                return f"Invalid value for '{where}.tool_calls': duplicate tool call ids."
+    if pending:
+        return _unanswered(pending, before="the end of 'messages'")
+    return None
+
+
+def _unanswered(pending: list[str], before: str) -> str:
+    return (
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        f"to each 'tool_call_id' (before {before}). The following tool_call_ids did not have "
+        f"response messages: {', '.join(pending)}"
+    )
+
+
+# --------------------------------------------------------------------------- server
+
+
+class FakeChatServer:
+    """Fake OpenAI chat-completions server; usable as a context manager.
+
+    Attributes:
+        base_url: ``http://127.0.0.1:<port>/v1`` once started.
+        requests: every JSON body POSTed to ``/v1/chat/completions``, in order,
+            including rejected ones (bad auth, invalid transcript).
+    """
+
+    def __init__(self) -> None:
+        self.base_url = ""
+        self.requests: list[dict] = []
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeChatServer:
+        """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._httpd = _QuietHTTPServer(("127.0.0.1", 0), handler)
+        host, port = self._httpd.server_address[:2]
+        self.base_url = f"http://{host}:{port}/v1"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="FakeChatServer",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release the port (in-flight streams are abandoned)."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies; each accepted chat request consumes the next one."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def reset(self) -> None:
+        """Forget queued replies and recorded requests."""
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+
+    @property
+    def pending_replies(self) -> int:
+        """How many scripted replies have not been consumed yet."""
+        with self._lock:
+            return len(self._queue)
+
+    def _record(self, body: dict) -> None:
+        with self._lock:
+            self.requests.append(body)
+
+    def _next_reply(self, messages: list[dict]) -> Reply:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        last_user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+        return text("echo: " + _plain_text(last_user.get("content")))
+
+
+def _plain_text(content: Any) -> str:
+    """The text of a message ``content`` (a string, or a list of content parts)."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _usage(messages: list[dict], reply: Reply) -> dict[str, int]:
+    prompt = sum(len(_plain_text(m.get("content")).split()) + 4 for m in messages)
+    completion = len(reply.content_pieces()) + 8 * len(reply.calls) + 1
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+class _QuietHTTPServer(ThreadingHTTPServer):
+    """Threaded server that doesn't print tracebacks when a client hangs up."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Request handler; ``fake`` is bound to the owning FakeChatServer by ``start``."""
+
+    fake: FakeChatServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output quiet
+
+    # ---- plumbing
+
+    def _send_json(self, status: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_error(self, status: int, message: str, type_: str, code: str | None = None) -> None:
+        error = {"message": message, "type": type_, "param": None, "code": code}
+        self._send_json(status, {"error": error})
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _send_event(self, payload: dict | str) -> None:
+        data = payload if isinstance(payload, str) else json.dumps(payload)
+        self._write_chunk(f"data: {data}\n\n".encode())
+
+    # ---- routes
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") != "/v1/models":
+            self._send_error(404, f"Unknown path {self.path}", "invalid_request_error")
+            return
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fakeapi"} for m in MODELS]
+        self._send_json(200, {"object": "list", "data": data})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send_error(404, f"Unknown path {self.path}", "invalid_request_error")
+            return
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            self._send_error(
+                400, f"We could not parse the JSON body: {exc}", "invalid_request_error"
+            )
+            return
+        self.fake._record(body)
+
+        auth = self.headers.get("Authorization", "")
+        if not auth.startswith("Bearer ") or not auth[len("Bearer ") :].strip():
+            self._send_error(
+                401, "You didn't provide an API key.", "invalid_request_error", "invalid_api_key"
+            )
+            return
+        problem = validate_messages(body.get("messages"))
+        if problem:
+            self._send_error(400, problem, "invalid_request_error")
+            return
+
+        reply = self.fake._next_reply(body["messages"])
+        if reply.status != 200:
+            self._send_error(reply.status, reply.error_message, reply.error_type, reply.error_code)
+        elif body.get("stream"):
+            self._stream(body, reply)
+        else:
+            self._complete(body, reply)
+
+    def _complete(self, body: dict, reply: Reply) -> None:
+        if reply.drop:  # hang up without answering at all
+            self.close_connection = True
+            return
+        self._send_json(
+            200,
+            {
+                "id": f"chatcmpl-fake{next(_completion_ids)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", ""),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": reply.message(),
+                        "logprobs": None,
+                        "finish_reason": reply.finish_reason,
+                    }
+                ],
+                "usage": _usage(body["messages"], reply),
+            },
+        )
+
+    def _stream(self, body: dict, reply: Reply) -> None:
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        base = {
+            "id": f"chatcmpl-fake{next(_completion_ids)}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model", ""),
+        }
+        if include_usage:
+            base["usage"] = None  # as OpenAI does on every chunk but the last
+
+        def chunk(delta: dict, finish_reason: str | None = None) -> dict:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            return {**base, "choices": [choice]}
+
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for i, delta in enumerate(reply.deltas()):
+                if i > 1 and reply.delay:
+                    time.sleep(reply.delay)
+                self._send_event(chunk(delta))
+            if reply.drop:
+                # No terminating zero-length chunk: the client sees a truncated body.
+                self.close_connection = True
+                return
+            self._send_event(chunk({}, reply.finish_reason))
+            if include_usage:
+                self._send_event({**base, "choices": [], "usage": _usage(body["messages"], reply)})
+            self._send_event("[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away mid-stream
