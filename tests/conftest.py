@@ -1,11 +1,49 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures.
+
+Every test runs with HOME, the XDG dirs, the config file and the session repo inside its
+own ``tmp_path`` and with ``GIT_*`` / ``OPENAI_*`` cleared, so no test touches the real
+home or a real provider (style.md, idea 4).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from fakeapi import FakeChatServer
+
+#: The gs entry point of the venv running the tests.
+GS = [sys.executable, "-m", "gitsessions"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HOME, XDG dirs, GS_CONFIG and GS_REPO into ``tmp_path``; clear GIT_*/OPENAI_*."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for name in list(os.environ):
+        if name.startswith(("GIT_", "OPENAI_", "GS_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("GS_CONFIG", str(tmp_path / "config.yaml"))
+    monkeypatch.setenv("GS_REPO", str(tmp_path / "repo.git"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    return home
+
+
+@pytest.fixture
+def repo_path(tmp_path: Path) -> Path:
+    """The session repo the isolated environment points at (created on first write)."""
+    return tmp_path / "repo.git"
 
 
 @pytest.fixture
@@ -13,3 +51,46 @@ def fake_api() -> Iterator[FakeChatServer]:
     """A started fake OpenAI chat-completions server (``fake_api.base_url``)."""
     with FakeChatServer() as server:
         yield server
+
+
+@dataclass
+class Result:
+    """A finished ``gs`` run."""
+
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def gs(fake_api: FakeChatServer, monkeypatch: pytest.MonkeyPatch):
+    """Run ``gs`` in a subprocess against the fake API: ``gs("ask", "work", "hi") -> Result``."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_api.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+
+    def run(*args: str, input: str | bytes | None = None, timeout: float = 60, env: dict | None = None) -> Result:
+        full_env = dict(os.environ, **(env or {}))
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        proc = subprocess.run([*GS, *args], input=data, capture_output=True, timeout=timeout,
+                              env=full_env, stdin=None if data is not None else subprocess.DEVNULL)
+        return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                      proc.stderr.decode("utf-8", "replace"))
+
+    return run
+
+
+@pytest.fixture
+def git(repo_path: Path):
+    """Run the real ``git`` CLI in the session repo: ``git("log", "work") -> stdout``; fails on error."""
+    assert shutil.which("git"), "the tests need the git CLI"
+
+    def run(*args: str, check: bool = True) -> str:
+        proc = subprocess.run(["git", "-C", str(repo_path), *args], capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+        return proc.stdout
+
+    return run

@@ -1,0 +1,284 @@
+"""End to end: real ``gs`` processes, a real HTTP server speaking the chat-completions
+stream, and the real ``git`` CLI reading what gs wrote."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from fakeapi import drop, error, text, tool_calls, validate_messages
+
+
+def test_two_asks_make_two_commits_plain_git_reads(gs, git, fake_api):
+    r1 = gs("ask", "work", "hello one")
+    assert r1.code == 0, r1.err
+    assert r1.out.strip() == "echo: hello one"
+    r2 = gs("ask", "work", "hello two")
+    assert r2.code == 0, r2.err
+
+    subjects = git("log", "--format=%s", "work").splitlines()
+    assert subjects == ["turn 2: hello two", "turn 1: hello one"]
+    lines = git("show", "work:session.jsonl").splitlines()
+    header, events = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
+    assert header["type"] == "session" and header["version"] == 1
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    git("fsck", "--strict")
+    assert git("cat-file", "-t", "work") == "commit\n"
+
+    log = gs("log", "work", "--json").json()
+    assert len(log) == 2
+    assert [e["turn"] for e in log] == [2, 1]
+    assert log[0]["parents"] == [log[1]["commit"]]
+    assert set(log[0]) >= {"commit", "parents", "time", "turn", "subject"}
+    assert log[0]["time"].startswith("20") and "T" in log[0]["time"]
+
+    shown = gs("show", "work", "--format", "json").json()
+    assert [m["role"] for m in shown["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert shown["id"] == "work" and shown["commit"] == log[0]["commit"]
+    assert shown["header"] == header and len(shown["events"]) == len(events)
+
+    # the second request carried the first turn (the model saw the history)
+    assert [m["content"] for m in fake_api.requests[1]["messages"]] == [
+        "hello one", "echo: hello one", "hello two"]
+
+
+def test_trailers_and_reflog(gs, git):
+    assert gs("ask", "work", "first line\nsecond line").code == 0
+    body = git("log", "-1", "--format=%B", "work")
+    assert body.startswith("turn 1: first line\n")
+    for trailer in ("Session: work", "Turn: 1", "Model: gpt-4o-mini", "Events: 0-5"):
+        assert trailer in body
+    assert "commit (initial): turn 1: first line" in git("reflog", "show", "work")
+
+
+def test_show_jsonl_is_the_file_byte_for_byte(gs, repo_path):
+    gs("ask", "work", "héllo ✓ 😀 \"quoted\"")
+    shown = subprocess.run([sys.executable, "-m", "gitsessions", "show", "work", "--format", "jsonl"],
+                           capture_output=True).stdout
+    raw = subprocess.run(["git", "-C", str(repo_path), "show", "work:session.jsonl"],
+                         capture_output=True).stdout
+    assert shown == raw and "😀".encode() in raw
+
+
+def test_tool_calls_end_to_end(gs, fake_api):
+    fake_api.script(
+        tool_calls(("call_a", "get_current_time", "{}"),
+                   ("call_b", "get_current_time", '{"timezone": "Asia/Tokyo"}')),
+        text("Both times fetched."),
+    )
+    r = gs("ask", "t", "what time is it?")
+    assert r.code == 0, r.err
+    assert r.out.strip() == "Both times fetched."
+    second = fake_api.requests[1]["messages"]
+    assert validate_messages(second) is None
+    tool_msgs = [m for m in second if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["call_a", "call_b"]
+    assert "+09:00" in tool_msgs[1]["content"]
+    assert fake_api.requests[0]["tools"][0]["function"]["name"] == "get_current_time"
+    shown = gs("show", "t", "--format", "json").json()
+    assert [m["role"] for m in shown["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
+    usage = [e["data"]["usage"] for e in shown["events"] if e["type"] == "assistant/message"]
+    assert all(u and u["total_tokens"] > 0 for u in usage)
+
+
+def test_max_steps_bounds_a_tool_loop(gs, fake_api, tmp_path):
+    (tmp_path / "config.yaml").write_text("max_steps: 3\n")
+    fake_api.script(*[tool_calls(("get_current_time", "{}")) for _ in range(5)])
+    r = gs("ask", "loop", "loop forever")
+    assert r.code == 1
+    assert len(fake_api.requests) == 3
+    events = gs("show", "loop", "--format", "json").json()["events"]
+    assert events[-1]["type"] == "turn/end" and events[-1]["data"]["reason"] == "max-steps"
+
+
+def test_api_errors_are_one_line_and_keep_the_prompt(gs, fake_api):
+    fake_api.script(error(401, "Incorrect API key provided"))
+    r = gs("ask", "e", "first try")
+    assert r.code == 1
+    assert "401" in r.err and "Incorrect API key provided" in r.err
+    assert "Traceback" not in r.err and len(r.err.strip().splitlines()) <= 2
+    # the SDK retries a 5xx twice before giving up
+    fake_api.script(*[error(500, "upstream exploded") for _ in range(3)])
+    r = gs("ask", "e", "second try")
+    assert r.code == 1 and "500" in r.err
+    fake_api.script(drop("partial ans"))
+    r = gs("ask", "e", "third try")
+    assert r.code == 1 and "connection" in r.err.lower()
+    assert "Traceback" not in r.err
+    r = gs("ask", "e", "fourth try")
+    assert r.code == 0, r.err
+    last = fake_api.requests[-1]["messages"]
+    assert validate_messages(last) is None
+    contents = [m["content"] for m in last]
+    assert contents[:3] == ["first try", "second try", "third try"]
+    assert "partial ans" in contents  # text that arrived before the drop is kept
+    events = gs("show", "e", "--format", "json").json()["events"]
+    reasons = [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
+    assert reasons == ["error", "error", "error", "completed"]
+    errors = [e["data"].get("error", "") for e in events if e["type"] == "turn/end"][:3]
+    assert all(errors)
+
+
+def test_error_mid_tool_loop_leaves_a_valid_transcript(gs, fake_api):
+    fake_api.script(tool_calls(("get_current_time", "{}"), ("get_current_time", "{}")),
+                    *[error(503, "overloaded") for _ in range(3)])
+    assert gs("ask", "m", "time please").code == 1
+    assert gs("ask", "m", "again").code == 0
+    assert validate_messages(fake_api.requests[-1]["messages"]) is None
+
+
+def test_connection_refused_is_one_line(gs):
+    r = gs("ask", "x", "hi", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert r.code == 1
+    assert "127.0.0.1:9" in r.err and "Traceback" not in r.err
+    # the prompt is still saved
+    shown = gs("show", "x", "--format", "json").json()
+    assert shown["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_chat_reads_prompts_from_a_pipe(gs, git):
+    r = gs("chat", "work", input="q1\n/sessions\nq2\n")
+    assert r.code == 0, r.err
+    assert "echo: q1" in r.out and "echo: q2" in r.out
+    assert "* work" in r.out
+    assert git("log", "--format=%s", "work").splitlines() == ["turn 2: q2", "turn 1: q1"]
+    assert "gs chat work" in r.err
+
+
+def test_chat_without_session_makes_an_8_hex_id(gs):
+    r = gs("chat", input="hello\n")
+    assert r.code == 0, r.err
+    rows = gs("list", "--json").json()
+    assert len(rows) == 1
+    sid = rows[0]["id"]
+    assert len(sid) == 8 and int(sid, 16) >= 0
+    assert f"gs chat {sid}" in r.err
+
+
+def test_chat_slash_commands(gs):
+    script = "in default\n/new other\nin other\n/open nosuch\n/open work\n/sessions\n/save\n/bogus\n/help\n/exit\nnever sent\n"
+    r = gs("chat", "work", input=script)
+    assert r.code == 0, r.err
+    assert "no session 'nosuch'" in r.out
+    assert "* work" in r.out and "  other" in r.out
+    assert "saved: work" in r.out
+    assert "unknown command /bogus" in r.out
+    assert "/open <id>" in r.out
+    assert "never sent" not in r.out
+    ids = {row["id"]: row for row in gs("list", "--json").json()}
+    assert set(ids) == {"work", "other"}
+    assert ids["other"]["title"] == "in other"
+
+
+def test_continue_resumes_latest(gs, fake_api):
+    gs("ask", "a", "one")
+    time.sleep(1.1)  # commit times have one-second resolution
+    gs("ask", "b", "two")
+    r = gs("chat", "-c", input="three\n")
+    assert r.code == 0, r.err
+    assert [m["content"] for m in fake_api.requests[-1]["messages"]] == ["two", "echo: two", "three"]
+
+
+def test_ask_reads_stdin_with_dash_and_cleans_bad_bytes(gs):
+    r = gs("ask", "s", "-", input=b"from stdin \xff\xfe end\n")
+    assert r.code == 0, r.err
+    msg = gs("show", "s", "--format", "json").json()["messages"][0]["content"]
+    assert msg.startswith("from stdin \ufffd\ufffd end")
+
+
+def test_list_rows(gs):
+    gs("ask", "alpha", "Title of alpha\nmore")
+    gs("ask", "alpha", "second")
+    time.sleep(1.1)  # commit times have one-second resolution
+    gs("ask", "beta", "beta prompt")
+    rows = gs("list", "--json").json()
+    assert [r["id"] for r in rows] == ["beta", "alpha"]  # newest first
+    alpha = rows[1]
+    assert alpha["title"] == "Title of alpha" and alpha["turns"] == 2 and alpha["messages"] == 4
+    assert len(alpha["commit"]) == 40 and alpha["saved"]
+    table = gs("list").out
+    assert "alpha" in table and "Title of alpha" in table
+
+
+def test_log_oneline_and_limit(gs):
+    for i in range(3):
+        gs("ask", "w", f"prompt {i}")
+    r = gs("log", "w", "-n", "2", "--oneline")
+    lines = r.out.splitlines()
+    assert len(lines) == 2 and lines[0].endswith("turn 3: prompt 2")
+
+
+def test_unknown_session_and_bad_id_are_clear_errors(gs):
+    gs("ask", "exists", "x")
+    for args in (("show", "nope"), ("log", "nope")):
+        r = gs(*args)
+        assert r.code == 1 and "no session 'nope'" in r.err and "exists" in r.err
+        assert "Traceback" not in r.err
+    r = gs("ask", "bad id!", "x")
+    assert r.code == 1 and "invalid session id" in r.err
+    r = gs("ask", "EXISTS", "x")
+    assert r.code == 1 and "already exists" in r.err and "case" in r.err
+
+
+def test_bad_config_is_a_clear_error(gs, tmp_path):
+    (tmp_path / "config.yaml").write_text("api_key: [unclosed\n")
+    r = gs("list")
+    assert r.code == 1 and "config" in r.err and "YAML" in r.err and "Traceback" not in r.err
+
+
+def test_config_file_provides_the_provider(gs, fake_api, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    (tmp_path / "config.yaml").write_text(
+        f"base_url: {fake_api.base_url}\napi_key: from-config\nmodel: fake-model\n"
+        "author: {name: Ada, email: ada@example.com}\nsystem: Be terse.\n")
+    r = gs("ask", "c", "hi")
+    assert r.code == 0, r.err
+    assert fake_api.requests[0]["model"] == "fake-model"
+    assert fake_api.requests[0]["messages"][0] == {"role": "system", "content": "Be terse."}
+    r = gs("ask", "c", "hi again", env={"OPENAI_MODEL": "gpt-4o-mini"})
+    assert fake_api.requests[1]["model"] == "gpt-4o-mini"
+
+
+def test_no_model_configured_names_both_ways_out(gs, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    # The local extra is installed in the test venv; a machine without it is simulated by
+    # patching the one availability check, in a real gs process.
+    code = (
+        "import sys\n"
+        "import gitsessions.chat.local as local\n"
+        "local.local_available = lambda: False\n"
+        "sys.argv = ['gs', 'ask', 'n', 'hi']\n"
+        "from gitsessions.cli import main\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "OPENAI_API_KEY" in proc.stderr and "gitsessions[local]" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_read_commands_do_not_import_the_model_client(gs):
+    gs("ask", "w", "hi")
+    code = (
+        "import sys\n"
+        "sys.argv = ['gs'] + sys.argv[1:]\n"
+        "from gitsessions.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "bad = [m for m in ('openai', 'prompt_toolkit', 'llama_cpp', 'httpx2') if m in sys.modules]\n"
+        "print('IMPORTED', bad, file=sys.stderr)\n"
+    )
+    for args in (["list"], ["log", "w"], ["show", "w"], ["--help"]):
+        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+        assert "IMPORTED []" in proc.stderr, (args, proc.stderr)
+
+
+def test_help_on_every_command(gs):
+    for cmd in ("chat", "ask", "list", "log", "show"):
+        r = gs(cmd, "--help")
+        assert r.code == 0 and "Example:" in r.out, cmd
+    r = gs("--version")
+    assert r.code == 0 and r.out.startswith("gitsessions ")
