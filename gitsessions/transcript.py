@@ -46,7 +46,7 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
 
     Returns:
         Messages as dicts: ``{"role": "user", "content": str}``,
-        ``{"role": "assistant", "content": str | None, "tool_calls": [...]}`` (``tool_calls``
+        ``{"role": "assistant", "content": str, "tool_calls": [...]}`` (``tool_calls``
         only when non-empty, in the API's ``{"id", "type": "function", "function": {"name",
         "arguments"}}`` shape) and ``{"role": "tool", "tool_call_id": str, "content": str}``.
         A ``compaction/summary`` replaces what it covers with one user message holding the
@@ -56,16 +56,19 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     pending: list[tuple[str, str]] = []  # (call id, name) awaiting a result, in call order
     results: dict[str, str] = {}
+    started: set[str] = set()  # pending calls a tool/call event shows began
     turn = 0
 
     def flush() -> None:
         for call_id, _name in pending:
             content = results.get(call_id)
             if content is None:
-                content = _SYNTHETIC_CONTENT[NOT_STARTED]
+                code = OUTCOME_UNKNOWN if call_id in started else NOT_STARTED
+                content = _SYNTHETIC_CONTENT[code]
             messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
         pending.clear()
         results.clear()
+        started.clear()
 
     for ev in events:
         if ev.type == "turn/start":
@@ -82,13 +85,14 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
             calls = []
             seen: set[str] = set()
             for call in d.get("tool_calls") or []:
-                call_id = str(call.get("id") or "")
+                # Compare cleaned ids: two lone surrogates both become U+FFFD.
+                call_id = clean_text(str(call.get("id") or ""))
                 if not call_id or call_id in seen:
                     continue  # an id we could never answer unambiguously
                 seen.add(call_id)
                 calls.append(
                     {
-                        "id": clean_text(call_id),
+                        "id": call_id,
                         "type": "function",
                         "function": {
                             "name": clean_text(str(call.get("name", ""))),
@@ -97,16 +101,22 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
                     }
                 )
             content = d.get("content")
-            content = clean_text(content) if isinstance(content, str) and content else None
-            if content is None and not calls:
+            content = clean_text(content) if isinstance(content, str) else ""
+            if not content and not calls:
                 continue  # an interrupted reply that produced nothing
+            # "" rather than null beside tool calls: some servers (llama.cpp) refuse null.
             msg: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
                 msg["tool_calls"] = calls
             messages.append(msg)
             pending.extend((c["id"], c["function"]["name"]) for c in calls)
+        elif ev.type == "tool/call":
+            call_id = d.get("id")
+            if isinstance(call_id, str) and any(clean_text(call_id) == p for p, _ in pending):
+                started.add(clean_text(call_id))
         elif ev.type == "tool/result":
             call_id = d.get("id")
+            call_id = clean_text(call_id) if isinstance(call_id, str) else call_id
             if any(call_id == p for p, _ in pending) and call_id not in results:
                 results[call_id] = clean_text(str(d.get("content", "")))
         elif ev.type == "compaction/summary":
@@ -150,28 +160,27 @@ def closing_events(events: Sequence[Event], reason: str) -> list[tuple[str, dict
         return []
     turn_events = events[start:]
     turn = turn_events[0].data.get("turn")
-    requested: list[tuple[str, str]] = []
+    # Unanswered calls, in request order. A result answers the latest request of its id, so an
+    # id reused in a later step (some local servers number calls per reply) is answered again.
+    requested: dict[str, str] = {}
     started: set[str] = set()
-    answered: set[str] = set()
     open_step = None
     for ev in turn_events:
         if ev.type == "assistant/message":
             for call in ev.data.get("tool_calls") or []:
                 if call.get("id"):
-                    requested.append((call["id"], call.get("name", "")))
+                    requested.setdefault(call["id"], call.get("name", ""))
         elif ev.type == "tool/call":
             started.add(ev.data.get("id"))
         elif ev.type == "tool/result":
-            answered.add(ev.data.get("id"))
+            requested.pop(ev.data.get("id"), None)
+            started.discard(ev.data.get("id"))
         elif ev.type == "step/start":
             open_step = ev.data.get("step")
         elif ev.type == "step/end":
             open_step = None
     out: list[tuple[str, dict[str, Any]]] = []
-    for call_id, name in requested:
-        if call_id in answered:
-            continue
-        answered.add(call_id)
+    for call_id, name in requested.items():
         if call_id in started:
             code = OUTCOME_UNKNOWN
         else:

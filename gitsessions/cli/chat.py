@@ -11,6 +11,7 @@ import typer
 from .. import __version__
 from ..errors import GitSessionsError, SessionNotFound
 from ..events import clean_text, make_header
+from .admin import pack_in_background
 from .common import Context, err, short
 
 app = typer.Typer()
@@ -77,6 +78,7 @@ def chat(
             if interactive:
                 write(f"gs {__version__} · session {sid} · model {provider.model} · /help for commands\n")
             repl.run()
+        pack_in_background(store)
         saved = [s for s in repl.visited if store.tip(s)]
         for s in saved:
             err(f"session {s} saved at {short(store.tip(s))}; resume with: gs chat {s}")
@@ -146,6 +148,7 @@ def ask(
                                   max_steps=c.config.max_steps, on_text=on_text)
         finally:
             session.close()
+        pack_in_background(store)
     if result.text:
         sys.stdout.write("\n")
     sys.stdout.flush()

