@@ -58,7 +58,9 @@ def clean_text(text: str) -> str:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        # Through UTF-16: a surrogate pair split into two code points becomes its character,
+        # each lone surrogate exactly one U+FFFD (UTF-8 "replace" would give three per surrogate).
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def clean_value(value: Any, path: str = "data") -> Any:

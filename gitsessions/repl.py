@@ -130,7 +130,8 @@ class Repl:
         if started[0] or result.reason != "completed":
             self.write("\n")
         if result.reason == "aborted":
-            self.write("(reply cancelled; the partial text is kept)\n")
+            kept = "; the partial text is kept" if result.text else ""
+            self.write(f"(reply cancelled{kept})\n")
         elif result.reason == "error":
             self.write(f"error: {result.error}\n(the prompt is saved; send another message to go on)\n")
         elif result.reason == "max-steps":

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import SessionExists, SessionNotFound
+from .errors import InvalidEvent, SessionExists, SessionNotFound
 from .events import Event, make_event
 from .store import CommitMessage, GitStore, check_session_id
 from .transcript import closing_events, derive_messages, open_turn, title_of
@@ -32,7 +32,8 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int) -> 
         if ev.type == "turn/start":
             turn = ev.data.get("turn", turn + 1)
     prompt = next((str(e.data.get("content", "")) for e in new if e.type == "user/message"), None)
-    model = next((e.data.get("model") for e in reversed(new) if e.type == "assistant/message" and e.data.get("model")), None)
+    models = [e.data.get("model") for e in new if e.type == "assistant/message" and e.data.get("model")]
+    model = models[-1] if models else None
     if prompt is not None:
         first_line = prompt.strip().split("\n", 1)[0] or "(empty prompt)"
         subject = f"turn {turn}: {first_line}"
@@ -227,12 +228,16 @@ def recover_journal(store: GitStore, session_id: str) -> str | None:
         if new and len(events) > new[-1].seq:
             journal.clear()
             return None
-    # Keep the run of journal events that continues the log exactly.
+    # Keep the run of journal events that continues the log exactly and that the store
+    # accepts (a damaged or newer-format record ends the run instead of blocking every open).
     kept: list[Event] = []
     for ev in new:
-        if ev.seq != len(events) + len(kept):
+        if ev.seq != len(events) + len(kept) or type(ev.time) is not int:
             break
-        kept.append(ev)
+        try:
+            kept.append(make_event(ev.seq, ev.type, ev.data, time_ms=ev.time, ignorable=ev.ignorable))
+        except InvalidEvent:
+            break
     if not kept and not contents.partial:
         journal.clear()
         return None

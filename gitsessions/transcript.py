@@ -122,9 +122,8 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
         elif ev.type == "compaction/summary":
             flush()
             messages.clear()
-            messages.append(
-                {"role": "user", "content": "Summary of the conversation so far:\n" + clean_text(str(d.get("summary", "")))}
-            )
+            summary = clean_text(str(d.get("summary", "")))
+            messages.append({"role": "user", "content": "Summary of the conversation so far:\n" + summary})
     flush()
     return messages
 

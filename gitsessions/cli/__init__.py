@@ -35,9 +35,11 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    repo: Annotated[Path | None, typer.Option("--repo", help="Session repo path (default: $GS_REPO, config, platform data dir).")] = None,
+    repo: Annotated[Path | None, typer.Option(
+        "--repo", help="Session repo path (default: $GS_REPO, config, platform data dir).")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
     ctx.obj = Context(repo=repo, debug=debug or bool(os.environ.get("GS_DEBUG")))
 

@@ -29,7 +29,7 @@ def list_(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        for sid in store.session_ids():
+        for sid in store.journaled():
             try_recover(store, sid)
         rows = [render.session_row(info) for info in store.list_sessions()]
     rows.sort(key=lambda r: r["saved"] or "", reverse=True)
@@ -68,7 +68,7 @@ def log(
     if as_json:
         print(render.dumps(rows))
         return
-    for info, r in zip(commits, rows):
+    for info, r in zip(commits, rows, strict=True):
         if oneline:
             print(f"{short(info.commit)} {r['subject']}")
             continue

@@ -25,12 +25,13 @@ from ..errors import (
     InvalidSessionId,
     SessionExists,
     SessionNotFound,
+    UnsupportedVersion,
 )
 from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
+from .base import CommitInfo, CommitMessage, SessionInfo, SessionStore, Snapshot, check_session_id
 from .journal import Journal
 from .lock import SessionLock
 from .pack import PackState, RepackResult
-from .base import CommitInfo, CommitMessage, SessionInfo, SessionStore, Snapshot, check_session_id
 
 #: The one file in every session tree.
 SESSION_FILE = b"session.jsonl"
@@ -128,6 +129,14 @@ class GitStore(SessionStore):
         """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
         return Journal(self.path / "gs" / "journal" / f"{check_session_id(session_id)}.jsonl")
 
+    def journaled(self) -> list[str]:
+        """Return the ids of sessions that have a journal (a turn in progress, or orphaned)."""
+        folder = self.path / "gs" / "journal"
+        try:
+            return sorted(p.name[: -len(".jsonl")] for p in folder.iterdir() if p.name.endswith(".jsonl"))
+        except FileNotFoundError:
+            return []
+
     def lock(self, session_id: str) -> SessionLock:
         """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<id>.lock``)."""
         return SessionLock(self.path / "gs" / "locks" / f"{check_session_id(session_id)}.lock", session_id)
@@ -177,6 +186,7 @@ class GitStore(SessionStore):
     def list_sessions(self) -> list[SessionInfo]:
         """Return one :class:`SessionInfo` per session, from tip commits only (no blob reads)."""
         out = []
+        verified = self._verified()
         for sid in self.session_ids():
             try:
                 tip = self.tip(sid)
@@ -186,10 +196,40 @@ class GitStore(SessionStore):
                 continue
             try:
                 obj = self._commit(tip)
-                out.append(SessionInfo(sid, tip, obj.commit_time, CommitMessage.decode(obj.message)))
             except (KeyError, NotCommitError, ObjectFormatException, ValueError) as exc:
                 out.append(SessionInfo(sid, tip, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
+                continue
+            error = None
+            if tip not in verified:
+                # Written by something other than this store (plain git, a pull): check once.
+                try:
+                    self.load(sid, tip)
+                except (CorruptSession, UnsupportedVersion) as exc:
+                    error = str(exc)
+            out.append(SessionInfo(sid, tip, obj.commit_time, CommitMessage.decode(obj.message), error))
         return out
+
+    # Tips known to hold a valid log: every save this store makes, and every successful
+    # load. ``list_sessions`` parses only tips missing here, so listing stays O(sessions)
+    # in small object reads while a session damaged behind gs's back is still flagged.
+
+    def _verified_path(self) -> Path:
+        return self.path / "gs" / "verified"
+
+    def _verified(self) -> set[str]:
+        try:
+            return set(self._verified_path().read_text("ascii").split())
+        except (FileNotFoundError, UnicodeDecodeError):
+            return set()
+
+    def _mark_verified(self, commit: str) -> None:
+        path = self._verified_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, commit.encode("ascii") + b"\n")
+        finally:
+            os.close(fd)
 
     def read_raw(self, session_id: str, commit: str) -> bytes:
         """Return the bytes of ``session.jsonl`` at ``commit``.
@@ -230,6 +270,8 @@ class GitStore(SessionStore):
             # Cut exactly the dropped last line (which may be empty: "...\n\n").
             body = raw[:-1] if raw.endswith(b"\n") else raw
             raw = raw[: body.rfind(b"\n") + 1]
+        if commit not in self._cache:
+            self._mark_verified(commit)
         self._remember(commit, raw, len(parsed.events))
         return Snapshot(session_id, commit, parsed.header, parsed.events, raw)
 
@@ -325,6 +367,7 @@ class GitStore(SessionStore):
             self._point_head(repo, ref)
         sha = _hex(new)
         self._remember(sha, raw, count + len(events))
+        self._mark_verified(sha)
         PackState(self.path).record_save(len(raw))
         return sha
 
@@ -376,7 +419,7 @@ class GitStore(SessionStore):
             target = repo.refs.read_ref(b"HEAD")
             if target and target.startswith(b"ref: ") and target[5:] not in repo.refs:
                 repo.refs.set_symbolic_ref(b"HEAD", ref)
-        except (OSError, KeyError):
+        except (OSError, KeyError, FileLocked):
             pass  # cosmetic: never fail a save over HEAD
 
     @staticmethod

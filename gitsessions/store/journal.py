@@ -124,6 +124,9 @@ class Journal:
             except (UnicodeDecodeError, ValueError):
                 out.torn = True
                 break
+            if not isinstance(obj, dict):
+                out.torn = True  # damaged: no record of ours is anything but an object
+                break
             if "delta" in obj:
                 out.partial += str(obj["delta"])
             elif isinstance(obj, dict) and "seq" in obj:
