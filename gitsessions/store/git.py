@@ -8,6 +8,7 @@ compare-and-swap with a reflog entry. Plain ``git`` reads everything written her
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from collections import OrderedDict
@@ -102,15 +103,23 @@ class GitStore(SessionStore):
         return self._repo
 
     def _init(self) -> Repo:
-        self.path.mkdir(parents=True, exist_ok=True)
-        repo = Repo.init_bare(str(self.path), mkdir=False)
-        config = repo.get_config()
-        for key, value in INIT_CONFIG.items():
-            config.set((b"core",), key, value)
-        config.set((b"gc",), b"auto", b"0")  # dulwich's auto-gc repacks without deltas
-        config.set((b"core",), b"logAllRefUpdates", b"true")
-        config.write_to_path()
-        repo.close()
+        # Several processes may make their first save at once: one initialises, under a lock.
+        lock_path = self.path / "gs" / "locks" / "init.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not self.exists():
+                repo = Repo.init_bare(str(self.path), mkdir=False)
+                config = repo.get_config()
+                for key, value in INIT_CONFIG.items():
+                    config.set((b"core",), key, value)
+                config.set((b"gc",), b"auto", b"0")  # dulwich's auto-gc repacks without deltas
+                config.set((b"core",), b"logAllRefUpdates", b"true")
+                config.write_to_path()
+                repo.close()
+        finally:
+            os.close(fd)
         return Repo(str(self.path))  # reopen so the object store reads the settings
 
     def close(self) -> None:
