@@ -13,7 +13,7 @@ from typing import Any
 
 from .chat.loop import run_turn
 from .errors import GitSessionsError
-from .session import Session
+from .session import Session, open_revision
 from .store import GitStore
 
 HELP = """\
@@ -43,7 +43,8 @@ class Repl:
     Args:
         store: the session store.
         provider: the model (``stream(messages, tools)``, ``model``).
-        session_id: the session to open first (created on its first save if new).
+        session_id: the session (or revision) to open first; a new id is created on its
+            first save, a past revision is forked first.
         read_line: ``read_line(prompt) -> str | None``; None at end of input; raises
             ``KeyboardInterrupt`` or ``EOFError`` to leave.
         write: writes text to the user (no newline added).
@@ -55,7 +56,7 @@ class Repl:
     def __init__(self, store: GitStore, provider: Any, session_id: str, *,
                  read_line: Callable[[str], str | None], write: Callable[[str], None],
                  new_header: Callable[[str], dict], system: str | None = None,
-                 max_steps: int = 8):
+                 max_steps: int = 8, fork_as: str | None = None):
         self.store = store
         self.provider = provider
         self.read_line = read_line
@@ -65,18 +66,20 @@ class Repl:
         self.max_steps = max_steps
         self.session: Session | None = None
         self.visited: list[str] = []
-        self._open(session_id, create=True)
+        self._open(session_id, create=True, fork_as=fork_as)
 
-    def _open(self, session_id: str, create: bool) -> None:
-        header = self.new_header(session_id) if create else None
-        session = Session.open(self.store, session_id, new_header=header)
+    def _open(self, rev: str, create: bool, fork_as: str | None = None) -> None:
+        session, note = open_revision(self.store, rev, fork_as=fork_as,
+                                      new_header=self.new_header if create else None)
         if self.session is not None:
             self.session.close()
         self.session = session
-        if session_id not in self.visited:
-            self.visited.append(session_id)
+        if session.id not in self.visited:
+            self.visited.append(session.id)
+        if note:
+            self.write(f"({note})\n")
         if session.recovered:
-            self.write(f"(recovered an interrupted turn of {session_id} from its journal: "
+            self.write(f"(recovered an interrupted turn of {session.id} from its journal: "
                        f"commit {session.recovered[:7]})\n")
 
     def prompt_text(self) -> str:
@@ -157,7 +160,7 @@ class Repl:
                 self.write("usage: /open <id>\n")
             else:
                 self._open(arg, create=False)
-                self.write(f"(opened {arg}: {len(self.session.messages())} messages)\n")
+                self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
         elif name == "/sessions":
             self.sessions()
         elif name == "/save":

@@ -7,23 +7,26 @@ finished turn into one commit. It knows the store's interface, not git or OpenAI
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import InvalidEvent, SessionExists, SessionNotFound
+from .errors import BadRevision, InvalidEvent, SessionExists, SessionNotFound
 from .events import Event, make_event
-from .store import CommitMessage, GitStore, check_session_id
-from .transcript import closing_events, derive_messages, open_turn, title_of
+from .store import CommitMessage, GitStore, Revision, check_session_id
+from .store.base import SESSION_ID_RE
+from .transcript import closing_events, derive_messages, open_turn, title_of, undone_turns
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
 
 
-def commit_message(session_id: str, events: Sequence[Event], first_new: int) -> CommitMessage:
+def commit_message(session_id: str, events: Sequence[Event], first_new: int,
+                   forked_from: str | None = None) -> CommitMessage:
     """Build the commit message of a save holding ``events[first_new:]``.
 
     Subject ``turn N: <first line of the prompt>`` (design.md), trailers ``Session``, ``Turn``,
-    ``Model``, ``Events`` (seq range), ``Messages`` (derived message count) and ``Title`` so that
+    ``Model``, ``Events`` (seq range), ``Messages`` (derived message count), ``Title`` and
+    ``Forked-From`` (``<session>@<commit>``, carried by every commit of a fork) so that
     ``gs list`` and ``gs log`` never read blobs.
     """
     new = events[first_new:]
@@ -37,6 +40,11 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int) -> 
     if prompt is not None:
         first_line = prompt.strip().split("\n", 1)[0] or "(empty prompt)"
         subject = f"turn {turn}: {first_line}"
+    elif any(e.type == "session/title" for e in new):
+        subject = "title: " + title_of(events)
+    elif any(e.type == "session/undo" for e in new):
+        undone = [str(e.data.get("turn")) for e in new if e.type == "session/undo"]
+        subject = "undo: turn " + ", ".join(undone)
     else:
         kinds = sorted({e.type for e in new})
         subject = "save: " + ", ".join(kinds)
@@ -49,6 +57,8 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int) -> 
     title = title_of(events)
     if title:
         trailers["Title"] = title[:200]
+    if forked_from:
+        trailers["Forked-From"] = forked_from
     return CommitMessage(subject, trailers)
 
 
@@ -74,6 +84,7 @@ class Session:
         self.events = events
         self.tip = tip
         self.recovered: str | None = None
+        self.forked_from: str | None = None
         self._committed = len(events)
         self._lock = lock
         self._journal = store.journal(session_id)
@@ -103,6 +114,7 @@ class Session:
             if tip is not None:
                 snap = store.load(session_id, tip)
                 session = cls(store, session_id, snap.header, list(snap.events), tip, lock)
+                session.forked_from = store.log(session_id, limit=1)[0].message.trailers.get("Forked-From")
             else:
                 if new_header is None:
                     raise SessionNotFound(session_id, store.session_ids())
@@ -171,7 +183,7 @@ class Session:
         pending = self.events[self._committed:]
         if not pending:
             return None
-        message = commit_message(self.id, self.events, self._committed)
+        message = commit_message(self.id, self.events, self._committed, self.forked_from)
         commit = self.store.append(
             self.id, pending, message, expected_tip=self.tip,
             header=self.header if self.tip is None else None,
@@ -181,6 +193,32 @@ class Session:
         self._journal.clear()
         self._journal_open = False
         return commit
+
+    def set_title(self, title: str) -> str:
+        """Set the session title (any Unicode, one line) with a ``session/title`` event; commit it."""
+        title = " ".join(title.split())
+        if not title:
+            raise InvalidEvent("the title is empty")
+        self.append("session/title", {"title": title})
+        return self.save()
+
+    def undo(self) -> int:
+        """Drop the last turn not yet undone from what the model sees; return its number.
+
+        Appends ``session/undo`` and commits: the log keeps everything and the branch only
+        moves forward (issue 4).
+
+        Raises:
+            InvalidEvent: there is no turn left to undo.
+        """
+        undone = undone_turns(self.events)
+        turns = [e.data.get("turn") for e in self.events if e.type == "turn/start"]
+        left = [t for t in turns if t not in undone]
+        if not left:
+            raise InvalidEvent("there is no turn to undo")
+        self.append("session/undo", {"turn": left[-1]})
+        self.save()
+        return left[-1]
 
     @property
     def in_turn(self) -> bool:
@@ -279,3 +317,71 @@ class _Nothing:
         return None
 
     release = close = clear = append_event = append_delta = _skip
+
+
+def fork_name(store: GitStore, session_id: str) -> str:
+    """Return ``<id>-<n>`` with the lowest n >= 1 that no session (or archive) uses."""
+    n = 1
+    while True:
+        name = f"{session_id[:60]}-{n}"
+        if store.find(name) is None and store.archive_ref(name) is None:
+            return name
+        n += 1
+
+
+def fork(store: GitStore, rev: Revision, new_id: str) -> str:
+    """Create session ``new_id`` starting at ``rev`` in O(1) (one commit, no content copied).
+
+    The fork's commits carry ``Forked-From: <session>@<commit>``, and its first commit's
+    parent is the fork point, so ``git merge-base`` finds it after push and clone.
+
+    Returns:
+        The fork's first commit id.
+
+    Raises:
+        BadRevision: the fork point is inside an unfinished turn.
+        SessionExists, InvalidSessionId: ``new_id`` is taken or malformed.
+    """
+    check_session_id(new_id)
+    snap = store.load(rev.session_id, rev.commit)
+    if open_turn(snap.events) is not None:
+        raise BadRevision(f"{rev.session_id}@{rev.commit[:7]}", "the fork point is inside an unfinished turn")
+    base = store.log(rev.session_id, start=rev.commit, limit=1)[0].message.trailers
+    lineage = f"{rev.session_id}@{rev.commit}"
+    trailers = {"Session": new_id, "Turn": base.get("Turn", "0"), "Messages": base.get("Messages", "0")}
+    if base.get("Title"):
+        trailers["Title"] = base["Title"]
+    trailers["Forked-From"] = lineage
+    subject = f"fork: {new_id} from {rev.session_id} at {rev.commit[:7]}"
+    return store.branch_from(new_id, rev.commit, CommitMessage(subject, trailers))
+
+
+def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
+                  new_header: Callable[[str], dict] | None = None) -> tuple[Session, str | None]:
+    """Open revision ``rev`` for writing, forking when writing there must not move its branch.
+
+    A plain id that names no session is created (when ``new_header`` is given). A revision
+    that is not its session's tip — or any revision when ``fork_as`` is given — is first
+    forked to ``fork_as`` (default ``<id>-<n>``, the lowest free n): sending from the past
+    never moves the original branch (issue 4).
+
+    Returns:
+        ``(session, note)``: the open session and, when a fork was made, a line saying so.
+
+    Raises:
+        BadRevision, SessionNotFound, SessionExists, SessionLocked, CorruptSession.
+    """
+    if SESSION_ID_RE.match(rev) and not fork_as and store.tip(rev) is None and store.find(rev) is None:
+        if new_header is None:
+            raise SessionNotFound(rev, store.session_ids())
+        if store.archive_ref(rev):
+            raise SessionExists(rev, f"archive/{rev}")
+        return Session.open(store, rev, new_header=new_header(rev)), None
+    target = store.resolve(rev)
+    if target.is_tip and not fork_as:
+        return Session.open(store, target.session_id), None
+    new_id = fork_as or fork_name(store, target.session_id)
+    fork(store, target, new_id)
+    note = (f"{rev} is not the tip of {target.session_id}: " if not target.is_tip else "") + \
+        f"continuing in new session {new_id}, forked from {target.session_id} at {target.commit[:7]}"
+    return Session.open(store, new_id), note

@@ -11,7 +11,7 @@ import typer
 
 from .. import __version__
 from ..errors import GitSessionsError
-from . import admin, chat, history
+from . import admin, chat, history, lifecycle
 from .common import Context, err
 
 app = typer.Typer(
@@ -44,7 +44,7 @@ def _root(
     ctx.obj = Context(repo=repo, debug=debug or bool(os.environ.get("GS_DEBUG")))
 
 
-for sub in (chat.app, history.app, admin.app):
+for sub in (chat.app, history.app, lifecycle.app, admin.app):
     for command in sub.registered_commands:
         app.registered_commands.append(command)
 

@@ -39,14 +39,18 @@ def _stdin_lines():
 @app.command()
 def chat(
     ctx: typer.Context,
-    session: Annotated[str | None, typer.Argument(help="Session id (new or existing).")] = None,
+    session: Annotated[str | None, typer.Argument(
+        help="Session id (new or existing) or a revision: SESSION~N, SESSION^, SESSION@COMMIT.")] = None,
+    fork_as: Annotated[str | None, typer.Option("--fork", help="Continue in a new session NEW forked at SESSION.",
+                                                metavar="NEW")] = None,
     cont: Annotated[bool, typer.Option("-c", "--continue", help="Resume the most recently saved session.")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
 
-    With no SESSION a new session gets an 8-hex-digit id. When stdin is not a terminal,
-    each input line is one prompt (or slash command), processed in order.
+    With no SESSION a new session gets an 8-hex-digit id. A past revision (work~2) is
+    continued in a fork (--fork NEW, else work-1): the original branch never moves. When
+    stdin is not a terminal, each input line is one prompt (or slash command), in order.
 
     Example: gs chat work
     """
@@ -74,9 +78,10 @@ def chat(
         with connect(c.config, model=model, notify=err) as provider:
             repl = Repl(store, provider, sid, read_line=read_line, write=write,
                         new_header=_header, system=c.config.system,
-                        max_steps=c.config.max_steps)
+                        max_steps=c.config.max_steps, fork_as=fork_as)
             if interactive:
-                write(f"gs {__version__} · session {sid} · model {provider.model} · /help for commands\n")
+                write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
+                      "/help for commands\n")
             repl.run()
         pack_in_background(store)
         saved = [s for s in repl.visited if store.tip(s)]
@@ -112,7 +117,10 @@ def _terminal_io(c: Context):
 @app.command()
 def ask(
     ctx: typer.Context,
-    args: Annotated[list[str], typer.Argument(help="[SESSION] PROMPT; PROMPT '-' reads stdin.", show_default=False)],
+    args: Annotated[list[str], typer.Argument(
+        help="[SESSION] PROMPT; SESSION may be a revision (work~1); PROMPT '-' reads stdin.", show_default=False)],
+    fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
+                                                metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
@@ -124,7 +132,7 @@ def ask(
     from ..chat.connect import connect
     from ..chat.loop import run_turn
     from ..repl import new_session_id
-    from ..session import Session
+    from ..session import open_revision
 
     c: Context = ctx.obj
     if len(args) not in (1, 2):
@@ -136,8 +144,11 @@ def ask(
     if not prompt.strip():
         raise typer.BadParameter("the prompt is empty")
     with c.store() as store:
-        sid = args[0] if len(args) == 2 else new_session_id(store)
-        session = Session.open(store, sid, new_header=_header(sid))
+        rev = args[0] if len(args) == 2 else new_session_id(store)
+        session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header)
+        sid = session.id
+        if note:
+            err(note)
         try:
             with connect(c.config, model=model, notify=err) as provider:
                 def on_text(text: str) -> None:

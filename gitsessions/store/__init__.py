@@ -6,6 +6,7 @@ Nothing in this package imports typer, rich, prompt_toolkit or openai, or reads 
 from .base import (
     CommitInfo,
     CommitMessage,
+    Revision,
     SessionInfo,
     SessionStore,
     Snapshot,
@@ -24,6 +25,7 @@ __all__ = [
     "SessionInfo",
     "SessionLock",
     "SessionStore",
+    "Revision",
     "Snapshot",
     "check_session_id",
 ]

@@ -64,6 +64,21 @@ class CommitMessage:
 
 
 @dataclass(frozen=True)
+class Revision:
+    """A resolved revision: a commit of a session.
+
+    Attributes:
+        session_id: the session named.
+        commit: the commit id (hex).
+        is_tip: True when it is the session's current tip.
+    """
+
+    session_id: str
+    commit: str
+    is_tip: bool
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """A session as of one commit.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -20,6 +21,7 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
 from ..errors import (
+    BadRevision,
     ConcurrentUpdate,
     CorruptSession,
     InvalidEvent,
@@ -29,7 +31,16 @@ from ..errors import (
     UnsupportedVersion,
 )
 from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
-from .base import CommitInfo, CommitMessage, SessionInfo, SessionStore, Snapshot, check_session_id
+from .base import (
+    SESSION_ID_RE,
+    CommitInfo,
+    CommitMessage,
+    Revision,
+    SessionInfo,
+    SessionStore,
+    Snapshot,
+    check_session_id,
+)
 from .journal import Journal
 from .lock import SessionLock
 from .pack import PackState, RepackResult
@@ -49,6 +60,8 @@ REF_LOCK_WAIT_S = 5.0
 STALE_REF_LOCK_S = 2.0
 
 _HEADS = b"refs/heads/"
+_ARCHIVE = b"refs/archive/"
+_REV_RE = re.compile(r"^(?P<id>[A-Za-z0-9][A-Za-z0-9_-]{0,63})(?P<suffix>(?:~\d*|\^+)*|@.*)$")
 
 
 def _hex(sha: bytes) -> str:
@@ -353,32 +366,202 @@ class GitStore(SessionStore):
         raw = prefix + body
         repo = self.repo(create=True)
         assert repo is not None
-        now = int(time.time())
-        tz = time.localtime(now).tm_gmtoff
         blob = Blob.from_string(raw)
         tree = Tree()
         tree.add(SESSION_FILE, 0o100644, blob.id)
         tree.check()
-        commit = Commit()
-        commit.tree = tree.id
-        commit.parents = [expected_tip.encode("ascii")] if expected_tip else []
-        commit.author = commit.committer = self.identity
-        commit.author_time = commit.commit_time = now
-        commit.author_timezone = commit.commit_timezone = tz
-        commit.message = message.encode()
-        commit.check()
-        for obj in (blob, tree, commit):
-            repo.object_store.add_object(obj)
-        new = commit.id
+        repo.object_store.add_object(blob)
+        repo.object_store.add_object(tree)
+        commit = self._write_commit(repo, tree.id, [expected_tip] if expected_tip else [], message)
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + message.subject
-        self._swap(repo, ref, expected_tip, new, reflog.encode("utf-8"), now, tz)
+        self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
+                   commit.commit_timezone)
         if expected_tip is None:
             self._point_head(repo, ref)
-        sha = _hex(new)
+        sha = _hex(commit.id)
         self._remember(sha, raw, count + len(events))
         self._mark_verified(sha)
         PackState(self.path).record_save(len(raw))
         return sha
+
+    def _write_commit(self, repo: Repo, tree: bytes, parents: list[str], message: CommitMessage) -> Commit:
+        """Build, check and store a commit object (author = committer = this store's identity)."""
+        now = int(time.time())
+        commit = Commit()
+        commit.tree = tree
+        commit.parents = [p.encode("ascii") for p in parents]
+        commit.author = commit.committer = self.identity
+        commit.author_time = commit.commit_time = now
+        commit.author_timezone = commit.commit_timezone = time.localtime(now).tm_gmtoff
+        commit.message = message.encode()
+        commit.check()
+        repo.object_store.add_object(commit)
+        return commit
+
+    # -- history: revisions, branches, archive ---------------------------------------------
+
+    def resolve(self, rev: str) -> Revision:
+        """Resolve ``SESSION``, ``SESSION~N``, ``SESSION^`` (git's meaning: N saves back along
+        first parents; suffixes combine) or ``SESSION@COMMIT`` (a prefix of >= 4 hex digits of
+        a commit in that session's history).
+
+        Raises:
+            BadRevision: malformed, or names no commit (the message names what exists).
+            SessionNotFound: no such session.
+        """
+        m = _REV_RE.match(rev)
+        if not m:
+            raise BadRevision(rev, "expected SESSION, SESSION~N, SESSION^ or SESSION@COMMIT")
+        sid, suffix = m.group("id"), m.group("suffix")
+        check_session_id(sid)
+        tip = self.tip(sid)
+        if tip is None:
+            archived = self.archive_ref(sid)
+            if archived:
+                raise BadRevision(rev, f"session {sid!r} is archived; restore it with 'gs restore {sid}'")
+            raise SessionNotFound(sid, self.session_ids())
+        if not suffix:
+            return Revision(sid, tip, True)
+        if suffix.startswith("@"):
+            prefix = suffix[1:].lower()
+            if not re.fullmatch(r"[0-9a-f]{4,40}", prefix):
+                raise BadRevision(rev, "a commit after @ is 4 to 40 hex digits")
+            hits = [c.commit for c in self.log(sid) if c.commit.startswith(prefix)]
+            if not hits:
+                raise BadRevision(rev, f"no commit {prefix} in the history of {sid!r} (see 'gs log {sid}')")
+            if len(hits) > 1:
+                raise BadRevision(rev, f"{prefix} is ambiguous: " + ", ".join(h[:12] for h in hits))
+            return Revision(sid, hits[0], hits[0] == tip)
+        back = 0
+        for step in re.findall(r"~\d*|\^+", suffix):
+            back += (int(step[1:]) if step[1:] else 1) if step.startswith("~") else len(step)
+        history = self.log(sid, limit=back + 1)
+        if len(history) <= back:
+            n = len(self.log(sid))
+            raise BadRevision(rev, f"{sid!r} has {n} save{'s' if n != 1 else ''}, so {sid}~0 to {sid}~{n - 1} exist")
+        return Revision(sid, history[back].commit, back == 0)
+
+    def _check_free(self, session_id: str) -> None:
+        existing = self.find(session_id)
+        if existing is not None:
+            raise SessionExists(session_id, existing)
+        if self.archive_ref(session_id):
+            raise SessionExists(session_id, f"archive/{session_id}")
+
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> str:
+        """Create session ``session_id`` whose first commit sits on ``commit`` (same tree).
+
+        O(1): one commit object, no content copied; lineage lives in ``message`` (trailers)
+        and in the parent link, so it survives push and clone.
+
+        Raises:
+            SessionExists: the id is taken (also by case, or by an archived session).
+        """
+        check_session_id(session_id)
+        self._check_free(session_id)
+        repo = self.repo(create=True)
+        assert repo is not None
+        parent = self._commit(commit)
+        new = self._write_commit(repo, parent.tree, [commit], message)
+        self._swap(repo, self._ref(session_id), None, new.id, f"branch: {message.subject}".encode(),
+                   new.commit_time, new.commit_timezone)
+        if commit in self._verified():
+            self._mark_verified(_hex(new.id))  # same tree, same log
+        return _hex(new.id)
+
+    def rename(self, old: str, new: str) -> None:
+        """Rename session ``old`` to ``new`` (the branch and its reflog move; history stays).
+
+        Raises:
+            SessionNotFound, SessionExists, ConcurrentUpdate.
+        """
+        sha = self.tip(old)
+        if sha is None:
+            raise SessionNotFound(old, self.session_ids())
+        check_session_id(new)
+        if new.casefold() != old.casefold():
+            self._check_free(new)
+        self._move_ref(self._ref(old), self._ref(new), sha, f"Branch: renamed {old} to {new}")
+
+    def archive(self, session_id: str) -> str:
+        """Move ``refs/heads/<id>`` to ``refs/archive/<id>`` (or ``<id>-<n>`` when that is taken).
+
+        Returns:
+            The archive name (``<id>`` or ``<id>-<n>``) to restore it by.
+        """
+        sha = self.tip(session_id)
+        if sha is None:
+            raise SessionNotFound(session_id, self.session_ids())
+        name, n = session_id, 1
+        while self.archive_ref(name):
+            n += 1
+            name = f"{session_id}-{n}"
+        self._move_ref(self._ref(session_id), _ARCHIVE + name.encode(), sha, f"archive: {session_id}")
+        return name
+
+    def restore(self, name: str, as_id: str | None = None) -> str:
+        """Move ``refs/archive/<name>`` back to a session (``as_id`` or ``name``); return its id."""
+        sha = self.archive_ref(name)
+        if sha is None:
+            raise SessionNotFound(name, self.archived_ids())
+        sid = as_id or name
+        check_session_id(sid)
+        existing = self.find(sid)
+        if existing is not None:
+            raise SessionExists(sid, existing)
+        self._move_ref(_ARCHIVE + name.encode(), self._ref(sid), sha, f"restore: {name}")
+        return sid
+
+    def archive_ref(self, name: str) -> str | None:
+        """Return the commit of archived session ``name``, or None."""
+        repo = self.repo()
+        if repo is None or not SESSION_ID_RE.match(name):
+            return None
+        try:
+            return _hex(repo.refs[_ARCHIVE + name.encode()])
+        except KeyError:
+            return None
+
+    def archived_ids(self) -> list[str]:
+        """Return the names under ``refs/archive/``, sorted."""
+        repo = self.repo()
+        if repo is None:
+            return []
+        return sorted(n.decode("utf-8", "replace") for n in repo.refs.keys(base=_ARCHIVE))
+
+    def archived_sessions(self) -> list[SessionInfo]:
+        """Return :class:`SessionInfo` rows of archived sessions (from their tip commits)."""
+        out = []
+        for name in self.archived_ids():
+            sha = self.archive_ref(name)
+            if sha:
+                obj = self._commit(sha)
+                out.append(SessionInfo(name, sha, obj.commit_time, CommitMessage.decode(obj.message)))
+        return out
+
+    def _move_ref(self, src: bytes, dst: bytes, sha: str, msg: str) -> None:
+        """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha``."""
+        repo = self.repo()
+        assert repo is not None
+        now = int(time.time())
+        tz = time.localtime(now).tm_gmtoff
+        self._swap(repo, dst, None, sha.encode("ascii"), msg.encode("utf-8"), now, tz)
+        logs = self.path / "logs"
+        src_log, dst_log = logs / src.decode(), logs / dst.decode()
+        if src_log.exists():
+            # keep the old entries first, as git branch -m does
+            dst_log.parent.mkdir(parents=True, exist_ok=True)
+            new_entries = dst_log.read_bytes() if dst_log.exists() else b""
+            dst_log.write_bytes(src_log.read_bytes() + new_entries)
+        if not repo.refs.remove_if_equals(src, sha.encode("ascii")):
+            repo.refs.remove_if_equals(dst, sha.encode("ascii"))
+            raise ConcurrentUpdate(src.decode(), sha, None)
+        try:
+            src_log.unlink()
+        except FileNotFoundError:
+            pass
+        if repo.refs.read_ref(b"HEAD") == b"ref: " + src:
+            repo.refs.set_symbolic_ref(b"HEAD", dst)
 
     # -- packing ---------------------------------------------------------------------------
 

@@ -1,0 +1,98 @@
+"""Session lifecycle: ``fork``, ``rename``, ``rm`` (archive), ``restore``, ``title``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..session import Session
+from ..session import fork as fork_session
+from .common import Context, err, short
+
+app = typer.Typer()
+
+
+@app.command()
+def fork(
+    ctx: typer.Context,
+    rev: Annotated[str, typer.Argument(help="Where to fork: SESSION, SESSION~N, SESSION^ or SESSION@COMMIT.")],
+    new: Annotated[str, typer.Argument(help="Id of the new session.")],
+) -> None:
+    """Start session NEW at revision REV (O(1): nothing is copied; the original is untouched).
+
+    Example: gs fork work~1 work-alt
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        target = store.resolve(rev)
+        commit = fork_session(store, target, new)
+    err(f"forked {new} from {target.session_id} at {short(target.commit)} ({short(commit)}); "
+        f"continue with: gs chat {new}")
+
+
+@app.command()
+def rename(
+    ctx: typer.Context,
+    old: Annotated[str, typer.Argument(help="Current session id.")],
+    new: Annotated[str, typer.Argument(help="New session id.")],
+) -> None:
+    """Rename a session (its branch and reflog move; its history is unchanged).
+
+    Example: gs rename 3f2a9c1b yaml-parsing
+    """
+    c: Context = ctx.obj
+    with c.store() as store, store.lock(old):
+        store.rename(old, new)
+    err(f"renamed {old} to {new}")
+
+
+@app.command("rm")
+def rm(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id to archive.")],
+) -> None:
+    """Archive a session under refs/archive/ (nothing is deleted; 'gs restore' brings it back).
+
+    Example: gs rm old-chat
+    """
+    c: Context = ctx.obj
+    with c.store() as store, store.lock(session):
+        name = store.archive(session)
+    err(f"archived {session} as refs/archive/{name}; restore it with: gs restore {name}")
+
+
+@app.command()
+def restore(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Archived session name (see gs list --archived).")],
+    as_id: Annotated[str | None, typer.Option("--as", help="Restore under another id.")] = None,
+) -> None:
+    """Bring an archived session back.
+
+    Example: gs restore old-chat
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        sid = store.restore(name, as_id)
+    err(f"restored {sid}")
+
+
+@app.command()
+def title(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    text: Annotated[str, typer.Argument(help="The new title (any Unicode).")],
+) -> None:
+    """Set a session's title (shown by gs list instead of the first prompt).
+
+    Example: gs title work "Parsing YAML in Python"
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        session_ = Session.open(store, session)
+        try:
+            commit = session_.set_title(text)
+        finally:
+            session_.close()
+    err(f"[{session} {short(commit)}] title set")
