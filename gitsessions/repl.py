@@ -13,7 +13,7 @@ from typing import Any
 
 from .chat.loop import run_turn
 from .errors import GitSessionsError
-from .session import Session, open_revision
+from .session import Session, fork, open_revision
 from .store import GitStore
 
 HELP = """\
@@ -23,7 +23,12 @@ prompt leaves. Every finished turn is saved as a git commit.
   /help          this help
   /new <id>      start a new session and switch to it
   /sessions      list sessions (* marks the current one)
-  /open <id>     switch to an existing session
+  /open <rev>    switch to a session, or to a past revision (work~2, work@1a2b3c4d):
+                 what you send there goes to a new fork; the original never moves
+  /fork <new>    copy the current session (at its tip) into a new session and switch
+  /log           the current session's saves, newest first
+  /title <text>  set the session title (any Unicode)
+  /undo          drop the last turn from what the model sees (the log keeps it)
   /save          save now (turns are saved as they finish; this confirms the tip)
   /exit          leave (also /quit, Ctrl+D)
 """
@@ -163,6 +168,34 @@ class Repl:
                 self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
         elif name == "/sessions":
             self.sessions()
+        elif name == "/fork":
+            assert self.session is not None
+            if not arg:
+                self.write("usage: /fork <new id>\n")
+            elif self.session.tip is None:
+                self.write("error: nothing to fork yet: the session has no saved turns\n")
+            else:
+                source = self.session.id
+                fork(self.store, self.store.resolve(source), arg)
+                self._open(arg, create=False)
+                self.write(f"(forked {source} into {arg}; now in {arg})\n")
+        elif name == "/log":
+            assert self.session is not None
+            if self.session.tip is None:
+                self.write("(no saves yet)\n")
+            for info in self.store.log(self.session.id, start=self.session.tip, limit=20) if self.session.tip else []:
+                self.write(f"{info.commit[:7]} {info.message.subject}\n")
+        elif name == "/title":
+            assert self.session is not None
+            if not arg:
+                self.write("usage: /title <text>\n")
+            else:
+                self.session.set_title(arg)
+                self.write(f"(title: {' '.join(arg.split())})\n")
+        elif name == "/undo":
+            assert self.session is not None
+            turn = self.session.undo()
+            self.write(f"(turn {turn} dropped from what the model sees; the log keeps it)\n")
         elif name == "/save":
             assert self.session is not None
             commit = self.session.save() or self.session.tip

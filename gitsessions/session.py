@@ -85,6 +85,7 @@ class Session:
         self.tip = tip
         self.recovered: str | None = None
         self.forked_from: str | None = None
+        self._fork_from: Revision | None = None
         self._committed = len(events)
         self._lock = lock
         self._journal = store.journal(session_id)
@@ -146,6 +147,11 @@ class Session:
             InvalidEvent: unknown type or data that is not plain JSON.
         """
         event = make_event(len(self.events), type, data)
+        if self._fork_from is not None:
+            # First write to a past revision: only now does the fork branch come to be.
+            self.tip = fork(self.store, self._fork_from, self.id)
+            self.forked_from = f"{self._fork_from.session_id}@{self._fork_from.commit}"
+            self._fork_from = None
         if not self._journal_open:
             self._journal.begin(self.tip, self.header if self.tip is None else None)
             self._journal_open = True
@@ -381,7 +387,16 @@ def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
     if target.is_tip and not fork_as:
         return Session.open(store, target.session_id), None
     new_id = fork_as or fork_name(store, target.session_id)
-    fork(store, target, new_id)
+    check_session_id(new_id)
+    existing = store.find(new_id) or (f"archive/{new_id}" if store.archive_ref(new_id) else None)
+    if existing:
+        raise SessionExists(new_id, existing)
+    snap = store.load(target.session_id, target.commit)
+    if open_turn(snap.events) is not None:
+        raise BadRevision(rev, "the fork point is inside an unfinished turn")
+    lock = store.lock(new_id).acquire()
+    session = Session(store, new_id, snap.header, list(snap.events), None, lock)
+    session._fork_from = target  # the branch is made by the first write (see append)
     note = (f"{rev} is not the tip of {target.session_id}: " if not target.is_tip else "") + \
-        f"continuing in new session {new_id}, forked from {target.session_id} at {target.commit[:7]}"
-    return Session.open(store, new_id), note
+        f"what you send goes to new session {new_id}, forked from {target.session_id} at {target.commit[:7]}"
+    return session, note
