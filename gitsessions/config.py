@@ -10,14 +10,17 @@ Keys (all optional)::
     max_steps: 8               # model requests per turn before it stops
     repo: ~/sessions.git       # the session repo; overridden by GS_REPO and --repo
     author: {name: Ada, email: ada@example.com}   # commit identity (else git's user.*)
+    redact: true               # replace secrets before anything is stored (default on)
+    redact_patterns: {my-token: "tok_[a-z0-9]{24}"}   # more credential shapes to replace
 
 This module never reads ``os.environ`` itself: the CLI passes the environment in.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +53,8 @@ class Config:
     repo: Path | None = None
     author_name: str | None = None
     author_email: str | None = None
+    redact: bool = True
+    redact_patterns: dict[str, str] = field(default_factory=dict)
 
     @property
     def has_provider(self) -> bool:
@@ -114,6 +119,17 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
         raise ConfigError(str(path), "max_steps must be a whole number from 1 to 100")
     repo = env.get("GS_REPO") or _str(data, "repo", path)
+    redact = data.get("redact", True)
+    if not isinstance(redact, bool):
+        raise ConfigError(str(path), "redact must be true or false")
+    patterns = data.get("redact_patterns") or {}
+    if not isinstance(patterns, dict) or not all(isinstance(v, str) for v in patterns.values()):
+        raise ConfigError(str(path), "redact_patterns must map names to regular expressions")
+    for name, rx in patterns.items():
+        try:
+            re.compile(rx)
+        except re.error as exc:
+            raise ConfigError(str(path), f"redact_patterns.{name} is not a valid regular expression ({exc})") from None
     return Config(
         path=path,
         api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
@@ -124,4 +140,6 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         repo=Path(repo).expanduser() if repo else None,
         author_name=_str(author, "name", path),
         author_email=_str(author, "email", path),
+        redact=redact,
+        redact_patterns={str(k): v for k, v in patterns.items()},
     )

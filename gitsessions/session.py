@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import BadRevision, InvalidEvent, SessionExists, SessionNotFound
+from .errors import BadRevision, HookRefused, InvalidEvent, SessionExists, SessionNotFound
 from .events import Event, make_event
 from .store import CommitMessage, GitStore, Revision, check_session_id
 from .store.base import SESSION_ID_RE
@@ -146,6 +146,8 @@ class Session:
         Raises:
             InvalidEvent: unknown type or data that is not plain JSON.
         """
+        if self.store.redactor is not None:
+            data = self.store.redactor.value(data or {})  # in memory as on disk
         event = make_event(len(self.events), type, data)
         if self._fork_from is not None:
             # First write to a past revision: only now does the fork branch come to be.
@@ -303,6 +305,8 @@ def try_recover(store: GitStore, session_id: str) -> str | None:
     """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
 
     Used by read-only commands (show, log, list). Returns the recovery commit, or None.
+    When a commit hook refuses the recovery, the journal stays and the refusal becomes one
+    of the store's warnings: reading the committed history still works.
     """
     journal = store.journal(session_id)
     if not journal.exists():
@@ -312,6 +316,9 @@ def try_recover(store: GitStore, session_id: str) -> str | None:
         return None  # a live writer owns the journal
     try:
         return recover_journal(store, session_id)
+    except HookRefused as exc:
+        store.warnings.append(f"{session_id}: {exc}")
+        return None
     finally:
         lock.release()
 
@@ -377,6 +384,8 @@ def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
     Raises:
         BadRevision, SessionNotFound, SessionExists, SessionLocked, CorruptSession.
     """
+    if not any(c in rev for c in "~^@"):
+        check_session_id(rev)  # a plain id: say what is wrong with it, not with a revision
     if SESSION_ID_RE.match(rev) and not fork_as and store.tip(rev) is None and store.find(rev) is None:
         if new_header is None:
             raise SessionNotFound(rev, store.session_ids())

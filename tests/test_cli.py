@@ -166,7 +166,7 @@ def test_chat_slash_commands(gs):
     assert "* work" in r.out and "  other" in r.out
     assert "saved: work" in r.out
     assert "unknown command /bogus" in r.out
-    assert "/open <id>" in r.out
+    assert "/open <rev>" in r.out
     assert "never sent" not in r.out
     ids = {row["id"]: row for row in gs("list", "--json").json()}
     assert set(ids) == {"work", "other"}
@@ -302,7 +302,8 @@ def test_a_corrupt_session_is_flagged_and_hides_nothing(gs, git, repo_path):
     assert gs("ask", "good", "fine").code == 0
     header = b'{"type":"session","version":1,"created":1}\n'
     ev = b'{"seq":%d,"time":1,"type":"user/message","data":{"content":"x"}}\n'
-    _plain_git_session(git, repo_path, "gap", header + ev % 0 + ev % 2 + b'{"seq":3,"time":1,"type":"turn/end","data":{}}\n')
+    end = b'{"seq":3,"time":1,"type":"turn/end","data":{}}\n'
+    _plain_git_session(git, repo_path, "gap", header + ev % 0 + ev % 2 + end)
     _plain_git_session(git, repo_path, "future", b'{"type":"session","version":99,"created":1}\n')
     rows = {r["id"]: r for r in gs("list", "--json").json()}
     assert set(rows) == {"good", "gap", "future"}

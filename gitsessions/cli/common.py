@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config, default_repo_path, load_config
@@ -23,6 +23,7 @@ class Context:
     repo: Path | None = None
     debug: bool = False
     _config: Config | None = None
+    _stores: list[GitStore] = field(default_factory=list)
 
     @property
     def config(self) -> Config:
@@ -56,7 +57,20 @@ class Context:
 
     def store(self) -> GitStore:
         """Open the session store (the repo itself is created on first write)."""
-        return GitStore(self.repo_path(), identity=self.identity())
+        redactor = None
+        if self.config.redact:
+            from ..redact import from_environment
+
+            redactor = from_environment(os.environ, self.config.redact_patterns)
+        store = GitStore(self.repo_path(), identity=self.identity(), redactor=redactor, hook_env=os.environ)
+        self._stores.append(store)
+        return store
+
+    def print_warnings(self) -> None:
+        """Print the warnings the stores of this run collected (a failed post-commit hook) on stderr."""
+        for store in self._stores:
+            for warning in store.take_warnings():
+                err(f"gs: warning: {warning}")
 
 
 def err(message: str) -> None:

@@ -13,6 +13,7 @@ import os
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
@@ -31,6 +32,7 @@ from ..errors import (
     UnsupportedVersion,
 )
 from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
+from ..redact import Redactor
 from .base import (
     SESSION_ID_RE,
     CommitInfo,
@@ -41,6 +43,7 @@ from .base import (
     Snapshot,
     check_session_id,
 )
+from .hooks import CommitHooks, subject_of
 from .journal import Journal
 from .lock import SessionLock
 from .pack import PackState, RepackResult
@@ -89,12 +92,20 @@ class GitStore(SessionStore):
     Use as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, path: str | os.PathLike, identity: str = DEFAULT_IDENTITY):
+    def __init__(self, path: str | os.PathLike, identity: str = DEFAULT_IDENTITY,
+                 redactor: Redactor | None = None, hook_env: Mapping[str, str] | None = None):
         self.path = Path(path)
         self.identity = identity.encode("utf-8")
+        #: Applied to every event before it is journaled or committed (secrets never enter
+        #: history, whoever writes: a chat, an import, a recovery).
+        self.redactor = redactor
         self._repo: Repo | None = None
         # commit id -> (session.jsonl bytes, number of events); saves append to the last one.
         self._cache: OrderedDict[str, tuple[bytes, int]] = OrderedDict()
+        #: The environment the repo's commit hooks run in (see :mod:`.hooks`); the CLI passes its own.
+        self.hook_env = hook_env
+        #: Warnings for the user (a failed post-commit hook); the CLI prints them (take_warnings).
+        self.warnings: list[str] = []
 
     # -- repository ------------------------------------------------------------------------
 
@@ -149,7 +160,7 @@ class GitStore(SessionStore):
 
     def journal(self, session_id: str) -> Journal:
         """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
-        return Journal(self.path / "gs" / "journal" / f"{check_session_id(session_id)}.jsonl")
+        return Journal(self.path / "gs" / "journal" / f"{check_session_id(session_id)}.jsonl", self.redactor)
 
     def journaled(self) -> list[str]:
         """Return the ids of sessions that have a journal (a turn in progress, or orphaned)."""
@@ -335,6 +346,8 @@ class GitStore(SessionStore):
             ConcurrentUpdate: the branch is not at ``expected_tip``.
             SessionExists: creating an id that exists (also differing only by case).
             CorruptSession: the parent's log cannot be read.
+            HookRefused: the repo's pre-commit or commit-msg hook refused; nothing was written
+                (a failed post-commit only adds to :attr:`warnings`; see :mod:`.hooks`).
         """
         ref = self._ref(session_id)
         if expected_tip is None:
@@ -359,21 +372,25 @@ class GitStore(SessionStore):
             if ev.seq != count + i:
                 raise InvalidEvent(f"event seq {ev.seq} does not continue the log (expected {count + i})")
             _check_event(ev)
+        if self.redactor is not None:
+            events = [self.redactor.event(ev) for ev in events]
         try:
             body = b"".join(ev.encode() for ev in events)
         except (TypeError, ValueError) as exc:
             raise InvalidEvent(f"a value is not plain JSON ({exc})") from None
         raw = prefix + body
+        hooks = CommitHooks(self.path, self.hook_env)  # pre-commit, commit-msg: may raise HookRefused
+        text = hooks.before(session_id, message.encode(), raw, body)
         repo = self.repo(create=True)
         assert repo is not None
         blob = Blob.from_string(raw)
         tree = Tree()
         tree.add(SESSION_FILE, 0o100644, blob.id)
         tree.check()
-        repo.object_store.add_object(blob)
-        repo.object_store.add_object(tree)
-        commit = self._write_commit(repo, tree.id, [expected_tip] if expected_tip else [], message)
-        reflog = ("commit (initial): " if expected_tip is None else "commit: ") + message.subject
+        self._add_object(repo, blob)
+        self._add_object(repo, tree)
+        commit = self._write_commit(repo, tree.id, [expected_tip] if expected_tip else [], text)
+        reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
         self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
                    commit.commit_timezone)
         if expected_tip is None:
@@ -382,9 +399,21 @@ class GitStore(SessionStore):
         self._remember(sha, raw, count + len(events))
         self._mark_verified(sha)
         PackState(self.path).record_save(len(raw))
+        self._post_commit(hooks, session_id, sha)
         return sha
 
-    def _write_commit(self, repo: Repo, tree: bytes, parents: list[str], message: CommitMessage) -> Commit:
+    def _post_commit(self, hooks: CommitHooks, session_id: str, sha: str) -> None:
+        warning = hooks.after(session_id, sha)
+        if warning:
+            self.warnings.append(warning)
+
+    def take_warnings(self) -> list[str]:
+        """Return the warnings collected since the last call (e.g. a failed post-commit hook) and forget them."""
+        out, self.warnings = self.warnings, []
+        return out
+
+    def _write_commit(self, repo: Repo, tree: bytes, parents: list[str],
+                      message: CommitMessage | bytes) -> Commit:
         """Build, check and store a commit object (author = committer = this store's identity)."""
         now = int(time.time())
         commit = Commit()
@@ -393,10 +422,24 @@ class GitStore(SessionStore):
         commit.author = commit.committer = self.identity
         commit.author_time = commit.commit_time = now
         commit.author_timezone = commit.commit_timezone = time.localtime(now).tm_gmtoff
-        commit.message = message.encode()
+        commit.message = message if isinstance(message, bytes) else message.encode()
         commit.check()
-        repo.object_store.add_object(commit)
+        self._add_object(repo, commit)
         return commit
+
+    def _add_object(self, repo: Repo, obj: Blob | Tree | Commit) -> None:
+        """Write one loose object, clearing a ``.lock`` a killed writer left on that very object
+        (a recovery rebuilds byte-identical objects, so it would otherwise fail forever)."""
+        deadline = time.monotonic() + REF_LOCK_WAIT_S
+        while True:
+            try:
+                repo.object_store.add_object(obj)
+                return
+            except FileLocked as exc:
+                self._clear_stale_lock(exc.lockfilename)
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
 
     # -- history: revisions, branches, archive ---------------------------------------------
 
@@ -456,17 +499,22 @@ class GitStore(SessionStore):
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).
+            HookRefused: the repo's pre-commit or commit-msg hook refused (see :mod:`.hooks`).
         """
         check_session_id(session_id)
         self._check_free(session_id)
         repo = self.repo(create=True)
         assert repo is not None
         parent = self._commit(commit)
-        new = self._write_commit(repo, parent.tree, [commit], message)
-        self._swap(repo, self._ref(session_id), None, new.id, f"branch: {message.subject}".encode(),
+        hooks = CommitHooks(self.path, self.hook_env)
+        text = hooks.before(session_id, message.encode(), lambda: self.read_raw(session_id, commit), b"",
+                            action="fork")
+        new = self._write_commit(repo, parent.tree, [commit], text)
+        self._swap(repo, self._ref(session_id), None, new.id, f"branch: {subject_of(text)}".encode(),
                    new.commit_time, new.commit_timezone)
         if commit in self._verified():
             self._mark_verified(_hex(new.id))  # same tree, same log
+        self._post_commit(hooks, session_id, _hex(new.id))
         return _hex(new.id)
 
     def rename(self, old: str, new: str) -> None:
@@ -623,3 +671,21 @@ class GitStore(SessionStore):
                 os.unlink(path)
         except FileNotFoundError:
             pass
+
+    # -- read-only helpers for history commands (log -p/--graph, diff, search) -------------
+
+    def commit_info(self, commit: str) -> CommitInfo:
+        """Return the :class:`CommitInfo` of one commit (no blob is read).
+
+        Raises:
+            KeyError: no such object.
+        """
+        return self._commit_info(commit, self._commit(commit))
+
+    def first_parents(self, commit: str):
+        """Yield :class:`CommitInfo` from ``commit`` back along first parents, lazily (newest first)."""
+        sha: str | None = commit
+        while sha:
+            info = self.commit_info(sha)
+            yield info
+            sha = info.parents[0] if info.parents else None
