@@ -12,6 +12,7 @@ Keys (all optional)::
     author: {name: Ada, email: ada@example.com}   # commit identity (else git's user.*)
     redact: true               # replace secrets before anything is stored (default on)
     redact_patterns: {my-token: "tok_[a-z0-9]{24}"}   # more credential shapes to replace
+    sync: {remote: origin, push: on-save}   # push after every save (default: manual)
 
 This module never reads ``os.environ`` itself: the CLI passes the environment in.
 """
@@ -55,6 +56,8 @@ class Config:
     author_email: str | None = None
     redact: bool = True
     redact_patterns: dict[str, str] = field(default_factory=dict)
+    sync_remote: str | None = None
+    sync_push: str = "manual"
 
     @property
     def has_provider(self) -> bool:
@@ -130,6 +133,9 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
             re.compile(rx)
         except re.error as exc:
             raise ConfigError(str(path), f"redact_patterns.{name} is not a valid regular expression ({exc})") from None
+    sync = data.get("sync") or {}
+    if not isinstance(sync, dict) or sync.get("push", "manual") not in ("manual", "on-save"):
+        raise ConfigError(str(path), "sync must be a mapping like {remote: origin, push: on-save | manual}")
     return Config(
         path=path,
         api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
@@ -142,4 +148,6 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         author_email=_str(author, "email", path),
         redact=redact,
         redact_patterns={str(k): v for k, v in patterns.items()},
+        sync_remote=_str(sync, "remote", path),
+        sync_push=sync.get("push", "manual"),
     )

@@ -50,7 +50,12 @@ class SessionExists(GitSessionsError):
     def __init__(self, session_id: str, existing: str):
         self.session_id = session_id
         self.existing = existing
-        same = "" if existing == session_id else f" (as {existing!r}; ids may not differ only by case)"
+        if existing.startswith("archive/"):
+            same = f" as an archived session (gs restore {existing[8:]} brings it back)"
+        elif existing != session_id:
+            same = f" (as {existing!r}; ids may not differ only by case)"
+        else:
+            same = ""
         super().__init__(f"session {session_id!r} already exists{same}; choose another id")
 
 
@@ -155,4 +160,53 @@ class NoModelConfigured(GitSessionsError):
             "no model configured: set OPENAI_API_KEY (and OPENAI_BASE_URL / OPENAI_MODEL for "
             "other providers, or put them in config.yaml), or install the embedded model with "
             "pip install 'gitsessions[local]'"
+        )
+
+
+class HookRefused(GitSessionsError):
+    """A ``pre-commit`` or ``commit-msg`` hook of the session repo refused a save.
+
+    Nothing was committed and the branch did not move. A turn's events stay in the session's
+    journal, so nothing is lost: the next gs command that opens the session saves them once
+    the hook lets it.
+
+    Attributes:
+        hook: the hook's name (``pre-commit``, ``commit-msg``).
+        path: the hook file.
+        status: its exit status (None when it could not be started).
+        output: the last lines of what it printed (stdout and stderr).
+        action: ``save`` (a turn or other events) or ``fork`` (a fork's first commit).
+    """
+
+    def __init__(self, hook: str, path: str, status: int | None, output: str, action: str = "save"):
+        self.hook = hook
+        self.path = path
+        self.status = status
+        self.output = output
+        self.action = action
+        lines = [line.strip() for line in output.splitlines() if line.strip()]
+        why = " | ".join(lines[-3:]) if lines else "it printed nothing"
+        how = f"exit status {status}" if status is not None else "it could not be run"
+        if action == "fork":
+            kept = "the fork was not created (the original session is untouched)"
+        else:
+            kept = ("nothing was committed; the turn is kept in the session's journal (nothing is lost) "
+                    "and the next gs command on this session saves it once the hook allows it")
+        super().__init__(
+            f"the {hook} hook refused the {action} ({how}): {why}; {kept}; to go on, fix the cause "
+            f"or the hook, or disable it with: chmod -x {path}"
+        )
+
+
+class HookExists(GitSessionsError):
+    """``gs hooks install`` found a hook of that name that differs from the shipped one."""
+
+    def __init__(self, names: list[str], folder: str):
+        self.names = names
+        self.folder = folder
+        listed = ", ".join(names)
+        super().__init__(
+            f"{folder} already has a different {listed} (yours was left as it is; nothing was "
+            f"installed); replace it with: gs hooks install --force {' '.join(names)} "
+            f"(your version is kept as <name>.orig)"
         )

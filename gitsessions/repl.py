@@ -113,6 +113,8 @@ class Repl:
                         self.turn(line)
                 except GitSessionsError as exc:
                     self.write(f"error: {exc}\n")
+                for warning in self.store.take_warnings():  # e.g. a failed post-commit hook
+                    self.write(f"warning: {warning}\n")
         finally:
             if self.session is not None:
                 self.session.close()

@@ -238,6 +238,8 @@ class Session:
         try:
             if self.in_turn:
                 self.end_turn("aborted")
+            else:
+                self.save()  # events outside a turn (a title) are not left in the journal
         finally:
             self._journal.close()
             self._lock.release()
@@ -268,12 +270,25 @@ def recover_journal(store: GitStore, session_id: str) -> str | None:
     else:
         journal.clear()
         return None
-    new = [e for e in contents.events]
+    new = list(contents.events)
+    target = session_id
     if contents.base != tip:
-        # The tip moved past the journal's base; keep only events the tip lacks.
-        if new and len(events) > new[-1].seq:
-            journal.clear()
+        if new and len(events) > new[-1].seq and all(
+                events[e.seq].type == e.type and events[e.seq].time == e.time for e in new):
+            journal.clear()  # committed already: the crash came between commit and cleanup
             return None
+        # The branch moved on (a pull, another tool): keep the turn on a branch of its own,
+        # grown from the commit it was built on. Never drop it.
+        target = fork_name(store, session_id, "recovered")
+        if contents.base is not None:
+            snap = store.load(session_id, contents.base)
+            header, events = snap.header, list(snap.events)
+            tip = store.branch_from(target, contents.base, f"fork: {target}: an interrupted turn of {session_id}",
+                                    f"{session_id}@{contents.base}")
+        else:
+            header, events, tip = contents.header or header, [], None
+        store.warnings.append(f"{session_id} moved on while a turn was in progress; that turn is kept "
+                              f"in session {target}")
     # Keep the run of journal events that continues the log exactly and that the store
     # accepts (a damaged or newer-format record ends the run instead of blocking every open).
     kept: list[Event] = []
@@ -287,7 +302,7 @@ def recover_journal(store: GitStore, session_id: str) -> str | None:
     if not kept and not contents.partial:
         journal.clear()
         return None
-    session = Session(store, session_id, header, events + kept, tip, lock=_Nothing())
+    session = Session(store, target, header, events + kept, tip, lock=_Nothing())
     session._committed = len(events)
     # The orphaned journal stays as it is until the commit lands: a crash here just
     # means the next opener recovers it again.
@@ -332,11 +347,13 @@ class _Nothing:
     release = close = clear = append_event = append_delta = _skip
 
 
-def fork_name(store: GitStore, session_id: str) -> str:
-    """Return ``<id>-<n>`` with the lowest n >= 1 that no session (or archive) uses."""
+def fork_name(store: GitStore, session_id: str, kind: str = "") -> str:
+    """Return ``<id>-<n>`` (``<id>-<kind>-<n>`` with ``kind``), the lowest n >= 1 no session or
+    archive uses; the id part is shortened so the result stays within the 64-character limit."""
+    prefix = f"{session_id[:50]}-{kind}" if kind else session_id[:60]
     n = 1
     while True:
-        name = f"{session_id[:60]}-{n}"
+        name = f"{prefix}-{n}"
         if store.find(name) is None and store.archive_ref(name) is None:
             return name
         n += 1
@@ -359,14 +376,8 @@ def fork(store: GitStore, rev: Revision, new_id: str) -> str:
     snap = store.load(rev.session_id, rev.commit)
     if open_turn(snap.events) is not None:
         raise BadRevision(f"{rev.session_id}@{rev.commit[:7]}", "the fork point is inside an unfinished turn")
-    base = store.log(rev.session_id, start=rev.commit, limit=1)[0].message.trailers
-    lineage = f"{rev.session_id}@{rev.commit}"
-    trailers = {"Session": new_id, "Turn": base.get("Turn", "0"), "Messages": base.get("Messages", "0")}
-    if base.get("Title"):
-        trailers["Title"] = base["Title"]
-    trailers["Forked-From"] = lineage
     subject = f"fork: {new_id} from {rev.session_id} at {rev.commit[:7]}"
-    return store.branch_from(new_id, rev.commit, CommitMessage(subject, trailers))
+    return store.branch_from(new_id, rev.commit, subject, f"{rev.session_id}@{rev.commit}")
 
 
 def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
@@ -386,6 +397,8 @@ def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
     """
     if not any(c in rev for c in "~^@"):
         check_session_id(rev)  # a plain id: say what is wrong with it, not with a revision
+    if SESSION_ID_RE.match(rev) and store.tip(rev) is None and store.find(rev) is not None:
+        raise SessionExists(rev, store.find(rev))  # differs only by case from an existing id
     if SESSION_ID_RE.match(rev) and not fork_as and store.tip(rev) is None and store.find(rev) is None:
         if new_header is None:
             raise SessionNotFound(rev, store.session_ids())

@@ -11,7 +11,7 @@ import typer
 
 from .. import __version__
 from ..errors import GitSessionsError
-from . import admin, chat, history, lifecycle
+from . import admin, chat, history, hooks, lifecycle, remote, transfer
 from .common import Context, err
 
 app = typer.Typer(
@@ -42,11 +42,14 @@ def _root(
         "--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
     ctx.obj = Context(repo=repo, debug=debug or bool(os.environ.get("GS_DEBUG")))
+    ctx.call_on_close(ctx.obj.print_warnings)  # also when the command fails
 
 
-for sub in (chat.app, history.app, lifecycle.app, admin.app):
+for sub in (chat.app, history.app, lifecycle.app, remote.app, admin.app, transfer.app):
     for command in sub.registered_commands:
         app.registered_commands.append(command)
+    app.registered_groups.extend(sub.registered_groups)
+app.add_typer(hooks.app, name="hooks")  # a group: gs hooks install / gs hooks list
 
 
 def main() -> None:

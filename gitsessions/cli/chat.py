@@ -13,6 +13,7 @@ from ..errors import GitSessionsError, SessionNotFound
 from ..events import clean_text, make_header
 from .admin import pack_in_background
 from .common import Context, err, short
+from .remote import push_in_background
 
 app = typer.Typer()
 
@@ -84,6 +85,7 @@ def chat(
                       "/help for commands\n")
             repl.run()
         pack_in_background(store)
+        push_in_background(c, store)
         saved = [s for s in repl.visited if store.tip(s)]
         for s in saved:
             err(f"session {s} saved at {short(store.tip(s))}; resume with: gs chat {s}")
@@ -160,6 +162,7 @@ def ask(
         finally:
             session.close()
         pack_in_background(store)
+        push_in_background(c, store)
     if result.text:
         sys.stdout.write("\n")
     sys.stdout.flush()

@@ -491,11 +491,12 @@ class GitStore(SessionStore):
         if self.archive_ref(session_id):
             raise SessionExists(session_id, f"archive/{session_id}")
 
-    def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> str:
+    def branch_from(self, session_id: str, commit: str, subject: str, forked_from: str) -> str:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same tree).
 
-        O(1): one commit object, no content copied; lineage lives in ``message`` (trailers)
-        and in the parent link, so it survives push and clone.
+        O(1): one commit object, no content copied. Lineage lives in the parent link and the
+        ``Forked-From: <forked_from>`` trailer (``<session>@<commit>``), so it survives push
+        and clone; ``Turn``, ``Messages`` and ``Title`` are carried over from ``commit``.
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).
@@ -506,6 +507,12 @@ class GitStore(SessionStore):
         repo = self.repo(create=True)
         assert repo is not None
         parent = self._commit(commit)
+        base = CommitMessage.decode(parent.message).trailers
+        trailers = {"Session": session_id, "Turn": base.get("Turn", "0"), "Messages": base.get("Messages", "0")}
+        if base.get("Title"):
+            trailers["Title"] = base["Title"]
+        trailers["Forked-From"] = forked_from
+        message = CommitMessage(subject, trailers)
         hooks = CommitHooks(self.path, self.hook_env)
         text = hooks.before(session_id, message.encode(), lambda: self.read_raw(session_id, commit), b"",
                             action="fork")
@@ -582,10 +589,32 @@ class GitStore(SessionStore):
         out = []
         for name in self.archived_ids():
             sha = self.archive_ref(name)
-            if sha:
+            if not sha:
+                continue
+            try:
                 obj = self._commit(sha)
                 out.append(SessionInfo(name, sha, obj.commit_time, CommitMessage.decode(obj.message)))
+            except (KeyError, NotCommitError, ObjectFormatException, ValueError) as exc:
+                out.append(SessionInfo(name, sha, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
         return out
+
+    def update_ref(self, ref: bytes, old: str | None, new: str, message: str) -> bool:
+        """Move ``ref`` from ``old`` (None: create) to ``new`` by compare-and-swap, with a reflog entry.
+
+        Returns:
+            False when the ref was not at ``old`` (nothing changed).
+        """
+        repo = self.repo(create=True)
+        assert repo is not None
+        now = int(time.time())
+        try:
+            self._swap(repo, ref, old, new.encode("ascii"), message.encode("utf-8"), now,
+                       time.localtime(now).tm_gmtoff)
+        except ConcurrentUpdate:
+            return False
+        if ref.startswith(_HEADS) and old is None:
+            self._point_head(repo, ref)
+        return True
 
     def _move_ref(self, src: bytes, dst: bytes, sha: str, msg: str) -> None:
         """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha``."""

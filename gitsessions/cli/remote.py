@@ -1,0 +1,175 @@
+"""Backup and sync: ``remote add|list|remove``, ``push``, ``pull``, ``sync``, ``clone``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..store import GitStore
+from .common import Context, err, short
+
+app = typer.Typer()
+remote_app = typer.Typer(help="Manage the session repo's git remotes.", no_args_is_help=True)
+app.add_typer(remote_app, name="remote")
+
+RemoteArg = Annotated[str | None, typer.Argument(
+    help="Remote name or URL (default: sync.remote in config, else origin).")]
+
+
+def _remotes(store: GitStore):
+    from ..store.remote import Remotes
+
+    return Remotes(store, username=os.environ.get("GS_HTTP_USERNAME"), password=os.environ.get("GS_HTTP_PASSWORD"))
+
+
+def _default(c: Context, remote: str | None) -> str:
+    return remote or c.config.sync_remote or "origin"
+
+
+@remote_app.command("add")
+def remote_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Remote name, e.g. origin.")],
+    url: Annotated[str, typer.Argument(help="Path, file://, git://, ssh:// or http(s):// URL of a git repository.")],
+) -> None:
+    """Add a remote to push sessions to and pull them from.
+
+    Example: gs remote add origin ssh://me@host/srv/sessions.git
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        stripped = _remotes(store).add(name, url)
+    if stripped:
+        err("the password in the URL was not saved: put it in ~/.git-credentials or GS_HTTP_PASSWORD")
+    err(f"added remote {name}")
+
+
+@remote_app.command("list")
+def remote_list(ctx: typer.Context) -> None:
+    """List remotes: name and URL.
+
+    Example: gs remote list
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        for name, url in _remotes(store).list():
+            print(f"{name}\t{url}")
+
+
+@remote_app.command("remove")
+def remote_remove(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Remote name.")]) -> None:
+    """Remove a remote (its remote-tracking refs go too; nothing on the server changes).
+
+    Example: gs remote remove origin
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        _remotes(store).remove(name)
+    err(f"removed remote {name}")
+
+
+def _print_push(report, where: str) -> bool:
+    for ref in report.pushed:
+        err(f"pushed {ref} to {where}")
+    for ref, why in report.failed:
+        err(f"refused: {ref}: {why}")
+    if not report.pushed and not report.failed:
+        err(f"{where} is up to date")
+    return not report.failed
+
+
+def _print_pull(report, where: str) -> None:
+    for sid in report.created:
+        err(f"new: {sid}")
+    for sid, old, new in report.fast_forwarded:
+        err(f"updated: {sid} {short(old)}..{short(new)}")
+    for sid, fork_id, commit in report.forks:
+        err(f"diverged: {sid} kept here; {where}'s side saved as {fork_id} ({short(commit)})")
+    for sid, why in report.skipped:
+        err(f"skipped: {sid}: {why}")
+    if not (report.created or report.fast_forwarded or report.forks or report.skipped):
+        err(f"up to date with {where}")
+
+
+@app.command()
+def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
+    """Send every session branch and archived session to a remote.
+
+    Example: gs push origin
+    """
+    c: Context = ctx.obj
+    where = _default(c, remote)
+    with c.store() as store:
+        report = _remotes(store).push(where)
+    if not _print_push(report, where):
+        raise typer.Exit(1)
+
+
+@app.command()
+def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
+    """Fetch a remote and bring every session up to date; diverged sessions keep both sides.
+
+    Example: gs pull origin
+    """
+    c: Context = ctx.obj
+    where = _default(c, remote)
+    with c.store() as store:
+        report = _remotes(store).pull(where)
+    _print_pull(report, where)
+
+
+@app.command()
+def sync(ctx: typer.Context, remote: RemoteArg = None) -> None:
+    """Pull, then push.
+
+    Example: gs sync
+    """
+    c: Context = ctx.obj
+    where = _default(c, remote)
+    with c.store() as store:
+        remotes = _remotes(store)
+        _print_pull(remotes.pull(where), where)
+        ok = _print_push(remotes.push(where), where)
+    if not ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def clone(
+    ctx: typer.Context,
+    url: Annotated[str, typer.Argument(help="Remote holding sessions (any git URL or path).")],
+    path: Annotated[Path | None, typer.Argument(
+        help="Where to create the session repo (default: the configured repo).")] = None,
+) -> None:
+    """Set up a session repo on a new machine from a remote: every branch becomes a session.
+
+    Example: gs clone ssh://me@host/srv/sessions.git
+    """
+    from ..store.remote import clone as clone_store
+
+    c: Context = ctx.obj
+    target = path.expanduser() if path else c.repo_path()
+    with GitStore(target, identity=c.identity()) as store:
+        report = clone_store(url, store, username=os.environ.get("GS_HTTP_USERNAME"),
+                             password=os.environ.get("GS_HTTP_PASSWORD"))
+    _print_pull(report, "origin")
+    err(f"cloned into {target}")
+
+
+def push_in_background(c: Context, store: GitStore) -> None:
+    """With ``sync: {push: on-save}`` in config, start ``gs push`` detached (never waits)."""
+    if c.config.sync_push != "on-save" or not store.exists():
+        return
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "gitsessions", "--repo", str(store.path), "push", _default(c, None)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        pass

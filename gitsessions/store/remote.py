@@ -1,0 +1,366 @@
+"""Backup and sync through any git remote (issue 5), with dulwich's transports.
+
+Remotes live in the repo config as git keeps them (``[remote "origin"] url = ...``), so
+plain ``git push origin`` works too. Every session branch and archive ref is pushed by
+explicit refspec (dulwich rejects wildcards). A pull fetches, then per session:
+
+- unknown here: created (a new local session);
+- fast-forward: applied, unless a live writer on this machine holds the session;
+- ahead here: left alone (push sends it);
+- diverged: the local tip stays the session, the remote side is kept as a fork named
+  ``<id>-<remote>-<short commit>`` with lineage. No side is overwritten, nothing is merged.
+
+Credentials are never written to the config: a password in a URL is stripped when the
+remote is added; HTTP credentials come from the caller (the CLI reads the environment) or
+from ``~/.git-credentials``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_path
+from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.graph import can_fast_forward
+from dulwich.objects import ZERO_SHA
+
+from ..errors import GitSessionsError
+from .base import SESSION_ID_RE
+from .git import GitStore
+
+_REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_SYNCED = (b"refs/heads/", b"refs/archive/")
+
+
+class RemoteError(GitSessionsError):
+    """A remote that cannot be used: unknown name, bad URL, unreachable, refused."""
+
+
+@dataclass
+class PullReport:
+    """What a pull did, per session.
+
+    Attributes:
+        created: sessions new here.
+        fast_forwarded: ``(id, old commit, new commit)``.
+        forks: ``(id, fork id, remote commit)`` for diverged sessions.
+        skipped: ``(id, reason)`` (a live writer, an id clash...).
+        unchanged: sessions already up to date or ahead here.
+    """
+
+    created: list[str] = field(default_factory=list)
+    fast_forwarded: list[tuple[str, str, str]] = field(default_factory=list)
+    forks: list[tuple[str, str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    unchanged: int = 0
+
+
+@dataclass
+class PushReport:
+    """What a push did: ``pushed`` refs, ``unchanged`` count, ``failed`` ``(ref, reason)``."""
+
+    pushed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def strip_password(url: str) -> tuple[str, bool]:
+    """Return ``url`` without a password in it, and whether one was removed."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url, False
+    netloc = parts.hostname or ""
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc)), True
+
+
+class Remotes:
+    """The remotes of one session store, and push/pull/clone through them.
+
+    Args:
+        store: the session store.
+        username, password: HTTP credentials (else ``~/.git-credentials`` is consulted).
+    """
+
+    def __init__(self, store: GitStore, *, username: str | None = None, password: str | None = None):
+        self.store = store
+        self.username = username
+        self.password = password
+
+    # -- configuration ----------------------------------------------------------------------
+
+    def list(self) -> list[tuple[str, str]]:
+        """Return ``(name, url)`` of every configured remote, sorted by name."""
+        repo = self.store.repo()
+        if repo is None:
+            return []
+        config = repo.get_config()
+        out = []
+        for section in config.sections():
+            if len(section) == 2 and section[0] == b"remote":
+                out.append((section[1].decode(), config.get(section, b"url").decode()))
+        return sorted(out)
+
+    def url(self, name: str) -> str:
+        """Return the URL of remote ``name``.
+
+        Raises:
+            RemoteError: no such remote.
+        """
+        for n, url in self.list():
+            if n == name:
+                return url
+        known = ", ".join(n for n, _ in self.list()) or "none yet"
+        raise RemoteError(f"no remote {name!r} (remotes: {known}); add one with: gs remote add {name} URL")
+
+    def add(self, name: str, url: str) -> bool:
+        """Add remote ``name`` (git's layout, with a fetch refspec for plain git).
+
+        Returns:
+            True when a password was stripped from the URL (it is never stored).
+
+        Raises:
+            RemoteError: a bad name, an empty URL, or the name exists.
+        """
+        if not _REMOTE_NAME_RE.match(name):
+            raise RemoteError(f"invalid remote name {name!r}: use letters, digits, '.', '-' or '_'")
+        if not url.strip():
+            raise RemoteError("the remote URL is empty")
+        if any(n == name for n, _ in self.list()):
+            raise RemoteError(f"remote {name!r} exists; remove it first with: gs remote remove {name}")
+        url, stripped = strip_password(url.strip())
+        repo = self.store.repo(create=True)
+        assert repo is not None
+        config = repo.get_config()
+        section = (b"remote", name.encode())
+        config.set(section, b"url", url.encode())
+        config.set(section, b"fetch", f"+refs/heads/*:refs/remotes/{name}/*".encode())
+        config.write_to_path()
+        return stripped
+
+    def remove(self, name: str) -> None:
+        """Remove remote ``name`` and its remote-tracking refs.
+
+        Raises:
+            RemoteError: no such remote.
+        """
+        self.url(name)
+        repo = self.store.repo()
+        assert repo is not None
+        config = repo.get_config()
+        del config[(b"remote", name.encode())]
+        config.write_to_path()
+        prefix = f"refs/remotes/{name}/".encode()
+        for ref in list(repo.refs.keys(base=prefix)):
+            repo.refs.remove_if_equals(prefix + ref, None)
+
+    # -- transfer ---------------------------------------------------------------------------
+
+    def _location(self, remote: str) -> tuple[str, bool]:
+        """Return ``(url, is a configured name)``; a bare word must be a configured remote."""
+        if "/" in remote or ":" in remote or remote.startswith("."):
+            return remote, False
+        return self.url(remote), True
+
+    def _client(self, url: str, operation: str):
+        kwargs = {}
+        if url.startswith(("http://", "https://")):
+            username, password = self.username, self.password
+            if password is None:
+                from dulwich.client import get_credentials_from_store
+
+                parts = urlsplit(url)
+                found = next(get_credentials_from_store(parts.scheme, parts.hostname or "", parts.username), None)
+                if found:
+                    username, password = found
+            if password is not None:
+                kwargs = {"username": username or urlsplit(url).username, "password": password}
+        try:
+            return get_transport_and_path(url, operation=operation, **kwargs)
+        except ValueError as exc:
+            raise RemoteError(f"cannot use {url!r}: {exc}") from None
+
+    def _fail(self, url: str, exc: BaseException) -> RemoteError:
+        text = " ".join(str(exc).split()) or exc.__class__.__name__
+        if isinstance(exc, HTTPUnauthorized):
+            text = "the server wants credentials: put them in ~/.git-credentials or GS_HTTP_USERNAME/GS_HTTP_PASSWORD"
+        return RemoteError(f"could not reach {url}: {text}; nothing local was changed")
+
+    def fetch(self, remote: str) -> dict[bytes, bytes]:
+        """Fetch session branches and archives of ``remote`` (a name or URL).
+
+        Tracking refs ``refs/remotes/<name>/<id>`` are updated for a named remote.
+
+        Returns:
+            The remote's refs under ``refs/heads/`` and ``refs/archive/``: ref -> commit.
+
+        Raises:
+            RemoteError: unreachable, not a git repository, refused.
+        """
+        url, named = self._location(remote)
+        repo = self.store.repo(create=True)
+        assert repo is not None
+        client, path = self._client(url, "pull")
+
+        def wants(refs: dict, depth: int | None = None) -> list[bytes]:
+            return [sha for ref, sha in refs.items()
+                    if ref.startswith(_SYNCED) and sha and sha != ZERO_SHA and sha not in repo.object_store]
+
+        try:
+            result = client.fetch(path, repo, determine_wants=wants)
+        except (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized) as exc:
+            raise self._fail(url, exc) from None
+        refs = {ref: sha for ref, sha in (result.refs or {}).items()
+                if ref.startswith(_SYNCED) and sha and sha != ZERO_SHA}
+        if named:
+            for ref, sha in refs.items():
+                if ref.startswith(b"refs/heads/"):
+                    repo.refs.set_if_equals(b"refs/remotes/" + remote.encode() + b"/" + ref[11:], None, sha)
+        self.store.close()  # new packs: reopen with a fresh pack list
+        return refs
+
+    def pull(self, remote: str) -> PullReport:
+        """Fetch ``remote`` and bring every session up to date (see the module doc)."""
+        refs = self.fetch(remote)
+        remote_name = remote if _REMOTE_NAME_RE.match(remote) else "remote"
+        report = PullReport()
+        repo = self.store.repo()
+        assert repo is not None
+        for ref, sha in sorted(refs.items()):
+            name = ref.split(b"/", 2)[2].decode("utf-8", "replace")
+            new = sha.decode("ascii")
+            if not SESSION_ID_RE.match(name):
+                report.skipped.append((name, "not a valid session id"))
+                continue
+            if ref.startswith(b"refs/archive/"):
+                if self.store.archive_ref(name) is None and self.store.update_ref(ref, None, new, "pull: archive"):
+                    report.created.append(f"archive/{name}")
+                else:
+                    report.unchanged += 1
+                continue
+            self._pull_session(name, new, remote_name, report)
+        return report
+
+    def _pull_session(self, sid: str, new: str, remote_name: str, report: PullReport) -> None:
+        store = self.store
+        repo = store.repo()
+        assert repo is not None
+        local = store.tip(sid)
+        if local == new:
+            report.unchanged += 1
+            return
+        lock = store.lock(sid)
+        if not lock.try_acquire():
+            report.skipped.append((sid, f"a live writer holds it ({lock.holder()}); pull again later"))
+            return
+        try:
+            local = store.tip(sid)
+            ref = b"refs/heads/" + sid.encode()
+            if local is None:
+                existing = store.find(sid)
+                if existing is not None or store.archive_ref(sid):
+                    report.skipped.append((sid, f"clashes with local {existing or 'archive/' + sid}"))
+                elif store.update_ref(ref, None, new, f"pull: new session from {remote_name}"):
+                    report.created.append(sid)
+                return
+            if can_fast_forward(repo, local.encode(), new.encode()):
+                if store.update_ref(ref, local, new, f"pull: fast-forward from {remote_name}"):
+                    report.fast_forwarded.append((sid, local, new))
+                else:
+                    report.skipped.append((sid, "it moved during the pull; pull again"))
+            elif can_fast_forward(repo, new.encode(), local.encode()):
+                report.unchanged += 1  # ahead here
+            else:
+                fork_id = f"{sid[:40]}-{remote_name[:12]}-{new[:7]}"
+                if store.find(fork_id) is None:
+                    subject = f"fork: {fork_id} from {remote_name}/{sid} at {new[:7]} (diverged)"
+                    store.branch_from(fork_id, new, subject, f"{sid}@{new}")
+                    report.forks.append((sid, fork_id, new))
+                else:
+                    report.unchanged += 1
+        finally:
+            lock.release()
+
+    def push(self, remote: str) -> PushReport:
+        """Send every session branch and archive ref to ``remote`` (a name or URL).
+
+        Objects are packed with deltas first, so the pack sent reuses them. A ref the
+        server refuses (not a fast-forward, a hook) is reported with the server's reason.
+
+        Raises:
+            RemoteError: unreachable or refused as a whole.
+        """
+        url, named = self._location(remote)
+        if self.store.exists():
+            self.store.gc()
+        repo = self.store.repo()
+        if repo is None:
+            return PushReport()
+        local = {ref: sha for ref, sha in repo.refs.as_dict().items() if ref.startswith(_SYNCED)}
+        report = PushReport()
+        sent: list[bytes] = []
+        client, path = self._client(url, "push")
+
+        def update_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
+            new_refs = dict(remote_refs)
+            for ref, sha in sorted(local.items()):
+                theirs = remote_refs.get(ref)
+                if theirs == sha:
+                    report.unchanged += 1
+                    continue
+                if theirs and theirs != ZERO_SHA and (theirs not in repo.object_store
+                                                      or not can_fast_forward(repo, theirs, sha)):
+                    report.failed.append((ref.decode(), self._diverged_hint(ref, theirs, remote)))
+                    continue
+                new_refs[ref] = sha
+                sent.append(ref)
+            return new_refs
+
+        def pack_data(have, want, *, ofs_delta: bool = False, progress=None):
+            return repo.generate_pack_data(set(have), set(want), progress=progress, ofs_delta=ofs_delta)
+
+        try:
+            result = client.send_pack(path, update_refs, generate_pack_data=pack_data)
+        except SendPackError as exc:
+            raise RemoteError(f"{url} refused the push: {' '.join(str(exc).split())}") from None
+        except (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized) as exc:
+            raise self._fail(url, exc) from None
+        # dulwich does not raise when the server refuses a ref: read ref_status (design.md).
+        status = result.ref_status or {}
+        for ref in sent:
+            error = status.get(ref)
+            if error is not None:
+                report.failed.append((ref.decode("utf-8", "replace"), str(error)))
+            else:
+                report.pushed.append(ref.decode("utf-8", "replace"))
+        return report
+
+
+    def _diverged_hint(self, ref: bytes, theirs: bytes, remote: str) -> str:
+        sid = ref.split(b"/", 2)[2].decode("utf-8", "replace")
+        kept = f"{sid[:40]}-{remote[:12]}-{theirs.decode()[:7]}"
+        if ref.startswith(b"refs/heads/") and self.store.find(kept):
+            return (f"not a fast-forward: {remote} has other saves of {sid} (kept here as {kept}); to publish "
+                    f"this side under a new name: gs fork {sid} NEW && gs push {remote}")
+        return (f"not a fast-forward: {remote} has saves this repo lacks; run gs pull {remote} "
+                "(their side is kept as a fork)")
+
+
+def clone(url: str, store: GitStore, remote: str = "origin", **credentials: str | None) -> PullReport:
+    """Set up an empty session store from ``url``: add it as ``remote`` and pull every session.
+
+    Branches become local sessions (not only remote-tracking refs), archives stay archived.
+
+    Raises:
+        RemoteError: the store already holds sessions, or the remote cannot be read.
+    """
+    if store.session_ids() or store.archived_ids():
+        raise RemoteError(f"{store.path} already holds sessions; clone into a new path")
+    remotes = Remotes(store, **credentials)
+    remotes.add(remote, url)
+    return remotes.pull(remote)

@@ -1,0 +1,146 @@
+"""Backup and sync through a git remote on a local path: push, plain git clone, gs clone,
+fast-forward pull, and a diverged session where both sides survive."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from conftest import GS
+
+
+@pytest.fixture
+def two_machines(tmp_path, gs):
+    """``(a, b, remote)``: run gs on machine A or B (separate repos), and a bare remote path."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+
+    def machine(name):
+        repo = tmp_path / f"{name}.git"
+
+        def run(*args, input=None):
+            return gs("--repo", str(repo), *args, input=input)
+        run.repo = repo
+        return run
+
+    return machine("a"), machine("b"), remote
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+def _all_messages(run, sid):
+    return [m["content"] for m in run("show", sid, "--format", "json").json()["messages"]]
+
+
+def test_push_clone_pull_and_divergence_over_a_path(two_machines, tmp_path):
+    a, b, remote = two_machines
+    assert a("ask", "w", "one").code == 0
+    assert a("ask", "w", "two").code == 0
+    assert a("rm", "w") .code == 0 and a("restore", "w").code == 0
+    assert a("ask", "old", "to archive").code == 0 and a("rm", "old").code == 0
+    assert a("remote", "add", "origin", str(remote)).code == 0
+    assert "origin\t" in a("remote", "list").out
+    r = a("push")
+    assert r.code == 0 and "pushed refs/heads/w" in r.err and "refs/archive/old" in r.err
+
+    # plain git clone shows every session branch, and git log there matches gs log
+    plain = tmp_path / "plain"
+    subprocess.run(["git", "clone", "-q", "--bare", str(remote), str(plain)], check=True)
+    assert "w" in _git(plain, "branch", "--format=%(refname:short)").split()
+    gs_log = [e["commit"] for e in a("log", "w", "--json").json()]
+    assert _git(plain, "log", "--format=%H", "w").split() == gs_log
+
+    # gs clone: branches become local sessions, archives stay archived
+    r = b("clone", str(remote), str(b.repo))
+    assert r.code == 0, r.err
+    assert [row["id"] for row in b("list", "--json").json()] == ["w"]
+    assert [row["id"] for row in b("list", "--archived", "--json").json()] == ["old"]
+    assert _all_messages(b, "w") == _all_messages(a, "w")
+
+    # fast-forward
+    assert a("ask", "w", "three from a").code == 0
+    assert a("push").code == 0
+    r = b("pull")
+    assert r.code == 0 and "updated: w" in r.err
+    assert _git(b.repo, "rev-parse", "w") == _git(a.repo, "rev-parse", "w")
+
+    # divergence: both sides survive as branches, nothing merged
+    assert b("ask", "w", "four from b").code == 0
+    assert a("ask", "w", "four from a").code == 0
+    assert a("push").code == 0
+    r = b("push")
+    assert r.code == 1 and "not a fast-forward" in r.err
+    r = b("pull")
+    assert r.code == 0 and "diverged: w" in r.err
+    ids = [row["id"] for row in b("list", "--json").json()]
+    fork = next(i for i in ids if i.startswith("w-origin-"))
+    assert _all_messages(b, "w")[-2] == "four from b"
+    assert _all_messages(b, fork)[-2] == "four from a"
+    assert b("push").code == 1  # w itself still diverged: reported, the fork went up
+    assert "pushed refs/heads/" + fork in b("push").err or fork in _git(remote, "branch")
+    for repo in (a.repo, b.repo, remote):
+        _git(repo, "fsck", "--strict")
+        blobs = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"],
+                               capture_output=True).stdout
+        assert b"<<<<<<<" not in blobs and b">>>>>>>" not in blobs
+
+
+def test_plain_git_push_from_a_gs_clone_is_read_back(two_machines, tmp_path):
+    a, b, remote = two_machines
+    a("ask", "w", "one")
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    b("clone", str(remote), str(b.repo))
+    b("ask", "w", "two from b")
+    # push with plain git from the gs repo
+    subprocess.run(["git", "-C", str(b.repo), "push", "-q", "origin", "w"], check=True)
+    r = a("pull")
+    assert r.code == 0 and "updated: w" in r.err
+    assert _all_messages(a, "w")[-2] == "two from b"
+
+
+def test_pull_does_not_move_a_session_under_a_live_writer(two_machines, fake_api):
+    from fakeapi import text
+    a, b, remote = two_machines
+    a("ask", "w", "one")
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    b("clone", str(remote), str(b.repo))
+    a("ask", "w", "two")
+    a("push")
+    fake_api.script(text("y" * 60, chunk_size=1, delay=0.05))
+    holder = subprocess.Popen([*GS, "--repo", str(b.repo), "chat", "w"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        holder.stdin.write("slow\n")
+        holder.stdin.flush()
+        holder.stdout.read(3)
+        r = b("pull")
+        assert "skipped: w" in r.err and "live writer" in r.err
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+def test_remote_errors_are_one_line(two_machines, tmp_path):
+    a, _b, _remote = two_machines
+    a("ask", "w", "one")
+    r = a("push", "nosuch")
+    assert r.code == 1 and "no remote 'nosuch'" in r.err and "gs remote add nosuch" in r.err
+    r = a("remote", "add", "bad name", "/x")
+    assert r.code == 1 and "invalid remote name" in r.err
+    a("remote", "add", "gone", str(tmp_path / "does-not-exist.git"))
+    before = _git(a.repo, "rev-parse", "w")
+    r = a("pull", "gone")
+    assert r.code == 1 and "could not reach" in r.err and "Traceback" not in r.err
+    assert _git(a.repo, "rev-parse", "w") == before
+    r = a("remote", "add", "creds", "https://user:s3cretpw@example.invalid/x.git")
+    assert r.code == 0 and "not saved" in r.err
+    assert "s3cretpw" not in (a.repo / "config").read_text()
+    assert a("remote", "remove", "creds").code == 0
+    assert "creds" not in a("remote", "list").out
+    r = a("clone", str(tmp_path / "remote.git"), str(a.repo))
+    assert r.code == 1 and "already holds sessions" in r.err

@@ -1,0 +1,556 @@
+"""Contract tests of the git session store (real dulwich repos, checked with the real git CLI).
+
+The contract class runs twice: with one ``GitStore`` object for every operation, and with a
+fresh ``GitStore`` per operation (as separate ``gs`` processes would see the repository).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dulwich.objects import Blob
+
+from gitsessions.errors import (
+    ConcurrentUpdate,
+    CorruptSession,
+    InvalidEvent,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+)
+from gitsessions.events import Event, encode_log, make_event, make_header
+from gitsessions.store import CommitMessage, GitStore, SessionLock
+
+T0 = 1_700_000_000_000
+
+
+def git_bytes(repo: Path, *args: str, input: bytes | None = None) -> bytes:
+    """Run the real git CLI in ``repo`` and return stdout as bytes (fails on error)."""
+    proc = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True)
+    assert proc.returncode == 0, f"git {' '.join(args)} failed: {proc.stderr.decode()}"
+    return proc.stdout
+
+
+def object_count(repo: Path) -> int:
+    """Loose plus packed objects, as git counts them."""
+    if not repo.exists():
+        return 0
+    stats = dict(
+        line.split(": ", 1) for line in git_bytes(repo, "count-objects", "-v").decode().splitlines()
+    )
+    return int(stats["count"]) + int(stats["in-pack"])
+
+
+class Stores:
+    """Hands out the GitStore for each operation: the same object, or a fresh one every time."""
+
+    def __init__(self, path: Path, reopen: bool):
+        self.path = path
+        self.reopen = reopen
+        self._current: GitStore | None = None
+        self.opened = 0
+
+    def __call__(self) -> GitStore:
+        if self._current is None or self.reopen:
+            self.close()
+            self._current = GitStore(self.path)
+            self.opened += 1
+        return self._current
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+            self._current = None
+
+
+@pytest.fixture(params=["same-object", "reopened"])
+def stores(request, repo_path: Path) -> Iterator[Stores]:
+    s = Stores(repo_path, reopen=request.param == "reopened")
+    yield s
+    s.close()
+
+
+class Writer:
+    """Tracks one session's events and tip the way a caller of the store does."""
+
+    def __init__(self, stores: Stores, sid: str):
+        self.stores = stores
+        self.sid = sid
+        self.header = make_header(sid, created=T0, cwd="/work", generator="gs test")
+        self.events: list[Event] = []
+        self.tip: str | None = None
+        self.turns = 0
+
+    def turn_events(self, prompt: str, reply: str = "ok") -> list[Event]:
+        n = self.turns + 1
+        specs = [
+            ("turn/start", {"turn": n}),
+            ("user/message", {"content": prompt}),
+            ("step/start", {"step": 1}),
+            ("assistant/message", {"content": reply, "tool_calls": [], "model": "m"}),
+            ("step/end", {"step": 1}),
+            ("turn/end", {"turn": n, "reason": "completed"}),
+        ]
+        base = len(self.events)
+        return [make_event(base + i, t, d, time_ms=T0 + base + i) for i, (t, d) in enumerate(specs)]
+
+    def message(self, new: list[Event], prompt: str) -> CommitMessage:
+        n = self.turns + 1
+        return CommitMessage(f"turn {n}: {prompt}", {
+            "Session": self.sid, "Turn": str(n), "Model": "m",
+            "Events": f"{new[0].seq}-{new[-1].seq}",
+        })
+
+    def save_turn(self, prompt: str, reply: str = "ok") -> str:
+        new = self.turn_events(prompt, reply)
+        commit = self.stores().append(
+            self.sid, new, self.message(new, prompt), expected_tip=self.tip,
+            header=self.header if self.tip is None else None,
+        )
+        self.events += new
+        self.tip = commit
+        self.turns += 1
+        return commit
+
+    def raw(self) -> bytes:
+        return encode_log(self.header, self.events)
+
+
+class TestGitStoreContract:
+    """What every GitStore must do, however many objects or processes share the repository."""
+
+    def test_create_append_load_round_trip(self, stores: Stores, repo_path: Path, git):
+        w = Writer(stores, "work")
+        c1 = w.save_turn("How do I parse YAML? ✓", "Use yaml.safe_load 日本")
+        raw1 = w.raw()
+        c2 = w.save_turn("and JSON?\nsecond line", "json.loads")
+        assert stores().tip("work") == c2
+        assert git("rev-parse", "refs/heads/work").strip() == c2
+        assert git("cat-file", "-t", c2).strip() == "commit"
+        snap = stores().load("work")
+        assert snap.commit == c2 and snap.session_id == "work"
+        assert snap.header == w.header
+        assert snap.events == w.events
+        assert snap.raw == w.raw()
+        assert snap.raw == git_bytes(repo_path, "show", "work:session.jsonl")
+        assert snap.raw == git_bytes(repo_path, "show", f"{c2}:session.jsonl")
+        # The tree holds exactly one file.
+        assert git("ls-tree", "--name-only", c2).split() == ["session.jsonl"]
+        # Loading an older commit reads the session as it was then.
+        old = stores().load("work", c1)
+        assert old.commit == c1 and old.raw == raw1 == git_bytes(repo_path, "show", f"{c1}:session.jsonl")
+        assert old.events == w.events[:6]
+        # Append only: the new file starts with the old one's bytes.
+        assert snap.raw.startswith(old.raw)
+
+    def test_load_missing_session(self, stores: Stores):
+        with pytest.raises(SessionNotFound):
+            stores().load("nope")
+        Writer(stores, "other").save_turn("x")
+        with pytest.raises(SessionNotFound) as exc:
+            stores().load("nope")
+        assert "other" in str(exc.value)
+        assert stores().tip("nope") is None
+
+    def test_stale_expected_tip_is_refused(self, stores: Stores, repo_path: Path, git):
+        w = Writer(stores, "s1")
+        c1 = w.save_turn("one")
+        c2 = w.save_turn("two")
+        before_log = git("log", "--format=%H", "s1")
+        before_raw = git_bytes(repo_path, "show", "s1:session.jsonl")
+        stale = Writer(stores, "s1")
+        stale.events, stale.tip, stale.turns = list(w.events[:6]), c1, 1
+        with pytest.raises(ConcurrentUpdate) as exc:
+            stale.save_turn("lost race")
+        assert exc.value.expected == c1 and exc.value.found == c2
+        assert stores().tip("s1") == c2
+        assert git("log", "--format=%H", "s1") == before_log
+        assert git_bytes(repo_path, "show", "s1:session.jsonl") == before_raw
+        # Creating it again is refused too.
+        fresh = Writer(stores, "s1")
+        with pytest.raises(SessionExists):
+            fresh.save_turn("again")
+        assert stores().tip("s1") == c2
+        git("fsck", "--strict")
+
+    def test_other_writer_commit_is_never_dropped(self, stores: Stores, repo_path: Path, git):
+        w = Writer(stores, "shared")
+        c1 = w.save_turn("one")
+        # Another process (its own GitStore) saves on top of c1 first.
+        with GitStore(repo_path) as other_store:
+            other = Writer(stores, "shared")
+            other.events, other.tip, other.turns = list(w.events), c1, 1
+            new = other.turn_events("theirs")
+            theirs = other_store.append("shared", new, other.message(new, "theirs"), expected_tip=c1)
+        with pytest.raises(ConcurrentUpdate):
+            w.save_turn("ours")
+        assert stores().tip("shared") == theirs
+        assert git("log", "--format=%s", "shared").splitlines() == ["turn 2: theirs", "turn 1: one"]
+
+    def test_bad_seq_on_create_writes_nothing(self, stores: Stores, repo_path: Path):
+        w = Writer(stores, "fresh")
+        events = w.turn_events("x")
+        bad = [make_event(1 + i, e.type, e.data) for i, e in enumerate(events)]
+        with pytest.raises(InvalidEvent):
+            stores().append("fresh", bad, CommitMessage("x"), expected_tip=None, header=w.header)
+        assert object_count(repo_path) == 0
+        assert stores().tip("fresh") is None
+        assert stores().list_sessions() == []
+        # A new session needs its header.
+        with pytest.raises(InvalidEvent):
+            stores().append("fresh", events, CommitMessage("x"), expected_tip=None)
+        assert stores().tip("fresh") is None
+
+    @pytest.mark.parametrize("shift", ["gap", "repeat", "restart", "hole-inside", "swapped"])
+    def test_gapped_or_repeated_seq_is_refused(self, stores: Stores, repo_path: Path, git, shift):
+        w = Writer(stores, "s")
+        tip = w.save_turn("one")
+        n = len(w.events)
+        seqs = {"gap": [n + 1, n + 2], "repeat": [n - 1, n], "restart": [0, 1],
+                "hole-inside": [n, n + 2], "swapped": [n + 1, n]}[shift]
+        events = [make_event(s, "session/title", {"title": "t"}) for s in seqs]
+        count = object_count(repo_path)
+        with pytest.raises(InvalidEvent) as exc:
+            stores().append("s", events, CommitMessage("bad"), expected_tip=tip)
+        assert "seq" in str(exc.value)
+        assert stores().tip("s") == tip
+        assert object_count(repo_path) == count
+        assert len(git("log", "--format=%H", "s").split()) == 1
+
+    @pytest.mark.parametrize(
+        "event",
+        [
+            Event(6, T0, "user/message", {"content": float("nan")}),
+            Event(6, T0, "user/message", {"content": float("inf")}),
+            Event(6, T0, "user/message", {"content": object()}),
+            Event(6, T0, "user/message", {"content": b"bytes"}),
+            Event(6, T0, "user/message", {"content": "lone \ud800"}),
+            Event(6, T0, "user/message", {1: "int key"}),
+            Event(6, T0, "future/kind", {}),  # unknown and not ignorable: unreadable later
+            Event(6, T0, "user/message", ["not", "an", "object"]),
+            Event(6, "noon", "user/message", {}),
+        ],
+        ids=["nan", "inf", "object", "bytes", "surrogate", "int-key", "unknown-type", "list-data",
+             "str-time"],
+    )
+    def test_non_json_values_are_refused(self, stores: Stores, repo_path: Path, event):
+        w = Writer(stores, "s")
+        tip = w.save_turn("one")
+        assert len(w.events) == 6
+        count = object_count(repo_path)
+        with pytest.raises(InvalidEvent):
+            stores().append("s", [event], CommitMessage("bad"), expected_tip=tip)
+        assert stores().tip("s") == tip
+        assert object_count(repo_path) == count
+        stores().load("s")  # still readable
+
+    def test_non_json_header_is_refused(self, stores: Stores, repo_path: Path):
+        w = Writer(stores, "s")
+        w.header["cwd"] = float("nan")
+        with pytest.raises(InvalidEvent):
+            w.save_turn("x")
+        assert stores().tip("s") is None and object_count(repo_path) == 0
+
+    def test_ignorable_unknown_event_is_stored(self, stores: Stores):
+        w = Writer(stores, "s")
+        tip = w.save_turn("one")
+        ext = make_event(6, "plugin/note", {"n": 1}, ignorable=True)
+        c = stores().append("s", [ext], CommitMessage("note"), expected_tip=tip)
+        assert stores().load("s", c).events[-1] == ext
+
+    def test_ids_differing_only_by_case(self, stores: Stores, repo_path: Path, git):
+        Writer(stores, "Work").save_turn("one")
+        for other in ("work", "WORK", "Work"):
+            with pytest.raises(SessionExists) as exc:
+                Writer(stores, other).save_turn("clash")
+            assert exc.value.existing == "Work"
+        assert stores().find("wOrK") == "Work"
+        assert stores().find("play") is None
+        refs = git("for-each-ref", "--format=%(refname)", "refs/heads").split()
+        assert refs == ["refs/heads/Work"]
+
+    def test_list_sessions(self, stores: Stores, repo_path: Path):
+        assert stores().list_sessions() == []  # no repo yet
+        b = Writer(stores, "beta")
+        b.save_turn("b1")
+        tip_b = b.save_turn("b2")
+        a = Writer(stores, "alpha")
+        tip_a = a.save_turn("a1")
+        listed = stores().list_sessions()
+        assert [s.session_id for s in listed] == ["alpha", "beta"]
+        assert [s.tip for s in listed] == [tip_a, tip_b]
+        assert listed[1].message.subject == "turn 2: b2"
+        assert listed[1].message.trailers["Turn"] == "2"
+        assert listed[1].message.trailers["Session"] == "beta"
+        assert all(s.error is None and abs(s.time - time.time()) < 60 for s in listed)
+        # A session never saved (no branch) has no entry, nor does a refused create.
+        never = Writer(stores, "never")
+        with pytest.raises(InvalidEvent):
+            stores().append("never", [make_event(5, "turn/start", {"turn": 1})], CommitMessage("x"),
+                            expected_tip=None, header=never.header)
+        assert [s.session_id for s in stores().list_sessions()] == ["alpha", "beta"]
+
+    def test_list_sessions_survives_foreign_and_damaged_branches(self, stores: Stores, repo_path: Path):
+        w = Writer(stores, "good")
+        tip = w.save_turn("one")
+        # Branches made with plain git that are not valid session ids, and a damaged one.
+        git_bytes(repo_path, "update-ref", "refs/heads/feature/x", tip)
+        git_bytes(repo_path, "update-ref", "refs/heads/v1.0", tip)
+        (repo_path / "refs" / "heads" / "broken").write_text("1" * 40 + "\n")
+        listed = {s.session_id: s for s in stores().list_sessions()}
+        assert listed["good"].error is None and listed["good"].tip == tip
+        assert listed["broken"].error  # listed, with the problem named
+        for foreign in ("feature/x", "v1.0"):
+            assert foreign not in listed or listed[foreign].error
+
+    def test_log_newest_first_with_parents(self, stores: Stores, git):
+        w = Writer(stores, "s")
+        commits = [w.save_turn(f"prompt {i}") for i in range(1, 5)]
+        log = stores().log("s")
+        assert [c.commit for c in log] == commits[::-1]
+        assert [c.parents for c in log] == [[commits[2]], [commits[1]], [commits[0]], []]
+        assert [c.message.subject for c in log] == [f"turn {i}: prompt {i}" for i in (4, 3, 2, 1)]
+        git_view = [line.split() for line in git("log", "--format=%H %P", "s").splitlines()]
+        assert git_view == [[c.commit, *c.parents] for c in log]
+        assert [int(t) for t in git("log", "--format=%ct", "s").split()] == [c.time for c in log]
+        assert [c.commit for c in stores().log("s", limit=2)] == commits[:1:-1]
+        assert [c.commit for c in stores().log("s", start=commits[1])] == commits[1::-1]
+        with pytest.raises(SessionNotFound):
+            stores().log("missing")
+
+    def test_commit_message_and_trailers(self, stores: Stores, repo_path: Path, git):
+        w = Writer(stores, "s")
+        w.save_turn("How do I parse YAML?")
+        assert git("log", "-1", "--format=%s", "s").strip() == "turn 1: How do I parse YAML?"
+        body = git("log", "-1", "--format=%B", "s")
+        proc = subprocess.run(["git", "-C", str(repo_path), "interpret-trailers", "--parse"],
+                              input=body, capture_output=True, text=True, check=True)
+        assert proc.stdout.splitlines() == ["Session: s", "Turn: 1", "Model: m", "Events: 0-5"]
+        assert git("log", "-1", "--format=%(trailers:key=Events,valueonly)", "s").strip() == "0-5"
+        assert git("log", "-1", "--format=%an <%ae>", "s").strip() == "gitsessions <gitsessions@localhost>"
+        assert git("log", "-1", "--format=%cn <%ce>", "s").strip() == "gitsessions <gitsessions@localhost>"
+        info = stores().log("s")[0]
+        assert info.message.trailers == {"Session": "s", "Turn": "1", "Model": "m", "Events": "0-5"}
+
+    def test_awkward_subjects(self, stores: Stores, repo_path: Path, git):
+        w = Writer(stores, "s")
+        w.save_turn("x" * 200)
+        subject = git("log", "-1", "--format=%s", "s").strip()
+        assert len(subject) <= 72 and subject.startswith("turn 1: xxx")
+        # A subject with line breaks (a CommitMessage built by any caller) stays one line, in the
+        # commit and in the reflog.
+        tip = w.tip
+        ev = make_event(len(w.events), "session/title", {"title": "t"})
+        c = stores().append("s", [ev], CommitMessage("line one\nline two\r\n\tend", {"Turn": "1"}),
+                            expected_tip=tip)
+        assert git("log", "-1", "--format=%s", c).strip() == "line one line two end"
+        assert stores().log("s")[0].message.subject == "line one line two end"
+        reflog = git("reflog", "show", "--format=%gs", "refs/heads/s").splitlines()
+        assert len(reflog) == 2
+        assert "line two" in reflog[0] and "\r" not in reflog[0]
+        git("fsck", "--strict")
+
+    def test_fsck_strict_after_several_saves(self, stores: Stores, repo_path: Path, git):
+        w = Writer(stores, "s")
+        w.save_turn("plain")
+        w.save_turn("big", "x" * 1_000_000)
+        w.save_turn("unicode ✓ 日本 😀", "reply \u2028")
+        Writer(stores, "t").save_turn("another session")
+        proc = subprocess.run(["git", "-C", str(repo_path), "fsck", "--strict", "--full"],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert "error" not in proc.stderr and "warning" not in proc.stderr
+        assert git("log", "--format=%s", "s").splitlines() == [
+            "turn 3: unicode ✓ 日本 😀", "turn 2: big", "turn 1: plain"]
+
+    def test_reflog_lists_the_saves(self, stores: Stores, git):
+        w = Writer(stores, "s")
+        for i in range(1, 4):
+            w.save_turn(f"p{i}")
+        entries = git("reflog", "show", "--format=%H %gs", "s").splitlines()
+        assert len(entries) == 3
+        assert entries[0].split(" ", 1) == [w.tip, "commit: turn 3: p3"]
+        assert entries[-1].endswith("commit (initial): turn 1: p1")
+        assert git("rev-parse", "s@{2}").strip() == git("rev-list", "--max-parents=0", "s").strip()
+
+    def test_repo_config(self, stores: Stores, repo_path: Path, git):
+        assert not repo_path.exists()
+        Writer(stores, "s").save_turn("x")
+        assert git("config", "--get", "core.looseCompression").strip() == "1"
+        assert git("config", "--get", "gc.auto").strip() == "0"
+        assert git("config", "--get", "core.bare").strip() == "true"
+        assert git("rev-parse", "--is-bare-repository").strip() == "true"
+
+    @pytest.mark.parametrize("existing", [True, False])
+    def test_stale_ref_lock_is_cleared(self, stores: Stores, repo_path: Path, git, existing):
+        w = Writer(stores, "s")
+        other = Writer(stores, "other")
+        other.save_turn("creates the repo")
+        if existing:
+            w.save_turn("one")
+        lock = repo_path / "refs" / "heads" / "s.lock"
+        lock.write_bytes(b"0" * 40 + b"\n")
+        old = time.time() - 3600
+        os.utime(lock, (old, old))
+        started = time.monotonic()
+        tip = w.save_turn("after a crash")
+        assert time.monotonic() - started < 4
+        assert not lock.exists()
+        assert git("rev-parse", "refs/heads/s").strip() == tip
+        assert stores().load("s").events == w.events
+        git("fsck", "--strict")
+
+    def test_stale_object_lock_is_cleared(self, stores: Stores, repo_path: Path, git):
+        """A process killed while writing a loose object leaves ``objects/xx/<sha>.lock``; the
+        next save of the same bytes (a recovery rebuilds them exactly) must not fail forever."""
+        w = Writer(stores, "s")
+        w.save_turn("one")
+        new = w.turn_events("two")
+        blob = Blob.from_string(encode_log(w.header, w.events + new))
+        sha = blob.id.decode()
+        lock = repo_path / "objects" / sha[:2] / f"{sha[2:]}.lock"
+        lock.parent.mkdir(exist_ok=True)
+        lock.write_bytes(b"x\x9c partial zlib")
+        old = time.time() - 3600
+        os.utime(lock, (old, old))
+        tip = w.save_turn("two")
+        assert not lock.exists()
+        assert git("rev-parse", "s:session.jsonl").strip() == sha
+        assert stores().load("s").raw == w.raw()
+        assert tip == stores().tip("s")
+        git("fsck", "--strict")
+
+    def test_committed_log_without_final_newline(self, stores: Stores, repo_path: Path, git):
+        """A session committed by another tool whose last line lacks its newline still reads, and
+        the next save does not glue two events onto one line."""
+        w = Writer(stores, "ext")
+        w.events = w.turn_events("written by hand")
+        w.turns = 1
+        w.tip = commit_with_git(repo_path, "ext", w.raw().rstrip(b"\n"))
+        assert stores().load("ext").events == w.events
+        w.save_turn("next")
+        snap = stores().load("ext")
+        assert snap.events == w.events
+        assert snap.raw == git_bytes(repo_path, "show", "ext:session.jsonl")
+        assert all(json.loads(line) for line in snap.raw.splitlines())
+
+    def test_committed_log_with_trailing_blank_line(self, stores: Stores, repo_path: Path, git):
+        """A blank last line is dropped as a torn tail; the event before it must survive it."""
+        w = Writer(stores, "ext")
+        w.events = w.turn_events("written by hand")
+        w.turns = 1
+        w.tip = commit_with_git(repo_path, "ext", w.raw() + b"\n")
+        snap = stores().load("ext")
+        assert snap.events == w.events
+        assert snap.raw == w.raw()
+        w.save_turn("next")
+        snap = stores().load("ext")  # would be CorruptSession (seq gap) if the cut lost a line
+        assert snap.events == w.events
+        assert snap.raw == w.raw()
+
+    def test_committed_log_with_torn_tail(self, stores: Stores, repo_path: Path, git):
+        w = Writer(stores, "ext")
+        w.events = w.turn_events("hand")
+        w.turns = 1
+        w.tip = commit_with_git(repo_path, "ext", w.raw() + b'{"seq":6,"ti')
+        snap = stores().load("ext")
+        assert snap.events == w.events and snap.raw == w.raw()
+        w.save_turn("next")
+        assert stores().load("ext").raw == w.raw()
+
+    def test_corrupt_committed_log_is_reported(self, stores: Stores, repo_path: Path):
+        w = Writer(stores, "bad")
+        events = w.turn_events("x")
+        raw = encode_log(w.header, events).replace(b'"seq":2', b'"seq":9')
+        commit_with_git(repo_path, "bad", raw)
+        with pytest.raises(CorruptSession) as exc:
+            stores().load("bad")
+        assert exc.value.line == 4
+
+
+def commit_with_git(repo: Path, branch: str, raw: bytes) -> str:
+    """Commit ``raw`` as ``session.jsonl`` on a new branch with the git CLI (repo created if needed)."""
+    if not repo.exists():
+        with GitStore(repo) as s:
+            s.repo(create=True)
+    blob = git_bytes(repo, "hash-object", "-w", "--stdin", input=raw).decode().strip()
+    tree = git_bytes(repo, "mktree", input=f"100644 blob {blob}\tsession.jsonl\n".encode()).decode().strip()
+    env_commit = subprocess.run(
+        ["git", "-C", str(repo), "commit-tree", tree, "-m", "turn 1: by hand"],
+        capture_output=True, text=True,
+        env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
+             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"},
+    )
+    assert env_commit.returncode == 0, env_commit.stderr
+    commit = env_commit.stdout.strip()
+    git_bytes(repo, "update-ref", f"refs/heads/{branch}", commit)
+    return commit
+
+
+# -- the writer lock --------------------------------------------------------------------------
+
+
+def test_lock_blocks_a_second_holder_in_the_same_process(repo_path: Path):
+    store = GitStore(repo_path)
+    first = store.lock("s")
+    assert first.try_acquire() and first.held
+    second = store.lock("s")
+    assert second.try_acquire() is False and not second.held
+    with pytest.raises(SessionLocked) as exc:
+        second.acquire()
+    message = str(exc.value)
+    assert f"pid {os.getpid()}" in message and socket.gethostname() in message
+    assert exc.value.session_id == "s"
+    info = json.loads((repo_path / "gs" / "locks" / "s.lock").read_text())
+    assert info["pid"] == os.getpid() and info["host"] == socket.gethostname()
+    assert abs(info["started"] / 1000 - time.time()) < 60
+    # Other sessions are not blocked.
+    with store.lock("t") as other:
+        assert other.held
+    first.release()
+    first.release()  # idempotent
+    assert second.try_acquire()
+    second.release()
+
+
+LOCK_CHILD = """
+import sys, time
+from gitsessions.store import SessionLock
+lock = SessionLock(sys.argv[1], "s")
+lock.acquire()
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_lock_of_a_dead_process_is_taken_over(repo_path: Path):
+    path = repo_path / "gs" / "locks" / "s.lock"
+    child = subprocess.Popen([sys.executable, "-c", LOCK_CHILD, str(path)], stdout=subprocess.PIPE,
+                             text=True, cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "locked"
+        mine = SessionLock(path, "s")
+        assert mine.try_acquire() is False
+        with pytest.raises(SessionLocked) as exc:
+            mine.acquire()
+        assert f"pid {child.pid}" in str(exc.value)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=10)
+        assert path.exists()  # the file stays behind; the kernel dropped the lock
+        assert mine.try_acquire()
+        assert json.loads(path.read_text())["pid"] == os.getpid()
+        mine.release()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
