@@ -179,3 +179,35 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     def log(self, session_id: str, start: str | None = None, limit: int | None = None) -> list[CommitInfo]:
         """Return the session's commits newest first (first-parent walk from ``start`` or the tip)."""
+
+    @abc.abstractmethod
+    def resolve(self, rev: str) -> Revision:
+        """Resolve ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT`` to a commit.
+
+        Raises:
+            BadRevision, SessionNotFound.
+        """
+
+    @abc.abstractmethod
+    def branch_from(self, session_id: str, commit: str, subject: str, forked_from: str) -> str:
+        """Create session ``session_id`` starting at ``commit`` in O(1) (a fork); return its first commit.
+
+        Raises:
+            SessionExists: the id is taken (also by case, or by an archived session).
+        """
+
+    @abc.abstractmethod
+    def rename(self, old: str, new: str) -> None:
+        """Rename a session; its history is unchanged.
+
+        Raises:
+            SessionNotFound, SessionExists, ConcurrentUpdate.
+        """
+
+    @abc.abstractmethod
+    def archive(self, session_id: str) -> str:
+        """Move a session out of the list (nothing is deleted); return the name to restore it by."""
+
+    @abc.abstractmethod
+    def restore(self, name: str, as_id: str | None = None) -> str:
+        """Bring an archived session back (as ``as_id`` or its own name); return its id."""
