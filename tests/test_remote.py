@@ -144,3 +144,24 @@ def test_remote_errors_are_one_line(two_machines, tmp_path):
     assert "creds" not in a("remote", "list").out
     r = a("clone", str(tmp_path / "remote.git"), str(a.repo))
     assert r.code == 1 and "already holds sessions" in r.err
+
+
+def test_auto_sync_pushes_every_save(two_machines, tmp_path):
+    import time
+
+    a, _b, remote = two_machines
+    (tmp_path / "config.yaml").write_text("sync: {remote: origin, push: on-save}\n")
+    a("remote", "add", "origin", str(remote))
+    assert a("ask", "w", "pushed by itself").code == 0
+    want = _git(a.repo, "rev-parse", "w")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        got = subprocess.run(["git", "-C", str(remote), "rev-parse", "--verify", "-q", "w"],
+                             capture_output=True, text=True).stdout
+        if got == want:
+            break
+        time.sleep(0.2)
+    assert got == want, "the save was not pushed in the background"
+    (tmp_path / "config.yaml").write_text("sync: {push: sometimes}\n")
+    r = a("list")
+    assert r.code == 1 and "sync must be" in r.err

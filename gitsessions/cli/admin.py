@@ -38,15 +38,23 @@ def gc(
               f"{result.loose_removed} loose objects and {result.packs_removed} old packs")
 
 
-def pack_in_background(store: GitStore) -> None:
-    """Start ``gs gc --auto`` as a detached process when a repack is due (never waits for it)."""
-    if not store.pack_due():
-        return
+def run_in_background(store: GitStore, *args: str) -> None:
+    """Start ``gs --repo <store> ARGS...`` detached from this process and terminal; never wait.
+
+    Used for upkeep after a save (packing, pushing); a failure to start is ignored because
+    the next save tries again.
+    """
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "gitsessions", "--repo", str(store.path), "gc", "--auto"],
+            [sys.executable, "-m", "gitsessions", "--repo", str(store.path), *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
     except OSError:
-        pass  # packing is an optimisation; the next save tries again
+        pass
+
+
+def pack_in_background(store: GitStore) -> None:
+    """Start ``gs gc --auto`` in the background when a repack is due."""
+    if store.pack_due():
+        run_in_background(store, "gc", "--auto")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..store import GitStore
+from .admin import run_in_background
 from .common import Context, err, short
 
 app = typer.Typer()
@@ -163,13 +162,5 @@ def clone(
 
 def push_in_background(c: Context, store: GitStore) -> None:
     """With ``sync: {push: on-save}`` in config, start ``gs push`` detached (never waits)."""
-    if c.config.sync_push != "on-save" or not store.exists():
-        return
-    try:
-        subprocess.Popen(
-            [sys.executable, "-m", "gitsessions", "--repo", str(store.path), "push", _default(c, None)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError:
-        pass
+    if c.config.sync_push == "on-save" and store.exists():
+        run_in_background(store, "push", _default(c, None))

@@ -17,6 +17,7 @@ from ``~/.git-credentials``.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
@@ -180,8 +181,16 @@ class Remotes:
                     username, password = found
             if password is not None:
                 kwargs = {"username": username or urlsplit(url).username, "password": password}
+        # As git: GIT_SSH_COMMAND, else GIT_SSH, else core.sshCommand (from the config passed;
+        # dulwich's client never reads the environment, only its porcelain does).
+        ssh_command = os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")
+        if ssh_command:
+            kwargs["ssh_command"] = ssh_command
+        repo = self.store.repo()
+        config = repo.get_config_stack() if repo is not None else None
         try:
-            return get_transport_and_path(url, operation=operation, **kwargs)
+            # quiet: no server progress chatter; a hook's messages still come (see push)
+            return get_transport_and_path(url, config=config, operation=operation, quiet=True, **kwargs)
         except ValueError as exc:
             raise RemoteError(f"cannot use {url!r}: {exc}") from None
 
@@ -304,6 +313,7 @@ class Remotes:
         local = {ref: sha for ref, sha in repo.refs.as_dict().items() if ref.startswith(_SYNCED)}
         report = PushReport()
         sent: list[bytes] = []
+        said = bytearray()  # what the server's hooks wrote (sideband 2), e.g. why they refused
         client, path = self._client(url, "push")
 
         def update_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
@@ -322,20 +332,24 @@ class Remotes:
             return new_refs
 
         def pack_data(have, want, *, ofs_delta: bool = False, progress=None):
-            return repo.generate_pack_data(set(have), set(want), progress=progress, ofs_delta=ofs_delta)
+            # progress is the server-message sink (said): keep local packing chatter out of it
+            return repo.generate_pack_data(set(have), set(want), ofs_delta=ofs_delta)
 
         try:
-            result = client.send_pack(path, update_refs, generate_pack_data=pack_data)
+            result = client.send_pack(path, update_refs, generate_pack_data=pack_data, progress=said.extend)
         except SendPackError as exc:
             raise RemoteError(f"{url} refused the push: {' '.join(str(exc).split())}") from None
         except (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized) as exc:
             raise self._fail(url, exc) from None
         # dulwich does not raise when the server refuses a ref: read ref_status (design.md).
         status = result.ref_status or {}
+        lines = [line.strip() for line in said.decode("utf-8", "replace").replace("\r", "\n").splitlines()]
+        server_said = "; ".join(line for line in lines if line)
         for ref in sent:
             error = status.get(ref)
             if error is not None:
-                report.failed.append((ref.decode("utf-8", "replace"), str(error)))
+                reason = f"{error} (the server said: {server_said})" if server_said else str(error)
+                report.failed.append((ref.decode("utf-8", "replace"), reason))
             else:
                 report.pushed.append(ref.decode("utf-8", "replace"))
         return report
