@@ -27,6 +27,9 @@ from typing import Any
 
 from .errors import ConfigError
 
+#: Keys a config file may hold (a typo is an error, not silently ignored).
+KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "repo", "author", "redact",
+                        "redact_patterns", "sync"})
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
 APP_NAME = "gitsessions"
@@ -115,13 +118,19 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(str(path), "the top level must be a mapping of keys to values")
         data = loaded or {}
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(str(path), f"unknown key {unknown[0]!r}; the keys are: {', '.join(sorted(KNOWN_KEYS))}")
     author = data.get("author") or {}
     if not isinstance(author, dict):
         raise ConfigError(str(path), "author must be a mapping with name and email")
     max_steps = data.get("max_steps", 8)
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
         raise ConfigError(str(path), "max_steps must be a whole number from 1 to 100")
-    repo = env.get("GS_REPO") or _str(data, "repo", path)
+    repo_value = _str(data, "repo", path)
+    if repo_value and not Path(repo_value).expanduser().is_absolute():
+        repo_value = str(path.parent / repo_value)  # relative to the config file, not to the cwd
+    repo = env.get("GS_REPO") or repo_value
     redact = data.get("redact", True)
     if not isinstance(redact, bool):
         raise ConfigError(str(path), "redact must be true or false")

@@ -210,3 +210,12 @@ class HookExists(GitSessionsError):
             f"installed); replace it with: gs hooks install --force {' '.join(names)} "
             f"(your version is kept as <name>.orig)"
         )
+
+
+class RepoError(GitSessionsError):
+    """The session repo path cannot be used."""
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot use {path} as the session repo: {reason}; point --repo or GS_REPO elsewhere")

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from .events import Event
 from .store import CommitInfo, SessionInfo, Snapshot
 from .transcript import derive_messages
+
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+
+
+def terminal_safe(text: str) -> str:
+    """Return ``text`` with control characters (ESC, NUL, ...; not newline or tab) shown as
+    ``^X``, so that content from a model or a file cannot drive the terminal."""
+    return _UNSAFE.sub(lambda m: "^" + chr((ord(m.group()) + 64) % 128) if ord(m.group()) < 128 else "^[", text)
 
 
 def iso_time(epoch_s: int, tz_offset_s: int = 0) -> str:
@@ -119,7 +128,7 @@ def transcript_text(events: Sequence[Event]) -> str:
             out.append(f"(undo: turn {d.get('turn')} dropped from what the model sees)")
         elif ev.type == "compaction/summary":
             out.append(f"(summary: {d.get('summary', '')})")
-    return "\n".join(out) + ("\n" if out else "")
+    return terminal_safe("\n".join(out) + ("\n" if out else ""))
 
 
 # -- compact rendering of the events a commit (or one side of a diff) added ---------------

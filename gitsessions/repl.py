@@ -71,6 +71,8 @@ class Repl:
         self.max_steps = max_steps
         self.session: Session | None = None
         self.visited: list[str] = []
+        #: Turns that ended with an API error (a piped chat exits 1 when there were any).
+        self.failed_turns = 0
         self._open(session_id, create=True, fork_as=fork_as)
 
     def _open(self, rev: str, create: bool, fork_as: str | None = None) -> None:
@@ -143,6 +145,7 @@ class Repl:
             kept = "; the partial text is kept" if result.text else ""
             self.write(f"(reply cancelled{kept})\n")
         elif result.reason == "error":
+            self.failed_turns += 1
             self.write(f"error: {result.error}\n(the prompt is saved; send another message to go on)\n")
         elif result.reason == "max-steps":
             self.write(f"(stopped after {self.max_steps} model requests in one turn)\n")

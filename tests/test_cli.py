@@ -317,3 +317,50 @@ def test_a_corrupt_session_is_flagged_and_hides_nothing(gs, git, repo_path):
     assert r.code == 1 and "corrupt" in r.err
     # never rewritten
     assert git("log", "--format=%s", "gap") == "turn 1: damaged\n"
+
+
+def test_control_characters_never_break_git_or_the_terminal(gs, git, fake_api):
+    fake_api.script(text("red \x1b[31malert\x1b[0m and a bell \x07"))
+    r = gs("ask", "nul", "-", input=b"a\x00b\x1b]0;title\x07 end")
+    assert r.code == 0, r.err
+    git("fsck", "--strict")  # no NUL in the commit subject or trailers
+    assert "\x00" not in git("log", "-1", "--format=%B", "nul")
+    shown = gs("show", "nul").out
+    assert "\x1b" not in shown and "\x07" not in shown and "^[" in shown
+    table = gs("list").out
+    assert "\x1b" not in table and "\x00" not in table
+    # the stored content itself is exact: only what reaches a terminal is escaped
+    data = gs("show", "nul", "--format", "json").json()["messages"]
+    assert data[0]["content"] == "a\x00b\x1b]0;title\x07 end" and "\x1b[31m" in data[1]["content"]
+
+
+def test_repo_path_that_is_not_a_session_repo_is_refused(gs, tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    r = gs("--repo", str(folder), "ask", "x", "hi")
+    assert r.code == 1 and "cannot use" in r.err and "notes.txt" in r.err
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]  # nothing written
+    r = gs("--repo", str(folder / "notes.txt"), "list")
+    assert r.code == 1 and "is a file" in r.err and "Traceback" not in r.err
+
+
+def test_config_typos_are_errors_and_relative_repo_follows_the_config(gs, tmp_path, monkeypatch):
+    cfg_dir = tmp_path / "cfg"
+    cfg_dir.mkdir()
+    cfg = cfg_dir / "config.yaml"
+    cfg.write_text("api-key: sk-typo\n")
+    monkeypatch.setenv("GS_CONFIG", str(cfg))
+    r = gs("list")
+    assert r.code == 1 and "unknown key 'api-key'" in r.err and "api_key" in r.err
+    cfg.write_text("repo: sessions.git\n")
+    monkeypatch.delenv("GS_REPO")
+    assert gs("ask", "w", "hi").code == 0
+    assert (cfg_dir / "sessions.git" / "HEAD").exists()
+
+
+def test_piped_chat_exits_1_when_a_turn_failed(gs, fake_api):
+    fake_api.script(error(400, "context too long"))
+    r = gs("chat", "p", input="first\nsecond\n")
+    assert r.code == 1
+    assert "context too long" in r.out and "echo: second" in r.out

@@ -11,6 +11,7 @@ import typer
 from .. import __version__
 from ..errors import GitSessionsError, SessionNotFound
 from ..events import clean_text, make_header
+from ..render import terminal_safe
 from .admin import pack_in_background
 from .common import Context, err, short
 from .remote import push_in_background
@@ -91,6 +92,8 @@ def chat(
             err(f"session {s} saved at {short(store.tip(s))}; resume with: gs chat {s}")
         if not saved:
             err("nothing was saved (no turns)")
+    if not interactive and repl.failed_turns:
+        raise typer.Exit(1)  # a script learns that some prompts got no reply
 
 
 def _terminal_io(c: Context):
@@ -98,10 +101,18 @@ def _terminal_io(c: Context):
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
-    history_path = c.repo_path().parent / "prompt-history"
+    redactor = c.redactor()
+
+    class RedactedHistory(FileHistory):
+        """Line history on disk, with secrets replaced like everything else gs stores."""
+
+        def store_string(self, string: str) -> None:
+            super().store_string(redactor.text(string) if redactor else string)
+
+    history_path = c.repo_path() / "gs" / "prompt-history"
     try:
         history_path.parent.mkdir(parents=True, exist_ok=True)
-        history = FileHistory(str(history_path))
+        history = RedactedHistory(str(history_path))
     except OSError:
         history = InMemoryHistory()
     prompt_session: PromptSession[str] = PromptSession(history=history)
@@ -110,7 +121,7 @@ def _terminal_io(c: Context):
         return clean_text(prompt_session.prompt(prompt))
 
     def write(text: str) -> None:
-        sys.stdout.write(text)
+        sys.stdout.write(terminal_safe(text))
         sys.stdout.flush()
 
     return read_line, write
@@ -120,7 +131,8 @@ def _terminal_io(c: Context):
 def ask(
     ctx: typer.Context,
     args: Annotated[list[str], typer.Argument(
-        help="[SESSION] PROMPT; SESSION may be a revision (work~1); PROMPT '-' reads stdin.", show_default=False)],
+        help="[SESSION] PROMPT; SESSION may be a revision (work~1); PROMPT '-' reads stdin.", show_default=False,
+        metavar="[SESSION] PROMPT")],
     fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
@@ -153,8 +165,10 @@ def ask(
             err(note)
         try:
             with connect(c.config, model=model, notify=err) as provider:
+                tty = sys.stdout.isatty()
+
                 def on_text(text: str) -> None:
-                    sys.stdout.write(text)
+                    sys.stdout.write(terminal_safe(text) if tty else text)
                     sys.stdout.flush()
 
                 result = run_turn(session, provider, prompt, system=c.config.system,

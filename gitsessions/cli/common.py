@@ -55,14 +55,23 @@ class Context:
             pass
         return DEFAULT_IDENTITY
 
-    def store(self) -> GitStore:
-        """Open the session store (the repo itself is created on first write)."""
-        redactor = None
-        if self.config.redact:
-            from ..redact import from_environment
+    def redactor(self):
+        """The secret redactor for this run (None when ``redact: false``); see :mod:`gitsessions.redact`."""
+        if not self.config.redact:
+            return None
+        from ..redact import from_environment
 
-            redactor = from_environment(os.environ, self.config.redact_patterns)
+        return from_environment(os.environ, self.config.redact_patterns)
+
+    def store(self) -> GitStore:
+        """Open the session store (the repo itself is created on first write).
+
+        Raises:
+            RepoError: the repo path is a file or a folder holding something else.
+        """
+        redactor = self.redactor()
         store = GitStore(self.repo_path(), identity=self.identity(), redactor=redactor, hook_env=os.environ)
+        store.check_path()
         self._stores.append(store)
         return store
 

@@ -94,12 +94,13 @@ def list_(
         return
     names = {r["id"]: r["id"] + (f" ← {_lineage(r['forked_from'])}" if r["forked_from"] else "") for r in rows}
     width = max(len(n) for n in names.values())
-    print(f"{'SESSION':<{width}}  {'TURNS':>5}  {'MSGS':>5}  {'SAVED':<16}  COMMIT   TITLE")
+    lines = [f"{'SESSION':<{width}}  {'TURNS':>5}  {'MSGS':>5}  {'SAVED':<16}  COMMIT   TITLE"]
     for r in rows:
         saved = r["saved"][:16].replace("T", " ") if r["saved"] else "-"
         title = r["title"] if not r["error"] else f"[unreadable: {r['error']}]"
-        print(f"{names[r['id']]:<{width}}  {r['turns']:>5}  {r['messages']:>5}  {saved:<16}  "
-              f"{short(r['commit'])}  {title[:60]}")
+        lines.append(f"{names[r['id']]:<{width}}  {r['turns']:>5}  {r['messages']:>5}  {saved:<16}  "
+                     f"{short(r['commit'])}  {title[:60]}")
+    _write_lines(lines)
 
 
 # -- which events each commit added ------------------------------------------------------------
@@ -231,7 +232,7 @@ def _fork_line(info: CommitInfo) -> str | None:
 def log(
     ctx: typer.Context,
     rev: Annotated[str, typer.Argument(help=REV_HELP, metavar="REV")],
-    n: Annotated[int | None, typer.Option("-n", "--max-count", help="Show at most N commits.")] = None,
+    n: Annotated[int | None, typer.Option("-n", "--max-count", min=1, help="Show at most N commits.")] = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per commit.")] = False,
     patch: Annotated[bool, typer.Option("-p", "--patch", help="Under each commit, the messages it added.")] = False,
     graph: Annotated[bool, typer.Option("--graph", help="Mark where other sessions branched off.")] = False,
@@ -326,7 +327,7 @@ def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[_B
 
 
 def _write_lines(lines: Iterable[str]) -> None:
-    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.write(render.terminal_safe("".join(line + "\n" for line in lines)))
     sys.stdout.flush()
 
 

@@ -31,6 +31,14 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _one_line(text: str) -> str:
+    """Fold ``text`` to one line without control characters (git fsck refuses NUL in commits)."""
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
 @dataclass(frozen=True)
 class CommitMessage:
     """A save's commit message: a subject line and ``Key: value`` trailers (git's format)."""
@@ -40,12 +48,12 @@ class CommitMessage:
 
     def encode(self) -> bytes:
         """Return the message as git stores it: subject, blank line, trailers, final newline."""
-        subject = " ".join(self.subject.split()) or "save"
+        subject = _one_line(self.subject) or "save"
         if len(subject) > 72:
             subject = subject[:71] + "…"
         lines = [subject, ""]
         for key, value in self.trailers.items():
-            lines.append(f"{key}: {' '.join(str(value).split())}")
+            lines.append(f"{key}: {_one_line(str(value))}")
         return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8", "replace")
 
     @classmethod

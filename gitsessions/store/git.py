@@ -27,6 +27,7 @@ from ..errors import (
     CorruptSession,
     InvalidEvent,
     InvalidSessionId,
+    RepoError,
     SessionExists,
     SessionNotFound,
     UnsupportedVersion,
@@ -113,12 +114,32 @@ class GitStore(SessionStore):
         """Return True when the repository has been created."""
         return (self.path / "HEAD").exists() and (self.path / "objects").is_dir()
 
+    def check_path(self) -> None:
+        """Refuse to turn an existing file or non-empty folder that is not a session repo into one.
+
+        Raises:
+            RepoError: the path is a file, or a folder holding something else.
+        """
+        if self.exists() or not self.path.exists():
+            return
+        if not self.path.is_dir():
+            raise RepoError(str(self.path), "it is a file, not a session repo")
+        others = sorted(p.name for p in self.path.iterdir() if p.name != "gs")
+        if others:
+            shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
+            raise RepoError(str(self.path), f"the folder holds other things ({shown}), not a session repo")
+
     def repo(self, create: bool = False) -> Repo | None:
-        """Return the open dulwich ``Repo``; create it when ``create`` (else None if missing)."""
+        """Return the open dulwich ``Repo``; create it when ``create`` (else None if missing).
+
+        Raises:
+            RepoError: creating it would write into a file or a folder holding other things.
+        """
         if self._repo is None:
             if self.exists():
                 self._repo = Repo(str(self.path))
             elif create:
+                self.check_path()
                 self._repo = self._init()
             if self._repo is not None:
                 # design.md asks for core.fsyncObjectFiles=true, but git >= 2.36 warns about
@@ -171,7 +192,12 @@ class GitStore(SessionStore):
             return []
 
     def lock(self, session_id: str) -> SessionLock:
-        """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<id>.lock``)."""
+        """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<id>.lock``).
+
+        Raises:
+            RepoError: the repo path is a file or a folder holding something else.
+        """
+        self.check_path()
         return SessionLock(self.path / "gs" / "locks" / f"{check_session_id(session_id)}.lock", session_id)
 
     # -- reading ---------------------------------------------------------------------------
