@@ -273,8 +273,7 @@ def recover_journal(store: GitStore, session_id: str) -> str | None:
     new = list(contents.events)
     target = session_id
     if contents.base != tip:
-        if new and len(events) > new[-1].seq and all(
-                events[e.seq].type == e.type and events[e.seq].time == e.time for e in new):
+        if new and len(events) > new[-1].seq and all(events[e.seq].to_dict() == e.to_dict() for e in new):
             journal.clear()  # committed already: the crash came between commit and cleanup
             return None
         # The branch moved on (a pull, another tool): keep the turn on a branch of its own,

@@ -166,3 +166,15 @@ def test_ctrl_d_or_ctrl_c_at_empty_prompt_leaves_cleanly(fake_api, spawn_chat, k
     assert "nothing was saved" in tail
     assert fake_api.requests == []
     assert not (repo_path / "gs" / "journal" / "demo.jsonl").exists()
+
+
+def test_line_history_is_kept_and_redacted(fake_api, spawn_chat, repo_path):
+    """Up-arrow history lives in the session repo and, like the log, never holds a secret."""
+    secret = "sk-proj-" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6"
+    child = spawn_chat()
+    child.sendline(f"my key {secret} ok")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    finish(child)
+    history = (repo_path / "gs" / "prompt-history").read_text()
+    assert "my key [REDACTED:api-key] ok" in history and secret not in history

@@ -165,3 +165,18 @@ def test_auto_sync_pushes_every_save(two_machines, tmp_path):
     (tmp_path / "config.yaml").write_text("sync: {push: sometimes}\n")
     r = a("list")
     assert r.code == 1 and "sync must be" in r.err
+
+
+def test_a_failed_clone_leaves_nothing_and_can_be_retried(two_machines, tmp_path):
+    a, b, remote = two_machines
+    a("ask", "w", "one")
+    a("remote", "add", "origin", str(remote))
+    a("push")
+    target = tmp_path / "fresh.git"
+    r = b("clone", str(tmp_path / "nowhere.git"), str(target))
+    assert r.code == 1 and "could not reach" in r.err and "Traceback" not in r.err
+    assert not target.exists()
+    assert not list(tmp_path.glob(".fresh.git.clone-*"))
+    r = b("clone", str(remote), str(target))
+    assert r.code == 0, r.err
+    assert [row["id"] for row in b("--repo", str(target), "list", "--json").json()] == ["w"]

@@ -20,10 +20,16 @@ RemoteArg = Annotated[str | None, typer.Argument(
     help="Remote name or URL (default: sync.remote in config, else origin).")]
 
 
+def _credentials() -> dict[str, str | None]:
+    """HTTP credentials and the ssh command (as git: GIT_SSH_COMMAND, else GIT_SSH) from the environment."""
+    return {"username": os.environ.get("GS_HTTP_USERNAME"), "password": os.environ.get("GS_HTTP_PASSWORD"),
+            "ssh_command": os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")}
+
+
 def _remotes(store: GitStore):
     from ..store.remote import Remotes
 
-    return Remotes(store, username=os.environ.get("GS_HTTP_USERNAME"), password=os.environ.get("GS_HTTP_PASSWORD"))
+    return Remotes(store, **_credentials())
 
 
 def _default(c: Context, remote: str | None) -> str:
@@ -153,9 +159,7 @@ def clone(
 
     c: Context = ctx.obj
     target = path.expanduser() if path else c.repo_path()
-    with GitStore(target, identity=c.identity()) as store:
-        report = clone_store(url, store, username=os.environ.get("GS_HTTP_USERNAME"),
-                             password=os.environ.get("GS_HTTP_PASSWORD"))
+    report = clone_store(url, target, c.identity(), **_credentials())
     _print_pull(report, "origin")
     err(f"cloned into {target}")
 

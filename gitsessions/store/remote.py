@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_path
@@ -86,12 +88,16 @@ class Remotes:
     Args:
         store: the session store.
         username, password: HTTP credentials (else ``~/.git-credentials`` is consulted).
+        ssh_command: the ssh program and options (the CLI passes ``GIT_SSH_COMMAND`` or
+            ``GIT_SSH``; else ``core.sshCommand`` of the repo's config, else ``ssh``).
     """
 
-    def __init__(self, store: GitStore, *, username: str | None = None, password: str | None = None):
+    def __init__(self, store: GitStore, *, username: str | None = None, password: str | None = None,
+                 ssh_command: str | None = None):
         self.store = store
         self.username = username
         self.password = password
+        self.ssh_command = ssh_command
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -181,11 +187,8 @@ class Remotes:
                     username, password = found
             if password is not None:
                 kwargs = {"username": username or urlsplit(url).username, "password": password}
-        # As git: GIT_SSH_COMMAND, else GIT_SSH, else core.sshCommand (from the config passed;
-        # dulwich's client never reads the environment, only its porcelain does).
-        ssh_command = os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")
-        if ssh_command:
-            kwargs["ssh_command"] = ssh_command
+        if self.ssh_command:  # else core.sshCommand from the config, else ssh
+            kwargs["ssh_command"] = self.ssh_command
         repo = self.store.repo()
         config = repo.get_config_stack() if repo is not None else None
         try:
@@ -360,21 +363,49 @@ class Remotes:
         kept = f"{sid[:40]}-{remote[:12]}-{theirs.decode()[:7]}"
         if ref.startswith(b"refs/heads/") and self.store.find(kept):
             return (f"not a fast-forward: {remote} has other saves of {sid} (kept here as {kept}); to publish "
-                    f"this side under a new name: gs fork {sid} NEW && gs push {remote}")
+                    f"this side under a new name: gs rename {sid} NEW && gs pull {remote} && gs push {remote}")
         return (f"not a fast-forward: {remote} has saves this repo lacks; run gs pull {remote} "
                 "(their side is kept as a fork)")
 
 
-def clone(url: str, store: GitStore, remote: str = "origin", **credentials: str | None) -> PullReport:
-    """Set up an empty session store from ``url``: add it as ``remote`` and pull every session.
+def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origin",
+          **credentials: str | None) -> PullReport:
+    """Set up a session repo at ``path`` from ``url``: add it as ``remote`` and pull every session.
 
     Branches become local sessions (not only remote-tracking refs), archives stay archived.
+    All or nothing: a clone that fails leaves ``path`` as it was (it is built in a temporary
+    folder beside it and moved into place at the end).
 
     Raises:
-        RemoteError: the store already holds sessions, or the remote cannot be read.
+        RemoteError: ``path`` already holds sessions or other things, or the remote cannot be read.
+        RepoError: ``path`` is a file.
     """
-    if store.session_ids() or store.archived_ids():
-        raise RemoteError(f"{store.path} already holds sessions; clone into a new path")
-    remotes = Remotes(store, **credentials)
-    remotes.add(remote, url)
-    return remotes.pull(remote)
+    target = Path(path)
+    in_place = GitStore(target)
+    in_place.check_path()
+    if in_place.exists():
+        if in_place.session_ids() or in_place.archived_ids():
+            raise RemoteError(f"{target} already holds sessions; clone into a new path")
+        if in_place.repo() and any(n == remote for n, _ in Remotes(in_place).list()):
+            raise RemoteError(f"{target} already has a remote {remote!r}; use gs --repo {target} pull {remote}")
+    in_place.close()
+    building = target if in_place.exists() else target.parent / f".{target.name}.clone-{os.getpid()}"
+    building.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with GitStore(building, identity=identity) as store:
+            remotes = Remotes(store, **credentials)
+            remotes.add(remote, url)
+            report = remotes.pull(remote)
+        if building != target:
+            if target.exists():
+                shutil.rmtree(target)  # empty, or only gs's lock folder (check_path allowed no more)
+            os.rename(building, target)
+        return report
+    except BaseException:
+        if building != target:
+            shutil.rmtree(building, ignore_errors=True)
+        else:
+            with GitStore(target) as store:
+                if any(n == remote for n, _ in Remotes(store).list()):
+                    Remotes(store).remove(remote)
+        raise
