@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Annotated
@@ -78,6 +79,7 @@ def chat(
                 sys.stdout.flush()
 
         with connect(c.config, model=model, notify=err) as provider:
+            gc.enable()  # a long-lived chat: collect cycles as usual (main() disabled it for start-up)
             repl = Repl(store, provider, sid, read_line=read_line, write=write,
                         new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as)

@@ -63,6 +63,8 @@ REF_LOCK_WAIT_S = 5.0
 #: microseconds), seconds.
 STALE_REF_LOCK_S = 2.0
 
+_BARE_REPO_ENTRIES = frozenset({"gs", "HEAD", "config", "description", "branches", "hooks", "info", "objects",
+                                "refs", "logs", "packed-refs"})
 _HEADS = b"refs/heads/"
 _ARCHIVE = b"refs/archive/"
 _REV_RE = re.compile(r"^(?P<id>[A-Za-z0-9][A-Za-z0-9_-]{0,63})(?P<suffix>(?:~\d*|\^+)*|@.*)$")
@@ -124,7 +126,9 @@ class GitStore(SessionStore):
             return
         if not self.path.is_dir():
             raise RepoError(str(self.path), "it is a file, not a session repo")
-        others = sorted(p.name for p in self.path.iterdir() if p.name != "gs")
+        # What a bare repo holds (another process may be creating it right now) is fine.
+        others = sorted(p.name for p in self.path.iterdir()
+                        if p.name.removesuffix(".lock") not in _BARE_REPO_ENTRIES)
         if others:
             shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
             raise RepoError(str(self.path), f"the folder holds other things ({shown}), not a session repo")
