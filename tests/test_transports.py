@@ -42,6 +42,8 @@ class Transport:
     def url(self, name: str) -> str:
         if self.kind == "path":
             return str(self.root / name)
+        if self.kind == "file":
+            return (self.root / name).as_uri()
         if self.kind == "ssh":
             return self.server.url(self.root / name)
         return self.server.url(name)
@@ -68,7 +70,7 @@ def transport(request, tmp_path: Path, isolated_home: Path, monkeypatch: pytest.
     kind = request.param
     root = tmp_path / "srv"
     root.mkdir()
-    if kind == "path":
+    if kind in ("path", "file"):
         yield Transport(kind, root)
         return
     if kind == "git":
@@ -134,7 +136,7 @@ def _one_line(r) -> str:
 # -- the done-when scenario, per transport ---------------------------------------------------
 
 
-@pytest.mark.parametrize("transport", NETWORK, indirect=True)
+@pytest.mark.parametrize("transport", ["file", *NETWORK], indirect=True)
 def test_push_clone_pull_and_divergence(transport: Transport, machines, tmp_path: Path):
     a, b = machines
     remote = init_bare(transport.root / "remote.git")
