@@ -686,8 +686,20 @@ class GitStore(SessionStore):
         if repo is None:
             return RepackResult()
         result = PackState(self.path).repack(repo)
+        if result is not None:
+            self._compact_verified()
         self.close()  # reopen with a fresh pack list next time
         return result
+
+    def _compact_verified(self) -> None:
+        """Keep only current tips in the verified-tips file (it gains a line per save)."""
+        verified = self._verified()
+        tips = {self.tip(sid) for sid in self.session_ids()} | {self.archive_ref(n) for n in self.archived_ids()}
+        keep = sorted(t for t in tips if t and t in verified)
+        tmp = self._verified_path().with_suffix(".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text("".join(t + "\n" for t in keep), "ascii")
+        os.replace(tmp, self._verified_path())  # a save racing this only costs a re-check later
 
     def _swap(self, repo: Repo, ref: bytes, old: str | None, new: bytes, msg: bytes,
               now: int, tz: int) -> None:
