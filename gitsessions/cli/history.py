@@ -2,51 +2,28 @@
 ``diff`` and ``search``.
 
 They import neither the model client nor the terminal UI, so they start fast. Revisions
-(``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``) are resolved by the store.
+(``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``) are resolved by the store;
+what each command computes lives in :mod:`gitsessions.history`, this module only parses
+arguments and prints.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import sys
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from enum import Enum
 from typing import Annotated, Any
 
 import typer
 
+from .. import history as hist
 from .. import render
-from ..errors import CorruptSession, InvalidSessionId, SessionNotFound, UnsupportedVersion
-from ..events import Event
-from ..session import try_recover
-from ..store import CommitInfo, GitStore, Revision
+from ..store import CommitInfo, Revision
 from .common import Context, err, short
 
 app = typer.Typer()
 
 REV_HELP = "Revision: SESSION, SESSION~N, SESSION^ or SESSION@COMMIT."
-_REV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-
-
-def _open_rev(store: GitStore, rev: str) -> Revision:
-    """Recover an orphaned journal of the session ``rev`` names, then resolve ``rev``."""
-    m = _REV_ID.match(rev)
-    if m:
-        try:
-            try_recover(store, m.group(0))
-        except InvalidSessionId:
-            pass  # resolve() says what is wrong with it
-    return store.resolve(rev)
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _plural(n: int, word: str) -> str:
@@ -59,6 +36,11 @@ def _lineage(forked_from: str | None) -> str | None:
         return None
     sid, _, commit = forked_from.partition("@")
     return f"{sid}@{short(commit)}" if commit else sid
+
+
+def _write_lines(lines: Iterable[str]) -> None:
+    sys.stdout.write(render.terminal_safe("".join(line + "\n" for line in lines)))
+    sys.stdout.flush()
 
 
 # -- list ------------------------------------------------------------------------------------
@@ -78,13 +60,7 @@ def list_(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        if archived:
-            infos = store.archived_sessions()
-        else:
-            for sid in store.journaled():
-                try_recover(store, sid)
-            infos = store.list_sessions()
-        rows = [render.session_row(info) for info in infos]
+        rows = [render.session_row(info) for info in hist.list_sessions(store, archived=archived)]
     rows.sort(key=lambda r: r["saved"] or "", reverse=True)
     if as_json:
         print(render.dumps(rows))
@@ -103,129 +79,7 @@ def list_(
     _write_lines(lines)
 
 
-# -- which events each commit added ------------------------------------------------------------
-
-
-def _trailer_range(info: CommitInfo) -> tuple[int, int] | None:
-    """The ``Events: a-b`` trailer as a half-open range ``(a, b + 1)``, or None."""
-    m = re.fullmatch(r"(\d+)-(\d+)", info.message.trailers.get("Events", ""))
-    if not m or int(m.group(2)) < int(m.group(1)):
-        return None
-    return int(m.group(1)), int(m.group(2)) + 1
-
-
-class _Ranges:
-    """Finds the events each commit added: its ``Events`` trailer, else (a commit made by
-    another tool) the difference of the event counts of its blob and its parent's."""
-
-    def __init__(self, store: GitStore, session_id: str):
-        self.store = store
-        self.session_id = session_id
-        self._counts: dict[str, int] = {}
-
-    def _count_at(self, commit: str) -> int:
-        if commit not in self._counts:
-            raw = self.store.read_raw(self.session_id, commit)
-            self._counts[commit] = max(0, raw.count(b"\n") - 1)  # whole lines after the header
-        return self._counts[commit]
-
-    def of(self, info: CommitInfo) -> tuple[int, int]:
-        rng = _trailer_range(info)
-        if rng is not None:
-            return rng
-        if "Forked-From" in info.message.trailers and "Events" not in info.message.trailers:
-            return (0, 0)  # a fork commit: same tree as its parent, adds nothing
-        try:
-            end = self._count_at(info.commit)
-            start = self._count_at(info.parents[0]) if info.parents else 0
-        except CorruptSession:
-            return (0, 0)
-        return (start, end) if start <= end else (end, end)
-
-
-def _added_by(ranges: _Ranges, commits: Sequence[CommitInfo], events: Sequence[Event]) -> dict[str, list[Event]]:
-    """Return commit -> the events it added, sliced out of ``events`` (the newest commit's log)."""
-    out = {}
-    for info in commits:
-        start, end = ranges.of(info)
-        out[info.commit] = list(events[start:min(end, len(events))])
-    return out
-
-
-# -- graph: where other sessions branch off -----------------------------------------------------
-
-
-@dataclass
-class _Branch:
-    session_id: str
-    tip: str
-    turns_since: int
-    how: str  # "forked here", "branches off here", "continues from here", "points here"
-
-
-def _branches(store: GitStore, target: Revision, history: Sequence[CommitInfo]) -> dict[str, list[_Branch]]:
-    """Return commit of ``history`` -> the live sessions whose history leaves it there.
-
-    Each session's first-parent chain is walked from its tip until it meets ``history`` (the
-    merge base). Results are memoised per commit, so sessions sharing a stretch of history
-    walk it once: linear in the number of distinct commits, not sessions x commits.
-    """
-    main = {c.commit: c for c in history}
-    # commit -> (merge base or None, commits above the base, first commit above the base)
-    memo: dict[str, tuple[str | None, int, CommitInfo | None]] = {}
-    out: dict[str, list[_Branch]] = defaultdict(list)
-    for info in store.list_sessions():
-        if info.session_id == target.session_id and target.is_tip:
-            continue
-        path: list[CommitInfo] = []
-        sha: str | None = info.tip
-        try:
-            while sha is not None and sha not in main and sha not in memo:
-                ci = store.commit_info(sha)
-                path.append(ci)
-                sha = ci.parents[0] if ci.parents else None
-        except (KeyError, ValueError):
-            continue  # an unreadable commit: gs list reports it
-        found: tuple[str | None, int, CommitInfo | None]
-        if sha is None:
-            found = (None, 0, None)
-        elif sha in main:
-            found = (sha, 0, None)
-        else:
-            found = memo[sha]
-        for ci in reversed(path):
-            found = (found[0], found[1] + 1, found[2] or ci)
-            memo[ci.commit] = found
-        base, distance, first = found
-        if base is None:
-            continue
-        turns = (_int(info.message.trailers.get("Turn")) or 0) - (_int(main[base].message.trailers.get("Turn")) or 0)
-        if distance == 0:
-            how = "points here"
-        elif info.session_id == target.session_id:
-            how = "continues from here"
-        elif first is not None and first.message.trailers.get("Forked-From", "").endswith("@" + base):
-            how = "forked here"
-        else:
-            how = "branches off here"
-        out[base].append(_Branch(info.session_id, info.tip, max(turns, 0), how))
-    for branches in out.values():
-        branches.sort(key=lambda b: b.session_id)
-    return out
-
-
 # -- log -------------------------------------------------------------------------------------
-
-
-def _fork_line(info: CommitInfo) -> str | None:
-    """``from w at 72beab6`` on the commit that made a fork (its parent is the fork point)."""
-    lineage = info.message.trailers.get("Forked-From")
-    if not lineage or not info.parents:
-        return None
-    sid, _, commit = lineage.partition("@")
-    if commit != info.parents[0]:
-        return None
-    return f"from {sid} at {short(commit)}"
 
 
 @app.command()
@@ -248,25 +102,14 @@ def log(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = _open_rev(store, rev)
-        sid = target.session_id
-        if graph:
-            history = store.log(sid, start=target.commit)
-            commits = history[:n] if n is not None else history
-            branches = _branches(store, target, history)
-        else:
-            commits = store.log(sid, start=target.commit, limit=n)
-            branches = {}
-        added: dict[str, list[Event]] = {}
-        turns: dict[int, int] = {}
-        if patch:
-            snap = store.load(sid, target.commit)
-            added = _added_by(_Ranges(store, sid), commits, snap.events)
-            turns = {ev.seq: t for ev, t in zip(snap.events, render.turns_of(snap.events), strict=True)}
+        target = hist.open_revision(store, rev)
+        view = hist.read_log(store, target, limit=n, graph=graph, patch=patch)
+    sid = target.session_id
+    commits, branches = view.commits, view.branches
 
     def items(info: CommitInfo) -> list[dict[str, Any]]:
-        evs = added.get(info.commit, [])
-        return render.message_items(evs, [turns.get(e.seq, 0) for e in evs])
+        evs = view.added.get(info.commit, [])
+        return render.message_items(evs, [view.turn_of.get(e.seq, 0) for e in evs])
 
     if as_json:
         rows = []
@@ -296,9 +139,9 @@ def log(
         out.append(f"Date:   {row['time']}")
         if row["model"]:
             out.append(f"Model:  {row['model']}")
-        fork = _fork_line(info)
+        fork = hist.fork_origin(info)
         if fork:
-            out.append(f"Fork:   {fork}")
+            out.append(f"Fork:   from {fork[0]} at {short(fork[1])}")
         out.append("")
         out.append(f"    {row['subject']}")
         out.append("")
@@ -310,7 +153,7 @@ def log(
     _write_lines(out)
 
 
-def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[_Branch], *, first: bool,
+def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[hist.Branch], *, first: bool,
                   target: Revision, more: bool, lines: list[str]) -> None:
     here = [b for b in branches if b.how == "points here"]
     for b in branches:
@@ -324,11 +167,6 @@ def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[_B
     out.append(f"* {short(info.commit)}{deco} {row['subject']}")
     pad = "|     " if more else "      "
     out.extend((pad + line.lstrip(" ")) if line.strip() else pad.rstrip() for line in lines)
-
-
-def _write_lines(lines: Iterable[str]) -> None:
-    sys.stdout.write(render.terminal_safe("".join(line + "\n" for line in lines)))
-    sys.stdout.flush()
 
 
 # -- show ------------------------------------------------------------------------------------
@@ -355,7 +193,7 @@ def show(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = _open_rev(store, rev)
+        target = hist.open_revision(store, rev)
         snap = store.load(target.session_id, target.commit)
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)
@@ -367,18 +205,6 @@ def show(
 
 
 # -- diff ------------------------------------------------------------------------------------
-
-
-def merge_base(store: GitStore, a: str, b: str) -> str | None:
-    """Return the newest commit on both first-parent chains of ``a`` and ``b`` (None if none).
-
-    Linear: ``a``'s chain is read once into a set, ``b``'s is walked until it meets it.
-    """
-    ancestors = {info.commit for info in store.first_parents(a)}
-    for info in store.first_parents(b):
-        if info.commit in ancestors:
-            return info.commit
-    return None
 
 
 @app.command()
@@ -397,24 +223,20 @@ def diff(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        a = _open_rev(store, rev_a)
-        b = _open_rev(store, rev_b)
-        base = merge_base(store, a.commit, b.commit)
-        snap_a = store.load(a.session_id, a.commit)
-        snap_b = store.load(b.session_id, b.commit)
-        n_base = len(store.load(a.session_id, base).events) if base else 0
-        base_info = store.commit_info(base) if base else None
+        a = hist.open_revision(store, rev_a)
+        b = hist.open_revision(store, rev_b)
+        d = hist.diff(store, a, b)
 
-    def side(rev: str, target: Revision, events: list[Event]) -> dict[str, Any]:
-        items = render.message_items(events[n_base:], render.turns_of(events)[n_base:])
-        return {"rev": rev, "session": target.session_id, "commit": target.commit,
+    def side(rev: str, s: hist.DiffSide) -> dict[str, Any]:
+        items = render.message_items(s.events, s.turns)
+        return {"rev": rev, "session": s.revision.session_id, "commit": s.revision.commit,
                 "count": render.count_messages(items), "messages": items}
 
-    sa, sb = side(rev_a, a, snap_a.events), side(rev_b, b, snap_b.events)
+    sa, sb = side(rev_a, d.a), side(rev_b, d.b)
     if as_json:
-        print(render.dumps({"base": base, "a": sa, "b": sb}))
+        print(render.dumps({"base": d.base.commit if d.base else None, "a": sa, "b": sb}))
         return
-    out = [f"common ancestor: {short(base)} {base_info.message.subject}" if base_info
+    out = [f"common ancestor: {short(d.base.commit)} {d.base.message.subject}" if d.base
            else "no common ancestor: the two sessions share no history"]
     for mark, s in (("---", sa), ("+++", sb)):
         out.append(f"{mark} only in {s['rev']} ({_plural(s['count'], 'message')})")
@@ -429,89 +251,11 @@ def diff(
 
 # -- search ----------------------------------------------------------------------------------
 
-#: Event types whose ``content`` search looks at, and the role shown for each.
-_SEARCHED = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}
 
-
-@dataclass
-class _Hit:
-    session: str
-    archived: bool
-    seq: int
-    turn: int
-    role: str
-    snippet: str
-    commit: CommitInfo | None = None
-
-    def row(self) -> dict[str, Any]:
-        return {"session": self.session, "turn": self.turn, "commit": self.commit.commit if self.commit else None,
-                "seq": self.seq, "role": self.role, "snippet": self.snippet, "archived": self.archived}
-
-
-def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
-    """Find ``query`` (any case) in the message contents of one ``session.jsonl``.
-
-    The whole file is decoded and casefolded once and checked for the query (JSON-escaped as
-    it would be stored) before any line is parsed; only lines that contain it, and
-    ``turn/start`` lines (to number turns), are parsed.
-
-    Returns:
-        ``(seq, turn, role, snippet)`` per matching message (its first match).
-    """
-    folded_q = query.casefold()
-    stored_q = json.dumps(folded_q, ensure_ascii=False)[1:-1]
-    text = raw.decode("utf-8", "replace")
-    folded = text.casefold()
-    # Another writer may have stored non-ASCII as \\uXXXX escapes: then parse every line.
-    loose = not folded_q.isascii() and "\\u" in text
-    if not loose and stored_q not in folded:
-        return []
-    hits = []
-    turn = 0
-    # casefold() never makes or removes a newline, so the folded lines align with the lines.
-    for line, fline in zip(text.split("\n")[1:], folded.split("\n")[1:], strict=True):
-        is_turn = '"turn/start"' in line
-        if not is_turn and not loose and stored_q not in fline:
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
-            continue
-        kind, data = obj.get("type"), obj["data"]
-        if kind == "turn/start":
-            t = data.get("turn")
-            turn = t if isinstance(t, int) and not isinstance(t, bool) else turn + 1
-            continue
-        role = _SEARCHED.get(kind)
-        content = data.get("content")
-        seq = obj.get("seq")
-        if role is None or not isinstance(content, str) or not isinstance(seq, int):
-            continue
-        span = render.find_folded(content, folded_q)
-        if span is not None:
-            hits.append((seq, turn, role, render.snippet(content, *span)))
-    return hits
-
-
-def _attribute(store: GitStore, session_id: str, tip: str, hits: list[_Hit]) -> None:
-    """Set each hit's ``commit`` to the commit that added its event (walking back from ``tip``
-    only as far as the oldest hit; the log is append-only, so every revision is a prefix)."""
-    ranges = _Ranges(store, session_id)
-    pending = sorted(hits, key=lambda h: h.seq, reverse=True)
-    last = None
-    for info in store.first_parents(tip):
-        last = info
-        start, end = ranges.of(info)
-        if start == end:
-            continue
-        while pending and pending[0].seq >= start:
-            pending.pop(0).commit = info
-        if not pending:
-            return
-    for h in pending:
-        h.commit = last
+def _hit_row(h: hist.Hit) -> dict[str, Any]:
+    """The ``gs search --json`` object of one hit."""
+    return {"session": h.session, "turn": h.turn, "commit": h.commit.commit if h.commit else None,
+            "seq": h.seq, "role": h.role, "snippet": h.snippet, "archived": h.archived}
 
 
 @app.command()
@@ -535,51 +279,11 @@ def search(
     if not query:
         raise typer.BadParameter("the query is empty")
     c: Context = ctx.obj
-    hits: list[_Hit] = []
     with c.store() as store:
-        live: list[tuple[str, str, bool]] = []
-        for sid in store.journaled():
-            if session is None or sid == session:
-                try_recover(store, sid)
-        if session is not None:
-            tip = store.tip(session)
-            arch = store.archive_ref(session) if all_revisions else None
-            if tip is None and arch is None:
-                raise SessionNotFound(session, store.session_ids())
-            if tip is not None:
-                live.append((session, tip, False))
-            if arch is not None:
-                live.append((session, arch, True))
-        else:
-            for sid in store.session_ids():
-                try:
-                    tip = store.tip(sid)
-                except InvalidSessionId:
-                    continue
-                if tip is not None:
-                    live.append((sid, tip, False))
-            if all_revisions:
-                for name in store.archived_ids():
-                    sha = store.archive_ref(name)
-                    if sha is not None:
-                        live.append((name, sha, True))
-        for sid, tip, is_archived in live:
-            try:
-                raw = store.read_raw(sid, tip)
-            except CorruptSession as exc:
-                err(f"gs: skipped {sid}: {exc}")
-                continue
-            found = [_Hit(sid, is_archived, *h) for h in scan_log(raw, query)]
-            if found:
-                try:
-                    _attribute(store, sid, tip, found)
-                except (KeyError, ValueError, CorruptSession, UnsupportedVersion):
-                    pass
-                hits.extend(found)
-    if all_revisions:
-        hits = _dedupe(hits)
+        hits = hist.search(store, query, session=session, all_revisions=all_revisions,
+                           on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"))
     if as_json:
-        print(render.dumps([h.row() for h in hits]))
+        print(render.dumps([_hit_row(h) for h in hits]))
     else:
         _write_lines(
             f"{h.session}@{short(h.commit.commit) if h.commit else '?'}{' (archived)' if h.archived else ''}"
@@ -588,18 +292,3 @@ def search(
         if not as_json:
             err(f"no match for {query!r}")
         raise typer.Exit(1)
-
-
-def _dedupe(hits: list[_Hit]) -> list[_Hit]:
-    """Keep one hit per (commit, seq): sessions that share history (forks) hold the same
-    messages. Prefer the session the commit was made in (its ``Session`` trailer)."""
-    best: dict[tuple[str | None, int], _Hit] = {}
-    order: list[tuple[str | None, int]] = []
-    for h in hits:
-        key = (h.commit.commit if h.commit else f"{h.session}?", h.seq)
-        if key not in best:
-            best[key] = h
-            order.append(key)
-        elif h.commit and h.commit.message.trailers.get("Session") == h.session != best[key].session:
-            best[key] = h
-    return [best[k] for k in order]
