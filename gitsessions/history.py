@@ -41,7 +41,7 @@ def _int(value: str | None) -> int | None:
 # -- revisions and listings ------------------------------------------------------------------
 
 
-def open_revision(store: GitStore, rev: str) -> Revision:
+def read_revision(store: GitStore, rev: str) -> Revision:
     """Recover an orphaned journal of the session ``rev`` names, then resolve ``rev``.
 
     Args:

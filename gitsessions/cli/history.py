@@ -102,7 +102,7 @@ def log(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.open_revision(store, rev)
+        target = hist.read_revision(store, rev)
         view = hist.read_log(store, target, limit=n, graph=graph, patch=patch)
     sid = target.session_id
     commits, branches = view.commits, view.branches
@@ -193,7 +193,7 @@ def show(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.open_revision(store, rev)
+        target = hist.read_revision(store, rev)
         snap = store.load(target.session_id, target.commit)
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)
@@ -223,8 +223,8 @@ def diff(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        a = hist.open_revision(store, rev_a)
-        b = hist.open_revision(store, rev_b)
+        a = hist.read_revision(store, rev_a)
+        b = hist.read_revision(store, rev_b)
         d = hist.diff(store, a, b)
 
     def side(rev: str, s: hist.DiffSide) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__, transfer
-from ..session import try_recover
+from ..history import read_revision
 from .common import Context, err, short
 
 app = typer.Typer()
@@ -48,11 +47,8 @@ def export(
     c: Context = ctx.obj
     if fmt is None:
         fmt = ExportFormat(_SUFFIXES.get(output.suffix.lower(), "markdown") if output else "markdown")
-    m = re.match(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}(?=$|[~^@])", rev)
     with c.store() as store:
-        if m and m.group(0).upper() != "HEAD":
-            try_recover(store, m.group(0))  # a turn a crashed gs left in the journal
-        target = store.resolve(rev)
+        target = read_revision(store, rev)  # recovers a turn a crashed gs left in the journal
         snap = store.load(target.session_id, target.commit)
     data = transfer.export_bytes(snap, fmt.value)
     if output is None or str(output) == "-":
