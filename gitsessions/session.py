@@ -396,9 +396,13 @@ def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
     """
     if not any(c in rev for c in "~^@"):
         check_session_id(rev)  # a plain id: say what is wrong with it, not with a revision
-    if SESSION_ID_RE.match(rev) and store.tip(rev) is None and store.find(rev) is not None:
-        raise SessionExists(rev, store.find(rev))  # differs only by case from an existing id
-    if SESSION_ID_RE.match(rev) and not fork_as and store.tip(rev) is None and store.find(rev) is None:
+    if SESSION_ID_RE.match(rev) and store.tip(rev) is None:
+        existing = store.find(rev)
+        if existing is not None:
+            raise SessionExists(rev, existing)  # differs only by case from an existing id
+    else:
+        existing = rev  # a revision, or a session that exists
+    if existing is None and not fork_as:
         if new_header is None:
             raise SessionNotFound(rev, store.session_ids())
         if store.archive_ref(rev):
