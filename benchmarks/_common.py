@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from gitsessions.events import Event, make_event, make_header  # noqa: E402
-from gitsessions.store import CommitMessage, GitStore  # noqa: E402
+from gitsessions.rules import CommitMessage  # noqa: E402
+from gitsessions.store import GitStore  # noqa: E402
 
 PY = sys.executable
 VENV_BIN = Path(PY).parent

@@ -27,7 +27,8 @@ from _common import (
 )
 
 from gitsessions.events import make_header, parse_log
-from gitsessions.store import CommitMessage, GitStore
+from gitsessions.rules import CommitMessage
+from gitsessions.store import GitStore
 from gitsessions.transcript import derive_messages
 
 SAVE_SIZES = [("10 KB", 10 * 1024), ("1 MB", 1024 * 1024), ("5 MB", 5 * 1024 * 1024)]

@@ -12,8 +12,8 @@ from typing import Any
 
 from .errors import BadRevision, HookRefused, InvalidEvent, SessionExists, SessionNotFound
 from .events import Event, make_event
-from .store import CommitMessage, GitStore, Revision, check_session_id
-from .store.base import SESSION_ID_RE
+from .rules import SESSION_ID_RE, CommitMessage, check_session_id
+from .store import GitStore, Revision
 from .transcript import closing_events, derive_messages, open_turn, title_of, undone_turns
 
 #: Events after which the journal is fsynced (message boundaries; design.md).

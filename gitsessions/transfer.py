@@ -51,7 +51,8 @@ from .errors import (
 from .events import Event, clean_text, clean_value, encode_header, make_event, make_header, now_ms, parse_log
 from .render import dumps, show_object
 from .session import commit_message, recover_journal
-from .store import CommitMessage, GitStore, Snapshot, check_session_id
+from .rules import CommitMessage, check_session_id
+from .store import GitStore, Snapshot
 from .transcript import closing_events, derive_messages, open_turn, title_of, undone_turns
 
 #: ``gs export --format`` values.

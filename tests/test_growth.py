@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from gitsessions.events import make_event, make_header
-from gitsessions.store import CommitMessage, GitStore
+from gitsessions.rules import CommitMessage
+from gitsessions.store import GitStore
 from gitsessions.store.pack import AUTO_SAVES, BLOCK, append_delta, base_position
 
 

@@ -374,7 +374,8 @@ def test_orphaned_turn_survives_when_the_branch_moved_on(tmp_path):
     another tool) is kept as a session of its own, grown from that commit; nothing is dropped."""
     from gitsessions.events import make_event, make_header
     from gitsessions.session import Session, recover_journal
-    from gitsessions.store import CommitMessage, GitStore
+    from gitsessions.rules import CommitMessage
+    from gitsessions.store import GitStore
 
     store = GitStore(tmp_path / "r.git")
     s = Session.open(store, "w", new_header=make_header("w"))

@@ -28,7 +28,8 @@ from gitsessions.errors import (
     SessionNotFound,
 )
 from gitsessions.events import Event, encode_log, make_event, make_header
-from gitsessions.store import CommitMessage, GitStore, SessionLock
+from gitsessions.rules import CommitMessage
+from gitsessions.store import GitStore, SessionLock
 
 T0 = 1_700_000_000_000
 

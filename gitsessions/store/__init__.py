@@ -3,22 +3,13 @@
 Nothing in this package imports typer, rich, prompt_toolkit or openai, or reads the environment.
 """
 
-from .base import (
-    CommitInfo,
-    CommitMessage,
-    Revision,
-    SessionInfo,
-    SessionStore,
-    Snapshot,
-    check_session_id,
-)
+from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot
 from .git import GitStore
 from .journal import Journal, JournalContents
 from .lock import SessionLock
 
 __all__ = [
     "CommitInfo",
-    "CommitMessage",
     "GitStore",
     "Journal",
     "JournalContents",
@@ -27,5 +18,4 @@ __all__ = [
     "SessionStore",
     "Revision",
     "Snapshot",
-    "check_session_id",
 ]

@@ -34,16 +34,8 @@ from ..errors import (
 )
 from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
 from ..redact import Redactor
-from .base import (
-    SESSION_ID_RE,
-    CommitInfo,
-    CommitMessage,
-    Revision,
-    SessionInfo,
-    SessionStore,
-    Snapshot,
-    check_session_id,
-)
+from ..rules import SESSION_ID_RE, CommitMessage, check_session_id
+from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot
 from .hooks import CommitHooks, subject_of
 from .journal import Journal
 from .lock import SessionLock

@@ -30,7 +30,7 @@ from dulwich.graph import can_fast_forward
 from dulwich.objects import ZERO_SHA
 
 from ..errors import GitSessionsError
-from .base import SESSION_ID_RE
+from ..rules import SESSION_ID_RE
 from .git import GitStore
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
