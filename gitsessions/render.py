@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .events import Event
+from .rules import turns_of
 from .store import CommitInfo, SessionInfo, Snapshot
 from .transcript import derive_messages
 
@@ -36,13 +37,6 @@ def local_time(epoch_s: int) -> str:
     return dt.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
 
 
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 def session_row(info: SessionInfo) -> dict[str, Any]:
     """Return the ``gs list --json`` object of one session.
 
@@ -50,15 +44,15 @@ def session_row(info: SessionInfo) -> dict[str, Any]:
     ``forked_from`` (``"<session>@<commit>"`` from the tip's ``Forked-From`` trailer, else
     null), ``error`` (null unless the session could not be read).
     """
-    t = info.message.trailers
+    t = info.message.fields
     return {
         "id": info.session_id,
-        "title": t.get("Title", ""),
-        "turns": _int(t.get("Turn")) or 0,
-        "messages": _int(t.get("Messages")) or 0,
+        "title": t.title or "",
+        "turns": t.turn or 0,
+        "messages": t.messages or 0,
         "saved": iso_time(info.time) if info.time else None,
         "commit": info.tip,
-        "forked_from": t.get("Forked-From") or None,
+        "forked_from": str(t.forked_from) if t.forked_from else None,
         "error": info.error,
     }
 
@@ -70,17 +64,17 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     ``model`` (or null), ``events`` (``"a-b"`` or null), ``forked_from``
     (``"<session>@<commit>"`` from the ``Forked-From`` trailer, or null), ``trailers`` (all).
     """
-    t = info.message.trailers
+    t = info.message.fields
     return {
         "commit": info.commit,
         "parents": info.parents,
         "time": iso_time(info.time, info.tz_offset),
-        "turn": _int(t.get("Turn")),
+        "turn": t.turn,
         "subject": info.message.subject,
-        "model": t.get("Model"),
-        "events": t.get("Events"),
-        "forked_from": t.get("Forked-From") or None,
-        "trailers": dict(t),
+        "model": t.model,
+        "events": info.message.trailers.get("Events"),
+        "forked_from": str(t.forked_from) if t.forked_from else None,
+        "trailers": dict(info.message.trailers),
     }
 
 
@@ -145,17 +139,6 @@ def fold(text: str) -> str:
 def clip(text: str, limit: int) -> str:
     """Return ``text`` cut to ``limit`` characters, ending in ``…`` when cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def turns_of(events: Sequence[Event], start_turn: int = 0) -> list[int]:
-    """Return, for each event, the number of the turn it belongs to (0 before the first turn)."""
-    out, turn = [], start_turn
-    for ev in events:
-        if ev.type == "turn/start":
-            t = ev.data.get("turn")
-            turn = t if isinstance(t, int) and not isinstance(t, bool) else turn + 1
-        out.append(turn)
-    return out
 
 
 def message_items(events: Sequence[Event], turns: Sequence[int] | None = None) -> list[dict[str, Any]]:

@@ -15,6 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from .events import Event, clean_text
+from .rules import last_turn, turn_count, turn_number
+
+__all__ = [
+    "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "closing_events", "derive_messages", "open_turn",
+    "title_of", "turn_count", "undone_turns",
+]
 
 #: ``tool/result.error_code`` for a call the assistant asked for that never started.
 NOT_STARTED = "not_started"
@@ -72,7 +78,7 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
 
     for ev in events:
         if ev.type == "turn/start":
-            turn = ev.data.get("turn", turn + 1)
+            turn = turn_number(ev.data, turn)
             continue
         if turn in undone:
             continue
@@ -158,7 +164,7 @@ def closing_events(events: Sequence[Event], reason: str) -> list[tuple[str, dict
     if start is None:
         return []
     turn_events = events[start:]
-    turn = turn_events[0].data.get("turn")
+    turn = last_turn(events[: start + 1])
     # Unanswered calls, in request order. A result answers the latest request of its id, so an
     # id reused in a later step (some local servers number calls per reply) is answered again.
     requested: dict[str, str] = {}
@@ -203,8 +209,3 @@ def title_of(events: Sequence[Event]) -> str:
         elif ev.type == "user/message" and not title:
             title = str(ev.data.get("content", "")).strip().split("\n", 1)[0]
     return title
-
-
-def turn_count(events: Sequence[Event]) -> int:
-    """Return the number of turns started in the log."""
-    return sum(1 for e in events if e.type == "turn/start")

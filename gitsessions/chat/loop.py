@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import ProviderError
+from ..rules import DEFAULT_MAX_STEPS
 from .provider import Completion, TextDelta
 from .tools import TOOL_SCHEMAS, run_tool
-
-#: Steps (model requests) one turn may take before it ends with reason ``max-steps``.
-DEFAULT_MAX_STEPS = 8
 
 
 class SessionSink(Protocol):
