@@ -219,3 +219,17 @@ class RepoError(GitSessionsError):
         self.path = path
         self.reason = reason
         super().__init__(f"cannot use {path} as the session repo: {reason}; point --repo or GS_REPO elsewhere")
+
+
+class TransferError(GitSessionsError):
+    """A file ``gs import`` refuses (nothing was written), or an export that cannot be made.
+
+    Attributes:
+        source: the file name.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, source: str, reason: str, hint: str = "nothing was written"):
+        self.source = source
+        self.reason = reason
+        super().__init__(f"cannot import {source}: {reason}" + (f"; {hint}" if hint else ""))
