@@ -176,6 +176,9 @@ class StreamRedactor:
     def __init__(self, redactor: Redactor):
         self.redactor = redactor
         shapes = [_shape(rx.pattern) for _name, rx in redactor._patterns]
+        # A pattern whose every match starts with a known text is only run where that text is.
+        self._patterns = [(name, rx, lits) for (name, rx), (lits, _hold) in zip(redactor._patterns, shapes,
+                                                                              strict=True)]
         # (text a secret starts with, length below which a tail starting so is held)
         self._starts = [(v, len(v)) for v in redactor._values]
         self._starts += [(lit, hold) for lits, hold in shapes if lits is not None for lit in lits]
@@ -208,7 +211,9 @@ class StreamRedactor:
             while at >= 0:
                 mask(at, at + len(value), self.redactor.secrets[value])
                 at = masked.find(value, at + len(value))
-        for name, rx in self.redactor._patterns:
+        for name, rx, lits in self._patterns:
+            if lits is not None and not any(lit in masked for lit in lits):
+                continue
             for m in list(rx.finditer(masked, pos)):
                 if m.end() > m.start():
                     mask(m.start(), m.end(), name)
@@ -238,22 +243,29 @@ class StreamRedactor:
     def _release(self, final: bool) -> str:
         text = self._context + self._pending
         base, n = len(self._context), len(self._pending)
-        if final:
-            cut = n
-        else:
-            # What is held may still become a secret (masked like one): a match that touches
-            # it, or that its masking would make (``\b`` before it), is held as well.
-            held = max(base, self._held_from(text))
-            text = text[:held] + "\0" * (len(text) - held)
-            cut = held - base
         # The first character of a full context is only there to be looked back at.
         pos = 1 if base > self.context else 0
-        spans = [(max(s, base) - base, e - base, name) for s, e, name in self._spans(text, pos) if e > base]
-        for start, end, _name in spans:
-            if start < cut < end or (end >= cut and not final):
-                cut = min(cut, start)  # never split a secret, nor release one that may go on
+
+        def spans(of: str) -> list[tuple[int, int, str]]:
+            return [(max(s, base) - base, e - base, name) for s, e, name in self._spans(of, pos) if e > base]
+
+        found = spans(text)
+        cut, touching = n, list(found)
+        if not final:
+            held = max(base, self._held_from(text))
+            cut = held - base
+            if held < len(text):
+                # What is held may still become a secret, masked like one: a match its masking
+                # would make (``\b`` just before it) is held as well.
+                touching += spans(text[:held] + "\0" * (len(text) - held))
+        moved = True
+        while moved:  # never split a secret, nor release one that may go on
+            moved = False
+            for start, end, _name in touching:
+                if start < cut and (end > cut or (end == cut and not final)):
+                    cut, moved = start, True
         out, at = [], 0
-        for start, end, name in spans:
+        for start, end, name in found:
             if end > cut:
                 break
             out.append(self._pending[at:start] + f"[REDACTED:{name}]")
