@@ -13,9 +13,17 @@ This module never reads the environment itself: the CLI passes it in.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Mapping
 from typing import Any
+
+try:  # the regex parser, to read a pattern's shape (its modules were renamed in Python 3.11)
+    _sre = importlib.import_module("re._constants")
+    _sre_parse = importlib.import_module("re._parser")
+except ImportError:  # Python 3.10
+    _sre = importlib.import_module("sre_constants")
+    _sre_parse = importlib.import_module("sre_parse")
 
 from .events import Event
 
@@ -107,8 +115,7 @@ _MAX_HOLD = 256
 
 def _literal_starts(items: list) -> set[str] | None:
     """The literal texts every match of a parsed pattern starts with (None: cannot tell)."""
-    from re import _constants as c  # type: ignore[attr-defined]
-
+    c = _sre
     i = 0
     while i < len(items) and items[i][0] == c.AT:
         i += 1  # \b, ^: no characters
@@ -138,11 +145,9 @@ def _shape(rx: str) -> tuple[set[str] | None, int]:
     characters are always held) and the length below which text that starts like it may
     still become a match (its longest match when bounded, else its shortest).
     """
-    from re import _constants as c  # type: ignore[attr-defined]
-    from re import _parser as parser  # type: ignore[attr-defined]
-
+    c = _sre
     try:
-        parsed = parser.parse(rx, re.DOTALL)
+        parsed = _sre_parse.parse(rx, re.DOTALL)
         lo, hi = parsed.getwidth()
     except Exception:  # an engine detail changed: be careful, not clever
         return None, STREAM_WINDOW
@@ -153,7 +158,7 @@ def _shape(rx: str) -> tuple[set[str] | None, int]:
 
 
 class StreamRedactor:
-    """Redacts a streamed reply over the joined text, releasing only prefixes that are final.
+    r"""Redacts a streamed reply over the joined text, releasing only prefixes that are final.
 
     A secret split across chunks (``sk-`` in one, the rest in the next four) is never
     released in pieces. :meth:`feed` holds back, from the end of what arrived:
@@ -190,7 +195,7 @@ class StreamRedactor:
         self._next = STREAM_BATCH  # look again once this much is held
 
     def _spans(self, text: str, pos: int = 0) -> list[tuple[int, int, str]]:
-        """Every secret in ``text`` from ``pos`` on as ``(start, end, name)``, overlaps merged, in order.
+        r"""Every secret in ``text`` from ``pos`` on as ``(start, end, name)``, overlaps merged, in order.
 
         ``text[:pos]`` is only looked at, as what comes before (for ``\b``).
 

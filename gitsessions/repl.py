@@ -170,6 +170,7 @@ class Repl:
                 self.write("usage: /open <id>\n")
             else:
                 self._open(arg, create=False)
+                assert self.session is not None
                 self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
         elif name == "/sessions":
             self.sessions()

@@ -57,8 +57,13 @@ def rev_session_id(rev: str) -> str | None:
 class KnownIds(Protocol):
     """The id lists "is this id free?" needs (a session store has both)."""
 
-    def session_ids(self) -> list[str]: ...
-    def archived_ids(self) -> list[str]: ...
+    def session_ids(self) -> list[str]:
+        """Return the live session ids."""
+        ...
+
+    def archived_ids(self) -> list[str]:
+        """Return the archived session names."""
+        ...
 
 
 def _taken_in(session_id: str, live: Iterable[str], archived: Iterable[str]) -> str | None:

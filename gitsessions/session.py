@@ -196,7 +196,9 @@ class Session:
         if not title:
             raise InvalidEvent("the title is empty")
         self.append("session/title", {"title": title})
-        return self.save()
+        commit = self.save()
+        assert commit is not None  # an event is pending
+        return commit
 
     def undo(self) -> int:
         """Drop the last turn not yet undone from what the model sees; return its number.

@@ -61,7 +61,7 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
     undone = undone_turns(events)
     messages: list[dict[str, Any]] = []
     pending: list[tuple[str, str]] = []  # (call id, name) awaiting a result, in call order
-    results: dict[str, str] = {}
+    results: dict[Any, str] = {}
     started: set[str] = set()  # pending calls a tool/call event shows began
     turn = 0
 
@@ -88,7 +88,7 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
             messages.append({"role": "user", "content": clean_text(str(d.get("content", "")))})
         elif ev.type == "assistant/message":
             flush()
-            calls = []
+            calls: list[dict[str, Any]] = []
             seen: set[str] = set()
             for call in d.get("tool_calls") or []:
                 # Compare cleaned ids: two lone surrogates both become U+FFFD.
@@ -117,14 +117,14 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
             messages.append(msg)
             pending.extend((c["id"], c["function"]["name"]) for c in calls)
         elif ev.type == "tool/call":
-            call_id = d.get("id")
-            if isinstance(call_id, str) and any(clean_text(call_id) == p for p, _ in pending):
-                started.add(clean_text(call_id))
+            cid = d.get("id")
+            if isinstance(cid, str) and any(clean_text(cid) == p for p, _ in pending):
+                started.add(clean_text(cid))
         elif ev.type == "tool/result":
-            call_id = d.get("id")
-            call_id = clean_text(call_id) if isinstance(call_id, str) else call_id
-            if any(call_id == p for p, _ in pending) and call_id not in results:
-                results[call_id] = clean_text(str(d.get("content", "")))
+            cid = d.get("id")
+            cid = clean_text(cid) if isinstance(cid, str) else cid
+            if any(cid == p for p, _ in pending) and cid not in results:
+                results[cid] = clean_text(str(d.get("content", "")))
         elif ev.type == "compaction/summary":
             flush()
             messages.clear()
@@ -167,8 +167,8 @@ def closing_events(events: Sequence[Event], reason: str) -> list[tuple[str, dict
     turn = last_turn(events[: start + 1])
     # Unanswered calls, in request order. A result answers the latest request of its id, so an
     # id reused in a later step (some local servers number calls per reply) is answered again.
-    requested: dict[str, str] = {}
-    started: set[str] = set()
+    requested: dict[Any, str] = {}  # ids as the log holds them (another writer may use non-strings)
+    started: set[Any] = set()
     open_step = None
     for ev in turn_events:
         if ev.type == "assistant/message":
