@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.store.hooks import CommitHooks, clean_message, run_hook
+from gitsessions.store.hooks import CommitHooks, clean_message, run_hook, shipped_hooks
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGED = ROOT / "gitsessions" / "hooks_data"
-TOP_LEVEL = ROOT / "hooks"
+HOOKS = ROOT / "hooks"
 #: Shaped like an OpenAI key (sk- + 32 key characters); not a real one.
 FAKE_KEY = "sk-" + "Zq7Xw3Rt9Yp2Lm5Nb8Vc1Kd4" + "Hf6Js0Ga"
 
@@ -42,23 +41,33 @@ def _no_redaction(tmp_path: Path) -> None:
 # -- the shipped hooks --------------------------------------------------------------------
 
 
-def test_top_level_hooks_are_the_packaged_ones():
-    packaged = {p.name: p.read_bytes() for p in PACKAGED.iterdir() if p.is_file()}
-    top = {p.name: p.read_bytes() for p in TOP_LEVEL.iterdir() if p.is_file()}
-    assert packaged == top, "hooks/ and gitsessions/hooks_data/ must hold the same files (copy them over)"
-    assert {"pre-commit", "post-commit"} <= set(packaged)
-    for folder in (PACKAGED, TOP_LEVEL):
-        for name, data in packaged.items():
-            path = folder / name
-            assert path.stat().st_mode & stat.S_IXUSR, f"{path} is not executable"
-            lines = data.decode().splitlines()
-            assert lines[0] in ("#!/bin/sh", "#!/usr/bin/env bash", "#!/bin/bash")
-            assert lines[1].startswith("# gitsessions "), f"{path} lacks its header comment"
+def test_shipped_hooks_are_the_top_level_files():
+    shipped = shipped_hooks()
+    assert {"pre-commit", "post-commit"} <= set(shipped)
+    assert shipped == {p.name: p.read_bytes() for p in HOOKS.iterdir() if p.is_file()}
+    for name, data in shipped.items():
+        path = HOOKS / name
+        assert path.stat().st_mode & stat.S_IXUSR, f"{path} is not executable"
+        lines = data.decode().splitlines()
+        assert lines[0] in ("#!/bin/sh", "#!/usr/bin/env bash", "#!/bin/bash", "#!/usr/bin/env python3")
+        assert lines[1].startswith("# gitsessions "), f"{path} lacks its header comment"
+        if "python" in lines[0]:
+            compile(data, str(path), "exec")
+        else:
             subprocess.run(["sh", "-n", str(path)], check=True)
 
 
+def test_the_wheel_lists_every_package():
+    # pyproject.toml lists the packages (to map hooks/ into the wheel): a new one must be added.
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "gitsessions").rglob("__init__.py")}
+    assert set(config["packages"]) == found | {"gitsessions.hooks_data"}
+    assert config["package-dir"] == {"gitsessions.hooks_data": "hooks"}
+
+
 def test_shipped_pre_commit_patterns(tmp_path: Path):
-    hook = PACKAGED / "pre-commit"
+    hook = HOOKS / "pre-commit"
 
     def refuses(content: str) -> tuple[bool, str]:
         line = json.dumps({"seq": 3, "time": 1, "type": "user/message", "data": {"content": content}},
@@ -333,7 +342,7 @@ def test_hooks_install_and_list(gs, repo_path):
     assert (repo_path / "HEAD").exists()  # the repo was created
     for name in ("pre-commit", "post-commit"):
         path = repo_path / "hooks" / name
-        assert path.read_bytes() == (PACKAGED / name).read_bytes()
+        assert path.read_bytes() == (HOOKS / name).read_bytes()
         assert os.access(path, os.X_OK)
     r = gs("hooks", "list")
     assert r.code == 0
@@ -360,7 +369,7 @@ def test_hooks_install_and_list(gs, repo_path):
 
     r = gs("hooks", "install", "--force", "pre-commit")
     assert r.code == 0, r.err
-    assert pre.read_bytes() == (PACKAGED / "pre-commit").read_bytes()
+    assert pre.read_bytes() == (HOOKS / "pre-commit").read_bytes()
     assert (repo_path / "hooks" / "pre-commit.orig").read_text() == mine
     assert "pre-commit.orig" not in gs("hooks", "list").out
 

@@ -32,8 +32,12 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import HookExists, HookRefused
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 #: The hooks gs runs around each commit, in git's order.
 COMMIT_HOOKS = ("pre-commit", "commit-msg", "post-commit")
@@ -217,12 +221,25 @@ class CommitHooks:
                 f"({session_id} at {commit[:7]}); fix the hook or disable it with: chmod -x {post}")
 
 
-# -- the hooks gitsessions ships (gitsessions/hooks_data, the same files as hooks/) ----------
+# -- the hooks gitsessions ships (the top-level hooks/ of the source tree) -------------------
+
+
+def _shipped_folder() -> Traversable:
+    # A wheel holds hooks/ as gitsessions/hooks_data (pyproject.toml maps it); a source tree
+    # (an editable install, or the package on PYTHONPATH) has only hooks/ next to the package.
+    packaged = importlib.resources.files("gitsessions") / "hooks_data"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent.parent / "hooks"
 
 
 def shipped_hooks() -> dict[str, bytes]:
-    """Return the hooks shipped with gitsessions: name -> the script's bytes."""
-    folder = importlib.resources.files("gitsessions") / "hooks_data"
+    """Return the hooks shipped with gitsessions: name -> the script's bytes.
+
+    They are the files of the top-level ``hooks/`` folder, found in the installed wheel
+    (as ``gitsessions/hooks_data``) or, in a source tree, next to the package.
+    """
+    folder = _shipped_folder()
     return {entry.name: entry.read_bytes() for entry in sorted(folder.iterdir(), key=lambda e: e.name)
             if entry.is_file() and not entry.name.startswith((".", "_"))}
 
