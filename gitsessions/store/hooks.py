@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import importlib.resources
+import json
 import os
 import stat
 import subprocess
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import HookExists, HookRefused
+from ..redact import PATTERNS
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -233,6 +235,26 @@ def _shipped_folder() -> Traversable:
     return Path(__file__).resolve().parent.parent.parent / "hooks"
 
 
+#: The file next to the shipped ``pre-commit`` holding the credential shapes it checks:
+#: :func:`install_hooks` writes it from the redactor's :data:`~gitsessions.redact.PATTERNS`,
+#: so the hook restates none of them and needs no gitsessions to run.
+SECRET_PATTERNS_FILE = "gs-secret-patterns.json"
+
+
+def secret_patterns() -> bytes:
+    """Return the contents of :data:`SECRET_PATTERNS_FILE`: the redactor's patterns as JSON."""
+    doc = {"written-by": "gs hooks install pre-commit, from gitsessions.redact.PATTERNS; the "
+                         "pre-commit hook next to this file reads it",
+           "patterns": PATTERNS}
+    return (json.dumps(doc, indent=2) + "\n").encode()
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.gs-tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def shipped_hooks() -> dict[str, bytes]:
     """Return the hooks shipped with gitsessions: name -> the script's bytes.
 
@@ -299,6 +321,9 @@ def install_hooks(repo_path: Path, names: list[str] | None = None,
                   force: bool = False) -> list[tuple[str, str, str | None]]:
     """Copy shipped hooks into ``<repo>/hooks/`` and make them executable.
 
+    With ``pre-commit`` it (re)writes :data:`SECRET_PATTERNS_FILE` next to it, before the hook,
+    so the hook always finds the patterns of the gitsessions that installed it.
+
     Args:
         repo_path: the (existing) session repo.
         names: the hooks to install (None or empty: all shipped hooks).
@@ -333,6 +358,8 @@ def install_hooks(repo_path: Path, names: list[str] | None = None,
                 differ.append(name)
     if differ and not force:
         raise HookExists(differ, str(folder))
+    if "pre-commit" in wanted:
+        _write(folder / SECRET_PATTERNS_FILE, secret_patterns())
     done = []
     for name in wanted:
         path = folder / name
@@ -347,9 +374,7 @@ def install_hooks(repo_path: Path, names: list[str] | None = None,
         elif path.exists():
             what = "unchanged" if executable_hook(folder.parent, name) else "enabled"
         if what in ("installed", "replaced"):
-            tmp = folder / f".{name}.gs-tmp"
-            tmp.write_bytes(shipped[name])
-            os.replace(tmp, path)
+            _write(path, shipped[name])
         os.chmod(path, (os.stat(path).st_mode & 0o7777) | 0o755)
         done.append((name, what, backup))
     return done
