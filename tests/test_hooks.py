@@ -86,7 +86,7 @@ HARMLESS = ["task-runner-configuration-files-and-more", "sk-short", "AKIA lowerc
 def _installed_pre_commit(tmp_path: Path) -> Path:
     repo = tmp_path / "hooked.git"
     repo.mkdir()
-    install_hooks(repo, ["pre-commit"])
+    install_hooks(repo, ["pre-commit"], secret_patterns=PATTERNS)
     return repo / "hooks" / "pre-commit"
 
 
@@ -128,7 +128,7 @@ def test_pre_commit_reads_the_redactor_patterns_written_next_to_it(tmp_path: Pat
     assert refused and "the pattern ticket" in err
     assert _pre_commit(hook, FAKE_KEY, tmp_path) == (False, "")
     # installing again writes the redactor's patterns again
-    install_hooks(hook.parent.parent, ["pre-commit"])
+    install_hooks(hook.parent.parent, ["pre-commit"], secret_patterns=PATTERNS)
     assert json.loads(patterns_file.read_text())["patterns"] == PATTERNS
     # without the file it refuses (it cannot check) and says how to write it
     patterns_file.unlink()
@@ -144,7 +144,7 @@ def test_pre_commit_under_a_plain_git_commit(tmp_path: Path):
         return subprocess.run(["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@example.com",
                                *args], capture_output=True, text=True)
 
-    install_hooks(work / ".git", ["pre-commit"])
+    install_hooks(work / ".git", ["pre-commit"], secret_patterns=PATTERNS)
     git("config", "--add", "gitsessions.secretPattern", r"tok_[a-z0-9]{8}")
     event = json.dumps({"seq": 3, "time": 1, "type": "user/message", "data": {"content": f"key\n{FAKE_KEY}"}})
     for name, text, why in [("session.jsonl", event, "the pattern api-key (\\bsk-"),

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import HookExists, HookRefused
-from ..redact import PATTERNS
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -236,16 +235,17 @@ def _shipped_folder() -> Traversable:
 
 
 #: The file next to the shipped ``pre-commit`` holding the credential shapes it checks:
-#: :func:`install_hooks` writes it from the redactor's :data:`~gitsessions.redact.PATTERNS`,
-#: so the hook restates none of them and needs no gitsessions to run.
+#: :func:`install_hooks` writes it from the patterns its caller passes (the CLI passes the
+#: redactor's :data:`~gitsessions.redact.PATTERNS`), so the hook restates none of them and
+#: needs no gitsessions to run.
 SECRET_PATTERNS_FILE = "gs-secret-patterns.json"
 
 
-def secret_patterns() -> bytes:
-    """Return the contents of :data:`SECRET_PATTERNS_FILE`: the redactor's patterns as JSON."""
-    doc = {"written-by": "gs hooks install pre-commit, from gitsessions.redact.PATTERNS; the "
-                         "pre-commit hook next to this file reads it",
-           "patterns": PATTERNS}
+def secret_patterns_file(patterns: Mapping[str, str]) -> bytes:
+    """Return the contents of :data:`SECRET_PATTERNS_FILE` for ``patterns`` (name -> regex)."""
+    doc = {"written-by": "gs hooks install pre-commit, from gs's redaction patterns; the pre-commit "
+                         "hook next to this file reads them",
+           "patterns": dict(patterns)}
     return (json.dumps(doc, indent=2) + "\n").encode()
 
 
@@ -317,8 +317,8 @@ def hook_status(repo_path: Path) -> list[HookStatus]:
     return out
 
 
-def install_hooks(repo_path: Path, names: list[str] | None = None,
-                  force: bool = False) -> list[tuple[str, str, str | None]]:
+def install_hooks(repo_path: Path, names: list[str] | None = None, force: bool = False, *,
+                  secret_patterns: Mapping[str, str]) -> list[tuple[str, str, str | None]]:
     """Copy shipped hooks into ``<repo>/hooks/`` and make them executable.
 
     With ``pre-commit`` it (re)writes :data:`SECRET_PATTERNS_FILE` next to it, before the hook,
@@ -329,6 +329,8 @@ def install_hooks(repo_path: Path, names: list[str] | None = None,
         names: the hooks to install (None or empty: all shipped hooks).
         force: replace a hook that differs from the shipped one (it is kept as
             ``<name>.orig``, or ``<name>.orig.<n>`` when that is taken).
+        secret_patterns: the credential shapes the ``pre-commit`` hook checks, name -> Python
+            regex (compiled with ``re.DOTALL``, as :class:`~gitsessions.redact.Redactor` does).
 
     Returns:
         ``(name, what, backup)`` per hook: ``what`` is ``installed``, ``replaced`` (the old
@@ -359,7 +361,7 @@ def install_hooks(repo_path: Path, names: list[str] | None = None,
     if differ and not force:
         raise HookExists(differ, str(folder))
     if "pre-commit" in wanted:
-        _write(folder / SECRET_PATTERNS_FILE, secret_patterns())
+        _write(folder / SECRET_PATTERNS_FILE, secret_patterns_file(secret_patterns))
     done = []
     for name in wanted:
         path = folder / name
