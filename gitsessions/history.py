@@ -423,7 +423,7 @@ def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
         if kind == "turn/start":
             turn = turn_number(data, turn)
             continue
-        role = _SEARCHED.get(kind)
+        role = _SEARCHED.get(kind) if isinstance(kind, str) else None
         content = data.get("content")
         seq = obj.get("seq")
         if role is None or not isinstance(content, str) or not isinstance(seq, int):
