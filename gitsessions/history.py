@@ -39,7 +39,7 @@ def _int(value: str | None) -> int | None:
 # -- revisions and listings ------------------------------------------------------------------
 
 
-def read_revision(store: GitStore, rev: str, redactor: Redactor | None = None) -> Revision:
+def read_revision(store: GitStore, rev: str, *, redactor: Redactor | None = None) -> Revision:
     """Recover an orphaned journal of the session ``rev`` names, then resolve ``rev``.
 
     Args:
@@ -58,7 +58,7 @@ def read_revision(store: GitStore, rev: str, redactor: Redactor | None = None) -
     sid = rev_session_id(rev)
     if sid is not None:
         try:
-            try_recover(store, sid, redactor)
+            try_recover(store, sid, redactor=redactor)
         except InvalidSessionId:
             pass  # resolve() says what is wrong with it
     return store.resolve(rev)
@@ -78,7 +78,7 @@ def list_sessions(store: GitStore, *, archived: bool = False, redactor: Redactor
     if archived:
         return store.archived_sessions()
     for sid in store.journaled():
-        try_recover(store, sid, redactor)
+        try_recover(store, sid, redactor=redactor)
     return store.list_sessions()
 
 
@@ -518,7 +518,7 @@ def search(store: GitStore, query: str, *, session: str | None = None, all_revis
     targets: list[tuple[str, str, bool]] = []  # (session, commit, archived)
     for sid in store.journaled():
         if session is None or sid == session:
-            try_recover(store, sid, redactor)
+            try_recover(store, sid, redactor=redactor)
     if session is not None:
         tip = store.tip(session)
         arch = store.archive_ref(session) if all_revisions else None

@@ -91,7 +91,7 @@ class Session:
         check_session_id(session_id)
         lock = store.lock(session_id).acquire()
         try:
-            recovered = recover_journal(store, session_id, redactor)
+            recovered = recover_journal(store, session_id, redactor=redactor)
             tip = store.tip(session_id)
             if tip is not None:
                 snap = store.load(session_id, tip)
@@ -234,7 +234,7 @@ class Session:
             self._lock.release()
 
 
-def recover_journal(store: GitStore, session_id: str, redactor: Redactor | None = None) -> str | None:
+def recover_journal(store: GitStore, session_id: str, *, redactor: Redactor | None = None) -> str | None:
     """Commit the turn an orphaned journal holds, closed as ``interrupted``; the caller holds the lock.
 
     Complete events are kept, streamed text after the last event becomes an interrupted
@@ -319,7 +319,7 @@ def recover_journal(store: GitStore, session_id: str, redactor: Redactor | None 
     return commit
 
 
-def try_recover(store: GitStore, session_id: str, redactor: Redactor | None = None) -> str | None:
+def try_recover(store: GitStore, session_id: str, *, redactor: Redactor | None = None) -> str | None:
     """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
 
     Used by read-only commands (show, log, list). Returns the recovery commit, or None.
@@ -338,7 +338,7 @@ def try_recover(store: GitStore, session_id: str, redactor: Redactor | None = No
     if not lock.try_acquire():
         return None  # a live writer owns the journal
     try:
-        return recover_journal(store, session_id, redactor)
+        return recover_journal(store, session_id, redactor=redactor)
     except HookRefused as exc:
         store.warnings.append(f"{session_id}: {exc}")
         return None

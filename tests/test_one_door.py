@@ -153,7 +153,7 @@ def test_turn_recovered_after_a_refusing_hook_has_no_raw_key_in_its_subject(stor
 
     hook.chmod(0o644)  # disabled, as git does it
     with GitStore(repo_path) as later:
-        commit = try_recover(later, "work", redactor)
+        commit = try_recover(later, "work", redactor=redactor)
         assert commit is not None
         message = _message(later, commit)
     assert message.subject == "turn 2: [REDACTED:api-key] is my key and [REDACTED:DEPLOY_TOKEN] too"
@@ -295,7 +295,7 @@ def test_recovery_fork_when_the_branch_moved(store, redactor, git):
     session._journal.close()  # the process dies mid-turn...
     session._lock.release()
     assert store.update_ref(b"refs/heads/work", base, first, "moved by another tool")  # ...and the branch moves
-    assert try_recover(store, "work", redactor) is not None
+    assert try_recover(store, "work", redactor=redactor) is not None
     [turn, made] = [c.message for c in store.log("work-recovered-1", limit=2)]
     assert made.subject == f"fork: work-recovered-1 from work at {base[:7]} (an interrupted turn)"
     assert made.fields.forked_from == Lineage.parse(f"work@{base}")

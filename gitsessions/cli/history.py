@@ -103,7 +103,7 @@ def log(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev, c.redactor())
+        target = hist.read_revision(store, rev, redactor=c.redactor())
         view = hist.read_log(store, target, limit=n, graph=graph, patch=patch)
     sid = target.session_id
     commits, branches = view.commits, view.branches
@@ -194,7 +194,7 @@ def show(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev, c.redactor())
+        target = hist.read_revision(store, rev, redactor=c.redactor())
         snap = store.load(target.session_id, target.commit)
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)
@@ -224,8 +224,8 @@ def diff(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        a = hist.read_revision(store, rev_a, c.redactor())
-        b = hist.read_revision(store, rev_b, c.redactor())
+        a = hist.read_revision(store, rev_a, redactor=c.redactor())
+        b = hist.read_revision(store, rev_b, redactor=c.redactor())
         d = hist.diff(store, a, b)
 
     def side(rev: str, s: hist.DiffSide) -> dict[str, Any]:

@@ -105,7 +105,7 @@ def write_import(store: GitStore, plan: ImportPlan, *, as_id: str | None = None,
             result.clashes.append((sid, why))
             continue
         try:
-            recover_journal(store, sid, redactor)  # an orphaned new session of that id is committed first
+            recover_journal(store, sid, redactor=redactor)  # an orphaned new session of that id is committed first
             other = taken_by(store, sid)
             if other is not None:
                 if single:
