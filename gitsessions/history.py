@@ -41,12 +41,13 @@ def _int(value: str | None) -> int | None:
 # -- revisions and listings ------------------------------------------------------------------
 
 
-def read_revision(store: GitStore, rev: str) -> Revision:
+def read_revision(store: GitStore, rev: str, warnings: list[str] | None = None) -> Revision:
     """Recover an orphaned journal of the session ``rev`` names, then resolve ``rev``.
 
     Args:
         store: the session store.
         rev: ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT``.
+        warnings: gets a line per recovery a hook refused (see :func:`try_recover`).
 
     Returns:
         The revision ``rev`` names.
@@ -59,18 +60,20 @@ def read_revision(store: GitStore, rev: str) -> Revision:
     m = _REV_ID.match(rev)
     if m:
         try:
-            try_recover(store, m.group(0))
+            try_recover(store, m.group(0), warnings)
         except InvalidSessionId:
             pass  # resolve() says what is wrong with it
     return store.resolve(rev)
 
 
-def list_sessions(store: GitStore, *, archived: bool = False) -> list[SessionInfo]:
+def list_sessions(store: GitStore, *, archived: bool = False,
+                  warnings: list[str] | None = None) -> list[SessionInfo]:
     """Return the sessions of ``store``, live ones after recovering their orphaned journals.
 
     Args:
         store: the session store.
         archived: list archived sessions (``gs rm``) instead of live ones.
+        warnings: gets a line per recovery a hook refused (see :func:`try_recover`).
 
     Returns:
         One :class:`SessionInfo` per session, in the store's order.
@@ -78,7 +81,7 @@ def list_sessions(store: GitStore, *, archived: bool = False) -> list[SessionInf
     if archived:
         return store.archived_sessions()
     for sid in store.journaled():
-        try_recover(store, sid)
+        try_recover(store, sid, warnings)
     return store.list_sessions()
 
 
@@ -496,7 +499,8 @@ def dedupe(hits: list[Hit]) -> list[Hit]:
 
 
 def search(store: GitStore, query: str, *, session: str | None = None, all_revisions: bool = False,
-           on_skip: Callable[[str, CorruptSession], None] | None = None) -> list[Hit]:
+           on_skip: Callable[[str, CorruptSession], None] | None = None,
+           warnings: list[str] | None = None) -> list[Hit]:
     """Search the message contents (user, assistant, tool results) of sessions, any case.
 
     Orphaned journals of the searched sessions are recovered first. Each hit is attributed
@@ -510,6 +514,7 @@ def search(store: GitStore, query: str, *, session: str | None = None, all_revis
             commit that added it (see :func:`dedupe`).
         on_skip: called with the session id and the error for each session whose log cannot
             be read (it is skipped), as it is met.
+        warnings: gets a line per recovery a hook refused (see :func:`try_recover`).
 
     Returns:
         The hits, session by session, in the order of the messages.
@@ -522,7 +527,7 @@ def search(store: GitStore, query: str, *, session: str | None = None, all_revis
     targets: list[tuple[str, str, bool]] = []  # (session, commit, archived)
     for sid in store.journaled():
         if session is None or sid == session:
-            try_recover(store, sid)
+            try_recover(store, sid, warnings)
     if session is not None:
         tip = store.tip(session)
         arch = store.archive_ref(session) if all_revisions else None

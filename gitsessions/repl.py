@@ -56,13 +56,16 @@ class Repl:
         new_header: builds the header of a new session from its id.
         system: optional system prompt.
         max_steps: model requests per turn.
+        warnings: where the services and the store's hook runner put warnings (the CLI's
+            list); the REPL shows and empties it after each line.
     """
 
     def __init__(self, store: GitStore, provider: Any, session_id: str, *,
                  read_line: Callable[[str], str | None], write: Callable[[str], None],
                  new_header: Callable[[str], dict], system: str | None = None,
-                 max_steps: int = 8, fork_as: str | None = None):
+                 max_steps: int = 8, fork_as: str | None = None, warnings: list[str] | None = None):
         self.store = store
+        self.warnings = warnings if warnings is not None else []
         self.provider = provider
         self.read_line = read_line
         self.write = write
@@ -77,7 +80,7 @@ class Repl:
 
     def _open(self, rev: str, create: bool, fork_as: str | None = None) -> None:
         session, note = open_revision(self.store, rev, fork_as=fork_as,
-                                      new_header=self.new_header if create else None)
+                                      new_header=self.new_header if create else None, warnings=self.warnings)
         if self.session is not None:
             self.session.close()
         self.session = session
@@ -115,8 +118,8 @@ class Repl:
                         self.turn(line)
                 except GitSessionsError as exc:
                     self.write(f"error: {exc}\n")
-                for warning in self.store.take_warnings():  # e.g. a failed post-commit hook
-                    self.write(f"warning: {warning}\n")
+                while self.warnings:  # e.g. a failed post-commit hook
+                    self.write(f"warning: {self.warnings.pop(0)}\n")
         finally:
             if self.session is not None:
                 self.session.close()

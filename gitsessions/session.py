@@ -92,7 +92,8 @@ class Session:
         self._journal_open = False
 
     @classmethod
-    def open(cls, store: GitStore, session_id: str, *, new_header: dict | None = None) -> Session:
+    def open(cls, store: GitStore, session_id: str, *, new_header: dict | None = None,
+             warnings: list[str] | None = None) -> Session:
         """Open ``session_id`` for writing, taking its lock and recovering an orphaned journal.
 
         Args:
@@ -100,6 +101,7 @@ class Session:
             session_id: the session; created on first save when it does not exist and
                 ``new_header`` is given.
             new_header: the header for a new session (None: the session must exist).
+            warnings: gets a line when the recovered turn went to a new session.
 
         Raises:
             SessionLocked: another live process writes it.
@@ -110,7 +112,7 @@ class Session:
         check_session_id(session_id)
         lock = store.lock(session_id).acquire()
         try:
-            recovered = recover_journal(store, session_id)
+            recovered = recover_journal(store, session_id, warnings)
             tip = store.tip(session_id)
             if tip is not None:
                 snap = store.load(session_id, tip)
@@ -245,13 +247,14 @@ class Session:
             self._lock.release()
 
 
-def recover_journal(store: GitStore, session_id: str) -> str | None:
+def recover_journal(store: GitStore, session_id: str, warnings: list[str] | None = None) -> str | None:
     """Commit the turn an orphaned journal holds, closed as ``interrupted``; the caller holds the lock.
 
     Complete events are kept, streamed text after the last event becomes an interrupted
     assistant message, and :func:`closing_events` answers unanswered tool calls and ends the
     turn. A journal whose events the tip already holds (a crash between commit and clearing
-    the journal) is just removed.
+    the journal) is just removed. When the branch moved on meanwhile, the turn is kept on a
+    new session and ``warnings`` (if given) gets a line saying so.
 
     Returns:
         The commit made, or None when there was nothing to recover.
@@ -286,8 +289,9 @@ def recover_journal(store: GitStore, session_id: str) -> str | None:
                                     f"{session_id}@{contents.base}")
         else:
             header, events, tip = contents.header or header, [], None
-        store.warnings.append(f"{session_id} moved on while a turn was in progress; that turn is kept "
-                              f"in session {target}")
+        if warnings is not None:
+            warnings.append(f"{session_id} moved on while a turn was in progress; that turn is kept "
+                            f"in session {target}")
     # Keep the run of journal events that continues the log exactly and that the store
     # accepts (a damaged or newer-format record ends the run instead of blocking every open).
     kept: list[Event] = []
@@ -315,12 +319,12 @@ def recover_journal(store: GitStore, session_id: str) -> str | None:
     return commit
 
 
-def try_recover(store: GitStore, session_id: str) -> str | None:
+def try_recover(store: GitStore, session_id: str, warnings: list[str] | None = None) -> str | None:
     """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
 
     Used by read-only commands (show, log, list). Returns the recovery commit, or None.
-    When a commit hook refuses the recovery, the journal stays and the refusal becomes one
-    of the store's warnings: reading the committed history still works.
+    When a commit hook refuses the recovery, the journal stays and the refusal becomes a line
+    of ``warnings`` (if given): reading the committed history still works.
     """
     journal = store.journal(session_id)
     if not journal.exists():
@@ -329,9 +333,10 @@ def try_recover(store: GitStore, session_id: str) -> str | None:
     if not lock.try_acquire():
         return None  # a live writer owns the journal
     try:
-        return recover_journal(store, session_id)
+        return recover_journal(store, session_id, warnings)
     except HookRefused as exc:
-        store.warnings.append(f"{session_id}: {exc}")
+        if warnings is not None:
+            warnings.append(f"{session_id}: {exc}")
         return None
     finally:
         lock.release()
@@ -380,13 +385,14 @@ def fork(store: GitStore, rev: Revision, new_id: str) -> str:
 
 
 def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
-                  new_header: Callable[[str], dict] | None = None) -> tuple[Session, str | None]:
+                  new_header: Callable[[str], dict] | None = None,
+                  warnings: list[str] | None = None) -> tuple[Session, str | None]:
     """Open revision ``rev`` for writing, forking when writing there must not move its branch.
 
     A plain id that names no session is created (when ``new_header`` is given). A revision
     that is not its session's tip — or any revision when ``fork_as`` is given — is first
     forked to ``fork_as`` (default ``<id>-<n>``, the lowest free n): sending from the past
-    never moves the original branch (issue 4).
+    never moves the original branch (issue 4). ``warnings`` is passed to :meth:`Session.open`.
 
     Returns:
         ``(session, note)``: the open session and, when a fork was made, a line saying so.
@@ -407,10 +413,10 @@ def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
             raise SessionNotFound(rev, store.session_ids())
         if store.archive_ref(rev):
             raise SessionExists(rev, f"archive/{rev}")
-        return Session.open(store, rev, new_header=new_header(rev)), None
+        return Session.open(store, rev, new_header=new_header(rev), warnings=warnings), None
     target = store.resolve(rev)
     if target.is_tip and not fork_as:
-        return Session.open(store, target.session_id), None
+        return Session.open(store, target.session_id, warnings=warnings), None
     new_id = fork_as or fork_name(store, target.session_id)
     check_session_id(new_id)
     existing = store.find(new_id) or (f"archive/{new_id}" if store.archive_ref(new_id) else None)

@@ -82,7 +82,7 @@ def chat(
             gc.enable()  # a long-lived chat: collect cycles as usual (main() disabled it for start-up)
             repl = Repl(store, provider, sid, read_line=read_line, write=write,
                         new_header=_header, system=c.config.system,
-                        max_steps=c.config.max_steps, fork_as=fork_as)
+                        max_steps=c.config.max_steps, fork_as=fork_as, warnings=c.warnings)
             if interactive:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
@@ -161,7 +161,7 @@ def ask(
         raise typer.BadParameter("the prompt is empty")
     with c.store() as store:
         rev = args[0] if len(args) == 2 else new_session_id(store)
-        session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header)
+        session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, warnings=c.warnings)
         sid = session.id
         if note:
             err(note)

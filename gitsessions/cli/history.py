@@ -60,7 +60,7 @@ def list_(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        rows = [render.session_row(info) for info in hist.list_sessions(store, archived=archived)]
+        rows = [render.session_row(info) for info in hist.list_sessions(store, archived=archived, warnings=c.warnings)]
     rows.sort(key=lambda r: r["saved"] or "", reverse=True)
     if as_json:
         print(render.dumps(rows))
@@ -102,7 +102,7 @@ def log(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev)
+        target = hist.read_revision(store, rev, c.warnings)
         view = hist.read_log(store, target, limit=n, graph=graph, patch=patch)
     sid = target.session_id
     commits, branches = view.commits, view.branches
@@ -193,7 +193,7 @@ def show(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev)
+        target = hist.read_revision(store, rev, c.warnings)
         snap = store.load(target.session_id, target.commit)
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)
@@ -223,8 +223,8 @@ def diff(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        a = hist.read_revision(store, rev_a)
-        b = hist.read_revision(store, rev_b)
+        a = hist.read_revision(store, rev_a, c.warnings)
+        b = hist.read_revision(store, rev_b, c.warnings)
         d = hist.diff(store, a, b)
 
     def side(rev: str, s: hist.DiffSide) -> dict[str, Any]:
@@ -280,7 +280,7 @@ def search(
         raise typer.BadParameter("the query is empty")
     c: Context = ctx.obj
     with c.store() as store:
-        hits = hist.search(store, query, session=session, all_revisions=all_revisions,
+        hits = hist.search(store, query, session=session, all_revisions=all_revisions, warnings=c.warnings,
                            on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"))
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))

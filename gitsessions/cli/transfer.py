@@ -48,7 +48,7 @@ def export(
     if fmt is None:
         fmt = ExportFormat(_SUFFIXES.get(output.suffix.lower(), "markdown") if output else "markdown")
     with c.store() as store:
-        target = read_revision(store, rev)  # recovers a turn a crashed gs left in the journal
+        target = read_revision(store, rev, c.warnings)  # recovers a turn a crashed gs left in the journal
         snap = store.load(target.session_id, target.commit)
     data = transfer.export_bytes(snap, fmt.value)
     if output is None or str(output) == "-":

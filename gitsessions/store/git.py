@@ -13,7 +13,6 @@ import os
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
@@ -36,7 +35,7 @@ from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
 from ..redact import Redactor
 from ..rules import SESSION_ID_RE, CommitMessage, check_session_id
 from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot
-from .hooks import CommitHooks, subject_of
+from .hooks import HookRunner, NoHooks, subject_of
 from .journal import Journal
 from .lock import SessionLock
 from .pack import RepackResult
@@ -84,12 +83,15 @@ class GitStore(SessionStore):
     Args:
         path: the repository directory; created (``git init --bare`` + settings) on first write.
         identity: author and committer, ``"Name <email>"``.
+        redactor: applied to every event before it is journaled or committed.
+        hooks: runs the repo's commit hooks around each commit (the CLI passes a
+            :class:`~.hooks.CommitHooks`); None runs none.
 
     Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, path: str | os.PathLike, identity: str = DEFAULT_IDENTITY,
-                 redactor: Redactor | None = None, hook_env: Mapping[str, str] | None = None):
+                 redactor: Redactor | None = None, hooks: HookRunner | None = None):
         self.path = Path(path)
         #: The sidecar files under ``<repo>/gs/`` (journals, locks, verified tips, pack state).
         self.state = RepoState(self.path)
@@ -100,10 +102,8 @@ class GitStore(SessionStore):
         self._repo: Repo | None = None
         # commit id -> (session.jsonl bytes, number of events); saves append to the last one.
         self._cache: OrderedDict[str, tuple[bytes, int]] = OrderedDict()
-        #: The environment the repo's commit hooks run in (see :mod:`.hooks`); the CLI passes its own.
-        self.hook_env = hook_env
-        #: Warnings for the user (a failed post-commit hook); the CLI prints them (take_warnings).
-        self.warnings: list[str] = []
+        #: Runs the commit hooks (see :mod:`.hooks`); whoever built it collects its warnings.
+        self.hooks: HookRunner = hooks if hooks is not None else NoHooks()
 
     # -- repository ------------------------------------------------------------------------
 
@@ -352,7 +352,7 @@ class GitStore(SessionStore):
             SessionExists: creating an id that exists (also differing only by case).
             CorruptSession: the parent's log cannot be read.
             HookRefused: the repo's pre-commit or commit-msg hook refused; nothing was written
-                (a failed post-commit only adds to :attr:`warnings`; see :mod:`.hooks`).
+                (a failed post-commit is only a warning of the runner; see :mod:`.hooks`).
         """
         ref = self._ref(session_id)
         if expected_tip is None:
@@ -384,7 +384,7 @@ class GitStore(SessionStore):
         except (TypeError, ValueError) as exc:
             raise InvalidEvent(f"a value is not plain JSON ({exc})") from None
         raw = prefix + body
-        hooks = CommitHooks(self.path, self.hook_env)  # pre-commit, commit-msg: may raise HookRefused
+        hooks = self.hooks  # pre-commit, commit-msg: may raise HookRefused
         text = hooks.before(session_id, message.encode(), raw, body)
         repo = self.repo(create=True)
         assert repo is not None
@@ -407,15 +407,8 @@ class GitStore(SessionStore):
         self._post_commit(hooks, session_id, sha)
         return sha
 
-    def _post_commit(self, hooks: CommitHooks, session_id: str, sha: str) -> None:
-        warning = hooks.after(session_id, sha)
-        if warning:
-            self.warnings.append(warning)
-
-    def take_warnings(self) -> list[str]:
-        """Return the warnings collected since the last call (e.g. a failed post-commit hook) and forget them."""
-        out, self.warnings = self.warnings, []
-        return out
+    def _post_commit(self, hooks: HookRunner, session_id: str, sha: str) -> None:
+        hooks.after(session_id, sha)  # a failure is the runner's warning; the save is done
 
     def _write_commit(self, repo: Repo, tree: bytes, parents: list[str],
                       message: CommitMessage | bytes) -> Commit:
@@ -518,7 +511,7 @@ class GitStore(SessionStore):
             trailers["Title"] = base["Title"]
         trailers["Forked-From"] = forked_from
         message = CommitMessage(subject, trailers)
-        hooks = CommitHooks(self.path, self.hook_env)
+        hooks = self.hooks
         text = hooks.before(session_id, message.encode(), lambda: self.read_raw(session_id, commit), b"",
                             action="fork")
         new = self._write_commit(repo, parent.tree, [commit], text)

@@ -33,7 +33,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import HookExists, HookRefused
 
@@ -138,19 +138,58 @@ def subject_of(message: bytes) -> str:
     return message.split(b"\n", 1)[0].decode("utf-8", "replace")
 
 
+class HookRunner(Protocol):
+    """What the store calls around each commit it builds (see :class:`CommitHooks`)."""
+
+    def before(self, session_id: str, message: bytes, session_file: bytes | Callable[[], bytes],
+               new_events: bytes, action: str = "save") -> bytes:
+        """Run the hooks that may refuse or edit a commit; return the message to commit."""
+        ...
+
+    def after(self, session_id: str, commit: str) -> str | None:
+        """Run the hooks that follow a commit; return a warning when one failed."""
+        ...
+
+
+class NoHooks:
+    """The runner of a store that runs no hooks (a library user, a clone being built)."""
+
+    def before(self, session_id: str, message: bytes, session_file: bytes | Callable[[], bytes],
+               new_events: bytes, action: str = "save") -> bytes:
+        """Return ``message`` unchanged."""
+        return message
+
+    def after(self, session_id: str, commit: str) -> str | None:
+        """Do nothing."""
+        return None
+
+
 class CommitHooks:
-    """The commit hooks of one repository, found once per commit.
+    """Runs the commit hooks of one repository; the caller builds it and hands it to the store.
+
+    The hooks are looked up at every commit (one ``stat`` per hook name), so a hook installed
+    or disabled while a chat runs counts from the next save. A failed ``post-commit`` cannot
+    undo the save: its warning is returned and appended to :attr:`warnings` for whoever
+    built the runner to show.
 
     Args:
         repo_path: the (bare) repository.
         base_env: the environment hooks run in, before gs adds its variables (the CLI passes
             its own); None gives them only gs's variables and a standard ``PATH``.
+        warnings: where warnings go (the CLI passes the list it prints); default a new list.
     """
 
-    def __init__(self, repo_path: Path, base_env: Mapping[str, str] | None = None):
+    def __init__(self, repo_path: str | os.PathLike, base_env: Mapping[str, str] | None = None,
+                 warnings: list[str] | None = None):
         self.repo_path = Path(repo_path)
         self.base_env = base_env
-        self.found = {name: executable_hook(self.repo_path, name) for name in COMMIT_HOOKS}
+        #: Warnings of failed ``post-commit`` hooks, in order.
+        self.warnings: list[str] = warnings if warnings is not None else []
+
+    @property
+    def found(self) -> dict[str, Path | None]:
+        """Each commit hook name -> its executable file, or None (looked up now)."""
+        return {name: executable_hook(self.repo_path, name) for name in COMMIT_HOOKS}
 
     def _env(self, **extra: str) -> dict[str, str]:
         env = dict(self.base_env) if self.base_env is not None else {"PATH": _FALLBACK_PATH}
@@ -173,7 +212,7 @@ class CommitHooks:
         Raises:
             HookRefused: a hook exited non-zero, could not run, or left the message empty.
         """
-        pre, msg = self.found["pre-commit"], self.found["commit-msg"]
+        pre, msg = executable_hook(self.repo_path, "pre-commit"), executable_hook(self.repo_path, "commit-msg")
         if pre is None and msg is None:
             return message
         tmp_root = self.repo_path / "gs" / "tmp"
@@ -207,8 +246,16 @@ class CommitHooks:
         return message
 
     def after(self, session_id: str, commit: str) -> str | None:
-        """Run ``post-commit`` (the branch has moved); return a warning when it failed."""
-        post = self.found["post-commit"]
+        """Run ``post-commit`` (the branch has moved); return a warning when it failed (also kept).
+
+        Args:
+            session_id: the session saved.
+            commit: the commit made.
+
+        Returns:
+            None when the hook is absent or succeeded, else a one-line warning.
+        """
+        post = executable_hook(self.repo_path, "post-commit")
         if post is None:
             return None
         run = run_hook("post-commit", post, [], self._env(GS_SESSION=session_id, GS_COMMIT=commit),
@@ -218,8 +265,10 @@ class CommitHooks:
         lines = [line.strip() for line in run.output.splitlines() if line.strip()]
         why = " | ".join(lines[-3:]) if lines else "it printed nothing"
         how = f"exit status {run.status}" if run.status is not None else "it could not be run"
-        return (f"the post-commit hook failed ({how}): {why}; the save itself is done "
-                f"({session_id} at {commit[:7]}); fix the hook or disable it with: chmod -x {post}")
+        warning = (f"the post-commit hook failed ({how}): {why}; the save itself is done "
+                   f"({session_id} at {commit[:7]}); fix the hook or disable it with: chmod -x {post}")
+        self.warnings.append(warning)
+        return warning
 
 
 # -- the hooks gitsessions ships (the top-level hooks/ of the source tree) -------------------
