@@ -10,31 +10,28 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import time
 from collections import OrderedDict
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
 from dulwich.file import FileLocked
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ..errors import (
-    BadRevision,
     ConcurrentUpdate,
     CorruptSession,
     InvalidEvent,
-    InvalidSessionId,
     RepoError,
     SessionExists,
-    SessionNotFound,
-    UnsupportedVersion,
 )
-from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
+from ..events import Event, encode_header
 from ..redact import Redactor
-from ..rules import SESSION_ID_RE, CommitMessage, check_session_id
-from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot
+from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_session_id
+from .base import CommitInfo, SessionStore
+from .base import check_event as _check_event
 from .hooks import HookRunner, NoHooks, subject_of
 from .journal import Journal
 from .lock import SessionLock
@@ -57,24 +54,23 @@ STALE_REF_LOCK_S = 2.0
 
 _BARE_REPO_ENTRIES = frozenset({"gs", "HEAD", "config", "description", "branches", "hooks", "info", "objects",
                                 "refs", "logs", "packed-refs"})
-_HEADS = b"refs/heads/"
-_ARCHIVE = b"refs/archive/"
-_REV_RE = re.compile(r"^(?P<id>[A-Za-z0-9][A-Za-z0-9_-]{0,63})(?P<suffix>(?:~\d*|\^+)*|@.*)$")
+_HEADS = Ref(b"refs/heads/")
+_ARCHIVE = Ref(b"refs/archive/")
+_HEAD = Ref(b"HEAD")
 
 
-def _hex(sha: bytes) -> str:
-    return sha.decode("ascii")
+def _hex(sha: bytes) -> CommitId:
+    """A dulwich object id (hex bytes) as this package's :data:`CommitId`."""
+    return CommitId(sha.decode("ascii"))
 
 
-def _check_event(ev: Event) -> None:
-    """Refuse an event that :func:`parse_log` would later reject (the session would be unreadable)."""
-    if not isinstance(ev.type, str) or (ev.type not in KNOWN_TYPES and not ev.ignorable):
-        raise InvalidEvent(f"unknown event type {ev.type!r} (mark it ignorable to store it)")
-    if not isinstance(ev.data, dict):
-        raise InvalidEvent(f"data of {ev.type} is not an object")
-    if not isinstance(ev.time, int) or isinstance(ev.time, bool):
-        raise InvalidEvent(f"time {ev.time!r} of {ev.type} is not an integer")
-    clean_value(ev.data)  # raises InvalidEvent for NaN, objects, non-str keys
+def _oid(commit: str) -> ObjectID:
+    """A :data:`CommitId` (hex str) as dulwich's :data:`ObjectID`."""
+    return ObjectID(commit.encode("ascii"))
+
+
+def _archive_ref(name: str) -> Ref:
+    return Ref(_ARCHIVE + name.encode())
 
 
 class GitStore(SessionStore):
@@ -197,17 +193,17 @@ class GitStore(SessionStore):
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _ref(self, session_id: str) -> bytes:
-        return _HEADS + check_session_id(session_id).encode("ascii")
+    def _ref(self, session_id: str) -> Ref:
+        return Ref(_HEADS + check_session_id(session_id).encode("ascii"))
 
-    def session_ids(self) -> list[str]:
-        """Return the ids of all sessions (branches), sorted."""
+    def session_ids(self) -> list[SessionId]:
+        """Return the ids of all sessions (branches), sorted (also names plain git made)."""
         repo = self.repo()
         if repo is None:
             return []
-        return sorted(name.decode("utf-8", "replace") for name in repo.refs.keys(base=_HEADS))
+        return sorted(SessionId(name.decode("utf-8", "replace")) for name in repo.refs.keys(base=_HEADS))
 
-    def tip(self, session_id: str) -> str | None:
+    def tip(self, session_id: str) -> CommitId | None:
         """Return the tip commit id of ``session_id`` or None."""
         repo = self.repo()
         if repo is None:
@@ -217,51 +213,29 @@ class GitStore(SessionStore):
         except KeyError:
             return None
 
-    def find(self, session_id: str) -> str | None:
-        """Return the existing id equal to ``session_id`` ignoring case, else None."""
-        folded = session_id.casefold()
-        for sid in self.session_ids():
-            if sid.casefold() == folded:
-                return sid
-        return None
-
     def _commit(self, commit: str) -> Commit:
         repo = self.repo()
         assert repo is not None
-        obj = repo[commit.encode("ascii")]
+        obj = repo[_oid(commit)]
         if not isinstance(obj, Commit):
-            raise NotCommitError(commit)
+            raise NotCommitError(_oid(commit))
         return obj
 
-    def _commit_info(self, sha: str, obj: Commit) -> CommitInfo:
-        return CommitInfo(sha, [_hex(p) for p in obj.parents], obj.commit_time,
+    #: dulwich's errors for an object that is missing or damaged.
+    unreadable = (KeyError, NotCommitError, ObjectFormatException, ValueError)
+
+    def commit_info(self, commit: str) -> CommitInfo:
+        """Return the :class:`CommitInfo` of one commit (no blob is read).
+
+        Raises:
+            KeyError: no such object.
+        """
+        obj = self._commit(commit)
+        return CommitInfo(CommitId(commit), [_hex(p) for p in obj.parents], obj.commit_time,
                           obj.commit_timezone, CommitMessage.decode(obj.message))
 
-    def list_sessions(self) -> list[SessionInfo]:
-        """Return one :class:`SessionInfo` per session, from tip commits only (no blob reads)."""
-        out = []
-        verified = self.state.verified()
-        for sid in self.session_ids():
-            try:
-                tip = self.tip(sid)
-            except InvalidSessionId:
-                continue  # a branch made with plain git whose name is no session id
-            if tip is None:
-                continue
-            try:
-                obj = self._commit(tip)
-            except (KeyError, NotCommitError, ObjectFormatException, ValueError) as exc:
-                out.append(SessionInfo(sid, tip, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
-                continue
-            error = None
-            if tip not in verified:
-                # Written by something other than this store (plain git, a pull): check once.
-                try:
-                    self.load(sid, tip)
-                except (CorruptSession, UnsupportedVersion) as exc:
-                    error = str(exc)
-            out.append(SessionInfo(sid, tip, obj.commit_time, CommitMessage.decode(obj.message), error))
-        return out
+    def _verified_tips(self) -> set[str]:
+        return self.state.verified()
 
     def _verified(self) -> set[str]:
         return self.state.verified()
@@ -282,6 +256,8 @@ class GitStore(SessionStore):
         assert repo is not None
         try:
             tree = repo[self._commit(commit).tree]
+            if not isinstance(tree, Tree):
+                raise NotCommitError(tree.id)  # a commit whose tree is something else
             _mode, blob_id = tree[SESSION_FILE]
             raw = repo[blob_id].as_raw_string()
         except KeyError as exc:
@@ -290,44 +266,10 @@ class GitStore(SessionStore):
             raise CorruptSession(session_id, 0, f"commit {commit[:12]} is unreadable ({exc})") from None
         return raw
 
-    def load(self, session_id: str, commit: str | None = None) -> Snapshot:
-        """Read ``session_id`` at ``commit`` (its tip when None) and validate it.
-
-        Raises:
-            SessionNotFound: no such branch.
-            CorruptSession, UnsupportedVersion: the log cannot be read safely.
-        """
-        if commit is None:
-            commit = self.tip(session_id)
-            if commit is None:
-                raise SessionNotFound(session_id, self.session_ids())
-        raw = self.read_raw(session_id, commit)
-        parsed = parse_log(raw, session_id)
-        if parsed.dropped_tail:
-            # A committed blob is always whole lines; a torn one was written by someone else.
-            # Cut exactly the dropped last line (which may be empty: "...\n\n").
-            body = raw[:-1] if raw.endswith(b"\n") else raw
-            raw = raw[: body.rfind(b"\n") + 1]
+    def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:
         if commit not in self._cache:
-            self.state.mark_verified(commit)
-        self._remember(commit, raw, len(parsed.events))
-        return Snapshot(session_id, commit, parsed.header, parsed.events, raw)
-
-    def log(self, session_id: str, start: str | None = None, limit: int | None = None) -> list[CommitInfo]:
-        """Return commits newest first, following first parents from ``start`` (default tip).
-
-        Raises:
-            SessionNotFound: no such branch.
-        """
-        sha = start or self.tip(session_id)
-        if sha is None:
-            raise SessionNotFound(session_id, self.session_ids())
-        out: list[CommitInfo] = []
-        while sha and (limit is None or len(out) < limit):
-            obj = self._commit(sha)
-            out.append(self._commit_info(sha, obj))
-            sha = _hex(obj.parents[0]) if obj.parents else None
-        return out
+            self._mark_verified(commit)
+        self._remember(commit, raw, n_events)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -338,7 +280,7 @@ class GitStore(SessionStore):
             self._cache.popitem(last=False)
 
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
-               expected_tip: str | None, header: dict | None = None) -> str:
+               expected_tip: str | None, header: dict | None = None) -> CommitId:
         """Save ``events`` as one commit on ``refs/heads/<session_id>``; return the commit id.
 
         The new ``session.jsonl`` is the old file's bytes plus one line per event (append
@@ -410,13 +352,13 @@ class GitStore(SessionStore):
     def _post_commit(self, hooks: HookRunner, session_id: str, sha: str) -> None:
         hooks.after(session_id, sha)  # a failure is the runner's warning; the save is done
 
-    def _write_commit(self, repo: Repo, tree: bytes, parents: list[str],
+    def _write_commit(self, repo: Repo, tree: ObjectID, parents: list[str],
                       message: CommitMessage | bytes) -> Commit:
         """Build, check and store a commit object (author = committer = this store's identity)."""
         now = int(time.time())
         commit = Commit()
         commit.tree = tree
-        commit.parents = [p.encode("ascii") for p in parents]
+        commit.parents = [_oid(p) for p in parents]
         commit.author = commit.committer = self.identity
         commit.author_time = commit.commit_time = now
         commit.author_timezone = commit.commit_timezone = time.localtime(now).tm_gmtoff
@@ -439,57 +381,9 @@ class GitStore(SessionStore):
                     raise
                 time.sleep(0.005)
 
-    # -- history: revisions, branches, archive ---------------------------------------------
+    # -- branches and the archive ----------------------------------------------------------
 
-    def resolve(self, rev: str) -> Revision:
-        """Resolve ``SESSION``, ``SESSION~N``, ``SESSION^`` (git's meaning: N saves back along
-        first parents; suffixes combine) or ``SESSION@COMMIT`` (a prefix of >= 4 hex digits of
-        a commit in that session's history).
-
-        Raises:
-            BadRevision: malformed, or names no commit (the message names what exists).
-            SessionNotFound: no such session.
-        """
-        m = _REV_RE.match(rev)
-        if not m:
-            raise BadRevision(rev, "expected SESSION, SESSION~N, SESSION^ or SESSION@COMMIT")
-        sid, suffix = m.group("id"), m.group("suffix")
-        check_session_id(sid)
-        tip = self.tip(sid)
-        if tip is None:
-            archived = self.archive_ref(sid)
-            if archived:
-                raise BadRevision(rev, f"session {sid!r} is archived; restore it with 'gs restore {sid}'")
-            raise SessionNotFound(sid, self.session_ids())
-        if not suffix:
-            return Revision(sid, tip, True)
-        if suffix.startswith("@"):
-            prefix = suffix[1:].lower()
-            if not re.fullmatch(r"[0-9a-f]{4,40}", prefix):
-                raise BadRevision(rev, "a commit after @ is 4 to 40 hex digits")
-            hits = [c.commit for c in self.log(sid) if c.commit.startswith(prefix)]
-            if not hits:
-                raise BadRevision(rev, f"no commit {prefix} in the history of {sid!r} (see 'gs log {sid}')")
-            if len(hits) > 1:
-                raise BadRevision(rev, f"{prefix} is ambiguous: " + ", ".join(h[:12] for h in hits))
-            return Revision(sid, hits[0], hits[0] == tip)
-        back = 0
-        for step in re.findall(r"~\d*|\^+", suffix):
-            back += (int(step[1:]) if step[1:] else 1) if step.startswith("~") else len(step)
-        history = self.log(sid, limit=back + 1)
-        if len(history) <= back:
-            n = len(self.log(sid))
-            raise BadRevision(rev, f"{sid!r} has {n} save{'s' if n != 1 else ''}, so {sid}~0 to {sid}~{n - 1} exist")
-        return Revision(sid, history[back].commit, back == 0)
-
-    def _check_free(self, session_id: str) -> None:
-        existing = self.find(session_id)
-        if existing is not None:
-            raise SessionExists(session_id, existing)
-        if self.archive_ref(session_id):
-            raise SessionExists(session_id, f"archive/{session_id}")
-
-    def branch_from(self, session_id: str, commit: str, subject: str, forked_from: str) -> str:
+    def branch_from(self, session_id: str, commit: str, subject: str, forked_from: str) -> CommitId:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same tree).
 
         O(1): one commit object, no content copied. Lineage lives in the parent link and the
@@ -522,56 +416,13 @@ class GitStore(SessionStore):
         self._post_commit(hooks, session_id, _hex(new.id))
         return _hex(new.id)
 
-    def rename(self, old: str, new: str) -> None:
-        """Rename session ``old`` to ``new`` (the branch and its reflog move; history stays).
-
-        Raises:
-            SessionNotFound, SessionExists, ConcurrentUpdate.
-        """
-        sha = self.tip(old)
-        if sha is None:
-            raise SessionNotFound(old, self.session_ids())
-        check_session_id(new)
-        if new.casefold() != old.casefold():
-            self._check_free(new)
-        self._move_ref(self._ref(old), self._ref(new), sha, f"Branch: renamed {old} to {new}")
-
-    def archive(self, session_id: str) -> str:
-        """Move ``refs/heads/<id>`` to ``refs/archive/<id>`` (or ``<id>-<n>`` when that is taken).
-
-        Returns:
-            The archive name (``<id>`` or ``<id>-<n>``) to restore it by.
-        """
-        sha = self.tip(session_id)
-        if sha is None:
-            raise SessionNotFound(session_id, self.session_ids())
-        name, n = session_id, 1
-        while self.archive_ref(name):
-            n += 1
-            name = f"{session_id}-{n}"
-        self._move_ref(self._ref(session_id), _ARCHIVE + name.encode(), sha, f"archive: {session_id}")
-        return name
-
-    def restore(self, name: str, as_id: str | None = None) -> str:
-        """Move ``refs/archive/<name>`` back to a session (``as_id`` or ``name``); return its id."""
-        sha = self.archive_ref(name)
-        if sha is None:
-            raise SessionNotFound(name, self.archived_ids())
-        sid = as_id or name
-        check_session_id(sid)
-        existing = self.find(sid)
-        if existing is not None:
-            raise SessionExists(sid, existing)
-        self._move_ref(_ARCHIVE + name.encode(), self._ref(sid), sha, f"restore: {name}")
-        return sid
-
-    def archive_ref(self, name: str) -> str | None:
+    def archive_ref(self, name: str) -> CommitId | None:
         """Return the commit of archived session ``name``, or None."""
         repo = self.repo()
         if repo is None or not SESSION_ID_RE.match(name):
             return None
         try:
-            return _hex(repo.refs[_ARCHIVE + name.encode()])
+            return _hex(repo.refs[_archive_ref(name)])
         except KeyError:
             return None
 
@@ -582,21 +433,7 @@ class GitStore(SessionStore):
             return []
         return sorted(n.decode("utf-8", "replace") for n in repo.refs.keys(base=_ARCHIVE))
 
-    def archived_sessions(self) -> list[SessionInfo]:
-        """Return :class:`SessionInfo` rows of archived sessions (from their tip commits)."""
-        out = []
-        for name in self.archived_ids():
-            sha = self.archive_ref(name)
-            if not sha:
-                continue
-            try:
-                obj = self._commit(sha)
-                out.append(SessionInfo(name, sha, obj.commit_time, CommitMessage.decode(obj.message)))
-            except (KeyError, NotCommitError, ObjectFormatException, ValueError) as exc:
-                out.append(SessionInfo(name, sha, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
-        return out
-
-    def update_ref(self, ref: bytes, old: str | None, new: str, message: str) -> bool:
+    def update_ref(self, ref: Ref, old: str | None, new: str, message: str) -> bool:
         """Move ``ref`` from ``old`` (None: create) to ``new`` by compare-and-swap, with a reflog entry.
 
         Returns:
@@ -606,7 +443,7 @@ class GitStore(SessionStore):
         assert repo is not None
         now = int(time.time())
         try:
-            self._swap(repo, ref, old, new.encode("ascii"), message.encode("utf-8"), now,
+            self._swap(repo, ref, old, _oid(new), message.encode("utf-8"), now,
                        time.localtime(now).tm_gmtoff)
         except ConcurrentUpdate:
             return False
@@ -614,13 +451,18 @@ class GitStore(SessionStore):
             self._point_head(repo, ref)
         return True
 
-    def _move_ref(self, src: bytes, dst: bytes, sha: str, msg: str) -> None:
+    def _move(self, src: str, dst: str, commit: str, message: str, *,
+              from_archive: bool = False, to_archive: bool = False) -> None:
+        self._move_ref(_archive_ref(src) if from_archive else self._ref(src),
+                       _archive_ref(dst) if to_archive else self._ref(dst), commit, message)
+
+    def _move_ref(self, src: Ref, dst: Ref, sha: str, msg: str) -> None:
         """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha``."""
         repo = self.repo()
         assert repo is not None
         now = int(time.time())
         tz = time.localtime(now).tm_gmtoff
-        self._swap(repo, dst, None, sha.encode("ascii"), msg.encode("utf-8"), now, tz)
+        self._swap(repo, dst, None, _oid(sha), msg.encode("utf-8"), now, tz)
         logs = self.path / "logs"
         src_log, dst_log = logs / src.decode(), logs / dst.decode()
         if src_log.exists():
@@ -628,15 +470,15 @@ class GitStore(SessionStore):
             dst_log.parent.mkdir(parents=True, exist_ok=True)
             new_entries = dst_log.read_bytes() if dst_log.exists() else b""
             dst_log.write_bytes(src_log.read_bytes() + new_entries)
-        if not repo.refs.remove_if_equals(src, sha.encode("ascii")):
-            repo.refs.remove_if_equals(dst, sha.encode("ascii"))
+        if not repo.refs.remove_if_equals(src, _oid(sha)):
+            repo.refs.remove_if_equals(dst, _oid(sha))
             raise ConcurrentUpdate(src.decode(), sha, None)
         try:
             src_log.unlink()
         except FileNotFoundError:
             pass
-        if repo.refs.read_ref(b"HEAD") == b"ref: " + src:
-            repo.refs.set_symbolic_ref(b"HEAD", dst)
+        if repo.refs.read_ref(_HEAD) == b"ref: " + src:
+            repo.refs.set_symbolic_ref(_HEAD, dst)
 
     # -- packing ---------------------------------------------------------------------------
 
@@ -661,17 +503,18 @@ class GitStore(SessionStore):
         self.close()  # reopen with a fresh pack list next time
         return result
 
-    def _swap(self, repo: Repo, ref: bytes, old: str | None, new: bytes, msg: bytes,
+    def _swap(self, repo: Repo, ref: Ref, old: str | None, new: ObjectID, msg: bytes,
               now: int, tz: int) -> None:
         """Move ``ref`` from ``old`` to ``new`` atomically, waiting out a briefly held lock."""
         deadline = time.monotonic() + REF_LOCK_WAIT_S
-        kw = {"committer": self.identity, "timestamp": now, "timezone": tz, "message": msg}
         while True:
             try:
                 if old is None:
-                    ok = repo.refs.add_if_new(ref, new, **kw)
+                    ok = repo.refs.add_if_new(ref, new, committer=self.identity, timestamp=now,
+                                              timezone=tz, message=msg)
                 else:
-                    ok = repo.refs.set_if_equals(ref, old.encode("ascii"), new, **kw)
+                    ok = repo.refs.set_if_equals(ref, _oid(old), new, committer=self.identity,
+                                                 timestamp=now, timezone=tz, message=msg)
                 break
             except FileLocked as exc:
                 self._clear_stale_lock(exc.lockfilename)
@@ -683,13 +526,13 @@ class GitStore(SessionStore):
             raise ConcurrentUpdate(ref.decode(), old, found.decode() if found else None)
 
     @staticmethod
-    def _point_head(repo: Repo, ref: bytes) -> None:
+    def _point_head(repo: Repo, ref: Ref) -> None:
         """Point HEAD at ``ref`` while it names no existing branch, so that ``git clone`` and
         ``git log`` without arguments find a session instead of an unborn ``master``."""
         try:
-            target = repo.refs.read_ref(b"HEAD")
-            if target and target.startswith(b"ref: ") and target[5:] not in repo.refs:
-                repo.refs.set_symbolic_ref(b"HEAD", ref)
+            target = repo.refs.read_ref(_HEAD)
+            if target and target.startswith(b"ref: ") and Ref(target[5:]) not in repo.refs:
+                repo.refs.set_symbolic_ref(_HEAD, ref)
         except (OSError, KeyError, FileLocked):
             pass  # cosmetic: never fail a save over HEAD
 
@@ -702,21 +545,3 @@ class GitStore(SessionStore):
                 os.unlink(path)
         except FileNotFoundError:
             pass
-
-    # -- read-only helpers for history commands (log -p/--graph, diff, search) -------------
-
-    def commit_info(self, commit: str) -> CommitInfo:
-        """Return the :class:`CommitInfo` of one commit (no blob is read).
-
-        Raises:
-            KeyError: no such object.
-        """
-        return self._commit_info(commit, self._commit(commit))
-
-    def first_parents(self, commit: str):
-        """Yield :class:`CommitInfo` from ``commit`` back along first parents, lazily (newest first)."""
-        sha: str | None = commit
-        while sha:
-            info = self.commit_info(sha)
-            yield info
-            sha = info.parents[0] if info.parents else None
