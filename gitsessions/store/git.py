@@ -204,12 +204,17 @@ class GitStore(SessionStore):
         return sorted(SessionId(name.decode("utf-8", "replace")) for name in repo.refs.keys(base=_HEADS))
 
     def tip(self, session_id: str) -> CommitId | None:
-        """Return the tip commit id of ``session_id`` or None."""
+        """Return the tip commit id of ``session_id`` or None.
+
+        Raises:
+            InvalidSessionId: no valid id (also before the repository exists).
+        """
+        ref = self._ref(session_id)
         repo = self.repo()
         if repo is None:
             return None
         try:
-            return _hex(repo.refs[self._ref(session_id)])
+            return _hex(repo.refs[ref])
         except KeyError:
             return None
 
