@@ -235,3 +235,7 @@ class TransferError(GitSessionsError):
         self.source = source
         self.reason = reason
         super().__init__(f"cannot import {source}: {reason}" + (f"; {hint}" if hint else ""))
+
+
+class RemoteError(GitSessionsError):
+    """A remote that cannot be used: unknown name, bad URL, unreachable, refused."""

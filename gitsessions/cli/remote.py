@@ -155,7 +155,7 @@ def clone(
 
     Example: gs clone ssh://me@host/srv/sessions.git
     """
-    from ..store.remote import clone as clone_store
+    from ..store.clone import clone as clone_store
 
     c: Context = ctx.obj
     target = path.expanduser() if path else c.repo_path()
