@@ -8,7 +8,6 @@ compare-and-swap with a reflog entry. Plain ``git`` reads everything written her
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from collections import OrderedDict
@@ -20,43 +19,26 @@ from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from ..errors import (
-    ConcurrentUpdate,
-    CorruptSession,
-    InvalidEvent,
-    RepoError,
-    SessionExists,
-)
+from ..errors import ConcurrentUpdate, CorruptSession, InvalidEvent, SessionExists
 from ..events import Event, encode_header
 from ..redact import Redactor
 from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_session_id
 from .base import CommitInfo, SessionStore
 from .base import check_event as _check_event
-from .hooks import HookRunner, NoHooks, subject_of
+from .hooks import subject_of
 from .journal import Journal
 from .lock import SessionLock
 from .pack import RepackResult
+from .repo import REF_LOCK_WAIT_S, check_repo_path, clear_stale_lock, init_repo, is_repo, move_ref, point_head, swap
 from .state import PackState, RepoState
+from .values import HookRunner, NoHooks
 
 #: The one file in every session tree.
 SESSION_FILE = b"session.jsonl"
 #: Identity used when neither config nor git names one (design.md).
 DEFAULT_IDENTITY = "gitsessions <gitsessions@localhost>"
-#: Settings written at init (design.md, "Repo settings").
-INIT_CONFIG = {
-    b"looseCompression": b"1",  # ~6x faster saves for MB-size files
-}
-#: How long a save waits for a ref lock another process holds, seconds.
-REF_LOCK_WAIT_S = 5.0
-#: A ref ``.lock`` file older than this was left by a dead process (git holds them for
-#: microseconds), seconds.
-STALE_REF_LOCK_S = 2.0
-
-_BARE_REPO_ENTRIES = frozenset({"gs", "HEAD", "config", "description", "branches", "hooks", "info", "objects",
-                                "refs", "logs", "packed-refs"})
 _HEADS = Ref(b"refs/heads/")
 _ARCHIVE = Ref(b"refs/archive/")
-_HEAD = Ref(b"HEAD")
 
 
 def _hex(sha: bytes) -> CommitId:
@@ -105,7 +87,7 @@ class GitStore(SessionStore):
 
     def exists(self) -> bool:
         """Return True when the repository has been created."""
-        return (self.path / "HEAD").exists() and (self.path / "objects").is_dir()
+        return is_repo(self.path)
 
     def check_path(self) -> None:
         """Refuse to turn an existing file or non-empty folder that is not a session repo into one.
@@ -113,16 +95,7 @@ class GitStore(SessionStore):
         Raises:
             RepoError: the path is a file, or a folder holding something else.
         """
-        if self.exists() or not self.path.exists():
-            return
-        if not self.path.is_dir():
-            raise RepoError(str(self.path), "it is a file, not a session repo")
-        # What a bare repo holds (another process may be creating it right now) is fine.
-        others = sorted(p.name for p in self.path.iterdir()
-                        if p.name.removesuffix(".lock") not in _BARE_REPO_ENTRIES)
-        if others:
-            shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
-            raise RepoError(str(self.path), f"the folder holds other things ({shown}), not a session repo")
+        check_repo_path(self.path)
 
     def repo(self, create: bool = False) -> Repo | None:
         """Return the open dulwich ``Repo``; create it when ``create`` (else None if missing).
@@ -135,32 +108,12 @@ class GitStore(SessionStore):
                 self._repo = Repo(str(self.path))
             elif create:
                 self.check_path()
-                self._repo = self._init()
+                self._repo = init_repo(self.path)
             if self._repo is not None:
                 # design.md asks for core.fsyncObjectFiles=true, but git >= 2.36 warns about
                 # that key on every command; we ask dulwich for the same fsync directly.
                 self._repo.object_store.fsync_object_files = True
         return self._repo
-
-    def _init(self) -> Repo:
-        # Several processes may make their first save at once: one initialises, under a lock.
-        lock_path = self.path / "gs" / "locks" / "init.lock"
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if not self.exists():
-                repo = Repo.init_bare(str(self.path), mkdir=False)
-                config = repo.get_config()
-                for key, value in INIT_CONFIG.items():
-                    config.set((b"core",), key, value)
-                config.set((b"gc",), b"auto", b"0")  # dulwich's auto-gc repacks without deltas
-                config.set((b"core",), b"logAllRefUpdates", b"true")
-                config.write_to_path()
-                repo.close()
-        finally:
-            os.close(fd)
-        return Repo(str(self.path))  # reopen so the object store reads the settings
 
     def close(self) -> None:
         """Close the repository (safe to call twice)."""
@@ -381,7 +334,7 @@ class GitStore(SessionStore):
                 repo.object_store.add_object(obj)
                 return
             except FileLocked as exc:
-                self._clear_stale_lock(exc.lockfilename)
+                clear_stale_lock(exc.lockfilename)
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.005)
@@ -462,28 +415,9 @@ class GitStore(SessionStore):
                        _archive_ref(dst) if to_archive else self._ref(dst), commit, message)
 
     def _move_ref(self, src: Ref, dst: Ref, sha: str, msg: str) -> None:
-        """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha``."""
         repo = self.repo()
         assert repo is not None
-        now = int(time.time())
-        tz = time.localtime(now).tm_gmtoff
-        self._swap(repo, dst, None, _oid(sha), msg.encode("utf-8"), now, tz)
-        logs = self.path / "logs"
-        src_log, dst_log = logs / src.decode(), logs / dst.decode()
-        if src_log.exists():
-            # keep the old entries first, as git branch -m does
-            dst_log.parent.mkdir(parents=True, exist_ok=True)
-            new_entries = dst_log.read_bytes() if dst_log.exists() else b""
-            dst_log.write_bytes(src_log.read_bytes() + new_entries)
-        if not repo.refs.remove_if_equals(src, _oid(sha)):
-            repo.refs.remove_if_equals(dst, _oid(sha))
-            raise ConcurrentUpdate(src.decode(), sha, None)
-        try:
-            src_log.unlink()
-        except FileNotFoundError:
-            pass
-        if repo.refs.read_ref(_HEAD) == b"ref: " + src:
-            repo.refs.set_symbolic_ref(_HEAD, dst)
+        move_ref(repo, src, dst, _oid(sha), committer=self.identity, message=msg.encode("utf-8"))
 
     # -- packing ---------------------------------------------------------------------------
 
@@ -510,43 +444,9 @@ class GitStore(SessionStore):
 
     def _swap(self, repo: Repo, ref: Ref, old: str | None, new: ObjectID, msg: bytes,
               now: int, tz: int) -> None:
-        """Move ``ref`` from ``old`` to ``new`` atomically, waiting out a briefly held lock."""
-        deadline = time.monotonic() + REF_LOCK_WAIT_S
-        while True:
-            try:
-                if old is None:
-                    ok = repo.refs.add_if_new(ref, new, committer=self.identity, timestamp=now,
-                                              timezone=tz, message=msg)
-                else:
-                    ok = repo.refs.set_if_equals(ref, _oid(old), new, committer=self.identity,
-                                                 timestamp=now, timezone=tz, message=msg)
-                break
-            except FileLocked as exc:
-                self._clear_stale_lock(exc.lockfilename)
-                if time.monotonic() > deadline:
-                    raise ConcurrentUpdate(ref.decode(), old, "locked by another process") from None
-                time.sleep(0.005)
-        if not ok:
-            found = repo.refs.read_ref(ref)
-            raise ConcurrentUpdate(ref.decode(), old, found.decode() if found else None)
+        swap(repo, ref, _oid(old) if old is not None else None, new, committer=self.identity, message=msg,
+             now=now, tz=tz)
 
     @staticmethod
     def _point_head(repo: Repo, ref: Ref) -> None:
-        """Point HEAD at ``ref`` while it names no existing branch, so that ``git clone`` and
-        ``git log`` without arguments find a session instead of an unborn ``master``."""
-        try:
-            target = repo.refs.read_ref(_HEAD)
-            if target and target.startswith(b"ref: ") and Ref(target[5:]) not in repo.refs:
-                repo.refs.set_symbolic_ref(_HEAD, ref)
-        except (OSError, KeyError, FileLocked):
-            pass  # cosmetic: never fail a save over HEAD
-
-    @staticmethod
-    def _clear_stale_lock(lockfile: str | bytes) -> None:
-        """Remove a ref ``.lock`` left behind by a dead process (older than STALE_REF_LOCK_S)."""
-        path = os.fsdecode(lockfile)
-        try:
-            if time.time() - os.stat(path).st_mtime > STALE_REF_LOCK_S:
-                os.unlink(path)
-        except FileNotFoundError:
-            pass
+        point_head(repo, ref)

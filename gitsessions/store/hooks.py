@@ -33,7 +33,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ..errors import HookExists, HookRefused
 
@@ -136,32 +136,6 @@ def clean_message(raw: bytes) -> bytes:
 def subject_of(message: bytes) -> str:
     """Return the first line of a commit message as text."""
     return message.split(b"\n", 1)[0].decode("utf-8", "replace")
-
-
-class HookRunner(Protocol):
-    """What the store calls around each commit it builds (see :class:`CommitHooks`)."""
-
-    def before(self, session_id: str, message: bytes, session_file: bytes | Callable[[], bytes],
-               new_events: bytes, action: str = "save") -> bytes:
-        """Run the hooks that may refuse or edit a commit; return the message to commit."""
-        ...
-
-    def after(self, session_id: str, commit: str) -> str | None:
-        """Run the hooks that follow a commit; return a warning when one failed."""
-        ...
-
-
-class NoHooks:
-    """The runner of a store that runs no hooks (a library user, a clone being built)."""
-
-    def before(self, session_id: str, message: bytes, session_file: bytes | Callable[[], bytes],
-               new_events: bytes, action: str = "save") -> bytes:
-        """Return ``message`` unchanged."""
-        return message
-
-    def after(self, session_id: str, commit: str) -> str | None:
-        """Do nothing."""
-        return None
 
 
 class CommitHooks:
