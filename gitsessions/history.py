@@ -5,7 +5,7 @@ recovering a journal a crashed ``gs`` left), which events each commit added (``l
 where other sessions branch off a history (``log --graph``), what two revisions hold beyond
 their merge base (``diff``), and where a text occurs in the stored messages (``search``).
 
-Everything here works on a :class:`~gitsessions.store.GitStore` and returns values; nothing
+Everything here works on a :class:`~gitsessions.store.SessionStore` and returns values; nothing
 prints, reads the environment or imports the terminal libraries. Turning the values into
 text and JSON is the CLI's job (with :mod:`gitsessions.render`).
 """
@@ -22,7 +22,7 @@ from . import render
 from .errors import CorruptSession, InvalidSessionId, SessionNotFound, UnsupportedVersion
 from .events import Event
 from .session import try_recover
-from .store import CommitInfo, GitStore, Revision, SessionInfo
+from .store import CommitInfo, Revision, SessionInfo, SessionStore
 
 #: The session id at the start of a revision (``work`` of ``work~2``).
 _REV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -41,7 +41,7 @@ def _int(value: str | None) -> int | None:
 # -- revisions and listings ------------------------------------------------------------------
 
 
-def read_revision(store: GitStore, rev: str, warnings: list[str] | None = None) -> Revision:
+def read_revision(store: SessionStore, rev: str, warnings: list[str] | None = None) -> Revision:
     """Recover an orphaned journal of the session ``rev`` names, then resolve ``rev``.
 
     Args:
@@ -66,7 +66,7 @@ def read_revision(store: GitStore, rev: str, warnings: list[str] | None = None) 
     return store.resolve(rev)
 
 
-def list_sessions(store: GitStore, *, archived: bool = False,
+def list_sessions(store: SessionStore, *, archived: bool = False,
                   warnings: list[str] | None = None) -> list[SessionInfo]:
     """Return the sessions of ``store``, live ones after recovering their orphaned journals.
 
@@ -123,7 +123,7 @@ class EventRanges:
     so walking a history reads each blob at most once.
     """
 
-    def __init__(self, store: GitStore, session_id: str):
+    def __init__(self, store: SessionStore, session_id: str):
         """Prepare to read commits of ``session_id`` in ``store``."""
         self.store = store
         self.session_id = session_id
@@ -169,7 +169,7 @@ def added_by(ranges: EventRanges, commits: Sequence[CommitInfo], events: Sequenc
     Returns:
         commit id -> the events it added (empty for a commit that added none).
     """
-    out = {}
+    out: dict[str, list[Event]] = {}
     for info in commits:
         start, end = ranges.of(info)
         out[info.commit] = list(events[start:min(end, len(events))])
@@ -189,7 +189,7 @@ class Branch:
     how: str  # "forked here", "branches off here", "continues from here", "points here"
 
 
-def branches(store: GitStore, target: Revision, history: Sequence[CommitInfo]) -> dict[str, list[Branch]]:
+def branches(store: SessionStore, target: Revision, history: Sequence[CommitInfo]) -> dict[str, list[Branch]]:
     """Find where the live sessions of ``store`` leave ``history``.
 
     Each session's first-parent chain is walked from its tip until it meets ``history`` (the
@@ -205,7 +205,7 @@ def branches(store: GitStore, target: Revision, history: Sequence[CommitInfo]) -
     Returns:
         commit id of ``history`` -> the sessions leaving it there, sorted by session id.
     """
-    main = {c.commit: c for c in history}
+    main: dict[str, CommitInfo] = {c.commit: c for c in history}
     # commit -> (merge base or None, commits above the base, first commit above the base)
     memo: dict[str, tuple[str | None, int, CommitInfo | None]] = {}
     out: dict[str, list[Branch]] = defaultdict(list)
@@ -266,7 +266,7 @@ class LogView:
     turn_of: dict[int, int] = field(default_factory=dict)
 
 
-def read_log(store: GitStore, target: Revision, *, limit: int | None = None, graph: bool = False,
+def read_log(store: SessionStore, target: Revision, *, limit: int | None = None, graph: bool = False,
              patch: bool = False) -> LogView:
     """Read the history of ``target`` for ``gs log``.
 
@@ -303,7 +303,7 @@ def read_log(store: GitStore, target: Revision, *, limit: int | None = None, gra
 # -- diff ------------------------------------------------------------------------------------
 
 
-def merge_base(store: GitStore, a: str, b: str) -> str | None:
+def merge_base(store: SessionStore, a: str, b: str) -> str | None:
     """Return the newest commit on both first-parent chains of ``a`` and ``b``.
 
     Linear: ``a``'s chain is read once into a set, ``b``'s is walked until it meets it.
@@ -347,7 +347,7 @@ class Diff:
     b: DiffSide
 
 
-def diff(store: GitStore, a: Revision, b: Revision) -> Diff:
+def diff(store: SessionStore, a: Revision, b: Revision) -> Diff:
     """Compare two revisions: find their merge base and the events each added since.
 
     Args:
@@ -443,7 +443,7 @@ def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
     return hits
 
 
-def attribute(store: GitStore, session_id: str, tip: str, hits: list[Hit]) -> None:
+def attribute(store: SessionStore, session_id: str, tip: str, hits: list[Hit]) -> None:
     """Set each hit's ``commit`` to the commit that added its event.
 
     Walks back from ``tip`` only as far as the oldest hit (the log is append-only, so every
@@ -498,7 +498,7 @@ def dedupe(hits: list[Hit]) -> list[Hit]:
     return [best[k] for k in order]
 
 
-def search(store: GitStore, query: str, *, session: str | None = None, all_revisions: bool = False,
+def search(store: SessionStore, query: str, *, session: str | None = None, all_revisions: bool = False,
            on_skip: Callable[[str, CorruptSession], None] | None = None,
            warnings: list[str] | None = None) -> list[Hit]:
     """Search the message contents (user, assistant, tool results) of sessions, any case.
@@ -529,7 +529,7 @@ def search(store: GitStore, query: str, *, session: str | None = None, all_revis
         if session is None or sid == session:
             try_recover(store, sid, warnings)
     if session is not None:
-        tip = store.tip(session)
+        tip: str | None = store.tip(session)
         arch = store.archive_ref(session) if all_revisions else None
         if tip is None and arch is None:
             raise SessionNotFound(session, store.session_ids())

@@ -14,7 +14,7 @@ from typing import Any
 from .chat.loop import run_turn
 from .errors import GitSessionsError
 from .session import Session, fork, open_revision
-from .store import GitStore
+from .store import SessionStore
 
 HELP = """\
 Type a message and press Enter to send it. Ctrl+C cancels a reply; Ctrl+C or Ctrl+D at the
@@ -34,7 +34,7 @@ prompt leaves. Every finished turn is saved as a git commit.
 """
 
 
-def new_session_id(store: GitStore) -> str:
+def new_session_id(store: SessionStore) -> str:
     """Return a fresh 8-hex-digit session id not used in ``store``."""
     while True:
         sid = secrets.token_hex(4)
@@ -60,7 +60,7 @@ class Repl:
             list); the REPL shows and empties it after each line.
     """
 
-    def __init__(self, store: GitStore, provider: Any, session_id: str, *,
+    def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
                  read_line: Callable[[str], str | None], write: Callable[[str], None],
                  new_header: Callable[[str], dict], system: str | None = None,
                  max_steps: int = 8, fork_as: str | None = None, warnings: list[str] | None = None):
@@ -218,7 +218,7 @@ class Repl:
     def sessions(self) -> None:
         """Print session ids with message counts; ``*`` marks the current one."""
         assert self.session is not None
-        rows = {info.session_id: info.message.trailers.get("Messages", "0")
+        rows: dict[str, str] = {info.session_id: info.message.trailers.get("Messages", "0")
                 for info in self.store.list_sessions()}
         rows.setdefault(self.session.id, str(len(self.session.messages())))
         for sid in sorted(rows):

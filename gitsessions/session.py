@@ -13,7 +13,7 @@ from typing import Any
 from .errors import BadRevision, HookRefused, InvalidEvent, SessionExists, SessionNotFound
 from .events import Event, make_event
 from .rules import SESSION_ID_RE, CommitMessage, check_session_id
-from .store import GitStore, Revision
+from .store import Revision, SessionStore
 from .transcript import closing_events, derive_messages, open_turn, title_of, undone_turns
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
@@ -76,7 +76,7 @@ class Session:
         recovered: the commit made by recovering an orphaned journal when opening, if any.
     """
 
-    def __init__(self, store: GitStore, session_id: str, header: dict, events: list[Event],
+    def __init__(self, store: SessionStore, session_id: str, header: dict, events: list[Event],
                  tip: str | None, lock: Any):
         self.store = store
         self.id = session_id
@@ -92,7 +92,7 @@ class Session:
         self._journal_open = False
 
     @classmethod
-    def open(cls, store: GitStore, session_id: str, *, new_header: dict | None = None,
+    def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
              warnings: list[str] | None = None) -> Session:
         """Open ``session_id`` for writing, taking its lock and recovering an orphaned journal.
 
@@ -247,7 +247,7 @@ class Session:
             self._lock.release()
 
 
-def recover_journal(store: GitStore, session_id: str, warnings: list[str] | None = None) -> str | None:
+def recover_journal(store: SessionStore, session_id: str, warnings: list[str] | None = None) -> str | None:
     """Commit the turn an orphaned journal holds, closed as ``interrupted``; the caller holds the lock.
 
     Complete events are kept, streamed text after the last event becomes an interrupted
@@ -319,7 +319,7 @@ def recover_journal(store: GitStore, session_id: str, warnings: list[str] | None
     return commit
 
 
-def try_recover(store: GitStore, session_id: str, warnings: list[str] | None = None) -> str | None:
+def try_recover(store: SessionStore, session_id: str, warnings: list[str] | None = None) -> str | None:
     """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
 
     Used by read-only commands (show, log, list). Returns the recovery commit, or None.
@@ -351,7 +351,7 @@ class _Nothing:
     release = close = clear = append_event = append_delta = _skip
 
 
-def fork_name(store: GitStore, session_id: str, kind: str = "") -> str:
+def fork_name(store: SessionStore, session_id: str, kind: str = "") -> str:
     """Return ``<id>-<n>`` (``<id>-<kind>-<n>`` with ``kind``), the lowest n >= 1 no session or
     archive uses; the id part is shortened so the result stays within the 64-character limit."""
     prefix = f"{session_id[:50]}-{kind}" if kind else session_id[:60]
@@ -363,7 +363,7 @@ def fork_name(store: GitStore, session_id: str, kind: str = "") -> str:
         n += 1
 
 
-def fork(store: GitStore, rev: Revision, new_id: str) -> str:
+def fork(store: SessionStore, rev: Revision, new_id: str) -> str:
     """Create session ``new_id`` starting at ``rev`` in O(1) (one commit, no content copied).
 
     The fork's commits carry ``Forked-From: <session>@<commit>``, and its first commit's
@@ -384,7 +384,7 @@ def fork(store: GitStore, rev: Revision, new_id: str) -> str:
     return store.branch_from(new_id, rev.commit, subject, f"{rev.session_id}@{rev.commit}")
 
 
-def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
+def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
                   new_header: Callable[[str], dict] | None = None,
                   warnings: list[str] | None = None) -> tuple[Session, str | None]:
     """Open revision ``rev`` for writing, forking when writing there must not move its branch.
@@ -403,7 +403,7 @@ def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
     if not any(c in rev for c in "~^@"):
         check_session_id(rev)  # a plain id: say what is wrong with it, not with a revision
     if SESSION_ID_RE.match(rev) and store.tip(rev) is None:
-        existing = store.find(rev)
+        existing: str | None = store.find(rev)
         if existing is not None:
             raise SessionExists(rev, existing)  # differs only by case from an existing id
     else:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Unpack
 
 from ..errors import RemoteError
 from .git import GitStore
-from .remote import PullReport, Remotes
+from .remote import Credentials, PullReport, Remotes
 
 
 def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origin",
-          **credentials: str | None) -> PullReport:
+          **credentials: Unpack[Credentials]) -> PullReport:
     """Set up a session repo at ``path`` from ``url``: add it as ``remote`` and pull every session.
 
     Branches become local sessions (not only remote-tracking refs), archives stay archived.

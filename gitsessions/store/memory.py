@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,7 +127,7 @@ class MemoryStore(SessionStore):
         clock: returns the commit time, epoch seconds (default: the wall clock).
     """
 
-    def __init__(self, clock=time.time):
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._commits: dict[CommitId, _Commit] = {}
         self._heads: dict[str, CommitId] = {}

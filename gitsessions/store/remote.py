@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_path
@@ -34,7 +35,20 @@ from .git import GitStore
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SYNCED = (b"refs/heads/", b"refs/archive/")
 
-__all__ = ["PullReport", "PushReport", "RemoteError", "Remotes", "strip_password"]
+__all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "strip_password"]
+
+
+class Credentials(TypedDict, total=False):
+    """What the caller knows about reaching remotes (the CLI reads it from the environment).
+
+    Attributes:
+        username, password: HTTP credentials (else ``~/.git-credentials`` is consulted).
+        ssh_command: the ssh program and options (else ``core.sshCommand``, else ``ssh``).
+    """
+
+    username: str | None
+    password: str | None
+    ssh_command: str | None
 
 
 @dataclass

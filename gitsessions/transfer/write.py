@@ -10,7 +10,7 @@ from ..errors import InvalidSessionId, SessionExists, TransferError
 from ..events import make_header
 from ..rules import CommitMessage, check_session_id
 from ..session import commit_message, recover_journal
-from ..store import GitStore
+from ..store import SessionStore
 from .read import ImportedSession, ImportPlan
 
 
@@ -27,7 +27,7 @@ class ImportResult:
     clashes: list[tuple[str, str]] = field(default_factory=list)
 
 
-def new_import_id(store: GitStore) -> str:
+def new_import_id(store: SessionStore) -> str:
     """Return a fresh 8-hex-digit id no session or archived session uses."""
     while True:
         sid = secrets.token_hex(4)
@@ -35,7 +35,7 @@ def new_import_id(store: GitStore) -> str:
             return sid
 
 
-def taken_by(store: GitStore, session_id: str) -> str | None:
+def taken_by(store: SessionStore, session_id: str) -> str | None:
     """Return what already uses ``session_id`` (a session, also by case, or ``archive/<name>``), else None."""
     existing = store.find(session_id)
     if existing is not None:
@@ -76,7 +76,7 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
         raise TransferError(plan.source, f"it holds no non-empty session{empty}")
 
 
-def write_import(store: GitStore, plan: ImportPlan, *, as_id: str | None = None,
+def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
                  header_extra: dict[str, Any] | None = None) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
