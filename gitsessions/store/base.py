@@ -218,9 +218,11 @@ class SessionStore(abc.ABC):
         return list(itertools.islice(self.first_parents(sha), limit))
 
     def resolve(self, rev: str) -> Revision:
-        """Resolve ``SESSION``, ``SESSION~N``, ``SESSION^`` (git's meaning: N saves back along
-        first parents; suffixes combine) or ``SESSION@COMMIT`` (a prefix of >= 4 hex digits of
-        a commit in that session's history).
+        """Resolve a revision of a session to a commit.
+
+        ``SESSION``, ``SESSION~N``, ``SESSION^`` (git's meaning: N saves back along first
+        parents; suffixes combine) or ``SESSION@COMMIT`` (a prefix of >= 4 hex digits of a
+        commit in that session's history).
 
         Raises:
             BadRevision: malformed, or names no commit (the message names what exists).

@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Unpack
 
 from ..errors import RemoteError
 from .git import GitStore
-from .remote import Credentials, PullReport, Remotes
+from .remote import PullReport, Remotes
 
 
 def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origin",
-          **credentials: Unpack[Credentials]) -> PullReport:
+          *, username: str | None = None, password: str | None = None,
+          ssh_command: str | None = None) -> PullReport:
     """Set up a session repo at ``path`` from ``url``: add it as ``remote`` and pull every session.
 
     Branches become local sessions (not only remote-tracking refs), archives stay archived.
@@ -37,7 +37,7 @@ def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origi
     building.parent.mkdir(parents=True, exist_ok=True)
     try:
         with GitStore(building, identity=identity) as store:
-            remotes = Remotes(store, **credentials)
+            remotes = Remotes(store, username=username, password=password, ssh_command=ssh_command)
             remotes.add(remote, url)
             report = remotes.pull(remote)
         if building != target:

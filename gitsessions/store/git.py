@@ -326,8 +326,10 @@ class GitStore(SessionStore):
         return commit
 
     def _add_object(self, repo: Repo, obj: Blob | Tree | Commit) -> None:
-        """Write one loose object, clearing a ``.lock`` a killed writer left on that very object
-        (a recovery rebuilds byte-identical objects, so it would otherwise fail forever)."""
+        """Write one loose object, clearing a ``.lock`` a killed writer left on that very object.
+
+        A recovery rebuilds byte-identical objects, so it would otherwise fail forever.
+        """
         deadline = time.monotonic() + REF_LOCK_WAIT_S
         while True:
             try:

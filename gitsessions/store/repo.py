@@ -137,8 +137,11 @@ def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes,
 
 
 def point_head(repo: Repo, ref: Ref) -> None:
-    """Point HEAD at ``ref`` while it names no existing branch, so that ``git clone`` and
-    ``git log`` without arguments find a session instead of an unborn ``master``."""
+    """Point HEAD at ``ref`` while it names no existing branch.
+
+    So ``git clone`` and ``git log`` without arguments find a session instead of an unborn
+    ``master``.
+    """
     try:
         target = repo.refs.read_ref(HEAD)
         if target and target.startswith(b"ref: ") and Ref(target[5:]) not in repo.refs:
