@@ -57,11 +57,11 @@ def rev_session_id(rev: str) -> str | None:
 class KnownIds(Protocol):
     """The id lists "is this id free?" needs (a session store has both)."""
 
-    def session_ids(self) -> list[str]:
+    def session_ids(self) -> Sequence[str]:
         """Return the live session ids."""
         ...
 
-    def archived_ids(self) -> list[str]:
+    def archived_ids(self) -> Sequence[str]:
         """Return the archived session names."""
         ...
 

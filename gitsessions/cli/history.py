@@ -60,7 +60,7 @@ def list_(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        listed = hist.list_sessions(store, archived=archived, redactor=c.redactor())
+        listed = hist.list_sessions(store, archived=archived, redactor=c.redactor(), warnings=c.warnings)
         rows = [render.session_row(info) for info in listed]
     rows.sort(key=lambda r: r["saved"] or "", reverse=True)
     if as_json:
@@ -103,7 +103,7 @@ def log(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev, c.redactor())
+        target = hist.read_revision(store, rev, c.redactor(), c.warnings)
         view = hist.read_log(store, target, limit=n, graph=graph, patch=patch)
     sid = target.session_id
     commits, branches = view.commits, view.branches
@@ -194,7 +194,7 @@ def show(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev, c.redactor())
+        target = hist.read_revision(store, rev, c.redactor(), c.warnings)
         snap = store.load(target.session_id, target.commit)
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)
@@ -224,8 +224,8 @@ def diff(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        a = hist.read_revision(store, rev_a, c.redactor())
-        b = hist.read_revision(store, rev_b, c.redactor())
+        a = hist.read_revision(store, rev_a, c.redactor(), c.warnings)
+        b = hist.read_revision(store, rev_b, c.redactor(), c.warnings)
         d = hist.diff(store, a, b)
 
     def side(rev: str, s: hist.DiffSide) -> dict[str, Any]:
@@ -282,7 +282,8 @@ def search(
     c: Context = ctx.obj
     with c.store() as store:
         hits = hist.search(store, query, session=session, all_revisions=all_revisions,
-                           on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"), redactor=c.redactor())
+                           on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"), redactor=c.redactor(),
+                           warnings=c.warnings)
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:
