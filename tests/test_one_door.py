@@ -36,6 +36,7 @@ from gitsessions.rules import (
 )
 from gitsessions.session import Session, fork, open_revision, try_recover
 from gitsessions.store import GitStore
+from gitsessions.store.hooks import CommitHooks
 from gitsessions.store.remote import Remotes
 from gitsessions.transfer import read_import, write_import
 
@@ -49,7 +50,7 @@ SECRETS = (GHP, SK, ENV["DEPLOY_TOKEN"])
 
 @pytest.fixture
 def store(repo_path: Path):
-    with GitStore(repo_path) as s:
+    with GitStore(repo_path, hooks=CommitHooks(repo_path)) as s:
         yield s
 
 
@@ -152,7 +153,7 @@ def test_turn_recovered_after_a_refusing_hook_has_no_raw_key_in_its_subject(stor
     assert SK.encode() in _journals(repo_path)  # redaction was off there
 
     hook.chmod(0o644)  # disabled, as git does it
-    with GitStore(repo_path) as later:
+    with GitStore(repo_path, hooks=CommitHooks(repo_path)) as later:
         commit = try_recover(later, "work", redactor)
         assert commit is not None
         message = _message(later, commit)

@@ -373,8 +373,8 @@ def test_orphaned_turn_survives_when_the_branch_moved_on(tmp_path):
     """A journal built on a commit that is no longer the tip (the branch was moved by a pull or
     another tool) is kept as a session of its own, grown from that commit; nothing is dropped."""
     from gitsessions.events import make_event, make_header
-    from gitsessions.session import Session, recover_journal
     from gitsessions.rules import CommitMessage
+    from gitsessions.session import Session, recover_journal
     from gitsessions.store import GitStore
 
     store = GitStore(tmp_path / "r.git")
@@ -394,7 +394,7 @@ def test_orphaned_turn_survives_when_the_branch_moved_on(tmp_path):
     assert store.journal("w").exists()
     warnings: list[str] = []
     with store.lock("w"):
-        commit = recover_journal(store, "w", warnings)
+        commit = recover_journal(store, "w", warnings=warnings)
     assert commit is not None
     assert not store.journal("w").exists()
     assert store.load("w").events[-2].data.get("content") == "elsewhere"

@@ -314,7 +314,9 @@ class StoreContract:
         ev = make_event(len(w.events), "session/title", {"title": "Ti"})
         titled = stores().append("orig", [ev], CommitMessage("title", {"Turn": "2", "Messages": "4", "Title": "Ti"}),
                                  expected_tip=w.tip)
-        fork = stores().branch_from("copy", c1, "fork: copy from orig", f"orig@{c1}")
+        message = CommitMessage("fork: copy from orig", {"Session": "copy", "Turn": "1", "Messages": "2",
+                                                         "Forked-From": f"orig@{c1}"})
+        fork = stores().branch_from("copy", c1, message)  # the store writes the message it is given
         assert stores().tip("copy") == fork and fork not in (c1, titled)
         assert stores().load("copy").raw == stores().load("orig", c1).raw
         info = stores().log("copy")[0]
@@ -322,15 +324,15 @@ class StoreContract:
         assert info.message.subject == "fork: copy from orig"
         assert info.message.trailers == {"Session": "copy", "Turn": "1", "Messages": "2",
                                          "Forked-From": f"orig@{c1}"}
-        later = stores().branch_from("copy2", titled, "fork: copy2", f"orig@{titled}")
-        assert stores().commit_info(later).message.trailers["Title"] == "Ti"
+        later = stores().branch_from("copy2", titled, CommitMessage("fork: copy2", {"Forked-From": f"orig@{titled}"}))
+        assert stores().load("copy2").raw == stores().load("orig", titled).raw and stores().tip("copy2") == later
         assert stores().tip("orig") == titled  # the original did not move
         for taken in ("copy", "COPY", "orig"):
             with pytest.raises(SessionExists):
-                stores().branch_from(taken, c1, "fork", f"orig@{c1}")
+                stores().branch_from(taken, c1, CommitMessage("fork"))
         stores().archive("copy2")
         with pytest.raises(SessionExists) as exc:
-            stores().branch_from("copy2", c1, "fork", f"orig@{c1}")
+            stores().branch_from("copy2", c1, CommitMessage("fork"))
         assert exc.value.existing == "archive/copy2"
 
     def test_rename(self, stores: Stores):
@@ -362,7 +364,7 @@ class StoreContract:
         rows = stores().archived_sessions()
         assert [(r.session_id, r.tip, r.message.subject, r.error) for r in rows] == [("s", tip, "turn 1: one", None)]
         with pytest.raises(SessionExists):  # an archived id is not free for a fork
-            stores().branch_from("s", tip, "fork", f"s@{tip}")
+            stores().branch_from("s", tip, CommitMessage("fork"))
         second = Writer(stores, "s").save_turn("new life")  # a new session may take the id
         assert stores().archive("s") == "s-2"  # the name is taken in the archive
         assert stores().archived_ids() == ["s", "s-2"]
