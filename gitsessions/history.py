@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from .errors import CorruptSession, InvalidSessionId, SessionNotFound, Unsupport
 from .events import Event
 from .session import try_recover
 from .store import CommitInfo, GitStore, Revision, SessionInfo
+from .view import Item
+from .view import items as view_items
 
 #: The session id at the start of a revision (``work`` of ``work~2``).
 _REV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -155,21 +158,22 @@ class EventRanges:
         return (start, end) if start <= end else (end, end)
 
 
-def added_by(ranges: EventRanges, commits: Sequence[CommitInfo], events: Sequence[Event]) -> dict[str, list[Event]]:
-    """Slice out of ``events`` the events each of ``commits`` added.
+def added_by(ranges: EventRanges, commits: Sequence[CommitInfo], items: Sequence[Item]) -> dict[str, list[Item]]:
+    """Pick out of ``items`` the ones made from the events each of ``commits`` added.
 
     Args:
         ranges: the :class:`EventRanges` of the session.
         commits: commits of the session.
-        events: the session's events at the newest of ``commits`` (or later).
+        items: :func:`gitsessions.view.items` of the session's events at the newest of ``commits`` (or later).
 
     Returns:
-        commit id -> the events it added (empty for a commit that added none).
+        commit id -> the items of the events it added (empty for a commit that added none).
     """
+    seqs = [item.seq for item in items]
     out = {}
     for info in commits:
         start, end = ranges.of(info)
-        out[info.commit] = list(events[start:min(end, len(events))])
+        out[info.commit] = list(items[bisect_left(seqs, start):bisect_left(seqs, end)])
     return out
 
 
@@ -257,10 +261,8 @@ class LogView:
     commits: list[CommitInfo]
     #: commit id -> sessions branching off there (``graph`` only; else empty).
     branches: dict[str, list[Branch]] = field(default_factory=dict)
-    #: commit id -> the events it added (``patch`` only; else empty).
-    added: dict[str, list[Event]] = field(default_factory=dict)
-    #: event seq -> the turn it belongs to (``patch`` only; else empty).
-    turn_of: dict[int, int] = field(default_factory=dict)
+    #: commit id -> what a reader sees of the events it added (``patch`` only; else empty).
+    added: dict[str, list[Item]] = field(default_factory=dict)
 
 
 def read_log(store: GitStore, target: Revision, *, limit: int | None = None, graph: bool = False,
@@ -273,7 +275,8 @@ def read_log(store: GitStore, target: Revision, *, limit: int | None = None, gra
         limit: show at most this many commits (None: all).
         graph: also find where other sessions branch off (the whole history is walked,
             whatever ``limit`` is, so that branches below the limit still meet it).
-        patch: also find the events each shown commit added, and their turns.
+        patch: also find what each shown commit added (its items, turns numbered over the
+            whole log).
 
     Returns:
         The :class:`LogView`.
@@ -292,8 +295,7 @@ def read_log(store: GitStore, target: Revision, *, limit: int | None = None, gra
         view.commits = store.log(sid, start=target.commit, limit=limit)
     if patch:
         snap = store.load(sid, target.commit)
-        view.added = added_by(EventRanges(store, sid), view.commits, snap.events)
-        view.turn_of = {ev.seq: t for ev, t in zip(snap.events, render.turns_of(snap.events), strict=True)}
+        view.added = added_by(EventRanges(store, sid), view.commits, view_items(snap.events))
     return view
 
 
@@ -328,10 +330,8 @@ class DiffSide:
     """One side of a :class:`Diff`: what a revision holds beyond the merge base."""
 
     revision: Revision
-    #: The events after the merge base's.
-    events: list[Event]
-    #: The turn each of ``events`` belongs to (numbered over the whole log).
-    turns: list[int]
+    #: What a reader sees of the events after the merge base's (turns numbered over the whole log).
+    items: list[Item]
 
 
 @dataclass
@@ -353,8 +353,8 @@ def diff(store: GitStore, a: Revision, b: Revision) -> Diff:
         b: the other.
 
     Returns:
-        The :class:`Diff`; each side's events start after the merge base's last event (all
-        of them when there is no merge base).
+        The :class:`Diff`; each side's items are of the events after the merge base's last
+        event (all of them when there is no merge base).
 
     Raises:
         KeyError: a commit is missing.
@@ -367,7 +367,7 @@ def diff(store: GitStore, a: Revision, b: Revision) -> Diff:
     base_info = store.commit_info(base) if base else None
 
     def side(target: Revision, events: list[Event]) -> DiffSide:
-        return DiffSide(target, events[n_base:], render.turns_of(events)[n_base:])
+        return DiffSide(target, [item for item in view_items(events) if item.seq >= n_base])
 
     return Diff(base_info, side(a, snap_a.events), side(b, snap_b.events))
 

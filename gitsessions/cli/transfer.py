@@ -12,6 +12,7 @@ import typer
 
 from .. import __version__, transfer
 from ..history import read_revision
+from ..transcript import turn_count
 from .common import Context, err, short
 
 app = typer.Typer()
@@ -101,7 +102,7 @@ def import_(
     for note in plan.notes:
         err(f"note: {note}")
     for sid, commit, item in result.imported:
-        turns = sum(1 for e in item.events if e.type == "turn/start")
+        turns = turn_count(item.events)
         err(f"imported {sid} ({turns} turn{'s' if turns != 1 else ''}, commit {short(commit)}) from {source}; "
             f"open it with: gs chat {sid}")
         for note in item.notes:
