@@ -39,7 +39,8 @@ from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot
 from .hooks import CommitHooks, subject_of
 from .journal import Journal
 from .lock import SessionLock
-from .pack import PackState, RepackResult
+from .pack import RepackResult
+from .state import PackState, RepoState
 
 #: The one file in every session tree.
 SESSION_FILE = b"session.jsonl"
@@ -90,6 +91,8 @@ class GitStore(SessionStore):
     def __init__(self, path: str | os.PathLike, identity: str = DEFAULT_IDENTITY,
                  redactor: Redactor | None = None, hook_env: Mapping[str, str] | None = None):
         self.path = Path(path)
+        #: The sidecar files under ``<repo>/gs/`` (journals, locks, verified tips, pack state).
+        self.state = RepoState(self.path)
         self.identity = identity.encode("utf-8")
         #: Applied to every event before it is journaled or committed (secrets never enter
         #: history, whoever writes: a chat, an import, a recovery).
@@ -177,15 +180,11 @@ class GitStore(SessionStore):
 
     def journal(self, session_id: str) -> Journal:
         """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
-        return Journal(self.path / "gs" / "journal" / f"{check_session_id(session_id)}.jsonl", self.redactor)
+        return self.state.journal(session_id, self.redactor)
 
     def journaled(self) -> list[str]:
         """Return the ids of sessions that have a journal (a turn in progress, or orphaned)."""
-        folder = self.path / "gs" / "journal"
-        try:
-            return sorted(p.name[: -len(".jsonl")] for p in folder.iterdir() if p.name.endswith(".jsonl"))
-        except FileNotFoundError:
-            return []
+        return self.state.journaled()
 
     def lock(self, session_id: str) -> SessionLock:
         """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<id>.lock``).
@@ -194,7 +193,7 @@ class GitStore(SessionStore):
             RepoError: the repo path is a file or a folder holding something else.
         """
         self.check_path()
-        return SessionLock(self.path / "gs" / "locks" / f"{check_session_id(session_id)}.lock", session_id)
+        return self.state.lock(session_id)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -241,7 +240,7 @@ class GitStore(SessionStore):
     def list_sessions(self) -> list[SessionInfo]:
         """Return one :class:`SessionInfo` per session, from tip commits only (no blob reads)."""
         out = []
-        verified = self._verified()
+        verified = self.state.verified()
         for sid in self.session_ids():
             try:
                 tip = self.tip(sid)
@@ -264,27 +263,11 @@ class GitStore(SessionStore):
             out.append(SessionInfo(sid, tip, obj.commit_time, CommitMessage.decode(obj.message), error))
         return out
 
-    # Tips known to hold a valid log: every save this store makes, and every successful
-    # load. ``list_sessions`` parses only tips missing here, so listing stays O(sessions)
-    # in small object reads while a session damaged behind gs's back is still flagged.
-
-    def _verified_path(self) -> Path:
-        return self.path / "gs" / "verified"
-
     def _verified(self) -> set[str]:
-        try:
-            return set(self._verified_path().read_text("ascii").split())
-        except (FileNotFoundError, UnicodeDecodeError):
-            return set()
+        return self.state.verified()
 
     def _mark_verified(self, commit: str) -> None:
-        path = self._verified_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, commit.encode("ascii") + b"\n")
-        finally:
-            os.close(fd)
+        self.state.mark_verified(commit)
 
     def read_raw(self, session_id: str, commit: str) -> bytes:
         """Return the bytes of ``session.jsonl`` at ``commit``.
@@ -326,7 +309,7 @@ class GitStore(SessionStore):
             body = raw[:-1] if raw.endswith(b"\n") else raw
             raw = raw[: body.rfind(b"\n") + 1]
         if commit not in self._cache:
-            self._mark_verified(commit)
+            self.state.mark_verified(commit)
         self._remember(commit, raw, len(parsed.events))
         return Snapshot(session_id, commit, parsed.header, parsed.events, raw)
 
@@ -666,7 +649,7 @@ class GitStore(SessionStore):
 
     def pack_due(self) -> bool:
         """True when enough saves piled up as loose objects that a repack should run."""
-        return self.exists() and PackState(self.path).due()
+        return self.exists() and self.state.pack.due()
 
     def gc(self) -> RepackResult | None:
         """Repack everything reachable into one delta pack (see :mod:`gitsessions.store.pack`).
@@ -677,21 +660,13 @@ class GitStore(SessionStore):
         repo = self.repo()
         if repo is None:
             return RepackResult()
-        result = PackState(self.path).repack(repo)
+        result = self.state.pack.repack(repo)
         if result is not None:
-            self._compact_verified()
+            # keep only current tips in the verified-tips file (it gains a line per save)
+            tips = [self.tip(sid) for sid in self.session_ids()] + [self.archive_ref(n) for n in self.archived_ids()]
+            self.state.compact_verified(tips)
         self.close()  # reopen with a fresh pack list next time
         return result
-
-    def _compact_verified(self) -> None:
-        """Keep only current tips in the verified-tips file (it gains a line per save)."""
-        verified = self._verified()
-        tips = {self.tip(sid) for sid in self.session_ids()} | {self.archive_ref(n) for n in self.archived_ids()}
-        keep = sorted(t for t in tips if t and t in verified)
-        tmp = self._verified_path().with_suffix(".tmp")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text("".join(t + "\n" for t in keep), "ascii")
-        os.replace(tmp, self._verified_path())  # a save racing this only costs a re-check later
 
     def _swap(self, repo: Repo, ref: bytes, old: str | None, new: bytes, msg: bytes,
               now: int, tz: int) -> None:

@@ -18,7 +18,6 @@ Delta bases along a chain (position ``k`` = first-parent distance from the root 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from collections.abc import Iterator
@@ -296,49 +295,3 @@ def repack(repo: Repo) -> RepackResult:
     result.seconds = time.monotonic() - started
     return result
 
-
-class PackState:
-    """Counts saves since the last repack, across processes, in ``<repo>/gs/pack-state``.
-
-    One line per save (``<blob bytes>\\n``) appended with ``O_APPEND``; a repack empties it.
-    """
-
-    def __init__(self, repo_path: str | os.PathLike):
-        self.path = Path(repo_path) / "gs" / "pack-state"
-        self.lock_path = Path(repo_path) / "gs" / "locks" / "repack.lock"
-
-    def record_save(self, blob_bytes: int) -> None:
-        """Note one save of a blob of ``blob_bytes`` bytes."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, b"%d\n" % blob_bytes)
-        finally:
-            os.close(fd)
-
-    def due(self) -> bool:
-        """True when AUTO_SAVES saves or AUTO_BYTES loose bytes piled up since the last repack."""
-        try:
-            lines = self.path.read_bytes().split()
-        except FileNotFoundError:
-            return False
-        return len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES
-
-    def repack(self, repo: Repo) -> RepackResult | None:
-        """Repack unless another process is repacking (then return None at once)."""
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return None
-            # Saves recorded from here on are not covered by this repack only if their
-            # objects are written after the loose scan; they stay loose and count next time.
-            try:
-                os.truncate(self.path, 0)
-            except FileNotFoundError:
-                pass
-            return repack(repo)
-        finally:
-            os.close(fd)
