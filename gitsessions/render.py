@@ -23,8 +23,10 @@ _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 
 
 def terminal_safe(text: str) -> str:
-    """Return ``text`` with control characters (ESC, NUL, ...; not newline or tab) shown as
-    ``^X``, so that content from a model or a file cannot drive the terminal."""
+    """Return ``text`` with control characters (ESC, NUL, ...; not newline or tab) shown as ``^X``.
+
+    So content from a model or a file cannot drive the terminal.
+    """
     return _UNSAFE.sub(lambda m: "^" + chr((ord(m.group()) + 64) % 128) if ord(m.group()) < 128 else "^[", text)
 
 

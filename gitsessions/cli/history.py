@@ -1,5 +1,4 @@
-"""Commands that read sessions without talking to a model: ``list``, ``log``, ``show``,
-``diff`` and ``search``.
+"""Commands that read sessions without talking to a model: list, log, show, diff, search.
 
 They import neither the model client nor the terminal UI, so they start fast. Revisions
 (``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``) are resolved by the store;
@@ -173,6 +172,8 @@ def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[hi
 
 
 class ShowFormat(str, Enum):
+    """``gs show --format`` values."""
+
     text = "text"
     json = "json"
     jsonl = "jsonl"
