@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import importlib.resources
+import json
 import os
 import stat
 import subprocess
@@ -32,8 +33,12 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import HookExists, HookRefused
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 #: The hooks gs runs around each commit, in git's order.
 COMMIT_HOOKS = ("pre-commit", "commit-msg", "post-commit")
@@ -217,12 +222,46 @@ class CommitHooks:
                 f"({session_id} at {commit[:7]}); fix the hook or disable it with: chmod -x {post}")
 
 
-# -- the hooks gitsessions ships (gitsessions/hooks_data, the same files as hooks/) ----------
+# -- the hooks gitsessions ships (the top-level hooks/ of the source tree) -------------------
+
+
+def _shipped_folder() -> Traversable:
+    # A wheel holds hooks/ as gitsessions/hooks_data (pyproject.toml maps it); a source tree
+    # (an editable install, or the package on PYTHONPATH) has only hooks/ next to the package.
+    packaged = importlib.resources.files("gitsessions") / "hooks_data"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent.parent / "hooks"
+
+
+#: The file next to the shipped ``pre-commit`` holding the credential shapes it checks:
+#: :func:`install_hooks` writes it from the patterns its caller passes (the CLI passes the
+#: redactor's :data:`~gitsessions.redact.PATTERNS`), so the hook restates none of them and
+#: needs no gitsessions to run.
+SECRET_PATTERNS_FILE = "gs-secret-patterns.json"
+
+
+def secret_patterns_file(patterns: Mapping[str, str]) -> bytes:
+    """Return the contents of :data:`SECRET_PATTERNS_FILE` for ``patterns`` (name -> regex)."""
+    doc = {"written-by": "gs hooks install pre-commit, from gs's redaction patterns; the pre-commit "
+                         "hook next to this file reads them",
+           "patterns": dict(patterns)}
+    return (json.dumps(doc, indent=2) + "\n").encode()
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.gs-tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def shipped_hooks() -> dict[str, bytes]:
-    """Return the hooks shipped with gitsessions: name -> the script's bytes."""
-    folder = importlib.resources.files("gitsessions") / "hooks_data"
+    """Return the hooks shipped with gitsessions: name -> the script's bytes.
+
+    They are the files of the top-level ``hooks/`` folder, found in the installed wheel
+    (as ``gitsessions/hooks_data``) or, in a source tree, next to the package.
+    """
+    folder = _shipped_folder()
     return {entry.name: entry.read_bytes() for entry in sorted(folder.iterdir(), key=lambda e: e.name)
             if entry.is_file() and not entry.name.startswith((".", "_"))}
 
@@ -278,15 +317,20 @@ def hook_status(repo_path: Path) -> list[HookStatus]:
     return out
 
 
-def install_hooks(repo_path: Path, names: list[str] | None = None,
-                  force: bool = False) -> list[tuple[str, str, str | None]]:
+def install_hooks(repo_path: Path, names: list[str] | None = None, force: bool = False, *,
+                  secret_patterns: Mapping[str, str]) -> list[tuple[str, str, str | None]]:
     """Copy shipped hooks into ``<repo>/hooks/`` and make them executable.
+
+    With ``pre-commit`` it (re)writes :data:`SECRET_PATTERNS_FILE` next to it, before the hook,
+    so the hook always finds the patterns of the gitsessions that installed it.
 
     Args:
         repo_path: the (existing) session repo.
         names: the hooks to install (None or empty: all shipped hooks).
         force: replace a hook that differs from the shipped one (it is kept as
             ``<name>.orig``, or ``<name>.orig.<n>`` when that is taken).
+        secret_patterns: the credential shapes the ``pre-commit`` hook checks, name -> Python
+            regex (compiled with ``re.DOTALL``, as :class:`~gitsessions.redact.Redactor` does).
 
     Returns:
         ``(name, what, backup)`` per hook: ``what`` is ``installed``, ``replaced`` (the old
@@ -316,6 +360,8 @@ def install_hooks(repo_path: Path, names: list[str] | None = None,
                 differ.append(name)
     if differ and not force:
         raise HookExists(differ, str(folder))
+    if "pre-commit" in wanted:
+        _write(folder / SECRET_PATTERNS_FILE, secret_patterns_file(secret_patterns))
     done = []
     for name in wanted:
         path = folder / name
@@ -330,9 +376,7 @@ def install_hooks(repo_path: Path, names: list[str] | None = None,
         elif path.exists():
             what = "unchanged" if executable_hook(folder.parent, name) else "enabled"
         if what in ("installed", "replaced"):
-            tmp = folder / f".{name}.gs-tmp"
-            tmp.write_bytes(shipped[name])
-            os.replace(tmp, path)
+            _write(path, shipped[name])
         os.chmod(path, (os.stat(path).st_mode & 0o7777) | 0o755)
         done.append((name, what, backup))
     return done
