@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .rules import DEFAULT_MAX_STEPS
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "repo", "author", "redact",
@@ -53,7 +54,7 @@ class Config:
     base_url: str | None = None
     model: str | None = None
     system: str | None = None
-    max_steps: int = 8
+    max_steps: int = DEFAULT_MAX_STEPS
     repo: Path | None = None
     author_name: str | None = None
     author_email: str | None = None
@@ -124,7 +125,7 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     author = data.get("author") or {}
     if not isinstance(author, dict):
         raise ConfigError(str(path), "author must be a mapping with name and email")
-    max_steps = data.get("max_steps", 8)
+    max_steps = data.get("max_steps", DEFAULT_MAX_STEPS)
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
         raise ConfigError(str(path), "max_steps must be a whole number from 1 to 100")
     repo_value = _str(data, "repo", path)

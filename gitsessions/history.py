@@ -13,7 +13,6 @@ text and JSON is the CLI's job (with :mod:`gitsessions.render`).
 from __future__ import annotations
 
 import json
-import re
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -22,13 +21,12 @@ from dataclasses import dataclass, field
 from . import render
 from .errors import CorruptSession, InvalidSessionId, SessionNotFound, UnsupportedVersion
 from .events import Event
+from .redact import Redactor
+from .rules import rev_session_id, turn_number
 from .session import try_recover
 from .store import CommitInfo, GitStore, Revision, SessionInfo
 from .view import Item
 from .view import items as view_items
-
-#: The session id at the start of a revision (``work`` of ``work~2``).
-_REV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 #: Event types whose ``content`` search looks at, and the role shown for each.
 _SEARCHED = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}
@@ -44,12 +42,13 @@ def _int(value: str | None) -> int | None:
 # -- revisions and listings ------------------------------------------------------------------
 
 
-def read_revision(store: GitStore, rev: str) -> Revision:
+def read_revision(store: GitStore, rev: str, redactor: Redactor | None = None) -> Revision:
     """Recover an orphaned journal of the session ``rev`` names, then resolve ``rev``.
 
     Args:
         store: the session store.
         rev: ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT``.
+        redactor: replaces secrets in a recovered turn (see :func:`~gitsessions.session.recover_journal`).
 
     Returns:
         The revision ``rev`` names.
@@ -59,21 +58,22 @@ def read_revision(store: GitStore, rev: str) -> Revision:
         InvalidSessionId: the session part is no valid session id.
         SessionNotFound: no such session.
     """
-    m = _REV_ID.match(rev)
-    if m:
+    sid = rev_session_id(rev)
+    if sid is not None:
         try:
-            try_recover(store, m.group(0))
+            try_recover(store, sid, redactor)
         except InvalidSessionId:
             pass  # resolve() says what is wrong with it
     return store.resolve(rev)
 
 
-def list_sessions(store: GitStore, *, archived: bool = False) -> list[SessionInfo]:
+def list_sessions(store: GitStore, *, archived: bool = False, redactor: Redactor | None = None) -> list[SessionInfo]:
     """Return the sessions of ``store``, live ones after recovering their orphaned journals.
 
     Args:
         store: the session store.
         archived: list archived sessions (``gs rm``) instead of live ones.
+        redactor: replaces secrets in recovered turns.
 
     Returns:
         One :class:`SessionInfo` per session, in the store's order.
@@ -81,7 +81,7 @@ def list_sessions(store: GitStore, *, archived: bool = False) -> list[SessionInf
     if archived:
         return store.archived_sessions()
     for sid in store.journaled():
-        try_recover(store, sid)
+        try_recover(store, sid, redactor)
     return store.list_sessions()
 
 
@@ -95,13 +95,10 @@ def fork_origin(info: CommitInfo) -> tuple[str, str] | None:
         ``(session, commit)`` from its ``Forked-From`` trailer when that commit is its first
         parent (the fork point), else None (an ordinary commit, or a later commit of a fork).
     """
-    lineage = info.message.trailers.get("Forked-From")
-    if not lineage or not info.parents:
+    lineage = info.message.fields.forked_from
+    if lineage is None or not info.parents or lineage.commit != info.parents[0]:
         return None
-    sid, _, commit = lineage.partition("@")
-    if commit != info.parents[0]:
-        return None
-    return sid, commit
+    return lineage.session_id, lineage.commit
 
 
 # -- which events each commit added ------------------------------------------------------------
@@ -109,10 +106,8 @@ def fork_origin(info: CommitInfo) -> tuple[str, str] | None:
 
 def _trailer_range(info: CommitInfo) -> tuple[int, int] | None:
     """The ``Events: a-b`` trailer as a half-open range ``(a, b + 1)``, or None."""
-    m = re.fullmatch(r"(\d+)-(\d+)", info.message.trailers.get("Events", ""))
-    if not m or int(m.group(2)) < int(m.group(1)):
-        return None
-    return int(m.group(1)), int(m.group(2)) + 1
+    events = info.message.fields.events
+    return (events[0], events[1] + 1) if events is not None else None
 
 
 class EventRanges:
@@ -148,7 +143,7 @@ class EventRanges:
         rng = _trailer_range(info)
         if rng is not None:
             return rng
-        if "Forked-From" in info.message.trailers and "Events" not in info.message.trailers:
+        if info.message.fields.forked_from is not None and "Events" not in info.message.trailers:
             return (0, 0)  # a fork commit: same tree as its parent, adds nothing
         try:
             end = self._count_at(info.commit)
@@ -240,7 +235,7 @@ def branches(store: GitStore, target: Revision, history: Sequence[CommitInfo]) -
             how = "points here"
         elif info.session_id == target.session_id:
             how = "continues from here"
-        elif first is not None and first.message.trailers.get("Forked-From", "").endswith("@" + base):
+        elif first is not None and (lineage := first.message.fields.forked_from) and lineage.commit == base:
             how = "forked here"
         else:
             how = "branches off here"
@@ -426,10 +421,9 @@ def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
             continue
         kind, data = obj.get("type"), obj["data"]
         if kind == "turn/start":
-            t = data.get("turn")
-            turn = t if isinstance(t, int) and not isinstance(t, bool) else turn + 1
+            turn = turn_number(data, turn)
             continue
-        role = _SEARCHED.get(kind)
+        role = _SEARCHED.get(kind) if isinstance(kind, str) else None
         content = data.get("content")
         seq = obj.get("seq")
         if role is None or not isinstance(content, str) or not isinstance(seq, int):
@@ -496,7 +490,8 @@ def dedupe(hits: list[Hit]) -> list[Hit]:
 
 
 def search(store: GitStore, query: str, *, session: str | None = None, all_revisions: bool = False,
-           on_skip: Callable[[str, CorruptSession], None] | None = None) -> list[Hit]:
+           on_skip: Callable[[str, CorruptSession], None] | None = None,
+           redactor: Redactor | None = None) -> list[Hit]:
     """Search the message contents (user, assistant, tool results) of sessions, any case.
 
     Orphaned journals of the searched sessions are recovered first. Each hit is attributed
@@ -510,6 +505,7 @@ def search(store: GitStore, query: str, *, session: str | None = None, all_revis
             commit that added it (see :func:`dedupe`).
         on_skip: called with the session id and the error for each session whose log cannot
             be read (it is skipped), as it is met.
+        redactor: replaces secrets in recovered turns.
 
     Returns:
         The hits, session by session, in the order of the messages.
@@ -522,7 +518,7 @@ def search(store: GitStore, query: str, *, session: str | None = None, all_revis
     targets: list[tuple[str, str, bool]] = []  # (session, commit, archived)
     for sid in store.journaled():
         if session is None or sid == session:
-            try_recover(store, sid)
+            try_recover(store, sid, redactor)
     if session is not None:
         tip = store.tip(session)
         arch = store.archive_ref(session) if all_revisions else None

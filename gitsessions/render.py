@@ -41,13 +41,6 @@ def local_time(epoch_s: int) -> str:
     return dt.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
 
 
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 def session_row(info: SessionInfo) -> dict[str, Any]:
     """Return the ``gs list --json`` object of one session.
 
@@ -55,15 +48,15 @@ def session_row(info: SessionInfo) -> dict[str, Any]:
     ``forked_from`` (``"<session>@<commit>"`` from the tip's ``Forked-From`` trailer, else
     null), ``error`` (null unless the session could not be read).
     """
-    t = info.message.trailers
+    t = info.message.fields
     return {
         "id": info.session_id,
-        "title": t.get("Title", ""),
-        "turns": _int(t.get("Turn")) or 0,
-        "messages": _int(t.get("Messages")) or 0,
+        "title": t.title or "",
+        "turns": t.turn or 0,
+        "messages": t.messages or 0,
         "saved": iso_time(info.time) if info.time else None,
         "commit": info.tip,
-        "forked_from": t.get("Forked-From") or None,
+        "forked_from": str(t.forked_from) if t.forked_from else None,
         "error": info.error,
     }
 
@@ -75,17 +68,17 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     ``model`` (or null), ``events`` (``"a-b"`` or null), ``forked_from``
     (``"<session>@<commit>"`` from the ``Forked-From`` trailer, or null), ``trailers`` (all).
     """
-    t = info.message.trailers
+    t = info.message.fields
     return {
         "commit": info.commit,
         "parents": info.parents,
         "time": iso_time(info.time, info.tz_offset),
-        "turn": _int(t.get("Turn")),
+        "turn": t.turn,
         "subject": info.message.subject,
-        "model": t.get("Model"),
-        "events": t.get("Events"),
-        "forked_from": t.get("Forked-From") or None,
-        "trailers": dict(t),
+        "model": t.model,
+        "events": info.message.trailers.get("Events"),
+        "forked_from": str(t.forked_from) if t.forked_from else None,
+        "trailers": dict(info.message.trailers),
     }
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import IMPORTED_MESSAGE, Event
+from .rules import turn_number
 from .transcript import undone_turns
 
 
@@ -188,13 +189,6 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _turn_number(data: dict, previous: int) -> int:
-    # A turn's number is its turn/start's "turn" when that is an integer, else one more than
-    # the turn before it (a log another tool wrote).
-    t = data.get("turn")
-    return t if isinstance(t, int) and not isinstance(t, bool) else previous + 1
-
-
 def _item(ev: Event, turn: int, undone: set[int]) -> Item | None:
     d, base = ev.data, (ev.seq, ev.time, turn, ev.type)
     t = ev.type
@@ -247,7 +241,7 @@ def items(events: Sequence[Event]) -> list[Item]:
     turn = 0
     for ev in events:
         if ev.type == "turn/start":
-            turn = _turn_number(ev.data, turn)
+            turn = turn_number(ev.data, turn)
         item = _item(ev, turn, undone)
         if item is not None:
             out.append(item)

@@ -90,15 +90,6 @@ EXCEPTIONS = {
     ("gitsessions.config", "platformdirs"):
         "the platform's default config and data folders; only the face calls the two helpers "
         "that ask platformdirs (which reads XDG_* itself)",
-    ("gitsessions.store.git", "gitsessions.redact"):
-        "TEMPORARY: GitStore still redacts what it appends; redaction moves to the one door, "
-        "Session.append (issue 8)",
-    ("gitsessions.store.journal", "gitsessions.redact"):
-        "TEMPORARY: the journal still redacts each streamed chunk; the session journals only "
-        "redacted text (a stream redactor, issue 8)",
-    ("gitsessions.store.state", "gitsessions.redact"):
-        "TEMPORARY: the sidecar state still hands the journal its redactor (goes with the "
-        "journal's redaction, issue 8)",
 }
 
 #: Imports a layer rule would allow but that break another rule: (module prefix, import) -> why.

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config, default_repo_path, load_config
+from ..redact import Redactor
 from ..store import GitStore
 from ..store.git import DEFAULT_IDENTITY
 
@@ -24,6 +25,7 @@ class Context:
     debug: bool = False
     _config: Config | None = None
     _stores: list[GitStore] = field(default_factory=list)
+    _redactor: Redactor | None = None
 
     @property
     def config(self) -> Config:
@@ -55,13 +57,19 @@ class Context:
             pass
         return DEFAULT_IDENTITY
 
-    def redactor(self):
-        """The secret redactor for this run (None when ``redact: false``); see :mod:`gitsessions.redact`."""
+    def redactor(self) -> Redactor | None:
+        """The secret redactor for this run (None when ``redact: false``); see :mod:`gitsessions.redact`.
+
+        Everything that lets text into a session takes it (a chat, an import, the recovery
+        of a journal), so every command that opens the store builds it.
+        """
         if not self.config.redact:
             return None
-        from ..redact import from_environment
+        if self._redactor is None:
+            from ..redact import from_environment
 
-        return from_environment(os.environ, self.config.redact_patterns)
+            self._redactor = from_environment(os.environ, self.config.redact_patterns)
+        return self._redactor
 
     def store(self) -> GitStore:
         """Open the session store (the repo itself is created on first write).
@@ -69,8 +77,8 @@ class Context:
         Raises:
             RepoError: the repo path is a file or a folder holding something else.
         """
-        redactor = self.redactor()
-        store = GitStore(self.repo_path(), identity=self.identity(), redactor=redactor, hook_env=os.environ)
+        self.redactor()  # a bad redact pattern is refused before anything is read or written
+        store = GitStore(self.repo_path(), identity=self.identity(), hook_env=os.environ)
         store.check_path()
         self._stores.append(store)
         return store

@@ -60,7 +60,8 @@ def list_(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        rows = [render.session_row(info) for info in hist.list_sessions(store, archived=archived)]
+        listed = hist.list_sessions(store, archived=archived, redactor=c.redactor())
+        rows = [render.session_row(info) for info in listed]
     rows.sort(key=lambda r: r["saved"] or "", reverse=True)
     if as_json:
         print(render.dumps(rows))
@@ -102,7 +103,7 @@ def log(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev)
+        target = hist.read_revision(store, rev, c.redactor())
         view = hist.read_log(store, target, limit=n, graph=graph, patch=patch)
     sid = target.session_id
     commits, branches = view.commits, view.branches
@@ -194,7 +195,7 @@ def show(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev)
+        target = hist.read_revision(store, rev, c.redactor())
         snap = store.load(target.session_id, target.commit)
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)
@@ -224,8 +225,8 @@ def diff(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        a = hist.read_revision(store, rev_a)
-        b = hist.read_revision(store, rev_b)
+        a = hist.read_revision(store, rev_a, c.redactor())
+        b = hist.read_revision(store, rev_b, c.redactor())
         d = hist.diff(store, a, b)
 
     def side(rev: str, s: hist.DiffSide) -> dict[str, Any]:
@@ -284,7 +285,7 @@ def search(
     c: Context = ctx.obj
     with c.store() as store:
         hits = hist.search(store, query, session=session, all_revisions=all_revisions,
-                           on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"))
+                           on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"), redactor=c.redactor())
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:

@@ -12,7 +12,7 @@ import typer
 
 from .. import __version__, transfer
 from ..history import read_revision
-from ..transcript import turn_count
+from ..rules import turn_count
 from .common import Context, err, short
 
 app = typer.Typer()
@@ -51,7 +51,7 @@ def export(
     if fmt is None:
         fmt = ExportFormat(_SUFFIXES.get(output.suffix.lower(), "markdown") if output else "markdown")
     with c.store() as store:
-        target = read_revision(store, rev)  # recovers a turn a crashed gs left in the journal
+        target = read_revision(store, rev, c.redactor())  # recovers a turn a crashed gs left in the journal
         snap = store.load(target.session_id, target.commit)
     data = transfer.export_bytes(snap, fmt.value)
     if output is None or str(output) == "-":
@@ -100,7 +100,8 @@ def import_(
     transfer.check_plan(plan, as_id)
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
     with c.store() as store:
-        result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra)
+        result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
+                                       redactor=c.redactor())
     for note in plan.notes:
         err(f"note: {note}")
     for sid, commit, item in result.imported:

@@ -140,8 +140,10 @@ class SessionStore(abc.ABC):
         """
 
     @abc.abstractmethod
-    def branch_from(self, session_id: str, commit: str, subject: str, forked_from: str) -> str:
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> str:
         """Create session ``session_id`` starting at ``commit`` in O(1) (a fork); return its first commit.
+
+        ``message`` comes ready from :func:`gitsessions.rules.commit_message` (kind ``fork``).
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).

@@ -33,8 +33,7 @@ from ..errors import (
     UnsupportedVersion,
 )
 from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
-from ..redact import Redactor
-from ..rules import SESSION_ID_RE, CommitMessage, check_session_id
+from ..rules import REV_RE, SESSION_ID_RE, CommitMessage, check_free, check_session_id
 from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot
 from .hooks import CommitHooks, subject_of
 from .journal import Journal
@@ -60,7 +59,6 @@ _BARE_REPO_ENTRIES = frozenset({"gs", "HEAD", "config", "description", "branches
                                 "refs", "logs", "packed-refs"})
 _HEADS = b"refs/heads/"
 _ARCHIVE = b"refs/archive/"
-_REV_RE = re.compile(r"^(?P<id>[A-Za-z0-9][A-Za-z0-9_-]{0,63})(?P<suffix>(?:~\d*|\^+)*|@.*)$")
 
 
 def _hex(sha: bytes) -> str:
@@ -89,14 +87,11 @@ class GitStore(SessionStore):
     """
 
     def __init__(self, path: str | os.PathLike, identity: str = DEFAULT_IDENTITY,
-                 redactor: Redactor | None = None, hook_env: Mapping[str, str] | None = None):
+                 hook_env: Mapping[str, str] | None = None):
         self.path = Path(path)
         #: The sidecar files under ``<repo>/gs/`` (journals, locks, verified tips, pack state).
         self.state = RepoState(self.path)
         self.identity = identity.encode("utf-8")
-        #: Applied to every event before it is journaled or committed (secrets never enter
-        #: history, whoever writes: a chat, an import, a recovery).
-        self.redactor = redactor
         self._repo: Repo | None = None
         # commit id -> (session.jsonl bytes, number of events); saves append to the last one.
         self._cache: OrderedDict[str, tuple[bytes, int]] = OrderedDict()
@@ -180,7 +175,7 @@ class GitStore(SessionStore):
 
     def journal(self, session_id: str) -> Journal:
         """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
-        return self.state.journal(session_id, self.redactor)
+        return self.state.journal(session_id)
 
     def journaled(self) -> list[str]:
         """Return the ids of sessions that have a journal (a turn in progress, or orphaned)."""
@@ -377,8 +372,6 @@ class GitStore(SessionStore):
             if ev.seq != count + i:
                 raise InvalidEvent(f"event seq {ev.seq} does not continue the log (expected {count + i})")
             _check_event(ev)
-        if self.redactor is not None:
-            events = [self.redactor.event(ev) for ev in events]
         try:
             body = b"".join(ev.encode() for ev in events)
         except (TypeError, ValueError) as exc:
@@ -457,7 +450,7 @@ class GitStore(SessionStore):
             BadRevision: malformed, or names no commit (the message names what exists).
             SessionNotFound: no such session.
         """
-        m = _REV_RE.match(rev)
+        m = REV_RE.match(rev)
         if not m:
             raise BadRevision(rev, "expected SESSION, SESSION~N, SESSION^ or SESSION@COMMIT")
         sid, suffix = m.group("id"), m.group("suffix")
@@ -489,35 +482,22 @@ class GitStore(SessionStore):
             raise BadRevision(rev, f"{sid!r} has {n} save{'s' if n != 1 else ''}, so {sid}~0 to {sid}~{n - 1} exist")
         return Revision(sid, history[back].commit, back == 0)
 
-    def _check_free(self, session_id: str) -> None:
-        existing = self.find(session_id)
-        if existing is not None:
-            raise SessionExists(session_id, existing)
-        if self.archive_ref(session_id):
-            raise SessionExists(session_id, f"archive/{session_id}")
-
-    def branch_from(self, session_id: str, commit: str, subject: str, forked_from: str) -> str:
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> str:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same tree).
 
         O(1): one commit object, no content copied. Lineage lives in the parent link and the
-        ``Forked-From: <forked_from>`` trailer (``<session>@<commit>``), so it survives push
-        and clone; ``Turn``, ``Messages`` and ``Title`` are carried over from ``commit``.
+        message's ``Forked-From`` trailer, so it survives push and clone; the caller derives
+        the message (:func:`gitsessions.rules.commit_message`, kind ``fork``).
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).
             HookRefused: the repo's pre-commit or commit-msg hook refused (see :mod:`.hooks`).
         """
         check_session_id(session_id)
-        self._check_free(session_id)
+        check_free(self, session_id)
         repo = self.repo(create=True)
         assert repo is not None
         parent = self._commit(commit)
-        base = CommitMessage.decode(parent.message).trailers
-        trailers = {"Session": session_id, "Turn": base.get("Turn", "0"), "Messages": base.get("Messages", "0")}
-        if base.get("Title"):
-            trailers["Title"] = base["Title"]
-        trailers["Forked-From"] = forked_from
-        message = CommitMessage(subject, trailers)
         hooks = CommitHooks(self.path, self.hook_env)
         text = hooks.before(session_id, message.encode(), lambda: self.read_raw(session_id, commit), b"",
                             action="fork")
@@ -540,7 +520,7 @@ class GitStore(SessionStore):
             raise SessionNotFound(old, self.session_ids())
         check_session_id(new)
         if new.casefold() != old.casefold():
-            self._check_free(new)
+            check_free(self, new)
         self._move_ref(self._ref(old), self._ref(new), sha, f"Branch: renamed {old} to {new}")
 
     def archive(self, session_id: str) -> str:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..events import Event, clean_text
-from ..redact import Redactor
 
 JOURNAL_VERSION = 1
 
@@ -45,14 +44,15 @@ class JournalContents:
 class Journal:
     """Append-only journal file of one session's turn in progress.
 
+    Records are written as given: the session redacted them where their text entered it
+    (see :mod:`gitsessions.redact`), so the journal never holds a secret.
+
     Args:
         path: the journal file (its folder is created on first write).
-        redactor: applied to every record before it is written (see :mod:`gitsessions.redact`).
     """
 
-    def __init__(self, path: str | os.PathLike, redactor: Redactor | None = None):
+    def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.redactor = redactor
         self._fd: int | None = None
 
     def exists(self) -> bool:
@@ -76,14 +76,10 @@ class Journal:
 
     def append_event(self, event: Event, sync: bool = True) -> None:
         """Write one complete event (fsynced unless ``sync`` is False)."""
-        if self.redactor is not None:
-            event = self.redactor.event(event)
         self._write(event.encode(), sync)
 
     def append_delta(self, text: str) -> None:
         """Write streamed reply text as it arrives (to the OS, not fsynced)."""
-        if self.redactor is not None:
-            text = self.redactor.text(text)
         if text:
             self._write(
                 json.dumps({"delta": clean_text(text)}, ensure_ascii=False).encode("utf-8") + b"\n",

@@ -29,8 +29,8 @@ from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.graph import can_fast_forward
 from dulwich.objects import ZERO_SHA
 
-from ..errors import GitSessionsError
-from ..rules import SESSION_ID_RE
+from ..errors import CorruptSession, GitSessionsError, UnsupportedVersion
+from ..rules import SESSION_ID_RE, CommitId, Lineage, SessionId, commit_message, pull_fork_name, taken_by
 from .git import GitStore
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -274,9 +274,9 @@ class Remotes:
             local = store.tip(sid)
             ref = b"refs/heads/" + sid.encode()
             if local is None:
-                existing = store.find(sid)
-                if existing is not None or store.archive_ref(sid):
-                    report.skipped.append((sid, f"clashes with local {existing or 'archive/' + sid}"))
+                existing = taken_by(store, sid)
+                if existing is not None:
+                    report.skipped.append((sid, f"clashes with local {existing}"))
                 elif store.update_ref(ref, None, new, f"pull: new session from {remote_name}"):
                     report.created.append(sid)
                 return
@@ -288,10 +288,16 @@ class Remotes:
             elif can_fast_forward(repo, new.encode(), local.encode()):
                 report.unchanged += 1  # ahead here
             else:
-                fork_id = f"{sid[:40]}-{remote_name[:12]}-{new[:7]}"
-                if store.find(fork_id) is None:
-                    subject = f"fork: {fork_id} from {remote_name}/{sid} at {new[:7]} (diverged)"
-                    store.branch_from(fork_id, new, subject, f"{sid}@{new}")
+                fork_id = pull_fork_name(sid, remote_name, new)
+                if taken_by(store, fork_id) is None:
+                    try:
+                        events = store.load(sid, new).events
+                    except (CorruptSession, UnsupportedVersion):
+                        events = []  # still kept: gs list flags the damaged log
+                    lineage = Lineage(SessionId(sid), CommitId(new))
+                    message = commit_message(fork_id, events, kind="fork", lineage=lineage,
+                                             source=f"{remote_name}/{sid}", why="diverged")
+                    store.branch_from(fork_id, new, message)
                     report.forks.append((sid, fork_id, new))
                 else:
                     report.unchanged += 1
@@ -360,7 +366,7 @@ class Remotes:
 
     def _diverged_hint(self, ref: bytes, theirs: bytes, remote: str) -> str:
         sid = ref.split(b"/", 2)[2].decode("utf-8", "replace")
-        kept = f"{sid[:40]}-{remote[:12]}-{theirs.decode()[:7]}"
+        kept = pull_fork_name(sid, remote, theirs.decode())
         if ref.startswith(b"refs/heads/") and self.store.find(kept):
             return (f"not a fast-forward: {remote} has other saves of {sid} (kept here as {kept}); to publish "
                     f"this side under a new name: gs rename {sid} NEW && gs pull {remote} && gs push {remote}")

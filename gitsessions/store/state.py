@@ -15,7 +15,6 @@ from pathlib import Path
 
 from dulwich.repo import Repo
 
-from ..redact import Redactor
 from ..rules import check_session_id
 from .journal import Journal
 from .lock import SessionLock
@@ -83,9 +82,9 @@ class RepoState:
 
     # -- journals and locks ----------------------------------------------------------------
 
-    def journal(self, session_id: str, redactor: Redactor | None = None) -> Journal:
+    def journal(self, session_id: str) -> Journal:
         """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
-        return Journal(self.root / "journal" / f"{check_session_id(session_id)}.jsonl", redactor)
+        return Journal(self.root / "journal" / f"{check_session_id(session_id)}.jsonl")
 
     def journaled(self) -> list[str]:
         """Return the ids of sessions that have a journal (a turn in progress, or orphaned)."""

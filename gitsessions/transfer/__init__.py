@@ -17,7 +17,7 @@ from ..events import IMPORTED_MESSAGE
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
 from .read import ImportedSession, ImportPlan, read_import
-from .write import ImportResult, check_plan, new_import_id, taken_by, write_import
+from .write import ImportResult, check_plan, write_import
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -33,8 +33,6 @@ __all__ = [
     "export_bytes",
     "export_html",
     "export_markdown",
-    "new_import_id",
     "read_import",
-    "taken_by",
     "write_import",
 ]

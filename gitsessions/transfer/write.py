@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidSessionId, SessionExists, TransferError
 from ..events import make_header
-from ..rules import CommitMessage, check_session_id
-from ..session import commit_message, recover_journal
+from ..redact import Redactor
+from ..rules import check_session_id, commit_message, new_session_id, taken_by
+from ..session import recover_journal
 from ..store import GitStore
 from .read import ImportedSession, ImportPlan
 
@@ -25,26 +25,6 @@ class ImportResult:
 
     imported: list[tuple[str, str, ImportedSession]] = field(default_factory=list)
     clashes: list[tuple[str, str]] = field(default_factory=list)
-
-
-def new_import_id(store: GitStore) -> str:
-    """Return a fresh 8-hex-digit id no session or archived session uses."""
-    while True:
-        sid = secrets.token_hex(4)
-        if taken_by(store, sid) is None:
-            return sid
-
-
-def taken_by(store: GitStore, session_id: str) -> str | None:
-    """Return what already uses ``session_id`` (a session, also by case, or ``archive/<name>``), else None."""
-    existing = store.find(session_id)
-    if existing is not None:
-        return existing
-    folded = session_id.casefold()
-    for name in store.archived_ids():
-        if name.casefold() == folded:
-            return f"archive/{name}"
-    return None
 
 
 def _clash_text(session_id: str, other: str) -> str:
@@ -77,18 +57,23 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
 
 
 def write_import(store: GitStore, plan: ImportPlan, *, as_id: str | None = None,
-                 header_extra: dict[str, Any] | None = None) -> ImportResult:
+                 header_extra: dict[str, Any] | None = None,
+                 redactor: Redactor | None = None) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
     one) is never touched: for a single-session file that is an error; for an archive the
     session is skipped and reported in :attr:`ImportResult.clashes`, and the others are written.
 
+    The file's text enters a session here, so this is its door: events, header and source
+    name are redacted first, and the commit message is derived from the redacted events.
+
     Args:
         store: the session store.
         plan: from :func:`read_import`.
         as_id: the id for a single-session file.
         header_extra: fields of headers made here (``cwd``, ``generator``).
+        redactor: replaces secrets in what is written (None: redaction is off).
 
     Returns:
         What was written and what was skipped.
@@ -105,7 +90,7 @@ def write_import(store: GitStore, plan: ImportPlan, *, as_id: str | None = None,
     for item in plan.sessions:
         sid = as_id or item.session_id
         if sid is None:
-            sid = new_import_id(store)
+            sid = new_session_id(store)
         elif as_id is None:
             try:
                 check_session_id(sid)
@@ -120,7 +105,7 @@ def write_import(store: GitStore, plan: ImportPlan, *, as_id: str | None = None,
             result.clashes.append((sid, why))
             continue
         try:
-            recover_journal(store, sid)  # an orphaned new session of that id is committed first
+            recover_journal(store, sid, redactor)  # an orphaned new session of that id is committed first
             other = taken_by(store, sid)
             if other is not None:
                 if single:
@@ -128,15 +113,15 @@ def write_import(store: GitStore, plan: ImportPlan, *, as_id: str | None = None,
                                         "it was left untouched; import under another id with --as ID")
                 result.clashes.append((sid, _clash_text(sid, other) + "; it was left untouched"))
                 continue
-            header = item.header
+            source, events, header = plan.source, list(item.events), item.header
             if header is None:
-                header = make_header(sid, imported_from=plan.source, **(header_extra or {}))
-            base = commit_message(sid, item.events, 0)
-            trailers = dict(base.trailers)
-            trailers["Imported-From"] = plan.source
-            message = CommitMessage(f"import: {plan.source}", trailers)
+                header = make_header(sid, imported_from=source, **(header_extra or {}))
+            if redactor is not None:
+                source, header = redactor.text(source), redactor.value(header)
+                events = [redactor.event(ev) for ev in events]
+            message = commit_message(sid, events, kind="import", source=source)
             try:
-                commit = store.append(sid, item.events, message, expected_tip=None, header=header)
+                commit = store.append(sid, events, message, expected_tip=None, header=header)
             except SessionExists as exc:  # created between our check and the write
                 if single:
                     raise
