@@ -13,6 +13,7 @@ text and JSON is the CLI's job (with :mod:`gitsessions.render`).
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +22,11 @@ from . import render
 from .errors import CorruptSession, InvalidSessionId, SessionNotFound, UnsupportedVersion
 from .events import Event
 from .redact import Redactor
-from .rules import rev_session_id, turn_number, turns_of
+from .rules import rev_session_id, turn_number
 from .session import try_recover
 from .store import CommitInfo, Revision, SessionInfo, SessionStore
+from .view import Item
+from .view import items as view_items
 
 #: Event types whose ``content`` search looks at, and the role shown for each.
 _SEARCHED = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}
@@ -154,21 +157,22 @@ class EventRanges:
         return (start, end) if start <= end else (end, end)
 
 
-def added_by(ranges: EventRanges, commits: Sequence[CommitInfo], events: Sequence[Event]) -> dict[str, list[Event]]:
-    """Slice out of ``events`` the events each of ``commits`` added.
+def added_by(ranges: EventRanges, commits: Sequence[CommitInfo], items: Sequence[Item]) -> dict[str, list[Item]]:
+    """Pick out of ``items`` the ones made from the events each of ``commits`` added.
 
     Args:
         ranges: the :class:`EventRanges` of the session.
         commits: commits of the session.
-        events: the session's events at the newest of ``commits`` (or later).
+        items: :func:`gitsessions.view.items` of the session's events at the newest of ``commits`` (or later).
 
     Returns:
-        commit id -> the events it added (empty for a commit that added none).
+        commit id -> the items of the events it added (empty for a commit that added none).
     """
-    out: dict[str, list[Event]] = {}
+    seqs = [item.seq for item in items]
+    out: dict[str, list[Item]] = {}
     for info in commits:
         start, end = ranges.of(info)
-        out[info.commit] = list(events[start:min(end, len(events))])
+        out[info.commit] = list(items[bisect_left(seqs, start):bisect_left(seqs, end)])
     return out
 
 
@@ -256,10 +260,8 @@ class LogView:
     commits: list[CommitInfo]
     #: commit id -> sessions branching off there (``graph`` only; else empty).
     branches: dict[str, list[Branch]] = field(default_factory=dict)
-    #: commit id -> the events it added (``patch`` only; else empty).
-    added: dict[str, list[Event]] = field(default_factory=dict)
-    #: event seq -> the turn it belongs to (``patch`` only; else empty).
-    turn_of: dict[int, int] = field(default_factory=dict)
+    #: commit id -> what a reader sees of the events it added (``patch`` only; else empty).
+    added: dict[str, list[Item]] = field(default_factory=dict)
 
 
 def read_log(store: SessionStore, target: Revision, *, limit: int | None = None, graph: bool = False,
@@ -272,7 +274,8 @@ def read_log(store: SessionStore, target: Revision, *, limit: int | None = None,
         limit: show at most this many commits (None: all).
         graph: also find where other sessions branch off (the whole history is walked,
             whatever ``limit`` is, so that branches below the limit still meet it).
-        patch: also find the events each shown commit added, and their turns.
+        patch: also find what each shown commit added (its items, turns numbered over the
+            whole log).
 
     Returns:
         The :class:`LogView`.
@@ -291,8 +294,7 @@ def read_log(store: SessionStore, target: Revision, *, limit: int | None = None,
         view.commits = store.log(sid, start=target.commit, limit=limit)
     if patch:
         snap = store.load(sid, target.commit)
-        view.added = added_by(EventRanges(store, sid), view.commits, snap.events)
-        view.turn_of = {ev.seq: t for ev, t in zip(snap.events, turns_of(snap.events), strict=True)}
+        view.added = added_by(EventRanges(store, sid), view.commits, view_items(snap.events))
     return view
 
 
@@ -327,10 +329,8 @@ class DiffSide:
     """One side of a :class:`Diff`: what a revision holds beyond the merge base."""
 
     revision: Revision
-    #: The events after the merge base's.
-    events: list[Event]
-    #: The turn each of ``events`` belongs to (numbered over the whole log).
-    turns: list[int]
+    #: What a reader sees of the events after the merge base's (turns numbered over the whole log).
+    items: list[Item]
 
 
 @dataclass
@@ -352,8 +352,8 @@ def diff(store: SessionStore, a: Revision, b: Revision) -> Diff:
         b: the other.
 
     Returns:
-        The :class:`Diff`; each side's events start after the merge base's last event (all
-        of them when there is no merge base).
+        The :class:`Diff`; each side's items are of the events after the merge base's last
+        event (all of them when there is no merge base).
 
     Raises:
         KeyError: a commit is missing.
@@ -366,7 +366,7 @@ def diff(store: SessionStore, a: Revision, b: Revision) -> Diff:
     base_info = store.commit_info(base) if base else None
 
     def side(target: Revision, events: list[Event]) -> DiffSide:
-        return DiffSide(target, events[n_base:], turns_of(events)[n_base:])
+        return DiffSide(target, [item for item in view_items(events) if item.seq >= n_base])
 
     return Diff(base_info, side(a, snap_a.events), side(b, snap_b.events))
 

@@ -19,6 +19,8 @@ app = typer.Typer()
 
 
 class ExportFormat(str, Enum):
+    """``gs export --format`` values."""
+
     markdown = "markdown"
     json = "json"
     jsonl = "jsonl"
