@@ -81,10 +81,13 @@ class OpenAIProvider:
             tools: tool schemas offered to the model (None or empty: no tools).
 
         Yields:
-            :class:`TextDelta` items, then exactly one :class:`Completion`.
+            :class:`TextDelta` items, then exactly one :class:`Completion` (only for a reply
+            that finished: a ``finish_reason`` arrived).
 
         Raises:
-            ProviderError: bad key, 4xx/5xx, connection refused or lost mid-stream.
+            ProviderError: bad key, 4xx/5xx, connection refused or lost mid-stream, or a
+                stream that ended without a finish (cut: text already yielded is the
+                caller's to keep).
         """
         openai = self._openai
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
@@ -135,6 +138,11 @@ class OpenAIProvider:
             raise ProviderError(f"the model API failed: {_one_line(exc)}") from None
         except self._httpx_errors() as exc:
             raise ProviderError(f"lost the connection to {self._where()}: {_one_line(exc)}") from None
+        if done.finish_reason is None:
+            # A reply is complete only when the server said how it finished (design.md
+            # "Faults"): a body that ends without one was cut, even when it ended cleanly.
+            kept = "; the partial reply is kept" if parts else ""
+            raise ProviderError(f"the connection to {self._where()} was lost mid-reply{kept}; try again")
         done.content = "".join(parts)
         for i, index in enumerate(sorted(calls)):
             call = calls[index]
