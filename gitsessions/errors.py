@@ -7,6 +7,8 @@ and an exit status; nothing below the CLI prints.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class GitSessionsError(Exception):
     """Base of all gitsessions errors.
@@ -34,9 +36,9 @@ class InvalidSessionId(GitSessionsError):
 class SessionNotFound(GitSessionsError):
     """No session branch with that id (``refs/heads/<id>``)."""
 
-    def __init__(self, session_id: str, known: list[str] | None = None):
+    def __init__(self, session_id: str, known: Sequence[str] | None = None):
         self.session_id = session_id
-        self.known = known or []
+        self.known = list(known or [])
         hint = "; run 'gs list' to see the sessions"
         if self.known:
             shown = ", ".join(self.known[:8]) + (" ..." if len(self.known) > 8 else "")
@@ -233,3 +235,7 @@ class TransferError(GitSessionsError):
         self.source = source
         self.reason = reason
         super().__init__(f"cannot import {source}: {reason}" + (f"; {hint}" if hint else ""))
+
+
+class RemoteError(GitSessionsError):
+    """A remote that cannot be used: unknown name, bad URL, unreachable, refused."""

@@ -42,6 +42,10 @@ KNOWN_TYPES = frozenset(
 #: ``turn/end`` reasons (design.md).
 TURN_END_REASONS = frozenset({"completed", "aborted", "error", "interrupted", "max-steps"})
 
+#: The ignorable event an import keeps a message in that gs does not send to the model
+#: (a ``system`` message, a tool message that answers no call).
+IMPORTED_MESSAGE = "import/message"
+
 
 def now_ms() -> int:
     """Return the current time as epoch milliseconds (the unit of every ``time`` field)."""

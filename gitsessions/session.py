@@ -25,7 +25,7 @@ from .rules import (
     next_turn,
     turn_numbers,
 )
-from .store import GitStore, Revision
+from .store import Revision, SessionStore
 from .transcript import closing_events, derive_messages, open_turn, undone_turns
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
@@ -53,7 +53,7 @@ class Session:
         redactor: what :meth:`append` and :meth:`delta` replace (None: redaction is off).
     """
 
-    def __init__(self, store: GitStore, session_id: str, header: dict, events: list[Event],
+    def __init__(self, store: SessionStore, session_id: str, header: dict, events: list[Event],
                  tip: str | None, lock: Any, redactor: Redactor | None = None):
         self.store = store
         self.id = session_id
@@ -71,8 +71,8 @@ class Session:
         self._journal_open = False
 
     @classmethod
-    def open(cls, store: GitStore, session_id: str, *, new_header: dict | None = None,
-             redactor: Redactor | None = None) -> Session:
+    def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
+             redactor: Redactor | None = None, warnings: list[str] | None = None) -> Session:
         """Open ``session_id`` for writing, taking its lock and recovering an orphaned journal.
 
         Args:
@@ -81,6 +81,7 @@ class Session:
                 ``new_header`` is given.
             new_header: the header for a new session (None: the session must exist).
             redactor: replaces secrets in what enters the session (and in a recovered journal).
+            warnings: gets a line when the recovered turn went to a new session.
 
         Raises:
             SessionLocked: another live process writes it.
@@ -91,7 +92,7 @@ class Session:
         check_session_id(session_id)
         lock = store.lock(session_id).acquire()
         try:
-            recovered = recover_journal(store, session_id, redactor=redactor)
+            recovered = recover_journal(store, session_id, redactor, warnings)
             tip = store.tip(session_id)
             if tip is not None:
                 snap = store.load(session_id, tip)
@@ -234,13 +235,15 @@ class Session:
             self._lock.release()
 
 
-def recover_journal(store: GitStore, session_id: str, *, redactor: Redactor | None = None) -> str | None:
+def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | None = None,
+                    warnings: list[str] | None = None) -> str | None:
     """Commit the turn an orphaned journal holds, closed as ``interrupted``; the caller holds the lock.
 
     Complete events are kept, streamed text after the last event becomes an interrupted
     assistant message, and :func:`closing_events` answers unanswered tool calls and ends the
     turn. A journal whose events the tip already holds (a crash between commit and clearing
-    the journal) is just removed.
+    the journal) is just removed. When the branch moved on meanwhile, the turn is kept on a
+    new session and ``warnings`` (if given) gets a line saying so.
 
     The journal's text enters the session again here, so it goes through the door again:
     ``redactor`` replaces what the process that wrote the journal did not know was secret
@@ -251,6 +254,7 @@ def recover_journal(store: GitStore, session_id: str, *, redactor: Redactor | No
         store: the session store.
         session_id: the session.
         redactor: replaces secrets in the recovered events (None: redaction is off).
+        warnings: gets a line when the turn had to go to a new session.
 
     Returns:
         The commit made, or None when there was nothing to recover.
@@ -288,8 +292,9 @@ def recover_journal(store: GitStore, session_id: str, *, redactor: Redactor | No
                                                    why="an interrupted turn"))
         else:
             header, events, tip = contents.header or header, [], None
-        store.warnings.append(f"{session_id} moved on while a turn was in progress; that turn is kept "
-                              f"in session {target}")
+        if warnings is not None:
+            warnings.append(f"{session_id} moved on while a turn was in progress; that turn is kept "
+                            f"in session {target}")
     # Keep the run of journal events that continues the log exactly and that the store
     # accepts (a damaged or newer-format record ends the run instead of blocking every open).
     kept: list[Event] = []
@@ -319,17 +324,19 @@ def recover_journal(store: GitStore, session_id: str, *, redactor: Redactor | No
     return commit
 
 
-def try_recover(store: GitStore, session_id: str, *, redactor: Redactor | None = None) -> str | None:
+def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None = None,
+                warnings: list[str] | None = None) -> str | None:
     """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
 
     Used by read-only commands (show, log, list). Returns the recovery commit, or None.
     When a commit hook refuses the recovery, the journal stays and the refusal becomes one
-    of the store's warnings: reading the committed history still works.
+    of ``warnings`` (if given): reading the committed history still works.
 
     Args:
         store: the session store.
         session_id: the session.
         redactor: replaces secrets in the recovered events (see :func:`recover_journal`).
+        warnings: gets a line per recovery a hook refused or that went to a new session.
     """
     journal = store.journal(session_id)
     if not journal.exists():
@@ -338,9 +345,10 @@ def try_recover(store: GitStore, session_id: str, *, redactor: Redactor | None =
     if not lock.try_acquire():
         return None  # a live writer owns the journal
     try:
-        return recover_journal(store, session_id, redactor=redactor)
+        return recover_journal(store, session_id, redactor, warnings)
     except HookRefused as exc:
-        store.warnings.append(f"{session_id}: {exc}")
+        if warnings is not None:
+            warnings.append(f"{session_id}: {exc}")
         return None
     finally:
         lock.release()
@@ -355,7 +363,7 @@ class _Nothing:
     release = close = clear = append_event = append_delta = _skip
 
 
-def fork(store: GitStore, rev: Revision, new_id: str) -> str:
+def fork(store: SessionStore, rev: Revision, new_id: str) -> str:
     """Create session ``new_id`` starting at ``rev`` in O(1) (one commit, no content copied).
 
     The fork's commits carry ``Forked-From: <session>@<commit>``, and its first commit's
@@ -376,9 +384,9 @@ def fork(store: GitStore, rev: Revision, new_id: str) -> str:
     return store.branch_from(new_id, rev.commit, commit_message(new_id, snap.events, kind="fork", lineage=lineage))
 
 
-def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
+def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
                   new_header: Callable[[str], dict] | None = None,
-                  redactor: Redactor | None = None) -> tuple[Session, str | None]:
+                  redactor: Redactor | None = None, warnings: list[str] | None = None) -> tuple[Session, str | None]:
     """Open revision ``rev`` for writing, forking when writing there must not move its branch.
 
     A plain id that names no session is created (when ``new_header`` is given). A revision
@@ -392,6 +400,7 @@ def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
         fork_as: always fork, to this id.
         new_header: builds the header of a new session from its id (None: it must exist).
         redactor: replaces secrets in what enters the session (see :class:`Session`).
+        warnings: passed to :meth:`Session.open`.
 
     Returns:
         ``(session, note)``: the open session and, when a fork was made, a line saying so.
@@ -402,7 +411,7 @@ def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
     if not any(c in rev for c in "~^@"):
         check_session_id(rev)  # a plain id: say what is wrong with it, not with a revision
     if SESSION_ID_RE.match(rev) and store.tip(rev) is None:
-        existing = store.find(rev)
+        existing: str | None = store.find(rev)
         if existing is not None:
             raise SessionExists(rev, existing)  # differs only by case from an existing id
     else:
@@ -411,10 +420,10 @@ def open_revision(store: GitStore, rev: str, *, fork_as: str | None = None,
         if new_header is None:
             raise SessionNotFound(rev, store.session_ids())
         check_free(store, rev)  # an archived session keeps its id
-        return Session.open(store, rev, new_header=new_header(rev), redactor=redactor), None
+        return Session.open(store, rev, new_header=new_header(rev), redactor=redactor, warnings=warnings), None
     target = store.resolve(rev)
     if target.is_tip and not fork_as:
-        return Session.open(store, target.session_id, redactor=redactor), None
+        return Session.open(store, target.session_id, redactor=redactor, warnings=warnings), None
     new_id = fork_as or fork_name(store, target.session_id)
     check_session_id(new_id)
     check_free(store, new_id)

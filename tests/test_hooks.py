@@ -13,15 +13,8 @@ from pathlib import Path
 import pytest
 
 from gitsessions.redact import PATTERNS, Redactor
-from gitsessions.store.hooks import (
-    SECRET_PATTERNS_FILE,
-    CommitHooks,
-    clean_message,
-    hook_status,
-    install_hooks,
-    run_hook,
-    shipped_hooks,
-)
+from gitsessions.store.hook_install import SECRET_PATTERNS_FILE, hook_status, install_hooks, shipped_hooks
+from gitsessions.store.hooks import CommitHooks, clean_message, run_hook
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOKS = ROOT / "hooks"

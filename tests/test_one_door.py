@@ -36,6 +36,7 @@ from gitsessions.rules import (
 )
 from gitsessions.session import Session, fork, open_revision, try_recover
 from gitsessions.store import GitStore
+from gitsessions.store.hooks import CommitHooks
 from gitsessions.store.remote import Remotes
 from gitsessions.transfer import read_import, write_import
 
@@ -49,7 +50,7 @@ SECRETS = (GHP, SK, ENV["DEPLOY_TOKEN"])
 
 @pytest.fixture
 def store(repo_path: Path):
-    with GitStore(repo_path) as s:
+    with GitStore(repo_path, hooks=CommitHooks(repo_path)) as s:
         yield s
 
 
@@ -152,8 +153,8 @@ def test_turn_recovered_after_a_refusing_hook_has_no_raw_key_in_its_subject(stor
     assert SK.encode() in _journals(repo_path)  # redaction was off there
 
     hook.chmod(0o644)  # disabled, as git does it
-    with GitStore(repo_path) as later:
-        commit = try_recover(later, "work", redactor=redactor)
+    with GitStore(repo_path, hooks=CommitHooks(repo_path)) as later:
+        commit = try_recover(later, "work", redactor)
         assert commit is not None
         message = _message(later, commit)
     assert message.subject == "turn 2: [REDACTED:api-key] is my key and [REDACTED:DEPLOY_TOKEN] too"
@@ -295,7 +296,7 @@ def test_recovery_fork_when_the_branch_moved(store, redactor, git):
     session._journal.close()  # the process dies mid-turn...
     session._lock.release()
     assert store.update_ref(b"refs/heads/work", base, first, "moved by another tool")  # ...and the branch moves
-    assert try_recover(store, "work", redactor=redactor) is not None
+    assert try_recover(store, "work", redactor) is not None
     [turn, made] = [c.message for c in store.log("work-recovered-1", limit=2)]
     assert made.subject == f"fork: work-recovered-1 from work at {base[:7]} (an interrupted turn)"
     assert made.fields.forked_from == Lineage.parse(f"work@{base}")

@@ -15,6 +15,7 @@ from ..config import Config, default_repo_path, load_config
 from ..redact import Redactor
 from ..store import GitStore
 from ..store.git import DEFAULT_IDENTITY
+from ..store.hooks import CommitHooks
 
 
 @dataclass
@@ -24,8 +25,10 @@ class Context:
     repo: Path | None = None
     debug: bool = False
     _config: Config | None = None
-    _stores: list[GitStore] = field(default_factory=list)
     _redactor: Redactor | None = None
+    #: Warnings for the user collected during this run (a failed post-commit hook, a turn
+    #: recovered into a new session); printed when the command ends.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def config(self) -> Config:
@@ -78,16 +81,22 @@ class Context:
             RepoError: the repo path is a file or a folder holding something else.
         """
         self.redactor()  # a bad redact pattern is refused before anything is read or written
-        store = GitStore(self.repo_path(), identity=self.identity(), hook_env=os.environ)
+        path = self.repo_path()
+        hooks = CommitHooks(path, os.environ, self.warnings)
+        store = GitStore(path, identity=self.identity(), hooks=hooks)
         store.check_path()
-        self._stores.append(store)
         return store
 
+    def take_warnings(self) -> list[str]:
+        """Return the warnings collected so far and forget them."""
+        out = list(self.warnings)
+        self.warnings.clear()  # the same list the hook runners append to
+        return out
+
     def print_warnings(self) -> None:
-        """Print the warnings the stores of this run collected (a failed post-commit hook) on stderr."""
-        for store in self._stores:
-            for warning in store.take_warnings():
-                err(f"gs: warning: {warning}")
+        """Print the warnings this run collected on stderr."""
+        for warning in self.take_warnings():
+            err(f"gs: warning: {warning}")
 
 
 def err(message: str) -> None:

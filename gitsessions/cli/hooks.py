@@ -12,7 +12,7 @@ import typer
 
 from .. import render
 from ..redact import PATTERNS
-from ..store.hooks import backup_remote, hook_status, install_hooks, shipped_hooks
+from ..store.hook_install import backup_remote, hook_status, install_hooks, shipped_hooks
 from .common import Context, err
 
 app = typer.Typer(

@@ -19,6 +19,8 @@ app = typer.Typer()
 
 
 class ExportFormat(str, Enum):
+    """``gs export --format`` values."""
+
     markdown = "markdown"
     json = "json"
     jsonl = "jsonl"
@@ -49,7 +51,7 @@ def export(
     if fmt is None:
         fmt = ExportFormat(_SUFFIXES.get(output.suffix.lower(), "markdown") if output else "markdown")
     with c.store() as store:
-        target = read_revision(store, rev, redactor=c.redactor())  # recovers a turn a crashed gs left in the journal
+        target = read_revision(store, rev, c.redactor(), c.warnings)  # recovers a turn a crashed gs left in the journal
         snap = store.load(target.session_id, target.commit)
     data = transfer.export_bytes(snap, fmt.value)
     if output is None or str(output) == "-":
@@ -99,7 +101,7 @@ def import_(
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
     with c.store() as store:
         result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
-                                       redactor=c.redactor())
+                                       redactor=c.redactor(), warnings=c.warnings)
     for note in plan.notes:
         err(f"note: {note}")
     for sid, commit, item in result.imported:

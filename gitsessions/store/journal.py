@@ -55,17 +55,16 @@ class Journal:
         self.path = Path(path)
         self._fd: int | None = None
 
+    # -- where the bytes go (a backend keeping journals elsewhere overrides these four) -----
+
     def exists(self) -> bool:
         """Return True when a journal file is present (a turn in progress or orphaned)."""
         return self.path.exists()
 
-    def begin(self, base: str | None, header: dict | None) -> None:
-        """Start a fresh journal for a turn building on ``base`` (truncates an old one)."""
-        self.close()
+    def _start(self) -> None:
+        """Open an empty journal for writing (truncating an old one)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        first = {"journal": JOURNAL_VERSION, "base": base, "header": header}
-        self._write(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=True)
 
     def _write(self, data: bytes, sync: bool) -> None:
         if self._fd is None:
@@ -73,6 +72,27 @@ class Journal:
         os.write(self._fd, data)
         if sync:
             os.fsync(self._fd)
+
+    def _remove(self) -> None:
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def _read_bytes(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    # -- the records -----------------------------------------------------------------------
+
+    def begin(self, base: str | None, header: dict | None) -> None:
+        """Start a fresh journal for a turn building on ``base`` (truncates an old one)."""
+        self.close()
+        self._start()
+        first = {"journal": JOURNAL_VERSION, "base": base, "header": header}
+        self._write(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=True)
 
     def append_event(self, event: Event, sync: bool = True) -> None:
         """Write one complete event (fsynced unless ``sync`` is False)."""
@@ -95,10 +115,7 @@ class Journal:
     def clear(self) -> None:
         """Remove the journal (after its turn was committed)."""
         self.close()
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+        self._remove()
 
     def read(self) -> JournalContents | None:
         """Read the journal back; None when there is none or its first line is unusable.
@@ -106,9 +123,8 @@ class Journal:
         Complete records are kept; a torn last line is dropped. Events whose line is damaged
         before the end stop the read there (what follows cannot be trusted to be in order).
         """
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
+        raw = self._read_bytes()
+        if raw is None:
             return None
         lines = raw.split(b"\n")
         torn = lines[-1] != b""

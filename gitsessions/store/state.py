@@ -24,7 +24,7 @@ from .pack import AUTO_BYTES, AUTO_SAVES, RepackResult, repack
 class PackState:
     """Counts saves since the last repack, across processes, in ``<repo>/gs/pack-state``.
 
-    One line per save (``<blob bytes>\\n``) appended with ``O_APPEND``; a repack empties it.
+    One line per save (the blob's size in bytes) appended with ``O_APPEND``; a repack empties it.
     """
 
     def __init__(self, repo_path: str | os.PathLike):

@@ -13,8 +13,9 @@ Nothing here prints or reads the environment; the CLI does.
 """
 
 from ..errors import TransferError
+from ..events import IMPORTED_MESSAGE
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
-from .messages import IMPORTED_MESSAGE, ROLES, events_from_messages
+from .messages import ROLES, events_from_messages
 from .read import ImportedSession, ImportPlan, read_import
 from .write import ImportResult, check_plan, write_import
 

@@ -1,9 +1,9 @@
 """Exports (``gs export``) for people and other tools.
 
 ``markdown`` and ``html`` are for reading (title, session, commit, then every message with its
-role and time, tool calls and results, interrupted replies and turns that did not complete);
-``json`` is exactly the ``gs show --format json`` object; ``jsonl`` is ``session.jsonl`` byte
-for byte.
+role and time, tool calls and results, interrupted replies and turns that did not complete):
+both render :func:`gitsessions.view.items`, as ``gs show`` does. ``json`` is exactly the
+``gs show --format json`` object; ``jsonl`` is ``session.jsonl`` byte for byte.
 """
 
 from __future__ import annotations
@@ -11,15 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
-from ..events import Event, clean_text
+from .. import view
+from ..events import clean_text
 from ..render import dumps, show_object
+from ..rules import turn_count
 from ..store import Snapshot
-from ..transcript import derive_messages, title_of, undone_turns
-from .messages import IMPORTED_MESSAGE
+from ..transcript import derive_messages, title_of
 
 #: ``gs export --format`` values.
 EXPORT_FORMATS = ("markdown", "json", "jsonl", "html")
@@ -33,53 +31,6 @@ def event_time(ms: int) -> str:
         return str(ms)
 
 
-@dataclass
-class _Item:
-    """One thing a readable export shows, in log order."""
-
-    kind: str  # turn | message | tool_call | tool_result | turn_end | note | summary
-    time: int
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-def _items(events: Sequence[Event]) -> Iterator[_Item]:
-    undone = undone_turns(events)
-    turn = 0
-    for ev in events:
-        d, t = ev.data, ev.type
-        if t == "turn/start":
-            turn = d.get("turn", turn + 1)
-            yield _Item("turn", ev.time, {"turn": turn, "undone": turn in undone})
-        elif t == "user/message":
-            yield _Item("message", ev.time, {"role": "user", "content": str(d.get("content", ""))})
-        elif t == "assistant/message":
-            content = d.get("content")
-            content = content if isinstance(content, str) else ""
-            calls = [c for c in d.get("tool_calls") or [] if isinstance(c, dict)]
-            yield _Item("message", ev.time, {"role": "assistant", "content": content, "calls": len(calls),
-                                             "model": d.get("model"), "interrupted": bool(d.get("interrupted"))})
-            for call in calls:
-                yield _Item("tool_call", ev.time, {"id": str(call.get("id") or ""), "name": str(call.get("name", "")),
-                                                   "arguments": str(call.get("arguments") or "")})
-        elif t == "tool/result":
-            yield _Item("tool_result", ev.time, {
-                "id": str(d.get("id") or ""), "name": str(d.get("name") or ""), "content": str(d.get("content", "")),
-                "is_error": bool(d.get("is_error")), "error_code": d.get("error_code")})
-        elif t == "turn/end" and d.get("reason") != "completed":
-            yield _Item("turn_end", ev.time, {"reason": str(d.get("reason")), "error": d.get("error")})
-        elif t == "session/title":
-            yield _Item("note", ev.time, {"text": f"title set to: {d.get('title', '')}"})
-        elif t == "session/undo":
-            yield _Item("note", ev.time, {"text": f"turn {d.get('turn')} undone (the model no longer sees it)"})
-        elif t == "session/fork":
-            yield _Item("note", ev.time, {"text": "forked"})
-        elif t == "compaction/summary":
-            yield _Item("summary", ev.time, {"content": str(d.get("summary", ""))})
-        elif t == IMPORTED_MESSAGE:
-            yield _Item("message", ev.time, {"role": str(d.get("role", "?")), "content": str(d.get("content", "")),
-                                             "note": "imported; not sent to the model"})
-
-
 def _meta(snap: Snapshot) -> tuple[str, list[tuple[str, str]]]:
     title = title_of(snap.events) or snap.session_id
     rows = [("Session", snap.session_id), ("Commit", snap.commit)]
@@ -90,8 +41,7 @@ def _meta(snap: Snapshot) -> tuple[str, list[tuple[str, str]]]:
                      if e.type == "assistant/message" and e.data.get("model")})
     if models:
         rows.append(("Model", ", ".join(models)))
-    turns = sum(1 for e in snap.events if e.type == "turn/start")
-    rows.append(("Turns", str(turns)))
+    rows.append(("Turns", str(turn_count(snap.events))))
     rows.append(("Messages", str(len(derive_messages(snap.events)))))
     return title, rows
 
@@ -111,8 +61,23 @@ def _code(text: str) -> str:
     return f"{bar}{pad}{text}{pad}{bar}"
 
 
-def _turn_end_text(d: dict) -> str:
-    return f"turn ended: {d['reason']}" + (f" — {d['error']}" if d.get("error") else "")
+def _turn_end_text(item: view.TurnEnd) -> str:
+    return f"turn ended: {item.reason}" + (f" — {item.error}" if item.error else "")
+
+
+#: What an export says of a message an import kept aside.
+_IMPORTED_NOTE = "imported; not sent to the model"
+
+
+def _note_text(item: view.Item) -> str | None:
+    """The words of a title change, an undo or a fork, else None."""
+    if isinstance(item, view.TitleChange):
+        return f"title set to: {item.title}"
+    if isinstance(item, view.Undo):
+        return f"turn {item.undone} undone (the model no longer sees it)"
+    if isinstance(item, view.Fork):
+        return "forked"
+    return None
 
 
 def export_markdown(snap: Snapshot) -> str:
@@ -120,33 +85,33 @@ def export_markdown(snap: Snapshot) -> str:
     title, rows = _meta(snap)
     out = [f"# {title}", ""]
     out += [f"- **{k}:** {_code(v) if k in ('Session', 'Commit') else v}" for k, v in rows]
-    for item in _items(snap.events):
-        d = item.data
+    for item in view.items(snap.events):
         when = event_time(item.time)
-        if item.kind == "turn":
-            out += ["", "---", "", f"## Turn {d['turn']}" + (" (undone)" if d["undone"] else "")]
-        elif item.kind == "message":
-            extra = f" · {d['model']}" if d.get("model") else ""
-            extra += f" · *{d['note']}*" if d.get("note") else ""
-            out += ["", f"### {d['role']} · {when}{extra}"]
-            if d["content"] or not d.get("calls"):
-                out += ["", d["content"] if d["content"] else "*(no text)*"]
-            if d.get("interrupted"):
+        note = _note_text(item)
+        if isinstance(item, view.TurnStart):
+            out += ["", "---", "", f"## Turn {item.turn}" + (" (undone)" if item.undone else "")]
+        elif isinstance(item, view.Message):
+            extra = f" · {item.model}" if item.model else ""
+            extra += f" · *{_IMPORTED_NOTE}*" if item.imported else ""
+            out += ["", f"### {item.role} · {when}{extra}"]
+            if item.text or not item.tool_calls:
+                out += ["", item.text if item.text else "*(no text)*"]
+            if item.interrupted:
                 out += ["", "*[interrupted: the reply was cut short]*"]
-        elif item.kind == "tool_call":
-            out += ["", f"**tool call** {_code(d['name'])} ({_code(d['id'])}) · {when}", "",
-                    _fence(d["arguments"], "json")]
-        elif item.kind == "tool_result":
-            flag = f" · **error** ({d['error_code']})" if d["is_error"] and d.get("error_code") else \
-                (" · **error**" if d["is_error"] else "")
-            out += ["", f"**tool result** {_code(d['name'])} ({_code(d['id'])}) · {when}{flag}", "",
-                    _fence(d["content"])]
-        elif item.kind == "turn_end":
-            out += ["", f"> **{_turn_end_text(d)}** · {when}"]
-        elif item.kind == "note":
-            out += ["", f"*({d['text']} · {when})*"]
-        elif item.kind == "summary":
-            out += ["", f"### summary of the earlier conversation · {when}", "", d["content"]]
+            for call in item.tool_calls:
+                out += ["", f"**tool call** {_code(call.name or '')} ({_code(call.id or '')}) · {when}", "",
+                        _fence(call.arguments or "", "json")]
+        elif isinstance(item, view.ToolResult):
+            flag = f" · **error** ({item.error_code})" if item.is_error and item.error_code else \
+                (" · **error**" if item.is_error else "")
+            out += ["", f"**tool result** {_code(item.name or '')} ({_code(item.call_id or '')}) · {when}{flag}", "",
+                    _fence(item.text)]
+        elif isinstance(item, view.TurnEnd):
+            out += ["", f"> **{_turn_end_text(item)}** · {when}"]
+        elif note is not None:
+            out += ["", f"*({note} · {when})*"]
+        elif isinstance(item, view.Summary):
+            out += ["", f"### summary of the earlier conversation · {when}", "", item.text]
     return clean_text("\n".join(out).rstrip("\n") + "\n")
 
 
@@ -177,47 +142,47 @@ def export_html(snap: Snapshot) -> str:
             for k, v in rows]
     out += ["</dl></header>", "<main>"]
     in_section = False
-    for item in _items(snap.events):
-        d = item.data
+    for item in view.items(snap.events):
         when = f'<time datetime="{e(event_time(item.time))}">{e(event_time(item.time))}</time>'
-        if item.kind == "turn":
+        note = _note_text(item)
+        if isinstance(item, view.TurnStart):
             if in_section:
                 out.append("</section>")
-            cls = ' class="undone"' if d["undone"] else ""
-            out.append(f"<section{cls}><h2>Turn {e(str(d['turn']))}{' (undone)' if d['undone'] else ''}</h2>")
+            cls = ' class="undone"' if item.undone else ""
+            out.append(f"<section{cls}><h2>Turn {e(str(item.turn))}{' (undone)' if item.undone else ''}</h2>")
             in_section = True
-        elif item.kind == "message":
-            role = d["role"]
-            cls = re.sub(r"[^a-z]", "", role.lower()) or "other"
-            if d.get("note"):
+        elif isinstance(item, view.Message):
+            cls = re.sub(r"[^a-z]", "", item.role.lower()) or "other"
+            if item.imported:
                 cls += " imported"
-            meta = f'<span class="role">{e(role)}</span> · {when}'
-            if d.get("model"):
-                meta += f" · {e(str(d['model']))}"
-            if d.get("note"):
-                meta += f' · <span class="mark">{e(d["note"])}</span>'
-            body = f'<div class="text">{e(d["content"])}</div>' if d["content"] else \
-                ("" if d.get("calls") else '<div class="mark">(no text)</div>')
-            mark = '<div class="mark">[interrupted: the reply was cut short]</div>' if d.get("interrupted") else ""
+            meta = f'<span class="role">{e(item.role)}</span> · {when}'
+            if item.model:
+                meta += f" · {e(item.model)}"
+            if item.imported:
+                meta += f' · <span class="mark">{e(_IMPORTED_NOTE)}</span>'
+            body = f'<div class="text">{e(item.text)}</div>' if item.text else \
+                ("" if item.tool_calls else '<div class="mark">(no text)</div>')
+            mark = '<div class="mark">[interrupted: the reply was cut short]</div>' if item.interrupted else ""
             out.append(f'<article class="msg {cls}"><div class="meta">{meta}</div>{body}{mark}</article>')
-        elif item.kind == "tool_call":
-            out.append(f'<div class="tool call"><div class="meta"><span class="role">tool call</span> '
-                       f'<code>{e(d["name"])}</code> ({e(d["id"])}) · {when}</div><pre>{e(d["arguments"])}</pre></div>')
-        elif item.kind == "tool_result":
+            for call in item.tool_calls:
+                out.append(f'<div class="tool call"><div class="meta"><span class="role">tool call</span> '
+                           f'<code>{e(call.name or "")}</code> ({e(call.id or "")}) · {when}</div>'
+                           f'<pre>{e(call.arguments or "")}</pre></div>')
+        elif isinstance(item, view.ToolResult):
             flag = ""
-            if d["is_error"]:
-                code = f" ({e(str(d['error_code']))})" if d.get("error_code") else ""
+            if item.is_error:
+                code = f" ({e(item.error_code)})" if item.error_code else ""
                 flag = f' · <span class="error">error{code}</span>'
             out.append(f'<div class="tool result"><div class="meta"><span class="role">tool result</span> '
-                       f'<code>{e(d["name"])}</code> ({e(d["id"])}) · {when}{flag}</div>'
-                       f'<pre>{e(d["content"])}</pre></div>')
-        elif item.kind == "turn_end":
-            out.append(f'<p class="mark error">{e(_turn_end_text(d))} · {when}</p>')
-        elif item.kind == "note":
-            out.append(f'<p class="mark">({e(d["text"])} · {when})</p>')
-        elif item.kind == "summary":
+                       f'<code>{e(item.name or "")}</code> ({e(item.call_id or "")}) · {when}{flag}</div>'
+                       f'<pre>{e(item.text)}</pre></div>')
+        elif isinstance(item, view.TurnEnd):
+            out.append(f'<p class="mark error">{e(_turn_end_text(item))} · {when}</p>')
+        elif note is not None:
+            out.append(f'<p class="mark">({e(note)} · {when})</p>')
+        elif isinstance(item, view.Summary):
             out.append(f'<article class="msg summary"><div class="meta"><span class="role">summary of the earlier '
-                       f'conversation</span> · {when}</div><div class="text">{e(d["content"])}</div></article>')
+                       f'conversation</span> · {when}</div><div class="text">{e(item.text)}</div></article>')
     if in_section:
         out.append("</section>")
     out += ["</main>", "</body>", "</html>"]

@@ -13,13 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..events import Event, make_event
+from ..events import IMPORTED_MESSAGE, Event, make_event
 from ..transcript import closing_events
 
 #: Roles a chat-completions (or GeekAgent) message may have.
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-#: The ignorable event that keeps a message gs does not send to the model.
-IMPORTED_MESSAGE = "import/message"
 
 
 class _Bad(Exception):

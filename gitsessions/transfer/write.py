@@ -10,7 +10,7 @@ from ..events import make_header
 from ..redact import Redactor
 from ..rules import check_session_id, commit_message, new_session_id, taken_by
 from ..session import recover_journal
-from ..store import GitStore
+from ..store import SessionStore
 from .read import ImportedSession, ImportPlan
 
 
@@ -56,9 +56,9 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
         raise TransferError(plan.source, f"it holds no non-empty session{empty}")
 
 
-def write_import(store: GitStore, plan: ImportPlan, *, as_id: str | None = None,
+def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
                  header_extra: dict[str, Any] | None = None,
-                 redactor: Redactor | None = None) -> ImportResult:
+                 redactor: Redactor | None = None, warnings: list[str] | None = None) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -74,6 +74,7 @@ def write_import(store: GitStore, plan: ImportPlan, *, as_id: str | None = None,
         as_id: the id for a single-session file.
         header_extra: fields of headers made here (``cwd``, ``generator``).
         redactor: replaces secrets in what is written (None: redaction is off).
+        warnings: gets a line per orphaned journal recovered into a new session.
 
     Returns:
         What was written and what was skipped.
@@ -105,7 +106,7 @@ def write_import(store: GitStore, plan: ImportPlan, *, as_id: str | None = None,
             result.clashes.append((sid, why))
             continue
         try:
-            recover_journal(store, sid, redactor=redactor)  # an orphaned new session of that id is committed first
+            recover_journal(store, sid, redactor, warnings)  # an orphaned new session of that id is committed first
             other = taken_by(store, sid)
             if other is not None:
                 if single:
