@@ -17,6 +17,7 @@ import typer
 
 from .. import history as hist
 from .. import render
+from ..rules import Lineage
 from ..store import CommitInfo, Revision
 from ..view import Item, is_message
 from .common import Context, err, short
@@ -34,8 +35,11 @@ def _lineage(forked_from: str | None) -> str | None:
     """``w@<40 hex>`` -> ``w@72beab6`` for tables."""
     if not forked_from:
         return None
-    sid, _, commit = forked_from.partition("@")
-    return f"{sid}@{short(commit)}" if commit else sid
+    try:
+        lineage = Lineage.parse(forked_from)
+    except ValueError:
+        return forked_from  # not gs's shape: shown as it is
+    return f"{lineage.session_id}@{short(lineage.commit)}"
 
 
 def _write_lines(lines: Iterable[str]) -> None:
