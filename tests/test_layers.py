@@ -46,6 +46,7 @@ MODULES = {
     "gitsessions.repl": "face",
     "gitsessions.session": "services",
     "gitsessions.history": "services",
+    "gitsessions.search": "services",
     "gitsessions.transfer": "services",
     "gitsessions.render": "services",
     "gitsessions.chat.loop": "services",
