@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 from .errors import CorruptSession, InvalidSessionId
 from .events import Event
+from .recovery import try_recover
 from .redact import Redactor
 from .rules import rev_session_id
-from .session import try_recover
 from .store import CommitInfo, Revision, SessionInfo, SessionStore
 from .view import Item
 from .view import items as view_items
@@ -45,8 +45,8 @@ def read_revision(store: SessionStore, rev: str, redactor: Redactor | None = Non
     Args:
         store: the session store.
         rev: ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT``.
-        redactor: replaces secrets in a recovered turn (see :func:`~gitsessions.session.recover_journal`).
-        warnings: gets a line per recovery a hook refused (see :func:`~gitsessions.session.try_recover`).
+        redactor: replaces secrets in a recovered turn (see :func:`~gitsessions.recovery.recover_journal`).
+        warnings: gets a line per recovery a hook refused (see :func:`~gitsessions.recovery.try_recover`).
 
     Returns:
         The revision ``rev`` names.

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from . import render
 from .errors import CorruptSession, InvalidSessionId, SessionNotFound, UnsupportedVersion
 from .history import EventRanges
+from .recovery import try_recover
 from .redact import Redactor
 from .rules import turn_number
-from .session import try_recover
 from .store import CommitInfo, SessionStore
 
 #: Event types whose ``content`` search looks at, and the role shown for each.

@@ -17,6 +17,7 @@ from gitsessions.chat.loop import run_turn
 from gitsessions.chat.provider import Completion, TextDelta
 from gitsessions.errors import HookRefused, SessionExists
 from gitsessions.events import make_event, make_header
+from gitsessions.recovery import try_recover
 from gitsessions.redact import Redactor, StreamRedactor, from_environment
 from gitsessions.rules import (
     CommitMessage,
@@ -34,7 +35,7 @@ from gitsessions.rules import (
     turn_numbers,
     turns_of,
 )
-from gitsessions.session import Session, fork, open_revision, try_recover
+from gitsessions.session import Session, fork, open_revision
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
 from gitsessions.store.remote import Remotes
