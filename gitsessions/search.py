@@ -17,8 +17,8 @@ from .errors import CorruptSession, InvalidSessionId, SessionNotFound, Unsupport
 from .history import EventRanges
 from .recovery import try_recover
 from .redact import Redactor
-from .rules import turn_number
 from .store import CommitInfo, SessionStore
+from .turns import turn_number
 
 #: Event types whose ``content`` search looks at, and the role shown for each.
 _SEARCHED = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}

@@ -24,11 +24,10 @@ from .rules import (
     check_session_id,
     commit_message,
     fork_name,
-    next_turn,
-    turn_numbers,
 )
 from .store import Revision, SessionStore
 from .transcript import closing_events, derive_messages, open_turn, undone_turns
+from .turns import next_turn, turn_numbers
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
@@ -119,7 +118,7 @@ class Session:
 
     @property
     def next_turn(self) -> int:
-        """The number the next turn gets (1-based; see :func:`gitsessions.rules.next_turn`)."""
+        """The number the next turn gets (1-based; see :func:`gitsessions.turns.next_turn`)."""
         return next_turn(self.events)
 
     def append(self, type: str, data: dict[str, Any] | None = None) -> Event:

@@ -60,6 +60,7 @@ MODULES = {
     "gitsessions.events": "model",
     "gitsessions.transcript": "model",
     "gitsessions.rules": "model",
+    "gitsessions.turns": "model",
     "gitsessions.redact": "model",
     "gitsessions.view": "model",
     "gitsessions.config": "model",
