@@ -92,13 +92,12 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
     if not kept and not contents.partial:
         journal.clear()
         return None
-    session = Session(store, target, header, events + kept, tip, lock=_Nothing(), redactor=redactor)
-    session._committed = len(events)
-    session.forked_from = lineage or (store.log(target, limit=1)[0].message.fields.forked_from if tip else None)
     # The orphaned journal stays as it is until the commit lands: a crash here just
     # means the next opener recovers it again.
-    session._journal = session._lock
-    session._journal_open = True
+    session = Session(store, target, header, events + kept, tip, lock=_Held(), redactor=redactor,
+                      committed=len(events), journal=_Held(), journal_open=True,
+                      forked_from=lineage or (store.log(target, limit=1)[0].message.fields.forked_from
+                                              if tip else None))
     if contents.partial and session.in_turn:
         session.append("assistant/message", {"content": contents.partial, "tool_calls": [],
                                              "finish_reason": None, "interrupted": True})
@@ -137,10 +136,29 @@ def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None 
         lock.release()
 
 
-class _Nothing:
-    """Stands in for the lock and journal while recovering (both are held by the caller)."""
+class _Held:
+    """Stands in for the lock and the journal while recovering.
 
-    def _skip(self, *args: object, **kwargs: object) -> None:
+    The caller holds the lock, and the orphaned journal already holds the turn, so the
+    recovered session writes neither.
+    """
+
+    def exists(self) -> bool:
+        return True
+
+    def read(self) -> None:
         return None
 
-    release = close = clear = append_event = append_delta = _skip
+    def begin(self, base: str | None, header: dict | None) -> None:
+        return None
+
+    def append_event(self, event: Event, sync: bool = True) -> None:
+        return None
+
+    def append_delta(self, text: str) -> None:
+        return None
+
+    def release(self) -> None:
+        return None
+
+    close = clear = release

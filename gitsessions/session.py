@@ -25,7 +25,7 @@ from .rules import (
     commit_message,
     fork_name,
 )
-from .store import Revision, SessionStore
+from .store import Revision, SessionStore, TurnJournal
 from .transcript import closing_events, derive_messages, open_turn, undone_turns
 from .turns import next_turn, turn_numbers
 
@@ -52,24 +52,42 @@ class Session:
         recovered: the commit made by recovering an orphaned journal when opening, if any.
         forked_from: the lineage every commit of a fork carries (None for no fork).
         redactor: what :meth:`append` and :meth:`delta` replace (None: redaction is off).
+
+    Args:
+        store: the session store.
+        session_id: the session.
+        header: line 1 of the log.
+        events: the events so far.
+        tip: the commit the next save builds on (None: the first save creates the session).
+        lock: the writer lock the caller took (released by :meth:`close`).
+        redactor: see Attributes.
+        committed: how many of ``events`` the tip already holds (default: all of them); the
+            rest are pending and go into the next save.
+        journal: where pending events are journaled (default: the store's journal of
+            ``session_id``); an open journal (``journal_open``) is appended to as it is.
+        journal_open: True when ``journal`` already holds the pending events (a recovery).
+        fork_from: a past revision the first write forks from (the branch is made then).
+        forked_from: the lineage the session's commits carry (a fork's).
     """
 
     def __init__(self, store: SessionStore, session_id: str, header: dict, events: list[Event],
-                 tip: str | None, lock: Any, redactor: Redactor | None = None):
+                 tip: str | None, lock: Any, redactor: Redactor | None = None, *,
+                 committed: int | None = None, journal: TurnJournal | None = None, journal_open: bool = False,
+                 fork_from: Revision | None = None, forked_from: Lineage | None = None):
         self.store = store
         self.id = session_id
         self.header = header
         self.events = events
         self.tip = tip
         self.recovered: str | None = None
-        self.forked_from: Lineage | None = None
+        self.forked_from = forked_from
         self.redactor = redactor
         self._stream = StreamRedactor(redactor) if redactor is not None else None
-        self._fork_from: Revision | None = None
-        self._committed = len(events)
+        self._fork_from = fork_from
+        self._committed = len(events) if committed is None else committed
         self._lock = lock
-        self._journal = store.journal(session_id)
-        self._journal_open = False
+        self._journal = store.journal(session_id) if journal is None else journal
+        self._journal_open = journal_open
 
     @classmethod
     def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
@@ -304,8 +322,8 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
     if open_turn(snap.events) is not None:
         raise BadRevision(rev, "the fork point is inside an unfinished turn")
     lock = store.lock(new_id).acquire()
-    session = Session(store, new_id, snap.header, list(snap.events), None, lock, redactor)
-    session._fork_from = target  # the branch is made by the first write (see append)
+    # The branch is made by the first write (see append): opening the past writes nothing.
+    session = Session(store, new_id, snap.header, list(snap.events), None, lock, redactor, fork_from=target)
     note = (f"{rev} is not the tip of {target.session_id}: " if not target.is_tip else "") + \
         f"what you send goes to new session {new_id}, forked from {target.session_id} at {target.commit[:7]}"
     return session, note
