@@ -26,7 +26,6 @@ from pathlib import Path
 
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.pack import UnpackedObject
-from dulwich.reflog import read_reflog
 from dulwich.repo import Repo
 
 #: Chain positions per block (see module doc).
@@ -40,6 +39,7 @@ AUTO_SAVES = 64
 #: Loose bytes (uncompressed blob sizes) after which an automatic repack is due.
 AUTO_BYTES = 32 * 1024 * 1024
 _ZERO = b"0" * 40
+_HEX = frozenset(b"0123456789abcdef")
 
 
 def _varint(n: int) -> bytes:
@@ -127,6 +127,26 @@ class RepackResult:
     seconds: float = 0.0
 
 
+def reflog_ids(data: bytes) -> Iterator[ObjectID]:
+    r"""Yield the old and new object ids of every line of a reflog file, read tolerantly.
+
+    A line is ``<old> <new> <committer> <time> <tz>[\t<message>]``: plain ``git update-ref``
+    without ``-m`` writes no tab and no message, which dulwich's ``read_reflog`` cannot parse
+    (design.md, dulwich facts). Only the two ids matter here; a line that does not start
+    with them (damage) is skipped, zero ids (creation, deletion) are left out.
+
+    Args:
+        data: the reflog file's bytes.
+    """
+    for line in data.splitlines():
+        old, new = line[:40], line[41:81]
+        if line[40:41] != b" " or not (_HEX.issuperset(old) and _HEX.issuperset(new) and len(new) == 40):
+            continue
+        for sha in (old, new):
+            if sha != _ZERO:
+                yield ObjectID(sha)
+
+
 def _roots(repo: Repo) -> set[ObjectID]:
     """Every commit a ref or a reflog entry names (git keeps reflog targets reachable)."""
     roots: set[ObjectID] = set()
@@ -137,11 +157,7 @@ def _roots(repo: Repo) -> set[ObjectID]:
     if logs.is_dir():
         for path in logs.rglob("*"):
             if path.is_file():
-                with open(path, "rb") as f:
-                    for entry in read_reflog(f):
-                        for logged in (entry.old_sha, entry.new_sha):
-                            if logged != _ZERO:
-                                roots.add(ObjectID(logged))
+                roots.update(reflog_ids(path.read_bytes()))
     return {r for r in roots if r in repo.object_store}
 
 

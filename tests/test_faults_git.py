@@ -1,0 +1,72 @@
+"""Faults from repos touched by plain git and from odd bytes (issue 9, items 4 to 10).
+
+Each test makes the condition with the real ``git`` CLI (a ref moved by ``git update-ref``,
+a branch that is no session, a commit built with ``hash-object``/``mktree``/``commit-tree``,
+a pack file a killed repack left) or with real concurrent ``gs`` processes, then checks that
+gs neither crashes nor silently loses or misreports anything.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from gitsessions.events import Event
+
+HAND = {"GIT_AUTHOR_NAME": "someone", "GIT_AUTHOR_EMAIL": "someone@example.org",
+        "GIT_COMMITTER_NAME": "someone", "GIT_COMMITTER_EMAIL": "someone@example.org"}
+
+
+def commit_by_hand(repo: Path, branch: str, raw: bytes, message: str = "written by hand",
+                   parent: str | None = None) -> str:
+    """Commit ``raw`` as ``session.jsonl`` on ``branch`` with plain git (no trailers); return the commit."""
+
+    def git(*args: str, input: bytes | None = None) -> str:
+        proc = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True,
+                              env={**os.environ, **HAND})
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.decode().strip()
+
+    blob = git("hash-object", "-w", "--stdin", input=raw)
+    tree = git("mktree", input=f"100644 blob {blob}\tsession.jsonl\n".encode())
+    commit = git("commit-tree", tree, *(["-p", parent] if parent else []), "-m", message)
+    git("update-ref", f"refs/heads/{branch}", commit)  # no -m: a reflog line without a message
+    return commit
+
+
+def a_turn(first: int, prompt: str, reply: str) -> list[Event]:
+    """The events of one completed turn, seq from ``first``."""
+    kinds = [("turn/start", {"turn": 0}), ("user/message", {"content": prompt}), ("step/start", {}),
+             ("assistant/message", {"content": reply, "tool_calls": [], "finish_reason": "stop",
+                                    "interrupted": False}),
+             ("step/end", {}), ("turn/end", {"reason": "completed"})]
+    return [Event(first + i, 1_700_000_000_000 + i, t, d) for i, (t, d) in enumerate(kinds)]
+
+
+def two_turns() -> list[Event]:
+    """Two completed turns (turn numbers 1 and 2)."""
+    events = a_turn(0, "first question", "first answer") + a_turn(6, "second question", "second answer")
+    events[0].data["turn"], events[6].data["turn"] = 1, 2
+    return events
+
+
+def fresh_repo(gs) -> None:
+    """Create the session repo as gs does (its first save)."""
+    assert gs("ask", "work", "hello").code == 0
+
+
+# -- 4. a reflog line without a message ------------------------------------------------------
+
+
+def test_gc_reads_a_reflog_line_without_a_message(gs, git, repo_path):
+    fresh_repo(gs)
+    tip = git("rev-parse", "work").strip()
+    git("update-ref", "refs/heads/moved", tip)  # valid git: the reflog line has no message
+    assert "\t" not in (repo_path / "logs" / "refs" / "heads" / "moved").read_text()
+    r = gs("gc")
+    assert r.code == 0, r.err
+    assert "Traceback" not in r.err and "unexpected error" not in r.err
+    assert not any((repo_path / "objects").glob("??/*")), "everything reachable is packed"
+    git("fsck", "--strict")
+    assert gs("show", "moved").code == 0
