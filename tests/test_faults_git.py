@@ -8,8 +8,11 @@ gs neither crashes nor silently loses or misreports anything.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 from gitsessions.events import Event
@@ -70,3 +73,29 @@ def test_gc_reads_a_reflog_line_without_a_message(gs, git, repo_path):
     assert not any((repo_path / "objects").glob("??/*")), "everything reachable is packed"
     git("fsck", "--strict")
     assert gs("show", "moved").code == 0
+
+
+# -- 10. temporary packs a killed gc left ----------------------------------------------------
+
+
+def test_gc_removes_stale_temporary_packs(gs, repo_path):
+    fresh_repo(gs)
+    pack_dir = repo_path / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+
+    def left_behind(age_s: float) -> Path:
+        fd, name = tempfile.mkstemp(dir=pack_dir, suffix=".pack")  # as dulwich's pack writer names it
+        os.write(fd, b"PACK\x00\x00\x00\x02" + b"\x00" * 4096)
+        os.close(fd)
+        then = time.time() - age_s
+        os.utime(name, (then, then))
+        return Path(name)
+
+    stale, fresh = left_behind(3600), left_behind(0)
+    r = gs("gc")
+    assert r.code == 0, r.err
+    assert not stale.exists(), "a temporary pack an hour old is garbage"
+    assert fresh.exists(), "a temporary pack being written right now is left alone"
+    fresh.unlink()
+    subprocess.run(["git", "-C", str(repo_path), "fsck", "--strict"], check=True, capture_output=True)
+    assert json.loads(gs("list", "--json").out)[0]["id"] == "work"

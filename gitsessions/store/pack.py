@@ -40,6 +40,9 @@ AUTO_SAVES = 64
 AUTO_BYTES = 32 * 1024 * 1024
 _ZERO = b"0" * 40
 _HEX = frozenset(b"0123456789abcdef")
+#: A temporary pack file older than this was left by a killed writer (git's ``gc`` likewise
+#: leaves recent ``tmp_*`` files alone: another process may be writing one), seconds.
+STALE_TMP_PACK_S = 15 * 60
 
 
 def _varint(n: int) -> bytes:
@@ -115,6 +118,7 @@ class RepackResult:
         pack_bytes: size of the new ``.pack`` file, bytes.
         loose_removed: loose objects deleted (now packed).
         packs_removed: old packs deleted.
+        tmp_removed: stale temporary pack files deleted (left by killed writers).
         seconds: wall time.
     """
 
@@ -124,6 +128,7 @@ class RepackResult:
     pack_bytes: int = 0
     loose_removed: int = 0
     packs_removed: int = 0
+    tmp_removed: int = 0
     seconds: float = 0.0
 
 
@@ -159,6 +164,38 @@ def _roots(repo: Repo) -> set[ObjectID]:
             if path.is_file():
                 roots.update(reflog_ids(path.read_bytes()))
     return {r for r in roots if r in repo.object_store}
+
+
+def remove_stale_tmp_packs(pack_dir: str | os.PathLike[str], now: float | None = None) -> int:
+    """Delete the temporary pack files a killed repack or fetch left in ``pack_dir``.
+
+    dulwich writes a pack as ``tmp*.pack`` (``tempfile.mkstemp``) and renames it when done;
+    a process killed meanwhile leaves it behind, and nothing else ever removes it. Files
+    younger than :data:`STALE_TMP_PACK_S` may still be written and are kept.
+
+    Args:
+        pack_dir: the ``objects/pack`` folder.
+        now: the current time, epoch seconds (default: now).
+
+    Returns:
+        How many files were removed.
+    """
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        entries = list(os.scandir(os.fspath(pack_dir)))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        if not entry.name.startswith("tmp") or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TMP_PACK_S:
+                os.unlink(entry.path)
+                removed += 1
+        except FileNotFoundError:
+            pass  # another cleaner or its writer was faster
+    return removed
 
 
 def _plan(repo: Repo) -> tuple[list[ObjectID], dict[ObjectID, tuple[int, ObjectID | None]]]:
@@ -241,7 +278,8 @@ def _plan(repo: Repo) -> tuple[list[ObjectID], dict[ObjectID, tuple[int, ObjectI
 def repack(repo: Repo) -> RepackResult:
     """Write every reachable object into one delta pack; remove old packs and packed loose objects.
 
-    Loose objects nothing reaches (a save that lost its compare-and-swap) are kept loose.
+    Loose objects nothing reaches (a save that lost its compare-and-swap) are kept loose;
+    temporary packs a killed writer left are removed (:func:`remove_stale_tmp_packs`).
     Safe against concurrent saves: objects written meanwhile stay loose, and only loose
     objects that the new pack holds are removed.
 
@@ -253,10 +291,11 @@ def repack(repo: Repo) -> RepackResult:
     """
     started = time.monotonic()
     store = repo.object_store
+    tmp_removed = remove_stale_tmp_packs(store.pack_dir)
     old_packs = list(store.packs)
     loose_before = set(store._iter_loose_objects())
     order, plan = _plan(repo)
-    result = RepackResult(objects=len(order))
+    result = RepackResult(objects=len(order), tmp_removed=tmp_removed)
 
     def records() -> Iterator[UnpackedObject]:
         contents: dict[ObjectID, bytes] = {}  # blob sha -> bytes, while a later delta needs it
