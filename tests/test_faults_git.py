@@ -75,6 +75,47 @@ def test_gc_reads_a_reflog_line_without_a_message(gs, git, repo_path):
     assert gs("show", "moved").code == 0
 
 
+# -- 5. a branch that is no session ------------------------------------------------------------
+
+
+def test_push_skips_what_is_not_a_session_and_pushes_the_rest(gs, git, tmp_path):
+    fresh_repo(gs)
+    tip = git("rev-parse", "work").strip()
+    git("update-ref", "refs/heads/feature/x", tip)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    r = gs("push", str(remote))
+    assert r.code == 0, r.err
+    assert r.err.count("feature/x") == 1, r.err  # said once
+    assert "not a session" in r.err
+    heads = subprocess.run(["git", "-C", str(remote), "for-each-ref", "--format=%(refname)"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert heads == ["refs/heads/work"]
+    r = gs("gc")
+    assert r.code == 0, r.err
+
+
+def test_push_skips_a_branch_without_a_session_log(gs, git, tmp_path):
+    fresh_repo(gs)
+    repo = tmp_path / "repo.git"
+    hand = {**os.environ, **HAND}
+    blob = subprocess.run(["git", "-C", str(repo), "hash-object", "-w", "--stdin"], input=b"todo\n",
+                          capture_output=True, check=True).stdout.decode().strip()
+    tree = subprocess.run(["git", "-C", str(repo), "mktree"], input=f"100644 blob {blob}\tREADME\n".encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    other = subprocess.run(["git", "-C", str(repo), "commit-tree", tree, "-m", "notes"],
+                           capture_output=True, env=hand, check=True).stdout.decode().strip()
+    git("update-ref", "refs/heads/notes", other)  # a valid id, but no session log in its tree
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    r = gs("push", str(remote))
+    assert r.code == 0, r.err
+    assert r.err.count("notes") == 1 and "session.jsonl" in r.err, r.err
+    heads = subprocess.run(["git", "-C", str(remote), "for-each-ref", "--format=%(refname)"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert heads == ["refs/heads/work"]
+
+
 # -- 10. temporary packs a killed gc left ----------------------------------------------------
 
 

@@ -16,7 +16,6 @@ from ..errors import (
     BadRevision,
     CorruptSession,
     InvalidEvent,
-    InvalidSessionId,
     SessionExists,
     SessionNotFound,
     UnsupportedVersion,
@@ -270,10 +269,7 @@ class SessionStore(abc.ABC):
         out = []
         verified = self._verified_tips()
         for sid in self.session_ids():
-            try:
-                tip = self.tip(sid)
-            except InvalidSessionId:
-                continue  # a branch made with plain git whose name is no session id
+            tip = self.tip(sid)
             if tip is None:
                 continue
             try:

@@ -144,11 +144,12 @@ class GitStore(SessionStore):
         return Ref(_HEADS + check_session_id(session_id).encode("ascii"))
 
     def session_ids(self) -> list[SessionId]:
-        """Return the ids of all sessions (branches), sorted (also names plain git made)."""
+        """Return the ids of all sessions, sorted: branches named by a valid id (``feature/x`` is none)."""
         repo = self.repo()
         if repo is None:
             return []
-        return sorted(SessionId(name.decode("utf-8", "replace")) for name in repo.refs.keys(base=_HEADS))
+        names = (name.decode("utf-8", "replace") for name in repo.refs.keys(base=_HEADS))
+        return sorted(SessionId(n) for n in names if SESSION_ID_RE.match(n) and n.upper() != "HEAD")
 
     def tip(self, session_id: str) -> CommitId | None:
         """Return the tip commit id of ``session_id`` or None.
@@ -187,9 +188,6 @@ class GitStore(SessionStore):
                           obj.commit_timezone, CommitMessage.decode(obj.message))
 
     def _verified_tips(self) -> set[str]:
-        return self.state.verified()
-
-    def _verified(self) -> set[str]:
         return self.state.verified()
 
     def _mark_verified(self, commit: str) -> None:
@@ -338,7 +336,7 @@ class GitStore(SessionStore):
         new = self._write_commit(repo, parent.tree, [commit], text)
         self._swap(repo, self._ref(session_id), None, new.id, f"branch: {subject_of(text)}".encode(),
                    new.commit_time, new.commit_timezone)
-        if commit in self._verified():
+        if commit in self._verified_tips():
             self._mark_verified(_hex(new.id))  # same tree, same log
         self._post_commit(hooks, session_id, _hex(new.id))
         return _hex(new.id)
