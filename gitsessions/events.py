@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -100,6 +101,42 @@ def clean_value(value: Any, path: str = "data") -> Any:
     if isinstance(value, (list, tuple)):
         return [clean_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
     raise InvalidEvent(f"{path} is a {type(value).__name__}, not a plain JSON value")
+
+
+#: A JSON escape of a UTF-16 surrogate (``\ud83d``): the only way a lone one gets into parsed text.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _well_formed(value: Any) -> Any:
+    """Return a parsed JSON value with every string (keys too) cleaned by :func:`clean_text`."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k): _well_formed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_well_formed(v) for v in value]
+    return value
+
+
+def loads_line(line: str) -> Any:
+    r"""Parse one JSON line of a log; every string in it is well-formed Unicode.
+
+    ``json.loads`` turns an escaped lone surrogate (``"\ud83d"``, written by another tool
+    or by hand) into a string that cannot be encoded, which crashed every command showing
+    it; here it becomes U+FFFD, as text entering a session does (:func:`clean_text`). Only
+    lines holding such an escape pay for the walk.
+
+    Args:
+        line: the line without its ``\n``.
+
+    Returns:
+        The value.
+
+    Raises:
+        ValueError: the line is not JSON.
+    """
+    value = json.loads(line)
+    return _well_formed(value) if _SURROGATE_ESCAPE.search(line) else value
 
 
 def _dumps(obj: dict) -> bytes:
@@ -267,7 +304,7 @@ def parse_log(raw: bytes, session_id: str) -> ParsedLog:
         if line.endswith(b"\r"):
             line = line[:-1]
         try:
-            objs.append(json.loads(line.decode("utf-8")))
+            objs.append(loads_line(line.decode("utf-8")))
         except (UnicodeDecodeError, ValueError) as exc:
             if is_last and lineno > 1:
                 dropped = True

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gitsessions.events import Event
+from gitsessions.events import Event, encode_log, make_header
 
 HAND = {"GIT_AUTHOR_NAME": "someone", "GIT_AUTHOR_EMAIL": "someone@example.org",
         "GIT_COMMITTER_NAME": "someone", "GIT_COMMITTER_EMAIL": "someone@example.org"}
@@ -114,6 +114,25 @@ def test_push_skips_a_branch_without_a_session_log(gs, git, tmp_path):
     heads = subprocess.run(["git", "-C", str(remote), "for-each-ref", "--format=%(refname)"],
                            capture_output=True, text=True, check=True).stdout.split()
     assert heads == ["refs/heads/work"]
+
+
+# -- 7. a lone surrogate written as a JSON escape ------------------------------------------
+
+
+def test_lone_surrogate_escape_in_a_committed_log_shows_as_replacement(gs, repo_path):
+    fresh_repo(gs)
+    events = a_turn(0, "PLACEHOLDER", "reply")
+    events[0].data["turn"] = 1
+    raw = encode_log(make_header("odd", created=1), events).replace(b"PLACEHOLDER", b"bad \\ud83d here")
+    assert b"\\ud83d" in raw
+    commit_by_hand(repo_path, "odd", raw)
+    for args in (("show", "odd"), ("show", "odd", "--format", "json"), ("log", "-p", "odd"),
+                 ("search", "here")):
+        r = gs(*args)
+        assert r.code == 0, (args, r.err)
+        assert "Traceback" not in r.err and "unexpected error" not in r.err, (args, r.err)
+        shown = r.json()["messages"][0]["content"] if "json" in args else r.out
+        assert "bad \ufffd here" in shown, (args, r.out)
 
 
 # -- 10. temporary packs a killed gc left ----------------------------------------------------
