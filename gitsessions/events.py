@@ -238,8 +238,7 @@ class ParsedLog:
     Attributes:
         header: line 1.
         events: the events in seq order.
-        dropped_tail: True when a torn last line (no ``\n`` or unparseable, after the last
-            ``turn/end``) was tolerated and left out.
+        dropped_tail: True when a blank last line was left out.
     """
 
     header: dict
@@ -273,8 +272,10 @@ def _event_from_obj(obj: Any, session_id: str, lineno: int, expect_seq: int) -> 
 def parse_log(raw: bytes, session_id: str) -> ParsedLog:
     """Parse and validate a whole ``session.jsonl``.
 
-    A torn last line (no trailing newline, or not JSON) is tolerated and dropped, as the
-    seed design record says; damage anywhere before it is corruption.
+    A blank last line is left out. A last line that is not JSON is damage like any other:
+    a torn tail is expected only in a journal (which has its own reader,
+    :mod:`gitsessions.store.journal`); in a committed log it means a torn write was
+    committed, and dropping it without a word would let the next save lose it for good.
 
     Args:
         raw: the file's bytes (a BOM and CRLF line ends are tolerated).
@@ -306,9 +307,12 @@ def parse_log(raw: bytes, session_id: str) -> ParsedLog:
         try:
             objs.append(loads_line(line.decode("utf-8")))
         except (UnicodeDecodeError, ValueError) as exc:
-            if is_last and lineno > 1:
-                dropped = True
+            if is_last and lineno > 1 and not line.strip():
+                dropped = True  # a blank last line holds nothing to lose
                 break
+            if is_last and not last_whole:
+                raise CorruptSession(session_id, lineno, "the last line is cut off (no newline, not valid JSON): "
+                                     "a torn write was committed") from None
             raise CorruptSession(session_id, lineno, f"not valid JSON ({exc.__class__.__name__})") from None
     header = objs[0]
     if not isinstance(header, dict) or header.get("type") != "session":

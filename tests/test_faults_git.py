@@ -135,6 +135,38 @@ def test_lone_surrogate_escape_in_a_committed_log_shows_as_replacement(gs, repo_
         assert "bad \ufffd here" in shown, (args, r.out)
 
 
+# -- 8. a torn last line in a commit --------------------------------------------------------
+
+
+def test_torn_last_line_in_a_commit_is_damage_not_dropped(gs, git, repo_path):
+    fresh_repo(gs)
+    events = a_turn(0, "kept", "answer")
+    events[0].data["turn"] = 1
+    raw = encode_log(make_header("torn", created=1), events) + b'{"seq":6,"time":1,"type":"user/mes'
+    tip = commit_by_hand(repo_path, "torn", raw)
+    rows = {row["id"]: row for row in gs("list", "--json").json()}
+    assert rows["torn"]["error"] and "line 8" in rows["torn"]["error"], rows["torn"]
+    assert rows["work"]["error"] is None
+    shown = gs("show", "torn")
+    assert shown.code == 1 and "line 8" in shown.err, shown.err
+    r = gs("ask", "torn", "go on")
+    assert r.code == 1 and "line 8" in r.err, r.err
+    assert git("rev-parse", "torn").strip() == tip, "no write dropped the torn line"
+    rows = {row["id"]: row for row in gs("list", "--json").json()}
+    assert rows["torn"]["error"], "still marked once it was read"
+
+
+def test_a_trailing_blank_line_in_a_commit_loses_nothing(gs, git, repo_path):
+    fresh_repo(gs)
+    events = a_turn(0, "kept", "answer")
+    events[0].data["turn"] = 1
+    commit_by_hand(repo_path, "blank", encode_log(make_header("blank", created=1), events) + b"\n")
+    rows = {row["id"]: row for row in gs("list", "--json").json()}
+    assert rows["blank"]["error"] is None
+    assert gs("ask", "blank", "go on").code == 0
+    assert len(git("show", "blank:session.jsonl").splitlines()) == 1 + 12
+
+
 # -- 10. temporary packs a killed gc left ----------------------------------------------------
 
 

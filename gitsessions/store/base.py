@@ -180,8 +180,8 @@ class SessionStore(abc.ABC):
     def load(self, session_id: str, commit: str | None = None) -> Snapshot:
         """Read ``session_id`` at ``commit`` (its tip when None) and validate it.
 
-        A torn last line (written by another tool; this store writes whole lines) is dropped,
-        from the events and from ``raw``.
+        A blank last line (written by another tool; this store writes whole lines) is dropped,
+        from the events and from ``raw``; a torn one is damage (:func:`parse_log`).
 
         Raises:
             SessionNotFound: no such session.
