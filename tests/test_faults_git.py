@@ -167,6 +167,25 @@ def test_a_trailing_blank_line_in_a_commit_loses_nothing(gs, git, repo_path):
     assert len(git("show", "blank:session.jsonl").splitlines()) == 1 + 12
 
 
+# -- 9. commits without trailers --------------------------------------------------------------
+
+
+def test_list_reads_the_log_when_trailers_are_missing_or_wrong(gs, git, repo_path):
+    fresh_repo(gs)
+    assert gs("ask", "work", "again").code == 0
+    mine = {row["id"]: row for row in gs("list", "--json").json()}["work"]
+    raw = git("show", "work:session.jsonl").encode()
+    commit_by_hand(repo_path, "plain", raw)  # no trailers at all
+    commit_by_hand(repo_path, "liar", raw, message="turn 9: no\n\nSession: liar\nTurn: 9\nMessages: 99\n")
+    rows = {row["id"]: row for row in gs("list", "--json").json()}
+    for sid in ("plain", "liar"):
+        assert (rows[sid]["turns"], rows[sid]["messages"]) == (mine["turns"], mine["messages"]) == (2, 4), rows[sid]
+        assert rows[sid]["error"] is None
+    assert gs("show", "plain").code == 0  # once verified, the missing trailers are still not trusted
+    rows = {row["id"]: row for row in gs("list", "--json").json()}
+    assert (rows["plain"]["turns"], rows["plain"]["messages"]) == (2, 4)
+
+
 # -- 10. temporary packs a killed gc left ----------------------------------------------------
 
 
