@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from conftest import GS
+
 from gitsessions.events import Event, encode_log, make_header
 
 HAND = {"GIT_AUTHOR_NAME": "someone", "GIT_AUTHOR_EMAIL": "someone@example.org",
@@ -114,6 +116,36 @@ def test_push_skips_a_branch_without_a_session_log(gs, git, tmp_path):
     heads = subprocess.run(["git", "-C", str(remote), "for-each-ref", "--format=%(refname)"],
                            capture_output=True, text=True, check=True).stdout.split()
     assert heads == ["refs/heads/work"]
+
+
+# -- 6. case variants -----------------------------------------------------------------------
+
+
+def test_case_variants_started_together_one_wins(gs, git, fake_api, repo_path):
+    fresh_repo(gs)
+    for attempt in range(4):
+        before = len(fake_api.requests)
+        ids = (f"caseR{attempt}", f"caser{attempt}")
+        procs = [subprocess.Popen([*GS, "ask", sid, f"hello from {sid}"], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+                 for sid in ids]
+        results = [(p.wait(timeout=60), p.stderr.read().decode() if p.stderr else "") for p in procs]
+        for p in procs:
+            for stream in (p.stdout, p.stderr):
+                if stream:
+                    stream.close()
+        codes = sorted(code for code, _ in results)
+        assert codes == [0, 1], results
+        loser = next(err for code, err in results if code == 1)
+        assert "Traceback" not in loser and "unexpected error" not in loser, loser
+        assert len(fake_api.requests) - before == 1, "the loser was refused before it called the model"
+        branches = git("for-each-ref", "--format=%(refname:short)", "refs/heads/").split()
+        assert len([b for b in branches if b.casefold() == ids[0].casefold()]) == 1, branches
+        journal = repo_path / "gs" / "journal"
+        assert not list(journal.glob("*.jsonl")) if journal.exists() else True
+    listed = gs("list", "--json")
+    assert listed.code == 0, listed.err
+    assert gs("search", "hello").code == 0
 
 
 # -- 7. a lone surrogate written as a JSON escape ------------------------------------------
