@@ -18,6 +18,7 @@ from pathlib import Path
 from conftest import GS
 
 from gitsessions.events import Event, encode_log, make_header
+from gitsessions.store import GitStore
 
 HAND = {"GIT_AUTHOR_NAME": "someone", "GIT_AUTHOR_EMAIL": "someone@example.org",
         "GIT_COMMITTER_NAME": "someone", "GIT_COMMITTER_EMAIL": "someone@example.org"}
@@ -146,6 +147,29 @@ def test_case_variants_started_together_one_wins(gs, git, fake_api, repo_path):
     listed = gs("list", "--json")
     assert listed.code == 0, listed.err
     assert gs("search", "hello").code == 0
+
+
+def test_a_case_clash_made_by_hand_is_listed(gs, git, repo_path):
+    fresh_repo(gs)
+    tip = git("rev-parse", "work").strip()
+    git("update-ref", "refs/heads/Work", tip)
+    # ... and the turn the loser of such a race left in its journal (it never became a branch)
+    with GitStore(repo_path) as store:
+        journal = store.journal("WORK")
+        journal.begin(None, make_header("WORK", created=1))
+        for event in a_turn(0, "kept apart", "reply"):
+            journal.append_event(event)
+        journal.close()
+    r = gs("list", "--json")
+    assert r.code == 0, r.err
+    rows = {row["id"]: row for row in r.json()}
+    assert set(rows) == {"work", "Work", "WORK-recovered-1"}, rows
+    assert r.err.count("differ only by case") == 1 and "Work and work" in r.err, r.err
+    assert "WORK is taken by Work" in r.err and "WORK-recovered-1" in r.err, r.err
+    assert "kept apart" in gs("show", "WORK-recovered-1").out
+    r = gs("search", "hello")
+    assert r.code == 0, r.err
+    assert gs("show", "work").code == 0
 
 
 # -- 7. a lone surrogate written as a JSON escape ------------------------------------------
