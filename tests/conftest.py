@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 from fakeapi import FakeChatServer
+from typer.testing import CliRunner
+
+from gitsessions import cli
 
 #: The gs entry point of the venv running the tests.
 GS = [sys.executable, "-m", "gitsessions"]
@@ -66,10 +69,43 @@ class Result:
 
 
 @pytest.fixture
-def gs(fake_api: FakeChatServer, monkeypatch: pytest.MonkeyPatch):
-    """Run ``gs`` in a subprocess against the fake API: ``gs("ask", "work", "hi") -> Result``."""
+def gs_env(fake_api: FakeChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point ``gs`` at the fake API (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``) for this test."""
     monkeypatch.setenv("OPENAI_BASE_URL", fake_api.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+
+
+@pytest.fixture
+def gs(gs_env: None):
+    """Run ``gs`` in this process against the fake API: ``gs("ask", "work", "hi") -> Result``.
+
+    The command runs through :func:`gitsessions.cli.run` (the real entry point's error
+    translation) inside typer's ``CliRunner`` isolation: ``sys.stdin`` holds ``input`` (empty
+    when None, like ``/dev/null``), ``sys.stdout``/``sys.stderr`` are captured, and ``env``
+    is set in ``os.environ`` for this call only. ``timeout`` is accepted for the same
+    signature as :func:`gs_proc` but not enforced. Use :func:`gs_proc` where the process is
+    the point (real stdin/stdout file descriptors, signals, what a fresh interpreter imports).
+    """
+    runner = CliRunner()
+
+    def run(*args: str, input: str | bytes | None = None, timeout: float = 60, env: dict | None = None) -> Result:
+        with runner.isolation(input=input, env=env) as (out, err, _mixed):
+            code = cli.run(list(args), prog_name="gs")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            out_bytes, err_bytes = out.getvalue(), err.getvalue()  # closed when isolation ends
+        return Result(code, out_bytes.decode("utf-8", "replace"), err_bytes.decode("utf-8", "replace"))
+
+    return run
+
+
+@pytest.fixture
+def gs_proc(gs_env: None):
+    """Run ``gs`` in a subprocess against the fake API: ``gs_proc("ask", "work", "hi") -> Result``.
+
+    For tests where the process is the point: stdin a real pipe (or ``/dev/null``), what a
+    fresh interpreter imports, exit statuses as the shell sees them.
+    """
 
     def run(*args: str, input: str | bytes | None = None, timeout: float = 60, env: dict | None = None) -> Result:
         full_env = dict(os.environ, **(env or {}))
