@@ -43,6 +43,22 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def import_time_paths(isolated_home: Path) -> Iterator[None]:
+    """Re-point paths libraries computed from ``$HOME`` when first imported, as a new process would.
+
+    ``gs`` runs in-process here, so a library imported during an earlier test keeps that
+    test's home: dulwich reads ``~/.git-credentials`` from a list built at import time.
+    """
+    from dulwich import client
+
+    paths = client.DEFAULT_GIT_CREDENTIALS_PATHS  # the default argument is this very list
+    saved = list(paths)
+    paths[:] = [str(isolated_home / ".git-credentials"), str(isolated_home / ".config" / "git" / "credentials")]
+    yield
+    paths[:] = saved
+
+
 @pytest.fixture
 def repo_path(tmp_path: Path) -> Path:
     """The session repo the isolated environment points at (created on first write)."""
