@@ -79,6 +79,8 @@ class Result:
     code: int
     out: str
     err: str
+    #: stdout exactly as written (``out`` is it decoded, bad bytes replaced)
+    raw: bytes = b""
 
     def json(self):
         return json.loads(self.out)
@@ -110,7 +112,7 @@ def gs(gs_env: None):
             sys.stdout.flush()
             sys.stderr.flush()
             out_bytes, err_bytes = out.getvalue(), err.getvalue()  # closed when isolation ends
-        return Result(code, out_bytes.decode("utf-8", "replace"), err_bytes.decode("utf-8", "replace"))
+        return Result(code, out_bytes.decode("utf-8", "replace"), err_bytes.decode("utf-8", "replace"), out_bytes)
 
     return run
 
@@ -129,7 +131,7 @@ def gs_proc(gs_env: None):
         proc = subprocess.run([*GS, *args], input=data, capture_output=True, timeout=timeout,
                               env=full_env, stdin=None if data is not None else subprocess.DEVNULL)
         return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                      proc.stderr.decode("utf-8", "replace"))
+                      proc.stderr.decode("utf-8", "replace"), proc.stdout)
 
     return run
 
