@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.main
 
 from .. import __version__
 from ..errors import GitSessionsError
@@ -78,7 +80,7 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
     debug = "--debug" in argv or bool(os.environ.get("GS_DEBUG"))
     try:
         # args=None lets click read sys.argv itself (on Windows it also expands globs there).
-        app(args=None if args is None else argv, prog_name=prog_name)
+        _command()(args=None if args is None else argv, prog_name=prog_name)
     except SystemExit as exc:  # typer (click) always ends this way, with the status
         return _status(exc.code)
     except GitSessionsError as exc:
@@ -101,6 +103,16 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
         err(f"gs: unexpected error: {exc.__class__.__name__}: {exc} (run with --debug for details)")
         return 2
     return 0
+
+
+@functools.cache
+def _command() -> Callable[..., Any]:
+    """The click command typer builds from ``app``, built once per process.
+
+    Typer rebuilds it from every command's signature on each call of ``app()`` (tens of
+    milliseconds); a process that runs several commands (the tests) builds it once.
+    """
+    return typer.main.get_command(app)
 
 
 def _status(code: object) -> int:
