@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +95,27 @@ def gs_env(fake_api: FakeChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
 
 
+class GsTimeout(BaseException):
+    """An in-process ``gs`` run took longer than its ``timeout`` (not an ``Exception``, so
+    that gs's own error translation does not turn it into an exit status)."""
+
+
+@contextmanager
+def _deadline(seconds: float, what: str) -> Iterator[None]:
+    """Raise :class:`GsTimeout` in the main thread if the block runs longer than ``seconds``."""
+
+    def expired(_signum, _frame):
+        raise GsTimeout(f"{what} did not finish in {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 @pytest.fixture
 def gs(gs_env: None):
     """Run ``gs`` in this process against the fake API: ``gs("ask", "work", "hi") -> Result``.
@@ -100,14 +123,14 @@ def gs(gs_env: None):
     The command runs through :func:`gitsessions.cli.run` (the real entry point's error
     translation) inside typer's ``CliRunner`` isolation: ``sys.stdin`` holds ``input`` (empty
     when None, like ``/dev/null``), ``sys.stdout``/``sys.stderr`` are captured, and ``env``
-    is set in ``os.environ`` for this call only. ``timeout`` is accepted for the same
-    signature as :func:`gs_proc` but not enforced. Use :func:`gs_proc` where the process is
-    the point (real stdin/stdout file descriptors, signals, what a fresh interpreter imports).
+    is set in ``os.environ`` for this call only; a run longer than ``timeout`` seconds fails
+    the test. Use :func:`gs_proc` where the process is the point (real stdin/stdout file
+    descriptors, signals, what a fresh interpreter imports).
     """
     runner = CliRunner()
 
     def run(*args: str, input: str | bytes | None = None, timeout: float = 60, env: dict | None = None) -> Result:
-        with runner.isolation(input=input, env=env) as (out, err, _mixed):
+        with _deadline(timeout, f"gs {' '.join(args)}"), runner.isolation(input=input, env=env) as (out, err, _):
             code = cli.run(list(args), prog_name="gs")
             sys.stdout.flush()
             sys.stderr.flush()
