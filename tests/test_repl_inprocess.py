@@ -187,3 +187,11 @@ def test_the_system_prompt_reaches_the_model(store):
     model = ScriptedProvider()
     run(store, "hi", model=model, system="Be terse.")
     assert model.requests[0][0][0] == {"role": "system", "content": "Be terse."}
+
+
+def test_piped_prompts_are_decoded_lines_whatever_the_line_end(gs, git):
+    """``gs chat`` behind a pipe: one prompt per line, CRLF and CR end lines too, bad bytes become U+FFFD."""
+    r = gs("chat", "p", input=b"crlf line\r\ncr line\rbad \xff byte\nlast without newline")
+    assert r.code == 0, r.err
+    assert git("log", "--format=%s", "p").splitlines() == [
+        "turn 4: last without newline", "turn 3: bad \ufffd byte", "turn 2: cr line", "turn 1: crlf line"]
