@@ -1,4 +1,6 @@
-"""gitsessions: a terminal chat client for OpenAI-compatible models whose every conversation
-lives in a git repository (a session is a branch, every save is a commit)."""
+"""gitsessions: a terminal chat client whose every conversation lives in a git repository.
+
+It talks to any OpenAI-compatible model; a session is a branch, every save a commit.
+"""
 
 __version__ = "0.1.0"

@@ -1,3 +1,5 @@
+"""``python -m gitsessions``: the ``gs`` command."""
+
 from .cli import main
 
 main()

@@ -8,6 +8,8 @@ Keys (all optional)::
     model: gpt-4o-mini         # overridden by OPENAI_MODEL
     system: You are terse.     # system prompt sent before the transcript (not stored)
     max_steps: 8               # model requests per turn before it stops
+    timeout: 120               # seconds the model may stay silent before the request fails
+    max_retries: 2             # retries of a request that failed before its reply began
     repo: ~/sessions.git       # the session repo; overridden by GS_REPO and --repo
     author: {name: Ada, email: ada@example.com}   # commit identity (else git's user.*)
     redact: true               # replace secrets before anything is stored (default on)
@@ -26,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .rules import DEFAULT_MAX_STEPS
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
-KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "repo", "author", "redact",
-                        "redact_patterns", "sync"})
+KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
+                        "author", "redact", "redact_patterns", "sync"})
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
 APP_NAME = "gitsessions"
@@ -44,6 +47,9 @@ class Config:
         api_key, base_url, model: the provider (None when unset).
         system: optional system prompt.
         max_steps: model requests per turn.
+        timeout: seconds the model may stay silent (to connect, to begin, between two pieces
+            of a reply) before the request fails.
+        max_retries: retries of a model request that failed before its reply began.
         repo: the session repo path when set by config or environment.
         author_name, author_email: commit identity when configured.
     """
@@ -53,7 +59,9 @@ class Config:
     base_url: str | None = None
     model: str | None = None
     system: str | None = None
-    max_steps: int = 8
+    max_steps: int = DEFAULT_MAX_STEPS
+    timeout: float = 120.0
+    max_retries: int = 2
     repo: Path | None = None
     author_name: str | None = None
     author_email: str | None = None
@@ -124,9 +132,15 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     author = data.get("author") or {}
     if not isinstance(author, dict):
         raise ConfigError(str(path), "author must be a mapping with name and email")
-    max_steps = data.get("max_steps", 8)
+    max_steps = data.get("max_steps", DEFAULT_MAX_STEPS)
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
         raise ConfigError(str(path), "max_steps must be a whole number from 1 to 100")
+    timeout = data.get("timeout", 120.0)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
+        raise ConfigError(str(path), "timeout must be a number of seconds above 0 and at most 3600")
+    max_retries = data.get("max_retries", 2)
+    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or not 0 <= max_retries <= 10:
+        raise ConfigError(str(path), "max_retries must be a whole number from 0 to 10")
     repo_value = _str(data, "repo", path)
     if repo_value and not Path(repo_value).expanduser().is_absolute():
         repo_value = str(path.parent / repo_value)  # relative to the config file, not to the cwd
@@ -152,6 +166,8 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         model=env.get("OPENAI_MODEL") or _str(data, "model", path),
         system=_str(data, "system", path),
         max_steps=max_steps,
+        timeout=float(timeout),
+        max_retries=max_retries,
         repo=Path(repo).expanduser() if repo else None,
         author_name=_str(author, "name", path),
         author_email=_str(author, "email", path),

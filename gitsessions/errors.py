@@ -7,6 +7,8 @@ and an exit status; nothing below the CLI prints.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class GitSessionsError(Exception):
     """Base of all gitsessions errors.
@@ -34,9 +36,9 @@ class InvalidSessionId(GitSessionsError):
 class SessionNotFound(GitSessionsError):
     """No session branch with that id (``refs/heads/<id>``)."""
 
-    def __init__(self, session_id: str, known: list[str] | None = None):
+    def __init__(self, session_id: str, known: Sequence[str] | None = None):
         self.session_id = session_id
-        self.known = known or []
+        self.known = list(known or [])
         hint = "; run 'gs list' to see the sessions"
         if self.known:
             shown = ", ".join(self.known[:8]) + (" ..." if len(self.known) > 8 else "")
@@ -219,3 +221,21 @@ class RepoError(GitSessionsError):
         self.path = path
         self.reason = reason
         super().__init__(f"cannot use {path} as the session repo: {reason}; point --repo or GS_REPO elsewhere")
+
+
+class TransferError(GitSessionsError):
+    """A file ``gs import`` refuses (nothing was written), or an export that cannot be made.
+
+    Attributes:
+        source: the file name.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, source: str, reason: str, hint: str = "nothing was written"):
+        self.source = source
+        self.reason = reason
+        super().__init__(f"cannot import {source}: {reason}" + (f"; {hint}" if hint else ""))
+
+
+class RemoteError(GitSessionsError):
+    """A remote that cannot be used: unknown name, bad URL, unreachable, refused."""

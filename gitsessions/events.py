@@ -1,6 +1,6 @@
-"""Event and header types of ``session.jsonl``, their JSONL encoding, validation and text hygiene.
+r"""Event and header types of ``session.jsonl``, their JSONL encoding, validation and text hygiene.
 
-The format (design.md, "On disk"): UTF-8, ``\\n`` line ends, one JSON object per line,
+The format (design.md, "On disk"): UTF-8, ``\n`` line ends, one JSON object per line,
 appended only. Line 1 is the header ``{"type": "session", "version": 1, "created": <epoch ms>,
 ...}``; every later line is an event ``{"seq": n, "time": <epoch ms>, "type": "<kind>/<name>",
 "data": {...}}`` with ``seq`` contiguous from 0. An event type a reader does not know is an
@@ -41,6 +41,10 @@ KNOWN_TYPES = frozenset(
 
 #: ``turn/end`` reasons (design.md).
 TURN_END_REASONS = frozenset({"completed", "aborted", "error", "interrupted", "max-steps"})
+
+#: The ignorable event an import keeps a message in that gs does not send to the model
+#: (a ``system`` message, a tool message that answers no call).
+IMPORTED_MESSAGE = "import/message"
 
 
 def now_ms() -> int:
@@ -130,7 +134,7 @@ class Event:
         return obj
 
     def encode(self) -> bytes:
-        """Return the event's line: compact UTF-8 JSON plus ``\\n``."""
+        r"""Return the event's line: compact UTF-8 JSON plus ``\n``."""
         return _dumps(self.to_dict())
 
 
@@ -181,7 +185,7 @@ def make_header(session_id: str, *, created: int | None = None, **extra: Any) ->
 
 
 def encode_header(header: dict) -> bytes:
-    """Return the header's line (compact UTF-8 JSON plus ``\\n``)."""
+    r"""Return the header's line (compact UTF-8 JSON plus ``\n``)."""
     return _dumps(header)
 
 
@@ -192,12 +196,12 @@ def encode_log(header: dict, events: Iterable[Event]) -> bytes:
 
 @dataclass
 class ParsedLog:
-    """A ``session.jsonl`` read back.
+    r"""A ``session.jsonl`` read back.
 
     Attributes:
         header: line 1.
         events: the events in seq order.
-        dropped_tail: True when a torn last line (no ``\\n`` or unparseable, after the last
+        dropped_tail: True when a torn last line (no ``\n`` or unparseable, after the last
             ``turn/end``) was tolerated and left out.
     """
 

@@ -5,7 +5,7 @@ recovering a journal a crashed ``gs`` left), which events each commit added (``l
 where other sessions branch off a history (``log --graph``), what two revisions hold beyond
 their merge base (``diff``), and where a text occurs in the stored messages (``search``).
 
-Everything here works on a :class:`~gitsessions.store.GitStore` and returns values; nothing
+Everything here works on a :class:`~gitsessions.store.SessionStore` and returns values; nothing
 prints, reads the environment or imports the terminal libraries. Turning the values into
 text and JSON is the CLI's job (with :mod:`gitsessions.render`).
 """
@@ -13,7 +13,7 @@ text and JSON is the CLI's job (with :mod:`gitsessions.render`).
 from __future__ import annotations
 
 import json
-import re
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from . import render
 from .errors import CorruptSession, InvalidSessionId, SessionNotFound, UnsupportedVersion
 from .events import Event
+from .redact import Redactor
+from .rules import rev_session_id, turn_number
 from .session import try_recover
-from .store import CommitInfo, GitStore, Revision, SessionInfo
-
-#: The session id at the start of a revision (``work`` of ``work~2``).
-_REV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+from .store import CommitInfo, Revision, SessionInfo, SessionStore
+from .view import Item
+from .view import items as view_items
 
 #: Event types whose ``content`` search looks at, and the role shown for each.
 _SEARCHED = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}
@@ -41,12 +42,15 @@ def _int(value: str | None) -> int | None:
 # -- revisions and listings ------------------------------------------------------------------
 
 
-def read_revision(store: GitStore, rev: str) -> Revision:
+def read_revision(store: SessionStore, rev: str, redactor: Redactor | None = None,
+                  warnings: list[str] | None = None) -> Revision:
     """Recover an orphaned journal of the session ``rev`` names, then resolve ``rev``.
 
     Args:
         store: the session store.
         rev: ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT``.
+        redactor: replaces secrets in a recovered turn (see :func:`~gitsessions.session.recover_journal`).
+        warnings: gets a line per recovery a hook refused (see :func:`~gitsessions.session.try_recover`).
 
     Returns:
         The revision ``rev`` names.
@@ -56,21 +60,24 @@ def read_revision(store: GitStore, rev: str) -> Revision:
         InvalidSessionId: the session part is no valid session id.
         SessionNotFound: no such session.
     """
-    m = _REV_ID.match(rev)
-    if m:
+    sid = rev_session_id(rev)
+    if sid is not None:
         try:
-            try_recover(store, m.group(0))
+            try_recover(store, sid, redactor, warnings)
         except InvalidSessionId:
             pass  # resolve() says what is wrong with it
     return store.resolve(rev)
 
 
-def list_sessions(store: GitStore, *, archived: bool = False) -> list[SessionInfo]:
+def list_sessions(store: SessionStore, *, archived: bool = False, redactor: Redactor | None = None,
+                  warnings: list[str] | None = None) -> list[SessionInfo]:
     """Return the sessions of ``store``, live ones after recovering their orphaned journals.
 
     Args:
         store: the session store.
         archived: list archived sessions (``gs rm``) instead of live ones.
+        redactor: replaces secrets in recovered turns.
+        warnings: gets a line per recovery a hook refused.
 
     Returns:
         One :class:`SessionInfo` per session, in the store's order.
@@ -78,7 +85,7 @@ def list_sessions(store: GitStore, *, archived: bool = False) -> list[SessionInf
     if archived:
         return store.archived_sessions()
     for sid in store.journaled():
-        try_recover(store, sid)
+        try_recover(store, sid, redactor, warnings)
     return store.list_sessions()
 
 
@@ -92,13 +99,10 @@ def fork_origin(info: CommitInfo) -> tuple[str, str] | None:
         ``(session, commit)`` from its ``Forked-From`` trailer when that commit is its first
         parent (the fork point), else None (an ordinary commit, or a later commit of a fork).
     """
-    lineage = info.message.trailers.get("Forked-From")
-    if not lineage or not info.parents:
+    lineage = info.message.fields.forked_from
+    if lineage is None or not info.parents or lineage.commit != info.parents[0]:
         return None
-    sid, _, commit = lineage.partition("@")
-    if commit != info.parents[0]:
-        return None
-    return sid, commit
+    return lineage.session_id, lineage.commit
 
 
 # -- which events each commit added ------------------------------------------------------------
@@ -106,10 +110,8 @@ def fork_origin(info: CommitInfo) -> tuple[str, str] | None:
 
 def _trailer_range(info: CommitInfo) -> tuple[int, int] | None:
     """The ``Events: a-b`` trailer as a half-open range ``(a, b + 1)``, or None."""
-    m = re.fullmatch(r"(\d+)-(\d+)", info.message.trailers.get("Events", ""))
-    if not m or int(m.group(2)) < int(m.group(1)):
-        return None
-    return int(m.group(1)), int(m.group(2)) + 1
+    events = info.message.fields.events
+    return (events[0], events[1] + 1) if events is not None else None
 
 
 class EventRanges:
@@ -120,7 +122,7 @@ class EventRanges:
     so walking a history reads each blob at most once.
     """
 
-    def __init__(self, store: GitStore, session_id: str):
+    def __init__(self, store: SessionStore, session_id: str):
         """Prepare to read commits of ``session_id`` in ``store``."""
         self.store = store
         self.session_id = session_id
@@ -145,7 +147,7 @@ class EventRanges:
         rng = _trailer_range(info)
         if rng is not None:
             return rng
-        if "Forked-From" in info.message.trailers and "Events" not in info.message.trailers:
+        if info.message.fields.forked_from is not None and "Events" not in info.message.trailers:
             return (0, 0)  # a fork commit: same tree as its parent, adds nothing
         try:
             end = self._count_at(info.commit)
@@ -155,21 +157,22 @@ class EventRanges:
         return (start, end) if start <= end else (end, end)
 
 
-def added_by(ranges: EventRanges, commits: Sequence[CommitInfo], events: Sequence[Event]) -> dict[str, list[Event]]:
-    """Slice out of ``events`` the events each of ``commits`` added.
+def added_by(ranges: EventRanges, commits: Sequence[CommitInfo], items: Sequence[Item]) -> dict[str, list[Item]]:
+    """Pick out of ``items`` the ones made from the events each of ``commits`` added.
 
     Args:
         ranges: the :class:`EventRanges` of the session.
         commits: commits of the session.
-        events: the session's events at the newest of ``commits`` (or later).
+        items: :func:`gitsessions.view.items` of the session's events at the newest of ``commits`` (or later).
 
     Returns:
-        commit id -> the events it added (empty for a commit that added none).
+        commit id -> the items of the events it added (empty for a commit that added none).
     """
-    out = {}
+    seqs = [item.seq for item in items]
+    out: dict[str, list[Item]] = {}
     for info in commits:
         start, end = ranges.of(info)
-        out[info.commit] = list(events[start:min(end, len(events))])
+        out[info.commit] = list(items[bisect_left(seqs, start):bisect_left(seqs, end)])
     return out
 
 
@@ -186,7 +189,7 @@ class Branch:
     how: str  # "forked here", "branches off here", "continues from here", "points here"
 
 
-def branches(store: GitStore, target: Revision, history: Sequence[CommitInfo]) -> dict[str, list[Branch]]:
+def branches(store: SessionStore, target: Revision, history: Sequence[CommitInfo]) -> dict[str, list[Branch]]:
     """Find where the live sessions of ``store`` leave ``history``.
 
     Each session's first-parent chain is walked from its tip until it meets ``history`` (the
@@ -202,7 +205,7 @@ def branches(store: GitStore, target: Revision, history: Sequence[CommitInfo]) -
     Returns:
         commit id of ``history`` -> the sessions leaving it there, sorted by session id.
     """
-    main = {c.commit: c for c in history}
+    main: dict[str, CommitInfo] = {c.commit: c for c in history}
     # commit -> (merge base or None, commits above the base, first commit above the base)
     memo: dict[str, tuple[str | None, int, CommitInfo | None]] = {}
     out: dict[str, list[Branch]] = defaultdict(list)
@@ -236,7 +239,7 @@ def branches(store: GitStore, target: Revision, history: Sequence[CommitInfo]) -
             how = "points here"
         elif info.session_id == target.session_id:
             how = "continues from here"
-        elif first is not None and first.message.trailers.get("Forked-From", "").endswith("@" + base):
+        elif first is not None and (lineage := first.message.fields.forked_from) and lineage.commit == base:
             how = "forked here"
         else:
             how = "branches off here"
@@ -257,13 +260,11 @@ class LogView:
     commits: list[CommitInfo]
     #: commit id -> sessions branching off there (``graph`` only; else empty).
     branches: dict[str, list[Branch]] = field(default_factory=dict)
-    #: commit id -> the events it added (``patch`` only; else empty).
-    added: dict[str, list[Event]] = field(default_factory=dict)
-    #: event seq -> the turn it belongs to (``patch`` only; else empty).
-    turn_of: dict[int, int] = field(default_factory=dict)
+    #: commit id -> what a reader sees of the events it added (``patch`` only; else empty).
+    added: dict[str, list[Item]] = field(default_factory=dict)
 
 
-def read_log(store: GitStore, target: Revision, *, limit: int | None = None, graph: bool = False,
+def read_log(store: SessionStore, target: Revision, *, limit: int | None = None, graph: bool = False,
              patch: bool = False) -> LogView:
     """Read the history of ``target`` for ``gs log``.
 
@@ -273,7 +274,8 @@ def read_log(store: GitStore, target: Revision, *, limit: int | None = None, gra
         limit: show at most this many commits (None: all).
         graph: also find where other sessions branch off (the whole history is walked,
             whatever ``limit`` is, so that branches below the limit still meet it).
-        patch: also find the events each shown commit added, and their turns.
+        patch: also find what each shown commit added (its items, turns numbered over the
+            whole log).
 
     Returns:
         The :class:`LogView`.
@@ -292,15 +294,14 @@ def read_log(store: GitStore, target: Revision, *, limit: int | None = None, gra
         view.commits = store.log(sid, start=target.commit, limit=limit)
     if patch:
         snap = store.load(sid, target.commit)
-        view.added = added_by(EventRanges(store, sid), view.commits, snap.events)
-        view.turn_of = {ev.seq: t for ev, t in zip(snap.events, render.turns_of(snap.events), strict=True)}
+        view.added = added_by(EventRanges(store, sid), view.commits, view_items(snap.events))
     return view
 
 
 # -- diff ------------------------------------------------------------------------------------
 
 
-def merge_base(store: GitStore, a: str, b: str) -> str | None:
+def merge_base(store: SessionStore, a: str, b: str) -> str | None:
     """Return the newest commit on both first-parent chains of ``a`` and ``b``.
 
     Linear: ``a``'s chain is read once into a set, ``b``'s is walked until it meets it.
@@ -328,10 +329,8 @@ class DiffSide:
     """One side of a :class:`Diff`: what a revision holds beyond the merge base."""
 
     revision: Revision
-    #: The events after the merge base's.
-    events: list[Event]
-    #: The turn each of ``events`` belongs to (numbered over the whole log).
-    turns: list[int]
+    #: What a reader sees of the events after the merge base's (turns numbered over the whole log).
+    items: list[Item]
 
 
 @dataclass
@@ -344,7 +343,7 @@ class Diff:
     b: DiffSide
 
 
-def diff(store: GitStore, a: Revision, b: Revision) -> Diff:
+def diff(store: SessionStore, a: Revision, b: Revision) -> Diff:
     """Compare two revisions: find their merge base and the events each added since.
 
     Args:
@@ -353,8 +352,8 @@ def diff(store: GitStore, a: Revision, b: Revision) -> Diff:
         b: the other.
 
     Returns:
-        The :class:`Diff`; each side's events start after the merge base's last event (all
-        of them when there is no merge base).
+        The :class:`Diff`; each side's items are of the events after the merge base's last
+        event (all of them when there is no merge base).
 
     Raises:
         KeyError: a commit is missing.
@@ -367,7 +366,7 @@ def diff(store: GitStore, a: Revision, b: Revision) -> Diff:
     base_info = store.commit_info(base) if base else None
 
     def side(target: Revision, events: list[Event]) -> DiffSide:
-        return DiffSide(target, events[n_base:], render.turns_of(events)[n_base:])
+        return DiffSide(target, [item for item in view_items(events) if item.seq >= n_base])
 
     return Diff(base_info, side(a, snap_a.events), side(b, snap_b.events))
 
@@ -426,10 +425,9 @@ def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
             continue
         kind, data = obj.get("type"), obj["data"]
         if kind == "turn/start":
-            t = data.get("turn")
-            turn = t if isinstance(t, int) and not isinstance(t, bool) else turn + 1
+            turn = turn_number(data, turn)
             continue
-        role = _SEARCHED.get(kind)
+        role = _SEARCHED.get(kind) if isinstance(kind, str) else None
         content = data.get("content")
         seq = obj.get("seq")
         if role is None or not isinstance(content, str) or not isinstance(seq, int):
@@ -440,7 +438,7 @@ def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
     return hits
 
 
-def attribute(store: GitStore, session_id: str, tip: str, hits: list[Hit]) -> None:
+def attribute(store: SessionStore, session_id: str, tip: str, hits: list[Hit]) -> None:
     """Set each hit's ``commit`` to the commit that added its event.
 
     Walks back from ``tip`` only as far as the oldest hit (the log is append-only, so every
@@ -495,8 +493,9 @@ def dedupe(hits: list[Hit]) -> list[Hit]:
     return [best[k] for k in order]
 
 
-def search(store: GitStore, query: str, *, session: str | None = None, all_revisions: bool = False,
-           on_skip: Callable[[str, CorruptSession], None] | None = None) -> list[Hit]:
+def search(store: SessionStore, query: str, *, session: str | None = None, all_revisions: bool = False,
+           on_skip: Callable[[str, CorruptSession], None] | None = None,
+           redactor: Redactor | None = None, warnings: list[str] | None = None) -> list[Hit]:
     """Search the message contents (user, assistant, tool results) of sessions, any case.
 
     Orphaned journals of the searched sessions are recovered first. Each hit is attributed
@@ -510,6 +509,8 @@ def search(store: GitStore, query: str, *, session: str | None = None, all_revis
             commit that added it (see :func:`dedupe`).
         on_skip: called with the session id and the error for each session whose log cannot
             be read (it is skipped), as it is met.
+        redactor: replaces secrets in recovered turns.
+        warnings: gets a line per recovery a hook refused.
 
     Returns:
         The hits, session by session, in the order of the messages.
@@ -522,9 +523,9 @@ def search(store: GitStore, query: str, *, session: str | None = None, all_revis
     targets: list[tuple[str, str, bool]] = []  # (session, commit, archived)
     for sid in store.journaled():
         if session is None or sid == session:
-            try_recover(store, sid)
+            try_recover(store, sid, redactor, warnings)
     if session is not None:
-        tip = store.tip(session)
+        tip: str | None = store.tip(session)
         arch = store.archive_ref(session) if all_revisions else None
         if tip is None and arch is None:
             raise SessionNotFound(session, store.session_ids())

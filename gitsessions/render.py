@@ -1,7 +1,9 @@
 """Turning sessions, logs and listings into text and JSON for people and scripts.
 
 JSON shapes here are the stable, documented output of ``--json`` / ``--format json``
-(README, "Commands"). Times are ISO 8601 with the committer's UTC offset.
+(README, "Commands"). Times are ISO 8601 with the committer's UTC offset. Transcripts
+(``gs show``) and the compact forms (``gs log -p``, ``gs diff``) render
+:func:`gitsessions.view.items`; this module only chooses the words.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from . import view
 from .events import Event
 from .store import CommitInfo, SessionInfo, Snapshot
 from .transcript import derive_messages
@@ -20,8 +23,10 @@ _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 
 
 def terminal_safe(text: str) -> str:
-    """Return ``text`` with control characters (ESC, NUL, ...; not newline or tab) shown as
-    ``^X``, so that content from a model or a file cannot drive the terminal."""
+    """Return ``text`` with control characters (ESC, NUL, ...; not newline or tab) shown as ``^X``.
+
+    So content from a model or a file cannot drive the terminal.
+    """
     return _UNSAFE.sub(lambda m: "^" + chr((ord(m.group()) + 64) % 128) if ord(m.group()) < 128 else "^[", text)
 
 
@@ -36,13 +41,6 @@ def local_time(epoch_s: int) -> str:
     return dt.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
 
 
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 def session_row(info: SessionInfo) -> dict[str, Any]:
     """Return the ``gs list --json`` object of one session.
 
@@ -50,15 +48,15 @@ def session_row(info: SessionInfo) -> dict[str, Any]:
     ``forked_from`` (``"<session>@<commit>"`` from the tip's ``Forked-From`` trailer, else
     null), ``error`` (null unless the session could not be read).
     """
-    t = info.message.trailers
+    t = info.message.fields
     return {
         "id": info.session_id,
-        "title": t.get("Title", ""),
-        "turns": _int(t.get("Turn")) or 0,
-        "messages": _int(t.get("Messages")) or 0,
+        "title": t.title or "",
+        "turns": t.turn or 0,
+        "messages": t.messages or 0,
         "saved": iso_time(info.time) if info.time else None,
         "commit": info.tip,
-        "forked_from": t.get("Forked-From") or None,
+        "forked_from": str(t.forked_from) if t.forked_from else None,
         "error": info.error,
     }
 
@@ -70,17 +68,17 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     ``model`` (or null), ``events`` (``"a-b"`` or null), ``forked_from``
     (``"<session>@<commit>"`` from the ``Forked-From`` trailer, or null), ``trailers`` (all).
     """
-    t = info.message.trailers
+    t = info.message.fields
     return {
         "commit": info.commit,
         "parents": info.parents,
         "time": iso_time(info.time, info.tz_offset),
-        "turn": _int(t.get("Turn")),
+        "turn": t.turn,
         "subject": info.message.subject,
-        "model": t.get("Model"),
-        "events": t.get("Events"),
-        "forked_from": t.get("Forked-From") or None,
-        "trailers": dict(t),
+        "model": t.model,
+        "events": info.message.trailers.get("Events"),
+        "forked_from": str(t.forked_from) if t.forked_from else None,
+        "trailers": dict(info.message.trailers),
     }
 
 
@@ -101,37 +99,45 @@ def dumps(obj: Any) -> str:
 
 
 def transcript_text(events: Sequence[Event]) -> str:
-    """Return a readable plain-text transcript: one block per message, tool calls inline."""
+    """Return a readable plain-text transcript (``gs show``): one block per item of :func:`view.items`.
+
+    ``── turn N ──`` heads each turn, ``you ›`` and ``assistant ›`` the messages (an imported
+    one: ``<role> (imported, not sent to the model) ›``), tool calls are ``⚙ name(args)`` and
+    results ``↳ ...`` (indented), notes sit in parentheses. Control characters are made
+    visible (:func:`terminal_safe`).
+    """
     out: list[str] = []
-    for ev in events:
-        d = ev.data
-        if ev.type == "turn/start":
-            out.append(f"── turn {d.get('turn')} ──")
-        elif ev.type == "user/message":
-            out.append("you › " + str(d.get("content", "")))
-        elif ev.type == "assistant/message":
-            text = str(d.get("content") or "")
-            if text:
-                mark = " [interrupted]" if d.get("interrupted") else ""
-                out.append(f"assistant › {text}{mark}")
-            for call in d.get("tool_calls") or []:
-                out.append(f"  ⚙ {call.get('name')}({call.get('arguments') or ''})")
-        elif ev.type == "tool/result":
-            flag = " (error)" if d.get("is_error") else ""
-            out.append(f"  ↳ {d.get('content', '')}{flag}")
-        elif ev.type == "turn/end" and d.get("reason") != "completed":
-            why = f": {d['error']}" if d.get("error") else ""
-            out.append(f"  (turn ended: {d.get('reason')}{why})")
-        elif ev.type == "session/title":
-            out.append(f"(title: {d.get('title', '')})")
-        elif ev.type == "session/undo":
-            out.append(f"(undo: turn {d.get('turn')} dropped from what the model sees)")
-        elif ev.type == "compaction/summary":
-            out.append(f"(summary: {d.get('summary', '')})")
+    for item in view.items(events):
+        if isinstance(item, view.TurnStart):
+            out.append(f"── turn {item.turn} ──")
+        elif isinstance(item, view.Message) and item.imported:
+            out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
+        elif isinstance(item, view.Message) and item.role == "user":
+            out.append("you › " + item.text)
+        elif isinstance(item, view.Message):
+            mark = "[interrupted]" if item.interrupted else ""
+            if item.text or (mark and not item.tool_calls):
+                out.append("assistant › " + " ".join(filter(None, (item.text, mark))))
+                mark = ""
+            for call in item.tool_calls:
+                out.append(f"  ⚙ {call.name}({call.arguments or ''})" + (f" {mark}" if mark else ""))
+        elif isinstance(item, view.ToolResult):
+            out.append(f"  ↳ {item.text}" + (" (error)" if item.is_error else ""))
+        elif isinstance(item, view.TurnEnd):
+            why = f": {item.error}" if item.error else ""
+            out.append(f"  (turn ended: {item.reason}{why})")
+        elif isinstance(item, view.TitleChange):
+            out.append(f"(title: {item.title})")
+        elif isinstance(item, view.Undo):
+            out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
+        elif isinstance(item, view.Summary):
+            out.append(f"(summary: {item.text})")
+        elif isinstance(item, view.Fork):
+            out.append(f"({_fork_text(item)})")
     return terminal_safe("\n".join(out) + ("\n" if out else ""))
 
 
-# -- compact rendering of the events a commit (or one side of a diff) added ---------------
+# -- compact rendering of the items a commit (or one side of a diff) added -----------------
 
 #: Longest tool result / tool-call argument shown by the compact rendering, characters.
 COMPACT_TOOL_CHARS = 200
@@ -147,78 +153,66 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def turns_of(events: Sequence[Event], start_turn: int = 0) -> list[int]:
-    """Return, for each event, the number of the turn it belongs to (0 before the first turn)."""
-    out, turn = [], start_turn
-    for ev in events:
-        if ev.type == "turn/start":
-            t = ev.data.get("turn")
-            turn = t if isinstance(t, int) and not isinstance(t, bool) else turn + 1
-        out.append(turn)
-    return out
+def compact_items(items: Sequence[view.Item]) -> list[view.Item]:
+    """Return the items the compact renderings show: messages, results and notes.
 
-
-def message_items(events: Sequence[Event], turns: Sequence[int] | None = None) -> list[dict[str, Any]]:
-    """Return the readable items of ``events`` as JSON objects (``gs diff --json``, ``log -p --json``).
-
-    Each item has ``seq``, ``turn``, ``type`` (the event type) and ``role``: ``user``,
-    ``assistant`` (``content``, ``tool_calls`` [{id, name, arguments}], ``interrupted``),
-    ``tool`` (``tool_call_id``, ``name``, ``content``, ``is_error``) or ``note`` (a turn that
-    did not complete, a title, an undo, a summary: ``content`` says what).
+    Turn starts are left out (the compact forms name the turn otherwise), and so are empty
+    assistant replies (no text, no tool call, not interrupted).
     """
-    turns = list(turns) if turns is not None else turns_of(events)
-    out: list[dict[str, Any]] = []
-    for ev, turn in zip(events, turns, strict=True):
-        d = ev.data
-        base: dict[str, Any] = {"seq": ev.seq, "turn": turn, "type": ev.type}
-        if ev.type == "user/message":
-            out.append({**base, "role": "user", "content": str(d.get("content", ""))})
-        elif ev.type == "assistant/message":
-            calls = [{"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments")}
-                     for c in d.get("tool_calls") or [] if isinstance(c, dict)]
-            content = d.get("content") if isinstance(d.get("content"), str) else ""
-            if not content and not calls and not d.get("interrupted"):
-                continue
-            out.append({**base, "role": "assistant", "content": content, "tool_calls": calls,
-                        "interrupted": bool(d.get("interrupted"))})
-        elif ev.type == "tool/result":
-            out.append({**base, "role": "tool", "tool_call_id": d.get("id"), "name": d.get("name"),
-                        "content": str(d.get("content", "")), "is_error": bool(d.get("is_error"))})
-        else:
-            note = _note(ev)
-            if note:
-                out.append({**base, "role": "note", "content": note})
-    return out
+    return [i for i in items if not isinstance(i, view.TurnStart)
+            and not (isinstance(i, view.Message) and i.empty)]
 
 
-def _note(ev: Event) -> str | None:
-    d = ev.data
-    if ev.type == "turn/end" and d.get("reason") != "completed":
-        why = f": {fold(str(d['error']))}" if d.get("error") else ""
-        return f"turn {d.get('turn')} ended: {d.get('reason')}{why}"
-    if ev.type == "session/title":
-        return f"title: {d.get('title', '')}"
-    if ev.type == "session/undo":
-        return f"undo: turn {d.get('turn')}"
-    if ev.type == "compaction/summary":
-        return f"summary: {clip(fold(str(d.get('summary', ''))), COMPACT_TOOL_CHARS)}"
-    if ev.type == "session/fork":
-        return "fork: " + ", ".join(f"{k}={v}" for k, v in d.items())
+def _fork_text(item: view.Fork) -> str:
+    return "fork: " + ", ".join(f"{k}={v}" for k, v in item.details)
+
+
+def _note(item: view.Item) -> str | None:
+    if isinstance(item, view.TurnEnd):
+        why = f": {fold(item.error)}" if item.error else ""
+        return f"turn {item.turn} ended: {item.reason}{why}"
+    if isinstance(item, view.TitleChange):
+        return f"title: {item.title}"
+    if isinstance(item, view.Undo):
+        return f"undo: turn {item.undone}"
+    if isinstance(item, view.Summary):
+        return f"summary: {clip(fold(item.text), COMPACT_TOOL_CHARS)}"
+    if isinstance(item, view.Fork):
+        return _fork_text(item)
     return None
 
 
-def count_messages(items: Sequence[dict[str, Any]]) -> int:
-    """Return how many of :func:`message_items` are messages (user, assistant, tool), not notes."""
-    return sum(1 for i in items if i["role"] != "note")
+def item_json(item: view.Item) -> dict[str, Any]:
+    """Return one item of :func:`compact_items` as JSON (``gs diff --json``, ``log -p --json``).
+
+    Each object has ``seq``, ``turn``, ``type`` (the event type) and ``role``: ``user``,
+    ``assistant`` (``content``, ``tool_calls`` [{id, name, arguments}], ``interrupted``),
+    ``tool`` (``tool_call_id``, ``name``, ``content``, ``is_error``) or ``note`` (a turn that
+    did not complete, a title, an undo, a summary, a fork: ``content`` says what). A message
+    an import kept aside has its own role (``system``, ...), ``content`` and ``imported: true``.
+    """
+    base: dict[str, Any] = {"seq": item.seq, "turn": item.turn, "type": item.type}
+    if isinstance(item, view.Message) and item.imported:
+        return {**base, "role": item.role, "content": item.text, "imported": True}
+    if isinstance(item, view.Message) and item.role == "user":
+        return {**base, "role": "user", "content": item.text}
+    if isinstance(item, view.Message):
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in item.tool_calls]
+        return {**base, "role": "assistant", "content": item.text, "tool_calls": calls,
+                "interrupted": item.interrupted}
+    if isinstance(item, view.ToolResult):
+        return {**base, "role": "tool", "tool_call_id": item.call_id, "name": item.name, "content": item.text,
+                "is_error": item.is_error}
+    return {**base, "role": "note", "content": _note(item)}
 
 
-def compact_lines(items: Sequence[dict[str, Any]], indent: str = "    ") -> list[str]:
-    """Render :func:`message_items` compactly, one block per item (``gs log -p``, ``gs diff``).
+def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]:
+    """Render items of :func:`compact_items` compactly, one block each (``gs log -p``, ``gs diff``).
 
-    ``user: ...`` and ``assistant: ...`` keep their text (continuation lines indented),
-    ``[interrupted]`` marks a cut-off reply, tool calls are ``⚙ name(args)`` and results
-    ``↳ ...`` on one clipped line, and notes (a turn that ended early, titles, undo) sit in
-    parentheses.
+    ``user: ...`` and ``assistant: ...`` keep their text (continuation lines indented), an
+    imported message is ``<role> (imported): ...``, ``[interrupted]`` marks a cut-off reply,
+    tool calls are ``⚙ name(args)`` and results ``↳ ...`` on one clipped line, and notes (a
+    turn that ended early, titles, undo) sit in parentheses.
     """
     out: list[str] = []
 
@@ -229,22 +223,23 @@ def compact_lines(items: Sequence[dict[str, Any]], indent: str = "    ") -> list
         out.extend(f"{pad}{line}".rstrip() for line in lines[1:])
 
     for item in items:
-        role = item["role"]
-        if role == "user":
-            block("user: ", item["content"])
-        elif role == "assistant":
-            mark = " [interrupted]" if item["interrupted"] else ""
-            if item["content"] or not item["tool_calls"]:
-                block("assistant: ", item["content"] + mark)
+        if isinstance(item, view.Message) and item.imported:
+            block(f"{item.role} (imported): ", item.text)
+        elif isinstance(item, view.Message) and item.role == "user":
+            block("user: ", item.text)
+        elif isinstance(item, view.Message):
+            mark = "[interrupted]" if item.interrupted else ""
+            if item.text or not item.tool_calls:
+                block("assistant: ", " ".join(filter(None, (item.text, mark))))
                 mark = ""
-            for call in item["tool_calls"]:
-                args = clip(fold(str(call.get("arguments") or "")), COMPACT_TOOL_CHARS)
-                out.append(f"{indent}⚙ {call.get('name')}({args}){mark}")
-        elif role == "tool":
-            flag = " (error)" if item["is_error"] else ""
-            out.append(f"{indent}↳ {clip(fold(item['content']), COMPACT_TOOL_CHARS)}{flag}")
+            for call in item.tool_calls:
+                args = clip(fold(call.arguments or ""), COMPACT_TOOL_CHARS)
+                out.append(f"{indent}⚙ {call.name}({args})" + (f" {mark}" if mark else ""))
+        elif isinstance(item, view.ToolResult):
+            flag = " (error)" if item.is_error else ""
+            out.append(f"{indent}↳ {clip(fold(item.text), COMPACT_TOOL_CHARS)}{flag}")
         else:
-            out.append(f"{indent}({item['content']})")
+            out.append(f"{indent}({_note(item)})")
     return out
 
 

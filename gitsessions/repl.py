@@ -7,14 +7,15 @@ per prompt) run the same loop (style.md). Slash commands follow the seed tutoria
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from typing import Any
 
 from .chat.loop import run_turn
-from .errors import GitSessionsError
+from .errors import GitSessionsError, SessionExists
+from .redact import Redactor
+from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
 from .session import Session, fork, open_revision
-from .store import GitStore
+from .store import SessionStore
 
 HELP = """\
 Type a message and press Enter to send it. Ctrl+C cancels a reply; Ctrl+C or Ctrl+D at the
@@ -34,14 +35,6 @@ prompt leaves. Every finished turn is saved as a git commit.
 """
 
 
-def new_session_id(store: GitStore) -> str:
-    """Return a fresh 8-hex-digit session id not used in ``store``."""
-    while True:
-        sid = secrets.token_hex(4)
-        if store.find(sid) is None:
-            return sid
-
-
 class Repl:
     """The chat REPL over one store and one provider.
 
@@ -56,19 +49,26 @@ class Repl:
         new_header: builds the header of a new session from its id.
         system: optional system prompt.
         max_steps: model requests per turn.
+        fork_as: continue ``session_id`` in a new fork of this id.
+        redactor: replaces secrets in what enters a session (None: redaction is off).
+        warnings: where the services and the store's hook runner put warnings (the CLI's
+            list); the REPL shows and empties it after each line.
     """
 
-    def __init__(self, store: GitStore, provider: Any, session_id: str, *,
+    def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
                  read_line: Callable[[str], str | None], write: Callable[[str], None],
                  new_header: Callable[[str], dict], system: str | None = None,
-                 max_steps: int = 8, fork_as: str | None = None):
+                 max_steps: int = DEFAULT_MAX_STEPS, fork_as: str | None = None,
+                 redactor: Redactor | None = None, warnings: list[str] | None = None):
         self.store = store
+        self.warnings = warnings if warnings is not None else []
         self.provider = provider
         self.read_line = read_line
         self.write = write
         self.new_header = new_header
         self.system = system
         self.max_steps = max_steps
+        self.redactor = redactor
         self.session: Session | None = None
         self.visited: list[str] = []
         #: Turns that ended with an API error (a piped chat exits 1 when there were any).
@@ -77,7 +77,8 @@ class Repl:
 
     def _open(self, rev: str, create: bool, fork_as: str | None = None) -> None:
         session, note = open_revision(self.store, rev, fork_as=fork_as,
-                                      new_header=self.new_header if create else None)
+                                      new_header=self.new_header if create else None, redactor=self.redactor,
+                                      warnings=self.warnings)
         if self.session is not None:
             self.session.close()
         self.session = session
@@ -115,8 +116,8 @@ class Repl:
                         self.turn(line)
                 except GitSessionsError as exc:
                     self.write(f"error: {exc}\n")
-                for warning in self.store.take_warnings():  # e.g. a failed post-commit hook
-                    self.write(f"warning: {warning}\n")
+                while self.warnings:  # e.g. a failed post-commit hook
+                    self.write(f"warning: {self.warnings.pop(0)}\n")
         finally:
             if self.session is not None:
                 self.session.close()
@@ -160,7 +161,10 @@ class Repl:
             self.write(HELP)
         elif name == "/new":
             sid = arg or new_session_id(self.store)
-            if self.store.find(sid) is not None:
+            other = taken_by(self.store, sid)
+            if other is not None and other.startswith("archive/"):
+                self.write(f"error: {SessionExists(sid, other)}\n")
+            elif other is not None:
                 self.write(f"error: session {sid!r} already exists; use /open {sid}\n")
             else:
                 self._open(sid, create=True)
@@ -170,6 +174,7 @@ class Repl:
                 self.write("usage: /open <id>\n")
             else:
                 self._open(arg, create=False)
+                assert self.session is not None
                 self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
         elif name == "/sessions":
             self.sessions()
@@ -215,7 +220,7 @@ class Repl:
     def sessions(self) -> None:
         """Print session ids with message counts; ``*`` marks the current one."""
         assert self.session is not None
-        rows = {info.session_id: info.message.trailers.get("Messages", "0")
+        rows: dict[str, str] = {info.session_id: info.message.trailers.get("Messages", "0")
                 for info in self.store.list_sessions()}
         rows.setdefault(self.session.id, str(len(self.session.messages())))
         for sid in sorted(rows):

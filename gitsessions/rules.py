@@ -1,24 +1,35 @@
-"""The session rules, each written once: ids, the commit message format and its trailers.
+"""The session rules, each written once: ids, turns, lineage, the commit message and its trailers.
 
 Pure values and functions (no I/O): the store, the services and the CLI all take these rules
-from here. Where a rule comes from: design.md, "On disk" (ids, subject, trailers).
+from here. Where a rule comes from: design.md, "On disk" (ids, subject, trailers) and issue 8
+("one home for every rule").
 """
 
 from __future__ import annotations
 
 import re
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NewType
+from typing import TYPE_CHECKING, Any, Literal, NewType, Protocol
 
-from .errors import InvalidSessionId
+from .errors import InvalidSessionId, SessionExists
+
+if TYPE_CHECKING:
+    from .events import Event
 
 #: A session id (the branch ``refs/heads/<id>``), checked by :func:`check_session_id`.
 SessionId = NewType("SessionId", str)
 #: A commit id: 40 lowercase hex digits.
 CommitId = NewType("CommitId", str)
 
+_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
 #: Session id rule (design.md, "On disk").
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+SESSION_ID_RE = re.compile(rf"^{_ID}$")
+#: A revision: ``SESSION``, ``SESSION~N``, ``SESSION^`` (suffixes combine) or ``SESSION@COMMIT``.
+REV_RE = re.compile(rf"^(?P<id>{_ID})(?P<suffix>(?:~\d*|\^+)*|@.*)$")
+#: Model requests one turn may take before it ends with reason ``max-steps`` (config ``max_steps``).
+DEFAULT_MAX_STEPS = 8
 
 
 def check_session_id(session_id: str) -> SessionId:
@@ -32,6 +43,270 @@ def check_session_id(session_id: str) -> SessionId:
     if session_id.upper() == "HEAD":
         raise InvalidSessionId(session_id, "HEAD is reserved by git")
     return SessionId(session_id)
+
+
+def rev_session_id(rev: str) -> str | None:
+    """Return the session id a revision names (``work`` of ``work~2``), or None when malformed."""
+    m = REV_RE.match(rev)
+    return m.group("id") if m else None
+
+
+# -- ids that are taken, new ids, fork names -----------------------------------------------
+
+
+class KnownIds(Protocol):
+    """The id lists "is this id free?" needs (a session store has both)."""
+
+    def session_ids(self) -> Sequence[str]:
+        """Return the live session ids."""
+        ...
+
+    def archived_ids(self) -> Sequence[str]:
+        """Return the archived session names."""
+        ...
+
+
+def _taken_in(session_id: str, live: Iterable[str], archived: Iterable[str]) -> str | None:
+    folded = session_id.casefold()
+    for sid in live:
+        if sid.casefold() == folded:
+            return sid
+    for name in archived:
+        if name.casefold() == folded:
+            return f"archive/{name}"
+    return None
+
+
+def taken_by(ids: KnownIds, session_id: str) -> str | None:
+    """Return what already uses ``session_id``, else None.
+
+    Ids may not differ only by case (design.md, "On disk"), and an archived session keeps
+    its id (``gs restore`` brings it back under it), so both count, in any case.
+
+    Args:
+        ids: the store (its live and archived ids).
+        session_id: the id to check.
+
+    Returns:
+        The live id it clashes with (itself or a case variant), or ``archive/<name>``.
+    """
+    return _taken_in(session_id, ids.session_ids(), ids.archived_ids())
+
+
+def check_free(ids: KnownIds, session_id: str) -> None:
+    """Refuse an id that :func:`taken_by` finds taken.
+
+    Raises:
+        SessionExists: it is taken (by a session, also by case, or an archived one).
+    """
+    other = taken_by(ids, session_id)
+    if other is not None:
+        raise SessionExists(session_id, other)
+
+
+def new_session_id(ids: KnownIds, token_hex: Callable[[int], str] = secrets.token_hex) -> SessionId:
+    """Return a fresh id of 8 hex digits that no session or archived session uses (any case).
+
+    Args:
+        ids: the store.
+        token_hex: the random source (``secrets.token_hex``; tests pass their own).
+    """
+    live, archived = ids.session_ids(), ids.archived_ids()
+    while True:
+        sid = token_hex(4)
+        if _taken_in(sid, live, archived) is None:
+            return SessionId(sid)
+
+
+def fork_name(ids: KnownIds, session_id: str, kind: str = "") -> SessionId:
+    """Return ``<id>-<n>`` (``<id>-<kind>-<n>`` with ``kind``), the lowest free n >= 1.
+
+    The id part is shortened so the result stays within the 64-character id limit.
+
+    Args:
+        ids: the store.
+        session_id: the session forked.
+        kind: why (``recovered`` for a turn kept apart by a recovery), or "".
+    """
+    prefix = f"{session_id[:50]}-{kind}" if kind else session_id[:60]
+    live, archived = ids.session_ids(), ids.archived_ids()
+    n = 1
+    while _taken_in(f"{prefix}-{n}", live, archived) is not None:
+        n += 1
+    return SessionId(f"{prefix}-{n}")
+
+
+def pull_fork_name(session_id: str, remote: str, commit: str) -> SessionId:
+    """Return the name a pull gives the remote side of a diverged session: ``<id>-<remote>-<short>``.
+
+    The same on every machine (so both sides end up under the same names once each has
+    synced, design.md "Sync"); characters of the remote name no id may hold become ``-``.
+    """
+    remote_part = re.sub(r"[^A-Za-z0-9_-]", "-", remote[:12])
+    return SessionId(f"{session_id[:40]}-{remote_part}-{commit[:7]}")
+
+
+# -- turns -----------------------------------------------------------------------------------
+
+
+def turn_number(data: Mapping[str, Any], previous: int) -> int:
+    """Return the number of a turn from its ``turn/start`` data.
+
+    Its ``turn`` when that is an integer, else the previous turn's number + 1 (a log another
+    tool wrote).
+
+    Args:
+        data: the ``turn/start`` event's data.
+        previous: the number of the turn before it (0 for the first).
+    """
+    t = data.get("turn")
+    return t if isinstance(t, int) and not isinstance(t, bool) else previous + 1
+
+
+def turns_of(events: Sequence[Event], start_turn: int = 0) -> list[int]:
+    """Return, for each event, the number of the turn it belongs to (``start_turn`` before the first)."""
+    out, turn = [], start_turn
+    for ev in events:
+        if ev.type == "turn/start":
+            turn = turn_number(ev.data, turn)
+        out.append(turn)
+    return out
+
+
+def turn_numbers(events: Sequence[Event]) -> list[int]:
+    """Return the number of every turn started in ``events``, in log order."""
+    out: list[int] = []
+    for ev in events:
+        if ev.type == "turn/start":
+            out.append(turn_number(ev.data, out[-1] if out else 0))
+    return out
+
+
+def last_turn(events: Sequence[Event]) -> int:
+    """Return the number of the last turn started (0 when none was): the ``Turn`` of a save."""
+    numbers = turn_numbers(events)
+    return numbers[-1] if numbers else 0
+
+
+def next_turn(events: Sequence[Event]) -> int:
+    """Return the number the next turn gets: one more than any turn so far (1-based)."""
+    return 1 + max(turn_numbers(events), default=0)
+
+
+def turn_count(events: Sequence[Event]) -> int:
+    """Return the number of turns started in the log."""
+    return sum(1 for e in events if e.type == "turn/start")
+
+
+# -- lineage and trailers --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where a fork came from: a commit of a session (the ``Forked-From`` trailer).
+
+    Attributes:
+        session_id: the session forked.
+        commit: the fork point (40 hex digits).
+    """
+
+    session_id: SessionId
+    commit: CommitId
+
+    @classmethod
+    def parse(cls, text: str) -> Lineage:
+        """Parse ``<session>@<commit>``.
+
+        Raises:
+            ValueError: not a session id, ``@`` and 40 hex digits.
+        """
+        sid, sep, commit = text.strip().partition("@")
+        if not sep or not SESSION_ID_RE.match(sid) or not re.fullmatch(r"[0-9a-f]{40}", commit):
+            raise ValueError(f"not <session>@<commit>: {text!r}")
+        return cls(SessionId(sid), CommitId(commit))
+
+    def __str__(self) -> str:
+        """Return ``<session>@<commit>``, the trailer's value."""
+        return f"{self.session_id}@{self.commit}"
+
+
+#: Longest ``Title`` trailer, characters (the title itself is unbounded).
+TITLE_TRAILER_MAX = 200
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Trailers:
+    """The trailers gs writes, typed (so ``gs list`` and ``gs log`` never read blobs).
+
+    Attributes:
+        session: ``Session``: the session the commit was made in.
+        turn: ``Turn``: the number of the last turn started (0 before the first).
+        model: ``Model``: the model of the last reply saved in this commit.
+        events: ``Events: a-b``: the seq range (inclusive) this commit added.
+        messages: ``Messages``: how many messages the model would see.
+        title: ``Title``: the session title (at most :data:`TITLE_TRAILER_MAX` characters).
+        forked_from: ``Forked-From``: the lineage, carried by every commit of a fork.
+        imported_from: ``Imported-From``: the file an import read.
+    """
+
+    session: str | None = None
+    turn: int | None = None
+    model: str | None = None
+    events: tuple[int, int] | None = None
+    messages: int | None = None
+    title: str | None = None
+    forked_from: Lineage | None = None
+    imported_from: str | None = None
+
+    @classmethod
+    def parse(cls, trailers: Mapping[str, str]) -> Trailers:
+        """Read the typed view of a commit's trailers; a malformed value reads as missing."""
+        events = None
+        m = re.fullmatch(r"(\d+)-(\d+)", trailers.get("Events", ""))
+        if m and int(m.group(2)) >= int(m.group(1)):
+            events = (int(m.group(1)), int(m.group(2)))
+        try:
+            lineage = Lineage.parse(trailers["Forked-From"]) if trailers.get("Forked-From") else None
+        except ValueError:
+            lineage = None
+        return cls(
+            session=trailers.get("Session") or None,
+            turn=_int(trailers.get("Turn")),
+            model=trailers.get("Model") or None,
+            events=events,
+            messages=_int(trailers.get("Messages")),
+            title=trailers.get("Title") or None,
+            forked_from=lineage,
+            imported_from=trailers.get("Imported-From") or None,
+        )
+
+    def format(self) -> dict[str, str]:
+        """Return the trailers as git writes them, in gs's order (missing values left out)."""
+        out: dict[str, str] = {}
+        if self.session is not None:
+            out["Session"] = self.session
+        if self.turn is not None:
+            out["Turn"] = str(self.turn)
+        if self.model:
+            out["Model"] = self.model
+        if self.events is not None:
+            out["Events"] = f"{self.events[0]}-{self.events[1]}"
+        if self.messages is not None:
+            out["Messages"] = str(self.messages)
+        if self.title:
+            out["Title"] = self.title[:TITLE_TRAILER_MAX]
+        if self.forked_from is not None:
+            out["Forked-From"] = str(self.forked_from)
+        if self.imported_from:
+            out["Imported-From"] = self.imported_from
+        return out
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -72,5 +347,85 @@ class CommitMessage:
                 if sep and re.match(r"^[A-Za-z][A-Za-z0-9-]*$", key):
                     trailers[key] = value.strip()
         return cls(subject, trailers)
+
+    @property
+    def fields(self) -> Trailers:
+        """The typed view of :attr:`trailers` (see :class:`Trailers`)."""
+        return Trailers.parse(self.trailers)
+
+
+#: What kind of save a commit is: a turn (or any save of new events, a recovery too), an
+#: import, or a fork (a new branch on an existing commit, adding no events).
+SaveKind = Literal["turn", "import", "fork"]
+
+
+def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0, *,
+                   kind: SaveKind = "turn", lineage: Lineage | None = None, source: str | None = None,
+                   why: str | None = None) -> CommitMessage:
+    """Derive the commit message of a save from its events: THE one place subjects and trailers come from.
+
+    ``events`` are already redacted (redaction happens where text enters a session), so
+    nothing here can bring a secret back into history.
+
+    Subjects (design.md): a turn ``turn N: <first line of the prompt>``, else ``title: T``,
+    ``undo: turn N`` or ``save: <event types>``; an import ``import: <source>``; a fork
+    ``fork: <id> from <source or session> at <short commit>[ (<why>)]``. Trailers: see
+    :class:`Trailers` (a fork adds no events, so it has no ``Events`` and no ``Model``).
+
+    Args:
+        session_id: the session the commit is made in.
+        events: every event of the session after this save, in seq order.
+        first_new: index of the first event this save adds (a fork adds none).
+        kind: ``turn``, ``import`` or ``fork``.
+        lineage: the fork point; required for ``fork``, carried by every commit of a fork.
+        source: for ``import`` the file read; for ``fork`` how to name where it came from
+            (``origin/work`` for a pull), default the lineage's session.
+        why: for ``fork``, a note in parentheses (``diverged``).
+
+    Returns:
+        The message.
+
+    Raises:
+        ValueError: a ``fork`` without ``lineage`` or an ``import`` without ``source``.
+    """
+    # The transcript builds on the turn rules above, so it is imported here, not at the top.
+    from .transcript import derive_messages, title_of
+
+    if kind == "fork":
+        first_new = len(events)
+    new = events[first_new:]
+    turn = last_turn(events)
+    title = title_of(events)
+    if kind == "fork":
+        if lineage is None:
+            raise ValueError("a fork needs its lineage")
+        note = f" ({why})" if why else ""
+        subject = f"fork: {session_id} from {source or lineage.session_id} at {lineage.commit[:7]}{note}"
+    elif kind == "import":
+        if not source:
+            raise ValueError("an import needs its source")
+        subject = f"import: {source}"
+    else:
+        prompt = next((str(e.data.get("content", "")) for e in new if e.type == "user/message"), None)
+        if prompt is not None:
+            subject = f"turn {turn}: " + (prompt.strip().split("\n", 1)[0] or "(empty prompt)")
+        elif any(e.type == "session/title" for e in new):
+            subject = "title: " + title
+        elif any(e.type == "session/undo" for e in new):
+            subject = "undo: turn " + ", ".join(str(e.data.get("turn")) for e in new if e.type == "session/undo")
+        else:
+            subject = "save: " + ", ".join(sorted({e.type for e in new}))
+    models = [e.data.get("model") for e in new if e.type == "assistant/message" and e.data.get("model")]
+    trailers = Trailers(
+        session=session_id,
+        turn=turn,
+        model=str(models[-1]) if models else None,
+        events=(new[0].seq, new[-1].seq) if new else None,
+        messages=len(derive_messages(events)),
+        title=title or None,
+        forked_from=lineage,
+        imported_from=source if kind == "import" else None,
+    )
+    return CommitMessage(subject, trailers.format())
 
 

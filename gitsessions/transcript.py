@@ -15,6 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from .events import Event, clean_text
+from .rules import last_turn, turn_count, turn_number
+
+__all__ = [
+    "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "closing_events", "derive_messages", "open_turn",
+    "title_of", "turn_count", "undone_turns",
+]
 
 #: ``tool/result.error_code`` for a call the assistant asked for that never started.
 NOT_STARTED = "not_started"
@@ -55,7 +61,7 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
     undone = undone_turns(events)
     messages: list[dict[str, Any]] = []
     pending: list[tuple[str, str]] = []  # (call id, name) awaiting a result, in call order
-    results: dict[str, str] = {}
+    results: dict[Any, str] = {}
     started: set[str] = set()  # pending calls a tool/call event shows began
     turn = 0
 
@@ -72,7 +78,7 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
 
     for ev in events:
         if ev.type == "turn/start":
-            turn = ev.data.get("turn", turn + 1)
+            turn = turn_number(ev.data, turn)
             continue
         if turn in undone:
             continue
@@ -82,7 +88,7 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
             messages.append({"role": "user", "content": clean_text(str(d.get("content", "")))})
         elif ev.type == "assistant/message":
             flush()
-            calls = []
+            calls: list[dict[str, Any]] = []
             seen: set[str] = set()
             for call in d.get("tool_calls") or []:
                 # Compare cleaned ids: two lone surrogates both become U+FFFD.
@@ -111,14 +117,14 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
             messages.append(msg)
             pending.extend((c["id"], c["function"]["name"]) for c in calls)
         elif ev.type == "tool/call":
-            call_id = d.get("id")
-            if isinstance(call_id, str) and any(clean_text(call_id) == p for p, _ in pending):
-                started.add(clean_text(call_id))
+            cid = d.get("id")
+            if isinstance(cid, str) and any(clean_text(cid) == p for p, _ in pending):
+                started.add(clean_text(cid))
         elif ev.type == "tool/result":
-            call_id = d.get("id")
-            call_id = clean_text(call_id) if isinstance(call_id, str) else call_id
-            if any(call_id == p for p, _ in pending) and call_id not in results:
-                results[call_id] = clean_text(str(d.get("content", "")))
+            cid = d.get("id")
+            cid = clean_text(cid) if isinstance(cid, str) else cid
+            if any(cid == p for p, _ in pending) and cid not in results:
+                results[cid] = clean_text(str(d.get("content", "")))
         elif ev.type == "compaction/summary":
             flush()
             messages.clear()
@@ -158,11 +164,11 @@ def closing_events(events: Sequence[Event], reason: str) -> list[tuple[str, dict
     if start is None:
         return []
     turn_events = events[start:]
-    turn = turn_events[0].data.get("turn")
+    turn = last_turn(events[: start + 1])
     # Unanswered calls, in request order. A result answers the latest request of its id, so an
     # id reused in a later step (some local servers number calls per reply) is answered again.
-    requested: dict[str, str] = {}
-    started: set[str] = set()
+    requested: dict[Any, str] = {}  # ids as the log holds them (another writer may use non-strings)
+    started: set[Any] = set()
     open_step = None
     for ev in turn_events:
         if ev.type == "assistant/message":
@@ -203,8 +209,3 @@ def title_of(events: Sequence[Event]) -> str:
         elif ev.type == "user/message" and not title:
             title = str(ev.data.get("content", "")).strip().split("\n", 1)[0]
     return title
-
-
-def turn_count(events: Sequence[Event]) -> int:
-    """Return the number of turns started in the log."""
-    return sum(1 for e in events if e.type == "turn/start")

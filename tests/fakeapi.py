@@ -16,12 +16,20 @@ server echoes the last user message (``"echo: <content>"``).
 Streaming responses use chunked transfer encoding, so a reply built with
 ``drop()`` (connection closed before the terminating chunk) is an incomplete
 body for httpx, which raises instead of treating it as a normal end of stream.
+
+Faults of the connection itself, for the fault-injection tests: ``cut()`` (the
+body ends cleanly mid-reply: no finish chunk, no ``[DONE]``), ``reset()`` (a TCP
+reset, before the reply or mid-stream), ``stall()`` (silence mid-stream),
+``garbage()`` (a line that is not a chat-completions event) and ``error(...,
+headers={"Retry-After": "7"})``.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import socket
+import struct
 import sys
 import threading
 import time
@@ -54,6 +62,11 @@ class Reply:
     error_type: str = ""
     error_code: str | None = None
     drop: bool = False
+    #: A connection fault: ``cut``, ``reset``, ``reset-before-reply``, ``stall`` or ``garbage``.
+    fault: str | None = None
+    stall_s: float = 0.0
+    garbage: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
 
     def content_pieces(self) -> list[str]:
         """The content split into streamed pieces of ``chunk_size`` characters."""
@@ -122,14 +135,49 @@ def error(
     *,
     type: str = "invalid_request_error",  # mirrors the OpenAI field name
     code: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Reply:
-    """Answer with HTTP ``status`` and an OpenAI error body ``{"error": {...}}``."""
-    return Reply(status=status, error_message=message, error_type=type, error_code=code)
+    """Answer with HTTP ``status`` and an OpenAI error body ``{"error": {...}}``.
+
+    ``headers`` are sent with it, e.g. ``{"Retry-After": "7"}`` on a 429.
+    """
+    return Reply(status=status, error_message=message, error_type=type, error_code=code,
+                 headers=dict(headers or {}))
 
 
 def drop(after: str = "") -> Reply:
     """Stream ``after`` as content, then close the connection without finishing the stream."""
     return Reply(content=after, drop=True, finish_reason=None)
+
+
+def cut(after: str = "") -> Reply:
+    """Stream ``after``, then end the body cleanly: no finish chunk, no ``data: [DONE]``.
+
+    The response is delimited by closing the connection (no chunked framing), so the
+    transport sees a normal end of body: only the missing finish tells the reply is cut,
+    as when a proxy or an overloaded server hangs up mid-reply.
+    """
+    return Reply(content=after, fault="cut", finish_reason=None)
+
+
+def reset(after: str | None = None) -> Reply:
+    """Reset the TCP connection (RST): before any byte of the reply when ``after`` is None,
+    else after streaming ``after``."""
+    if after is None:
+        return Reply(fault="reset-before-reply", finish_reason=None)
+    return Reply(content=after, fault="reset", finish_reason=None)
+
+
+def stall(after: str = "", seconds: float = 30.0) -> Reply:
+    """Stream ``after``, then send nothing for ``seconds`` (or until the server stops),
+    then hang up."""
+    return Reply(content=after, fault="stall", stall_s=seconds, finish_reason=None)
+
+
+def garbage(line: str = "data: {not json", after: str = "") -> Reply:
+    """Stream ``after``, then one SSE event made of ``line`` (not a chat-completions chunk),
+    then finish normally."""
+    return Reply(content=after, fault="garbage", garbage=line)
 
 
 # --------------------------------------------------------------------------- validation
@@ -215,6 +263,7 @@ class FakeChatServer:
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # wakes stalled streams on stop()
 
     def start(self) -> FakeChatServer:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
@@ -233,6 +282,7 @@ class FakeChatServer:
 
     def stop(self) -> None:
         """Stop serving and release the port (in-flight streams are abandoned)."""
+        self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -308,23 +358,34 @@ class _Handler(BaseHTTPRequestHandler):
 
     fake: FakeChatServer
     protocol_version = "HTTP/1.1"
+    _chunked = True  # False while streaming a body delimited by closing the connection
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output quiet
 
     # ---- plumbing
 
-    def _send_json(self, status: int, payload: dict) -> None:
+    def _send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_error(self, status: int, message: str, type_: str, code: str | None = None) -> None:
+    def _send_error(self, status: int, message: str, type_: str, code: str | None = None,
+                    headers: dict[str, str] | None = None) -> None:
         error = {"message": message, "type": type_, "param": None, "code": code}
-        self._send_json(status, {"error": error})
+        self._send_json(status, {"error": error}, headers)
+
+    def _reset(self) -> None:
+        """Close the connection with a TCP reset (SO_LINGER 0) instead of a FIN."""
+        self.wfile.flush()
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
 
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -332,7 +393,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_event(self, payload: dict | str) -> None:
         data = payload if isinstance(payload, str) else json.dumps(payload)
-        self._write_chunk(f"data: {data}\n\n".encode())
+        self._write_event(f"data: {data}\n\n".encode())
+
+    def _write_event(self, data: bytes) -> None:
+        if self._chunked:
+            self._write_chunk(data)
+        else:  # a body delimited by closing the connection
+            self.wfile.write(data)
+            self.wfile.flush()
 
     # ---- routes
 
@@ -372,8 +440,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
 
         reply = self.fake._next_reply(body["messages"])
-        if reply.status != 200:
-            self._send_error(reply.status, reply.error_message, reply.error_type, reply.error_code)
+        if reply.fault == "reset-before-reply":
+            self._reset()
+        elif reply.status != 200:
+            self._send_error(reply.status, reply.error_message, reply.error_type, reply.error_code,
+                             reply.headers)
         elif body.get("stream"):
             self._stream(body, reply)
         else:
@@ -417,20 +488,34 @@ class _Handler(BaseHTTPRequestHandler):
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
             return {**base, "choices": [choice]}
 
+        self._chunked = reply.fault != "cut"
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
+        if self._chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
         self.end_headers()
         try:
             for i, delta in enumerate(reply.deltas()):
                 if i > 1 and reply.delay:
                     time.sleep(reply.delay)
                 self._send_event(chunk(delta))
-            if reply.drop:
-                # No terminating zero-length chunk: the client sees a truncated body.
+            if reply.drop or reply.fault == "cut":
+                # drop: no terminating zero-length chunk, the client sees a truncated body.
+                # cut: the body ends at the close, the client sees a clean end of stream.
                 self.close_connection = True
                 return
+            if reply.fault == "reset":
+                self._reset()
+                return
+            if reply.fault == "stall":
+                self.fake._stopping.wait(reply.stall_s)
+                self.close_connection = True
+                return
+            if reply.fault == "garbage":
+                self._write_event(reply.garbage.encode() + b"\n\n")
             self._send_event(chunk({}, reply.finish_reason))
             if include_usage:
                 self._send_event({**base, "choices": [], "usage": _usage(body["messages"], reply)})

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.redact import PATTERNS, Redactor
+from gitsessions.store.hook_install import SECRET_PATTERNS_FILE, hook_status, install_hooks, shipped_hooks
 from gitsessions.store.hooks import CommitHooks, clean_message, run_hook
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGED = ROOT / "gitsessions" / "hooks_data"
-TOP_LEVEL = ROOT / "hooks"
+HOOKS = ROOT / "hooks"
 #: Shaped like an OpenAI key (sk- + 32 key characters); not a real one.
 FAKE_KEY = "sk-" + "Zq7Xw3Rt9Yp2Lm5Nb8Vc1Kd4" + "Hf6Js0Ga"
 
@@ -42,43 +43,118 @@ def _no_redaction(tmp_path: Path) -> None:
 # -- the shipped hooks --------------------------------------------------------------------
 
 
-def test_top_level_hooks_are_the_packaged_ones():
-    packaged = {p.name: p.read_bytes() for p in PACKAGED.iterdir() if p.is_file()}
-    top = {p.name: p.read_bytes() for p in TOP_LEVEL.iterdir() if p.is_file()}
-    assert packaged == top, "hooks/ and gitsessions/hooks_data/ must hold the same files (copy them over)"
-    assert {"pre-commit", "post-commit"} <= set(packaged)
-    for folder in (PACKAGED, TOP_LEVEL):
-        for name, data in packaged.items():
-            path = folder / name
-            assert path.stat().st_mode & stat.S_IXUSR, f"{path} is not executable"
-            lines = data.decode().splitlines()
-            assert lines[0] in ("#!/bin/sh", "#!/usr/bin/env bash", "#!/bin/bash")
-            assert lines[1].startswith("# gitsessions "), f"{path} lacks its header comment"
+def test_shipped_hooks_are_the_top_level_files():
+    shipped = shipped_hooks()
+    assert {"pre-commit", "post-commit"} <= set(shipped)
+    assert shipped == {p.name: p.read_bytes() for p in HOOKS.iterdir() if p.is_file()}
+    for name, data in shipped.items():
+        path = HOOKS / name
+        assert path.stat().st_mode & stat.S_IXUSR, f"{path} is not executable"
+        lines = data.decode().splitlines()
+        assert lines[0] in ("#!/bin/sh", "#!/usr/bin/env bash", "#!/bin/bash", "#!/usr/bin/env python3")
+        assert lines[1].startswith("# gitsessions "), f"{path} lacks its header comment"
+        if "python" in lines[0]:
+            compile(data, str(path), "exec")
+        else:
             subprocess.run(["sh", "-n", str(path)], check=True)
 
 
+def test_the_wheel_lists_every_package():
+    # pyproject.toml lists the packages (to map hooks/ into the wheel): a new one must be added.
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "gitsessions").rglob("__init__.py")}
+    assert set(config["packages"]) == found | {"gitsessions.hooks_data"}
+    assert config["package-dir"] == {"gitsessions.hooks_data": "hooks"}
+
+
+#: Credentials of each shape the redactor knows (not real ones), by pattern name.
+SECRETS = [(FAKE_KEY, "api-key"), ("ghp_" + "a1B2c3D4e5" * 4, "github-token"),
+           ("AKIA" + "IOSFODNN7EXAMPL3", "aws-access-key"),
+           ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow...", "private-key")]
+HARMLESS = ["task-runner-configuration-files-and-more", "sk-short", "AKIA lowercase", "the word ghp_ alone",
+            "BEGIN PUBLIC KEY"]
+
+
+def _installed_pre_commit(tmp_path: Path) -> Path:
+    repo = tmp_path / "hooked.git"
+    repo.mkdir()
+    install_hooks(repo, ["pre-commit"], secret_patterns=PATTERNS)
+    return repo / "hooks" / "pre-commit"
+
+
+def _pre_commit(hook: Path, content: str, tmp_path: Path) -> tuple[bool, str]:
+    """Run the hook as gs does on one new user/message event: (refused, stderr)."""
+    line = json.dumps({"seq": 3, "time": 1, "type": "user/message", "data": {"content": content}},
+                      separators=(",", ":"), ensure_ascii=False)
+    (tmp_path / "new.jsonl").write_text(line + "\n")
+    # no PYTHONPATH: the hook runs without gitsessions
+    env = {"PATH": os.environ["PATH"], "GS_SESSION": "w", "GS_NEW_EVENTS": str(tmp_path / "new.jsonl"),
+           "GIT_DIR": str(hook.parent.parent)}
+    proc = subprocess.run([str(hook)], env=env, capture_output=True, text=True)
+    return proc.returncode != 0, proc.stderr
+
+
 def test_shipped_pre_commit_patterns(tmp_path: Path):
-    hook = PACKAGED / "pre-commit"
-
-    def refuses(content: str) -> tuple[bool, str]:
-        line = json.dumps({"seq": 3, "time": 1, "type": "user/message", "data": {"content": content}},
-                          separators=(",", ":"), ensure_ascii=False)
-        (tmp_path / "new.jsonl").write_text(line + "\n")
-        env = {"PATH": os.environ["PATH"], "GS_SESSION": "w", "GS_NEW_EVENTS": str(tmp_path / "new.jsonl"),
-               "GIT_DIR": str(tmp_path / "nowhere.git")}
-        proc = subprocess.run([str(hook)], env=env, capture_output=True, text=True)
-        return proc.returncode != 0, proc.stderr
-
-    for secret, kind in [(FAKE_KEY, "sk-"), ("ghp_" + "a1B2c3D4e5" * 4, "GitHub"),
-                         ("AKIA" + "IOSFODNN7EXAMPL3", "AWS"),
-                         ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow...", "private key")]:
-        refused, err = refuses(f"here:\n{secret} ok")
+    hook = _installed_pre_commit(tmp_path)
+    redactor = Redactor(patterns=PATTERNS)
+    for secret, name in SECRETS:
+        text = f"here:\n{secret} ok"
+        refused, err = _pre_commit(hook, text, tmp_path)
         assert refused, secret
-        assert kind in err and "event 3 (user/message)" in err
+        assert redactor.text(text) != text  # what the hook refuses, the redactor replaces
+        assert f"the pattern {name} " in err and "event 3 (user/message) of session w" in err
         assert secret.splitlines()[0][5:] not in err  # which pattern, never the secret
-    for harmless in ["task-runner-configuration-files-and-more", "sk-short", "AKIA lowercase",
-                     "the word ghp_ alone", "BEGIN PUBLIC KEY"]:
-        assert refuses(harmless) == (False, ""), harmless
+    for harmless in HARMLESS:
+        assert _pre_commit(hook, harmless, tmp_path) == (False, ""), harmless
+        assert redactor.text(harmless) == harmless
+
+
+def test_pre_commit_reads_the_redactor_patterns_written_next_to_it(tmp_path: Path):
+    hook = _installed_pre_commit(tmp_path)
+    patterns_file = hook.parent / SECRET_PATTERNS_FILE
+    assert json.loads(patterns_file.read_text())["patterns"] == PATTERNS
+    assert SECRET_PATTERNS_FILE not in {s.name for s in hook_status(hook.parent.parent)}  # not a hook
+    # the hook checks what the file says, not a list of its own
+    patterns_file.write_text(json.dumps({"patterns": {"ticket": r"\btok_[a-z0-9]{8}\b"}}))
+    refused, err = _pre_commit(hook, "a tok_abcd1234 here", tmp_path)
+    assert refused and "the pattern ticket" in err
+    assert _pre_commit(hook, FAKE_KEY, tmp_path) == (False, "")
+    # installing again writes the redactor's patterns again
+    install_hooks(hook.parent.parent, ["pre-commit"], secret_patterns=PATTERNS)
+    assert json.loads(patterns_file.read_text())["patterns"] == PATTERNS
+    # without the file it refuses (it cannot check) and says how to write it
+    patterns_file.unlink()
+    refused, err = _pre_commit(hook, "harmless", tmp_path)
+    assert refused and "gs hooks install pre-commit" in err
+
+
+def test_pre_commit_under_a_plain_git_commit(tmp_path: Path):
+    work = tmp_path / "clone"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                               *args], capture_output=True, text=True)
+
+    install_hooks(work / ".git", ["pre-commit"], secret_patterns=PATTERNS)
+    git("config", "--add", "gitsessions.secretPattern", r"tok_[a-z0-9]{8}")
+    event = json.dumps({"seq": 3, "time": 1, "type": "user/message", "data": {"content": f"key\n{FAKE_KEY}"}})
+    for name, text, why in [("session.jsonl", event, "the pattern api-key (\\bsk-"),
+                            ("notes.txt", "see tok_abcd1234", "the configured pattern 'tok_[a-z0-9]{8}'")]:
+        (work / name).write_text(text + "\n")
+        assert git("add", name).returncode == 0
+        r = git("commit", "-q", "-m", "with a secret")
+        assert r.returncode == 1, r.stderr
+        assert why in r.stderr and FAKE_KEY not in r.stderr
+        assert (f"event 3 (user/message) of {name}" if name == "session.jsonl"
+                else f"a line added to {name}") in r.stderr
+        assert git("rev-parse", "-q", "--verify", "HEAD").stdout == ""  # no commit made
+        assert git("rm", "-q", "--cached", name).returncode == 0
+    (work / "notes.txt").write_text("nothing secret\n")
+    git("add", "notes.txt")
+    r = git("commit", "-q", "-m", "harmless")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
 # -- pre-commit ---------------------------------------------------------------------------
@@ -333,7 +409,7 @@ def test_hooks_install_and_list(gs, repo_path):
     assert (repo_path / "HEAD").exists()  # the repo was created
     for name in ("pre-commit", "post-commit"):
         path = repo_path / "hooks" / name
-        assert path.read_bytes() == (PACKAGED / name).read_bytes()
+        assert path.read_bytes() == (HOOKS / name).read_bytes()
         assert os.access(path, os.X_OK)
     r = gs("hooks", "list")
     assert r.code == 0
@@ -360,7 +436,7 @@ def test_hooks_install_and_list(gs, repo_path):
 
     r = gs("hooks", "install", "--force", "pre-commit")
     assert r.code == 0, r.err
-    assert pre.read_bytes() == (PACKAGED / "pre-commit").read_bytes()
+    assert pre.read_bytes() == (HOOKS / "pre-commit").read_bytes()
     assert (repo_path / "hooks" / "pre-commit.orig").read_text() == mine
     assert "pre-commit.orig" not in gs("hooks", "list").out
 

@@ -18,6 +18,8 @@ def connect(config: Config, *, model: str | None = None,
     With an API key or base URL configured, that provider is used (a base URL without a key,
     such as Ollama's, gets a placeholder key). Otherwise, when the ``local`` extra is
     installed, llama.cpp's server is started on 127.0.0.1 with SmolLM2-135M-Instruct.
+    The configured ``timeout`` and ``max_retries`` apply to a configured provider; the
+    embedded model keeps the provider's defaults and is never retried (it runs here).
 
     Args:
         config: merged settings.
@@ -30,7 +32,7 @@ def connect(config: Config, *, model: str | None = None,
     """
     if config.has_provider:
         yield OpenAIProvider(model or config.model or DEFAULT_MODEL, config.api_key or "none",
-                             config.base_url)
+                             config.base_url, timeout_s=config.timeout, max_retries=config.max_retries)
         return
     from . import local
 

@@ -12,27 +12,39 @@ Event sequence of a turn (design.md): ``turn/start``, ``user/message``, then per
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import ProviderError
+from ..rules import DEFAULT_MAX_STEPS
 from .provider import Completion, TextDelta
 from .tools import TOOL_SCHEMAS, run_tool
-
-#: Steps (model requests) one turn may take before it ends with reason ``max-steps``.
-DEFAULT_MAX_STEPS = 8
 
 
 class SessionSink(Protocol):
     """What the loop needs of a session (see :class:`gitsessions.session.Session`)."""
 
-    next_turn: int
+    @property
+    def next_turn(self) -> int:
+        """The number the next turn gets."""
+        ...
 
-    def append(self, type: str, data: dict[str, Any] | None = None) -> Any: ...
-    def delta(self, text: str) -> None: ...
-    def messages(self) -> list[dict[str, Any]]: ...
-    def end_turn(self, reason: str, **extra: Any) -> str | None: ...
+    def append(self, type: str, data: dict[str, Any] | None = None) -> Any:
+        """Append one event (redacted) to the turn in progress."""
+        ...
+
+    def delta(self, text: str) -> None:
+        """Journal streamed reply text not yet part of an event."""
+        ...
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Return the chat-completions messages derived from the log."""
+        ...
+
+    def end_turn(self, reason: str, **extra: Any) -> str | None:
+        """Close the turn with ``reason`` and save it; return the commit."""
+        ...
 
 
 class Provider(Protocol):
@@ -40,7 +52,9 @@ class Provider(Protocol):
 
     model: str
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None): ...
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+        """Yield :class:`TextDelta` items, then one :class:`Completion`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -92,7 +106,8 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
     tools = TOOL_SCHEMAS if tools is None else tools
     session.append("turn/start", {"turn": session.next_turn})
     session.append("user/message", {"content": prompt})
-    reason, error, partial, last = "max-steps", None, [], ""
+    partial: list[str] = []
+    reason, error, last = "max-steps", None, ""
     try:
         for step in range(1, max_steps + 1):
             session.append("step/start", {"step": step})

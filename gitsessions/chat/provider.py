@@ -7,6 +7,10 @@ failures become :class:`~gitsessions.errors.ProviderError` with a one-line messa
 
 from __future__ import annotations
 
+import email.utils
+import math
+import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,9 +45,43 @@ class Completion:
     usage: dict[str, Any] | None = None
 
 
-def _one_line(text: str, limit: int = 300) -> str:
+def _one_line(text: object, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _reason(exc: BaseException) -> str:
+    """The transport's complaint, short: ``[Errno 111] Connection refused`` -> ``connection refused``."""
+    cause = exc.__cause__ or exc
+    text = re.sub(r"^\[Errno -?\d+\]\s*", "", _one_line(cause))
+    return text[:1].lower() + text[1:] if text else type(cause).__name__
+
+
+def _seconds(value: float) -> str:
+    return "1 second" if value == 1 else f"{value:g} seconds"
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds a 429 asks the client to wait (``Retry-After``: seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return float(value) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
 
 
 class OpenAIProvider:
@@ -53,8 +91,11 @@ class OpenAIProvider:
         model: the model name sent with each request.
         api_key: the key (any non-empty string for servers that take none).
         base_url: the API root (``https://api.openai.com/v1`` when None).
-        timeout_s: per-request timeout, seconds.
-        max_retries: SDK retries for connection errors and 429/5xx before the stream starts.
+        timeout_s: seconds the server may stay silent (to connect, to start the reply, between
+            two pieces of a reply) before the request fails.
+        max_retries: SDK retries for connection errors, timeouts and 429/5xx before the stream
+            starts (the SDK waits ``Retry-After`` when the server sends one); a stream cut
+            mid-reply is never retried.
     """
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, *,
@@ -63,6 +104,7 @@ class OpenAIProvider:
 
         self.model = model
         self.base_url = base_url
+        self.timeout_s = timeout_s
         self._openai = openai
         http_client = None
         if base_url and base_url.startswith("http://"):
@@ -76,6 +118,11 @@ class OpenAIProvider:
                ) -> Iterator[TextDelta | Completion]:
         """Send ``messages`` and yield the reply as it streams.
 
+        A reply is complete only when the server said how it finished (a ``finish_reason``,
+        design.md "Faults"): a stream that ends without one was cut, and raises. Text
+        already yielded stays the caller's (the loop keeps it as an interrupted message),
+        which is why the message of a fault mid-reply says the partial reply is kept.
+
         Args:
             messages: a valid chat-completions transcript.
             tools: tool schemas offered to the model (None or empty: no tools).
@@ -84,7 +131,11 @@ class OpenAIProvider:
             :class:`TextDelta` items, then exactly one :class:`Completion`.
 
         Raises:
-            ProviderError: bad key, 4xx/5xx, connection refused or lost mid-stream.
+            ProviderError: one line saying what happened and what to do: could not connect,
+                connection closed before the reply, lost mid-reply (also a stream that ends
+                without a finish), no data for ``timeout_s`` seconds, rate limited (429, with
+                when to retry), the server failed (5xx), another HTTP status, or a response
+                that is not a chat-completions stream.
         """
         openai = self._openai
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
@@ -96,45 +147,57 @@ class OpenAIProvider:
         parts: list[str] = []
         try:
             stream = self._client.chat.completions.create(**kwargs)
-            with stream:
-                for chunk in stream:
-                    if getattr(chunk, "model", None):
-                        done.model = chunk.model
-                    if getattr(chunk, "usage", None) is not None:
-                        done.usage = chunk.usage.model_dump(exclude_none=True)
-                    for choice in chunk.choices or []:
-                        delta = choice.delta
-                        if delta is not None and delta.content:
-                            parts.append(delta.content)
-                            yield TextDelta(delta.content)
-                        for tc in (delta.tool_calls or []) if delta is not None else []:
-                            slot = calls.setdefault(tc.index if tc.index is not None else len(calls),
-                                                    {"id": "", "name": "", "arguments": ""})
-                            if tc.id:
-                                slot["id"] = tc.id
-                            if tc.function is not None:
-                                if tc.function.name:
-                                    slot["name"] += tc.function.name
-                                if tc.function.arguments:
-                                    slot["arguments"] += tc.function.arguments
-                        if choice.finish_reason:
-                            done.finish_reason = choice.finish_reason
-        except openai.APIStatusError as exc:
-            message = exc.message
-            body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
-            if isinstance(body, dict) and body.get("message"):
-                message = str(body["message"])
-            raise ProviderError(f"the model API answered {exc.status_code}: {_one_line(message)}",
-                                exc.status_code) from None
-        except openai.APITimeoutError:
-            raise ProviderError(f"the model API at {self._where()} did not answer in time") from None
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            raise ProviderError(f"lost the connection to {self._where()}: {_one_line(cause)}") from None
         except openai.APIError as exc:
-            raise ProviderError(f"the model API failed: {_one_line(exc)}") from None
+            raise self._failed(exc, started=False, kept=False) from None
         except self._httpx_errors() as exc:
-            raise ProviderError(f"lost the connection to {self._where()}: {_one_line(exc)}") from None
+            raise self._failed(exc, started=False, kept=False) from None
+        chunks = 0
+        with stream:
+            items = iter(stream)
+            while True:
+                try:
+                    chunk = next(items)
+                except StopIteration:
+                    break
+                except openai.APIError as exc:
+                    raise self._failed(exc, started=True, kept=bool(parts)) from None
+                except self._httpx_errors() as exc:
+                    raise self._failed(exc, started=True, kept=bool(parts)) from None
+                except ValueError as exc:  # an event whose data is not JSON
+                    data = getattr(exc, "doc", None)
+                    detail = (f"an event that is not JSON: {_one_line(data, 60)!r}" if data
+                              else _one_line(exc, 80))
+                    raise self._not_a_stream(detail, kept=bool(parts)) from None
+                choices = getattr(chunk, "choices", None)
+                if not isinstance(choices, list):
+                    raise self._not_a_stream(f"an event without choices: {_one_line(chunk, 80)}",
+                                             kept=bool(parts))
+                chunks += 1
+                if getattr(chunk, "model", None):
+                    done.model = chunk.model
+                if getattr(chunk, "usage", None) is not None:
+                    done.usage = chunk.usage.model_dump(exclude_none=True)
+                for choice in choices:
+                    delta = choice.delta
+                    if delta is not None and delta.content:
+                        parts.append(delta.content)
+                        yield TextDelta(delta.content)
+                    for tc in (delta.tool_calls or []) if delta is not None else []:
+                        slot = calls.setdefault(tc.index if tc.index is not None else len(calls),
+                                                {"id": "", "name": "", "arguments": ""})
+                        if tc.id:
+                            slot["id"] = tc.id
+                        if tc.function is not None:
+                            if tc.function.name:
+                                slot["name"] += tc.function.name
+                            if tc.function.arguments:
+                                slot["arguments"] += tc.function.arguments
+                    if choice.finish_reason:
+                        done.finish_reason = choice.finish_reason
+        if done.finish_reason is None:
+            if not chunks:
+                raise self._not_a_stream("the response held no chat-completions events", kept=False)
+            raise self._lost(kept=bool(parts))  # the body ended cleanly but the reply did not
         done.content = "".join(parts)
         for i, index in enumerate(sorted(calls)):
             call = calls[index]
@@ -142,15 +205,77 @@ class OpenAIProvider:
             done.tool_calls.append(call)
         yield done
 
+    def _failed(self, exc: BaseException, *, started: bool, kept: bool) -> ProviderError:
+        """Translate an SDK or transport failure into the one-line :class:`ProviderError`.
+
+        Args:
+            exc: what the SDK (or httpx under it) raised.
+            started: the response had begun (its status line arrived) before the failure.
+            kept: reply text had already been yielded.
+        """
+        openai, where = self._openai, self._where()
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            message = exc.message
+            body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
+            if isinstance(body, dict) and body.get("message"):
+                message = str(body["message"])
+            said = f"{status}: {_one_line(message)}"
+            if status == 429:
+                wait = _retry_after(exc.response.headers)
+                when = ("wait a little and try again" if wait is None
+                        else f"retry in {_seconds(max(1, math.ceil(wait)))}")
+                return ProviderError(f"rate limited by {where} ({said}); {when}", status)
+            if status >= 500:
+                return ProviderError(f"the server at {where} failed ({said}); try again later", status)
+            return ProviderError(f"the model API answered {said}", status)  # the API's own words say why
+        httpx = self._httpx()
+        cause = exc.__cause__ or exc
+        timeout = isinstance(exc, openai.APITimeoutError) or isinstance(cause, httpx.TimeoutException)
+        if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
+            within = f" within {_seconds(self.timeout_s)}" if timeout else f" ({_reason(exc)})"
+            return ProviderError(f"could not connect to {where}{within}; is the server running? "
+                                 "check base_url")
+        if timeout:
+            mid = " mid-reply" if started else ""
+            return ProviderError(f"no data from {where} for {_seconds(self.timeout_s)}{mid}"
+                                 f"{self._kept(kept)}; try again, or raise timeout in config.yaml")
+        if isinstance(exc, openai.APIConnectionError) or isinstance(exc, self._httpx_errors()):
+            if not started:
+                return ProviderError(f"the connection to {where} was closed before any reply "
+                                     f"({_reason(exc)}); try again")
+            return self._lost(kept=kept)
+        # An error event inside the stream, or another API failure.
+        return ProviderError(f"the model API at {where} failed{' mid-reply' if started else ''}: "
+                             f"{_one_line(exc)}{self._kept(kept)}")
+
+    def _lost(self, *, kept: bool) -> ProviderError:
+        # The cause (a reset, a truncated body, a clean end without a finish) changes nothing
+        # for the user, so the message is one for the kind.
+        return ProviderError(f"the connection to {self._where()} was lost mid-reply{self._kept(kept)}; "
+                             "try again")
+
+    def _not_a_stream(self, detail: str, *, kept: bool) -> ProviderError:
+        return ProviderError(f"{self._where()} sent something that is not a chat-completions stream "
+                             f"({detail}){self._kept(kept)}; check base_url")
+
+    @staticmethod
+    def _kept(kept: bool) -> str:
+        return "; the partial reply is kept" if kept else ""
+
     def _where(self) -> str:
         return self.base_url or "api.openai.com"
 
     @staticmethod
-    def _httpx_errors() -> tuple[type[BaseException], ...]:
+    def _httpx() -> Any:
         # openai 3.x is built on httpx2; older releases on httpx.
         try:
             import httpx2 as httpx
         except ImportError:
             import httpx  # type: ignore[no-redef]
 
+        return httpx
+
+    def _httpx_errors(self) -> tuple[type[BaseException], ...]:
+        httpx = self._httpx()
         return (httpx.HTTPError, httpx.StreamError)

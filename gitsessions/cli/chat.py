@@ -64,7 +64,8 @@ def chat(
     Example: gs chat work
     """
     from ..chat.connect import connect
-    from ..repl import Repl, new_session_id
+    from ..repl import Repl
+    from ..rules import new_session_id
 
     c: Context = ctx.obj
     if cont and session:
@@ -88,7 +89,8 @@ def chat(
             gc.enable()  # a long-lived chat: collect cycles as usual (main() disabled it for start-up)
             repl = Repl(store, provider, sid, read_line=read_line, write=write,
                         new_header=_header, system=c.config.system,
-                        max_steps=c.config.max_steps, fork_as=fork_as)
+                        max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
+                        warnings=c.warnings)
             if interactive:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
@@ -153,7 +155,7 @@ def ask(
     """
     from ..chat.connect import connect
     from ..chat.loop import run_turn
-    from ..repl import new_session_id
+    from ..rules import new_session_id
     from ..session import open_revision
 
     c: Context = ctx.obj
@@ -167,7 +169,8 @@ def ask(
         raise typer.BadParameter("the prompt is empty")
     with c.store() as store:
         rev = args[0] if len(args) == 2 else new_session_id(store)
-        session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header)
+        session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, redactor=c.redactor(),
+                                      warnings=c.warnings)
         sid = session.id
         if note:
             err(note)

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config, default_repo_path, load_config
+from ..redact import Redactor
 from ..store import GitStore
 from ..store.git import DEFAULT_IDENTITY
+from ..store.hooks import CommitHooks
 
 
 @dataclass
@@ -23,7 +25,10 @@ class Context:
     repo: Path | None = None
     debug: bool = False
     _config: Config | None = None
-    _stores: list[GitStore] = field(default_factory=list)
+    _redactor: Redactor | None = None
+    #: Warnings for the user collected during this run (a failed post-commit hook, a turn
+    #: recovered into a new session); printed when the command ends.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def config(self) -> Config:
@@ -55,13 +60,19 @@ class Context:
             pass
         return DEFAULT_IDENTITY
 
-    def redactor(self):
-        """The secret redactor for this run (None when ``redact: false``); see :mod:`gitsessions.redact`."""
+    def redactor(self) -> Redactor | None:
+        """The secret redactor for this run (None when ``redact: false``); see :mod:`gitsessions.redact`.
+
+        Everything that lets text into a session takes it (a chat, an import, the recovery
+        of a journal), so every command that opens the store builds it.
+        """
         if not self.config.redact:
             return None
-        from ..redact import from_environment
+        if self._redactor is None:
+            from ..redact import from_environment
 
-        return from_environment(os.environ, self.config.redact_patterns)
+            self._redactor = from_environment(os.environ, self.config.redact_patterns)
+        return self._redactor
 
     def store(self) -> GitStore:
         """Open the session store (the repo itself is created on first write).
@@ -69,17 +80,23 @@ class Context:
         Raises:
             RepoError: the repo path is a file or a folder holding something else.
         """
-        redactor = self.redactor()
-        store = GitStore(self.repo_path(), identity=self.identity(), redactor=redactor, hook_env=os.environ)
+        self.redactor()  # a bad redact pattern is refused before anything is read or written
+        path = self.repo_path()
+        hooks = CommitHooks(path, os.environ, self.warnings)
+        store = GitStore(path, identity=self.identity(), hooks=hooks)
         store.check_path()
-        self._stores.append(store)
         return store
 
+    def take_warnings(self) -> list[str]:
+        """Return the warnings collected so far and forget them."""
+        out = list(self.warnings)
+        self.warnings.clear()  # the same list the hook runners append to
+        return out
+
     def print_warnings(self) -> None:
-        """Print the warnings the stores of this run collected (a failed post-commit hook) on stderr."""
-        for store in self._stores:
-            for warning in store.take_warnings():
-                err(f"gs: warning: {warning}")
+        """Print the warnings this run collected on stderr."""
+        for warning in self.take_warnings():
+            err(f"gs: warning: {warning}")
 
 
 def err(message: str) -> None:

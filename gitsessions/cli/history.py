@@ -1,5 +1,4 @@
-"""Commands that read sessions without talking to a model: ``list``, ``log``, ``show``,
-``diff`` and ``search``.
+"""Commands that read sessions without talking to a model: list, log, show, diff, search.
 
 They import neither the model client nor the terminal UI, so they start fast. Revisions
 (``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``) are resolved by the store;
@@ -18,7 +17,9 @@ import typer
 
 from .. import history as hist
 from .. import render
+from ..rules import Lineage
 from ..store import CommitInfo, Revision
+from ..view import Item, is_message
 from .common import Context, err, short
 
 app = typer.Typer()
@@ -34,8 +35,11 @@ def _lineage(forked_from: str | None) -> str | None:
     """``w@<40 hex>`` -> ``w@72beab6`` for tables."""
     if not forked_from:
         return None
-    sid, _, commit = forked_from.partition("@")
-    return f"{sid}@{short(commit)}" if commit else sid
+    try:
+        lineage = Lineage.parse(forked_from)
+    except ValueError:
+        return forked_from  # not gs's shape: shown as it is
+    return f"{lineage.session_id}@{short(lineage.commit)}"
 
 
 def _write_lines(lines: Iterable[str]) -> None:
@@ -60,7 +64,8 @@ def list_(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        rows = [render.session_row(info) for info in hist.list_sessions(store, archived=archived)]
+        listed = hist.list_sessions(store, archived=archived, redactor=c.redactor(), warnings=c.warnings)
+        rows = [render.session_row(info) for info in listed]
     rows.sort(key=lambda r: r["saved"] or "", reverse=True)
     if as_json:
         print(render.dumps(rows))
@@ -102,21 +107,20 @@ def log(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev)
+        target = hist.read_revision(store, rev, c.redactor(), c.warnings)
         view = hist.read_log(store, target, limit=n, graph=graph, patch=patch)
     sid = target.session_id
     commits, branches = view.commits, view.branches
 
-    def items(info: CommitInfo) -> list[dict[str, Any]]:
-        evs = view.added.get(info.commit, [])
-        return render.message_items(evs, [view.turn_of.get(e.seq, 0) for e in evs])
+    def items(info: CommitInfo) -> list[Item]:
+        return render.compact_items(view.added.get(info.commit, []))
 
     if as_json:
         rows = []
         for info in commits:
             row = render.commit_row(info)
             if patch:
-                row["added"] = items(info)
+                row["added"] = [render.item_json(item) for item in items(info)]
             if graph:
                 row["branches"] = [{"session": b.session_id, "tip": b.tip, "turns_since": b.turns_since,
                                     "how": b.how} for b in branches.get(info.commit, [])]
@@ -173,6 +177,8 @@ def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[hi
 
 
 class ShowFormat(str, Enum):
+    """``gs show --format`` values."""
+
     text = "text"
     json = "json"
     jsonl = "jsonl"
@@ -193,7 +199,7 @@ def show(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev)
+        target = hist.read_revision(store, rev, c.redactor(), c.warnings)
         snap = store.load(target.session_id, target.commit)
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)
@@ -223,17 +229,19 @@ def diff(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        a = hist.read_revision(store, rev_a)
-        b = hist.read_revision(store, rev_b)
+        a = hist.read_revision(store, rev_a, c.redactor(), c.warnings)
+        b = hist.read_revision(store, rev_b, c.redactor(), c.warnings)
         d = hist.diff(store, a, b)
 
     def side(rev: str, s: hist.DiffSide) -> dict[str, Any]:
-        items = render.message_items(s.events, s.turns)
+        items = render.compact_items(s.items)
         return {"rev": rev, "session": s.revision.session_id, "commit": s.revision.commit,
-                "count": render.count_messages(items), "messages": items}
+                "count": sum(1 for i in items if is_message(i)), "messages": items}
 
     sa, sb = side(rev_a, d.a), side(rev_b, d.b)
     if as_json:
+        for s in (sa, sb):
+            s["messages"] = [render.item_json(item) for item in s["messages"]]
         print(render.dumps({"base": d.base.commit if d.base else None, "a": sa, "b": sb}))
         return
     out = [f"common ancestor: {short(d.base.commit)} {d.base.message.subject}" if d.base
@@ -242,8 +250,8 @@ def diff(
         out.append(f"{mark} only in {s['rev']} ({_plural(s['count'], 'message')})")
         turn = None
         for item in s["messages"]:
-            if item["turn"] != turn:
-                turn = item["turn"]
+            if item.turn != turn:
+                turn = item.turn
                 out.append(f"  turn {turn}:")
             out.extend(render.compact_lines([item]))
     _write_lines(out)
@@ -281,7 +289,8 @@ def search(
     c: Context = ctx.obj
     with c.store() as store:
         hits = hist.search(store, query, session=session, all_revisions=all_revisions,
-                           on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"))
+                           on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"), redactor=c.redactor(),
+                           warnings=c.warnings)
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:

@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 
 from .. import render
-from ..store.hooks import backup_remote, hook_status, install_hooks, shipped_hooks
+from ..redact import PATTERNS
+from ..store.hook_install import backup_remote, hook_status, install_hooks, shipped_hooks
 from .common import Context, err
 
 app = typer.Typer(
@@ -47,7 +48,7 @@ def install(
     with c.store() as store:
         store.repo(create=True)
         repo_path = store.path
-    for name, what, backup in install_hooks(repo_path, names, force=force):
+    for name, what, backup in install_hooks(repo_path, names, force=force, secret_patterns=PATTERNS):
         path = repo_path / "hooks" / name
         if what == "replaced":
             print(f"{name}: replaced {path} (the old one is now {backup})")

@@ -90,7 +90,7 @@ def title(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        session_ = Session.open(store, session)
+        session_ = Session.open(store, session, redactor=c.redactor(), warnings=c.warnings)
         try:
             commit = session_.set_title(text)
         finally:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..store import GitStore
+
+if TYPE_CHECKING:  # the module itself is imported lazily: dulwich's transports cost start-up time
+    from ..store.remote import Credentials
 from .admin import run_in_background
 from .common import Context, err, short
 
@@ -20,7 +23,7 @@ RemoteArg = Annotated[str | None, typer.Argument(
     help="Remote name or URL (default: sync.remote in config, else origin).")]
 
 
-def _credentials() -> dict[str, str | None]:
+def _credentials() -> Credentials:
     """HTTP credentials and the ssh command (as git: GIT_SSH_COMMAND, else GIT_SSH) from the environment."""
     return {"username": os.environ.get("GS_HTTP_USERNAME"), "password": os.environ.get("GS_HTTP_PASSWORD"),
             "ssh_command": os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")}
@@ -155,7 +158,7 @@ def clone(
 
     Example: gs clone ssh://me@host/srv/sessions.git
     """
-    from ..store.remote import clone as clone_store
+    from ..store.clone import clone as clone_store
 
     c: Context = ctx.obj
     target = path.expanduser() if path else c.repo_path()

@@ -12,12 +12,15 @@ import typer
 
 from .. import __version__, transfer
 from ..history import read_revision
+from ..rules import turn_count
 from .common import Context, err, short
 
 app = typer.Typer()
 
 
 class ExportFormat(str, Enum):
+    """``gs export --format`` values."""
+
     markdown = "markdown"
     json = "json"
     jsonl = "jsonl"
@@ -48,7 +51,7 @@ def export(
     if fmt is None:
         fmt = ExportFormat(_SUFFIXES.get(output.suffix.lower(), "markdown") if output else "markdown")
     with c.store() as store:
-        target = read_revision(store, rev)  # recovers a turn a crashed gs left in the journal
+        target = read_revision(store, rev, c.redactor(), c.warnings)  # recovers a turn a crashed gs left in the journal
         snap = store.load(target.session_id, target.commit)
     data = transfer.export_bytes(snap, fmt.value)
     if output is None or str(output) == "-":
@@ -97,11 +100,12 @@ def import_(
     transfer.check_plan(plan, as_id)
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
     with c.store() as store:
-        result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra)
+        result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
+                                       redactor=c.redactor(), warnings=c.warnings)
     for note in plan.notes:
         err(f"note: {note}")
     for sid, commit, item in result.imported:
-        turns = sum(1 for e in item.events if e.type == "turn/start")
+        turns = turn_count(item.events)
         err(f"imported {sid} ({turns} turn{'s' if turns != 1 else ''}, commit {short(commit)}) from {source}; "
             f"open it with: gs chat {sid}")
         for note in item.notes:

@@ -1,4 +1,4 @@
-"""The persistence seam (design.md, "Shape of the code"): the store interface and its git backend.
+"""The persistence seam (design.md, "Shape of the code"): the store interface and its backends.
 
 Nothing in this package imports typer, rich, prompt_toolkit or openai, or reads the environment.
 """
@@ -7,12 +7,14 @@ from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot
 from .git import GitStore
 from .journal import Journal, JournalContents
 from .lock import SessionLock
+from .memory import MemoryStore
 
 __all__ = [
     "CommitInfo",
     "GitStore",
     "Journal",
     "JournalContents",
+    "MemoryStore",
     "SessionInfo",
     "SessionLock",
     "SessionStore",

@@ -1,117 +1,104 @@
 """The persistence seam: what every session store offers, whatever keeps the bytes.
 
-Values here are plain data; identity and storage keys (ref names, object ids) live in the
-backend. Commit ids are 40-digit lowercase hex ``str``. Nothing here knows about models,
-terminals or the environment.
+:class:`SessionStore` names the primitives a backend implements and writes the rules built
+on them once. The values it hands out are in :mod:`.values`. Nothing here knows about
+models, terminals or the environment.
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+import itertools
+import re
+from collections.abc import Iterator
 
-from ..events import Event
-from ..rules import CommitMessage
+from ..errors import (
+    BadRevision,
+    CorruptSession,
+    InvalidEvent,
+    InvalidSessionId,
+    SessionExists,
+    SessionNotFound,
+    UnsupportedVersion,
+)
+from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
+from ..rules import REV_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
+from .values import CommitInfo, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
+
+__all__ = ["CommitInfo", "Revision", "SessionInfo", "SessionStore", "Snapshot", "TurnJournal", "WriterLock",
+           "check_event"]
 
 
-@dataclass(frozen=True)
-class Revision:
-    """A resolved revision: a commit of a session.
+def check_event(ev: Event) -> None:
+    """Refuse an event that :func:`parse_log` would later reject (the session would be unreadable).
 
-    Attributes:
-        session_id: the session named.
-        commit: the commit id (hex).
-        is_tip: True when it is the session's current tip.
+    Raises:
+        InvalidEvent: an unknown type not marked ignorable, data that is not an object, a time
+            that is not an integer, or a value that is not plain JSON.
     """
-
-    session_id: str
-    commit: str
-    is_tip: bool
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A session as of one commit.
-
-    Attributes:
-        session_id: the session (branch) it was read from.
-        commit: the commit id it was read at.
-        header: line 1 of ``session.jsonl``.
-        events: the events, seq order.
-        raw: the file's bytes exactly as stored.
-    """
-
-    session_id: str
-    commit: str
-    header: dict
-    events: list[Event]
-    raw: bytes
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """One save as ``gs log`` shows it.
-
-    Attributes:
-        commit: commit id (hex).
-        parents: parent commit ids.
-        time: commit time, epoch seconds.
-        tz_offset: the committer's UTC offset, seconds.
-        message: the parsed commit message.
-    """
-
-    commit: str
-    parents: list[str]
-    time: int
-    tz_offset: int
-    message: CommitMessage
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """One row of ``gs list``, read from the tip commit's trailers (no blob is read).
-
-    Attributes:
-        session_id: the id.
-        tip: the tip commit (hex).
-        time: tip commit time, epoch seconds.
-        message: the tip's parsed commit message (trailers ``Turn``, ``Messages``, ``Title``...).
-        error: set when the session could not be read (it is still listed).
-    """
-
-    session_id: str
-    tip: str
-    time: int
-    message: CommitMessage
-    error: str | None = None
+    if not isinstance(ev.type, str) or (ev.type not in KNOWN_TYPES and not ev.ignorable):
+        raise InvalidEvent(f"unknown event type {ev.type!r} (mark it ignorable to store it)")
+    if not isinstance(ev.data, dict):
+        raise InvalidEvent(f"data of {ev.type} is not an object")
+    if not isinstance(ev.time, int) or isinstance(ev.time, bool):
+        raise InvalidEvent(f"time {ev.time!r} of {ev.type} is not an integer")
+    clean_value(ev.data)  # raises InvalidEvent for NaN, objects, non-str keys
 
 
 class SessionStore(abc.ABC):
-    """Where sessions live. Every backend passes the same contract test suite."""
+    """Where sessions live. Every backend passes the same contract suite (tests/test_store_contract.py).
+
+    A backend implements the primitives (ids, tips, commits, bytes, the writes, the sidecar
+    journal and lock); the rules built on them (case-insensitive lookup, revision syntax,
+    listing, archive naming) are written once here. Ids given in are plain ``str`` (checked
+    where it matters); ids handed out are :data:`~gitsessions.rules.SessionId` and
+    :data:`~gitsessions.rules.CommitId`.
+    """
+
+    #: Errors a backend raises for a commit it cannot read (the session is listed with the error).
+    unreadable: tuple[type[Exception], ...] = (KeyError, ValueError)
+
+    # -- primitives every backend implements -----------------------------------------------
 
     @abc.abstractmethod
-    def list_sessions(self) -> list[SessionInfo]:
-        """Return every session that has at least one save, sorted by id."""
+    def session_ids(self) -> list[SessionId]:
+        """Return the ids of all live sessions, sorted."""
 
     @abc.abstractmethod
-    def tip(self, session_id: str) -> str | None:
-        """Return the session's tip commit id, or None when it does not exist."""
+    def archived_ids(self) -> list[str]:
+        """Return the names of archived sessions, sorted."""
 
     @abc.abstractmethod
-    def find(self, session_id: str) -> str | None:
-        """Return the existing id equal to ``session_id`` ignoring case, else None."""
-
-    @abc.abstractmethod
-    def load(self, session_id: str, commit: str | None = None) -> Snapshot:
-        """Read a session at ``commit`` (default: its tip).
+    def tip(self, session_id: str) -> CommitId | None:
+        """Return the session's tip commit id, or None when it does not exist.
 
         Raises:
-            SessionNotFound, CorruptSession, UnsupportedVersion.
+            InvalidSessionId: ``session_id`` is no valid id.
+        """
+
+    @abc.abstractmethod
+    def archive_ref(self, name: str) -> CommitId | None:
+        """Return the commit of archived session ``name``, or None."""
+
+    @abc.abstractmethod
+    def commit_info(self, commit: str) -> CommitInfo:
+        """Return the :class:`CommitInfo` of one commit (no session content is read).
+
+        Raises:
+            KeyError: no such commit.
+        """
+
+    @abc.abstractmethod
+    def read_raw(self, session_id: str, commit: str) -> bytes:
+        """Return the bytes of ``session.jsonl`` at ``commit``.
+
+        Raises:
+            CorruptSession: the commit is missing or holds no session log.
         """
 
     @abc.abstractmethod
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
-               expected_tip: str | None, header: dict | None = None) -> str:
+               expected_tip: str | None, header: dict | None = None) -> CommitId:
         """Save ``events`` after those at ``expected_tip`` as one commit; return its id.
 
         Args:
@@ -123,42 +110,278 @@ class SessionStore(abc.ABC):
 
         Raises:
             InvalidEvent: seq not contiguous, or values that are not plain JSON.
-            ConcurrentUpdate: the branch is no longer at ``expected_tip``.
+            ConcurrentUpdate: the session is no longer at ``expected_tip``.
             SessionExists: creating an id that exists (also differing only by case).
         """
 
     @abc.abstractmethod
-    def log(self, session_id: str, start: str | None = None, limit: int | None = None) -> list[CommitInfo]:
-        """Return the session's commits newest first (first-parent walk from ``start`` or the tip)."""
-
-    @abc.abstractmethod
-    def resolve(self, rev: str) -> Revision:
-        """Resolve ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT`` to a commit.
-
-        Raises:
-            BadRevision, SessionNotFound.
-        """
-
-    @abc.abstractmethod
-    def branch_from(self, session_id: str, commit: str, subject: str, forked_from: str) -> str:
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> CommitId:
         """Create session ``session_id`` starting at ``commit`` in O(1) (a fork); return its first commit.
+
+        ``message`` comes ready from :func:`gitsessions.rules.commit_message` (kind ``fork``).
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).
         """
 
     @abc.abstractmethod
+    def _move(self, src: str, dst: str, commit: str, message: str, *,
+              from_archive: bool = False, to_archive: bool = False) -> None:
+        """Move session ``src`` (at ``commit``) to ``dst``, live or archived, with its history.
+
+        Raises:
+            ConcurrentUpdate: ``src`` was no longer at ``commit`` (nothing moved).
+        """
+
+    @abc.abstractmethod
+    def journal(self, session_id: str) -> TurnJournal:
+        """Return the write-ahead journal of ``session_id``."""
+
+    @abc.abstractmethod
+    def journaled(self) -> list[str]:
+        """Return the ids of sessions that have a journal (a turn in progress, or orphaned)."""
+
+    @abc.abstractmethod
+    def lock(self, session_id: str) -> WriterLock:
+        """Return the (not yet taken) writer lock of ``session_id``."""
+
+    def close(self) -> None:  # noqa: B027 - a backend without resources has nothing to close
+        """Release what the store holds open (safe to call twice)."""
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- hooks a backend may refine --------------------------------------------------------
+
+    def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:  # noqa: B027 - optional
+        """Called after ``commit`` was read and validated (a cache may keep it)."""
+
+    def _verified_tips(self) -> set[str]:
+        """Tips known to hold a valid log, so :meth:`list_sessions` need not parse them."""
+        return set()
+
+    # -- written once on top of the primitives ---------------------------------------------
+
+    def find(self, session_id: str) -> SessionId | None:
+        """Return the existing id equal to ``session_id`` ignoring case, else None."""
+        folded = session_id.casefold()
+        for sid in self.session_ids():
+            if sid.casefold() == folded:
+                return sid
+        return None
+
+    def load(self, session_id: str, commit: str | None = None) -> Snapshot:
+        """Read ``session_id`` at ``commit`` (its tip when None) and validate it.
+
+        A torn last line (written by another tool; this store writes whole lines) is dropped,
+        from the events and from ``raw``.
+
+        Raises:
+            SessionNotFound: no such session.
+            CorruptSession, UnsupportedVersion: the log cannot be read safely.
+        """
+        if commit is None:
+            commit = self.tip(session_id)
+            if commit is None:
+                raise SessionNotFound(session_id, self.session_ids())
+        raw = self.read_raw(session_id, commit)
+        parsed = parse_log(raw, session_id)
+        if parsed.dropped_tail:
+            # Cut exactly the dropped last line (which may be empty: "...\n\n").
+            body = raw[:-1] if raw.endswith(b"\n") else raw
+            raw = raw[: body.rfind(b"\n") + 1]
+        self._loaded(CommitId(commit), raw, len(parsed.events))
+        return Snapshot(SessionId(session_id), CommitId(commit), parsed.header, parsed.events, raw)
+
+    def first_parents(self, commit: str) -> Iterator[CommitInfo]:
+        """Yield :class:`CommitInfo` from ``commit`` back along first parents, lazily (newest first)."""
+        sha: str | None = commit
+        while sha:
+            info = self.commit_info(sha)
+            yield info
+            sha = info.parents[0] if info.parents else None
+
+    def log(self, session_id: str, start: str | None = None, limit: int | None = None) -> list[CommitInfo]:
+        """Return the session's commits newest first (first-parent walk from ``start`` or the tip).
+
+        Raises:
+            SessionNotFound: no such session.
+        """
+        sha = start or self.tip(session_id)
+        if sha is None:
+            raise SessionNotFound(session_id, self.session_ids())
+        return list(itertools.islice(self.first_parents(sha), limit))
+
+    def resolve(self, rev: str) -> Revision:
+        """Resolve a revision of a session to a commit.
+
+        ``SESSION``, ``SESSION~N``, ``SESSION^`` (git's meaning: N saves back along first
+        parents; suffixes combine) or ``SESSION@COMMIT`` (a prefix of >= 4 hex digits of a
+        commit in that session's history).
+
+        Raises:
+            BadRevision: malformed, or names no commit (the message names what exists).
+            SessionNotFound: no such session.
+        """
+        m = REV_RE.match(rev)
+        if not m:
+            raise BadRevision(rev, "expected SESSION, SESSION~N, SESSION^ or SESSION@COMMIT")
+        sid, suffix = check_session_id(m.group("id")), m.group("suffix")
+        tip = self.tip(sid)
+        if tip is None:
+            if self.archive_ref(sid):
+                raise BadRevision(rev, f"session {sid!r} is archived; restore it with 'gs restore {sid}'")
+            raise SessionNotFound(sid, self.session_ids())
+        if not suffix:
+            return Revision(sid, tip, True)
+        if suffix.startswith("@"):
+            prefix = suffix[1:].lower()
+            if not re.fullmatch(r"[0-9a-f]{4,40}", prefix):
+                raise BadRevision(rev, "a commit after @ is 4 to 40 hex digits")
+            hits = [c.commit for c in self.log(sid) if c.commit.startswith(prefix)]
+            if not hits:
+                raise BadRevision(rev, f"no commit {prefix} in the history of {sid!r} (see 'gs log {sid}')")
+            if len(hits) > 1:
+                raise BadRevision(rev, f"{prefix} is ambiguous: " + ", ".join(h[:12] for h in hits))
+            return Revision(sid, hits[0], hits[0] == tip)
+        back = 0
+        for step in re.findall(r"~\d*|\^+", suffix):
+            back += (int(step[1:]) if step[1:] else 1) if step.startswith("~") else len(step)
+        history = self.log(sid, limit=back + 1)
+        if len(history) <= back:
+            n = len(self.log(sid))
+            raise BadRevision(rev, f"{sid!r} has {n} save{'s' if n != 1 else ''}, so {sid}~0 to {sid}~{n - 1} exist")
+        return Revision(sid, history[back].commit, back == 0)
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Return one :class:`SessionInfo` per session, sorted by id, from tip commits.
+
+        A tip not known to be valid (written behind this store's back) is parsed once; a
+        session that cannot be read is still listed, with ``error`` set.
+        """
+        out = []
+        verified = self._verified_tips()
+        for sid in self.session_ids():
+            try:
+                tip = self.tip(sid)
+            except InvalidSessionId:
+                continue  # a branch made with plain git whose name is no session id
+            if tip is None:
+                continue
+            try:
+                info = self.commit_info(tip)
+            except self.unreadable as exc:
+                out.append(SessionInfo(sid, tip, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
+                continue
+            error = None
+            if tip not in verified:
+                try:
+                    self.load(sid, tip)
+                except (CorruptSession, UnsupportedVersion) as exc:
+                    error = str(exc)
+            out.append(SessionInfo(sid, tip, info.time, info.message, error))
+        return out
+
+    def archived_sessions(self) -> list[SessionInfo]:
+        """Return :class:`SessionInfo` rows of archived sessions (from their tip commits)."""
+        out = []
+        for name in self.archived_ids():
+            sha = self.archive_ref(name)
+            if not sha:
+                continue
+            try:
+                info = self.commit_info(sha)
+                out.append(SessionInfo(SessionId(name), sha, info.time, info.message))
+            except self.unreadable as exc:
+                out.append(SessionInfo(SessionId(name), sha, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
+        return out
+
+    def _check_free(self, session_id: str) -> None:
+        """Raise :class:`SessionExists` when ``session_id`` is taken (see :func:`~gitsessions.rules.check_free`)."""
+        check_free(self, session_id)
+
+    def _new_log(self, session_id: str, events: list[Event], expected_tip: str | None,
+                 header: dict | None) -> tuple[bytes, bytes, int]:
+        """Check a save and build the new log: return ``(whole file, new lines, old event count)``.
+
+        Raises:
+            InvalidEvent, SessionExists, CorruptSession: as :meth:`append`.
+        """
+        if expected_tip is None:
+            if header is None:
+                raise InvalidEvent("a new session needs a header")
+            existing = self.find(session_id)
+            if existing is not None:
+                raise SessionExists(session_id, existing)
+            try:
+                prefix, count = encode_header(header), 0
+            except (TypeError, ValueError) as exc:
+                raise InvalidEvent(f"the header is not plain JSON ({exc})") from None
+        else:
+            snap = self.load(session_id, expected_tip)
+            prefix, count = snap.raw, len(snap.events)
+            if not prefix.endswith(b"\n"):
+                prefix += b"\n"  # a last line committed without its newline (another tool)
+        for i, ev in enumerate(events):
+            if ev.seq != count + i:
+                raise InvalidEvent(f"event seq {ev.seq} does not continue the log (expected {count + i})")
+            check_event(ev)
+        try:
+            body = b"".join(ev.encode() for ev in events)
+        except (TypeError, ValueError) as exc:
+            raise InvalidEvent(f"a value is not plain JSON ({exc})") from None
+        return prefix + body, body, count
+
     def rename(self, old: str, new: str) -> None:
-        """Rename a session; its history is unchanged.
+        """Rename session ``old`` to ``new`` (its history moves with it, unchanged).
 
         Raises:
             SessionNotFound, SessionExists, ConcurrentUpdate.
         """
+        sha = self.tip(old)
+        if sha is None:
+            raise SessionNotFound(old, self.session_ids())
+        check_session_id(new)
+        if new.casefold() != old.casefold():
+            self._check_free(new)
+        self._move(old, new, sha, f"Branch: renamed {old} to {new}")
 
-    @abc.abstractmethod
     def archive(self, session_id: str) -> str:
-        """Move a session out of the list (nothing is deleted); return the name to restore it by."""
+        """Move a session out of the list (nothing is deleted) as ``<id>`` or ``<id>-<n>`` when taken.
 
-    @abc.abstractmethod
-    def restore(self, name: str, as_id: str | None = None) -> str:
-        """Bring an archived session back (as ``as_id`` or its own name); return its id."""
+        Returns:
+            The archive name to restore it by.
+
+        Raises:
+            SessionNotFound, ConcurrentUpdate.
+        """
+        sha = self.tip(session_id)
+        if sha is None:
+            raise SessionNotFound(session_id, self.session_ids())
+        name, n = session_id, 1
+        while self.archive_ref(name):
+            n += 1
+            name = f"{session_id}-{n}"
+        self._move(session_id, name, sha, f"archive: {session_id}", to_archive=True)
+        return name
+
+    def restore(self, name: str, as_id: str | None = None) -> SessionId:
+        """Bring archived session ``name`` back (as ``as_id`` or ``name``); return its id.
+
+        Raises:
+            SessionNotFound, SessionExists, InvalidSessionId, ConcurrentUpdate.
+        """
+        sha = self.archive_ref(name)
+        if sha is None:
+            raise SessionNotFound(name, self.archived_ids())
+        sid = check_session_id(as_id or name)
+        existing = self.find(sid)
+        if existing is not None:
+            raise SessionExists(sid, existing)
+        self._move(name, sid, sha, f"restore: {name}", from_archive=True)
+        return sid
+
+

@@ -19,12 +19,12 @@ Their output (stdout and stderr together) is captured into a file, not a pipe, s
 that starts a background job never makes a save wait for it.
 
 Nothing here reads the environment: the caller passes the base environment hooks run in.
+Installing the hooks gitsessions ships is :mod:`.hook_install`.
 """
 
 from __future__ import annotations
 
 import errno
-import importlib.resources
 import os
 import stat
 import subprocess
@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import HookExists, HookRefused
+from ..errors import HookRefused
 
 #: The hooks gs runs around each commit, in git's order.
 COMMIT_HOOKS = ("pre-commit", "commit-msg", "post-commit")
@@ -134,18 +134,31 @@ def subject_of(message: bytes) -> str:
 
 
 class CommitHooks:
-    """The commit hooks of one repository, found once per commit.
+    """Runs the commit hooks of one repository; the caller builds it and hands it to the store.
+
+    The hooks are looked up at every commit (one ``stat`` per hook name), so a hook installed
+    or disabled while a chat runs counts from the next save. A failed ``post-commit`` cannot
+    undo the save: its warning is returned and appended to :attr:`warnings` for whoever
+    built the runner to show.
 
     Args:
         repo_path: the (bare) repository.
         base_env: the environment hooks run in, before gs adds its variables (the CLI passes
             its own); None gives them only gs's variables and a standard ``PATH``.
+        warnings: where warnings go (the CLI passes the list it prints); default a new list.
     """
 
-    def __init__(self, repo_path: Path, base_env: Mapping[str, str] | None = None):
+    def __init__(self, repo_path: str | os.PathLike, base_env: Mapping[str, str] | None = None,
+                 warnings: list[str] | None = None):
         self.repo_path = Path(repo_path)
         self.base_env = base_env
-        self.found = {name: executable_hook(self.repo_path, name) for name in COMMIT_HOOKS}
+        #: Warnings of failed ``post-commit`` hooks, in order.
+        self.warnings: list[str] = warnings if warnings is not None else []
+
+    @property
+    def found(self) -> dict[str, Path | None]:
+        """Each commit hook name -> its executable file, or None (looked up now)."""
+        return {name: executable_hook(self.repo_path, name) for name in COMMIT_HOOKS}
 
     def _env(self, **extra: str) -> dict[str, str]:
         env = dict(self.base_env) if self.base_env is not None else {"PATH": _FALLBACK_PATH}
@@ -168,7 +181,7 @@ class CommitHooks:
         Raises:
             HookRefused: a hook exited non-zero, could not run, or left the message empty.
         """
-        pre, msg = self.found["pre-commit"], self.found["commit-msg"]
+        pre, msg = executable_hook(self.repo_path, "pre-commit"), executable_hook(self.repo_path, "commit-msg")
         if pre is None and msg is None:
             return message
         tmp_root = self.repo_path / "gs" / "tmp"
@@ -202,8 +215,16 @@ class CommitHooks:
         return message
 
     def after(self, session_id: str, commit: str) -> str | None:
-        """Run ``post-commit`` (the branch has moved); return a warning when it failed."""
-        post = self.found["post-commit"]
+        """Run ``post-commit`` (the branch has moved); return a warning when it failed (also kept).
+
+        Args:
+            session_id: the session saved.
+            commit: the commit made.
+
+        Returns:
+            None when the hook is absent or succeeded, else a one-line warning.
+        """
+        post = executable_hook(self.repo_path, "post-commit")
         if post is None:
             return None
         run = run_hook("post-commit", post, [], self._env(GS_SESSION=session_id, GS_COMMIT=commit),
@@ -213,148 +234,7 @@ class CommitHooks:
         lines = [line.strip() for line in run.output.splitlines() if line.strip()]
         why = " | ".join(lines[-3:]) if lines else "it printed nothing"
         how = f"exit status {run.status}" if run.status is not None else "it could not be run"
-        return (f"the post-commit hook failed ({how}): {why}; the save itself is done "
-                f"({session_id} at {commit[:7]}); fix the hook or disable it with: chmod -x {post}")
-
-
-# -- the hooks gitsessions ships (gitsessions/hooks_data, the same files as hooks/) ----------
-
-
-def shipped_hooks() -> dict[str, bytes]:
-    """Return the hooks shipped with gitsessions: name -> the script's bytes."""
-    folder = importlib.resources.files("gitsessions") / "hooks_data"
-    return {entry.name: entry.read_bytes() for entry in sorted(folder.iterdir(), key=lambda e: e.name)
-            if entry.is_file() and not entry.name.startswith((".", "_"))}
-
-
-@dataclass(frozen=True)
-class HookStatus:
-    """One hook of a session repo as ``gs hooks list`` shows it.
-
-    Attributes:
-        name: the hook's name.
-        path: ``<repo>/hooks/<name>``.
-        installed: the file exists.
-        executable: it is an executable file (so it runs).
-        origin: ``shipped`` (identical to gs's), ``modified`` (a shipped hook's name, other
-            contents), ``own`` (not one gs ships), or None when not installed.
-        run_by_gs: gs runs hooks of this name around its commits.
-    """
-
-    name: str
-    path: Path
-    installed: bool
-    executable: bool
-    origin: str | None
-    run_by_gs: bool
-
-
-def hook_status(repo_path: Path) -> list[HookStatus]:
-    """Return the hooks installed in ``<repo>/hooks`` plus the shipped ones not installed, by name.
-
-    ``*.sample`` files and other names with a dot (such as ``.orig`` backups) are not hooks
-    git runs and are left out.
-    """
-    shipped = shipped_hooks()
-    folder = Path(repo_path) / "hooks"
-    names = set(shipped)
-    try:
-        names.update(p.name for p in folder.iterdir() if "." not in p.name and (p.is_file() or p.is_symlink()))
-    except OSError:
-        pass
-    out = []
-    for name in sorted(names):
-        path = folder / name
-        installed = path.is_file()
-        origin = None
-        if installed:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                data = None
-            origin = "own" if name not in shipped else "shipped" if data == shipped[name] else "modified"
-        out.append(HookStatus(name, path, installed, executable_hook(Path(repo_path), name) is not None,
-                              origin, name in COMMIT_HOOKS))
-    return out
-
-
-def install_hooks(repo_path: Path, names: list[str] | None = None,
-                  force: bool = False) -> list[tuple[str, str, str | None]]:
-    """Copy shipped hooks into ``<repo>/hooks/`` and make them executable.
-
-    Args:
-        repo_path: the (existing) session repo.
-        names: the hooks to install (None or empty: all shipped hooks).
-        force: replace a hook that differs from the shipped one (it is kept as
-            ``<name>.orig``, or ``<name>.orig.<n>`` when that is taken).
-
-    Returns:
-        ``(name, what, backup)`` per hook: ``what`` is ``installed``, ``replaced`` (the old
-        file was renamed to ``backup``), ``enabled`` (it was there but not executable) or
-        ``unchanged``; ``backup`` is None unless replaced.
-
-    Raises:
-        KeyError: a name that is not a shipped hook.
-        HookExists: a hook differs and ``force`` is False (nothing is installed then).
-    """
-    shipped = shipped_hooks()
-    wanted = list(dict.fromkeys(names)) if names else list(shipped)
-    unknown = [n for n in wanted if n not in shipped]
-    if unknown:
-        raise KeyError(", ".join(unknown))
-    folder = Path(repo_path) / "hooks"
-    folder.mkdir(parents=True, exist_ok=True)
-    differ = []
-    for name in wanted:
-        path = folder / name
-        if path.exists() or path.is_symlink():
-            try:
-                same = path.is_file() and path.read_bytes() == shipped[name]
-            except OSError:
-                same = False
-            if not same:
-                differ.append(name)
-    if differ and not force:
-        raise HookExists(differ, str(folder))
-    done = []
-    for name in wanted:
-        path = folder / name
-        what, backup = "installed", None
-        if name in differ:
-            backup_path, n = folder / f"{name}.orig", 0
-            while backup_path.exists() or backup_path.is_symlink():
-                n += 1
-                backup_path = folder / f"{name}.orig.{n}"
-            os.replace(path, backup_path)
-            what, backup = "replaced", str(backup_path)
-        elif path.exists():
-            what = "unchanged" if executable_hook(folder.parent, name) else "enabled"
-        if what in ("installed", "replaced"):
-            tmp = folder / f".{name}.gs-tmp"
-            tmp.write_bytes(shipped[name])
-            os.replace(tmp, path)
-        os.chmod(path, (os.stat(path).st_mode & 0o7777) | 0o755)
-        done.append((name, what, backup))
-    return done
-
-
-def backup_remote(repo_path: Path) -> tuple[str, str | None]:
-    """Return the remote the shipped post-commit pushes to and its URL (None: not configured).
-
-    The name is ``git config gitsessions.backupRemote``, default ``backup``.
-    """
-    from dulwich.config import ConfigFile
-
-    try:
-        config = ConfigFile.from_path(str(Path(repo_path) / "config"))
-    except (OSError, ValueError):
-        return "backup", None
-    try:
-        name = config.get((b"gitsessions",), b"backupRemote").decode("utf-8", "replace") or "backup"
-    except KeyError:
-        name = "backup"
-    try:
-        url = config.get((b"remote", name.encode()), b"url").decode("utf-8", "replace")
-    except KeyError:
-        url = None
-    return name, url
+        warning = (f"the post-commit hook failed ({how}): {why}; the save itself is done "
+                   f"({session_id} at {commit[:7]}); fix the hook or disable it with: chmod -x {post}")
+        self.warnings.append(warning)
+        return warning

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..events import Event, clean_text
-from ..redact import Redactor
 
 JOURNAL_VERSION = 1
 
@@ -45,27 +44,27 @@ class JournalContents:
 class Journal:
     """Append-only journal file of one session's turn in progress.
 
+    Records are written as given: the session redacted them where their text entered it
+    (see :mod:`gitsessions.redact`), so the journal never holds a secret.
+
     Args:
         path: the journal file (its folder is created on first write).
-        redactor: applied to every record before it is written (see :mod:`gitsessions.redact`).
     """
 
-    def __init__(self, path: str | os.PathLike, redactor: Redactor | None = None):
+    def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.redactor = redactor
         self._fd: int | None = None
+
+    # -- where the bytes go (a backend keeping journals elsewhere overrides these four) -----
 
     def exists(self) -> bool:
         """Return True when a journal file is present (a turn in progress or orphaned)."""
         return self.path.exists()
 
-    def begin(self, base: str | None, header: dict | None) -> None:
-        """Start a fresh journal for a turn building on ``base`` (truncates an old one)."""
-        self.close()
+    def _start(self) -> None:
+        """Open an empty journal for writing (truncating an old one)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        first = {"journal": JOURNAL_VERSION, "base": base, "header": header}
-        self._write(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=True)
 
     def _write(self, data: bytes, sync: bool) -> None:
         if self._fd is None:
@@ -74,16 +73,33 @@ class Journal:
         if sync:
             os.fsync(self._fd)
 
+    def _remove(self) -> None:
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def _read_bytes(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    # -- the records -----------------------------------------------------------------------
+
+    def begin(self, base: str | None, header: dict | None) -> None:
+        """Start a fresh journal for a turn building on ``base`` (truncates an old one)."""
+        self.close()
+        self._start()
+        first = {"journal": JOURNAL_VERSION, "base": base, "header": header}
+        self._write(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=True)
+
     def append_event(self, event: Event, sync: bool = True) -> None:
         """Write one complete event (fsynced unless ``sync`` is False)."""
-        if self.redactor is not None:
-            event = self.redactor.event(event)
         self._write(event.encode(), sync)
 
     def append_delta(self, text: str) -> None:
         """Write streamed reply text as it arrives (to the OS, not fsynced)."""
-        if self.redactor is not None:
-            text = self.redactor.text(text)
         if text:
             self._write(
                 json.dumps({"delta": clean_text(text)}, ensure_ascii=False).encode("utf-8") + b"\n",
@@ -99,10 +115,7 @@ class Journal:
     def clear(self) -> None:
         """Remove the journal (after its turn was committed)."""
         self.close()
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+        self._remove()
 
     def read(self) -> JournalContents | None:
         """Read the journal back; None when there is none or its first line is unusable.
@@ -110,9 +123,8 @@ class Journal:
         Complete records are kept; a torn last line is dropped. Events whose line is damaged
         before the end stop the read there (what follows cannot be trusted to be in order).
         """
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
+        raw = self._read_bytes()
+        if raw is None:
             return None
         lines = raw.split(b"\n")
         torn = lines[-1] != b""

@@ -18,14 +18,13 @@ Delta bases along a chain (position ``k`` = first-parent distance from the root 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.pack import UnpackedObject
 from dulwich.reflog import read_reflog
 from dulwich.repo import Repo
@@ -128,9 +127,9 @@ class RepackResult:
     seconds: float = 0.0
 
 
-def _roots(repo: Repo) -> set[bytes]:
+def _roots(repo: Repo) -> set[ObjectID]:
     """Every commit a ref or a reflog entry names (git keeps reflog targets reachable)."""
-    roots = set()
+    roots: set[ObjectID] = set()
     for name, sha in repo.refs.as_dict().items():
         if sha and name != b"HEAD":
             roots.add(sha)
@@ -140,16 +139,16 @@ def _roots(repo: Repo) -> set[bytes]:
             if path.is_file():
                 with open(path, "rb") as f:
                     for entry in read_reflog(f):
-                        for sha in (entry.old_sha, entry.new_sha):
-                            if sha != _ZERO:
-                                roots.add(sha)
+                        for logged in (entry.old_sha, entry.new_sha):
+                            if logged != _ZERO:
+                                roots.add(ObjectID(logged))
     return {r for r in roots if r in repo.object_store}
 
 
-def _plan(repo: Repo) -> tuple[list[bytes], dict[bytes, tuple[int, bytes | None]]]:
+def _plan(repo: Repo) -> tuple[list[ObjectID], dict[ObjectID, tuple[int, ObjectID | None]]]:
     """Return (objects in write order, blob sha -> (depth, base sha or None))."""
     store = repo.object_store
-    commits: dict[bytes, Commit] = {}
+    commits: dict[ObjectID, Commit] = {}
     todo = list(_roots(repo))
     while todo:
         sha = todo.pop()
@@ -162,10 +161,10 @@ def _plan(repo: Repo) -> tuple[list[bytes], dict[bytes, tuple[int, bytes | None]
         todo.extend(p for p in obj.parents if p not in commits)
 
     # Position along first parents, computed iteratively (chains can be long).
-    position: dict[bytes, int] = {}
+    position: dict[ObjectID, int] = {}
     for sha in commits:
         path = []
-        cur: bytes | None = sha
+        cur: ObjectID | None = sha
         while cur is not None and cur not in position:
             path.append(cur)
             parents = commits[cur].parents if cur in commits else []
@@ -174,17 +173,17 @@ def _plan(repo: Repo) -> tuple[list[bytes], dict[bytes, tuple[int, bytes | None]
         for i, c in enumerate(reversed(path)):
             position[c] = start + i
 
-    def ancestor_at(sha: bytes, pos: int) -> bytes:
+    def ancestor_at(sha: ObjectID, pos: int) -> ObjectID:
         while position[sha] > pos:
             sha = commits[sha].parents[0]
         return sha
 
-    order: list[bytes] = []
-    seen: set[bytes] = set()
-    plan: dict[bytes, tuple[int, bytes | None]] = {}
-    session_blob: dict[bytes, bytes] = {}  # commit -> its single top-level blob, if any
+    order: list[ObjectID] = []
+    seen: set[ObjectID] = set()
+    plan: dict[ObjectID, tuple[int, ObjectID | None]] = {}
+    session_blob: dict[ObjectID, ObjectID] = {}  # commit -> its single top-level blob, if any
 
-    def add_tree(tree_id: bytes) -> None:
+    def add_tree(tree_id: ObjectID) -> None:
         if tree_id in seen:
             return
         seen.add(tree_id)
@@ -244,8 +243,8 @@ def repack(repo: Repo) -> RepackResult:
     result = RepackResult(objects=len(order))
 
     def records() -> Iterator[UnpackedObject]:
-        contents: dict[bytes, bytes] = {}  # blob sha -> bytes, while a later delta needs it
-        uses: dict[bytes, int] = {}
+        contents: dict[ObjectID, bytes] = {}  # blob sha -> bytes, while a later delta needs it
+        uses: dict[ObjectID, int] = {}
         for _depth, base in plan.values():
             if base is not None:
                 uses[base] = uses.get(base, 0) + 1
@@ -262,7 +261,7 @@ def repack(repo: Repo) -> RepackResult:
                 uses[base] -= 1
                 if not uses[base]:
                     contents.pop(base, None)  # keep memory to the bases still ahead
-            if base_raw is not None and isinstance(obj, Blob) and raw.startswith(base_raw):
+            if base is not None and base_raw is not None and isinstance(obj, Blob) and raw.startswith(base_raw):
                 delta = append_delta(len(base_raw), raw)
                 result.deltas += 1
                 result.max_depth = max(result.max_depth, depth)
@@ -296,49 +295,3 @@ def repack(repo: Repo) -> RepackResult:
     result.seconds = time.monotonic() - started
     return result
 
-
-class PackState:
-    """Counts saves since the last repack, across processes, in ``<repo>/gs/pack-state``.
-
-    One line per save (``<blob bytes>\\n``) appended with ``O_APPEND``; a repack empties it.
-    """
-
-    def __init__(self, repo_path: str | os.PathLike):
-        self.path = Path(repo_path) / "gs" / "pack-state"
-        self.lock_path = Path(repo_path) / "gs" / "locks" / "repack.lock"
-
-    def record_save(self, blob_bytes: int) -> None:
-        """Note one save of a blob of ``blob_bytes`` bytes."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, b"%d\n" % blob_bytes)
-        finally:
-            os.close(fd)
-
-    def due(self) -> bool:
-        """True when AUTO_SAVES saves or AUTO_BYTES loose bytes piled up since the last repack."""
-        try:
-            lines = self.path.read_bytes().split()
-        except FileNotFoundError:
-            return False
-        return len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES
-
-    def repack(self, repo: Repo) -> RepackResult | None:
-        """Repack unless another process is repacking (then return None at once)."""
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return None
-            # Saves recorded from here on are not covered by this repack only if their
-            # objects are written after the loose scan; they stay loose and count next time.
-            try:
-                os.truncate(self.path, 0)
-            except FileNotFoundError:
-                pass
-            return repack(repo)
-        finally:
-            os.close(fd)

@@ -17,28 +17,38 @@ from ``~/.git-credentials``.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_path
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.graph import can_fast_forward
-from dulwich.objects import ZERO_SHA
+from dulwich.objects import ZERO_SHA, ObjectID
+from dulwich.refs import Ref
 
-from ..errors import GitSessionsError
-from ..rules import SESSION_ID_RE
+from ..errors import CorruptSession, RemoteError, UnsupportedVersion
+from ..rules import SESSION_ID_RE, CommitId, Lineage, SessionId, commit_message, pull_fork_name, taken_by
 from .git import GitStore
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SYNCED = (b"refs/heads/", b"refs/archive/")
 
+__all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "strip_password"]
 
-class RemoteError(GitSessionsError):
-    """A remote that cannot be used: unknown name, bad URL, unreachable, refused."""
+
+class Credentials(TypedDict, total=False):
+    """What the caller knows about reaching remotes (the CLI reads it from the environment).
+
+    Attributes:
+        username, password: HTTP credentials (else ``~/.git-credentials`` is consulted).
+        ssh_command: the ssh program and options (else ``core.sshCommand``, else ``ssh``).
+    """
+
+    username: str | None
+    password: str | None
+    ssh_command: str | None
 
 
 @dataclass
@@ -162,9 +172,9 @@ class Remotes:
         config = repo.get_config()
         del config[(b"remote", name.encode())]
         config.write_to_path()
-        prefix = f"refs/remotes/{name}/".encode()
+        prefix = Ref(f"refs/remotes/{name}/".encode())
         for ref in list(repo.refs.keys(base=prefix)):
-            repo.refs.remove_if_equals(prefix + ref, None)
+            repo.refs.remove_if_equals(Ref(prefix + ref), None)
 
     # -- transfer ---------------------------------------------------------------------------
 
@@ -175,7 +185,8 @@ class Remotes:
         return self.url(remote), True
 
     def _client(self, url: str, operation: str):
-        kwargs = {}
+        username: str | None = None
+        password: str | None = None
         if url.startswith(("http://", "https://")):
             username, password = self.username, self.password
             if password is None:
@@ -185,15 +196,15 @@ class Remotes:
                 found = next(get_credentials_from_store(parts.scheme, parts.hostname or "", parts.username), None)
                 if found:
                     username, password = found
-            if password is not None:
-                kwargs = {"username": username or urlsplit(url).username, "password": password}
-        if self.ssh_command:  # else core.sshCommand from the config, else ssh
-            kwargs["ssh_command"] = self.ssh_command
+            username = (username or urlsplit(url).username) if password is not None else None
         repo = self.store.repo()
         config = repo.get_config_stack() if repo is not None else None
         try:
-            # quiet: no server progress chatter; a hook's messages still come (see push)
-            return get_transport_and_path(url, config=config, operation=operation, quiet=True, **kwargs)
+            # quiet: no server progress chatter; a hook's messages still come (see push).
+            # ssh_command None: core.sshCommand from the config, else ssh.
+            return get_transport_and_path(url, config=config, operation=operation, quiet=True,
+                                          username=username, password=password,
+                                          ssh_command=self.ssh_command or None)
         except ValueError as exc:
             raise RemoteError(f"cannot use {url!r}: {exc}") from None
 
@@ -250,7 +261,7 @@ class Remotes:
                 report.skipped.append((name, "not a valid session id"))
                 continue
             if ref.startswith(b"refs/archive/"):
-                if self.store.archive_ref(name) is None and self.store.update_ref(ref, None, new, "pull: archive"):
+                if self.store.archive_ref(name) is None and self.store.update_ref(Ref(ref), None, new, "pull: archive"):
                     report.created.append(f"archive/{name}")
                 else:
                     report.unchanged += 1
@@ -272,26 +283,32 @@ class Remotes:
             return
         try:
             local = store.tip(sid)
-            ref = b"refs/heads/" + sid.encode()
+            ref = Ref(b"refs/heads/" + sid.encode())
             if local is None:
-                existing = store.find(sid)
-                if existing is not None or store.archive_ref(sid):
-                    report.skipped.append((sid, f"clashes with local {existing or 'archive/' + sid}"))
+                existing = taken_by(store, sid)
+                if existing is not None:
+                    report.skipped.append((sid, f"clashes with local {existing}"))
                 elif store.update_ref(ref, None, new, f"pull: new session from {remote_name}"):
                     report.created.append(sid)
                 return
-            if can_fast_forward(repo, local.encode(), new.encode()):
+            if can_fast_forward(repo, ObjectID(local.encode()), ObjectID(new.encode())):
                 if store.update_ref(ref, local, new, f"pull: fast-forward from {remote_name}"):
                     report.fast_forwarded.append((sid, local, new))
                 else:
                     report.skipped.append((sid, "it moved during the pull; pull again"))
-            elif can_fast_forward(repo, new.encode(), local.encode()):
+            elif can_fast_forward(repo, ObjectID(new.encode()), ObjectID(local.encode())):
                 report.unchanged += 1  # ahead here
             else:
-                fork_id = f"{sid[:40]}-{remote_name[:12]}-{new[:7]}"
-                if store.find(fork_id) is None:
-                    subject = f"fork: {fork_id} from {remote_name}/{sid} at {new[:7]} (diverged)"
-                    store.branch_from(fork_id, new, subject, f"{sid}@{new}")
+                fork_id = pull_fork_name(sid, remote_name, new)
+                if taken_by(store, fork_id) is None:
+                    try:
+                        events = store.load(sid, new).events
+                    except (CorruptSession, UnsupportedVersion):
+                        events = []  # still kept: gs list flags the damaged log
+                    lineage = Lineage(SessionId(sid), CommitId(new))
+                    message = commit_message(fork_id, events, kind="fork", lineage=lineage,
+                                             source=f"{remote_name}/{sid}", why="diverged")
+                    store.branch_from(fork_id, new, message)
                     report.forks.append((sid, fork_id, new))
                 else:
                     report.unchanged += 1
@@ -326,8 +343,8 @@ class Remotes:
                 if theirs == sha:
                     report.unchanged += 1
                     continue
-                if theirs and theirs != ZERO_SHA and (theirs not in repo.object_store
-                                                      or not can_fast_forward(repo, theirs, sha)):
+                if theirs and theirs != ZERO_SHA and (ObjectID(theirs) not in repo.object_store
+                                                      or not can_fast_forward(repo, ObjectID(theirs), sha)):
                     report.failed.append((ref.decode(), self._diverged_hint(ref, theirs, remote)))
                     continue
                 new_refs[ref] = sha
@@ -357,55 +374,11 @@ class Remotes:
                 report.pushed.append(ref.decode("utf-8", "replace"))
         return report
 
-
     def _diverged_hint(self, ref: bytes, theirs: bytes, remote: str) -> str:
         sid = ref.split(b"/", 2)[2].decode("utf-8", "replace")
-        kept = f"{sid[:40]}-{remote[:12]}-{theirs.decode()[:7]}"
+        kept = pull_fork_name(sid, remote, theirs.decode())
         if ref.startswith(b"refs/heads/") and self.store.find(kept):
             return (f"not a fast-forward: {remote} has other saves of {sid} (kept here as {kept}); to publish "
                     f"this side under a new name: gs rename {sid} NEW && gs pull {remote} && gs push {remote}")
         return (f"not a fast-forward: {remote} has saves this repo lacks; run gs pull {remote} "
                 "(their side is kept as a fork)")
-
-
-def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origin",
-          **credentials: str | None) -> PullReport:
-    """Set up a session repo at ``path`` from ``url``: add it as ``remote`` and pull every session.
-
-    Branches become local sessions (not only remote-tracking refs), archives stay archived.
-    All or nothing: a clone that fails leaves ``path`` as it was (it is built in a temporary
-    folder beside it and moved into place at the end).
-
-    Raises:
-        RemoteError: ``path`` already holds sessions or other things, or the remote cannot be read.
-        RepoError: ``path`` is a file.
-    """
-    target = Path(path)
-    in_place = GitStore(target)
-    in_place.check_path()
-    if in_place.exists():
-        if in_place.session_ids() or in_place.archived_ids():
-            raise RemoteError(f"{target} already holds sessions; clone into a new path")
-        if in_place.repo() and any(n == remote for n, _ in Remotes(in_place).list()):
-            raise RemoteError(f"{target} already has a remote {remote!r}; use gs --repo {target} pull {remote}")
-    in_place.close()
-    building = target if in_place.exists() else target.parent / f".{target.name}.clone-{os.getpid()}"
-    building.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with GitStore(building, identity=identity) as store:
-            remotes = Remotes(store, **credentials)
-            remotes.add(remote, url)
-            report = remotes.pull(remote)
-        if building != target:
-            if target.exists():
-                shutil.rmtree(target)  # empty, or only gs's lock folder (check_path allowed no more)
-            os.rename(building, target)
-        return report
-    except BaseException:
-        if building != target:
-            shutil.rmtree(building, ignore_errors=True)
-        else:
-            with GitStore(target) as store:
-                if any(n == remote for n, _ in Remotes(store).list()):
-                    Remotes(store).remove(remote)
-        raise

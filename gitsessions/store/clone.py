@@ -1,0 +1,55 @@
+"""Cloning a session repo from a remote: all or nothing (see :mod:`.remote` for sync itself)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from ..errors import RemoteError
+from .git import GitStore
+from .remote import PullReport, Remotes
+
+
+def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origin",
+          *, username: str | None = None, password: str | None = None,
+          ssh_command: str | None = None) -> PullReport:
+    """Set up a session repo at ``path`` from ``url``: add it as ``remote`` and pull every session.
+
+    Branches become local sessions (not only remote-tracking refs), archives stay archived.
+    All or nothing: a clone that fails leaves ``path`` as it was (it is built in a temporary
+    folder beside it and moved into place at the end).
+
+    Raises:
+        RemoteError: ``path`` already holds sessions or other things, or the remote cannot be read.
+        RepoError: ``path`` is a file.
+    """
+    target = Path(path)
+    in_place = GitStore(target)
+    in_place.check_path()
+    if in_place.exists():
+        if in_place.session_ids() or in_place.archived_ids():
+            raise RemoteError(f"{target} already holds sessions; clone into a new path")
+        if in_place.repo() and any(n == remote for n, _ in Remotes(in_place).list()):
+            raise RemoteError(f"{target} already has a remote {remote!r}; use gs --repo {target} pull {remote}")
+    in_place.close()
+    building = target if in_place.exists() else target.parent / f".{target.name}.clone-{os.getpid()}"
+    building.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with GitStore(building, identity=identity) as store:
+            remotes = Remotes(store, username=username, password=password, ssh_command=ssh_command)
+            remotes.add(remote, url)
+            report = remotes.pull(remote)
+        if building != target:
+            if target.exists():
+                shutil.rmtree(target)  # empty, or only gs's lock folder (check_path allowed no more)
+            os.rename(building, target)
+        return report
+    except BaseException:
+        if building != target:
+            shutil.rmtree(building, ignore_errors=True)
+        else:
+            with GitStore(target) as store:
+                if any(n == remote for n, _ in Remotes(store).list()):
+                    Remotes(store).remove(remote)
+        raise

@@ -1,0 +1,135 @@
+"""The sidecar state of a session repo: everything under ``<repo>/gs/`` that is not git.
+
+Journals of turns in progress, writer locks, the verified-tips cache and the pack-state
+counter (design.md, "Derived caches" and "Saving, crashes and concurrency"). None of it is
+history: git objects and refs are; this is either a turn not yet committed (the journal), a
+claim (a lock) or a cache rebuilt from git when missing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from dulwich.repo import Repo
+
+from ..rules import check_session_id
+from .journal import Journal
+from .lock import SessionLock
+from .pack import AUTO_BYTES, AUTO_SAVES, RepackResult, repack
+
+
+class PackState:
+    """Counts saves since the last repack, across processes, in ``<repo>/gs/pack-state``.
+
+    One line per save (the blob's size in bytes) appended with ``O_APPEND``; a repack empties it.
+    """
+
+    def __init__(self, repo_path: str | os.PathLike):
+        self.path = Path(repo_path) / "gs" / "pack-state"
+        self.lock_path = Path(repo_path) / "gs" / "locks" / "repack.lock"
+
+    def record_save(self, blob_bytes: int) -> None:
+        """Note one save of a blob of ``blob_bytes`` bytes."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, b"%d\n" % blob_bytes)
+        finally:
+            os.close(fd)
+
+    def due(self) -> bool:
+        """True when AUTO_SAVES saves or AUTO_BYTES loose bytes piled up since the last repack."""
+        try:
+            lines = self.path.read_bytes().split()
+        except FileNotFoundError:
+            return False
+        return len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES
+
+    def repack(self, repo: Repo) -> RepackResult | None:
+        """Repack unless another process is repacking (then return None at once)."""
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return None
+            # Saves recorded from here on are not covered by this repack only if their
+            # objects are written after the loose scan; they stay loose and count next time.
+            try:
+                os.truncate(self.path, 0)
+            except FileNotFoundError:
+                pass
+            return repack(repo)
+        finally:
+            os.close(fd)
+
+
+class RepoState:
+    """The files under ``<repo>/gs/``: journals, locks, verified tips, pack state.
+
+    Args:
+        repo_path: the session repository directory.
+    """
+
+    def __init__(self, repo_path: str | os.PathLike):
+        self.repo_path = Path(repo_path)
+        self.root = self.repo_path / "gs"
+        self.pack = PackState(self.repo_path)
+
+    # -- journals and locks ----------------------------------------------------------------
+
+    def journal(self, session_id: str) -> Journal:
+        """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
+        return Journal(self.root / "journal" / f"{check_session_id(session_id)}.jsonl")
+
+    def journaled(self) -> list[str]:
+        """Return the ids of sessions that have a journal (a turn in progress, or orphaned)."""
+        folder = self.root / "journal"
+        try:
+            return sorted(p.name[: -len(".jsonl")] for p in folder.iterdir() if p.name.endswith(".jsonl"))
+        except FileNotFoundError:
+            return []
+
+    def lock(self, session_id: str) -> SessionLock:
+        """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<id>.lock``)."""
+        return SessionLock(self.root / "locks" / f"{check_session_id(session_id)}.lock", session_id)
+
+    # -- verified tips ---------------------------------------------------------------------
+    # Tips known to hold a valid log: every save the store makes, and every successful
+    # load. ``list_sessions`` parses only tips missing here, so listing stays O(sessions)
+    # in small object reads while a session damaged behind gs's back is still flagged.
+
+    @property
+    def verified_path(self) -> Path:
+        """The verified-tips file, one commit id a line."""
+        return self.root / "verified"
+
+    def verified(self) -> set[str]:
+        """Return the commit ids known to hold a valid log (empty when the file is missing)."""
+        try:
+            return set(self.verified_path.read_text("ascii").split())
+        except (FileNotFoundError, UnicodeDecodeError):
+            return set()
+
+    def mark_verified(self, commit: str) -> None:
+        """Record that ``commit`` holds a valid log (one ``O_APPEND`` write, safe across processes)."""
+        path = self.verified_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, commit.encode("ascii") + b"\n")
+        finally:
+            os.close(fd)
+
+    def compact_verified(self, tips: Iterable[str | None]) -> None:
+        """Keep only ``tips`` in the verified-tips file (it gains a line per save)."""
+        verified = self.verified()
+        keep = sorted(t for t in set(tips) if t and t in verified)
+        tmp = self.verified_path.with_suffix(".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text("".join(t + "\n" for t in keep), "ascii")
+        os.replace(tmp, self.verified_path)  # a save racing this only costs a re-check later

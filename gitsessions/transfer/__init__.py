@@ -1,0 +1,38 @@
+"""Export sessions for people and other tools, and import conversations from files.
+
+The package re-exports its parts (as dulwich's porcelain package does), so callers write
+``transfer.export_bytes`` or ``transfer.read_import`` without knowing the module:
+
+- :mod:`.export`: ``gs export`` rendering (markdown, html, json, jsonl).
+- :mod:`.read`: detecting and validating an import file into an :class:`ImportPlan`
+  (gs's own jsonl/json exports, messages arrays, GeekAgent's ``sessions.json``).
+- :mod:`.messages`: a chat-completions ``messages`` list into session events.
+- :mod:`.write`: writing a plan into the store (:func:`write_import`).
+
+Nothing here prints or reads the environment; the CLI does.
+"""
+
+from ..errors import TransferError
+from ..events import IMPORTED_MESSAGE
+from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
+from .messages import ROLES, events_from_messages
+from .read import ImportedSession, ImportPlan, read_import
+from .write import ImportResult, check_plan, write_import
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "IMPORTED_MESSAGE",
+    "ROLES",
+    "ImportPlan",
+    "ImportResult",
+    "ImportedSession",
+    "TransferError",
+    "check_plan",
+    "event_time",
+    "events_from_messages",
+    "export_bytes",
+    "export_html",
+    "export_markdown",
+    "read_import",
+    "write_import",
+]

@@ -1,0 +1,134 @@
+"""Writing an import plan into the store: one commit per session, taken ids never touched."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidSessionId, SessionExists, TransferError
+from ..events import make_header
+from ..redact import Redactor
+from ..rules import check_session_id, commit_message, new_session_id, taken_by
+from ..session import recover_journal
+from ..store import SessionStore
+from .read import ImportedSession, ImportPlan
+
+
+@dataclass
+class ImportResult:
+    """What :func:`write_import` did.
+
+    Attributes:
+        imported: ``(id, commit, session)`` per session written.
+        clashes: ``(id, reason)`` per session not written because its id is taken.
+    """
+
+    imported: list[tuple[str, str, ImportedSession]] = field(default_factory=list)
+    clashes: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _clash_text(session_id: str, other: str) -> str:
+    if other.startswith("archive/"):
+        return f"session {session_id!r} exists as the archived session {other[len('archive/'):]!r} (refs/{other})"
+    if other == session_id:
+        return f"session {session_id!r} already exists"
+    return f"session {session_id!r} would differ only by case from the existing {other!r}"
+
+
+def check_plan(plan: ImportPlan, as_id: str | None) -> None:
+    """Refuse an ``--as`` that cannot apply to ``plan`` (before anything is written).
+
+    Raises:
+        TransferError: ``--as`` with an archive of several sessions, an invalid ``--as``,
+            or a plan with nothing to import.
+    """
+    if as_id is not None:
+        try:
+            check_session_id(as_id)
+        except InvalidSessionId as exc:
+            raise TransferError(plan.source, str(exc)) from None
+        if len(plan.sessions) + len(plan.clashes) > 1:
+            raise TransferError(plan.source, f"--as names one session, but the archive holds "
+                                f"{len(plan.sessions) + len(plan.clashes)} non-empty sessions; import "
+                                "without --as (each keeps its id)")
+    if not plan.sessions and not plan.clashes:
+        empty = f" (skipped: {', '.join(plan.skipped)})" if plan.skipped else ""
+        raise TransferError(plan.source, f"it holds no non-empty session{empty}")
+
+
+def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
+                 header_extra: dict[str, Any] | None = None,
+                 redactor: Redactor | None = None, warnings: list[str] | None = None) -> ImportResult:
+    """Write the sessions of a validated plan, one commit each (``import: <file>``).
+
+    A session whose id is taken (by a session, also differing only by case, or by an archived
+    one) is never touched: for a single-session file that is an error; for an archive the
+    session is skipped and reported in :attr:`ImportResult.clashes`, and the others are written.
+
+    The file's text enters a session here, so this is its door: events, header and source
+    name are redacted first, and the commit message is derived from the redacted events.
+
+    Args:
+        store: the session store.
+        plan: from :func:`read_import`.
+        as_id: the id for a single-session file.
+        header_extra: fields of headers made here (``cwd``, ``generator``).
+        redactor: replaces secrets in what is written (None: redaction is off).
+        warnings: gets a line per orphaned journal recovered into a new session.
+
+    Returns:
+        What was written and what was skipped.
+
+    Raises:
+        TransferError: a refused ``--as`` or an empty plan.
+        SessionExists: the id of a single-session file is taken.
+        SessionLocked: never; a session being written by another process counts as a clash.
+    """
+    check_plan(plan, as_id)
+    result = ImportResult(clashes=[(sid, _clash_text(sid, other) + " in the same file")
+                                   for sid, other in plan.clashes])
+    single = plan.kind != "geekagent"
+    for item in plan.sessions:
+        sid = as_id or item.session_id
+        if sid is None:
+            sid = new_session_id(store)
+        elif as_id is None:
+            try:
+                check_session_id(sid)
+            except InvalidSessionId:
+                raise TransferError(plan.source, f"its session id {sid!r} is not a valid gs id; "
+                                    "give one with --as ID") from None
+        lock = store.lock(sid)
+        if not lock.try_acquire():
+            why = f"session {sid!r} is being written by {lock.holder()}"
+            if single:
+                raise TransferError(plan.source, why)
+            result.clashes.append((sid, why))
+            continue
+        try:
+            recover_journal(store, sid, redactor, warnings)  # an orphaned new session of that id is committed first
+            other = taken_by(store, sid)
+            if other is not None:
+                if single:
+                    raise TransferError(plan.source, _clash_text(sid, other),
+                                        "it was left untouched; import under another id with --as ID")
+                result.clashes.append((sid, _clash_text(sid, other) + "; it was left untouched"))
+                continue
+            source, events, header = plan.source, list(item.events), item.header
+            if header is None:
+                header = make_header(sid, imported_from=source, **(header_extra or {}))
+            if redactor is not None:
+                source, header = redactor.text(source), redactor.value(header)
+                events = [redactor.event(ev) for ev in events]
+            message = commit_message(sid, events, kind="import", source=source)
+            try:
+                commit = store.append(sid, events, message, expected_tip=None, header=header)
+            except SessionExists as exc:  # created between our check and the write
+                if single:
+                    raise
+                result.clashes.append((sid, str(exc)))
+                continue
+            result.imported.append((sid, commit, item))
+        finally:
+            lock.release()
+    return result

@@ -1,0 +1,253 @@
+"""What a reader sees of a session's events: the one projection every display renders.
+
+``gs show``, ``gs log -p``, ``gs diff`` and every export (markdown, html) read a session
+through :func:`items`: one typed, frozen value per event a person would want to see, in log
+order, each with the number of the turn it belongs to. The renderers only choose words and
+layout; which events are visible, and what they mean, is decided here once.
+
+Shown: the start of each turn (and whether ``session/undo`` dropped it), user and assistant
+messages (tool calls, ``interrupted``), tool results (``is_error``, error code), messages an
+import kept aside (``import/message``: stored, never sent to the model), and notes: a turn
+that ended other than ``completed``, a title change, an undo, a fork, a compaction summary.
+Not shown: ``step/*``, ``tool/call`` (the call is shown with its assistant message) and a
+completed ``turn/end``.
+
+Event data written by another tool may have any shape; every field is read tolerantly
+(a missing text is ``""``, a non-string id or name is ``None``). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .events import IMPORTED_MESSAGE, Event
+from .rules import turn_number
+from .transcript import undone_turns
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing a reader sees, made from one event.
+
+    Attributes:
+        seq: the event's ``seq``.
+        time: the event's time, epoch milliseconds.
+        turn: the number of the turn the event belongs to (0 before the first turn).
+        type: the event's type (``user/message``, ...).
+    """
+
+    seq: int
+    time: int
+    turn: int
+    type: str
+
+
+@dataclass(frozen=True)
+class TurnStart(Item):
+    """A turn begins (``turn/start``); ``turn`` is its number.
+
+    Attributes:
+        undone: a later ``session/undo`` dropped this turn from what the model sees.
+    """
+
+    undone: bool = False
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call an assistant message asked for.
+
+    Attributes:
+        id: the call id (None when the event has no string id).
+        name: the tool's name (None when the event has no string name).
+        arguments: the arguments as the model wrote them (JSON text; None when absent).
+    """
+
+    id: str | None
+    name: str | None
+    arguments: str | None
+
+
+@dataclass(frozen=True)
+class Message(Item):
+    """A message: the user's prompt, an assistant reply, or one an import kept aside.
+
+    Attributes:
+        role: ``user`` or ``assistant``; for an imported message its own role (``system``,
+            ``developer``, ``tool``, ...).
+        text: the message text (``""`` when it has none).
+        tool_calls: the tool calls of an assistant message, in order.
+        model: the model that wrote an assistant message, if recorded.
+        interrupted: an assistant reply that was cut short.
+        imported: kept aside by an import (``import/message``): stored, never sent to the model.
+    """
+
+    role: str = ""
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str | None = None
+    interrupted: bool = False
+    imported: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """True for an assistant reply with no text, no tool call and no interruption."""
+        return self.role == "assistant" and not self.text and not self.tool_calls and not self.interrupted
+
+
+@dataclass(frozen=True)
+class ToolResult(Item):
+    """What a tool returned (``tool/result``).
+
+    Attributes:
+        call_id: the id of the call it answers (None when not a string).
+        name: the tool's name (None when not a string).
+        text: the result text.
+        is_error: the tool failed (or never ran).
+        error_code: why, when ``is_error`` (``not_started``, ...), else None.
+    """
+
+    call_id: str | None = None
+    name: str | None = None
+    text: str = ""
+    is_error: bool = False
+    error_code: str | None = None
+
+
+@dataclass(frozen=True)
+class Note(Item):
+    """Base of the items that are not messages: something that happened to the session."""
+
+
+@dataclass(frozen=True)
+class TurnEnd(Note):
+    """A turn that ended other than ``completed`` (``turn/end``).
+
+    Attributes:
+        reason: ``aborted``, ``error``, ``interrupted``, ``max-steps`` (or another tool's word).
+        error: the error text, if any.
+    """
+
+    reason: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class TitleChange(Note):
+    """The title was set (``session/title``).
+
+    Attributes:
+        title: the new title.
+    """
+
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Undo(Note):
+    """A turn was dropped from what the model sees (``session/undo``).
+
+    Attributes:
+        undone: the number of the dropped turn (None when the event names none).
+    """
+
+    undone: int | None = None
+
+
+@dataclass(frozen=True)
+class Fork(Note):
+    """A ``session/fork`` event.
+
+    Attributes:
+        details: its data as ``(key, value)`` pairs, in order.
+    """
+
+    details: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Summary(Note):
+    """A compaction summary: what the model sees instead of the conversation before it.
+
+    Attributes:
+        text: the summary.
+    """
+
+    text: str = ""
+
+
+def _text(value: Any) -> str:
+    """A text field: a string as it is, nothing as ``""``, anything else as ``str()``."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else str(value)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _item(ev: Event, turn: int, undone: set[int]) -> Item | None:
+    d, base = ev.data, (ev.seq, ev.time, turn, ev.type)
+    t = ev.type
+    if t == "turn/start":
+        return TurnStart(*base, undone=turn in undone)
+    if t == "user/message":
+        return Message(*base, role="user", text=_text(d.get("content")))
+    if t == "assistant/message":
+        calls = tuple(ToolCall(_str_or_none(c.get("id")), _str_or_none(c.get("name")),
+                               _str_or_none(c.get("arguments")))
+                      for c in d.get("tool_calls") or [] if isinstance(c, dict))
+        content = d.get("content")
+        return Message(*base, role="assistant", text=content if isinstance(content, str) else "",
+                       tool_calls=calls, model=_str_or_none(d.get("model")) or None,
+                       interrupted=bool(d.get("interrupted")))
+    if t == "tool/result":
+        code = d.get("error_code")
+        return ToolResult(*base, call_id=_str_or_none(d.get("id")), name=_str_or_none(d.get("name")),
+                          text=_text(d.get("content")), is_error=bool(d.get("is_error")),
+                          error_code=_text(code) if code else None)
+    if t == "turn/end" and d.get("reason") != "completed":
+        error = d.get("error")
+        return TurnEnd(*base, reason=_text(d.get("reason")), error=_text(error) if error else None)
+    if t == "session/title":
+        return TitleChange(*base, title=_text(d.get("title")))
+    if t == "session/undo":
+        n = d.get("turn")
+        return Undo(*base, undone=n if isinstance(n, int) and not isinstance(n, bool) else None)
+    if t == "session/fork":
+        return Fork(*base, details=tuple(d.items()))
+    if t == "compaction/summary":
+        return Summary(*base, text=_text(d.get("summary")))
+    if t == IMPORTED_MESSAGE:
+        return Message(*base, role=_text(d.get("role")) or "?", text=_text(d.get("content")), imported=True)
+    return None
+
+
+def items(events: Sequence[Event]) -> list[Item]:
+    """Return what a reader sees of ``events``, in log order.
+
+    Args:
+        events: a session's events from the first (turn numbers and undone turns are
+            counted over all of them; slice the result, not the input, to show a part).
+
+    Returns:
+        One :class:`Item` per visible event (see the module docstring for which are).
+    """
+    undone = undone_turns(events)
+    out: list[Item] = []
+    turn = 0
+    for ev in events:
+        if ev.type == "turn/start":
+            turn = turn_number(ev.data, turn)
+        item = _item(ev, turn, undone)
+        if item is not None:
+            out.append(item)
+    return out
+
+
+def is_message(item: Item) -> bool:
+    """True for messages and tool results (what ``gs diff`` counts), False for turn starts and notes."""
+    return isinstance(item, (Message, ToolResult))

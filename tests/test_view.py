@@ -1,0 +1,171 @@
+"""The one event view (``gitsessions.view``) and every display that renders it, in-process.
+
+``gs show``, ``gs log -p``, ``gs diff`` and the markdown/html exports must agree on what a
+reader sees of a session: each test here builds a log, imports it with ``gs import`` (which
+keeps a jsonl export event for event) and reads it back through the real commands, run
+in-process with typer's runner.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gitsessions import view
+from gitsessions.cli import app
+from gitsessions.events import encode_log, make_event, make_header
+
+T = 1_700_000_000_000
+
+
+def _events(*specs: tuple) -> list:
+    """``(type, data)`` or ``(type, data, ignorable)`` tuples -> events with seq and time."""
+    return [make_event(i, s[0], s[1], time_ms=T + 1000 * i, ignorable=len(s) > 2 and s[2])
+            for i, s in enumerate(specs)]
+
+
+def _turn(n: int | None, prompt: str, reply: str, **end: str) -> list[tuple]:
+    start = {} if n is None else {"turn": n}
+    return [("turn/start", start), ("user/message", {"content": prompt}), ("step/start", {"step": 1}),
+            ("assistant/message", {"content": reply, "tool_calls": [], "model": "m"}),
+            ("step/end", {"step": 1}), ("turn/end", {"reason": "completed", **end} if n is None
+                                         else {"turn": n, "reason": "completed", **end})]
+
+
+def gs(*args: str) -> str:
+    """Run gs in-process; return its stdout (the command must succeed)."""
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.stdout
+
+
+def _import(tmp_path: Path, sid: str, events: list) -> None:
+    path = tmp_path / f"{sid}.jsonl"
+    path.write_bytes(encode_log(make_header(sid, created=T), events))
+    gs("import", str(path), "--as", sid)
+
+
+# --------------------------------------------------------------------------- the view itself
+
+
+def test_items_number_turns_mark_undone_and_skip_plumbing():
+    events = _events(*_turn(1, "q1", "a1"), *_turn(None, "q2", "a2"),
+                     ("session/undo", {"turn": 2}), ("session/title", {"title": "T"}))
+    items = view.items(events)
+    assert [type(i).__name__ for i in items] == ["TurnStart", "Message", "Message", "TurnStart", "Message",
+                                                 "Message", "Undo", "TitleChange"]
+    starts = [i for i in items if isinstance(i, view.TurnStart)]
+    assert [(s.turn, s.undone) for s in starts] == [(1, False), (2, True)]  # a start without a number: 1 + 1
+    assert [i.turn for i in items] == [1, 1, 1, 2, 2, 2, 2, 2]
+    assert items[1] == view.Message(1, T + 1000, 1, "user/message", role="user", text="q1")
+    assert items[-2].undone == 2 and items[-1].title == "T"
+
+
+def test_items_of_tools_notes_and_imported_messages():
+    events = _events(
+        ("import/message", {"role": "system", "content": "Be terse."}, True),
+        ("turn/start", {"turn": 1}), ("user/message", {"content": "time?"}),
+        ("assistant/message", {"content": None, "interrupted": True,
+                               "tool_calls": [{"id": "c1", "name": "clock", "arguments": "{}"}, "junk"]}),
+        ("tool/call", {"id": "c1", "name": "clock"}),
+        ("tool/result", {"id": "c1", "name": "clock", "content": "noon", "is_error": True,
+                         "error_code": "not_started"}),
+        ("assistant/message", {"content": "", "tool_calls": []}),
+        ("turn/end", {"turn": 1, "reason": "error", "error": "cut"}),
+        ("session/fork", {"from": "w@abc"}), ("compaction/summary", {"summary": "so far"}))
+    items = view.items(events)
+    imported, start, user, reply, result, empty, end, fork, summary = items
+    assert start.turn == 1 and user.text == "time?"
+    assert imported.imported and imported.role == "system" and imported.text == "Be terse." and imported.turn == 0
+    assert reply.text == "" and reply.interrupted and reply.tool_calls == (view.ToolCall("c1", "clock", "{}"),)
+    assert not reply.empty and empty.empty
+    assert (result.call_id, result.text, result.is_error, result.error_code) == ("c1", "noon", True, "not_started")
+    assert (end.reason, end.error) == ("error", "cut")
+    assert fork.details == (("from", "w@abc"),) and summary.text == "so far"
+    assert [view.is_message(i) for i in items] == [True, False, True, True, True, True, False, False, False]
+
+
+def test_items_are_frozen():
+    item = view.items(_events(("session/title", {"title": "x"})))[0]
+    with pytest.raises(AttributeError):
+        item.title = "y"  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- every display agrees
+
+
+def test_imported_messages_show_everywhere(tmp_path):
+    """A system prompt an import kept aside was in the exports only, not in show, log -p or diff."""
+    (tmp_path / "chat.json").write_text(json.dumps([
+        {"role": "system", "content": "You are terse."}, {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"}]))
+    gs("import", str(tmp_path / "chat.json"), "--as", "imp")
+    assert "system (imported, not sent to the model) › You are terse." in gs("show", "imp").splitlines()
+    assert "    system (imported): You are terse." in gs("log", "imp", "-p").splitlines()
+    added = json.loads(gs("log", "imp", "-p", "--json"))[0]["added"]
+    assert added[0] == {"seq": 0, "turn": 0, "type": "import/message", "role": "system",
+                        "content": "You are terse.", "imported": True}
+    _import(tmp_path, "other", _events(*_turn(1, "q", "a")))
+    diff = gs("diff", "other", "imp")
+    assert "+++ only in imp (3 messages)" in diff and "    system (imported): You are terse." in diff
+    for fmt in ("markdown", "html"):
+        assert "You are terse." in gs("export", "imp", "-f", fmt)
+
+
+def test_a_turn_without_a_number_is_numbered_in_every_display(tmp_path):
+    """A turn/start another tool wrote without "turn" showed as "turn None" in show and log -p."""
+    _import(tmp_path, "w", _events(*_turn(1, "q1", "a1"), ("turn/start", {}), ("user/message", {"content": "q2"}),
+                                   ("turn/end", {"reason": "aborted"})))
+    shown = gs("show", "w")
+    assert "── turn 2 ──" in shown and "None" not in shown
+    log = gs("log", "w", "-p")
+    assert "    (turn 2 ended: aborted)" in log.splitlines() and "None" not in log
+    assert "## Turn 2" in gs("export", "w", "-f", "markdown")
+
+
+def test_an_interrupted_reply_without_text_is_marked_in_show(tmp_path):
+    """gs show dropped the [interrupted] mark of a reply cut before any text; log -p kept it."""
+    _import(tmp_path, "w", _events(
+        ("turn/start", {"turn": 1}), ("user/message", {"content": "q"}),
+        ("assistant/message", {"content": "", "interrupted": True}),
+        ("assistant/message", {"content": "", "interrupted": True,
+                               "tool_calls": [{"id": "c", "name": "clock", "arguments": "{}"}]}),
+        ("turn/end", {"turn": 1, "reason": "interrupted"})))
+    lines = gs("show", "w").splitlines()
+    assert "assistant › [interrupted]" in lines and "  ⚙ clock({}) [interrupted]" in lines
+    log = gs("log", "w", "-p").splitlines()
+    assert "    assistant: [interrupted]" in log and "    ⚙ clock({}) [interrupted]" in log
+
+
+def test_a_fork_event_shows_in_show_and_log(tmp_path):
+    _import(tmp_path, "w", _events(*_turn(1, "q", "a"), ("session/fork", {"from": "x@abc"})))
+    assert "(fork: from=x@abc)" in gs("show", "w").splitlines()
+    assert "    (fork: from=x@abc)" in gs("log", "w", "-p").splitlines()
+    assert "forked" in gs("export", "w", "-f", "markdown")
+
+
+def test_every_visible_event_reaches_every_display(tmp_path):
+    """One log with every kind of item: each one's text is in show, log -p, diff and both exports."""
+    specs = [
+        ("import/message", {"role": "developer", "content": "dev-note-1"}, True),
+        *_turn(1, "prompt-2", "reply-3"),
+        ("turn/start", {"turn": 2}), ("user/message", {"content": "prompt-4"}),
+        ("assistant/message", {"content": "", "tool_calls": [{"id": "c", "name": "tool_5", "arguments": "{}"}]}),
+        ("tool/call", {"id": "c", "name": "tool_5"}),
+        ("tool/result", {"id": "c", "name": "tool_5", "content": "result-6", "is_error": False}),
+        ("turn/end", {"turn": 2, "reason": "max-steps"}),
+        ("session/title", {"title": "title-7"}), ("session/undo", {"turn": 2}),
+        ("compaction/summary", {"summary": "summary-8"}),
+    ]
+    _import(tmp_path, "w", _events(*specs))
+    _import(tmp_path, "empty", _events(*_turn(1, "x", "y")))
+    needles = ["dev-note-1", "prompt-2", "reply-3", "prompt-4", "tool_5", "result-6", "max-steps", "title-7",
+               "undo", "summary-8"]
+    displays = {"show": gs("show", "w"), "log -p": gs("log", "w", "-p"), "diff": gs("diff", "empty", "w"),
+                "markdown": gs("export", "w", "-f", "markdown"), "html": gs("export", "w", "-f", "html")}
+    for name, text in displays.items():
+        missing = [n for n in needles if n not in text]
+        assert not missing, (name, missing)
