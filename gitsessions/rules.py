@@ -1,4 +1,4 @@
-"""The session rules, each written once: ids, turns, lineage, the commit message and its trailers.
+"""The session rules, each written once: ids, lineage, the commit message and its trailers.
 
 Pure values and functions (no I/O): the store, the services and the CLI all take these rules
 from here. Where a rule comes from: design.md, "On disk" (ids, subject, trailers) and issue 8
@@ -11,9 +11,11 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NewType, Protocol
+from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
 from .errors import InvalidSessionId, SessionExists
+from .transcript import derive_messages, title_of
+from .turns import last_turn
 
 if TYPE_CHECKING:
     from .events import Event
@@ -144,58 +146,6 @@ def pull_fork_name(session_id: str, remote: str, commit: str) -> SessionId:
     """
     remote_part = re.sub(r"[^A-Za-z0-9_-]", "-", remote[:12])
     return SessionId(f"{session_id[:40]}-{remote_part}-{commit[:7]}")
-
-
-# -- turns -----------------------------------------------------------------------------------
-
-
-def turn_number(data: Mapping[str, Any], previous: int) -> int:
-    """Return the number of a turn from its ``turn/start`` data.
-
-    Its ``turn`` when that is an integer, else the previous turn's number + 1 (a log another
-    tool wrote).
-
-    Args:
-        data: the ``turn/start`` event's data.
-        previous: the number of the turn before it (0 for the first).
-    """
-    t = data.get("turn")
-    return t if isinstance(t, int) and not isinstance(t, bool) else previous + 1
-
-
-def turns_of(events: Sequence[Event], start_turn: int = 0) -> list[int]:
-    """Return, for each event, the number of the turn it belongs to (``start_turn`` before the first)."""
-    out, turn = [], start_turn
-    for ev in events:
-        if ev.type == "turn/start":
-            turn = turn_number(ev.data, turn)
-        out.append(turn)
-    return out
-
-
-def turn_numbers(events: Sequence[Event]) -> list[int]:
-    """Return the number of every turn started in ``events``, in log order."""
-    out: list[int] = []
-    for ev in events:
-        if ev.type == "turn/start":
-            out.append(turn_number(ev.data, out[-1] if out else 0))
-    return out
-
-
-def last_turn(events: Sequence[Event]) -> int:
-    """Return the number of the last turn started (0 when none was): the ``Turn`` of a save."""
-    numbers = turn_numbers(events)
-    return numbers[-1] if numbers else 0
-
-
-def next_turn(events: Sequence[Event]) -> int:
-    """Return the number the next turn gets: one more than any turn so far (1-based)."""
-    return 1 + max(turn_numbers(events), default=0)
-
-
-def turn_count(events: Sequence[Event]) -> int:
-    """Return the number of turns started in the log."""
-    return sum(1 for e in events if e.type == "turn/start")
 
 
 # -- lineage and trailers --------------------------------------------------------------------
@@ -388,9 +338,6 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
     Raises:
         ValueError: a ``fork`` without ``lineage`` or an ``import`` without ``source``.
     """
-    # The transcript builds on the turn rules above, so it is imported here, not at the top.
-    from .transcript import derive_messages, title_of
-
     if kind == "fork":
         first_new = len(events)
     new = events[first_new:]

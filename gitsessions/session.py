@@ -2,7 +2,8 @@
 
 This is the service layer between the chat loop and the store: the loop appends events and
 streamed text here; this module journals them, closes unfinished turns, and turns each
-finished turn into one commit. It knows the store's interface, not git or OpenAI.
+finished turn into one commit. It knows the store's interface, not git or OpenAI. A journal a
+crashed writer left is committed by :mod:`gitsessions.recovery`.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import BadRevision, HookRefused, InvalidEvent, SessionExists, SessionNotFound
+from .errors import BadRevision, InvalidEvent, SessionExists, SessionNotFound
 from .events import Event, make_event
+from .recovery import recover_journal
 from .redact import Redactor, StreamRedactor
 from .rules import (
     SESSION_ID_RE,
@@ -22,11 +24,10 @@ from .rules import (
     check_session_id,
     commit_message,
     fork_name,
-    next_turn,
-    turn_numbers,
 )
-from .store import Revision, SessionStore
+from .store import Revision, SessionStore, TurnJournal
 from .transcript import closing_events, derive_messages, open_turn, undone_turns
+from .turns import next_turn, turn_numbers
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
@@ -51,24 +52,42 @@ class Session:
         recovered: the commit made by recovering an orphaned journal when opening, if any.
         forked_from: the lineage every commit of a fork carries (None for no fork).
         redactor: what :meth:`append` and :meth:`delta` replace (None: redaction is off).
+
+    Args:
+        store: the session store.
+        session_id: the session.
+        header: line 1 of the log.
+        events: the events so far.
+        tip: the commit the next save builds on (None: the first save creates the session).
+        lock: the writer lock the caller took (released by :meth:`close`).
+        redactor: see Attributes.
+        committed: how many of ``events`` the tip already holds (default: all of them); the
+            rest are pending and go into the next save.
+        journal: where pending events are journaled (default: the store's journal of
+            ``session_id``); an open journal (``journal_open``) is appended to as it is.
+        journal_open: True when ``journal`` already holds the pending events (a recovery).
+        fork_from: a past revision the first write forks from (the branch is made then).
+        forked_from: the lineage the session's commits carry (a fork's).
     """
 
     def __init__(self, store: SessionStore, session_id: str, header: dict, events: list[Event],
-                 tip: str | None, lock: Any, redactor: Redactor | None = None):
+                 tip: str | None, lock: Any, redactor: Redactor | None = None, *,
+                 committed: int | None = None, journal: TurnJournal | None = None, journal_open: bool = False,
+                 fork_from: Revision | None = None, forked_from: Lineage | None = None):
         self.store = store
         self.id = session_id
         self.header = header
         self.events = events
         self.tip = tip
         self.recovered: str | None = None
-        self.forked_from: Lineage | None = None
+        self.forked_from = forked_from
         self.redactor = redactor
         self._stream = StreamRedactor(redactor) if redactor is not None else None
-        self._fork_from: Revision | None = None
-        self._committed = len(events)
+        self._fork_from = fork_from
+        self._committed = len(events) if committed is None else committed
         self._lock = lock
-        self._journal = store.journal(session_id)
-        self._journal_open = False
+        self._journal = store.journal(session_id) if journal is None else journal
+        self._journal_open = journal_open
 
     @classmethod
     def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
@@ -117,7 +136,7 @@ class Session:
 
     @property
     def next_turn(self) -> int:
-        """The number the next turn gets (1-based; see :func:`gitsessions.rules.next_turn`)."""
+        """The number the next turn gets (1-based; see :func:`gitsessions.turns.next_turn`)."""
         return next_turn(self.events)
 
     def append(self, type: str, data: dict[str, Any] | None = None) -> Event:
@@ -235,134 +254,6 @@ class Session:
             self._lock.release()
 
 
-def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | None = None,
-                    warnings: list[str] | None = None) -> str | None:
-    """Commit the turn an orphaned journal holds, closed as ``interrupted``; the caller holds the lock.
-
-    Complete events are kept, streamed text after the last event becomes an interrupted
-    assistant message, and :func:`closing_events` answers unanswered tool calls and ends the
-    turn. A journal whose events the tip already holds (a crash between commit and clearing
-    the journal) is just removed. When the branch moved on meanwhile, the turn is kept on a
-    new session and ``warnings`` (if given) gets a line saying so.
-
-    The journal's text enters the session again here, so it goes through the door again:
-    ``redactor`` replaces what the process that wrote the journal did not know was secret
-    (redaction was off there, or a secret or pattern is new here) before the blob, the
-    subject and the trailers are derived from it.
-
-    Args:
-        store: the session store.
-        session_id: the session.
-        redactor: replaces secrets in the recovered events (None: redaction is off).
-        warnings: gets a line when the turn had to go to a new session.
-
-    Returns:
-        The commit made, or None when there was nothing to recover.
-    """
-    journal = store.journal(session_id)
-    contents = journal.read()
-    if contents is None:
-        journal.clear()
-        return None
-    tip = store.tip(session_id)
-    if tip is not None:
-        snap = store.load(session_id, tip)
-        header, events = snap.header, list(snap.events)
-    elif contents.header is not None:
-        header, events = contents.header, []
-    else:
-        journal.clear()
-        return None
-    new = list(contents.events)
-    target = session_id
-    lineage = None
-    if contents.base != tip:
-        if new and len(events) > new[-1].seq and all(events[e.seq].to_dict() == e.to_dict() for e in new):
-            journal.clear()  # committed already: the crash came between commit and cleanup
-            return None
-        # The branch moved on (a pull, another tool): keep the turn on a branch of its own,
-        # grown from the commit it was built on. Never drop it.
-        target = fork_name(store, session_id, "recovered")
-        if contents.base is not None:
-            snap = store.load(session_id, contents.base)
-            header, events = snap.header, list(snap.events)
-            lineage = Lineage(SessionId(session_id), CommitId(contents.base))
-            tip = store.branch_from(target, contents.base,
-                                    commit_message(target, events, kind="fork", lineage=lineage,
-                                                   why="an interrupted turn"))
-        else:
-            header, events, tip = contents.header or header, [], None
-        if warnings is not None:
-            warnings.append(f"{session_id} moved on while a turn was in progress; that turn is kept "
-                            f"in session {target}")
-    # Keep the run of journal events that continues the log exactly and that the store
-    # accepts (a damaged or newer-format record ends the run instead of blocking every open).
-    kept: list[Event] = []
-    for ev in new:
-        if ev.seq != len(events) + len(kept) or type(ev.time) is not int:
-            break
-        data = redactor.value(ev.data) if redactor is not None and isinstance(ev.data, dict) else ev.data
-        try:
-            kept.append(make_event(ev.seq, ev.type, data, time_ms=ev.time, ignorable=ev.ignorable))
-        except InvalidEvent:
-            break
-    if not kept and not contents.partial:
-        journal.clear()
-        return None
-    session = Session(store, target, header, events + kept, tip, lock=_Nothing(), redactor=redactor)
-    session._committed = len(events)
-    session.forked_from = lineage or (store.log(target, limit=1)[0].message.fields.forked_from if tip else None)
-    # The orphaned journal stays as it is until the commit lands: a crash here just
-    # means the next opener recovers it again.
-    session._journal = session._lock
-    session._journal_open = True
-    if contents.partial and session.in_turn:
-        session.append("assistant/message", {"content": contents.partial, "tool_calls": [],
-                                             "finish_reason": None, "interrupted": True})
-    commit = session.end_turn("interrupted") if session.in_turn else session.save()
-    journal.clear()
-    return commit
-
-
-def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None = None,
-                warnings: list[str] | None = None) -> str | None:
-    """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
-
-    Used by read-only commands (show, log, list). Returns the recovery commit, or None.
-    When a commit hook refuses the recovery, the journal stays and the refusal becomes one
-    of ``warnings`` (if given): reading the committed history still works.
-
-    Args:
-        store: the session store.
-        session_id: the session.
-        redactor: replaces secrets in the recovered events (see :func:`recover_journal`).
-        warnings: gets a line per recovery a hook refused or that went to a new session.
-    """
-    journal = store.journal(session_id)
-    if not journal.exists():
-        return None
-    lock = store.lock(session_id)
-    if not lock.try_acquire():
-        return None  # a live writer owns the journal
-    try:
-        return recover_journal(store, session_id, redactor, warnings)
-    except HookRefused as exc:
-        if warnings is not None:
-            warnings.append(f"{session_id}: {exc}")
-        return None
-    finally:
-        lock.release()
-
-
-class _Nothing:
-    """Stands in for the lock and journal while recovering (both are held by the caller)."""
-
-    def _skip(self, *args: object, **kwargs: object) -> None:
-        return None
-
-    release = close = clear = append_event = append_delta = _skip
-
-
 def fork(store: SessionStore, rev: Revision, new_id: str) -> str:
     """Create session ``new_id`` starting at ``rev`` in O(1) (one commit, no content copied).
 
@@ -431,8 +322,8 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
     if open_turn(snap.events) is not None:
         raise BadRevision(rev, "the fork point is inside an unfinished turn")
     lock = store.lock(new_id).acquire()
-    session = Session(store, new_id, snap.header, list(snap.events), None, lock, redactor)
-    session._fork_from = target  # the branch is made by the first write (see append)
+    # The branch is made by the first write (see append): opening the past writes nothing.
+    session = Session(store, new_id, snap.header, list(snap.events), None, lock, redactor, fork_from=target)
     note = (f"{rev} is not the tip of {target.session_id}: " if not target.is_tip else "") + \
         f"what you send goes to new session {new_id}, forked from {target.session_id} at {target.commit[:7]}"
     return session, note

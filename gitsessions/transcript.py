@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .events import Event, clean_text
-from .rules import last_turn, turn_count, turn_number
+from .turns import last_turn, turn_count, turn_number
 
 __all__ = [
     "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "closing_events", "derive_messages", "open_turn",

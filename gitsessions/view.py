@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import IMPORTED_MESSAGE, Event
-from .rules import turn_number
 from .transcript import undone_turns
+from .turns import turn_number
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from gitsessions.chat.loop import run_turn
 from gitsessions.chat.provider import Completion, TextDelta
 from gitsessions.errors import HookRefused, SessionExists
 from gitsessions.events import make_event, make_header
+from gitsessions.recovery import try_recover
 from gitsessions.redact import Redactor, StreamRedactor, from_environment
 from gitsessions.rules import (
     CommitMessage,
@@ -24,21 +25,17 @@ from gitsessions.rules import (
     Trailers,
     commit_message,
     fork_name,
-    last_turn,
     new_session_id,
-    next_turn,
     pull_fork_name,
     rev_session_id,
     taken_by,
-    turn_number,
-    turn_numbers,
-    turns_of,
 )
-from gitsessions.session import Session, fork, open_revision, try_recover
+from gitsessions.session import Session, fork, open_revision
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
 from gitsessions.store.remote import Remotes
 from gitsessions.transfer import read_import, write_import
+from gitsessions.turns import last_turn, next_turn, turn_number, turn_numbers, turns_of
 
 #: Shaped like a GitHub token and an OpenAI key; neither is real.
 GHP = "ghp_" + "Q7w8E9r0T1y2U3i4O5p6" + "A7s8D9f0G1h2"

@@ -13,7 +13,8 @@ from fakeapi import validate_messages
 
 from gitsessions.errors import SessionLocked, SessionNotFound
 from gitsessions.events import make_header
-from gitsessions.session import Session, try_recover
+from gitsessions.recovery import try_recover
+from gitsessions.session import Session
 from gitsessions.store import GitStore
 from gitsessions.transcript import CANCELLED, NOT_STARTED, OUTCOME_UNKNOWN, open_turn
 
@@ -373,8 +374,9 @@ def test_orphaned_turn_survives_when_the_branch_moved_on(tmp_path):
     """A journal built on a commit that is no longer the tip (the branch was moved by a pull or
     another tool) is kept as a session of its own, grown from that commit; nothing is dropped."""
     from gitsessions.events import make_event, make_header
+    from gitsessions.recovery import recover_journal
     from gitsessions.rules import CommitMessage
-    from gitsessions.session import Session, recover_journal
+    from gitsessions.session import Session
     from gitsessions.store import GitStore
 
     store = GitStore(tmp_path / "r.git")

@@ -91,7 +91,7 @@ def chat(
                         new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                         warnings=c.warnings)
-            if interactive:
+            if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
             repl.run()
@@ -109,7 +109,7 @@ def chat(
 def _terminal_io(c: Context):
     """Return ``(read_line, write)`` for a real terminal: prompt_toolkit with history."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
     redactor = c.redactor()
 
@@ -122,7 +122,7 @@ def _terminal_io(c: Context):
     history_path = c.repo_path() / "gs" / "prompt-history"
     try:
         history_path.parent.mkdir(parents=True, exist_ok=True)
-        history = RedactedHistory(str(history_path))
+        history: History = RedactedHistory(str(history_path))
     except OSError:
         history = InMemoryHistory()
     prompt_session: PromptSession[str] = PromptSession(history=history)

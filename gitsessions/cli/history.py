@@ -2,8 +2,8 @@
 
 They import neither the model client nor the terminal UI, so they start fast. Revisions
 (``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``) are resolved by the store;
-what each command computes lives in :mod:`gitsessions.history`, this module only parses
-arguments and prints.
+what each command computes lives in :mod:`gitsessions.history` and :mod:`gitsessions.search`,
+this module only parses arguments and prints.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import typer
 from .. import history as hist
 from .. import render
 from ..rules import Lineage
+from ..search import Hit
+from ..search import search as search_sessions
 from ..store import CommitInfo, Revision
 from ..view import Item, is_message
 from .common import Context, err, short
@@ -260,7 +262,7 @@ def diff(
 # -- search ----------------------------------------------------------------------------------
 
 
-def _hit_row(h: hist.Hit) -> dict[str, Any]:
+def _hit_row(h: Hit) -> dict[str, Any]:
     """The ``gs search --json`` object of one hit."""
     return {"session": h.session, "turn": h.turn, "commit": h.commit.commit if h.commit else None,
             "seq": h.seq, "role": h.role, "snippet": h.snippet, "archived": h.archived}
@@ -288,9 +290,9 @@ def search(
         raise typer.BadParameter("the query is empty")
     c: Context = ctx.obj
     with c.store() as store:
-        hits = hist.search(store, query, session=session, all_revisions=all_revisions,
-                           on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"), redactor=c.redactor(),
-                           warnings=c.warnings)
+        hits = search_sessions(store, query, session=session, all_revisions=all_revisions,
+                               on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"), redactor=c.redactor(),
+                               warnings=c.warnings)
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:

@@ -12,7 +12,7 @@ import typer
 
 from .. import __version__, transfer
 from ..history import read_revision
-from ..rules import turn_count
+from ..turns import turn_count
 from .common import Context, err, short
 
 app = typer.Typer()

@@ -3,7 +3,7 @@
 Nothing in this package imports typer, rich, prompt_toolkit or openai, or reads the environment.
 """
 
-from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot
+from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot, TurnJournal, WriterLock
 from .git import GitStore
 from .journal import Journal, JournalContents
 from .lock import SessionLock
@@ -20,4 +20,6 @@ __all__ = [
     "SessionStore",
     "Revision",
     "Snapshot",
+    "TurnJournal",
+    "WriterLock",
 ]

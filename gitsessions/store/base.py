@@ -159,6 +159,11 @@ class SessionStore(abc.ABC):
     def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:  # noqa: B027 - optional
         """Called after ``commit`` was read and validated (a cache may keep it)."""
 
+    def _log_at(self, session_id: str, commit: str) -> tuple[bytes, int]:
+        """Return the log bytes at ``commit`` and its number of events (a backend may cache them)."""
+        snap = self.load(session_id, commit)
+        return snap.raw, len(snap.events)
+
     def _verified_tips(self) -> set[str]:
         """Tips known to hold a valid log, so :meth:`list_sessions` need not parse them."""
         return set()
@@ -299,10 +304,6 @@ class SessionStore(abc.ABC):
                 out.append(SessionInfo(SessionId(name), sha, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
         return out
 
-    def _check_free(self, session_id: str) -> None:
-        """Raise :class:`SessionExists` when ``session_id`` is taken (see :func:`~gitsessions.rules.check_free`)."""
-        check_free(self, session_id)
-
     def _new_log(self, session_id: str, events: list[Event], expected_tip: str | None,
                  header: dict | None) -> tuple[bytes, bytes, int]:
         """Check a save and build the new log: return ``(whole file, new lines, old event count)``.
@@ -321,8 +322,7 @@ class SessionStore(abc.ABC):
             except (TypeError, ValueError) as exc:
                 raise InvalidEvent(f"the header is not plain JSON ({exc})") from None
         else:
-            snap = self.load(session_id, expected_tip)
-            prefix, count = snap.raw, len(snap.events)
+            prefix, count = self._log_at(session_id, expected_tip)
             if not prefix.endswith(b"\n"):
                 prefix += b"\n"  # a last line committed without its newline (another tool)
         for i, ev in enumerate(events):
@@ -346,7 +346,7 @@ class SessionStore(abc.ABC):
             raise SessionNotFound(old, self.session_ids())
         check_session_id(new)
         if new.casefold() != old.casefold():
-            self._check_free(new)
+            check_free(self, new)
         self._move(old, new, sha, f"Branch: renamed {old} to {new}")
 
     def archive(self, session_id: str) -> str:

@@ -19,11 +19,10 @@ from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from ..errors import ConcurrentUpdate, CorruptSession, InvalidEvent, SessionExists
-from ..events import Event, encode_header
-from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_session_id
+from ..errors import ConcurrentUpdate, CorruptSession
+from ..events import Event
+from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
 from .base import CommitInfo, SessionStore
-from .base import check_event as _check_event
 from .hooks import subject_of
 from .journal import Journal
 from .lock import SessionLock
@@ -224,6 +223,13 @@ class GitStore(SessionStore):
             self._mark_verified(commit)
         self._remember(commit, raw, n_events)
 
+    def _log_at(self, session_id: str, commit: str) -> tuple[bytes, int]:
+        cached = self._cache.get(commit)  # a save appends to the bytes the last save left here
+        if cached is None:
+            self.load(session_id, commit)
+            cached = self._cache[commit]
+        return cached
+
     # -- writing ---------------------------------------------------------------------------
 
     def _remember(self, commit: str, raw: bytes, n_events: int) -> None:
@@ -250,33 +256,7 @@ class GitStore(SessionStore):
                 (a failed post-commit is only a warning of the runner; see :mod:`.hooks`).
         """
         ref = self._ref(session_id)
-        if expected_tip is None:
-            if header is None:
-                raise InvalidEvent("a new session needs a header")
-            existing = self.find(session_id)
-            if existing is not None:
-                raise SessionExists(session_id, existing)
-            try:
-                prefix, count = encode_header(header), 0
-            except (TypeError, ValueError) as exc:
-                raise InvalidEvent(f"the header is not plain JSON ({exc})") from None
-        else:
-            cached = self._cache.get(expected_tip)
-            if cached is None:
-                self.load(session_id, expected_tip)
-                cached = self._cache[expected_tip]
-            prefix, count = cached
-            if not prefix.endswith(b"\n"):
-                prefix += b"\n"  # a last line committed without its newline (another tool)
-        for i, ev in enumerate(events):
-            if ev.seq != count + i:
-                raise InvalidEvent(f"event seq {ev.seq} does not continue the log (expected {count + i})")
-            _check_event(ev)
-        try:
-            body = b"".join(ev.encode() for ev in events)
-        except (TypeError, ValueError) as exc:
-            raise InvalidEvent(f"a value is not plain JSON ({exc})") from None
-        raw = prefix + body
+        raw, body, count = self._new_log(session_id, events, expected_tip, header)
         hooks = self.hooks  # pre-commit, commit-msg: may raise HookRefused
         text = hooks.before(session_id, message.encode(), raw, body)
         repo = self.repo(create=True)
@@ -348,7 +328,7 @@ class GitStore(SessionStore):
             HookRefused: the repo's pre-commit or commit-msg hook refused (see :mod:`.hooks`).
         """
         check_session_id(session_id)
-        self._check_free(session_id)
+        check_free(self, session_id)
         repo = self.repo(create=True)
         assert repo is not None
         parent = self._commit(commit)

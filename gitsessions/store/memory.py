@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import ConcurrentUpdate, CorruptSession, SessionLocked
 from ..events import Event
-from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_session_id
+from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
 from .base import CommitInfo, SessionStore
 from .journal import Journal
 
@@ -210,7 +210,7 @@ class MemoryStore(SessionStore):
     def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> CommitId:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same log)."""
         sid = check_session_id(session_id)
-        self._check_free(sid)
+        check_free(self, sid)
         parent = self._commits[CommitId(commit)]
         sha = self._commit([CommitId(commit)], message.encode(), parent.raw)
         self._swap(self._heads, sid, None, sha)

@@ -15,9 +15,9 @@ import re
 from .. import view
 from ..events import clean_text
 from ..render import dumps, show_object
-from ..rules import turn_count
 from ..store import Snapshot
 from ..transcript import derive_messages, title_of
+from ..turns import turn_count
 
 #: ``gs export --format`` values.
 EXPORT_FORMATS = ("markdown", "json", "jsonl", "html")

@@ -7,9 +7,9 @@ from typing import Any
 
 from ..errors import InvalidSessionId, SessionExists, TransferError
 from ..events import make_header
+from ..recovery import recover_journal
 from ..redact import Redactor
 from ..rules import check_session_id, commit_message, new_session_id, taken_by
-from ..session import recover_journal
 from ..store import SessionStore
 from .read import ImportedSession, ImportPlan
 
