@@ -1,4 +1,4 @@
-"""The history service (gitsessions/history.py) in-process, on real repos: sessions are
+"""The history services (gitsessions/history.py, search.py) in-process, on real repos: sessions are
 made by in-process ``gs`` commands and by plain ``git`` plumbing (as another tool or a
 pull writes them), then read through the service's functions directly. The commands on
 top of it are tested end to end in tests/test_history.py."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fakeapi import text
 
-from gitsessions import history
+from gitsessions import history, search
 from gitsessions.errors import CorruptSession, SessionNotFound
 from gitsessions.store import GitStore
 
@@ -151,18 +151,18 @@ def test_scan_log_matches_any_case_in_messages_only():
     raw = (HEADER + turn(0, 1, "Straße to Paris", "Go STRASSE way") + line(6, "turn/start")
            + line(7, "user/message", content='say "hi" now') + line(8, "tool/result", id="c", content="PARIS")
            + line(9, "session/title", title="paris") + line(10, "user/message", content=["paris"]))
-    hits = history.scan_log(raw, "strasse")
+    hits = search.scan_log(raw, "strasse")
     assert [(seq, t, role) for seq, t, role, _ in hits] == [(1, 1, "user"), (3, 1, "assistant")]
     assert hits[0][3] == "Straße to Paris"
-    assert [(seq, t, role) for seq, t, role, _ in history.scan_log(raw, "paris")] == [(1, 1, "user"), (8, 2, "tool")]
-    assert [h[0] for h in history.scan_log(raw, '"hi"')] == [7]  # quotes are escaped in the file
-    assert history.scan_log(raw, "nowhere") == []
+    assert [(seq, t, role) for seq, t, role, _ in search.scan_log(raw, "paris")] == [(1, 1, "user"), (8, 2, "tool")]
+    assert [h[0] for h in search.scan_log(raw, '"hi"')] == [7]  # quotes are escaped in the file
+    assert search.scan_log(raw, "nowhere") == []
 
 
 def test_scan_log_reads_escaped_non_ascii():
     escaped = json.dumps({"seq": 0, "time": 1, "type": "user/message", "data": {"content": "Café crème"}})
     assert "\\u00e9" in escaped  # as another writer may store it
-    [(seq, _turn, role, snippet)] = history.scan_log(HEADER + escaped.encode() + b"\n", "CAFÉ")
+    [(seq, _turn, role, snippet)] = search.scan_log(HEADER + escaped.encode() + b"\n", "CAFÉ")
     assert (seq, role, snippet) == (0, "user", "Café crème")
 
 
@@ -174,21 +174,21 @@ def test_search_attributes_dedupes_and_skips_what_it_cannot_read(gs, repo_path, 
     plain("bad", HEADER, name="notes.txt")  # a branch without session.jsonl
     with opened(repo_path) as store:
         skipped: list[tuple[str, CorruptSession]] = []
-        hits = history.search(store, "NEEDLE", on_skip=lambda sid, exc: skipped.append((sid, exc)))
+        hits = search.search(store, "NEEDLE", on_skip=lambda sid, exc: skipped.append((sid, exc)))
         assert [(h.session, h.seq) for h in hits] == [("alt", 1), ("alt", 13), ("w", 1)]
         assert [sid for sid, _ in skipped] == ["bad"] and isinstance(skipped[0][1], CorruptSession)
         w_first = store.log("w")[-1].commit
         assert {h.commit.commit for h in hits if h.seq == 1} == {w_first}  # the commit that added it
         # each message once, in the session it was written in
-        once = history.search(store, "needle", all_revisions=True)
+        once = search.search(store, "needle", all_revisions=True)
         assert [(h.session, h.seq) for h in once] == [("w", 1), ("alt", 13)]
         with pytest.raises(SessionNotFound):
-            history.search(store, "needle", session="nosuch")
-        assert history.search(store, "needle", session="w")[0].archived is False
+            search.search(store, "needle", session="nosuch")
+        assert search.search(store, "needle", session="w")[0].archived is False
     assert gs("rm", "w").code == 0
     with opened(repo_path) as store:
         with pytest.raises(SessionNotFound):  # archived: only searched with all_revisions
-            history.search(store, "needle", session="w")
-        [archived] = history.search(store, "find the", session="w", all_revisions=True)
+            search.search(store, "needle", session="w")
+        [archived] = search.search(store, "find the", session="w", all_revisions=True)
         assert archived.archived and archived.commit is not None
         assert [i.session_id for i in history.list_sessions(store, archived=True)] == ["w"]
