@@ -18,8 +18,9 @@ from .session import Session, fork, open_revision
 from .store import SessionStore
 
 HELP = """\
-Type a message and press Enter to send it. Ctrl+C cancels a reply; Ctrl+C or Ctrl+D at the
-prompt leaves. Every finished turn is saved as a git commit.
+Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
+Ctrl+C or Ctrl+D at the prompt leaves; Ctrl+Z suspends (fg resumes). Every finished turn is
+saved as a git commit.
 
   /help          this help
   /new <id>      start a new session and switch to it

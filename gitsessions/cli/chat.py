@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import os
@@ -73,8 +74,9 @@ def chat(
     with c.store() as store:
         sid = _latest_session(c) if cont else (session or new_session_id(store))
         interactive = sys.stdin.isatty()
+        keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         if interactive:
-            read_line, write = _terminal_io(c)
+            keys, read_line, write = _terminal_io(c)
         else:
             lines = _stdin_lines()
 
@@ -87,14 +89,15 @@ def chat(
 
         with connect(c.config, model=model, notify=err) as provider:
             gc.enable()  # a long-lived chat: collect cycles as usual (main() disabled it for start-up)
-            repl = Repl(store, provider, sid, read_line=read_line, write=write,
-                        new_header=_header, system=c.config.system,
+            repl = Repl(store, keys.guard(provider) if keys else provider, sid,
+                        read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                         warnings=c.warnings)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
-            repl.run()
+            with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext():
+                repl.run()
         pack_in_background(store)
         push_in_background(c, store)
         saved = [s for s in repl.visited if store.tip(s)]
@@ -107,9 +110,10 @@ def chat(
 
 
 def _terminal_io(c: Context):
-    """Return ``(read_line, write)`` for a real terminal: prompt_toolkit with history."""
-    from prompt_toolkit import PromptSession
+    """Return ``(keys, read_line, write)`` for a real terminal: prompt_toolkit with history."""
     from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+
+    from .terminal import ReplyKeys, prompt_io
 
     redactor = c.redactor()
 
@@ -125,16 +129,8 @@ def _terminal_io(c: Context):
         history: History = RedactedHistory(str(history_path))
     except OSError:
         history = InMemoryHistory()
-    prompt_session: PromptSession[str] = PromptSession(history=history)
-
-    def read_line(prompt: str) -> str | None:
-        return clean_text(prompt_session.prompt(prompt))
-
-    def write(text: str) -> None:
-        sys.stdout.write(terminal_safe(text))
-        sys.stdout.flush()
-
-    return read_line, write
+    keys = ReplyKeys()
+    return (keys, *prompt_io(history, clean_text, terminal_safe, keys))
 
 
 @app.command()

@@ -1,0 +1,126 @@
+"""Faults at the terminal and the process (issue 9).
+
+- Keys in a real pseudo-terminal: Ctrl+C pressed together with Enter cancels that request,
+  Ctrl+C while a reply streams keeps what was typed ahead, Ctrl+Z suspends and ``fg``
+  resumes with nothing of it stored.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+import pexpect
+from conftest import GS
+from fakeapi import stall, text
+from test_pty import PROMPT, TIMEOUT, chat_env, finish, spawn_chat, turn_events
+
+__all__ = ["chat_env", "spawn_chat"]  # fixtures shared with test_pty
+
+def _events(gs) -> list[dict]:
+    """The events of session ``demo``, read back in-process (the chat was the process)."""
+    shown = gs("show", "demo", "--format", "json")
+    assert shown.code == 0, shown.err
+    return shown.json()["events"]
+
+
+SLOW = "".join(f"word{i:02d} " for i in range(30))  # 30 pieces of 7 chars, 0.1 s apart
+
+
+def _wait_for_request(fake_api, count: int = 1) -> None:
+    """Return once the fake API has received ``count`` requests (bounded by TIMEOUT)."""
+    deadline = time.monotonic() + TIMEOUT
+    while len(fake_api.requests) < count:
+        assert time.monotonic() < deadline, "the request never came"
+        time.sleep(0.02)
+
+
+# --------------------------------------------------------------------------- keys (item 12)
+
+
+def test_ctrl_c_pressed_with_enter_cancels_that_request(fake_api, spawn_chat, gs):
+    child = spawn_chat()  # the fake API echoes each prompt at once
+
+    child.send("tell me a story\r\x03")  # one write: the terminal reads both keys at once
+    child.expect_exact("(reply cancelled)")
+    child.expect(PROMPT)
+    child.sendline("next")
+    child.expect_exact("echo: next")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    tail = finish(child)
+    assert child.exitstatus == 0, tail
+
+    events = _events(gs)
+    first = turn_events(events, 1)
+    assert first[-1]["data"]["reason"] == "aborted"
+    assert [e["data"]["content"] for e in first if e["type"] == "user/message"] == ["tell me a story"]
+    assert all(e["data"]["interrupted"] for e in first if e["type"] == "assistant/message")
+    assert turn_events(events, 2)[-1]["data"]["reason"] == "completed"
+
+
+def test_ctrl_c_before_the_first_chunk_cancels_the_request(fake_api, spawn_chat, gs):
+    fake_api.script(stall(seconds=TIMEOUT), text("second reply"))
+    child = spawn_chat()
+
+    child.sendline("hello?")
+    _wait_for_request(fake_api)  # sent, and nothing has come back
+    child.sendintr()
+    child.expect_exact("(reply cancelled)")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    tail = finish(child)
+    assert child.exitstatus == 0, tail
+    assert turn_events(_events(gs), 1)[-1]["data"]["reason"] == "aborted"
+
+
+def test_ctrl_c_while_streaming_keeps_the_text_typed_ahead(fake_api, spawn_chat, gs):
+    fake_api.script(text(SLOW, chunk_size=7, delay=0.1), text("second reply"))
+    child = spawn_chat()
+
+    child.sendline("tell me a story")
+    child.expect_exact("word02 ")
+    child.send("and then")  # typed while the reply streams, no Enter yet
+    child.sendintr()
+    child.expect_exact("(reply cancelled")
+    child.expect(PROMPT)
+    child.send("?\r")  # the next prompt holds what was typed ahead
+    child.expect_exact("second reply")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    tail = finish(child)
+    assert child.exitstatus == 0, tail
+
+    assert fake_api.requests[1]["messages"][-1] == {"role": "user", "content": "and then?"}
+
+
+def test_ctrl_z_suspends_and_fg_resumes_with_nothing_stored(fake_api, chat_env, repo_path, git):
+    """Under a job-control shell, as a user runs it: Ctrl+Z stops gs, ``fg`` brings it back."""
+    fake_api.script(text("echo back"))
+    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env={**chat_env, "PS1": "sh$ "},
+                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    try:
+        shell.expect_exact("sh$ ")
+        shell.sendline(shlex.join([*GS, "chat", "demo"]))
+        shell.expect(PROMPT)
+        shell.send("ab")
+        shell.sendcontrol("z")
+        shell.expect("Stopped")
+        shell.expect_exact("sh$ ")
+        shell.sendline("fg")
+        shell.expect(PROMPT)  # redrawn, holding what was typed before the suspend
+        shell.send("c\r")
+        shell.expect_exact("echo back")
+        shell.expect(PROMPT)
+        shell.sendline("/exit")
+        shell.expect_exact("resume with: gs chat demo")
+        shell.expect_exact("sh$ ")
+        shell.sendline("exit $?")
+        shell.expect(pexpect.EOF)
+    finally:
+        shell.close(force=True)
+
+    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "abc"}
+    assert "\x1a" not in git("show", "demo:session.jsonl")
+    assert "\\u001a" not in git("show", "demo:session.jsonl")
+    assert "\x1a" not in (repo_path / "gs" / "prompt-history").read_text()
