@@ -3,6 +3,7 @@
 - Keys in a real pseudo-terminal: Ctrl+C pressed together with Enter cancels that request,
   Ctrl+C while a reply streams keeps what was typed ahead, Ctrl+Z suspends and ``fg``
   resumes with nothing of it stored.
+- An unexpected error (a bug) has its own exit status, apart from usage errors (2).
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ import shlex
 import time
 
 import pexpect
+import pytest
 from conftest import GS
 from fakeapi import stall, text
 from test_pty import PROMPT, TIMEOUT, chat_env, finish, spawn_chat, turn_events
+
+from gitsessions import cli
 
 __all__ = ["chat_env", "spawn_chat"]  # fixtures shared with test_pty
 
@@ -124,3 +128,36 @@ def test_ctrl_z_suspends_and_fg_resumes_with_nothing_stored(fake_api, chat_env, 
     assert "\x1a" not in git("show", "demo:session.jsonl")
     assert "\\u001a" not in git("show", "demo:session.jsonl")
     assert "\x1a" not in (repo_path / "gs" / "prompt-history").read_text()
+
+
+# --------------------------------------------------------------------------- exit status (item 13)
+
+
+@pytest.fixture
+def buggy_command():
+    """A ``gs fail-like-a-bug`` command on the real app that fails as a bug does."""
+
+    @cli.app.command("fail-like-a-bug")
+    def fail_like_a_bug() -> None:
+        raise RuntimeError("something nobody planned for")
+
+    command = cli.app.registered_commands[-1]
+    cli._command.cache_clear()  # typer's click command is built once per process
+    yield
+    cli.app.registered_commands.remove(command)
+    cli._command.cache_clear()
+
+
+def test_an_unexpected_error_has_its_own_exit_status(gs, buggy_command):
+    r = gs("fail-like-a-bug")
+    assert r.code == cli.EXIT_INTERNAL == 70
+    assert r.err.strip() == ("gs: unexpected error: RuntimeError: something nobody planned for "
+                             "(run with --debug for details)")
+    with pytest.raises(RuntimeError):
+        gs("--debug", "fail-like-a-bug")  # --debug shows the traceback instead
+
+
+def test_usage_errors_keep_status_2(gs):
+    assert gs("no-such-command").code == 2
+    assert gs("ask").code == 2  # no prompt
+    assert gs("ask", "work", "   ").code == 2  # an empty prompt
