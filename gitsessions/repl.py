@@ -15,7 +15,7 @@ from .errors import GitSessionsError, SessionExists
 from .redact import Redactor
 from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
 from .session import Session, fork, open_revision
-from .store import SessionStore
+from .store import LockWait, SessionStore
 
 HELP = """\
 Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
@@ -54,14 +54,17 @@ class Repl:
         redactor: replaces secrets in what enters a session (None: redaction is off).
         warnings: where the services and the store's hook runner put warnings (the CLI's
             list); the REPL shows and empties it after each line.
+        wait: how long each session it opens waits for another writer (None: not at all).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
                  read_line: Callable[[str], str | None], write: Callable[[str], None],
                  new_header: Callable[[str], dict], system: str | None = None,
                  max_steps: int = DEFAULT_MAX_STEPS, fork_as: str | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None):
+                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 wait: LockWait | None = None):
         self.store = store
+        self.wait = wait
         self.warnings = warnings if warnings is not None else []
         self.provider = provider
         self.read_line = read_line
@@ -79,7 +82,7 @@ class Repl:
     def _open(self, rev: str, create: bool, fork_as: str | None = None) -> None:
         session, note = open_revision(self.store, rev, fork_as=fork_as,
                                       new_header=self.new_header if create else None, redactor=self.redactor,
-                                      warnings=self.warnings)
+                                      warnings=self.warnings, wait=self.wait)
         if self.session is not None:
             self.session.close()
         self.session = session
