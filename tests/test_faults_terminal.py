@@ -3,12 +3,17 @@
 - Keys in a real pseudo-terminal: Ctrl+C pressed together with Enter cancels that request,
   Ctrl+C while a reply streams keeps what was typed ahead, Ctrl+Z suspends and ``fg``
   resumes with nothing of it stored.
+- Two writers on one session: the second is refused at once, naming the holder and
+  ``--wait``; with ``--wait`` it takes its turn when the first lets go (real processes).
 - An unexpected error (a bug) has its own exit status, apart from usage errors (2).
 """
 
 from __future__ import annotations
 
+import os
+import select
 import shlex
+import subprocess
 import time
 
 import pexpect
@@ -161,3 +166,71 @@ def test_usage_errors_keep_status_2(gs):
     assert gs("no-such-command").code == 2
     assert gs("ask").code == 2  # no prompt
     assert gs("ask", "work", "   ").code == 2  # an empty prompt
+
+
+# --------------------------------------------------------------------------- two writers (item 11)
+
+
+def _read_until(stream, wanted: str) -> str:
+    """Read a child's pipe until ``wanted`` shows (bounded by TIMEOUT); return what came."""
+    seen = b""
+    deadline = time.monotonic() + TIMEOUT
+    while wanted.encode() not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"never saw {wanted!r}; got {seen!r}"
+        ready, _, _ = select.select([stream], [], [], left)
+        chunk = os.read(stream.fileno(), 4096) if ready else b""
+        assert chunk or not ready, f"the pipe closed before {wanted!r}; got {seen!r}"
+        seen += chunk
+    return seen.decode()
+
+
+@pytest.fixture
+def idle_chat(gs_env):
+    """A ``gs chat demo`` process that saved one turn and now sits idle, holding the lock."""
+    proc = subprocess.Popen([*GS, "chat", "demo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write(b"hi\n")
+        proc.stdin.flush()
+        _read_until(proc.stdout, "echo: hi\n")  # the newline comes once the turn is saved
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def test_a_second_writer_is_refused_at_once_naming_the_holder_and_wait(gs, idle_chat, fake_api):
+    for command in (["ask", "demo", "second"], ["chat", "demo"], ["title", "demo", "new title"],
+                    ["rename", "demo", "other"], ["rm", "demo"]):
+        r = gs(*command, input="also\n")
+        assert r.code == 1, (command, r.err)
+        assert f"session 'demo' is being written by pid {idle_chat.pid} on " in r.err, r.err
+        assert "(since 20" in r.err and "--wait[=SECONDS]" in r.err, r.err
+    assert len(fake_api.requests) == 1  # refused before the model was asked
+
+
+def test_a_writer_that_waits_too_short_is_refused_saying_so(gs, idle_chat):
+    r = gs("ask", "--wait=0.2", "demo", "second")
+    assert r.code == 1
+    assert "waiting up to 0.2 s" in r.err
+    assert f"is still being written by pid {idle_chat.pid}" in r.err and "after 0.2 s of waiting" in r.err
+
+
+def test_a_writer_that_waits_takes_its_turn_when_the_holder_lets_go(gs_env, idle_chat, git):
+    # A bare --wait takes no value from the next word: "demo" stays the session.
+    second = subprocess.Popen([*GS, "ask", "--wait", "demo", "second"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _read_until(second.stderr, f"is being written by pid {idle_chat.pid}")  # it waits
+        idle_chat.stdin.close()  # end of input: the chat saves nothing more and leaves
+        assert idle_chat.wait(TIMEOUT) == 0
+        out, err = second.communicate(timeout=TIMEOUT)
+    finally:
+        if second.poll() is None:
+            second.kill()
+    assert second.returncode == 0, err
+    assert out.decode().strip() == "echo: second"
+    assert git("log", "--format=%s", "demo").splitlines() == ["turn 2: second", "turn 1: hi"]
+    git("fsck", "--strict")

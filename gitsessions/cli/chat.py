@@ -16,7 +16,7 @@ from ..errors import GitSessionsError, SessionNotFound
 from ..events import clean_text, make_header
 from ..render import terminal_safe
 from .admin import pack_in_background
-from .common import Context, err, short
+from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
 
 app = typer.Typer()
@@ -46,7 +46,7 @@ def _stdin_lines():
         stream.detach()
 
 
-@app.command()
+@app.command(cls=WaitCommand)
 def chat(
     ctx: typer.Context,
     session: Annotated[str | None, typer.Argument(
@@ -55,6 +55,7 @@ def chat(
                                                 metavar="NEW")] = None,
     cont: Annotated[bool, typer.Option("-c", "--continue", help="Resume the most recently saved session.")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    wait: WaitOption = 0.0,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
 
@@ -92,7 +93,7 @@ def chat(
             repl = Repl(store, keys.guard(provider) if keys else provider, sid,
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                        warnings=c.warnings)
+                        warnings=c.warnings, wait=c.lock_wait(wait))
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
@@ -133,7 +134,7 @@ def _terminal_io(c: Context):
     return (keys, *prompt_io(history, clean_text, terminal_safe, keys))
 
 
-@app.command()
+@app.command(cls=WaitCommand)
 def ask(
     ctx: typer.Context,
     args: Annotated[list[str], typer.Argument(
@@ -142,6 +143,7 @@ def ask(
     fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
 
@@ -166,7 +168,7 @@ def ask(
     with c.store() as store:
         rev = args[0] if len(args) == 2 else new_session_id(store)
         session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, redactor=c.redactor(),
-                                      warnings=c.warnings)
+                                      warnings=c.warnings, wait=c.lock_wait(wait))
         sid = session.id
         if note:
             err(note)
