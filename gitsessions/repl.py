@@ -54,7 +54,8 @@ class Repl:
         redactor: replaces secrets in what enters a session (None: redaction is off).
         warnings: where the services and the store's hook runner put warnings (the CLI's
             list); the REPL shows and empties it after each line.
-        wait: how long each session it opens waits for another writer (None: not at all).
+        wait: how long opening ``session_id`` waits for another writer (None: not at all);
+            ``/open`` and ``/new`` never wait (the user is at the prompt and can try again).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -64,7 +65,6 @@ class Repl:
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  wait: LockWait | None = None):
         self.store = store
-        self.wait = wait
         self.warnings = warnings if warnings is not None else []
         self.provider = provider
         self.read_line = read_line
@@ -77,12 +77,12 @@ class Repl:
         self.visited: list[str] = []
         #: Turns that ended with an API error (a piped chat exits 1 when there were any).
         self.failed_turns = 0
-        self._open(session_id, create=True, fork_as=fork_as)
+        self._open(session_id, create=True, fork_as=fork_as, wait=wait)
 
-    def _open(self, rev: str, create: bool, fork_as: str | None = None) -> None:
+    def _open(self, rev: str, create: bool, fork_as: str | None = None, wait: LockWait | None = None) -> None:
         session, note = open_revision(self.store, rev, fork_as=fork_as,
                                       new_header=self.new_header if create else None, redactor=self.redactor,
-                                      warnings=self.warnings, wait=self.wait)
+                                      warnings=self.warnings, wait=wait)
         if self.session is not None:
             self.session.close()
         self.session = session

@@ -212,10 +212,11 @@ def test_a_second_writer_is_refused_at_once_naming_the_holder_and_wait(gs, idle_
 
 
 def test_a_writer_that_waits_too_short_is_refused_saying_so(gs, idle_chat):
-    r = gs("ask", "--wait=0.2", "demo", "second")
-    assert r.code == 1
-    assert "waiting up to 0.2 s" in r.err
-    assert f"is still being written by pid {idle_chat.pid}" in r.err and "after 0.2 s of waiting" in r.err
+    for command in (["ask", "--wait=0.2", "demo", "second"], ["chat", "demo", "--wait=0.2"]):
+        r = gs(*command, input="also\n")
+        assert r.code == 1, (command, r.err)
+        assert "gs: session 'demo' is being written by" in r.err and "waiting up to 0.2 s" in r.err
+        assert f"is still being written by pid {idle_chat.pid}" in r.err and "after 0.2 s of waiting" in r.err
 
 
 def test_a_writer_that_waits_takes_its_turn_when_the_holder_lets_go(gs_env, idle_chat, git):
