@@ -235,3 +235,32 @@ def test_a_writer_that_waits_takes_its_turn_when_the_holder_lets_go(gs_env, idle
     assert out.decode().strip() == "echo: second"
     assert git("log", "--format=%s", "demo").splitlines() == ["turn 2: second", "turn 1: hi"]
     git("fsck", "--strict")
+
+
+def _wait_readable(fd: int) -> None:
+    assert select.select([fd], [], [], TIMEOUT)[0], "the terminal never got the keys"
+
+
+def test_a_ctrl_c_waiting_in_the_terminal_after_enter_is_taken_and_the_rest_kept():
+    """Keys that came while prompt_toolkit was leaving raw mode wait as bytes in the terminal."""
+    from prompt_toolkit.input import create_input
+    from prompt_toolkit.input.typeahead import get_typeahead
+
+    from gitsessions.cli.terminal import ReplyKeys
+
+    main_fd, term_fd = os.openpty()
+    try:
+        with os.fdopen(os.dup(term_fd), "r") as term:
+            input = create_input(term)
+            with input.raw_mode():  # as while prompt_toolkit reads: keys come as bytes
+                os.write(main_fd, b"ab\x03c")
+                _wait_readable(term_fd)
+            keys = ReplyKeys()  # the terminal is back in its usual mode, the bytes wait there
+            keys.prompt_ended(input, term_fd)
+            assert keys.pending
+            assert [k.data for k in get_typeahead(input)] == ["a", "b", "c"]
+            keys.prompt_starts()  # a Ctrl+C no request took is forgotten at the next prompt
+            assert not keys.pending
+    finally:
+        os.close(main_fd)
+        os.close(term_fd)
