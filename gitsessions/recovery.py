@@ -8,7 +8,7 @@ the journal holds, closed as ``interrupted`` (design.md, "Saving, crashes and co
 
 from __future__ import annotations
 
-from .errors import HookRefused, InvalidEvent
+from .errors import CorruptSession, HookRefused, InvalidEvent, UnsupportedVersion
 from .events import Event, make_event
 from .redact import Redactor
 from .rules import CommitId, Lineage, SessionId, commit_message, fork_name, taken_by
@@ -134,6 +134,8 @@ def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None 
         return None  # a live writer owns the journal
     try:
         return recover_journal(store, session_id, redactor, warnings)
+    except (CorruptSession, UnsupportedVersion):
+        return None  # the journal stays; the reading command names the damage (one session, not all)
     except HookRefused as exc:
         if warnings is not None:
             warnings.append(f"{session_id}: {exc}")

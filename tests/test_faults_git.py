@@ -210,6 +210,16 @@ def test_torn_last_line_in_a_commit_is_damage_not_dropped(gs, git, repo_path):
     assert git("rev-parse", "torn").strip() == tip, "no write dropped the torn line"
     rows = {row["id"]: row for row in gs("list", "--json").json()}
     assert rows["torn"]["error"], "still marked once it was read"
+    # A turn left in its journal cannot be recovered onto the damage: the others are still listed.
+    with GitStore(repo_path) as store:
+        journal = store.journal("torn")
+        journal.begin(tip, None)
+        journal.append_event(Event(6, 1, "turn/start", {"turn": 2}))
+        journal.close()
+    r = gs("list", "--json")
+    assert r.code == 0, r.err
+    assert {row["id"]: row["error"] is not None for row in r.json()} == {"torn": True, "work": False}
+    assert gs("search", "hello").code == 0
 
 
 def test_a_trailing_blank_line_in_a_commit_loses_nothing(gs, git, repo_path):
