@@ -129,12 +129,8 @@ def test_case_variants_started_together_one_wins(gs, git, fake_api, repo_path):
         ids = (f"caseR{attempt}", f"caser{attempt}")
         procs = [subprocess.Popen([*GS, "ask", sid, f"hello from {sid}"], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
-                 for sid in ids]
-        results = [(p.wait(timeout=60), p.stderr.read().decode() if p.stderr else "") for p in procs]
-        for p in procs:
-            for stream in (p.stdout, p.stderr):
-                if stream:
-                    stream.close()
+                 for sid in ids]  # both started before either is waited for
+        results = [(p.returncode, err.decode()) for p in procs for _out, err in [p.communicate(timeout=60)]]
         codes = sorted(code for code, _ in results)
         assert codes == [0, 1], results
         loser = next(err for code, err in results if code == 1)
@@ -142,8 +138,7 @@ def test_case_variants_started_together_one_wins(gs, git, fake_api, repo_path):
         assert len(fake_api.requests) - before == 1, "the loser was refused before it called the model"
         branches = git("for-each-ref", "--format=%(refname:short)", "refs/heads/").split()
         assert len([b for b in branches if b.casefold() == ids[0].casefold()]) == 1, branches
-        journal = repo_path / "gs" / "journal"
-        assert not list(journal.glob("*.jsonl")) if journal.exists() else True
+        assert not list((repo_path / "gs" / "journal").glob("*.jsonl")), "no turn was left in a journal"
     listed = gs("list", "--json")
     assert listed.code == 0, listed.err
     assert gs("search", "hello").code == 0
