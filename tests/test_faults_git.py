@@ -135,6 +135,7 @@ def test_case_variants_started_together_one_wins(gs, git, fake_api, repo_path):
         assert codes == [0, 1], results
         loser = next(err for code, err in results if code == 1)
         assert "Traceback" not in loser and "unexpected error" not in loser, loser
+        assert "differs only by case" in loser or "differ only by case" in loser, loser  # says why
         assert len(fake_api.requests) - before == 1, "the loser was refused before it called the model"
         branches = git("for-each-ref", "--format=%(refname:short)", "refs/heads/").split()
         assert len([b for b in branches if b.casefold() == ids[0].casefold()]) == 1, branches

@@ -98,7 +98,9 @@ class SessionLock:
         try:
             info = json.loads(self.path.read_text("utf-8"))
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"] / 1000))
-            return f"pid {info['pid']} on {info['host']} (since {since})"
+            other = info.get("session")  # one lock per case-folded id: the holder may write a case variant
+            case = f", writing {other!r}, which differs only by case" if other and other != self.session_id else ""
+            return f"pid {info['pid']} on {info['host']} (since {since}){case}"
         except (OSError, ValueError, KeyError, TypeError):
             return "another process"
 
@@ -113,7 +115,8 @@ class SessionLock:
         except OSError:
             os.close(fd)
             return False
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time_ns() // 1_000_000}
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time_ns() // 1_000_000,
+                "session": self.session_id}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode("utf-8"), 0)
         self._fd = fd
