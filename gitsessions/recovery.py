@@ -53,8 +53,12 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
         header, events = snap.header, list(snap.events)
     elif contents.header is not None:
         header, events = contents.header, []
+    elif contents.base is not None:
+        # The session was renamed, archived or deleted (plain git) under its journal: the
+        # turn goes on from the commit it was built on, below, as a session of its own.
+        header, events = {}, []
     else:
-        journal.clear()
+        journal.clear()  # no base, no header: the journal never held a turn
         return None
     new = list(contents.events)
     target = session_id
@@ -72,6 +76,7 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
         # The branch moved on (a pull, another tool): keep the turn on a branch of its own,
         # grown from the commit it was built on. Never drop it.
         target = fork_name(store, session_id, "recovered")
+        what = "moved on" if tip is not None else "was renamed or removed"
         if contents.base is not None:
             snap = store.load(session_id, contents.base)
             header, events = snap.header, list(snap.events)
@@ -82,7 +87,7 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
         else:
             header, events, tip = contents.header or header, [], None
         if warnings is not None:
-            warnings.append(f"{session_id} moved on while a turn was in progress; that turn is kept "
+            warnings.append(f"{session_id} {what} while a turn was in progress; that turn is kept "
                             f"in session {target}")
     # Keep the run of journal events that continues the log exactly and that the store
     # accepts (a damaged or newer-format record ends the run instead of blocking every open).

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..recovery import recover_journal
 from ..session import Session
 from ..session import fork as fork_session
 from .common import Context, WaitCommand, WaitOption, err, short
@@ -44,6 +45,7 @@ def rename(
     """
     c: Context = ctx.obj
     with c.store() as store, store.lock(old).acquire(c.lock_wait(wait)):
+        recover_journal(store, old, c.redactor(), c.warnings)  # a pending turn moves with the session
         store.rename(old, new)
     err(f"renamed {old} to {new}")
 
@@ -60,6 +62,7 @@ def rm(
     """
     c: Context = ctx.obj
     with c.store() as store, store.lock(session).acquire(c.lock_wait(wait)):
+        recover_journal(store, session, c.redactor(), c.warnings)  # a pending turn is archived with it
         name = store.archive(session)
     err(f"archived {session} as refs/archive/{name}; restore it with: gs restore {name}")
 

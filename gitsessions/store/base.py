@@ -354,6 +354,8 @@ class SessionStore(abc.ABC):
         if sha is None:
             raise SessionNotFound(old, self.session_ids())
         check_session_id(new)
+        if new == old:
+            raise SessionExists(new, old)  # nothing to rename
         if new.casefold() != old.casefold():
             check_free(self, new)
         self._move(old, new, sha, f"Branch: renamed {old} to {new}")
