@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import BadRevision, InvalidEvent, SessionExists, SessionNotFound
+from .errors import BadRevision, DiskFull, InvalidEvent, SessionExists, SessionNotFound
 from .events import Event, make_event
 from .recovery import recover_journal
 from .redact import Redactor, StreamRedactor
@@ -31,6 +31,8 @@ from .turns import next_turn, turn_numbers
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
+#: The events that open a turn: when the journal refuses one, the turn is taken back whole.
+_OPENING = frozenset({"turn/start", "user/message"})
 
 
 class Session:
@@ -88,6 +90,9 @@ class Session:
         self._lock = lock
         self._journal = store.journal(session_id) if journal is None else journal
         self._journal_open = journal_open
+        # True once the disk refused a journal record mid-turn: the journal keeps the whole
+        # records before it, memory keeps the rest, and the next save commits them all.
+        self._journal_gap = False
 
     @classmethod
     def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
@@ -142,8 +147,15 @@ class Session:
     def append(self, type: str, data: dict[str, Any] | None = None) -> Event:
         """Append one event, redacted (journaled at once; fsynced at message boundaries); return it.
 
+        On a full disk (issue 9): when the event opens a turn (``turn/start``,
+        ``user/message``) the turn is taken back and :class:`DiskFull` (``kept="prompt"``)
+        tells the face to hand the prompt back; later in a turn the event is kept in memory
+        and saved with the turn, the journal keeping what came before it.
+
         Raises:
             InvalidEvent: unknown type or data that is not plain JSON.
+            DiskFull: no space for the journal record of an event opening a turn.
+            RepoReadOnly: the journal cannot be written.
         """
         if self.redactor is not None:
             data = self.redactor.value(data or {})  # in memory as on disk
@@ -155,12 +167,32 @@ class Session:
             self.tip = fork(self.store, self._fork_from, self.id)
             self.forked_from = Lineage(SessionId(self._fork_from.session_id), CommitId(self._fork_from.commit))
             self._fork_from = None
+        try:
+            self._journal_event(event)
+        except DiskFull as exc:
+            if type in _OPENING:
+                self._take_back_turn_start()
+                raise DiskFull(exc.path, kept="prompt") from None
+            self._journal_gap = True
+        self.events.append(event)
+        return event
+
+    def _journal_event(self, event: Event) -> None:
+        if self._journal_gap:
+            return  # a record after the gap would not continue the journal's events
         if not self._journal_open:
             self._journal.begin(self.tip, self.header if self.tip is None else None)
             self._journal_open = True
-        self._journal.append_event(event, sync=type in _SYNC_TYPES)
-        self.events.append(event)
-        return event
+        self._journal.append_event(event, sync=event.type in _SYNC_TYPES)
+
+    def _take_back_turn_start(self) -> None:
+        """Drop a ``turn/start`` whose prompt could not be journaled, from memory and journal."""
+        if len(self.events) > self._committed and self.events[-1].type == "turn/start":
+            self.events.pop()
+            self._journal.drop_last()
+        if len(self.events) == self._committed and self._journal_open:
+            self._journal.clear()  # nothing of this session is pending: no journal at all
+            self._journal_open = False
 
     def delta(self, text: str) -> None:
         """Journal streamed reply text that is not yet part of an event.
@@ -171,8 +203,11 @@ class Session:
         """
         if self._stream is not None:
             text = self._stream.feed(text)
-        if self._journal_open and text:
-            self._journal.append_delta(text)
+        if self._journal_open and text and not self._journal_gap:
+            try:
+                self._journal.append_delta(text)
+            except DiskFull:
+                self._journal_gap = True  # the reply goes on in memory; the journal keeps a whole prefix
 
     def end_turn(self, reason: str, **extra: Any) -> str | None:
         """Close the open turn (see :func:`closing_events`) and save it as one commit.
@@ -195,19 +230,25 @@ class Session:
 
         Raises:
             ConcurrentUpdate: the branch moved (the journal is kept; nothing is lost).
+            DiskFull: no space for the commit (``kept="journal"``: the pending events stay in
+                the journal and in memory, and the next save commits them).
+            RepoReadOnly: the repo cannot be written.
         """
         pending = self.events[self._committed:]
         if not pending:
             return None
         message = commit_message(self.id, self.events, self._committed, lineage=self.forked_from)
-        commit = self.store.append(
-            self.id, pending, message, expected_tip=self.tip,
-            header=self.header if self.tip is None else None,
-        )
+        try:
+            commit = self.store.append(
+                self.id, pending, message, expected_tip=self.tip,
+                header=self.header if self.tip is None else None,
+            )
+        except DiskFull as exc:
+            raise DiskFull(exc.path, kept="journal") from None
         self.tip = commit
         self._committed = len(self.events)
         self._journal.clear()
-        self._journal_open = False
+        self._journal_open = self._journal_gap = False
         return commit
 
     def set_title(self, title: str) -> str:
