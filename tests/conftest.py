@@ -10,14 +10,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from fakeapi import FakeChatServer
+from typer.testing import CliRunner
+
+from gitsessions import cli
 
 #: The gs entry point of the venv running the tests.
 GS = [sys.executable, "-m", "gitsessions"]
@@ -40,6 +45,22 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def import_time_paths(isolated_home: Path) -> Iterator[None]:
+    """Re-point paths libraries computed from ``$HOME`` when first imported, as a new process would.
+
+    ``gs`` runs in-process here, so a library imported during an earlier test keeps that
+    test's home: dulwich reads ``~/.git-credentials`` from a list built at import time.
+    """
+    from dulwich import client
+
+    paths = client.DEFAULT_GIT_CREDENTIALS_PATHS  # the default argument is this very list
+    saved = list(paths)
+    paths[:] = [str(isolated_home / ".git-credentials"), str(isolated_home / ".config" / "git" / "credentials")]
+    yield
+    paths[:] = saved
+
+
 @pytest.fixture
 def repo_path(tmp_path: Path) -> Path:
     """The session repo the isolated environment points at (created on first write)."""
@@ -60,16 +81,72 @@ class Result:
     code: int
     out: str
     err: str
+    #: stdout exactly as written (``out`` is it decoded, bad bytes replaced)
+    raw: bytes = b""
 
     def json(self):
         return json.loads(self.out)
 
 
 @pytest.fixture
-def gs(fake_api: FakeChatServer, monkeypatch: pytest.MonkeyPatch):
-    """Run ``gs`` in a subprocess against the fake API: ``gs("ask", "work", "hi") -> Result``."""
+def gs_env(fake_api: FakeChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point ``gs`` at the fake API (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``) for this test."""
     monkeypatch.setenv("OPENAI_BASE_URL", fake_api.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+
+
+class GsTimeout(BaseException):
+    """An in-process ``gs`` run took longer than its ``timeout`` (not an ``Exception``, so
+    that gs's own error translation does not turn it into an exit status)."""
+
+
+@contextmanager
+def _deadline(seconds: float, what: str) -> Iterator[None]:
+    """Raise :class:`GsTimeout` in the main thread if the block runs longer than ``seconds``."""
+
+    def expired(_signum, _frame):
+        raise GsTimeout(f"{what} did not finish in {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def gs(gs_env: None):
+    """Run ``gs`` in this process against the fake API: ``gs("ask", "work", "hi") -> Result``.
+
+    The command runs through :func:`gitsessions.cli.run` (the real entry point's error
+    translation) inside typer's ``CliRunner`` isolation: ``sys.stdin`` holds ``input`` (empty
+    when None, like ``/dev/null``), ``sys.stdout``/``sys.stderr`` are captured, and ``env``
+    is set in ``os.environ`` for this call only; a run longer than ``timeout`` seconds fails
+    the test. Use :func:`gs_proc` where the process is the point (real stdin/stdout file
+    descriptors, signals, what a fresh interpreter imports).
+    """
+    runner = CliRunner()
+
+    def run(*args: str, input: str | bytes | None = None, timeout: float = 60, env: dict | None = None) -> Result:
+        with _deadline(timeout, f"gs {' '.join(args)}"), runner.isolation(input=input, env=env) as (out, err, _):
+            code = cli.run(list(args), prog_name="gs")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            out_bytes, err_bytes = out.getvalue(), err.getvalue()  # closed when isolation ends
+        return Result(code, out_bytes.decode("utf-8", "replace"), err_bytes.decode("utf-8", "replace"), out_bytes)
+
+    return run
+
+
+@pytest.fixture
+def gs_proc(gs_env: None):
+    """Run ``gs`` in a subprocess against the fake API: ``gs_proc("ask", "work", "hi") -> Result``.
+
+    For tests where the process is the point: stdin a real pipe (or ``/dev/null``), what a
+    fresh interpreter imports, exit statuses as the shell sees them.
+    """
 
     def run(*args: str, input: str | bytes | None = None, timeout: float = 60, env: dict | None = None) -> Result:
         full_env = dict(os.environ, **(env or {}))
@@ -77,7 +154,7 @@ def gs(fake_api: FakeChatServer, monkeypatch: pytest.MonkeyPatch):
         proc = subprocess.run([*GS, *args], input=data, capture_output=True, timeout=timeout,
                               env=full_env, stdin=None if data is not None else subprocess.DEVNULL)
         return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                      proc.stderr.decode("utf-8", "replace"))
+                      proc.stderr.decode("utf-8", "replace"), proc.stdout)
 
     return run
 

@@ -138,8 +138,9 @@ def test_connection_refused_is_one_line(gs):
     assert shown["messages"] == [{"role": "user", "content": "hi"}]
 
 
-def test_chat_reads_prompts_from_a_pipe(gs, git):
-    r = gs("chat", "work", input="q1\n/sessions\nq2\n")
+def test_chat_reads_prompts_from_a_pipe(gs_proc, git):
+    # a real process: its stdin is a real pipe, read line by line
+    r = gs_proc("chat", "work", input="q1\n/sessions\nq2\n")
     assert r.code == 0, r.err
     assert "echo: q1" in r.out and "echo: q2" in r.out
     assert "* work" in r.out
@@ -182,8 +183,9 @@ def test_continue_resumes_latest(gs, fake_api):
     assert [m["content"] for m in fake_api.requests[-1]["messages"]] == ["two", "echo: two", "three"]
 
 
-def test_ask_reads_stdin_with_dash_and_cleans_bad_bytes(gs):
-    r = gs("ask", "s", "-", input=b"from stdin \xff\xfe end\n")
+def test_ask_reads_stdin_with_dash_and_cleans_bad_bytes(gs, gs_proc):
+    # a real process: its stdin is a real pipe holding undecodable bytes
+    r = gs_proc("ask", "s", "-", input=b"from stdin \xff\xfe end\n")
     assert r.code == 0, r.err
     msg = gs("show", "s", "--format", "json").json()["messages"][0]["content"]
     assert msg.startswith("from stdin \ufffd\ufffd end")

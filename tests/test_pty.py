@@ -8,9 +8,7 @@ prompt_toolkit prints a warning after a delay and the output depends on timing.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import time
 
 import pexpect
@@ -67,13 +65,6 @@ def finish(child: pexpect.spawn) -> str:
     return tail
 
 
-def show_json(env: dict[str, str], session: str = "demo") -> dict:
-    proc = subprocess.run([*GS, "show", session, "--format", "json"], env=env,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
 def turn_events(events: list[dict], turn: int) -> list[dict]:
     """The events of turn ``turn`` (from its ``turn/start`` up to the next one)."""
     out, current = [], None
@@ -112,8 +103,7 @@ def test_prompt_streams_reply_lists_sessions_and_saves(fake_api, spawn_chat, git
     assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "What is a git ref?"}
 
 
-def test_ctrl_c_cancels_the_reply_keeps_partial_text_and_goes_on(fake_api, spawn_chat,
-                                                                  chat_env):
+def test_ctrl_c_cancels_the_reply_keeps_partial_text_and_goes_on(fake_api, spawn_chat, gs):
     slow = "".join(f"word{i:02d} " for i in range(40))  # 40 pieces of 7 chars, 0.1 s apart
     fake_api.script(text(slow, chunk_size=7, delay=0.1))
     child = spawn_chat()
@@ -132,7 +122,9 @@ def test_ctrl_c_cancels_the_reply_keeps_partial_text_and_goes_on(fake_api, spawn
     assert child.exitstatus == 0, tail
     assert "Traceback" not in tail
 
-    events = show_json(chat_env)["events"]
+    shown = gs("show", "demo", "--format", "json")  # read back in-process: the chat was the process
+    assert shown.code == 0, shown.err
+    events = shown.json()["events"]
     first = turn_events(events, 1)
     replies = [e["data"] for e in first if e["type"] == "assistant/message"]
     assert len(replies) == 1

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from dulwich.objects import Blob
+from test_store_contract import T0, Writer  # one helper for the store's callers
 
 from gitsessions.errors import (
     ConcurrentUpdate,
@@ -29,11 +30,9 @@ from gitsessions.errors import (
     SessionLocked,
     SessionNotFound,
 )
-from gitsessions.events import Event, encode_log, make_event, make_header
+from gitsessions.events import Event, encode_log, make_event
 from gitsessions.rules import CommitMessage
 from gitsessions.store import GitStore, SessionLock
-
-T0 = 1_700_000_000_000
 
 
 def git_bytes(repo: Path, *args: str, input: bytes | None = None) -> bytes:
@@ -80,52 +79,6 @@ def stores(request, repo_path: Path) -> Iterator[Stores]:
     s = Stores(repo_path, reopen=request.param == "reopened")
     yield s
     s.close()
-
-
-class Writer:
-    """Tracks one session's events and tip the way a caller of the store does."""
-
-    def __init__(self, stores: Stores, sid: str):
-        self.stores = stores
-        self.sid = sid
-        self.header = make_header(sid, created=T0, cwd="/work", generator="gs test")
-        self.events: list[Event] = []
-        self.tip: str | None = None
-        self.turns = 0
-
-    def turn_events(self, prompt: str, reply: str = "ok") -> list[Event]:
-        n = self.turns + 1
-        specs = [
-            ("turn/start", {"turn": n}),
-            ("user/message", {"content": prompt}),
-            ("step/start", {"step": 1}),
-            ("assistant/message", {"content": reply, "tool_calls": [], "model": "m"}),
-            ("step/end", {"step": 1}),
-            ("turn/end", {"turn": n, "reason": "completed"}),
-        ]
-        base = len(self.events)
-        return [make_event(base + i, t, d, time_ms=T0 + base + i) for i, (t, d) in enumerate(specs)]
-
-    def message(self, new: list[Event], prompt: str) -> CommitMessage:
-        n = self.turns + 1
-        return CommitMessage(f"turn {n}: {prompt}", {
-            "Session": self.sid, "Turn": str(n), "Model": "m",
-            "Events": f"{new[0].seq}-{new[-1].seq}",
-        })
-
-    def save_turn(self, prompt: str, reply: str = "ok") -> str:
-        new = self.turn_events(prompt, reply)
-        commit = self.stores().append(
-            self.sid, new, self.message(new, prompt), expected_tip=self.tip,
-            header=self.header if self.tip is None else None,
-        )
-        self.events += new
-        self.tip = commit
-        self.turns += 1
-        return commit
-
-    def raw(self) -> bytes:
-        return encode_log(self.header, self.events)
 
 
 class TestGitRepository:
@@ -291,12 +244,12 @@ class TestGitRepository:
         body = git("log", "-1", "--format=%B", "s")
         proc = subprocess.run(["git", "-C", str(repo_path), "interpret-trailers", "--parse"],
                               input=body, capture_output=True, text=True, check=True)
-        assert proc.stdout.splitlines() == ["Session: s", "Turn: 1", "Model: m", "Events: 0-5"]
+        assert proc.stdout.splitlines() == ["Session: s", "Turn: 1", "Model: m", "Messages: 2", "Events: 0-5"]
         assert git("log", "-1", "--format=%(trailers:key=Events,valueonly)", "s").strip() == "0-5"
         assert git("log", "-1", "--format=%an <%ae>", "s").strip() == "gitsessions <gitsessions@localhost>"
         assert git("log", "-1", "--format=%cn <%ce>", "s").strip() == "gitsessions <gitsessions@localhost>"
         info = stores().log("s")[0]
-        assert info.message.trailers == {"Session": "s", "Turn": "1", "Model": "m", "Events": "0-5"}
+        assert info.message.trailers == {"Session": "s", "Turn": "1", "Model": "m", "Messages": "2", "Events": "0-5"}
 
     def test_awkward_subjects(self, stores: Stores, repo_path: Path, git):
         w = Writer(stores, "s")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,12 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TRICKY = 'héllo ✓ 😀 "quoted" \'single\' back\\slash\nsecond line\ttab 日本語 <b>&amp;</b>'
 
 
-def _raw(*args: str, repo: Path | None = None) -> bytes:
+def _raw(gs, *args: str, repo: Path | None = None) -> bytes:
     """Run gs and return its stdout bytes (exact, no decoding)."""
     extra = ["--repo", str(repo)] if repo else []
-    proc = subprocess.run([sys.executable, "-m", "gitsessions", *extra, *args], capture_output=True)
-    assert proc.returncode == 0, proc.stderr.decode()
-    return proc.stdout
+    r = gs(*extra, *args)
+    assert r.code == 0, r.err
+    return r.raw
 
 
 def _refs(git) -> str:
@@ -48,18 +47,18 @@ def _session_with_tools(gs, fake_api, sid: str = "work") -> None:
 def test_jsonl_and_json_exports_import_exactly(gs, git, fake_api, tmp_path):
     _session_with_tools(gs, fake_api)
     original = gs("show", "work", "--format", "json").json()
-    raw = _raw("show", "work", "--format", "jsonl")
+    raw = _raw(gs, "show", "work", "--format", "jsonl")
     assert any(m.get("tool_calls") for m in original["messages"])
 
     out = tmp_path / "work.jsonl"
     r = gs("export", "work", "--format", "jsonl", "-o", str(out))
     assert r.code == 0, r.err
-    assert out.read_bytes() == raw == _raw("export", "work", "--format", "jsonl")
+    assert out.read_bytes() == raw == _raw(gs, "export", "work", "--format", "jsonl")
 
     r = gs("import", str(out), "--as", "copy")
     assert r.code == 0, r.err
     assert r.out.strip() == "copy"
-    assert _raw("show", "copy", "--format", "jsonl") == raw
+    assert _raw(gs, "show", "copy", "--format", "jsonl") == raw
     copy = gs("show", "copy", "--format", "json").json()
     assert copy["messages"] == original["messages"] and copy["events"] == original["events"]
     assert copy["header"] == original["header"]  # kept as-is; the branch name is the new id
@@ -67,7 +66,7 @@ def test_jsonl_and_json_exports_import_exactly(gs, git, fake_api, tmp_path):
     js = tmp_path / "work.json"
     assert gs("export", "work", "-f", "json", "-o", str(js)).code == 0
     assert gs("import", str(js), "--as", "copy2").code == 0
-    assert _raw("show", "copy2", "--format", "jsonl") == raw
+    assert _raw(gs, "show", "copy2", "--format", "jsonl") == raw
     assert gs("show", "copy2", "--format", "json").json()["messages"] == original["messages"]
 
     body = git("log", "-1", "--format=%B", "copy")
@@ -82,7 +81,7 @@ def test_jsonl_and_json_exports_import_exactly(gs, git, fake_api, tmp_path):
     r = gs("--repo", str(other), "import", str(out))
     assert r.code == 0, r.err
     assert r.out.strip() == "work"
-    assert _raw("show", "work", "--format", "jsonl", repo=other) == raw
+    assert _raw(gs, "show", "work", "--format", "jsonl", repo=other) == raw
     subprocess.run(["git", "-C", str(other), "fsck", "--strict"], check=True, capture_output=True)
     # and the imported session can be continued
     assert gs("--repo", str(other), "ask", "work", "more").code == 0
@@ -90,17 +89,17 @@ def test_jsonl_and_json_exports_import_exactly(gs, git, fake_api, tmp_path):
 
 def test_json_export_is_gs_show_json(gs, fake_api):
     _session_with_tools(gs, fake_api)
-    assert _raw("export", "work", "--format", "json") == _raw("show", "work", "--format", "json")
+    assert _raw(gs, "export", "work", "--format", "json") == _raw(gs, "show", "work", "--format", "json")
 
 
 def test_export_of_a_past_revision(gs, git, fake_api, repo_path):
     _session_with_tools(gs, fake_api)
-    past = _raw("export", "work~1", "--format", "jsonl")
+    past = _raw(gs, "export", "work~1", "--format", "jsonl")
     assert past == subprocess.run(["git", "-C", str(repo_path), "show", "work~1:session.jsonl"],
                                   capture_output=True, check=True).stdout
     commit = git("rev-parse", "work^").strip()
-    assert _raw("export", f"work@{commit[:8]}", "--format", "jsonl") == past
-    md = _raw("export", "work^", "--format", "markdown").decode()
+    assert _raw(gs, "export", f"work@{commit[:8]}", "--format", "jsonl") == past
+    md = _raw(gs, "export", "work^", "--format", "markdown").decode()
     assert commit in md and "indented" not in md  # the third turn is not there yet
     r = gs("export", "work~9")
     _one_line_error(r)
@@ -110,7 +109,7 @@ def test_export_of_a_past_revision(gs, git, fake_api, repo_path):
 
 def test_exported_session_with_an_open_turn_is_closed_on_import(gs, tmp_path):
     assert gs("ask", "w", "hi").code == 0
-    lines = _raw("show", "w", "--format", "jsonl").splitlines(keepends=True)
+    lines = _raw(gs, "show", "w", "--format", "jsonl").splitlines(keepends=True)
     cut = [ln for ln in lines if b'"turn/end"' not in ln and b'"step/end"' not in ln]
     f = tmp_path / "open.jsonl"
     f.write_bytes(b"".join(cut))
@@ -119,7 +118,7 @@ def test_exported_session_with_an_open_turn_is_closed_on_import(gs, tmp_path):
     assert "unfinished" in r.err
     shown = gs("show", "closed", "--format", "json").json()
     assert shown["events"][-1]["type"] == "turn/end" and shown["events"][-1]["data"]["reason"] == "interrupted"
-    assert _raw("show", "closed", "--format", "jsonl").startswith(b"".join(cut))  # appended, nothing changed
+    assert _raw(gs, "show", "closed", "--format", "jsonl").startswith(b"".join(cut))  # appended, nothing changed
 
 
 # --------------------------------------------------------------------------- readable exports
@@ -137,7 +136,7 @@ def test_markdown_and_html_show_roles_tools_times_and_marks(gs, fake_api, tmp_pa
              for e in events if e["type"] in ("user/message", "assistant/message")}
     commit = gs("show", "work", "--format", "json").json()["commit"]
 
-    md = _raw("export", "work", "--format", "markdown").decode("utf-8")
+    md = _raw(gs, "export", "work", "--format", "markdown").decode("utf-8")
     assert md.startswith("# " + TRICKY.split("\n")[0])
     assert "work" in md and commit in md
     for needle in ("### user", "### assistant", "tool call", "get_current_time", "tool result",
@@ -158,7 +157,7 @@ def test_markdown_and_html_show_roles_tools_times_and_marks(gs, fake_api, tmp_pa
                    "turn ended: error", commit, "😀"):
         assert needle in page, needle
     assert all(t in page for t in times)
-    assert _raw("export", "work", "--format", "html") == out.read_bytes()
+    assert _raw(gs, "export", "work", "--format", "html") == out.read_bytes()
 
 
 def test_export_without_o_goes_to_stdout_as_markdown(gs):
@@ -366,7 +365,7 @@ def test_refusals_are_one_line_and_write_nothing(gs, git, tmp_path):
 def test_own_jsonl_import_refuses_a_taken_id(gs, git, tmp_path):
     assert gs("ask", "work", "hi").code == 0
     f = tmp_path / "w.jsonl"
-    f.write_bytes(_raw("export", "work", "-f", "jsonl"))
+    f.write_bytes(_raw(gs, "export", "work", "-f", "jsonl"))
     before = git("rev-parse", "work")
     r = gs("import", str(f))
     _one_line_error(r)
@@ -385,12 +384,12 @@ def test_bom_crlf_bad_bytes_and_lone_surrogates(gs, git, tmp_path):
     assert msgs[1]["content"] == "ok \ufffd😀"
     # an exported jsonl with CRLF and a BOM still imports (as clean lines)
     assert gs("ask", "w", "hello").code == 0
-    raw = _raw("show", "w", "--format", "jsonl")
+    raw = _raw(gs, "show", "w", "--format", "jsonl")
     g = tmp_path / "crlf.jsonl"
     g.write_bytes(b"\xef\xbb\xbf" + raw.replace(b"\n", b"\r\n"))
     r = gs("import", str(g), "--as", "crlf")
     assert r.code == 0, r.err
-    assert _raw("show", "crlf", "--format", "jsonl") == raw
+    assert _raw(gs, "show", "crlf", "--format", "jsonl") == raw
     git("fsck", "--strict")
 
 
@@ -402,17 +401,17 @@ def test_ten_megabyte_message_imports_and_exports(gs, git, tmp_path):
                  encoding="utf-8")
     r = gs("import", str(f), "--as", "big", timeout=120)
     assert r.code == 0, r.err
-    raw = _raw("export", "big", "-f", "jsonl")
+    raw = _raw(gs, "export", "big", "-f", "jsonl")
     assert len(raw) > 10_000_000
     jl = tmp_path / "big.jsonl"
     jl.write_bytes(raw)
     assert gs("import", str(jl), "--as", "big2", timeout=120).code == 0
-    assert _raw("show", "big2", "--format", "jsonl") == raw
-    md = _raw("export", "big", "-f", "markdown").decode()
+    assert _raw(gs, "show", "big2", "--format", "jsonl") == raw
+    md = _raw(gs, "export", "big", "-f", "markdown").decode()
     assert content in md
-    page = _raw("export", "big", "-f", "html").decode()
+    page = _raw(gs, "export", "big", "-f", "html").decode()
     assert "&lt;tag&gt;" in page and len(page) > 10_000_000
-    shown = json.loads(_raw("export", "big", "-f", "json"))
+    shown = json.loads(_raw(gs, "export", "big", "-f", "json"))
     assert shown["messages"][0]["content"] == content
     git("fsck", "--strict")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import io
 import os
 import sys
 from typing import Annotated
@@ -34,9 +35,14 @@ def _latest_session(ctx: Context) -> str:
 
 def _stdin_lines():
     """Read prompts from a pipe: one line each, undecodable bytes become U+FFFD."""
-    stream = open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False)
-    for line in stream:
-        yield line.rstrip("\n")
+    # Over sys.stdin's bytes (not fd 0), so that a caller that replaced sys.stdin (an
+    # in-process run) is read too; detached at the end so that sys.stdin stays open.
+    stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    try:
+        for line in stream:
+            yield line.rstrip("\n")
+    finally:
+        stream.detach()
 
 
 @app.command()

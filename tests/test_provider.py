@@ -1,0 +1,115 @@
+"""``OpenAIProvider`` in-process against the real fake HTTP server (tests/fakeapi.py),
+through the real ``openai`` SDK: what a request carries, how the stream becomes
+``TextDelta`` items and one ``Completion``, and how every failure becomes one line."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from fakeapi import FakeChatServer, drop, error, text, tool_calls
+
+from gitsessions.chat.provider import Completion, OpenAIProvider, TextDelta
+from gitsessions.chat.tools import TOOL_SCHEMAS
+from gitsessions.errors import ProviderError
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+def provider(fake_api: FakeChatServer):
+    """A provider on the fake server, without SDK retries (each failure is one request)."""
+    return OpenAIProvider("gpt-4o-mini", "test-key", fake_api.base_url, timeout_s=30, max_retries=0)
+
+
+def play(stream) -> tuple[list[str], list[Completion], ProviderError | None]:
+    """Drain ``stream``: the text pieces, the completions, and the error that ended it."""
+    pieces, done = [], []
+    try:
+        for item in stream:
+            if isinstance(item, TextDelta):
+                pieces.append(item.text)
+            else:
+                done.append(item)
+    except ProviderError as exc:
+        return pieces, done, exc
+    return pieces, done, None
+
+
+def test_text_streams_as_deltas_then_one_completion(fake_api, provider):
+    fake_api.script(text("Hello, streaming world!", chunk_size=5))
+    pieces, [done], failure = play(provider.stream(USER))
+    assert failure is None
+    assert pieces == ["Hello", ", str", "eamin", "g wor", "ld!"]
+    assert done.content == "Hello, streaming world!"
+    assert (done.finish_reason, done.model, done.tool_calls) == ("stop", "gpt-4o-mini", [])
+    assert done.usage["total_tokens"] == done.usage["prompt_tokens"] + done.usage["completion_tokens"] > 0
+    [request] = fake_api.requests
+    assert request["model"] == "gpt-4o-mini" and request["messages"] == USER
+    assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
+    assert "tools" not in request  # no tools offered: the key is left out, not sent empty
+
+
+def test_tools_are_offered_and_parallel_calls_assemble(fake_api, provider):
+    args = '{"timezone": "Europe/Paris", "padding": "' + "x" * 40 + '"}'  # streamed in 8-char fragments
+    fake_api.script(tool_calls(("call_a", "get_current_time", "{}"), ("call_b", "get_current_time", args),
+                               content="Let me look."))
+    pieces, [done], failure = play(provider.stream(USER, TOOL_SCHEMAS))
+    assert failure is None
+    assert "".join(pieces) == "Let me look." == done.content
+    assert done.finish_reason == "tool_calls"
+    assert done.tool_calls == [{"id": "call_a", "name": "get_current_time", "arguments": "{}"},
+                               {"id": "call_b", "name": "get_current_time", "arguments": args}]
+    assert fake_api.requests[0]["tools"] == TOOL_SCHEMAS
+
+
+def test_a_refused_key_is_one_line_with_the_status(fake_api, provider):
+    fake_api.script(error(401, "Incorrect API key provided:\n  sk-...abc.  See the docs."))
+    pieces, done, failure = play(provider.stream(USER))
+    assert (pieces, done) == ([], [])
+    assert str(failure) == "the model API answered 401: Incorrect API key provided: sk-...abc. See the docs."
+    assert failure.status == 401
+
+
+def test_a_long_error_message_is_clipped(fake_api, provider):
+    fake_api.script(error(400, "word " * 200))
+    _pieces, _done, failure = play(provider.stream(USER))
+    assert failure.status == 400
+    message = str(failure)
+    assert message.startswith("the model API answered 400: word word")
+    assert message.endswith("…") and len(message) < 400 and "\n" not in message
+
+
+def test_a_server_error_is_not_retried_without_retries(fake_api, provider):
+    fake_api.script(error(503, "overloaded"), text("never sent"))
+    _pieces, _done, failure = play(provider.stream(USER))
+    assert str(failure) == f"the server at {fake_api.base_url} failed (503: overloaded); try again later"
+    assert failure.status == 503
+    assert len(fake_api.requests) == 1 and fake_api.pending_replies == 1
+
+
+def test_a_stream_cut_mid_reply_yields_the_text_then_fails(fake_api, provider):
+    fake_api.script(drop("partial answer"))
+    pieces, done, failure = play(provider.stream(USER))
+    assert "".join(pieces) == "partial answer" and done == []
+    assert str(failure) == (f"the connection to {fake_api.base_url} was lost mid-reply; "
+                            "the partial reply is kept; try again")
+    assert failure.status is None
+
+
+def test_a_refused_connection_names_the_server():
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    provider = OpenAIProvider("m", "k", url, timeout_s=10, max_retries=0)
+    pieces, done, failure = play(provider.stream(USER))
+    assert (pieces, done) == ([], [])
+    assert str(failure) == f"could not connect to {url} (connection refused); is the server running? check base_url"
+
+
+def test_the_answering_model_is_reported(fake_api):
+    provider = OpenAIProvider("fake-model", "test-key", fake_api.base_url, max_retries=0)
+    _pieces, [done], _failure = play(provider.stream(USER))
+    assert done.model == "fake-model" and done.content == "echo: hi"
+    assert fake_api.requests[0]["model"] == "fake-model"
