@@ -269,7 +269,8 @@ class DiskFull(GitSessionsError):
 
     Attributes:
         path: the session repo.
-        kept: ``journal`` (the turn waits in the journal), ``prompt`` (not even the journal
+        kept: ``journal`` (the turn waits in the journal), ``partial`` (the journal holds the
+            turn up to where the disk filled; the rest is only in memory), ``prompt`` (not even the journal
             could be written: the face prints the prompt back), or ``nothing`` (nothing of a
             turn was at stake; the command wrote nothing).
     """
@@ -277,6 +278,9 @@ class DiskFull(GitSessionsError):
     _KEPT = {
         "journal": "the turn is kept in the journal and will be saved when there is space "
                    "(free some, then run any gs command on this session)",
+        "partial": "the turn is kept in the journal as far as it fit (the prompt, the reply up to where the "
+                   "disk filled) and will be saved when there is space (free some, then run any gs command on "
+                   "this session)",
         "prompt": "the prompt could not be written, not even to the journal; it is printed back so "
                   "nothing typed is lost: free some space and send it again",
         "nothing": "nothing was saved; free some space and run the command again",

@@ -231,7 +231,8 @@ class Session:
         Raises:
             ConcurrentUpdate: the branch moved (the journal is kept; nothing is lost).
             DiskFull: no space for the commit (``kept="journal"``: the pending events stay in
-                the journal and in memory, and the next save commits them).
+                the journal and in memory, and the next save commits them; ``"partial"``: the
+                journal holds them up to where the disk filled).
             RepoReadOnly: the repo cannot be written.
         """
         pending = self.events[self._committed:]
@@ -244,7 +245,7 @@ class Session:
                 header=self.header if self.tip is None else None,
             )
         except DiskFull as exc:
-            raise DiskFull(exc.path, kept="journal") from None
+            raise DiskFull(exc.path, kept="partial" if self._journal_gap else "journal") from None
         self.tip = commit
         self._committed = len(self.events)
         self._journal.clear()
