@@ -108,21 +108,24 @@ def tmpfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
-def fault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """``fault("fill:object:1", fs)`` arms the trigger for the next ``gs`` runs; ``fault(None)`` disarms."""
+def under(tmp_path: Path, gs_proc):
+    """``under("fill:object:1", "ask", SID, "hi", fs=mnt)`` runs one ``gs`` process with the trigger armed.
+
+    ``under.env(spec, fs)`` is that process environment, for a process started by hand.
+    """
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
 
-    def arm(spec: str | None, fs: Path | None = None) -> None:
-        if spec is None:
-            monkeypatch.delenv("GSFAULT", raising=False)
-        else:
-            monkeypatch.setenv("GSFAULT", spec)
-            monkeypatch.setenv("GSFAULT_FILL", str(fs or tmp_path))
+    def env(spec: str, fs: Path | None = None) -> dict[str, str]:
+        return {"GSFAULT": spec, "GSFAULT_FILL": str(fs or tmp_path),
+                "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
 
-    return arm
+    def run(spec: str, *args: str, fs: Path | None = None):
+        return gs_proc(*args, env=env(spec, fs))
+
+    run.env = env  # type: ignore[attr-defined]
+    return run
 
 
 def free(fs: Path) -> None:
@@ -182,12 +185,10 @@ def fsck(repo: Path) -> None:
 
 
 @pytest.mark.parametrize("at", ["object:1", "object:2", "object:3", "ref:1"], ids=["blob", "tree", "commit", "ref"])
-def test_full_disk_at_a_save_keeps_the_turn_in_the_journal(gs, tmpfs, fault, at):
+def test_full_disk_at_a_save_keeps_the_turn_in_the_journal(gs, tmpfs, under, at):
     repo = tmpfs / "repo.git"
     assert gs("ask", SID, "first").code == 0
-    fault(f"fill:{at}", tmpfs)
-    r = gs("ask", SID, "second")
-    fault(None)
+    r = under(f"fill:{at}", "ask", SID, "second", fs=tmpfs)
     one_line_error(r, "disk full", "kept in the journal", "will be saved when there is space")
     assert r.out == "echo: second\n"  # the reply was shown
     assert (repo / "gs" / "journal" / f"{SID}.jsonl").exists()
@@ -201,6 +202,7 @@ def test_full_disk_at_a_save_keeps_the_turn_in_the_journal(gs, tmpfs, fault, at)
         assert "Traceback" not in rr.err and "unexpected error" not in rr.err
     assert "not saved yet" in gs("show", SID).err
     assert user_prompts(events(gs)) == ["first"]
+    no_leftover_locks(repo)  # a refused write leaves no lock to block the next save (or plain git)
     fsck(repo)
 
     # Space again: the next command saves the turn, complete, as it was.
@@ -214,12 +216,11 @@ def test_full_disk_at_a_save_keeps_the_turn_in_the_journal(gs, tmpfs, fault, at)
     assert user_prompts(events(gs)) == ["first", "second", "third"]
 
 
-def test_full_disk_at_the_journal_hands_the_prompt_back(gs, tmpfs, fault):
+def test_full_disk_at_the_journal_hands_the_prompt_back(gs, tmpfs, under):
     repo = tmpfs / "repo.git"
     assert gs("ask", SID, "first").code == 0
-    fault("fill:journal:1", tmpfs)  # the journal's first line: nothing of the turn can be written
-    r = gs("ask", SID, "a prompt to keep")
-    fault(None)
+    # filled at the journal's first line: nothing of the turn can be written
+    r = under("fill:journal:1", "ask", SID, "a prompt to keep", fs=tmpfs)
     one_line_error(r, "disk full", "printed back")
     assert "a prompt to keep" in r.out  # nothing typed is lost
     assert not (repo / "gs" / "journal" / f"{SID}.jsonl").exists()  # no half-made journal
@@ -231,7 +232,7 @@ def test_full_disk_at_the_journal_hands_the_prompt_back(gs, tmpfs, fault):
     assert user_prompts(events(gs)) == ["first", "a prompt to keep"]
 
 
-def test_full_disk_mid_turn_keeps_the_prompt_and_what_fit(gs, tmpfs, fault):
+def test_full_disk_mid_turn_keeps_the_prompt_and_what_fit(gs, tmpfs, under):
     """The disk fills after the prompt was journaled: the prompt and the reply up to there are kept.
 
     The file system is filled at the journal's step/start; what fits in the journal's last
@@ -241,10 +242,8 @@ def test_full_disk_mid_turn_keeps_the_prompt_and_what_fit(gs, tmpfs, fault):
     repo = tmpfs / "repo.git"
     assert gs("ask", SID, "first").code == 0
     long = "x" * 5000  # the fake API echoes it: a reply longer than a page
-    fault("fill:journal:4", tmpfs)
-    r = gs("ask", SID, long)
-    fault(None)
-    one_line_error(r, "disk full", "journal")
+    r = under("fill:journal:4", "ask", SID, long, fs=tmpfs)
+    one_line_error(r, "disk full", "kept in the journal as far as it fit")
     assert r.out == f"echo: {long}\n"  # shown in full
     free(tmpfs)
     evs = events(gs)
@@ -262,8 +261,9 @@ def test_a_new_session_on_a_full_disk(gs, tmpfs):
     assert gs("ask", "other", "make the repo").code == 0
     fill(tmpfs)
     r = gs("ask", SID, "hello")
-    one_line_error(r, "disk full")
-    assert "hello" in r.out or "kept in the journal" in r.err
+    one_line_error(r, "disk full", "printed back")
+    assert r.out == "hello\n"  # not even its journal fit: the prompt is handed back
+    assert gs("list").code == 0 and gs("show", "other").code == 0
     assert gs("list").code == 0
     free(tmpfs)
     assert gs("ask", SID, "hello again").code == 0
@@ -271,13 +271,12 @@ def test_a_new_session_on_a_full_disk(gs, tmpfs):
     fsck(repo)
 
 
-def test_chat_stays_open_after_a_failed_save(gs, tmpfs, fault):
+def test_chat_stays_open_after_a_failed_save(gs, tmpfs, under):
     """``gs chat``: the save fails on a full disk, the chat goes on, the next save takes both turns."""
     repo = tmpfs / "repo.git"
     assert gs("ask", SID, "first").code == 0
-    fault("fill:object:1", tmpfs)
     proc = subprocess.Popen([*GS, "chat", SID], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, env=dict(os.environ, **under.env("fill:object:1", tmpfs)))
     out: list[bytes] = []
     reader = threading.Thread(target=lambda: out.extend(iter(lambda: proc.stdout.read1(4096), b"")), daemon=True)
     reader.start()
@@ -298,7 +297,6 @@ def test_chat_stays_open_after_a_failed_save(gs, tmpfs, fault):
         if proc.poll() is None:
             proc.kill()
             proc.wait(TIMEOUT)
-    fault(None)
     text = b"".join(out).decode()
     assert "echo: second" in text and "echo: third" in text
     assert "Traceback" not in text
@@ -314,11 +312,9 @@ def test_chat_stays_open_after_a_failed_save(gs, tmpfs, fault):
 
 @pytest.mark.parametrize("at", ["journal:4", "object:1", "object:2", "object:3", "ref:1"],
                          ids=["journal", "blob", "tree", "commit", "ref"])
-def test_kill_at_each_write_keeps_the_prompt(gs, repo_path, fault, at):
+def test_kill_at_each_write_keeps_the_prompt(gs, repo_path, under, at):
     assert gs("ask", SID, "first").code == 0
-    fault(f"kill:{at}")
-    r = gs("ask", SID, "second")
-    fault(None)
+    r = under(f"kill:{at}", "ask", SID, "second")
     assert r.code == -signal.SIGKILL, (r.code, r.err)
     evs = events(gs)  # the next reader commits the turn the journal holds
     assert user_prompts(evs) == ["first", "second"]
@@ -361,12 +357,10 @@ def read_only(tmp_path: Path, repo_path: Path, monkeypatch: pytest.MonkeyPatch):
         unmount()
 
 
-def test_every_read_works_on_a_read_only_repo(gs, repo_path, read_only, fault):
+def test_every_read_works_on_a_read_only_repo(gs, repo_path, read_only, under):
     assert gs("ask", SID, "alpha").code == 0
     assert gs("ask", "other", "beta").code == 0
-    fault("kill:object:1")  # leave a turn in the journal, as a crashed gs does
-    assert gs("ask", SID, "pending").code == -signal.SIGKILL
-    fault(None)
+    assert under("kill:object:1", "ask", SID, "pending").code == -signal.SIGKILL  # a turn left in the journal
     (repo_path / "gs" / "verified").unlink()  # every tip must be checked again, and cannot be noted
     ro = read_only()
     with pytest.raises(OSError) as exc:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from dulwich.file import _GitFile
+
 from ..errors import DiskFull, GitSessionsError, RepoReadOnly
 
 #: errno values meaning "no space left" (a full disk, or the user's quota).
@@ -55,7 +57,32 @@ def os_faults(repo: str | os.PathLike) -> Iterator[None]:
         error = translate(exc, repo)
         if error is None:
             raise
+        _drop_locks_of(exc)
         raise error from exc
+
+
+def _drop_locks_of(exc: BaseException) -> None:
+    """Remove the ``.lock`` files of the dulwich writes ``exc`` interrupted.
+
+    When the disk fills, dulwich's ``GitFile`` fails in ``close`` (the flush) and again in
+    ``abort``, so its ``<object>.lock`` or ``refs/heads/<id>.lock`` stays behind: the next
+    save then waits for it to go stale, and plain git refuses to move that ref. The files
+    are found in the frames the error passed through, so only this process's own locks go.
+    """
+    tb = exc.__traceback__
+    while tb is not None:
+        for value in list(tb.tb_frame.f_locals.values()):
+            if isinstance(value, _GitFile) and not getattr(value, "_closed", True):
+                try:
+                    value._file.close()  # closes the descriptor even when the flush fails
+                except OSError:
+                    pass
+                try:
+                    os.remove(value._lockfilename)
+                except FileNotFoundError:
+                    pass
+                value._closed = True
+        tb = tb.tb_next
 
 
 def writes(method: F) -> F:
