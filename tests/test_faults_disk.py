@@ -392,3 +392,35 @@ def test_every_read_works_on_a_read_only_repo(gs, repo_path, read_only, under):
     fsck(repo_path)
     assert gs("ask", SID, "after").code == 0
     assert user_prompts(events(gs)) == ["alpha", "pending", "after"]
+
+
+def test_terminal_chat_stays_open_on_a_full_disk(gs, tmpfs, fake_api):
+    """In a real terminal: the line history cannot be written either, and the chat goes on."""
+    pexpect = pytest.importorskip("pexpect")
+    assert gs("ask", SID, "first").code == 0
+    env = dict(os.environ, OPENAI_BASE_URL=fake_api.base_url, OPENAI_API_KEY="test-key", TERM="xterm",
+               PROMPT_TOOLKIT_NO_CPR="1", COLUMNS="100", LINES="24")
+    child = pexpect.spawn(GS[0], [*GS[1:], "chat", SID], env=env, dimensions=(24, 100), encoding="utf-8",
+                          codec_errors="replace", timeout=TIMEOUT)
+    try:
+        child.expect(f"{SID} ›")
+        fill(tmpfs)
+        child.sendline("lost to the disk")
+        child.expect("disk full")
+        child.expect("lost to the disk")  # handed back
+        child.expect(f"{SID} ›")
+        free(tmpfs)
+        child.sendline("second")
+        child.expect("echo: second")
+        child.expect(f"{SID} ›")
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        out = child.before
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+        child.close()
+    assert "Traceback" not in out and "unexpected error" not in out, out
+    assert child.exitstatus == 0, out
+    assert user_prompts(events(gs)) == ["first", "second"]
+    fsck(tmpfs / "repo.git")
