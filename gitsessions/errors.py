@@ -270,9 +270,9 @@ class DiskFull(GitSessionsError):
     Attributes:
         path: the session repo.
         kept: ``journal`` (the turn waits in the journal), ``partial`` (the journal holds the
-            turn up to where the disk filled; the rest is only in memory), ``prompt`` (not even the journal
-            could be written: the face prints the prompt back), or ``nothing`` (nothing of a
-            turn was at stake; the command wrote nothing).
+            turn up to where the disk filled; the rest is only in memory), ``prompt`` (not even
+            the journal could be written), or ``nothing`` (the command wrote nothing). For the
+            last two the face prints a prompt it was given back, so nothing typed is lost.
     """
 
     _KEPT = {

@@ -142,7 +142,7 @@ class Repl:
             result = run_turn(self.session, self.provider, prompt, system=self.system,
                               max_steps=self.max_steps, on_text=on_text, on_tool=on_tool)
         except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back
-            back = f"{prompt}\n" if exc.kept == "prompt" else ""
+            back = f"{prompt}\n" if exc.kept in ("prompt", "nothing") else ""
             self.write(("\n" if started[0] else "") + f"error: {exc}\n" + back)
             return
         if started[0] or result.reason != "completed":

@@ -424,3 +424,18 @@ def test_terminal_chat_stays_open_on_a_full_disk(gs, tmpfs, fake_api):
     assert child.exitstatus == 0, out
     assert user_prompts(events(gs)) == ["first", "second"]
     fsck(tmpfs / "repo.git")
+
+
+def test_a_fork_refused_by_a_full_disk_hands_the_prompt_back(gs, tmpfs):
+    """Sending from a past revision forks first; when that commit does not fit, nothing is made."""
+    repo = tmpfs / "repo.git"
+    assert gs("ask", SID, "one").code == 0 and gs("ask", SID, "two").code == 0
+    fill(tmpfs)
+    r = gs("ask", f"{SID}~1", "from the past")
+    one_line_error(r, "disk full", "nothing was saved")
+    assert r.out.endswith("from the past\n")
+    no_leftover_locks(repo)
+    free(tmpfs)
+    fsck(repo)
+    assert gs("ask", f"{SID}~1", "from the past").code == 0
+    assert user_prompts(events(gs, f"{SID}-1")) == ["one", "from the past"]

@@ -188,7 +188,7 @@ def ask(
                                   max_steps=c.config.max_steps, on_text=on_text)
         except DiskFull as exc:
             # the reply shown ends its line; a prompt not even journaled is handed back
-            sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept == "prompt" else ""))
+            sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept in ("prompt", "nothing") else ""))
             raise
         finally:
             session.close()
