@@ -90,9 +90,11 @@ class Session:
         self._lock = lock
         self._journal = store.journal(session_id) if journal is None else journal
         self._journal_open = journal_open
-        # True once the disk refused a journal record mid-turn: the journal keeps the whole
-        # records before it, memory keeps the rest, and the next save commits them all.
-        self._journal_gap = False
+        # How many of ``events`` the journal (or the tip) holds. Fewer than all once the disk
+        # refused a record mid-turn: the journal keeps the whole records before it, memory
+        # the rest; the next append writes the missing ones first, the next save commits all.
+        self._journaled = len(events)
+        self._deltas_refused = False  # streamed text is journaled in order or not at all
 
     @classmethod
     def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
@@ -150,7 +152,8 @@ class Session:
         On a full disk (issue 9): when the event opens a turn (``turn/start``,
         ``user/message``) the turn is taken back and :class:`DiskFull` (``kept="prompt"``)
         tells the face to hand the prompt back; later in a turn the event is kept in memory
-        and saved with the turn, the journal keeping what came before it.
+        and saved with the turn, the journal keeping what came before it until a later
+        append finds room for the rest.
 
         Raises:
             InvalidEvent: unknown type or data that is not plain JSON.
@@ -167,29 +170,33 @@ class Session:
             self.tip = fork(self.store, self._fork_from, self.id)
             self.forked_from = Lineage(SessionId(self._fork_from.session_id), CommitId(self._fork_from.commit))
             self._fork_from = None
+        self._deltas_refused = False
         try:
             self._journal_event(event)
         except DiskFull as exc:
             if type in _OPENING:
                 self._take_back_turn_start()
                 raise DiskFull(exc.path, kept="prompt") from None
-            self._journal_gap = True
         self.events.append(event)
         return event
 
     def _journal_event(self, event: Event) -> None:
-        if self._journal_gap:
-            return  # a record after the gap would not continue the journal's events
+        """Journal the events a refused write left out (in order), then ``event``."""
         if not self._journal_open:
             self._journal.begin(self.tip, self.header if self.tip is None else None)
             self._journal_open = True
-        self._journal.append_event(event, sync=event.type in _SYNC_TYPES)
+            self._journaled = self._committed
+        for ev in [*self.events[self._journaled:], event]:
+            self._journal.append_event(ev, sync=ev.type in _SYNC_TYPES)
+            self._journaled += 1
 
     def _take_back_turn_start(self) -> None:
         """Drop a ``turn/start`` whose prompt could not be journaled, from memory and journal."""
         if len(self.events) > self._committed and self.events[-1].type == "turn/start":
+            if self._journaled == len(self.events):
+                self._journal.drop_last()
+                self._journaled -= 1
             self.events.pop()
-            self._journal.drop_last()
         if len(self.events) == self._committed and self._journal_open:
             self._journal.clear()  # nothing of this session is pending: no journal at all
             self._journal_open = False
@@ -203,11 +210,11 @@ class Session:
         """
         if self._stream is not None:
             text = self._stream.feed(text)
-        if self._journal_open and text and not self._journal_gap:
+        if self._journal_open and text and self._journaled == len(self.events) and not self._deltas_refused:
             try:
                 self._journal.append_delta(text)
             except DiskFull:
-                self._journal_gap = True  # the reply goes on in memory; the journal keeps a whole prefix
+                self._deltas_refused = True  # the reply goes on in memory; its event supersedes the text
 
     def end_turn(self, reason: str, **extra: Any) -> str | None:
         """Close the open turn (see :func:`closing_events`) and save it as one commit.
@@ -245,11 +252,12 @@ class Session:
                 header=self.header if self.tip is None else None,
             )
         except DiskFull as exc:
-            raise DiskFull(exc.path, kept="partial" if self._journal_gap else "journal") from None
+            raise DiskFull(exc.path, kept="partial" if self._journaled < len(self.events) else "journal") from None
         self.tip = commit
         self._committed = len(self.events)
         self._journal.clear()
-        self._journal_open = self._journal_gap = False
+        self._journal_open = False
+        self._journaled = len(self.events)
         return commit
 
     def set_title(self, title: str) -> str:

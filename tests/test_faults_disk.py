@@ -439,3 +439,43 @@ def test_a_fork_refused_by_a_full_disk_hands_the_prompt_back(gs, tmpfs):
     fsck(repo)
     assert gs("ask", f"{SID}~1", "from the past").code == 0
     assert user_prompts(events(gs, f"{SID}-1")) == ["one", "from the past"]
+
+
+def test_once_there_is_space_the_journal_catches_up(gs, tmpfs, under, fake_api, monkeypatch):
+    """A chat whose journal missed the end of a turn writes it with the next prompt.
+
+    The disk fills mid-reply (the journal keeps the turn up to there), the save fails, space
+    comes back, the next prompt is sent and gs is killed while the model has not answered:
+    the journal held all of the earlier turn and the new prompt, so nothing is lost.
+    """
+    from test_crash import Gate
+
+    assert gs("ask", SID, "first").code == 0
+    long = "y" * 5000
+    gate = Gate(fake_api, monkeypatch, n=2)
+    proc = subprocess.Popen([*GS, "chat", SID], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ, **under.env("fill:journal:4", tmpfs)))
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.extend(iter(lambda: proc.stdout.read1(4096), b"")), daemon=True)
+    reader.start()
+    try:
+        proc.stdin.write(long.encode() + b"\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + TIMEOUT
+        while b"as far as it fit" not in b"".join(out):
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, b"".join(out)
+            time.sleep(0.01)
+        free(tmpfs)
+        proc.stdin.write(b"third\n")
+        proc.stdin.flush()
+        gate.wait()
+    finally:
+        proc.kill()
+        proc.wait(TIMEOUT)
+        gate.release()
+    evs = events(gs)
+    assert user_prompts(evs) == ["first", long, "third"]
+    assert turn_ends(evs) == ["completed", "completed", "interrupted"]
+    assert [e["data"]["content"] for e in evs if e["type"] == "assistant/message"][1] == f"echo: {long}"
+    fsck(tmpfs / "repo.git")
