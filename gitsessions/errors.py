@@ -125,15 +125,26 @@ class ConcurrentUpdate(GitSessionsError):
 
 
 class SessionLocked(GitSessionsError):
-    """Another live process is writing this session."""
+    """Another live process is writing this session.
 
-    def __init__(self, session_id: str, holder: str):
+    Args:
+        session_id: the session.
+        holder: who holds its lock (pid, host, since when).
+        waited: how long the refused writer waited (seconds; 0: it did not).
+    """
+
+    def __init__(self, session_id: str, holder: str, waited: float = 0.0):
         self.session_id = session_id
         self.holder = holder
+        self.waited = waited
+        if waited > 0:
+            state = f"is still being written by {holder} after {waited:g} s of waiting; wait longer " \
+                    "with --wait=SECONDS"
+        else:
+            state = f"is being written by {holder}; wait for it to finish with --wait[=SECONDS]"
         super().__init__(
-            f"session {session_id!r} is being written by {holder}; wait for it to finish, "
-            f"read it with 'gs show {session_id}', or continue in a copy with "
-            f"'gs chat {session_id} --fork NEW'"
+            f"session {session_id!r} {state}, read it with 'gs show {session_id}', or continue in "
+            f"a copy with 'gs chat {session_id} --fork NEW'"
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -100,6 +101,42 @@ def clean_value(value: Any, path: str = "data") -> Any:
     if isinstance(value, (list, tuple)):
         return [clean_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
     raise InvalidEvent(f"{path} is a {type(value).__name__}, not a plain JSON value")
+
+
+#: A JSON escape of a UTF-16 surrogate (``\ud83d``): the only way a lone one gets into parsed text.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _well_formed(value: Any) -> Any:
+    """Return a parsed JSON value with every string (keys too) cleaned by :func:`clean_text`."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k): _well_formed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_well_formed(v) for v in value]
+    return value
+
+
+def loads_line(line: str) -> Any:
+    r"""Parse one JSON line of a log; every string in it is well-formed Unicode.
+
+    ``json.loads`` turns an escaped lone surrogate (``"\ud83d"``, written by another tool
+    or by hand) into a string that cannot be encoded, which crashed every command showing
+    it; here it becomes U+FFFD, as text entering a session does (:func:`clean_text`). Only
+    lines holding such an escape pay for the walk.
+
+    Args:
+        line: the line without its ``\n``.
+
+    Returns:
+        The value.
+
+    Raises:
+        ValueError: the line is not JSON.
+    """
+    value = json.loads(line)
+    return _well_formed(value) if _SURROGATE_ESCAPE.search(line) else value
 
 
 def _dumps(obj: dict) -> bytes:
@@ -201,8 +238,7 @@ class ParsedLog:
     Attributes:
         header: line 1.
         events: the events in seq order.
-        dropped_tail: True when a torn last line (no ``\n`` or unparseable, after the last
-            ``turn/end``) was tolerated and left out.
+        dropped_tail: True when a blank last line was left out.
     """
 
     header: dict
@@ -236,8 +272,10 @@ def _event_from_obj(obj: Any, session_id: str, lineno: int, expect_seq: int) -> 
 def parse_log(raw: bytes, session_id: str) -> ParsedLog:
     """Parse and validate a whole ``session.jsonl``.
 
-    A torn last line (no trailing newline, or not JSON) is tolerated and dropped, as the
-    seed design record says; damage anywhere before it is corruption.
+    A blank last line is left out. A last line that is not JSON is damage like any other:
+    a torn tail is expected only in a journal (which has its own reader,
+    :mod:`gitsessions.store.journal`); in a committed log it means a torn write was
+    committed, and dropping it without a word would let the next save lose it for good.
 
     Args:
         raw: the file's bytes (a BOM and CRLF line ends are tolerated).
@@ -267,11 +305,14 @@ def parse_log(raw: bytes, session_id: str) -> ParsedLog:
         if line.endswith(b"\r"):
             line = line[:-1]
         try:
-            objs.append(json.loads(line.decode("utf-8")))
+            objs.append(loads_line(line.decode("utf-8")))
         except (UnicodeDecodeError, ValueError) as exc:
-            if is_last and lineno > 1:
-                dropped = True
+            if is_last and lineno > 1 and not line.strip():
+                dropped = True  # a blank last line holds nothing to lose
                 break
+            if is_last and not last_whole:
+                raise CorruptSession(session_id, lineno, "the last line is cut off (no newline, not valid JSON): "
+                                     "a torn write was committed") from None
             raise CorruptSession(session_id, lineno, f"not valid JSON ({exc.__class__.__name__})") from None
     header = objs[0]
     if not isinstance(header, dict) or header.get("type") != "session":

@@ -82,7 +82,15 @@ def list_sessions(store: SessionStore, *, archived: bool = False, redactor: Reda
         return store.archived_sessions()
     for sid in store.journaled():
         try_recover(store, sid, redactor, warnings)
-    return store.list_sessions()
+    listed = store.list_sessions()
+    by_case: defaultdict[str, list[str]] = defaultdict(list)
+    for info in listed:
+        by_case[info.session_id.casefold()].append(info.session_id)
+    for clash in (ids for ids in by_case.values() if len(ids) > 1):
+        if warnings is not None:  # made behind gs's back (plain git, another machine's old gs)
+            warnings.append(f"sessions {' and '.join(clash)} differ only by case, which a case-insensitive "
+                            f"file system cannot hold apart; rename all but one (gs rename {clash[0]} NEW)")
+    return listed
 
 
 def fork_origin(info: CommitInfo) -> tuple[str, str] | None:

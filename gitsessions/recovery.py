@@ -8,10 +8,10 @@ the journal holds, closed as ``interrupted`` (design.md, "Saving, crashes and co
 
 from __future__ import annotations
 
-from .errors import DiskFull, HookRefused, InvalidEvent, RepoReadOnly
+from .errors import CorruptSession, DiskFull, HookRefused, InvalidEvent, RepoReadOnly, UnsupportedVersion
 from .events import Event, make_event
 from .redact import Redactor
-from .rules import CommitId, Lineage, SessionId, commit_message, fork_name
+from .rules import CommitId, Lineage, SessionId, commit_message, fork_name, taken_by
 from .store import SessionStore
 
 
@@ -59,6 +59,12 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
     new = list(contents.events)
     target = session_id
     lineage = None
+    other = taken_by(store, session_id) if tip is None and contents.base is None else None
+    if other is not None:
+        # The id went to another session meanwhile (a case variant): keep the turn apart.
+        target = fork_name(store, session_id, "recovered")
+        if warnings is not None:
+            warnings.append(f"{session_id} is taken by {other}; the turn its journal held is kept in session {target}")
     if contents.base != tip:
         if new and len(events) > new[-1].seq and all(events[e.seq].to_dict() == e.to_dict() for e in new):
             journal.clear()  # committed already: the crash came between commit and cleanup
@@ -129,6 +135,8 @@ def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None 
         if not lock.try_acquire():
             return None  # a live writer owns the journal
         return recover_journal(store, session_id, redactor, warnings)
+    except (CorruptSession, UnsupportedVersion):
+        return None  # the journal stays; the reading command names the damage (one session, not all)
     except HookRefused as exc:
         if warnings is not None:
             warnings.append(f"{session_id}: {exc}")

@@ -15,11 +15,12 @@ from .errors import DiskFull, GitSessionsError, SessionExists
 from .redact import Redactor
 from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
 from .session import Session, fork, open_revision
-from .store import SessionStore
+from .store import LockWait, SessionStore
 
 HELP = """\
-Type a message and press Enter to send it. Ctrl+C cancels a reply; Ctrl+C or Ctrl+D at the
-prompt leaves. Every finished turn is saved as a git commit.
+Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
+Ctrl+C or Ctrl+D at the prompt leaves; Ctrl+Z suspends (fg resumes). Every finished turn is
+saved as a git commit.
 
   /help          this help
   /new <id>      start a new session and switch to it
@@ -53,13 +54,16 @@ class Repl:
         redactor: replaces secrets in what enters a session (None: redaction is off).
         warnings: where the services and the store's hook runner put warnings (the CLI's
             list); the REPL shows and empties it after each line.
+        wait: how long opening ``session_id`` waits for another writer (None: not at all);
+            ``/open`` and ``/new`` never wait (the user is at the prompt and can try again).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
                  read_line: Callable[[str], str | None], write: Callable[[str], None],
                  new_header: Callable[[str], dict], system: str | None = None,
                  max_steps: int = DEFAULT_MAX_STEPS, fork_as: str | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None):
+                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 wait: LockWait | None = None):
         self.store = store
         self.warnings = warnings if warnings is not None else []
         self.provider = provider
@@ -73,12 +77,12 @@ class Repl:
         self.visited: list[str] = []
         #: Turns that ended with an API error (a piped chat exits 1 when there were any).
         self.failed_turns = 0
-        self._open(session_id, create=True, fork_as=fork_as)
+        self._open(session_id, create=True, fork_as=fork_as, wait=wait)
 
-    def _open(self, rev: str, create: bool, fork_as: str | None = None) -> None:
+    def _open(self, rev: str, create: bool, fork_as: str | None = None, wait: LockWait | None = None) -> None:
         session, note = open_revision(self.store, rev, fork_as=fork_as,
                                       new_header=self.new_header if create else None, redactor=self.redactor,
-                                      warnings=self.warnings)
+                                      warnings=self.warnings, wait=wait)
         if self.session is not None:
             self.session.close()
         self.session = session

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from . import render
 from .errors import CorruptSession, InvalidSessionId, SessionNotFound, UnsupportedVersion
+from .events import loads_line
 from .history import EventRanges
 from .recovery import try_recover
 from .redact import Redactor
@@ -68,7 +69,7 @@ def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
         if not is_turn and not loose and stored_q not in fline:
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_line(line)  # well-formed text, also where the log holds an escaped lone surrogate
         except ValueError:
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):

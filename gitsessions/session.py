@@ -25,7 +25,7 @@ from .rules import (
     commit_message,
     fork_name,
 )
-from .store import Revision, SessionStore, TurnJournal
+from .store import LockWait, Revision, SessionStore, TurnJournal
 from .transcript import closing_events, derive_messages, open_turn, undone_turns
 from .turns import next_turn, turn_numbers
 
@@ -98,7 +98,8 @@ class Session:
 
     @classmethod
     def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
-             redactor: Redactor | None = None, warnings: list[str] | None = None) -> Session:
+             redactor: Redactor | None = None, warnings: list[str] | None = None,
+             wait: LockWait | None = None) -> Session:
         """Open ``session_id`` for writing, taking its lock and recovering an orphaned journal.
 
         Args:
@@ -108,15 +109,16 @@ class Session:
             new_header: the header for a new session (None: the session must exist).
             redactor: replaces secrets in what enters the session (and in a recovered journal).
             warnings: gets a line when the recovered turn went to a new session.
+            wait: how long to wait for another writer to let go (None: refused at once).
 
         Raises:
-            SessionLocked: another live process writes it.
+            SessionLocked: another live process writes it (still, after ``wait``).
             SessionNotFound: it does not exist and ``new_header`` is None.
             SessionExists: a new id that is taken (differing only by case, or archived).
             CorruptSession, UnsupportedVersion: its log cannot be read safely.
         """
         check_session_id(session_id)
-        lock = store.lock(session_id).acquire()
+        lock = store.lock(session_id).acquire(wait)
         try:
             recovered = recover_journal(store, session_id, redactor, warnings)
             tip = store.tip(session_id)
@@ -327,7 +329,8 @@ def fork(store: SessionStore, rev: Revision, new_id: str) -> str:
 
 def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
                   new_header: Callable[[str], dict] | None = None,
-                  redactor: Redactor | None = None, warnings: list[str] | None = None) -> tuple[Session, str | None]:
+                  redactor: Redactor | None = None, warnings: list[str] | None = None,
+                  wait: LockWait | None = None) -> tuple[Session, str | None]:
     """Open revision ``rev`` for writing, forking when writing there must not move its branch.
 
     A plain id that names no session is created (when ``new_header`` is given). A revision
@@ -342,6 +345,7 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
         new_header: builds the header of a new session from its id (None: it must exist).
         redactor: replaces secrets in what enters the session (see :class:`Session`).
         warnings: passed to :meth:`Session.open`.
+        wait: how long to wait for the writer lock (see :meth:`Session.open`).
 
     Returns:
         ``(session, note)``: the open session and, when a fork was made, a line saying so.
@@ -361,17 +365,18 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
         if new_header is None:
             raise SessionNotFound(rev, store.session_ids())
         check_free(store, rev)  # an archived session keeps its id
-        return Session.open(store, rev, new_header=new_header(rev), redactor=redactor, warnings=warnings), None
+        return Session.open(store, rev, new_header=new_header(rev), redactor=redactor, warnings=warnings,
+                            wait=wait), None
     target = store.resolve(rev)
     if target.is_tip and not fork_as:
-        return Session.open(store, target.session_id, redactor=redactor, warnings=warnings), None
+        return Session.open(store, target.session_id, redactor=redactor, warnings=warnings, wait=wait), None
     new_id = fork_as or fork_name(store, target.session_id)
     check_session_id(new_id)
     check_free(store, new_id)
     snap = store.load(target.session_id, target.commit)
     if open_turn(snap.events) is not None:
         raise BadRevision(rev, "the fork point is inside an unfinished turn")
-    lock = store.lock(new_id).acquire()
+    lock = store.lock(new_id).acquire(wait)
     # The branch is made by the first write (see append): opening the past writes nothing.
     session = Session(store, new_id, snap.header, list(snap.events), None, lock, redactor, fork_from=target)
     note = (f"{rev} is not the tip of {target.session_id}: " if not target.is_tip else "") + \

@@ -238,12 +238,20 @@ def test_parse_refuses_unknown_type_unless_ignorable():
         b"{",
     ],
 )
-def test_torn_last_line_is_dropped(tail):
+def test_torn_last_line_is_damage_naming_its_line(tail):
+    """A torn tail belongs in a journal; in a committed log it is damage, never dropped quietly."""
     good = log_bytes(HEADER, ev(0), ev(1, "user/message"))
-    parsed = parse_log(good + tail, SID)
-    assert parsed.dropped_tail
-    assert [e.seq for e in parsed.events] == [0, 1]
+    with pytest.raises(CorruptSession) as exc:
+        parse_log(good + tail, SID)
+    assert exc.value.line == 4 and "cut off" in exc.value.reason
     assert parse_log(good, SID).dropped_tail is False
+
+
+@pytest.mark.parametrize("blank", [b"\n", b"  \n", b"\r\n"])
+def test_blank_last_line_is_dropped(blank):
+    good = log_bytes(HEADER, ev(0), ev(1, "user/message"))
+    parsed = parse_log(good + blank, SID)
+    assert parsed.dropped_tail and [e.seq for e in parsed.events] == [0, 1]
 
 
 def test_torn_header_only_is_corrupt():
@@ -339,11 +347,12 @@ def test_bom_and_crlf_tolerated():
     assert parsed.header == header()
     assert parsed.events == events
     assert not parsed.dropped_tail
-    # Mixed line ends are fine too, and a torn CRLF file still drops only its tail.
+    # Mixed line ends are fine too, and a torn CRLF file names the torn line.
     mixed = raw.replace(b"\n", b"\r\n", 3)
     assert parse_log(mixed, SID).events == events
-    torn = parse_log(crlf + b'{"seq":', SID)
-    assert torn.dropped_tail and torn.events == events
+    with pytest.raises(CorruptSession) as exc:
+        parse_log(crlf + b'{"seq":', SID)
+    assert exc.value.line == len(events) + 2
 
 
 def test_header_only_log():

@@ -368,14 +368,18 @@ class TestGitRepository:
         assert snap.raw == w.raw()
 
     def test_committed_log_with_torn_tail(self, stores: Stores, repo_path: Path, git):
+        """A torn last line in a commit is damage: reported with its line, never dropped by a save."""
         w = Writer(stores, "ext")
         w.events = w.turn_events("hand")
         w.turns = 1
         w.tip = commit_with_git(repo_path, "ext", w.raw() + b'{"seq":6,"ti')
-        snap = stores().load("ext")
-        assert snap.events == w.events and snap.raw == w.raw()
-        w.save_turn("next")
-        assert stores().load("ext").raw == w.raw()
+        with pytest.raises(CorruptSession) as exc:
+            stores().load("ext")
+        assert exc.value.line == len(w.events) + 2
+        with pytest.raises(CorruptSession):
+            w.save_turn("next")
+        assert stores().tip("ext") == w.tip
+        assert [s.error is not None for s in stores().list_sessions()] == [True]
 
     def test_corrupt_committed_log_is_reported(self, stores: Stores, repo_path: Path):
         w = Writer(stores, "bad")

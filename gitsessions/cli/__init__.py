@@ -18,6 +18,11 @@ from ..errors import GitSessionsError
 from . import admin, chat, history, hooks, lifecycle, remote, transfer
 from .common import Context, err
 
+#: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
+#: EX_SOFTWARE of sysexits(3). The others: 0 success, 1 a failure the user can act on
+#: (:attr:`GitSessionsError.exit_code`), 2 a usage error, 130 interrupted.
+EXIT_INTERNAL = 70
+
 app = typer.Typer(
     name="gs",
     help="gitsessions: chat with any OpenAI-compatible model; every session is a git branch "
@@ -61,17 +66,17 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
 
     The one place where library errors become a one-line message on stderr (design.md,
     "Faults"): :class:`GitSessionsError` -> its message and ``exit_code``, Ctrl+C -> 130, a
-    closed stdout (``gs log | head``) -> 0, anything else -> 2 with a hint to run with
-    ``--debug`` (which re-raises it, traceback and all). The real entry point and the
-    in-process tests both call this.
+    closed stdout (``gs log | head``) -> 0, anything else -> :data:`EXIT_INTERNAL` with a
+    hint to run with ``--debug`` (which re-raises it, traceback and all). The real entry
+    point and the in-process tests both call this.
 
     Args:
         args: the command line after the program name (None: ``sys.argv[1:]``).
         prog_name: the program name shown in usage messages (None: as typed by the user).
 
     Returns:
-        The exit status: 0 success, 1 a failure the user can act on, 2 a usage or
-        unexpected error, 130 interrupted.
+        The exit status: 0 success, 1 a failure the user can act on, 2 a usage error,
+        70 an unexpected (internal) error, 130 interrupted.
 
     Raises:
         Exception: an unexpected error, when ``--debug`` or ``$GS_DEBUG`` asks to see it.
@@ -101,7 +106,7 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
         if debug:
             raise
         err(f"gs: unexpected error: {exc.__class__.__name__}: {exc} (run with --debug for details)")
-        return 2
+        return EXIT_INTERNAL
     return 0
 
 

@@ -35,7 +35,8 @@ def gc(
     elif not auto:
         print(f"packed {result.objects} objects ({result.deltas} deltas, depth ≤ {result.max_depth}) "
               f"into {result.pack_bytes} bytes in {result.seconds:.2f} s; removed "
-              f"{result.loose_removed} loose objects and {result.packs_removed} old packs")
+              f"{result.loose_removed} loose objects and {result.packs_removed} old packs"
+              + (f"; removed {result.tmp_removed} temporary packs a killed gc left" if result.tmp_removed else ""))
 
 
 def run_in_background(store: GitStore, *args: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import os
@@ -15,7 +16,7 @@ from ..errors import DiskFull, GitSessionsError, SessionNotFound
 from ..events import clean_text, make_header
 from ..render import terminal_safe
 from .admin import pack_in_background
-from .common import Context, err, short
+from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
 
 app = typer.Typer()
@@ -45,7 +46,7 @@ def _stdin_lines():
         stream.detach()
 
 
-@app.command()
+@app.command(cls=WaitCommand)
 def chat(
     ctx: typer.Context,
     session: Annotated[str | None, typer.Argument(
@@ -54,6 +55,7 @@ def chat(
                                                 metavar="NEW")] = None,
     cont: Annotated[bool, typer.Option("-c", "--continue", help="Resume the most recently saved session.")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    wait: WaitOption = 0.0,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
 
@@ -73,8 +75,9 @@ def chat(
     with c.store() as store:
         sid = _latest_session(c) if cont else (session or new_session_id(store))
         interactive = sys.stdin.isatty()
+        keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         if interactive:
-            read_line, write = _terminal_io(c)
+            keys, read_line, write = _terminal_io(c)
         else:
             lines = _stdin_lines()
 
@@ -87,14 +90,15 @@ def chat(
 
         with connect(c.config, model=model, notify=err) as provider:
             gc.enable()  # a long-lived chat: collect cycles as usual (main() disabled it for start-up)
-            repl = Repl(store, provider, sid, read_line=read_line, write=write,
-                        new_header=_header, system=c.config.system,
+            repl = Repl(store, keys.guard(provider) if keys else provider, sid,
+                        read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                        warnings=c.warnings)
+                        warnings=c.warnings, wait=c.lock_wait(wait))
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
-            repl.run()
+            with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext():
+                repl.run()
         pack_in_background(store)
         push_in_background(c, store)
         saved = [s for s in repl.visited if store.tip(s)]
@@ -107,9 +111,10 @@ def chat(
 
 
 def _terminal_io(c: Context):
-    """Return ``(read_line, write)`` for a real terminal: prompt_toolkit with history."""
-    from prompt_toolkit import PromptSession
+    """Return ``(keys, read_line, write)`` for a real terminal: prompt_toolkit with history."""
     from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+
+    from .terminal import ReplyKeys, prompt_io
 
     redactor = c.redactor()
 
@@ -125,19 +130,11 @@ def _terminal_io(c: Context):
         history: History = RedactedHistory(str(history_path))
     except OSError:
         history = InMemoryHistory()
-    prompt_session: PromptSession[str] = PromptSession(history=history)
-
-    def read_line(prompt: str) -> str | None:
-        return clean_text(prompt_session.prompt(prompt))
-
-    def write(text: str) -> None:
-        sys.stdout.write(terminal_safe(text))
-        sys.stdout.flush()
-
-    return read_line, write
+    keys = ReplyKeys()
+    return (keys, *prompt_io(history, clean_text, terminal_safe, keys))
 
 
-@app.command()
+@app.command(cls=WaitCommand)
 def ask(
     ctx: typer.Context,
     args: Annotated[list[str], typer.Argument(
@@ -146,6 +143,7 @@ def ask(
     fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
 
@@ -170,7 +168,7 @@ def ask(
     with c.store() as store:
         rev = args[0] if len(args) == 2 else new_session_id(store)
         session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, redactor=c.redactor(),
-                                      warnings=c.warnings)
+                                      warnings=c.warnings, wait=c.lock_wait(wait))
         sid = session.id
         if note:
             err(note)

@@ -10,12 +10,40 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperCommand
 
 from ..config import Config, default_repo_path, load_config
 from ..redact import Redactor
 from ..store import GitStore
 from ..store.git import DEFAULT_IDENTITY
 from ..store.hooks import CommitHooks
+from ..store.lock import LockWait
+
+#: How long a bare ``--wait`` waits for another writer of the session (seconds).
+DEFAULT_WAIT_S = 60.0
+
+#: ``--wait[=SECONDS]`` of the commands that write a session (issue 9, item 11).
+WaitOption = Annotated[float, typer.Option(
+    "--wait", metavar="[=SECONDS]", min=0, show_default=False,
+    help=f"If another gs is writing the session, wait for it (up to {DEFAULT_WAIT_S:g} s, or SECONDS) "
+         "instead of giving up at once.")]
+
+
+class WaitCommand(TyperCommand):
+    """A command with :data:`WaitOption`, whose value comes only after ``=`` (git's way).
+
+    click would take the word after a bare ``--wait`` as its value (``gs chat --wait work``
+    would wait "work" seconds); here a bare ``--wait`` means :data:`DEFAULT_WAIT_S`.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: the click context typer makes
+        """Read a bare ``--wait`` (before any ``--``) as ``--wait=DEFAULT_WAIT_S``, then parse."""
+        end = args.index("--") if "--" in args else len(args)
+        args = [f"--wait={DEFAULT_WAIT_S:g}" if a == "--wait" else a for a in args[:end]] + args[end:]
+        return super().parse_args(ctx, args)
 
 
 @dataclass
@@ -86,6 +114,14 @@ class Context:
         store = GitStore(path, identity=self.identity(), hooks=hooks)
         store.check_path()
         return store
+
+    def lock_wait(self, seconds: float) -> LockWait:
+        """How a write waits ``seconds`` for another writer, saying so on stderr when it does."""
+
+        def notify(session_id: str, holder: str) -> None:
+            err(f"gs: session {session_id!r} is being written by {holder}; waiting up to {seconds:g} s")
+
+        return LockWait(seconds, notify)
 
     def take_warnings(self) -> list[str]:
         """Return the warnings collected so far and forget them."""

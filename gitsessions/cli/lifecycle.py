@@ -8,7 +8,7 @@ import typer
 
 from ..session import Session
 from ..session import fork as fork_session
-from .common import Context, err, short
+from .common import Context, WaitCommand, WaitOption, err, short
 
 app = typer.Typer()
 
@@ -31,33 +31,35 @@ def fork(
         f"continue with: gs chat {new}")
 
 
-@app.command()
+@app.command(cls=WaitCommand)
 def rename(
     ctx: typer.Context,
     old: Annotated[str, typer.Argument(help="Current session id.")],
     new: Annotated[str, typer.Argument(help="New session id.")],
+    wait: WaitOption = 0.0,
 ) -> None:
     """Rename a session (its branch and reflog move; its history is unchanged).
 
     Example: gs rename 3f2a9c1b yaml-parsing
     """
     c: Context = ctx.obj
-    with c.store() as store, store.lock(old):
+    with c.store() as store, store.lock(old).acquire(c.lock_wait(wait)):
         store.rename(old, new)
     err(f"renamed {old} to {new}")
 
 
-@app.command("rm")
+@app.command("rm", cls=WaitCommand)
 def rm(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session id to archive.")],
+    wait: WaitOption = 0.0,
 ) -> None:
     """Archive a session under refs/archive/ (nothing is deleted; 'gs restore' brings it back).
 
     Example: gs rm old-chat
     """
     c: Context = ctx.obj
-    with c.store() as store, store.lock(session):
+    with c.store() as store, store.lock(session).acquire(c.lock_wait(wait)):
         name = store.archive(session)
     err(f"archived {session} as refs/archive/{name}; restore it with: gs restore {name}")
 
@@ -78,11 +80,12 @@ def restore(
     err(f"restored {sid}")
 
 
-@app.command()
+@app.command(cls=WaitCommand)
 def title(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session id.")],
     text: Annotated[str, typer.Argument(help="The new title (any Unicode).")],
+    wait: WaitOption = 0.0,
 ) -> None:
     """Set a session's title (shown by gs list instead of the first prompt).
 
@@ -90,7 +93,8 @@ def title(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        session_ = Session.open(store, session, redactor=c.redactor(), warnings=c.warnings)
+        session_ = Session.open(store, session, redactor=c.redactor(), warnings=c.warnings,
+                                wait=c.lock_wait(wait))
         try:
             commit = session_.set_title(text)
         finally:

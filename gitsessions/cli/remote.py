@@ -82,6 +82,8 @@ def remote_remove(ctx: typer.Context, name: Annotated[str, typer.Argument(help="
 
 
 def _print_push(report, where: str) -> bool:
+    if report.skipped:
+        err("not pushed, not sessions: " + ", ".join(f"{ref} ({why})" for ref, why in report.skipped))
     for ref in report.pushed:
         err(f"pushed {ref} to {where}")
     for ref, why in report.failed:

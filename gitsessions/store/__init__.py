@@ -6,7 +6,7 @@ Nothing in this package imports typer, rich, prompt_toolkit or openai, or reads 
 from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot, TurnJournal, WriterLock
 from .git import GitStore
 from .journal import Journal, JournalContents
-from .lock import SessionLock
+from .lock import LockWait, SessionLock
 from .memory import MemoryStore
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "GitStore",
     "Journal",
     "JournalContents",
+    "LockWait",
     "MemoryStore",
     "SessionInfo",
     "SessionLock",

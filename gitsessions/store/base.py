@@ -16,14 +16,16 @@ from ..errors import (
     BadRevision,
     CorruptSession,
     InvalidEvent,
-    InvalidSessionId,
     SessionExists,
     SessionNotFound,
     UnsupportedVersion,
 )
 from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
-from ..rules import REV_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
+from ..rules import REV_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id, commit_message
 from .values import CommitInfo, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
+
+#: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
+_COUNTED = ("Turn", "Messages", "Title")
 
 __all__ = ["CommitInfo", "Revision", "SessionInfo", "SessionStore", "Snapshot", "TurnJournal", "WriterLock",
            "check_event"]
@@ -43,6 +45,14 @@ def check_event(ev: Event) -> None:
     if not isinstance(ev.time, int) or isinstance(ev.time, bool):
         raise InvalidEvent(f"time {ev.time!r} of {ev.type} is not an integer")
     clean_value(ev.data)  # raises InvalidEvent for NaN, objects, non-str keys
+
+
+def _counted(session_id: str, message: CommitMessage, events: list[Event]) -> CommitMessage:
+    """Return ``message`` with its ``Turn``, ``Messages`` and ``Title`` trailers derived from ``events``."""
+    derived = commit_message(session_id, events, len(events)).trailers
+    trailers = {k: v for k, v in message.trailers.items() if k not in _COUNTED}
+    trailers.update({k: derived[k] for k in _COUNTED if k in derived})
+    return CommitMessage(message.subject, trailers)
 
 
 class SessionStore(abc.ABC):
@@ -181,8 +191,8 @@ class SessionStore(abc.ABC):
     def load(self, session_id: str, commit: str | None = None) -> Snapshot:
         """Read ``session_id`` at ``commit`` (its tip when None) and validate it.
 
-        A torn last line (written by another tool; this store writes whole lines) is dropped,
-        from the events and from ``raw``.
+        A blank last line (written by another tool; this store writes whole lines) is dropped,
+        from the events and from ``raw``; a torn one is damage (:func:`parse_log`).
 
         Raises:
             SessionNotFound: no such session.
@@ -264,16 +274,15 @@ class SessionStore(abc.ABC):
     def list_sessions(self) -> list[SessionInfo]:
         """Return one :class:`SessionInfo` per session, sorted by id, from tip commits.
 
-        A tip not known to be valid (written behind this store's back) is parsed once; a
-        session that cannot be read is still listed, with ``error`` set.
+        A tip not known to be valid (written behind this store's back) is parsed, and so is
+        one whose commit lacks gs's ``Turn``/``Messages`` trailers (plain git made it): then
+        the counts and title come from its log, not from trailers that may be missing or
+        wrong. A session that cannot be read is still listed, with ``error`` set.
         """
         out = []
         verified = self._verified_tips()
         for sid in self.session_ids():
-            try:
-                tip = self.tip(sid)
-            except InvalidSessionId:
-                continue  # a branch made with plain git whose name is no session id
+            tip = self.tip(sid)
             if tip is None:
                 continue
             try:
@@ -281,13 +290,13 @@ class SessionStore(abc.ABC):
             except self.unreadable as exc:
                 out.append(SessionInfo(sid, tip, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
                 continue
-            error = None
-            if tip not in verified:
+            error, message = None, info.message
+            if tip not in verified or message.fields.turn is None or message.fields.messages is None:
                 try:
-                    self.load(sid, tip)
+                    message = _counted(sid, message, self.load(sid, tip).events)
                 except (CorruptSession, UnsupportedVersion) as exc:
                     error = str(exc)
-            out.append(SessionInfo(sid, tip, info.time, info.message, error))
+            out.append(SessionInfo(sid, tip, info.time, message, error))
         return out
 
     def archived_sessions(self) -> list[SessionInfo]:

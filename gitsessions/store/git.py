@@ -145,11 +145,12 @@ class GitStore(SessionStore):
         return Ref(_HEADS + check_session_id(session_id).encode("ascii"))
 
     def session_ids(self) -> list[SessionId]:
-        """Return the ids of all sessions (branches), sorted (also names plain git made)."""
+        """Return the ids of all sessions, sorted: branches named by a valid id (``feature/x`` is none)."""
         repo = self.repo()
         if repo is None:
             return []
-        return sorted(SessionId(name.decode("utf-8", "replace")) for name in repo.refs.keys(base=_HEADS))
+        names = (name.decode("utf-8", "replace") for name in repo.refs.keys(base=_HEADS))
+        return sorted(SessionId(n) for n in names if SESSION_ID_RE.match(n) and n.upper() != "HEAD")
 
     def tip(self, session_id: str) -> CommitId | None:
         """Return the tip commit id of ``session_id`` or None.

@@ -2,7 +2,9 @@
 
 ``<repo>/gs/locks/<id>.lock`` is held with ``flock`` (the kernel releases it when the holder
 dies, so a lock whose process is gone is taken over without guessing) and holds JSON naming
-the holder's pid, host and start time, for the message a second writer gets.
+the holder's pid, host and start time, for the message a second writer gets. A second
+writer is refused at once unless it asks to wait (:class:`LockWait`): then it tries again,
+sleeping between tries, until the lock is free or its time is up.
 """
 
 from __future__ import annotations
@@ -12,9 +14,65 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import SessionLocked
+
+#: The pauses between tries while waiting (seconds): short at first, since most writers
+#: hold a lock for one save, then no more than a few tries a second.
+_FIRST_PAUSE_S = 0.01
+_LONGEST_PAUSE_S = 0.25
+
+
+@dataclass(frozen=True)
+class LockWait:
+    """How long a writer waits for a session's lock before it is refused.
+
+    Attributes:
+        seconds: the longest wait (0: refused at once).
+        notify: called once, ``notify(session_id, holder)`` (see :meth:`SessionLock.holder`),
+            when the wait begins, so that the user knows why nothing happens.
+    """
+
+    seconds: float
+    notify: Callable[[str, str], None] | None = None
+
+
+class _Lock(Protocol):
+    session_id: str
+
+    def try_acquire(self) -> bool: ...
+
+    def holder(self) -> str: ...
+
+
+def acquire_within(lock: _Lock, wait: LockWait | None) -> None:
+    """Take ``lock``, trying again until ``wait`` runs out; the one wait loop of every lock kind.
+
+    Args:
+        lock: the lock (its own ``try_acquire`` is each try; nothing spins in between).
+        wait: how long to wait (None: not at all).
+
+    Raises:
+        SessionLocked: still held when the time was up; names the holder and how to wait.
+    """
+    if lock.try_acquire():
+        return
+    seconds = wait.seconds if wait is not None else 0.0
+    if seconds > 0:
+        if wait is not None and wait.notify is not None:
+            wait.notify(lock.session_id, lock.holder())
+        deadline = time.monotonic() + seconds
+        pause = _FIRST_PAUSE_S
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(pause, left))
+            if lock.try_acquire():
+                return
+            pause = min(pause * 2, _LONGEST_PAUSE_S)
+    raise SessionLocked(lock.session_id, lock.holder(), waited=seconds)
 
 
 class SessionLock:
@@ -40,7 +98,9 @@ class SessionLock:
         try:
             info = json.loads(self.path.read_text("utf-8"))
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"] / 1000))
-            return f"pid {info['pid']} on {info['host']} (since {since})"
+            other = info.get("session")  # one lock per case-folded id: the holder may write a case variant
+            case = f", writing {other!r}, which differs only by case" if other and other != self.session_id else ""
+            return f"pid {info['pid']} on {info['host']} (since {since}){case}"
         except (OSError, ValueError, KeyError, TypeError):
             return "another process"
 
@@ -55,7 +115,8 @@ class SessionLock:
         except OSError:
             os.close(fd)
             return False
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time_ns() // 1_000_000}
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time_ns() // 1_000_000,
+                "session": self.session_id}
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode("utf-8"), 0)
@@ -64,14 +125,13 @@ class SessionLock:
         self._fd = fd
         return True
 
-    def acquire(self) -> SessionLock:
-        """Take the lock or raise.
+    def acquire(self, wait: LockWait | None = None) -> SessionLock:
+        """Take the lock, waiting for it as long as ``wait`` says (None: refused at once).
 
         Raises:
             SessionLocked: a live process holds it (the message names it and how to go on).
         """
-        if not self.try_acquire():
-            raise SessionLocked(self.session_id, self.holder())
+        acquire_within(self, wait)
         return self
 
     def release(self) -> None:

@@ -18,11 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConcurrentUpdate, CorruptSession, SessionLocked
+from ..errors import ConcurrentUpdate, CorruptSession
 from ..events import Event
 from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
 from .base import CommitInfo, SessionStore
 from .journal import Journal
+from .lock import LockWait, acquire_within
 
 
 @dataclass(frozen=True)
@@ -102,14 +103,13 @@ class MemoryLock:
         holder = self._held_by.setdefault(self.session_id, self)
         return holder is self
 
-    def acquire(self) -> MemoryLock:
-        """Take the lock or raise.
+    def acquire(self, wait: LockWait | None = None) -> MemoryLock:
+        """Take the lock, waiting as long as ``wait`` says (another thread may release it).
 
         Raises:
             SessionLocked: another lock object holds it.
         """
-        if not self.try_acquire():
-            raise SessionLocked(self.session_id, self.holder())
+        acquire_within(self, wait)
         return self
 
     def release(self) -> None:

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.pack import UnpackedObject
-from dulwich.reflog import read_reflog
 from dulwich.repo import Repo
 
 #: Chain positions per block (see module doc).
@@ -40,6 +39,10 @@ AUTO_SAVES = 64
 #: Loose bytes (uncompressed blob sizes) after which an automatic repack is due.
 AUTO_BYTES = 32 * 1024 * 1024
 _ZERO = b"0" * 40
+_HEX = frozenset(b"0123456789abcdef")
+#: A temporary pack file older than this was left by a killed writer (git's ``gc`` likewise
+#: leaves recent ``tmp_*`` files alone: another process may be writing one), seconds.
+STALE_TMP_PACK_S = 15 * 60
 
 
 def _varint(n: int) -> bytes:
@@ -115,6 +118,7 @@ class RepackResult:
         pack_bytes: size of the new ``.pack`` file, bytes.
         loose_removed: loose objects deleted (now packed).
         packs_removed: old packs deleted.
+        tmp_removed: stale temporary pack files deleted (left by killed writers).
         seconds: wall time.
     """
 
@@ -124,7 +128,28 @@ class RepackResult:
     pack_bytes: int = 0
     loose_removed: int = 0
     packs_removed: int = 0
+    tmp_removed: int = 0
     seconds: float = 0.0
+
+
+def reflog_ids(data: bytes) -> Iterator[ObjectID]:
+    r"""Yield the old and new object ids of every line of a reflog file, read tolerantly.
+
+    A line is ``<old> <new> <committer> <time> <tz>[\t<message>]``: plain ``git update-ref``
+    without ``-m`` writes no tab and no message, which dulwich's ``read_reflog`` cannot parse
+    (design.md, dulwich facts). Only the two ids matter here; a line that does not start
+    with them (damage) is skipped, zero ids (creation, deletion) are left out.
+
+    Args:
+        data: the reflog file's bytes.
+    """
+    for line in data.splitlines():
+        old, new = line[:40], line[41:81]
+        if line[40:41] != b" " or not (_HEX.issuperset(old) and _HEX.issuperset(new) and len(new) == 40):
+            continue
+        for sha in (old, new):
+            if sha != _ZERO:
+                yield ObjectID(sha)
 
 
 def _roots(repo: Repo) -> set[ObjectID]:
@@ -137,12 +162,40 @@ def _roots(repo: Repo) -> set[ObjectID]:
     if logs.is_dir():
         for path in logs.rglob("*"):
             if path.is_file():
-                with open(path, "rb") as f:
-                    for entry in read_reflog(f):
-                        for logged in (entry.old_sha, entry.new_sha):
-                            if logged != _ZERO:
-                                roots.add(ObjectID(logged))
+                roots.update(reflog_ids(path.read_bytes()))
     return {r for r in roots if r in repo.object_store}
+
+
+def remove_stale_tmp_packs(pack_dir: str | os.PathLike[str], now: float | None = None) -> int:
+    """Delete the temporary pack files a killed repack or fetch left in ``pack_dir``.
+
+    dulwich writes a pack as ``tmp*.pack`` (``tempfile.mkstemp``) and renames it when done;
+    a process killed meanwhile leaves it behind, and nothing else ever removes it. Files
+    younger than :data:`STALE_TMP_PACK_S` may still be written and are kept.
+
+    Args:
+        pack_dir: the ``objects/pack`` folder.
+        now: the current time, epoch seconds (default: now).
+
+    Returns:
+        How many files were removed.
+    """
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        entries = list(os.scandir(os.fspath(pack_dir)))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        if not entry.name.startswith("tmp") or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TMP_PACK_S:
+                os.unlink(entry.path)
+                removed += 1
+        except FileNotFoundError:
+            pass  # another cleaner or its writer was faster
+    return removed
 
 
 def _plan(repo: Repo) -> tuple[list[ObjectID], dict[ObjectID, tuple[int, ObjectID | None]]]:
@@ -225,7 +278,8 @@ def _plan(repo: Repo) -> tuple[list[ObjectID], dict[ObjectID, tuple[int, ObjectI
 def repack(repo: Repo) -> RepackResult:
     """Write every reachable object into one delta pack; remove old packs and packed loose objects.
 
-    Loose objects nothing reaches (a save that lost its compare-and-swap) are kept loose.
+    Loose objects nothing reaches (a save that lost its compare-and-swap) are kept loose;
+    temporary packs a killed writer left are removed (:func:`remove_stale_tmp_packs`).
     Safe against concurrent saves: objects written meanwhile stay loose, and only loose
     objects that the new pack holds are removed.
 
@@ -237,10 +291,11 @@ def repack(repo: Repo) -> RepackResult:
     """
     started = time.monotonic()
     store = repo.object_store
+    tmp_removed = remove_stale_tmp_packs(store.pack_dir)
     old_packs = list(store.packs)
     loose_before = set(store._iter_loose_objects())
     order, plan = _plan(repo)
-    result = RepackResult(objects=len(order))
+    result = RepackResult(objects=len(order), tmp_removed=tmp_removed)
 
     def records() -> Iterator[UnpackedObject]:
         contents: dict[ObjectID, bytes] = {}  # blob sha -> bytes, while a later delta needs it

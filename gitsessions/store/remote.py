@@ -25,12 +25,12 @@ from urllib.parse import urlsplit, urlunsplit
 from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_path
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.graph import can_fast_forward
-from dulwich.objects import ZERO_SHA, ObjectID
+from dulwich.objects import ZERO_SHA, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 
 from ..errors import CorruptSession, RemoteError, UnsupportedVersion
 from ..rules import SESSION_ID_RE, CommitId, Lineage, SessionId, commit_message, pull_fork_name, taken_by
-from .git import GitStore
+from .git import SESSION_FILE, GitStore
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SYNCED = (b"refs/heads/", b"refs/archive/")
@@ -72,11 +72,12 @@ class PullReport:
 
 @dataclass
 class PushReport:
-    """What a push did: ``pushed`` refs, ``unchanged`` count, ``failed`` ``(ref, reason)``."""
+    """What a push did: ``pushed`` refs, ``unchanged`` count, ``failed`` and ``skipped`` (no session) ``(ref, why)``."""
 
     pushed: list[str] = field(default_factory=list)
     unchanged: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def strip_password(url: str) -> tuple[str, bool]:
@@ -330,8 +331,12 @@ class Remotes:
         repo = self.store.repo()
         if repo is None:
             return PushReport()
-        local = {ref: sha for ref, sha in repo.refs.as_dict().items() if ref.startswith(_SYNCED)}
         report = PushReport()
+        local = {ref: sha for ref, sha in repo.refs.as_dict().items() if ref.startswith(_SYNCED)}
+        for name in sorted(local):
+            if why := self._not_a_session(name, local[name]):
+                report.skipped.append((name.decode("utf-8", "replace"), why))
+                del local[name]
         sent: list[bytes] = []
         said = bytearray()  # what the server's hooks wrote (sideband 2), e.g. why they refused
         client, path = self._client(url, "push")
@@ -373,6 +378,22 @@ class Remotes:
             else:
                 report.pushed.append(ref.decode("utf-8", "replace"))
         return report
+
+    def _not_a_session(self, ref: bytes, sha: bytes) -> str | None:
+        """Why ``ref`` is no session ref to sync (design.md, "Sync"), or None when it is one."""
+        name = ref.split(b"/", 2)[2].decode("utf-8", "replace")
+        if not SESSION_ID_RE.match(name) or name.upper() == "HEAD":
+            return "not a session id"
+        repo = self.store.repo()
+        assert repo is not None
+        try:
+            commit = repo[ObjectID(sha)]
+            tree = repo[commit.tree] if isinstance(commit, Commit) else None
+        except KeyError:
+            return "its commit is missing"
+        if not isinstance(tree, Tree) or SESSION_FILE not in tree:
+            return f"no {SESSION_FILE.decode()} in its tree"
+        return None
 
     def _diverged_hint(self, ref: bytes, theirs: bytes, remote: str) -> str:
         sid = ref.split(b"/", 2)[2].decode("utf-8", "replace")

@@ -99,8 +99,13 @@ class RepoState:
             return []
 
     def lock(self, session_id: str) -> SessionLock:
-        """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<id>.lock``)."""
-        return _RepoLock(self.root / "locks" / f"{check_session_id(session_id)}.lock", session_id, self.repo_path)
+        """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<folded id>.lock``).
+
+        Keyed by the case-folded id: ids that differ only by case are one session (design.md),
+        so two writers creating ``caseR1`` and ``caser1`` at once must not both win.
+        """
+        return _RepoLock(self.root / "locks" / f"{check_session_id(session_id).casefold()}.lock", session_id,
+                         self.repo_path)
 
     # -- verified tips ---------------------------------------------------------------------
     # Tips known to hold a valid log: every save the store makes, and every successful

@@ -13,6 +13,7 @@ from typing import Protocol
 from ..events import Event
 from ..rules import CommitId, CommitMessage, SessionId
 from .journal import JournalContents
+from .lock import LockWait
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,8 @@ class WriterLock(Protocol):
         """Take the lock if free; return whether it is now held."""
         ...
 
-    def acquire(self) -> WriterLock:
-        """Take the lock or raise :class:`~gitsessions.errors.SessionLocked`."""
+    def acquire(self, wait: LockWait | None = None) -> WriterLock:
+        """Take the lock, waiting as long as ``wait`` says, or raise :class:`~gitsessions.errors.SessionLocked`."""
         ...
 
     def release(self) -> None:
