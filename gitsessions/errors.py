@@ -250,3 +250,54 @@ class TransferError(GitSessionsError):
 
 class RemoteError(GitSessionsError):
     """A remote that cannot be used: unknown name, bad URL, unreachable, refused."""
+
+
+class RepoReadOnly(GitSessionsError):
+    """The session repo cannot be written: a read-only mount, or files this user may not write.
+
+    Reads still work (design.md, "Derived caches": caches are optional); only saves are refused.
+
+    Attributes:
+        path: the session repo.
+        reason: why it cannot be written (``read-only file system``, ``permission denied``).
+    """
+
+    def __init__(self, path: str, reason: str = "read-only file system"):
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"the session repo at {path} is read-only ({reason}): nothing was saved; reading works "
+            "(gs list, gs show, gs log); to write, make it writable or point --repo or GS_REPO at a "
+            "writable copy"
+        )
+
+
+class DiskFull(GitSessionsError):
+    """No space (or quota) is left on the file system holding the session repo.
+
+    What was kept decides the message: the store raises it with ``kept="nothing"``; the
+    session, which knows where its turn is, raises it again with what it kept.
+
+    Attributes:
+        path: the session repo.
+        kept: ``journal`` (the turn waits in the journal), ``partial`` (the journal holds the
+            turn up to where the disk filled; the rest is only in memory), ``prompt`` (not even
+            the journal could be written), or ``nothing`` (the command wrote nothing). For the
+            last two the face prints a prompt it was given back, so nothing typed is lost.
+    """
+
+    _KEPT = {
+        "journal": "the turn is kept in the journal and will be saved when there is space "
+                   "(free some, then run any gs command on this session)",
+        "partial": "the turn is kept in the journal as far as it fit (the prompt, the reply up to where the "
+                   "disk filled) and will be saved when there is space (free some, then run any gs command on "
+                   "this session)",
+        "prompt": "the prompt could not be written, not even to the journal; it is printed back so "
+                  "nothing typed is lost: free some space and send it again",
+        "nothing": "nothing was saved; free some space and run the command again",
+    }
+
+    def __init__(self, path: str, kept: str = "nothing"):
+        self.path = path
+        self.kept = kept
+        super().__init__(f"disk full: {self._KEPT[kept]} (no space left for the session repo at {path})")

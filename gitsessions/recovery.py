@@ -8,7 +8,7 @@ the journal holds, closed as ``interrupted`` (design.md, "Saving, crashes and co
 
 from __future__ import annotations
 
-from .errors import CorruptSession, HookRefused, InvalidEvent, UnsupportedVersion
+from .errors import CorruptSession, DiskFull, HookRefused, InvalidEvent, RepoReadOnly, UnsupportedVersion
 from .events import Event, make_event
 from .redact import Redactor
 from .rules import CommitId, Lineage, SessionId, commit_message, fork_name, taken_by
@@ -122,8 +122,9 @@ def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None 
     """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
 
     Used by read-only commands (show, log, list). Returns the recovery commit, or None.
-    When a commit hook refuses the recovery, the journal stays and the refusal becomes one
-    of ``warnings`` (if given): reading the committed history still works.
+    When a commit hook refuses the recovery, or the repo is read-only or full, the journal
+    stays and the reason becomes one of ``warnings`` (if given): reading the committed
+    history still works (issue 9: a pending journal is reported, not committed).
 
     Args:
         store: the session store.
@@ -135,15 +136,22 @@ def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None 
     if not journal.exists():
         return None
     lock = store.lock(session_id)
-    if not lock.try_acquire():
-        return None  # a live writer owns the journal
     try:
+        if not lock.try_acquire():
+            return None  # a live writer owns the journal
         return recover_journal(store, session_id, redactor, warnings)
     except (CorruptSession, UnsupportedVersion):
         return None  # the journal stays; the reading command names the damage (one session, not all)
     except HookRefused as exc:
         if warnings is not None:
             warnings.append(f"{session_id}: {exc}")
+        return None
+    except (DiskFull, RepoReadOnly) as exc:
+        if warnings is not None:
+            why = (str(exc) if isinstance(exc, DiskFull)
+                   else f"the session repo at {exc.path} is read-only ({exc.reason})")
+            warnings.append(f"session {session_id} has a turn in its journal that is not saved yet (not shown "
+                            f"here): {why}")
         return None
     finally:
         lock.release()
@@ -174,4 +182,4 @@ class _Held:
     def release(self) -> None:
         return None
 
-    close = clear = release
+    close = clear = drop_last = release

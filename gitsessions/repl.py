@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .chat.loop import run_turn
-from .errors import GitSessionsError, SessionExists
+from .errors import DiskFull, GitSessionsError, SessionExists
 from .redact import Redactor
 from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
 from .session import Session, fork, open_revision
@@ -142,8 +142,13 @@ class Repl:
             mark = "✗" if is_error else "⚙"
             self.write(f"{mark} {name}({args}) → {result}\n")
 
-        result = run_turn(self.session, self.provider, prompt, system=self.system,
-                          max_steps=self.max_steps, on_text=on_text, on_tool=on_tool)
+        try:
+            result = run_turn(self.session, self.provider, prompt, system=self.system,
+                              max_steps=self.max_steps, on_text=on_text, on_tool=on_tool)
+        except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back
+            back = f"{prompt}\n" if exc.kept in ("prompt", "nothing") else ""
+            self.write(("\n" if started[0] else "") + f"error: {exc}\n" + back)
+            return
         if started[0] or result.reason != "completed":
             self.write("\n")
         if result.reason == "aborted":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import BadRevision, InvalidEvent, SessionExists, SessionNotFound
+from .errors import BadRevision, DiskFull, InvalidEvent, SessionExists, SessionNotFound
 from .events import Event, make_event
 from .recovery import recover_journal
 from .redact import Redactor, StreamRedactor
@@ -31,6 +31,8 @@ from .turns import next_turn, turn_numbers
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
+#: The events that open a turn: when the journal refuses one, the turn is taken back whole.
+_OPENING = frozenset({"turn/start", "user/message"})
 
 
 class Session:
@@ -88,6 +90,11 @@ class Session:
         self._lock = lock
         self._journal = store.journal(session_id) if journal is None else journal
         self._journal_open = journal_open
+        # How many of ``events`` the journal (or the tip) holds. Fewer than all once the disk
+        # refused a record mid-turn: the journal keeps the whole records before it, memory
+        # the rest; the next append writes the missing ones first, the next save commits all.
+        self._journaled = len(events)
+        self._deltas_refused = False  # streamed text is journaled in order or not at all
 
     @classmethod
     def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
@@ -144,8 +151,16 @@ class Session:
     def append(self, type: str, data: dict[str, Any] | None = None) -> Event:
         """Append one event, redacted (journaled at once; fsynced at message boundaries); return it.
 
+        On a full disk (issue 9): when the event opens a turn (``turn/start``,
+        ``user/message``) the turn is taken back and :class:`DiskFull` (``kept="prompt"``)
+        tells the face to hand the prompt back; later in a turn the event is kept in memory
+        and saved with the turn, the journal keeping what came before it until a later
+        append finds room for the rest.
+
         Raises:
             InvalidEvent: unknown type or data that is not plain JSON.
+            DiskFull: no space for the journal record of an event opening a turn.
+            RepoReadOnly: the journal cannot be written.
         """
         if self.redactor is not None:
             data = self.redactor.value(data or {})  # in memory as on disk
@@ -157,12 +172,36 @@ class Session:
             self.tip = fork(self.store, self._fork_from, self.id)
             self.forked_from = Lineage(SessionId(self._fork_from.session_id), CommitId(self._fork_from.commit))
             self._fork_from = None
+        self._deltas_refused = False
+        try:
+            self._journal_event(event)
+        except DiskFull as exc:
+            if type in _OPENING:
+                self._take_back_turn_start()
+                raise DiskFull(exc.path, kept="prompt") from None
+        self.events.append(event)
+        return event
+
+    def _journal_event(self, event: Event) -> None:
+        """Journal the events a refused write left out (in order), then ``event``."""
         if not self._journal_open:
             self._journal.begin(self.tip, self.header if self.tip is None else None)
             self._journal_open = True
-        self._journal.append_event(event, sync=type in _SYNC_TYPES)
-        self.events.append(event)
-        return event
+            self._journaled = self._committed
+        for ev in [*self.events[self._journaled:], event]:
+            self._journal.append_event(ev, sync=ev.type in _SYNC_TYPES)
+            self._journaled += 1
+
+    def _take_back_turn_start(self) -> None:
+        """Drop a ``turn/start`` whose prompt could not be journaled, from memory and journal."""
+        if len(self.events) > self._committed and self.events[-1].type == "turn/start":
+            if self._journaled == len(self.events):
+                self._journal.drop_last()
+                self._journaled -= 1
+            self.events.pop()
+        if len(self.events) == self._committed and self._journal_open:
+            self._journal.clear()  # nothing of this session is pending: no journal at all
+            self._journal_open = False
 
     def delta(self, text: str) -> None:
         """Journal streamed reply text that is not yet part of an event.
@@ -173,8 +212,11 @@ class Session:
         """
         if self._stream is not None:
             text = self._stream.feed(text)
-        if self._journal_open and text:
-            self._journal.append_delta(text)
+        if self._journal_open and text and self._journaled == len(self.events) and not self._deltas_refused:
+            try:
+                self._journal.append_delta(text)
+            except DiskFull:
+                self._deltas_refused = True  # the reply goes on in memory; its event supersedes the text
 
     def end_turn(self, reason: str, **extra: Any) -> str | None:
         """Close the open turn (see :func:`closing_events`) and save it as one commit.
@@ -197,19 +239,27 @@ class Session:
 
         Raises:
             ConcurrentUpdate: the branch moved (the journal is kept; nothing is lost).
+            DiskFull: no space for the commit (``kept="journal"``: the pending events stay in
+                the journal and in memory, and the next save commits them; ``"partial"``: the
+                journal holds them up to where the disk filled).
+            RepoReadOnly: the repo cannot be written.
         """
         pending = self.events[self._committed:]
         if not pending:
             return None
         message = commit_message(self.id, self.events, self._committed, lineage=self.forked_from)
-        commit = self.store.append(
-            self.id, pending, message, expected_tip=self.tip,
-            header=self.header if self.tip is None else None,
-        )
+        try:
+            commit = self.store.append(
+                self.id, pending, message, expected_tip=self.tip,
+                header=self.header if self.tip is None else None,
+            )
+        except DiskFull as exc:
+            raise DiskFull(exc.path, kept="partial" if self._journaled < len(self.events) else "journal") from None
         self.tip = commit
         self._committed = len(self.events)
         self._journal.clear()
         self._journal_open = False
+        self._journaled = len(self.events)
         return commit
 
     def set_title(self, title: str) -> str:

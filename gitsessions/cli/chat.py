@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from ..errors import GitSessionsError, SessionNotFound
+from ..errors import DiskFull, GitSessionsError, SessionNotFound
 from ..events import clean_text, make_header
 from ..render import terminal_safe
 from .admin import pack_in_background
@@ -172,16 +172,22 @@ def ask(
         sid = session.id
         if note:
             err(note)
+        shown: list[str] = []
         try:
             with connect(c.config, model=model, notify=err) as provider:
                 tty = sys.stdout.isatty()
 
                 def on_text(text: str) -> None:
+                    shown.append(text)
                     sys.stdout.write(terminal_safe(text) if tty else text)
                     sys.stdout.flush()
 
                 result = run_turn(session, provider, prompt, system=c.config.system,
                                   max_steps=c.config.max_steps, on_text=on_text)
+        except DiskFull as exc:
+            # the reply shown ends its line; a prompt not even journaled is handed back
+            sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept in ("prompt", "nothing") else ""))
+            raise
         finally:
             session.close()
         pack_in_background(store)

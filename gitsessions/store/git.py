@@ -23,12 +23,13 @@ from ..errors import ConcurrentUpdate, CorruptSession
 from ..events import Event
 from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
 from .base import CommitInfo, SessionStore
+from .faults import writes
 from .hooks import subject_of
 from .journal import Journal
 from .lock import SessionLock
 from .pack import RepackResult
 from .repo import REF_LOCK_WAIT_S, check_repo_path, clear_stale_lock, init_repo, is_repo, move_ref, point_head, swap
-from .state import PackState, RepoState
+from .state import RepoState
 from .values import HookRunner, NoHooks
 
 #: The one file in every session tree.
@@ -236,6 +237,7 @@ class GitStore(SessionStore):
         while len(self._cache) > 4:
             self._cache.popitem(last=False)
 
+    @writes
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
                expected_tip: str | None, header: dict | None = None) -> CommitId:
         """Save ``events`` as one commit on ``refs/heads/<session_id>``; return the commit id.
@@ -252,6 +254,7 @@ class GitStore(SessionStore):
             CorruptSession: the parent's log cannot be read.
             HookRefused: the repo's pre-commit or commit-msg hook refused; nothing was written
                 (a failed post-commit is only a warning of the runner; see :mod:`.hooks`).
+            DiskFull, RepoReadOnly: the file system refused a write (see :mod:`.faults`).
         """
         ref = self._ref(session_id)
         raw, body, count = self._new_log(session_id, events, expected_tip, header)
@@ -270,16 +273,13 @@ class GitStore(SessionStore):
         self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
                    commit.commit_timezone)
         if expected_tip is None:
-            self._point_head(repo, ref)
+            point_head(repo, ref)
         sha = _hex(commit.id)
         self._remember(sha, raw, count + len(events))
         self._mark_verified(sha)
-        PackState(self.path).record_save(len(raw))
-        self._post_commit(hooks, session_id, sha)
-        return sha
-
-    def _post_commit(self, hooks: HookRunner, session_id: str, sha: str) -> None:
+        self.state.pack.record_save(len(raw))
         hooks.after(session_id, sha)  # a failure is the runner's warning; the save is done
+        return sha
 
     def _write_commit(self, repo: Repo, tree: ObjectID, parents: list[str],
                       message: CommitMessage | bytes) -> Commit:
@@ -314,6 +314,7 @@ class GitStore(SessionStore):
 
     # -- branches and the archive ----------------------------------------------------------
 
+    @writes
     def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> CommitId:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same tree).
 
@@ -338,7 +339,7 @@ class GitStore(SessionStore):
                    new.commit_time, new.commit_timezone)
         if commit in self._verified_tips():
             self._mark_verified(_hex(new.id))  # same tree, same log
-        self._post_commit(hooks, session_id, _hex(new.id))
+        hooks.after(session_id, _hex(new.id))  # a failure is the runner's warning
         return _hex(new.id)
 
     def archive_ref(self, name: str) -> CommitId | None:
@@ -358,6 +359,7 @@ class GitStore(SessionStore):
             return []
         return sorted(n.decode("utf-8", "replace") for n in repo.refs.keys(base=_ARCHIVE))
 
+    @writes
     def update_ref(self, ref: Ref, old: str | None, new: str, message: str) -> bool:
         """Move ``ref`` from ``old`` (None: create) to ``new`` by compare-and-swap, with a reflog entry.
 
@@ -373,7 +375,7 @@ class GitStore(SessionStore):
         except ConcurrentUpdate:
             return False
         if ref.startswith(_HEADS) and old is None:
-            self._point_head(repo, ref)
+            point_head(repo, ref)
         return True
 
     def _move(self, src: str, dst: str, commit: str, message: str, *,
@@ -381,6 +383,7 @@ class GitStore(SessionStore):
         self._move_ref(_archive_ref(src) if from_archive else self._ref(src),
                        _archive_ref(dst) if to_archive else self._ref(dst), commit, message)
 
+    @writes
     def _move_ref(self, src: Ref, dst: Ref, sha: str, msg: str) -> None:
         repo = self.repo()
         assert repo is not None
@@ -392,6 +395,7 @@ class GitStore(SessionStore):
         """True when enough saves piled up as loose objects that a repack should run."""
         return self.exists() and self.state.pack.due()
 
+    @writes
     def gc(self) -> RepackResult | None:
         """Repack everything reachable into one delta pack (see :mod:`gitsessions.store.pack`).
 
@@ -413,7 +417,3 @@ class GitStore(SessionStore):
               now: int, tz: int) -> None:
         swap(repo, ref, _oid(old) if old is not None else None, new, committer=self.identity, message=msg,
              now=now, tz=tz)
-
-    @staticmethod
-    def _point_head(repo: Repo, ref: Ref) -> None:
-        point_head(repo, ref)

@@ -8,16 +8,21 @@ of an event.
 
 Durability: every record is written to the OS at once (``kill -9`` loses nothing written);
 message boundaries are also fsynced (a power cut loses at most the text since the last one).
+A record the file system refuses (a full disk) is cut off again, so the journal always
+ends with a whole record, and the refusal is raised as :class:`~gitsessions.errors.DiskFull`
+or :class:`~gitsessions.errors.RepoReadOnly`.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..events import Event, clean_text
+from .faults import os_faults
 
 JOURNAL_VERSION = 1
 
@@ -49,13 +54,17 @@ class Journal:
 
     Args:
         path: the journal file (its folder is created on first write).
+        repo: the session repo, named when a write is refused (default: the journal's folder).
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, repo: str | os.PathLike | None = None):
         self.path = Path(path)
+        self.repo = Path(repo) if repo is not None else self.path.parent
         self._fd: int | None = None
+        self._size = 0  # bytes of whole records written
+        self._last = 0  # where the last record starts (see drop_last)
 
-    # -- where the bytes go (a backend keeping journals elsewhere overrides these four) -----
+    # -- where the bytes go (a backend keeping journals elsewhere overrides these five) -----
 
     def exists(self) -> bool:
         """Return True when a journal file is present (a turn in progress or orphaned)."""
@@ -69,9 +78,14 @@ class Journal:
     def _write(self, data: bytes, sync: bool) -> None:
         if self._fd is None:
             raise RuntimeError("journal not begun")
-        os.write(self._fd, data)
+        if os.write(self._fd, data) != len(data):  # a short write: the disk filled mid-record
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         if sync:
             os.fsync(self._fd)
+
+    def _truncate(self, size: int) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, size)
 
     def _remove(self) -> None:
         try:
@@ -87,24 +101,49 @@ class Journal:
 
     # -- the records -----------------------------------------------------------------------
 
+    def _record(self, data: bytes, sync: bool) -> None:
+        """Write one whole record, or none: a refused write is cut off again (never a torn line)."""
+        try:
+            with os_faults(self.repo):
+                self._write(data, sync)
+        except BaseException:
+            self._truncate(self._size)
+            raise
+        self._last, self._size = self._size, self._size + len(data)
+
     def begin(self, base: str | None, header: dict | None) -> None:
         """Start a fresh journal for a turn building on ``base`` (truncates an old one)."""
         self.close()
-        self._start()
+        self._size = self._last = 0
+        with os_faults(self.repo):
+            self._start()
         first = {"journal": JOURNAL_VERSION, "base": base, "header": header}
-        self._write(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=True)
+        try:
+            self._record(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=True)
+        except BaseException:
+            self.clear()  # a journal without its first line holds nothing
+            raise
 
     def append_event(self, event: Event, sync: bool = True) -> None:
-        """Write one complete event (fsynced unless ``sync`` is False)."""
-        self._write(event.encode(), sync)
+        """Write one complete event (fsynced unless ``sync`` is False).
+
+        Raises:
+            DiskFull, RepoReadOnly: the file system refused it (the journal is as before).
+        """
+        self._record(event.encode(), sync)
 
     def append_delta(self, text: str) -> None:
         """Write streamed reply text as it arrives (to the OS, not fsynced)."""
         if text:
-            self._write(
+            self._record(
                 json.dumps({"delta": clean_text(text)}, ensure_ascii=False).encode("utf-8") + b"\n",
                 False,
             )
+
+    def drop_last(self) -> None:
+        """Cut off the last record written (a turn taken back before it began)."""
+        self._truncate(self._last)
+        self._size = self._last
 
     def close(self) -> None:
         """Close the file handle; the journal stays on disk."""

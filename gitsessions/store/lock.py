@@ -117,8 +117,11 @@ class SessionLock:
             return False
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time_ns() // 1_000_000,
                 "session": self.session_id}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode("utf-8"), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode("utf-8"), 0)
+        except OSError:
+            pass  # a full disk: the lock is held all the same, only its holder goes unnamed
         self._fd = fd
         return True
 

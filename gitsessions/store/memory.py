@@ -62,6 +62,10 @@ class MemoryJournal(Journal):
             raise RuntimeError("journal not begun")
         self._files[self._sid] = self._files.get(self._sid, b"") + data
 
+    def _truncate(self, size: int) -> None:
+        if self._sid in self._files:
+            self._files[self._sid] = self._files[self._sid][:size]
+
     def close(self) -> None:
         """Stop writing; the journal stays."""
         self._open = False

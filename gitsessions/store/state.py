@@ -16,6 +16,7 @@ from pathlib import Path
 from dulwich.repo import Repo
 
 from ..rules import check_session_id
+from .faults import optional_write, os_faults
 from .journal import Journal
 from .lock import SessionLock
 from .pack import AUTO_BYTES, AUTO_SAVES, RepackResult, repack
@@ -32,13 +33,8 @@ class PackState:
         self.lock_path = Path(repo_path) / "gs" / "locks" / "repack.lock"
 
     def record_save(self, blob_bytes: int) -> None:
-        """Note one save of a blob of ``blob_bytes`` bytes."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, b"%d\n" % blob_bytes)
-        finally:
-            os.close(fd)
+        """Note one save of a blob of ``blob_bytes`` bytes (dropped when the disk is full: a hint only)."""
+        optional_write(lambda: _append_line(self.path, b"%d\n" % blob_bytes))
 
     def due(self) -> bool:
         """True when AUTO_SAVES saves or AUTO_BYTES loose bytes piled up since the last repack."""
@@ -49,7 +45,15 @@ class PackState:
         return len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES
 
     def repack(self, repo: Repo) -> RepackResult | None:
-        """Repack unless another process is repacking (then return None at once)."""
+        """Repack unless another process is repacking (then return None at once).
+
+        Raises:
+            DiskFull, RepoReadOnly: the repo cannot be written (see :mod:`.faults`).
+        """
+        with os_faults(self.path.parent.parent):
+            return self._repack(repo)
+
+    def _repack(self, repo: Repo) -> RepackResult | None:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -84,7 +88,7 @@ class RepoState:
 
     def journal(self, session_id: str) -> Journal:
         """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
-        return Journal(self.root / "journal" / f"{check_session_id(session_id)}.jsonl")
+        return Journal(self.root / "journal" / f"{check_session_id(session_id)}.jsonl", repo=self.repo_path)
 
     def journaled(self) -> list[str]:
         """Return the ids of sessions that have a journal (a turn in progress, or orphaned)."""
@@ -100,7 +104,8 @@ class RepoState:
         Keyed by the case-folded id: ids that differ only by case are one session (design.md),
         so two writers creating ``caseR1`` and ``caser1`` at once must not both win.
         """
-        return SessionLock(self.root / "locks" / f"{check_session_id(session_id).casefold()}.lock", session_id)
+        return _RepoLock(self.root / "locks" / f"{check_session_id(session_id).casefold()}.lock", session_id,
+                         self.repo_path)
 
     # -- verified tips ---------------------------------------------------------------------
     # Tips known to hold a valid log: every save the store makes, and every successful
@@ -120,20 +125,53 @@ class RepoState:
             return set()
 
     def mark_verified(self, commit: str) -> None:
-        """Record that ``commit`` holds a valid log (one ``O_APPEND`` write, safe across processes)."""
-        path = self.verified_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, commit.encode("ascii") + b"\n")
-        finally:
-            os.close(fd)
+        """Record that ``commit`` holds a valid log (one ``O_APPEND`` write, safe across processes).
+
+        A cache (design.md, "Derived caches"): on a read-only or full repo the line is not
+        written and the tip is checked again next time; reading never fails over it.
+        """
+        optional_write(lambda: _append_line(self.verified_path, commit.encode("ascii") + b"\n"))
 
     def compact_verified(self, tips: Iterable[str | None]) -> None:
-        """Keep only ``tips`` in the verified-tips file (it gains a line per save)."""
+        """Keep only ``tips`` in the verified-tips file (it gains a line per save); skipped when refused."""
         verified = self.verified()
         keep = sorted(t for t in set(tips) if t and t in verified)
         tmp = self.verified_path.with_suffix(".tmp")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text("".join(t + "\n" for t in keep), "ascii")
-        os.replace(tmp, self.verified_path)  # a save racing this only costs a re-check later
+
+        def write() -> None:
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                tmp.write_text("".join(t + "\n" for t in keep), "ascii")
+            except OSError:
+                tmp.unlink(missing_ok=True)  # a half-written copy must not stay behind
+                raise
+            os.replace(tmp, self.verified_path)  # a save racing this only costs a re-check later
+
+        optional_write(write)
+
+
+def _append_line(path: Path, line: bytes) -> None:
+    """Append ``line`` to ``path`` with one ``O_APPEND`` write (atomic across processes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+class _RepoLock(SessionLock):
+    """A writer lock whose file-system refusals say which repo cannot be written (see :mod:`.faults`)."""
+
+    def __init__(self, path: Path, session_id: str, repo: Path):
+        super().__init__(path, session_id)
+        self.repo = repo
+
+    def try_acquire(self) -> bool:
+        """Take the lock if free; return whether it is held.
+
+        Raises:
+            RepoReadOnly: the lock file cannot be created or opened for writing.
+        """
+        with os_faults(self.repo):
+            return super().try_acquire()

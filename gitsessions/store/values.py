@@ -107,6 +107,10 @@ class TurnJournal(Protocol):
         """Write streamed reply text as it arrives."""
         ...
 
+    def drop_last(self) -> None:
+        """Cut off the last record written (a turn taken back before it began)."""
+        ...
+
     def close(self) -> None:
         """Stop writing; the journal stays."""
         ...
