@@ -188,7 +188,8 @@ class HookRefused(GitSessionsError):
         path: the hook file.
         status: its exit status (None when it could not be started).
         output: the last lines of what it printed (stdout and stderr).
-        action: ``save`` (a turn or other events) or ``fork`` (a fork's first commit).
+        action: ``save`` (a turn or other events), ``fork`` (a fork's first commit) or ``import``
+            (a session read from a file, which keeps no journal).
     """
 
     def __init__(self, hook: str, path: str, status: int | None, output: str, action: str = "save"):
@@ -202,6 +203,8 @@ class HookRefused(GitSessionsError):
         how = f"exit status {status}" if status is not None else "it could not be run"
         if action == "fork":
             kept = "the fork was not created (the original session is untouched)"
+        elif action == "import":
+            kept = "nothing was imported (sessions written before it stay); run gs import again once the hook allows it"
         else:
             kept = ("nothing was committed; the turn is kept in the session's journal (nothing is lost) "
                     "and the next gs command on this session saves it once the hook allows it")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
 from .errors import InvalidSessionId, SessionExists
 from .transcript import derive_messages, title_of
-from .turns import last_turn
+from .turns import last_turn, turns_of
 
 if TYPE_CHECKING:
     from .events import Event
@@ -353,9 +353,15 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
             raise ValueError("an import needs its source")
         subject = f"import: {source}"
     else:
-        prompt = next((str(e.data.get("content", "")) for e in new if e.type == "user/message"), None)
-        if prompt is not None:
-            subject = f"turn {turn}: " + (prompt.strip().split("\n", 1)[0] or "(empty prompt)")
+        of = turns_of(events)
+        prompts = [(of[first_new + i], str(e.data.get("content", ""))) for i, e in enumerate(new)
+                   if e.type == "user/message"]
+        if prompts:
+            # The subject names the turn whose prompt it shows; a save of several turns (a
+            # refused one saved with the next) names them all: "turns 6-7: <prompt of 6>".
+            first, prompt = prompts[0]
+            numbers = f"turn {first}" if prompts[-1][0] == first else f"turns {first}-{prompts[-1][0]}"
+            subject = f"{numbers}: " + (prompt.strip().split("\n", 1)[0] or "(empty prompt)")
         elif any(e.type == "session/title" for e in new):
             subject = "title: " + title
         elif any(e.type == "session/undo" for e in new):

@@ -465,3 +465,18 @@ def test_runner_details(tmp_path: Path):
     assert time.monotonic() - started < 3
     assert clean_message(b"\n\nsubject  \n\n\n\nTrailer: x\n\n") == b"subject\n\nTrailer: x\n"
     assert clean_message(b" \n\n") == b""
+
+
+def test_a_refused_import_says_to_import_again_not_that_a_turn_is_kept(gs, repo_path, tmp_path):
+    """An import keeps no journal, so the refusal must not promise that the next command saves it."""
+    assert gs("ask", "first", "hi").code == 0  # the repo exists
+    hook = repo_path / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'no imports today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    f = tmp_path / "messages.json"
+    f.write_text('[{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]')
+    r = gs("import", str(f), "--as", "imp")
+    assert r.code == 1
+    assert "no imports today" in r.err and "run gs import again" in r.err
+    assert "journal" not in r.err
+    assert gs("show", "imp").code == 1

@@ -394,3 +394,15 @@ def test_new_ids_skip_live_and_archived_ids_in_any_case(store, redactor):
     assert len(new_session_id(store)) == 8
     assert pull_fork_name("work", "my.remote", "c" * 40) == "work-my-remote-ccccccc"
     assert pull_fork_name("w" * 64, "origin", "c" * 40) == "w" * 40 + "-origin-ccccccc"
+
+
+def test_a_save_of_several_turns_names_them_with_the_first_prompt():
+    """Two turns saved in one commit (a refused turn saved with the next) used to get the last
+    turn's number with the first turn's prompt."""
+    specs = [("turn/start", {"turn": 1}), ("user/message", {"content": "one"}), ("turn/end", {"reason": "completed"}),
+             ("turn/start", {"turn": 2}), ("user/message", {"content": "two"}), ("turn/end", {"reason": "completed"}),
+             ("turn/start", {"turn": 3}), ("user/message", {"content": "three"}), ("turn/end", {"reason": "completed"})]
+    events = [make_event(i, t, d) for i, (t, d) in enumerate(specs)]
+    assert commit_message("w", events, 3).subject == "turns 2-3: two"
+    assert commit_message("w", events, 6).subject == "turn 3: three"
+    assert commit_message("w", events, 3).fields.turn == 3

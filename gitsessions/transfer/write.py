@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidSessionId, SessionExists, TransferError
+from ..errors import HookRefused, InvalidSessionId, SessionExists, TransferError
 from ..events import make_header
 from ..recovery import recover_journal
 from ..redact import Redactor
@@ -128,6 +128,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
                     raise
                 result.clashes.append((sid, str(exc)))
                 continue
+            except HookRefused as exc:  # an import keeps no journal: say what the user must redo
+                raise HookRefused(exc.hook, exc.path, exc.status, exc.output, action="import") from None
             result.imported.append((sid, commit, item))
         finally:
             lock.release()
