@@ -151,6 +151,18 @@ def test_a_reply_cut_mid_stream_is_an_error_not_a_completed_turn(gs, git, fake_a
     assert gs("ask", "work", "again").code == 0
 
 
+def test_a_stream_closed_by_done_without_a_finish_reason_is_complete(gs, git, fake_api, fast_config):
+    """Some servers end a reply with ``data: [DONE]`` but never send a ``finish_reason``: that
+    reply is whole (only a stream with neither was cut)."""
+    fake_api.script(text("all of it", finish_reason=None))
+    r = gs("ask", "work", PROMPT)
+    assert r.code == 0, r.err
+    (turn,) = turns(events_of(git))
+    (reply,) = [e["data"] for e in turn if e["type"] == "assistant/message"]
+    assert (reply["content"], reply["interrupted"]) == ("all of it", False)
+    assert turn[-1]["data"]["reason"] == "completed"
+
+
 def test_a_cut_reply_in_chat_is_an_error_and_the_chat_goes_on(gs, git, fake_api, fast_config):
     fake_api.script(cut("Refs are na"))
     r = gs("chat", "work", input=f"{PROMPT}\nand branches?\n")

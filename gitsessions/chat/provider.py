@@ -11,7 +11,7 @@ import email.utils
 import math
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,29 @@ class Completion:
     finish_reason: str | None = None
     model: str | None = None
     usage: dict[str, Any] | None = None
+
+
+def _watch_for_done(stream: Any) -> Callable[[], bool]:
+    """Return a function telling whether ``stream`` (the SDK's ``Stream``) saw ``data: [DONE]``.
+
+    The SDK swallows that closing event, and a body cut by a dropped connection ends as
+    cleanly as a whole one; some servers send ``[DONE]`` but no ``finish_reason``. This
+    wraps the stream's server-sent-event reader (a private method of openai's ``Stream``);
+    where it is missing, only a ``finish_reason`` counts as the end.
+    """
+    seen = [False]
+    read_events = getattr(stream, "_iter_events", None)
+    if read_events is None:
+        return lambda: False
+
+    def spy() -> Iterator[Any]:
+        for sse in read_events():
+            if getattr(sse, "data", "").startswith("[DONE]"):
+                seen[0] = True
+            yield sse
+
+    stream._iter_events = spy
+    return lambda: seen[0]
 
 
 def _one_line(text: object, limit: int = 300) -> str:
@@ -118,8 +141,9 @@ class OpenAIProvider:
                ) -> Iterator[TextDelta | Completion]:
         """Send ``messages`` and yield the reply as it streams.
 
-        A reply is complete only when the server said how it finished (a ``finish_reason``,
-        design.md "Faults"): a stream that ends without one was cut, and raises. Text
+        A reply is complete only when the server said it finished (a ``finish_reason``, or
+        the stream's closing ``data: [DONE]``; design.md "Faults"): a stream that ends
+        without either was cut, and raises. Text
         already yielded stays the caller's (the loop keeps it as an interrupted message),
         which is why the message of a fault mid-reply says the partial reply is kept.
 
@@ -152,6 +176,7 @@ class OpenAIProvider:
         except self._httpx_errors() as exc:
             raise self._failed(exc, started=False, kept=False) from None
         chunks = 0
+        ended = _watch_for_done(stream)
         with stream:
             items = iter(stream)
             while True:
@@ -194,7 +219,7 @@ class OpenAIProvider:
                                 slot["arguments"] += tc.function.arguments
                     if choice.finish_reason:
                         done.finish_reason = choice.finish_reason
-        if done.finish_reason is None:
+        if done.finish_reason is None and not ended():
             if not chunks:
                 raise self._not_a_stream("the response held no chat-completions events", kept=False)
             raise self._lost(kept=bool(parts))  # the body ended cleanly but the reply did not
