@@ -192,16 +192,37 @@ def make_event(seq: int, type: str, data: dict | None = None, *, time_ms: int | 
     Raises:
         InvalidEvent: unknown type, bad seq, or data that is not plain JSON.
     """
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
-        raise InvalidEvent(f"seq {seq!r} is not a non-negative integer")
     if not isinstance(type, str) or "/" not in type:
         raise InvalidEvent(f"type {type!r} is not of the form kind/name")
-    if type not in KNOWN_TYPES and not ignorable:
-        raise InvalidEvent(f"unknown event type {type!r} (mark it ignorable to store it)")
+    time_ms = now_ms() if time_ms is None else time_ms
     data = {} if data is None else data
+    return Event(seq, time_ms, type, _checked(seq, type, data, time_ms, ignorable), ignorable)
+
+
+def check_event(event: Event) -> None:
+    """Refuse an event that :func:`parse_log` would later reject (the session would be unreadable).
+
+    The store checks every event it is given with this, so an event built by hand (not by
+    :func:`make_event`) cannot make a log unreadable; the rules are :func:`make_event`'s.
+
+    Raises:
+        InvalidEvent: a bad seq, an unknown type not marked ignorable, data that is not an
+            object, a time that is not an integer, or a value that is not plain JSON.
+    """
+    _checked(event.seq, event.type, event.data, event.time, event.ignorable)
+
+
+def _checked(seq: Any, type: Any, data: Any, time_ms: Any, ignorable: bool) -> dict:
+    """Apply the event rules (one home for :func:`make_event` and :func:`check_event`); return clean data."""
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        raise InvalidEvent(f"seq {seq!r} is not a non-negative integer")
+    if not isinstance(type, str) or (type not in KNOWN_TYPES and not ignorable):
+        raise InvalidEvent(f"unknown event type {type!r} (mark it ignorable to store it)")
     if not isinstance(data, dict):
         raise InvalidEvent(f"data of {type} is a {data.__class__.__name__}, not an object")
-    return Event(seq, now_ms() if time_ms is None else time_ms, type, clean_value(data), ignorable)
+    if not isinstance(time_ms, int) or isinstance(time_ms, bool):
+        raise InvalidEvent(f"time {time_ms!r} of {type} is not an integer")
+    return clean_value(data)  # raises InvalidEvent for NaN, objects, non-str keys
 
 
 def make_header(session_id: str, *, created: int | None = None, **extra: Any) -> dict:

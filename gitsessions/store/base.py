@@ -20,31 +20,14 @@ from ..errors import (
     SessionNotFound,
     UnsupportedVersion,
 )
-from ..events import KNOWN_TYPES, Event, clean_value, encode_header, parse_log
+from ..events import Event, check_event, encode_header, parse_log
 from ..rules import REV_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id, commit_message
 from .values import CommitInfo, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
 
 #: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
 _COUNTED = ("Turn", "Messages", "Title")
 
-__all__ = ["CommitInfo", "Revision", "SessionInfo", "SessionStore", "Snapshot", "TurnJournal", "WriterLock",
-           "check_event"]
-
-
-def check_event(ev: Event) -> None:
-    """Refuse an event that :func:`parse_log` would later reject (the session would be unreadable).
-
-    Raises:
-        InvalidEvent: an unknown type not marked ignorable, data that is not an object, a time
-            that is not an integer, or a value that is not plain JSON.
-    """
-    if not isinstance(ev.type, str) or (ev.type not in KNOWN_TYPES and not ev.ignorable):
-        raise InvalidEvent(f"unknown event type {ev.type!r} (mark it ignorable to store it)")
-    if not isinstance(ev.data, dict):
-        raise InvalidEvent(f"data of {ev.type} is not an object")
-    if not isinstance(ev.time, int) or isinstance(ev.time, bool):
-        raise InvalidEvent(f"time {ev.time!r} of {ev.type} is not an integer")
-    clean_value(ev.data)  # raises InvalidEvent for NaN, objects, non-str keys
+__all__ = ["CommitInfo", "Revision", "SessionInfo", "SessionStore", "Snapshot", "TurnJournal", "WriterLock"]
 
 
 def _counted(session_id: str, message: CommitMessage, events: list[Event]) -> CommitMessage:
