@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 
 import pytest
 from fakeapi import drop, text, tool_calls
@@ -201,10 +200,8 @@ def test_graph_marks_where_sessions_forked(gs, git):
     assert [b["session"] for b in data[1]["branches"]] == ["alt"] and data[1]["branches"][0]["turns_since"] == 2
 
 
-def test_graph_with_a_hundred_forks_is_linear(gs_proc, git, repo_path, monkeypatch):
-    """100 sessions forked off one 30-commit history (and forks of forks): --graph walks
-    each commit once, so it stays fast."""
-    monkeypatch.setattr(os, "fsync", lambda fd: None)  # test setup only: a slow disk is not under test
+def test_graph_with_a_hundred_forks(gs, git, repo_path, monkeypatch):
+    """100 sessions forked off one 30-commit history: --graph names each fork point once."""
     with GitStore(repo_path) as store:
         events: list = []
         tip = None
@@ -221,12 +218,9 @@ def test_graph_with_a_hundred_forks_is_linear(gs_proc, git, repo_path, monkeypat
         for i in range(100):
             point = history[i % 30]
             fork(store, Revision("w", point, point == history[0]), f"f{i:03d}")
-    t = time.monotonic()
-    r = gs_proc("log", "w", "--graph")  # timed as a user waits for it: a whole process
-    elapsed = time.monotonic() - t
+    r = gs("log", "w", "--graph")  # its speed is measured in benchmarks/, not asserted here
     assert r.code == 0, r.err
     assert r.out.count("(forked here, ") == 100
-    assert elapsed < 5, elapsed
 
 
 def test_diff_between_sessions(gs, git):
@@ -324,22 +318,15 @@ def _many_sessions(repo_path, n: int, monkeypatch) -> None:
             store.append(sid, events, commit_message(sid, events, 0), expected_tip=None, header=make_header(sid))
 
 
-def test_search_a_thousand_sessions_is_fast(gs_proc, repo_path, monkeypatch):
-    """Usability bound, deliberately generous (< 5 s for the whole gs process on a loaded CI
-    machine; it takes well under a second of CPU): each blob is checked for the query
-    before any line is JSON-parsed."""
+def test_search_over_a_thousand_sessions(gs, repo_path, monkeypatch):
+    """Finds exactly the sessions that hold the text, any case (its speed is measured in
+    benchmarks/, not asserted here)."""
     _many_sessions(repo_path, 1000, monkeypatch)
-    t = time.monotonic()
-    r = gs_proc("search", "needle", "--json")
-    elapsed = time.monotonic() - t
+    r = gs("search", "needle", "--json")
     assert r.code == 0, r.err
     assert sorted(h["session"] for h in r.json()) == [f"s{i:04d}" for i in range(7, 1000, 100)]
-    assert elapsed < 5, elapsed
-    t = time.monotonic()
-    r = gs_proc("search", "APPLES")
-    elapsed = time.monotonic() - t
+    r = gs("search", "APPLES")
     assert r.code == 0 and len(r.out.splitlines()) == 1000
-    assert elapsed < 5, elapsed
 
 
 @pytest.mark.parametrize("cmd", ["list", "log", "show", "diff", "search"])
