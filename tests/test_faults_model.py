@@ -151,6 +151,21 @@ def test_a_reply_cut_mid_stream_is_an_error_not_a_completed_turn(gs, git, fake_a
     assert gs("ask", "work", "again").code == 0
 
 
+@pytest.mark.parametrize("reply, shown", [
+    (text("pair: \ud83d\ude00 done", chunk_size=1), "pair: \U0001f600 done"),  # a pair split across chunks
+    (text("lone \ud83d here", chunk_size=100), "lone \ufffd here"),
+])
+def test_surrogates_in_a_streamed_reply_are_well_formed_text(gs, git, fake_api, fast_config, reply, shown):
+    """A model's lone surrogate crashed the printing of the reply (exit 70, the reply lost)."""
+    fake_api.script(reply)
+    r = gs("ask", "work", PROMPT)
+    assert r.code == 0, r.err
+    assert r.out.rstrip("\n") == shown
+    (turn,) = turns(events_of(git))
+    (message,) = [e["data"] for e in turn if e["type"] == "assistant/message"]
+    assert message["content"] == shown
+
+
 def test_a_stream_closed_by_done_without_a_finish_reason_is_complete(gs, git, fake_api, fast_config):
     """Some servers end a reply with ``data: [DONE]`` but never send a ``finish_reason``: that
     reply is whole (only a stream with neither was cut)."""

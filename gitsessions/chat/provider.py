@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProviderError
+from ..events import clean_text
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,7 @@ class OpenAIProvider:
         except self._httpx_errors() as exc:
             raise self._failed(exc, started=False, kept=False) from None
         chunks = 0
+        held = ""  # a high surrogate waiting for its pair in the next chunk
         ended = _watch_for_done(stream)
         with stream:
             items = iter(stream)
@@ -205,8 +207,15 @@ class OpenAIProvider:
                 for choice in choices:
                     delta = choice.delta
                     if delta is not None and delta.content:
-                        parts.append(delta.content)
-                        yield TextDelta(delta.content)
+                        # Well-formed text only: a surrogate pair split across two chunks is
+                        # joined, a lone surrogate becomes U+FFFD (it cannot be printed or saved).
+                        text, held = held + delta.content, ""
+                        if "\ud800" <= text[-1] <= "\udbff":
+                            text, held = text[:-1], text[-1]
+                        text = clean_text(text)
+                        if text:
+                            parts.append(text)
+                            yield TextDelta(text)
                     for tc in (delta.tool_calls or []) if delta is not None else []:
                         slot = calls.setdefault(tc.index if tc.index is not None else len(calls),
                                                 {"id": "", "name": "", "arguments": ""})
@@ -219,6 +228,9 @@ class OpenAIProvider:
                                 slot["arguments"] += tc.function.arguments
                     if choice.finish_reason:
                         done.finish_reason = choice.finish_reason
+        if held:
+            parts.append("\ufffd")
+            yield TextDelta("\ufffd")
         if done.finish_reason is None and not ended():
             if not chunks:
                 raise self._not_a_stream("the response held no chat-completions events", kept=False)
