@@ -383,7 +383,8 @@ def test_every_read_works_on_a_read_only_repo(gs, repo_path, read_only, under):
     assert "alpha" in gs("search", "alpha").out
 
     writes = (["ask", SID, "more"], ["ask", "new", "hello"], ["rm", "other"], ["rename", "other", "renamed"],
-              ["title", SID, "T"], ["fork", SID, "copy"], ["gc"])
+              ["title", SID, "T"], ["fork", SID, "copy"], ["gc"], ["hooks", "install"],
+              ["remote", "add", "o", str(repo_path.parent / "x.git")], ["clone", str(repo_path), str(ro / "sub")])
     for args in writes:
         one_line_error(gs(*args), "is read-only", str(ro))
     r = gs("chat", SID, input="hello\n")

@@ -7,10 +7,12 @@ import shutil
 from pathlib import Path
 
 from ..errors import RemoteError
+from .faults import writes_to
 from .git import GitStore
 from .remote import PullReport, Remotes
 
 
+@writes_to(lambda url, path, *args, **kwargs: path)
 def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origin",
           *, username: str | None = None, password: str | None = None,
           ssh_command: str | None = None) -> PullReport:

@@ -94,6 +94,21 @@ def writes(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def writes_to(where: Callable[..., str | os.PathLike]) -> Callable[[F], F]:
+    """Decorate a function that writes into a repo with :func:`os_faults`.
+
+    Args:
+        where: given the function's arguments, returns the repo (or folder) it writes into.
+    """
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with os_faults(where(*args, **kwargs)):
+                return function(*args, **kwargs)
+        return wrapper  # type: ignore[return-value]
+    return decorate
+
+
 def optional_write(write: Callable[[], None]) -> bool:
     """Run a cache write; return False when the repo refused it (full or read-only).
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import HookExists
+from .faults import writes_to
 from .hooks import COMMIT_HOOKS, executable_hook
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ def hook_status(repo_path: Path) -> list[HookStatus]:
     return out
 
 
+@writes_to(lambda repo_path, *args, **kwargs: repo_path)
 def install_hooks(repo_path: Path, names: list[str] | None = None, force: bool = False, *,
                   secret_patterns: Mapping[str, str]) -> list[tuple[str, str, str | None]]:
     """Copy shipped hooks into ``<repo>/hooks/`` and make them executable.

@@ -30,6 +30,7 @@ from dulwich.refs import Ref
 
 from ..errors import CorruptSession, RemoteError, UnsupportedVersion
 from ..rules import SESSION_ID_RE, CommitId, Lineage, SessionId, commit_message, pull_fork_name, taken_by
+from .faults import writes_to
 from .git import SESSION_FILE, GitStore
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -136,6 +137,7 @@ class Remotes:
         known = ", ".join(n for n, _ in self.list()) or "none yet"
         raise RemoteError(f"no remote {name!r} (remotes: {known}); add one with: gs remote add {name} URL")
 
+    @writes_to(lambda self, *args, **kwargs: self.store.path)
     def add(self, name: str, url: str) -> bool:
         """Add remote ``name`` (git's layout, with a fetch refspec for plain git).
 
@@ -161,6 +163,7 @@ class Remotes:
         config.write_to_path()
         return stripped
 
+    @writes_to(lambda self, *args, **kwargs: self.store.path)
     def remove(self, name: str) -> None:
         """Remove remote ``name`` and its remote-tracking refs.
 
