@@ -264,3 +264,22 @@ def test_a_ctrl_c_waiting_in_the_terminal_after_enter_is_taken_and_the_rest_kept
     finally:
         os.close(main_fd)
         os.close(term_fd)
+
+
+def test_ctrl_c_during_gs_ask_saves_the_turn_and_exits_130(fake_api, git, monkeypatch):
+    """The README's exit status for Ctrl+C; a cancelled `gs ask` exited 1 like a refusal."""
+    import signal
+
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_api.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    fake_api.script(text("a slow reply " * 20, chunk_size=4, delay=0.1))
+    proc = subprocess.Popen([*GS, "ask", "work", "cancel me"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a shell starts it
+    assert proc.stdout is not None
+    assert proc.stdout.read(4)  # the reply is streaming
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 130, err
+    assert b"turn saved (aborted)" in err
+    assert "cancel me" in git("show", "work:session.jsonl")

@@ -199,5 +199,7 @@ def ask(
         err(f"[{sid} {short(result.commit)}] turn saved ({result.reason})")
     if result.reason == "error":
         raise GitSessionsError(f"{result.error} (the prompt is saved in session {sid})")
+    if result.reason == "aborted":
+        raise typer.Exit(130)  # Ctrl+C cancelled the reply (the turn is saved, marked)
     if result.reason != "completed":
         raise typer.Exit(1)
