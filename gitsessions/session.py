@@ -267,10 +267,26 @@ class Session:
         title = " ".join(title.split())
         if not title:
             raise InvalidEvent("the title is empty")
-        self.append("session/title", {"title": title})
-        commit = self.save()
+        commit = self._save_one("session/title", {"title": title})
         assert commit is not None  # an event is pending
         return commit
+
+    def _save_one(self, type: str, data: dict[str, Any]) -> str | None:
+        """Append one event outside a turn (a title, an undo) and commit it at once.
+
+        Raises:
+            DiskFull: ``kept="journal"`` when the event waits in the journal; ``"nothing"``
+                when not even the journal took it (it is taken back: the user runs the command
+                again, rather than being told a change is kept that is not).
+        """
+        self.append(type, data)
+        try:
+            return self.save()
+        except DiskFull as exc:
+            if exc.kept == "partial" and self._journaled < len(self.events) and not self.in_turn:
+                self.events.pop()  # it is nowhere but here: say so instead of keeping it in memory
+                raise DiskFull(exc.path, kept="nothing") from None
+            raise
 
     def undo(self) -> int:
         """Drop the last turn not yet undone from what the model sees; return its number.
@@ -285,8 +301,7 @@ class Session:
         left = [t for t in turn_numbers(self.events) if t not in undone]
         if not left:
             raise InvalidEvent("there is no turn to undo")
-        self.append("session/undo", {"turn": left[-1]})
-        self.save()
+        self._save_one("session/undo", {"turn": left[-1]})
         return left[-1]
 
     @property

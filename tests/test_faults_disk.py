@@ -483,3 +483,17 @@ def test_once_there_is_space_the_journal_catches_up(gs, tmpfs, under, fake_api, 
     assert turn_ends(evs) == ["completed", "completed", "interrupted"]
     assert [e["data"]["content"] for e in evs if e["type"] == "assistant/message"][1] == f"echo: {long}"
     fsck(tmpfs / "repo.git")
+
+
+def test_a_title_refused_by_a_full_disk_says_nothing_was_saved(gs, tmpfs):
+    """The title used to be reported as kept in the journal, and was silently dropped."""
+    repo = tmpfs / "repo.git"
+    assert gs("ask", SID, "one").code == 0
+    fill(tmpfs)
+    one_line_error(gs("title", SID, "a new title"), "disk full", "nothing was saved")
+    no_leftover_locks(repo)
+    free(tmpfs)
+    assert not any((repo / "gs" / "journal").glob("*.jsonl"))
+    assert gs("title", SID, "a new title").code == 0
+    assert [e["data"]["title"] for e in events(gs) if e["type"] == "session/title"] == ["a new title"]
+    fsck(repo)
