@@ -113,3 +113,16 @@ def test_the_answering_model_is_reported(fake_api):
     _pieces, [done], _failure = play(provider.stream(USER))
     assert done.model == "fake-model" and done.content == "echo: hi"
     assert fake_api.requests[0]["model"] == "fake-model"
+
+
+def test_a_ctrl_c_wrapped_by_the_sdks_lazy_type_building_still_cancels():
+    """CI saw pydantic turn a Ctrl+C during the first request's type building into
+    'Error building `literal` serializer: KeyboardInterrupt' (exit 70 instead of a cancel)."""
+    import pydantic_core
+
+    from gitsessions.chat.provider import _as_interrupt
+
+    wrapped = pydantic_core.SchemaError("Error building `literal` serializer:\n  KeyboardInterrupt: ")
+    assert isinstance(_as_interrupt(wrapped), KeyboardInterrupt)
+    other = ValueError("something else")
+    assert _as_interrupt(other) is other

@@ -46,6 +46,18 @@ class Completion:
     usage: dict[str, Any] | None = None
 
 
+def _as_interrupt(exc: Exception) -> BaseException:
+    """Return the ``KeyboardInterrupt`` that ``exc`` stands for, else ``exc`` itself.
+
+    The SDK builds its pydantic request and chunk types lazily, on the first request; a
+    Ctrl+C that lands inside that build comes out as pydantic's ``SchemaError`` ("Error
+    building ... serializer: KeyboardInterrupt"), which must still cancel the reply.
+    """
+    if "KeyboardInterrupt" in str(exc):
+        return KeyboardInterrupt()
+    return exc
+
+
 def _watch_for_done(stream: Any) -> Callable[[], bool]:
     """Return a function telling whether ``stream`` (the SDK's ``Stream``) saw ``data: [DONE]``.
 
@@ -176,6 +188,8 @@ class OpenAIProvider:
             raise self._failed(exc, started=False, kept=False) from None
         except self._httpx_errors() as exc:
             raise self._failed(exc, started=False, kept=False) from None
+        except Exception as exc:
+            raise _as_interrupt(exc) from None
         chunks = 0
         held = ""  # a high surrogate waiting for its pair in the next chunk
         ended = _watch_for_done(stream)
@@ -195,6 +209,8 @@ class OpenAIProvider:
                     detail = (f"an event that is not JSON: {_one_line(data, 60)!r}" if data
                               else _one_line(exc, 80))
                     raise self._not_a_stream(detail, kept=bool(parts)) from None
+                except Exception as exc:
+                    raise _as_interrupt(exc) from None
                 choices = getattr(chunk, "choices", None)
                 if not isinstance(choices, list):
                     raise self._not_a_stream(f"an event without choices: {_one_line(chunk, 80)}",
