@@ -14,7 +14,6 @@ from collections import OrderedDict
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
-from dulwich.file import FileLocked
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -28,7 +27,16 @@ from .hooks import subject_of
 from .journal import Journal
 from .lock import SessionLock
 from .pack import RepackResult
-from .repo import REF_LOCK_WAIT_S, check_repo_path, clear_stale_lock, init_repo, is_repo, move_ref, point_head, swap
+from .repo import (
+    add_object,
+    check_repo_path,
+    init_repo,
+    is_repo,
+    move_ref,
+    point_head,
+    swap,
+    write_commit,
+)
 from .state import RepoState
 from .values import HookRunner, NoHooks
 
@@ -266,9 +274,9 @@ class GitStore(SessionStore):
         tree = Tree()
         tree.add(SESSION_FILE, 0o100644, blob.id)
         tree.check()
-        self._add_object(repo, blob)
-        self._add_object(repo, tree)
-        commit = self._write_commit(repo, tree.id, [expected_tip] if expected_tip else [], text)
+        add_object(repo, blob)
+        add_object(repo, tree)
+        commit = write_commit(repo, self.identity, tree.id, [expected_tip] if expected_tip else [], text)
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
         self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
                    commit.commit_timezone)
@@ -280,37 +288,6 @@ class GitStore(SessionStore):
         self.state.pack.record_save(len(raw))
         hooks.after(session_id, sha)  # a failure is the runner's warning; the save is done
         return sha
-
-    def _write_commit(self, repo: Repo, tree: ObjectID, parents: list[str],
-                      message: CommitMessage | bytes) -> Commit:
-        """Build, check and store a commit object (author = committer = this store's identity)."""
-        now = int(time.time())
-        commit = Commit()
-        commit.tree = tree
-        commit.parents = [_oid(p) for p in parents]
-        commit.author = commit.committer = self.identity
-        commit.author_time = commit.commit_time = now
-        commit.author_timezone = commit.commit_timezone = time.localtime(now).tm_gmtoff
-        commit.message = message if isinstance(message, bytes) else message.encode()
-        commit.check()
-        self._add_object(repo, commit)
-        return commit
-
-    def _add_object(self, repo: Repo, obj: Blob | Tree | Commit) -> None:
-        """Write one loose object, clearing a ``.lock`` a killed writer left on that very object.
-
-        A recovery rebuilds byte-identical objects, so it would otherwise fail forever.
-        """
-        deadline = time.monotonic() + REF_LOCK_WAIT_S
-        while True:
-            try:
-                repo.object_store.add_object(obj)
-                return
-            except FileLocked as exc:
-                clear_stale_lock(exc.lockfilename)
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.005)
 
     # -- branches and the archive ----------------------------------------------------------
 
@@ -334,7 +311,7 @@ class GitStore(SessionStore):
         hooks = self.hooks
         text = hooks.before(session_id, message.encode(), lambda: self.read_raw(session_id, commit), b"",
                             action="fork")
-        new = self._write_commit(repo, parent.tree, [commit], text)
+        new = write_commit(repo, self.identity, parent.tree, [commit], text)
         self._swap(repo, self._ref(session_id), None, new.id, f"branch: {subject_of(text)}".encode(),
                    new.commit_time, new.commit_timezone)
         if commit in self._verified_tips():
