@@ -18,8 +18,6 @@ from ``~/.git-credentials``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_path
@@ -32,53 +30,12 @@ from ..errors import CorruptSession, RemoteError, UnsupportedVersion
 from ..rules import SESSION_ID_RE, CommitId, Lineage, SessionId, commit_message, pull_fork_name, taken_by
 from .faults import writes_to
 from .git import SESSION_FILE, GitStore
+from .values import Credentials, PullReport, PushReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SYNCED = (b"refs/heads/", b"refs/archive/")
 
 __all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "strip_password"]
-
-
-class Credentials(TypedDict, total=False):
-    """What the caller knows about reaching remotes (the CLI reads it from the environment).
-
-    Attributes:
-        username, password: HTTP credentials (else ``~/.git-credentials`` is consulted).
-        ssh_command: the ssh program and options (else ``core.sshCommand``, else ``ssh``).
-    """
-
-    username: str | None
-    password: str | None
-    ssh_command: str | None
-
-
-@dataclass
-class PullReport:
-    """What a pull did, per session.
-
-    Attributes:
-        created: sessions new here.
-        fast_forwarded: ``(id, old commit, new commit)``.
-        forks: ``(id, fork id, remote commit)`` for diverged sessions.
-        skipped: ``(id, reason)`` (a live writer, an id clash...).
-        unchanged: sessions already up to date or ahead here.
-    """
-
-    created: list[str] = field(default_factory=list)
-    fast_forwarded: list[tuple[str, str, str]] = field(default_factory=list)
-    forks: list[tuple[str, str, str]] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    unchanged: int = 0
-
-
-@dataclass
-class PushReport:
-    """What a push did: ``pushed`` refs, ``unchanged`` count, ``failed`` and ``skipped`` (no session) ``(ref, why)``."""
-
-    pushed: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def strip_password(url: str) -> tuple[str, bool]:

@@ -7,8 +7,8 @@ ids are 40-digit lowercase hex (:data:`~gitsessions.rules.CommitId`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Protocol, TypedDict
 
 from ..events import Event
 from ..rules import CommitId, CommitMessage, SessionId
@@ -177,3 +177,48 @@ class NoHooks:
     def after(self, session_id: str, commit: str) -> str | None:
         """Do nothing."""
         return None
+
+
+# -- what sync reports (see store/remote.py) -----------------------------------------------
+
+
+class Credentials(TypedDict, total=False):
+    """What the caller knows about reaching remotes (the CLI reads it from the environment).
+
+    Attributes:
+        username, password: HTTP credentials (else ``~/.git-credentials`` is consulted).
+        ssh_command: the ssh program and options (else ``core.sshCommand``, else ``ssh``).
+    """
+
+    username: str | None
+    password: str | None
+    ssh_command: str | None
+
+
+@dataclass
+class PullReport:
+    """What a pull did, per session.
+
+    Attributes:
+        created: sessions new here.
+        fast_forwarded: ``(id, old commit, new commit)``.
+        forks: ``(id, fork id, remote commit)`` for diverged sessions.
+        skipped: ``(id, reason)`` (a live writer, an id clash...).
+        unchanged: sessions already up to date or ahead here.
+    """
+
+    created: list[str] = field(default_factory=list)
+    fast_forwarded: list[tuple[str, str, str]] = field(default_factory=list)
+    forks: list[tuple[str, str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    unchanged: int = 0
+
+
+@dataclass
+class PushReport:
+    """What a push did: ``pushed`` refs, ``unchanged`` count, ``failed`` and ``skipped`` (no session) ``(ref, why)``."""
+
+    pushed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
