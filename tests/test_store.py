@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from dulwich.objects import Blob
-from test_store_contract import T0, Writer  # one helper for the store's callers
+from test_store_contract import BAD_EVENT_IDS, BAD_EVENTS, Writer  # one helper for the store's callers
 
 from gitsessions.errors import (
     ConcurrentUpdate,
@@ -30,7 +30,7 @@ from gitsessions.errors import (
     SessionLocked,
     SessionNotFound,
 )
-from gitsessions.events import Event, encode_log, make_event
+from gitsessions.events import encode_log, make_event
 from gitsessions.rules import CommitMessage
 from gitsessions.store import GitStore, SessionLock
 
@@ -164,22 +164,7 @@ class TestGitRepository:
         assert object_count(repo_path) == count
         assert len(git("log", "--format=%H", "s").split()) == 1
 
-    @pytest.mark.parametrize(
-        "event",
-        [
-            Event(6, T0, "user/message", {"content": float("nan")}),
-            Event(6, T0, "user/message", {"content": float("inf")}),
-            Event(6, T0, "user/message", {"content": object()}),
-            Event(6, T0, "user/message", {"content": b"bytes"}),
-            Event(6, T0, "user/message", {"content": "lone \ud800"}),
-            Event(6, T0, "user/message", {1: "int key"}),
-            Event(6, T0, "future/kind", {}),  # unknown and not ignorable: unreadable later
-            Event(6, T0, "user/message", ["not", "an", "object"]),
-            Event(6, "noon", "user/message", {}),
-        ],
-        ids=["nan", "inf", "object", "bytes", "surrogate", "int-key", "unknown-type", "list-data",
-             "str-time"],
-    )
+    @pytest.mark.parametrize("event", BAD_EVENTS, ids=BAD_EVENT_IDS)
     def test_non_json_values_are_refused(self, stores: Stores, repo_path: Path, event):
         w = Writer(stores, "s")
         tip = w.save_turn("one")

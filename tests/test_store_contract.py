@@ -34,6 +34,21 @@ T0 = 1_700_000_000_000
 Stores = Callable[[], SessionStore]
 
 
+#: Events no backend may store (a later read would refuse them); the git tests reuse them.
+BAD_EVENTS = [
+    Event(6, T0, "user/message", {"content": float("nan")}),
+    Event(6, T0, "user/message", {"content": float("inf")}),
+    Event(6, T0, "user/message", {"content": object()}),
+    Event(6, T0, "user/message", {"content": b"bytes"}),
+    Event(6, T0, "user/message", {"content": "lone \ud800"}),
+    Event(6, T0, "user/message", {1: "int key"}),
+    Event(6, T0, "future/kind", {}),  # unknown and not ignorable: unreadable later
+    Event(6, T0, "user/message", ["not", "an", "object"]),
+    Event(6, "noon", "user/message", {}),
+]
+BAD_EVENT_IDS = ["nan", "inf", "object", "bytes", "surrogate", "int-key", "unknown-type", "list-data", "str-time"]
+
+
 class Writer:
     """Tracks one session's events and tip the way a caller of the store does."""
 
@@ -173,22 +188,7 @@ class StoreContract:
         assert stores().tip("s") == tip
         assert len(stores().log("s")) == 1
 
-    @pytest.mark.parametrize(
-        "event",
-        [
-            Event(6, T0, "user/message", {"content": float("nan")}),
-            Event(6, T0, "user/message", {"content": float("inf")}),
-            Event(6, T0, "user/message", {"content": object()}),
-            Event(6, T0, "user/message", {"content": b"bytes"}),
-            Event(6, T0, "user/message", {"content": "lone \ud800"}),
-            Event(6, T0, "user/message", {1: "int key"}),
-            Event(6, T0, "future/kind", {}),  # unknown and not ignorable: unreadable later
-            Event(6, T0, "user/message", ["not", "an", "object"]),
-            Event(6, "noon", "user/message", {}),
-        ],
-        ids=["nan", "inf", "object", "bytes", "surrogate", "int-key", "unknown-type", "list-data",
-             "str-time"],
-    )
+    @pytest.mark.parametrize("event", BAD_EVENTS, ids=BAD_EVENT_IDS)
     def test_non_json_values_are_refused(self, stores: Stores, event):
         w = Writer(stores, "s")
         tip = w.save_turn("one")
