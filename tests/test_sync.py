@@ -16,6 +16,7 @@ from gitservers import GitDaemon, init_bare
 from test_transports import NETWORK, Transport, machines, transport  # noqa: F401 - fixtures
 
 from gitsessions.store import GitStore
+from gitsessions.store.remote import Remotes
 
 
 def _git(repo: Path, *args: str, input: str | None = None) -> str:
@@ -244,6 +245,53 @@ def test_refs_that_are_no_sessions_are_skipped_with_one_warning(pair):
     assert "nosess" not in _git(b.repo, "branch") and "feature" not in _git(b.repo, "branch")
     assert "junk" not in _git(remote, "branch") and "feature/y" not in _git(remote, "branch")
     assert "feature/x" in _git(remote, "branch")  # a stranger there is left alone
+    _ok(a("ask", "w", "three"))
+    with GitStore(a.repo) as store:  # strangers never count as the remote moving: one round
+        report = Remotes(store).sync("origin")
+    assert report.rounds == 1 and report.push.pushed == ["refs/heads/w"] and report.ok
+
+
+def test_push_only_sends_the_sessions_named(pair, tmp_path: Path):
+    a, _b, _remote = pair
+    _ok(a("ask", "other", "not shared"))
+    _ok(a("ask", "old", "archived, shared"))
+    _ok(a("rm", "old"))
+    elsewhere = init_bare(tmp_path / "elsewhere.git")
+    _plain_commit(elsewhere, "refs/heads/main", "README")  # a gist's own branch
+    with GitStore(a.repo) as store:
+        report = Remotes(store).push(str(elsewhere), only={"w", "old"})
+    assert report.pushed == ["refs/archive/old", "refs/heads/w"] and not report.failed and not report.skipped
+    assert _git(elsewhere, "for-each-ref", "--format=%(refname)").split() == [
+        "refs/archive/old", "refs/heads/main", "refs/heads/w"]
+
+
+def test_what_plain_git_deleted_on_one_side_is_never_lost(pair):
+    a, b, remote = pair
+    _ok(a("ask", "gone-there", "one"))
+    _ok(a("ask", "gone-here", "one"))
+    _ok(a("sync"))
+    _ok(b("sync"))
+    _git(remote, "update-ref", "-d", "refs/heads/gone-there")  # no other ref holds its commits
+    _git(a.repo, "update-ref", "-d", "refs/heads/gone-here")
+    _ok(a("sync"), "pushed refs/heads/gone-there", "new: gone-here")
+    _ok(b("sync"))
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+    assert "refs/heads/gone-there " in _refs(remote) and "refs/heads/gone-here " in _refs(remote)
+
+
+def test_an_archive_archived_on_both_sides_with_other_turns_keeps_both(pair):
+    a, b, remote = pair
+    _ok(a("ask", "w", "two from a"))
+    _ok(b("ask", "w", "two from b"))
+    for run in (a, b):
+        _ok(run("rm", "w"))
+    mine = _tip(b.repo, "refs/archive/w")
+    _ok(a("sync"))
+    _ok(b("sync"), f"archive/w: diverged; your side is archived as w-{mine[:7]} (restore: gs restore w-{mine[:7]})")
+    _ok(a("sync"), f"new: archive/w-{mine[:7]}")
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+    assert _tip(remote, f"refs/archive/w-{mine[:7]}") == mine
+    _all_clean(a.repo, b.repo, remote)
 
 
 @pytest.mark.parametrize("transport", ["git"], indirect=True)
@@ -299,7 +347,9 @@ def test_a_remote_that_moves_between_pull_and_push_gets_another_round(machines, 
     hook = tmp_path / "access-hook"
     mark = tmp_path / "moved"
     # git daemon runs this before each request: before B's first push, machine C pushes first
-    hook.write_text(f'#!/bin/sh\nif [ "$1" = receive-pack ] && [ ! -e {mark} ]; then touch {mark}; '
+    served = tmp_path / "served"
+    hook.write_text(f'#!/bin/sh\necho "$1" >> {served}\n'
+                    f'if [ "$1" = receive-pack ] && [ ! -e {mark} ]; then touch {mark}; '
                     f'git -C {c_repo} push -q {remote} w >/dev/null 2>&1; fi\nexit 0\n')
     hook.chmod(0o755)
     with GitDaemon(root, access_hook=hook) as daemon:
@@ -314,8 +364,11 @@ def test_a_remote_that_moves_between_pull_and_push_gets_another_round(machines, 
         _ok(b("ask", "w", "two from b"))
         mine = _tip(b.repo, "w")
         mark.unlink()
+        served.unlink()
         err = _ok(b("sync"), f"w: diverged; your turns are in w-{mine[:7]}", f"pushed refs/heads/w-{mine[:7]}")
         assert mark.exists() and "refused" not in err
+        # round 1: fetch, push (w moved there meanwhile: not sent); round 2: fetch, fork, push
+        assert served.read_text().split() == ["upload-pack", "receive-pack", "upload-pack", "receive-pack"]
         assert _tip(remote, "w") == _tip(c_repo, "w") == _tip(b.repo, "w")
         assert _refs(b.repo) == _refs(remote)
         _ok(a("sync"))

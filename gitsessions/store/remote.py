@@ -27,7 +27,8 @@ from ..errors import RemoteError
 from ..rules import SESSION_ID_RE
 from .faults import writes_to
 from .git import GitStore
-from .sync import SYNCED, Sides, Step, holder, label, load_base, pull_steps, session_refs, settle
+from .pull import pull_steps
+from .sync import SYNCED, Sides, holder, label, load_base, plan_push, session_refs, settle
 from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -230,8 +231,9 @@ class Remotes:
         where, name = self._where(remote)
         repo = self.store.repo()
         assert repo is not None
-        theirs, skipped = session_refs(repo, fetched)
-        mine, _ = session_refs(repo, repo.refs.as_dict())  # a stranger here is the push's to report
+        checked: dict[bytes, str | None] = {}
+        theirs, skipped = session_refs(repo, fetched, checked)
+        mine, _ = session_refs(repo, repo.refs.as_dict(), checked)  # a stranger here is the push's to report
         sides = Sides(mine, load_base(repo, name) if name else {}, theirs)
         report = pull_steps(self.store, sides, where)
         report.skipped = skipped
@@ -292,25 +294,13 @@ class Remotes:
         report.skipped = skipped
         base = {r: s for r, s in load_base(repo, name).items() if in_scope(r)} if name else {}
 
+        def named(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
+            """The refs of ``refs`` named like sessions in scope (a stranger there is never touched)."""
+            return {r: s for r, s in refs.items() if r.startswith(SYNCED) and in_scope(r) and s != ZERO_SHA
+                    and SESSION_ID_RE.match(label(r).removeprefix("archive/"))}
+
         def plan(advertised: dict[bytes, bytes], into: PushReport) -> tuple[dict, dict, Sides]:
-            """Return ``(refs to send, refs to drop there -> their commit there, the sides)``."""
-            theirs = {r: s for r, s in advertised.items() if r.startswith(SYNCED) and in_scope(r)
-                      and s != ZERO_SHA and SESSION_ID_RE.match(label(r).removeprefix("archive/"))}
-            sides = Sides(dict(mine), base, theirs)
-            sends, drops = {}, {}
-            for ref in sides.refs():
-                step = sides.step(repo, ref)
-                if step is Step.SAME:
-                    into.unchanged += ref in mine
-                elif step is Step.SEND:
-                    sends[ref] = mine[ref]
-                elif step is Step.DROP_THERE:
-                    drops[ref] = theirs[ref]
-                elif step is Step.DIVERGED:
-                    into.diverged.append(label(ref))
-                elif ref in mine:  # newer there, or gone there: the pull's to do
-                    into.behind.append(label(ref))
-            return sends, drops, sides
+            return plan_push(repo, Sides(dict(mine), base, named(advertised)), into)
 
         if known is not None:
             dry = PushReport(skipped=skipped)
@@ -333,8 +323,8 @@ class Remotes:
         def update_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
             sends, drops, sides = plan(remote_refs, report)
             if known is not None:  # what changed there since the fetch waits for the next round
-                moved = {r for r in set(sides.remote) | set(known)
-                         if in_scope(r) and r.startswith(SYNCED) and sides.remote.get(r) != known.get(r)}
+                fetched = named(known)
+                moved = {r for r in set(sides.remote) | set(fetched) if sides.remote.get(r) != fetched.get(r)}
                 report.moved = sorted(label(r) for r in moved)
                 sends = {r: s for r, s in sends.items() if r not in moved}
                 drops = {r: s for r, s in drops.items() if r not in moved}

@@ -14,8 +14,8 @@ its local tip L, its base O and the remote's tip R:
   still has X at the base and X's commit is kept by another synced ref; a side that gained
   turns since the base keeps X live and sends it again. Nothing unreachable is deleted.
 
-A pull carries out the steps that move refs here (:func:`pull_steps`); a push the ones that
-move the remote's (:mod:`.remote`). A ref of a session a live writer holds, or whose journal
+A pull carries out the steps that move refs here (:mod:`.pull`); a push the ones that move
+the remote's (:mod:`.remote`). A ref of a session a live writer holds, or whose journal
 holds a turn a crashed ``gs`` left, is not moved: it waits for the next sync.
 """
 
@@ -26,22 +26,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dulwich.graph import can_fast_forward, find_merge_base
+from dulwich.graph import can_fast_forward
 from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from ..errors import CorruptSession, GitSessionsError, UnsupportedVersion
-from ..rules import SESSION_ID_RE, CommitId, Lineage, SessionId, commit_message, pull_fork_name
-from .faults import writes_to
-from .git import SESSION_FILE, GitStore
-from .values import PullReport
+from ..rules import SESSION_ID_RE
+from .git import SESSION_FILE
+from .values import PushReport
 
 HEADS = b"refs/heads/"
 ARCHIVE = b"refs/archive/"
 #: The namespaces sync exchanges: live and archived sessions.
 SYNCED = (HEADS, ARCHIVE)
-_HEAD = Ref(b"HEAD")
 
 
 class Step(enum.Enum):
@@ -83,23 +80,39 @@ def decide(local: bytes | None, base: bytes | None, remote: bytes | None, *, con
     return Step.DIVERGED
 
 
-def not_a_session(repo: Repo, ref: bytes, sha: bytes) -> str | None:
-    """Why ``ref`` (at ``sha``) is no session ref to sync (design.md "Sync"), or None when it is one."""
+def not_a_session(repo: Repo, ref: bytes, sha: bytes, checked: dict[bytes, str | None] | None = None) -> str | None:
+    """Why ``ref`` (at ``sha``) is no session ref to sync (design.md "Sync"), or None when it is one.
+
+    Args:
+        repo: the repository holding the commit.
+        ref: the ref's name.
+        sha: its commit.
+        checked: commit -> verdict of the trees already looked at (both sides mostly share tips).
+    """
     name = ref.split(b"/", 2)[2].decode("utf-8", "replace")
     if not SESSION_ID_RE.match(name) or name.upper() == "HEAD":
         return "not a session id"
+    if checked is not None and sha in checked:
+        return checked[sha]
     try:
         commit = repo[ObjectID(sha)]
         tree = repo[commit.tree] if isinstance(commit, Commit) else None
+        why = None if isinstance(tree, Tree) and SESSION_FILE in tree else f"no {SESSION_FILE.decode()} in its tree"
     except KeyError:
-        return "its commit is missing"
-    if not isinstance(tree, Tree) or SESSION_FILE not in tree:
-        return f"no {SESSION_FILE.decode()} in its tree"
-    return None
+        why = "its commit is missing"
+    if checked is not None:
+        checked[sha] = why
+    return why
 
 
-def session_refs(repo: Repo, refs: Mapping[Any, bytes]) -> tuple[dict[bytes, bytes], list[tuple[str, str]]]:
+def session_refs(repo: Repo, refs: Mapping[Any, bytes], checked: dict[bytes, str | None] | None = None
+                 ) -> tuple[dict[bytes, bytes], list[tuple[str, str]]]:
     """Split ``refs`` into the session refs under ``refs/heads/`` and ``refs/archive/`` and the rest.
+
+    Args:
+        repo: the repository holding their commits.
+        refs: ref -> commit.
+        checked: shared by the calls of one sync (see :func:`not_a_session`).
 
     Returns:
         ``(session refs, [(ref name, why it is none)])``; refs outside both namespaces are left out.
@@ -109,7 +122,7 @@ def session_refs(repo: Repo, refs: Mapping[Any, bytes]) -> tuple[dict[bytes, byt
     for ref, sha in sorted(refs.items()):
         if not ref.startswith(SYNCED):
             continue
-        why = not_a_session(repo, ref, sha)
+        why = not_a_session(repo, ref, sha, checked)
         if why is None:
             kept[ref] = sha
         else:
@@ -210,165 +223,29 @@ def settle(repo: Repo, remote: str, sides: Sides, refs: list[bytes] | None = Non
             sides.base[ref] = local
 
 
-# -- the steps of a pull -----------------------------------------------------------------------
-
-
-class _Free:
-    """The lock of a ref no writer holds (archived sessions have no writer)."""
-
-    def release(self) -> None:
-        """Nothing to release."""
-
-
-def _claim(store: GitStore, ref: bytes, report: PullReport):
-    """Take the writer lock of the session ``ref`` names, or report why it waits (then None)."""
-    if not ref.startswith(HEADS):
-        return _Free()
-    sid = label(ref)
-    lock = store.lock(sid)
-    if not lock.try_acquire():
-        report.deferred.append((sid, f"will sync after the gs process writing it ends (it is {lock.holder()})"))
-        return None
-    if store.journal(sid).exists():
-        lock.release()
-        report.deferred.append((sid, "will sync after the turn a stopped gs left in its journal is saved "
-                                     f"(gs show {sid} saves it)"))
-        return None
-    return lock
-
-
-class _Pull:
-    """The steps of one pull that move refs here, reported as they go."""
-
-    def __init__(self, store: GitStore, sides: Sides, where: str):
-        self.store, self.sides, self.where = store, sides, where
-        repo = store.repo()
-        assert repo is not None
-        self.repo = repo
-        self.report = PullReport()
-
-    def _clash(self, ref: bytes) -> str | None:
-        """The local id or archive name that ``ref``'s name equals but for case, if any."""
-        name = label(ref).removeprefix("archive/")
-        names = self.store.archived_ids() if ref.startswith(ARCHIVE) else self.store.session_ids()
-        return next((n for n in names if n.casefold() == name.casefold() and n != name), None)
-
-    def take(self, ref: bytes) -> None:
-        old, new = self.sides.local.get(ref), self.sides.remote[ref]
-        what = label(ref)
-        if old is None and (clash := self._clash(ref)) is not None:
-            self.report.failed.append((what, f"{self.where} has {what}, which differs only by case from {clash} "
-                                             "here; rename one of them"))
-            return
-        lock = _claim(self.store, ref, self.report)
-        if lock is None:
-            return
-        try:
-            how = "new from" if old is None else "fast-forward from"
-            if not self.store.update_ref(Ref(ref), old.decode() if old else None, new.decode(),
-                                         f"sync: {how} {self.where}"):
-                self.report.deferred.append((what, "it moved during the sync; sync again"))
-                return
-        finally:
-            lock.release()
-        self.sides.local[ref] = new
-        if old is None:
-            self.report.created.append(what)
-        else:
-            self.report.fast_forwarded.append((what, old.decode(), new.decode()))
-
-    def diverged(self, ref: bytes) -> None:
-        mine, theirs = self.sides.local[ref], self.sides.remote[ref]
-        name, archived = label(ref).removeprefix("archive/"), ref.startswith(ARCHIVE)
-        lock = _claim(self.store, ref, self.report)
-        if lock is None:
-            return
-        try:
-            fork = pull_fork_name(self.store, name, mine.decode(), holds=lambda taker: self._holds(taker, mine))
-            fork_ref = (ARCHIVE if archived else HEADS) + fork.encode()
-            if fork_ref not in self.sides.local:
-                self._fork(name, fork, fork_ref, mine, theirs)
-            if not self.store.update_ref(Ref(ref), mine.decode(), theirs.decode(),
-                                         f"sync: diverged; {self.where}'s side keeps {name}, this side is {fork}"):
-                self.report.deferred.append((label(ref), "it moved during the sync; sync again"))
-                return
-        except GitSessionsError as exc:  # a commit hook refused the fork, the disk is full...
-            self.report.failed.append((label(ref), f"diverged, and its fork could not be made: {exc}"))
-            return
-        finally:
-            lock.release()
-        self.sides.local[ref] = theirs
-        self.report.forks.append((label(ref), label(fork_ref), mine.decode()))
-
-    def _holds(self, taker: str, mine: bytes) -> bool:
-        """True when the session or archive ``taker`` names already holds commit ``mine`` (an earlier fork)."""
-        ref = ARCHIVE + taker[len("archive/"):].encode() if taker.startswith("archive/") else HEADS + taker.encode()
-        tip = self.sides.local.get(ref)
-        return tip is not None and can_fast_forward(self.repo, ObjectID(mine), ObjectID(tip))
-
-    def _fork(self, name: str, fork: SessionId, fork_ref: bytes, mine: bytes, theirs: bytes) -> None:
-        if fork_ref.startswith(ARCHIVE):  # an archived side stays archived: a ref, no new commit
-            self.store.update_ref(Ref(fork_ref), None, mine.decode(), f"sync: diverged from archive/{name}")
-            self.sides.local[fork_ref] = mine
-            return
-        try:
-            events = self.store.load(name, mine.decode()).events
-        except (CorruptSession, UnsupportedVersion):
-            events = []  # still kept: gs list flags the damaged log
-        bases = find_merge_base(self.repo, [ObjectID(mine), ObjectID(theirs)])
-        # Unrelated histories (the same id made on two machines) have no common commit:
-        # the fork then names the commit it sits on.
-        at = CommitId((bases[0] if bases else mine).decode())
-        message = commit_message(fork, events, kind="fork", lineage=Lineage(SessionId(name), at), why="diverged")
-        self.sides.local[fork_ref] = self.store.branch_from(fork, mine.decode(), message).encode()
-
-    def drop(self, ref: bytes) -> None:
-        sha = self.sides.local[ref]
-        keeper = holder(self.repo, sha, self.sides.local, ref)
-        if keeper is None:  # what keeps it there did not arrive here (reported): keep it
-            return
-        lock = _claim(self.store, ref, self.report)
-        if lock is None:
-            return
-        try:
-            if not self.repo.refs.remove_if_equals(Ref(ref), ObjectID(sha)):
-                self.report.deferred.append((label(ref), "it moved during the sync; sync again"))
-                return
-            if self.repo.refs.read_ref(_HEAD) == b"ref: " + ref and keeper.startswith(HEADS):
-                self.repo.refs.set_symbolic_ref(_HEAD, Ref(keeper))  # the current session, renamed there
-        finally:
-            lock.release()
-        del self.sides.local[ref]
-        self.report.dropped.append((label(ref), label(keeper)))
-
-
-@writes_to(lambda store, *args, **kwargs: store.path)
-def pull_steps(store: GitStore, sides: Sides, where: str) -> PullReport:
-    """Carry out every step that moves a ref here; ``sides.local`` follows what was done.
-
-    Takes and divergences come first: they make the refs that keep what a drop removes.
+def plan_push(repo: Repo, sides: Sides, into: PushReport) -> tuple[dict[bytes, bytes], dict[bytes, bytes], Sides]:
+    """Plan a push: what to send, what to drop there; count the rest into ``into``.
 
     Args:
-        store: the session store.
-        sides: the refs of both sides and the base (``local`` is updated).
-        where: how messages name the remote.
+        repo: the local repository.
+        sides: the local session refs, the base and the remote's (as advertised or fetched).
+        into: gets ``unchanged``, ``diverged`` and ``behind`` (newer or gone there: the pull's to do).
 
     Returns:
-        What was done, deferred or refused.
-
-    Raises:
-        DiskFull, RepoReadOnly: the repo cannot be written (see :mod:`.faults`).
+        ``(ref -> local commit to send, ref -> its commit there to drop, sides)``.
     """
-    pull = _Pull(store, sides, where)
-    steps = {ref: sides.step(pull.repo, ref) for ref in sides.refs()}
-    for ref, step in steps.items():
-        if step is Step.TAKE:
-            pull.take(ref)
+    sends: dict[bytes, bytes] = {}
+    drops: dict[bytes, bytes] = {}
+    for ref in sides.refs():
+        step = sides.step(repo, ref)
+        if step is Step.SAME:
+            into.unchanged += ref in sides.local
+        elif step is Step.SEND:
+            sends[ref] = sides.local[ref]
+        elif step is Step.DROP_THERE:
+            drops[ref] = sides.remote[ref]
         elif step is Step.DIVERGED:
-            pull.diverged(ref)
-        elif step is Step.SAME:
-            pull.report.unchanged += 1
-    for ref, step in steps.items():
-        if step is Step.DROP_HERE:
-            pull.drop(ref)
-    return pull.report
+            into.diverged.append(label(ref))
+        elif ref in sides.local:
+            into.behind.append(label(ref))
+    return sends, drops, sides
