@@ -240,6 +240,8 @@ def test_refs_that_are_no_sessions_are_skipped_with_one_warning(pair):
                       "refs/heads/nosess (no session.jsonl in its tree)"], err
     assert mine == ["skipped 2 local refs that are no session: refs/heads/feature/y (not a session id), "
                     "refs/heads/junk (no session.jsonl in its tree)"], err
+    r = a("sync")  # the warnings again, and nothing else to do
+    assert r.code == 0 and r.err.splitlines()[-1] == "up to date with origin" and len(r.err.splitlines()) == 3, r.err
     _ok(b("sync"), "updated: w")
     assert _tip(b.repo, "w") == _tip(a.repo, "w") == _tip(remote, "w")
     assert "nosess" not in _git(b.repo, "branch") and "feature" not in _git(b.repo, "branch")

@@ -191,8 +191,7 @@ def sync(ctx: typer.Context, remote: RemoteArg = None) -> None:
     if report.push.moved:
         err(f"{where} kept changing during the sync; run gs sync again")
         ok = False
-    elif not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.failed
-              or report.push.skipped):
+    elif not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.failed):
         err(f"up to date with {where}")
     if not ok:
         raise typer.Exit(1)

@@ -294,10 +294,10 @@ class Remotes:
         report.skipped = skipped
         base = {r: s for r, s in load_base(repo, name).items() if in_scope(r)} if name else {}
 
-        def named(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
-            """The refs of ``refs`` named like sessions in scope (a stranger there is never touched)."""
-            return {r: s for r, s in refs.items() if r.startswith(SYNCED) and in_scope(r) and s != ZERO_SHA
-                    and SESSION_ID_RE.match(label(r).removeprefix("archive/"))}
+        def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:
+            """The refs of ``refs`` named like sessions (in scope): a stranger there is never touched."""
+            return {r: s for r, s in refs.items() if r.startswith(SYNCED) and (in_scope(r) or not scoped)
+                    and s != ZERO_SHA and SESSION_ID_RE.match(label(r).removeprefix("archive/"))}
 
         def plan(advertised: dict[bytes, bytes], into: PushReport) -> tuple[dict, dict, Sides]:
             return plan_push(repo, Sides(dict(mine), base, named(advertised)), into)
@@ -337,12 +337,11 @@ class Remotes:
 
         def drop_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
             new_refs = dict(remote_refs)
-            theirs = {r: s for r, s in remote_refs.items() if r.startswith(SYNCED) and s != ZERO_SHA}
+            theirs = named(remote_refs, scoped=False)
             for ref, old in sorted(to_drop.items()):
-                keeper = holder(repo, old, theirs, ref)
                 if theirs.get(ref) != old:  # compare-and-swap on the base: it moved there
                     report.moved.append(label(ref))
-                elif keeper is not None:  # else what keeps it there was refused: it stays
+                elif (keeper := holder(repo, old, theirs, ref)) is not None:  # else its keeper was refused
                     new_refs[ref] = ZERO_SHA
                     dropping[ref] = keeper
             return new_refs

@@ -223,9 +223,9 @@ class PullReport:
     unchanged: int = 0
 
     def changed(self) -> bool:
-        """True when the pull moved, or has to report, anything."""
+        """True when the pull moved a session ref, or has one to report (strangers aside)."""
         return bool(self.created or self.fast_forwarded or self.forks or self.dropped or self.deferred
-                    or self.failed or self.skipped)
+                    or self.failed)
 
 
 @dataclass
