@@ -145,10 +145,14 @@ def test_plain_git_fetch_keeps_the_sync_layout(pair):
     assert r.code == 0 and r.err == "up to date with origin\n", r.err
 
 
-def test_old_style_tracking_refs_are_removed(pair):
+def test_a_remote_added_before_the_sync_base_gets_its_layout(pair):
     a, _b, _remote = pair
-    _git(a.repo, "update-ref", "refs/remotes/origin/w", _tip(a.repo, "w"))
+    _git(a.repo, "config", "--unset-all", "remote.origin.fetch")
+    _git(a.repo, "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+    _git(a.repo, "update-ref", "refs/remotes/origin/w", _tip(a.repo, "w"))  # what plain git fetch made then
     _ok(a("sync"))
+    assert _git(a.repo, "config", "--get-all", "remote.origin.fetch").split() == [
+        "+refs/heads/*:refs/remotes/origin/heads/*", "+refs/archive/*:refs/remotes/origin/archive/*"]
     assert _git(a.repo, "for-each-ref", "--format=%(refname)", "refs/remotes").split() == [
         "refs/remotes/origin/heads/w"]
 

@@ -22,13 +22,25 @@ from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_pa
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import ZERO_SHA
 from dulwich.refs import Ref
+from dulwich.repo import Repo
 
 from ..errors import RemoteError
-from ..rules import SESSION_ID_RE
 from .faults import writes_to
 from .git import GitStore
 from .pull import pull_steps
-from .sync import SYNCED, Sides, holder, label, load_base, plan_push, session_refs, settle
+from .sync import (
+    SYNCED,
+    Sides,
+    holder,
+    label,
+    load_base,
+    named_like_a_session,
+    plan_push,
+    session_refs,
+    settle,
+    upgrade_refspecs,
+    write_refspecs,
+)
 from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -97,11 +109,7 @@ class Remotes:
 
     @writes_to(lambda self, *args, **kwargs: self.store.path)
     def add(self, name: str, url: str) -> bool:
-        """Add remote ``name`` (git's layout, with fetch refspecs for plain git).
-
-        The refspecs put the remote's branches and archives where sync keeps its base
-        (``refs/remotes/<name>/heads/*``, ``.../archive/*``), so a plain ``git fetch`` keeps
-        the same layout.
+        """Add remote ``name`` as git keeps one, with the fetch refspecs of :func:`.sync.write_refspecs`.
 
         Returns:
             True when a password was stripped from the URL (it is never stored).
@@ -121,9 +129,7 @@ class Remotes:
         config = repo.get_config()
         section = (b"remote", name.encode())
         config.set(section, b"url", url.encode())
-        config.set(section, b"fetch", f"+refs/heads/*:refs/remotes/{name}/heads/*".encode())
-        config.add(section, b"fetch", f"+refs/archive/*:refs/remotes/{name}/archive/*".encode())
-        config.write_to_path()
+        write_refspecs(config, name)
         return stripped
 
     @writes_to(lambda self, *args, **kwargs: self.store.path)
@@ -134,8 +140,7 @@ class Remotes:
             RemoteError: no such remote.
         """
         self.url(name)
-        repo = self.store.repo()
-        assert repo is not None
+        repo = self._open()
         config = repo.get_config()
         del config[(b"remote", name.encode())]
         config.write_to_path()
@@ -184,9 +189,7 @@ class Remotes:
     def _where(self, remote: str) -> tuple[str, str | None]:
         """Return how messages name ``remote``, and its configured name (None for a URL: no sync base)."""
         _url, named = self._location(remote)
-        if named:
-            return remote, remote
-        return (remote if _REMOTE_NAME_RE.match(remote) else "remote"), None
+        return (remote, remote) if named else ("remote", None)
 
     def fetch(self, remote: str) -> dict[bytes, bytes]:
         """Fetch the objects of the session branches and archives of ``remote`` (a name or URL).
@@ -208,8 +211,7 @@ class Remotes:
         def wants(refs: dict, depth: int | None = None) -> list[bytes]:
             # by name only: a ref named like a session is fetched to see whether its tree is one
             return [sha for ref, sha in refs.items()
-                    if ref.startswith(SYNCED) and SESSION_ID_RE.match(ref.split(b"/", 2)[2].decode("utf-8", "replace"))
-                    and sha and sha != ZERO_SHA and sha not in repo.object_store]
+                    if named_like_a_session(ref) and sha and sha != ZERO_SHA and sha not in repo.object_store]
 
         try:
             result = client.fetch(path, repo, determine_wants=wants)
@@ -227,18 +229,24 @@ class Remotes:
         """
         return self._pull(remote, self.fetch(remote))
 
-    def _pull(self, remote: str, fetched: dict[bytes, bytes]) -> PullReport:
-        where, name = self._where(remote)
+    def _open(self) -> Repo:
         repo = self.store.repo()
         assert repo is not None
+        return repo
+
+    def _pull(self, remote: str, fetched: dict[bytes, bytes]) -> PullReport:
+        where, name = self._where(remote)
+        repo = self._open()
         checked: dict[bytes, str | None] = {}
         theirs, skipped = session_refs(repo, fetched, checked)
         mine, _ = session_refs(repo, repo.refs.as_dict(), checked)  # a stranger here is the push's to report
+        if name:
+            upgrade_refspecs(repo, name)
         sides = Sides(mine, load_base(repo, name) if name else {}, theirs)
         report = pull_steps(self.store, sides, where)
         report.skipped = skipped
         if name:
-            settle(self.store.repo() or repo, name, sides)
+            settle(self._open(), name, sides)
         return report
 
     def sync(self, remote: str) -> SyncReport:
@@ -281,10 +289,9 @@ class Remotes:
               known: dict[bytes, bytes] | None = None) -> PushReport:
         url, _named = self._location(remote)
         where, name = self._where(remote)
-        found = self.store.repo()
-        if found is None:
+        if not self.store.exists():
             return PushReport()
-        repo = found
+        repo = self._open()
 
         def in_scope(ref: bytes) -> bool:
             return only is None or label(ref).removeprefix("archive/") in only
@@ -296,8 +303,8 @@ class Remotes:
 
         def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:
             """The refs of ``refs`` named like sessions (in scope): a stranger there is never touched."""
-            return {r: s for r, s in refs.items() if r.startswith(SYNCED) and (in_scope(r) or not scoped)
-                    and s != ZERO_SHA and SESSION_ID_RE.match(label(r).removeprefix("archive/"))}
+            return {r: s for r, s in refs.items()
+                    if named_like_a_session(r) and (in_scope(r) or not scoped) and s != ZERO_SHA}
 
         def plan(advertised: dict[bytes, bytes], into: PushReport) -> tuple[dict, dict, Sides]:
             return plan_push(repo, Sides(dict(mine), base, named(advertised)), into)
@@ -311,9 +318,7 @@ class Remotes:
                 return dry
         if self.store.exists():
             self.store.gc()
-        found = self.store.repo()
-        assert found is not None
-        repo = found
+        repo = self._open()
         said = bytearray()  # what the server's hooks wrote (sideband 2), e.g. why they refused
         client, path = self._client(url, "push")
         sent: dict[bytes, bytes] = {}

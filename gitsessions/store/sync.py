@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dulwich.config import ConfigFile
 from dulwich.graph import can_fast_forward
 from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
@@ -80,6 +81,12 @@ def decide(local: bytes | None, base: bytes | None, remote: bytes | None, *, con
     return Step.DIVERGED
 
 
+def named_like_a_session(ref: bytes) -> bool:
+    """True for ``refs/heads/<id>`` and ``refs/archive/<id>`` named by a session id (whatever the tree)."""
+    name = ref.split(b"/", 2)[2].decode("utf-8", "replace") if ref.startswith(SYNCED) else ""
+    return bool(SESSION_ID_RE.match(name)) and name.upper() != "HEAD"
+
+
 def not_a_session(repo: Repo, ref: bytes, sha: bytes, checked: dict[bytes, str | None] | None = None) -> str | None:
     """Why ``ref`` (at ``sha``) is no session ref to sync (design.md "Sync"), or None when it is one.
 
@@ -89,8 +96,7 @@ def not_a_session(repo: Repo, ref: bytes, sha: bytes, checked: dict[bytes, str |
         sha: its commit.
         checked: commit -> verdict of the trees already looked at (both sides mostly share tips).
     """
-    name = ref.split(b"/", 2)[2].decode("utf-8", "replace")
-    if not SESSION_ID_RE.match(name) or name.upper() == "HEAD":
+    if not named_like_a_session(ref):
         return "not a session id"
     if checked is not None and sha in checked:
         return checked[sha]
@@ -181,6 +187,26 @@ class Sides:
 
 
 # -- the sync base -----------------------------------------------------------------------------
+
+
+def write_refspecs(config: ConfigFile, remote: str) -> None:
+    """Write the fetch refspecs of ``remote`` that put its refs where the sync base lives.
+
+    So a plain ``git fetch`` keeps the same layout: ``refs/remotes/<remote>/heads/*`` and
+    ``refs/remotes/<remote>/archive/*``.
+    """
+    section = (b"remote", remote.encode())
+    config.set(section, b"fetch", f"+refs/heads/*:refs/remotes/{remote}/heads/*".encode())
+    config.add(section, b"fetch", f"+refs/archive/*:refs/remotes/{remote}/archive/*".encode())
+    config.write_to_path()
+
+
+def upgrade_refspecs(repo: Repo, remote: str) -> None:
+    """Rewrite the one fetch refspec a remote added before the sync base has (``refs/remotes/<remote>/*``)."""
+    config = repo.get_config()
+    if list(config.get_multivar((b"remote", remote.encode()), b"fetch")) == [
+            f"+refs/heads/*:refs/remotes/{remote}/*".encode()]:
+        write_refspecs(config, remote)
 
 
 def _tracking(remote: str, ref: bytes) -> Ref:
