@@ -80,6 +80,8 @@ class Remotes:
         self.username = username
         self.password = password
         self.ssh_command = ssh_command
+        #: commit -> why its tree is no session's (None: it is one); commits never change
+        self._checked: dict[bytes, str | None] = {}
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -237,9 +239,8 @@ class Remotes:
     def _pull(self, remote: str, fetched: dict[bytes, bytes]) -> PullReport:
         where, name = self._where(remote)
         repo = self._open()
-        checked: dict[bytes, str | None] = {}
-        theirs, skipped = session_refs(repo, fetched, checked)
-        mine, _ = session_refs(repo, repo.refs.as_dict(), checked)  # a stranger here is the push's to report
+        theirs, skipped = session_refs(repo, fetched, self._checked)
+        mine, _ = session_refs(repo, repo.refs.as_dict(), self._checked)  # a stranger here: the push says
         if name:
             upgrade_refspecs(repo, name)
         sides = Sides(mine, load_base(repo, name) if name else {}, theirs)
@@ -297,7 +298,8 @@ class Remotes:
             return only is None or label(ref).removeprefix("archive/") in only
 
         report = PushReport()
-        mine, skipped = session_refs(repo, {r: s for r, s in repo.refs.as_dict().items() if in_scope(r)})
+        mine, skipped = session_refs(repo, {r: s for r, s in repo.refs.as_dict().items() if in_scope(r)},
+                                     self._checked)
         report.skipped = skipped
         base = {r: s for r, s in load_base(repo, name).items() if in_scope(r)} if name else {}
 

@@ -94,7 +94,7 @@ def not_a_session(repo: Repo, ref: bytes, sha: bytes, checked: dict[bytes, str |
         repo: the repository holding the commit.
         ref: the ref's name.
         sha: its commit.
-        checked: commit -> verdict of the trees already looked at (both sides mostly share tips).
+        checked: commit -> verdict of the trees already looked at (a commit never changes).
     """
     if not named_like_a_session(ref):
         return "not a session id"
@@ -118,7 +118,7 @@ def session_refs(repo: Repo, refs: Mapping[Any, bytes], checked: dict[bytes, str
     Args:
         repo: the repository holding their commits.
         refs: ref -> commit.
-        checked: shared by the calls of one sync (see :func:`not_a_session`).
+        checked: verdicts by commit already reached (see :func:`not_a_session`); filled here.
 
     Returns:
         ``(session refs, [(ref name, why it is none)])``; refs outside both namespaces are left out.
