@@ -160,8 +160,14 @@ def test_a_remote_added_before_the_sync_base_gets_its_layout(pair):
 # -- renames, archives and restores travel ----------------------------------------------------
 
 
-def test_a_rename_travels_and_does_not_come_back(pair):
-    a, b, remote = pair
+@pytest.mark.parametrize("transport", ["path", *NETWORK], indirect=True)
+def test_a_rename_travels_and_does_not_come_back(transport: Transport, machines):  # noqa: F811
+    a, b = machines
+    remote = init_bare(transport.root / "remote.git")
+    _ok(a("ask", "w", "one"))
+    _ok(a("remote", "add", "origin", transport.url("remote.git")))
+    _ok(a("push"))
+    _ok(b("clone", transport.url("remote.git"), str(b.repo)))
     _ok(a("rename", "w", "proj"))
     _ok(a("sync"), "pushed refs/heads/proj", "removed from origin: refs/heads/w (its saves are in refs/heads/proj)")
     _ok(b("sync"), "new: proj", "renamed on origin: w -> proj")
