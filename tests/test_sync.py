@@ -131,6 +131,34 @@ def test_the_same_id_made_on_two_machines_keeps_both(machines, tmp_path: Path): 
     _all_clean(a.repo, b.repo, remote)
 
 
+def test_ids_that_differ_only_by_case_are_refused_until_one_is_renamed(machines, tmp_path: Path):  # noqa: F811
+    a, b = machines
+    remote = init_bare(tmp_path / "remote.git")
+    _ok(a("ask", "Work", "on a"))
+    _ok(b("ask", "work", "on b"))
+    for run in (a, b):
+        _ok(run("remote", "add", "origin", str(remote)))
+    _ok(a("sync"))
+    r = b("sync")
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert "not synced: Work: origin has Work, which differs only by case from work here; rename one of them" in r.err
+    assert "refused: refs/heads/work: the remote has Work, which differs only by case; rename one of them" in r.err
+    assert _git(remote, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/Work"]
+    _ok(b("rename", "work", "work-b"))
+    _ok(b("sync"), "new: Work", "pushed refs/heads/work-b")
+    _ok(a("sync"), "new: work-b")
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+
+
+def test_a_rename_by_case_only_travels(pair):
+    a, b, remote = pair
+    _ok(a("rename", "w", "W"))
+    _ok(a("sync"), "pushed refs/heads/W", "removed from origin: refs/heads/w")
+    _ok(b("sync"), "renamed on origin: w -> W")
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+    assert _git(remote, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/W"]
+
+
 def test_plain_git_fetch_keeps_the_sync_layout(pair):
     a, _b, _remote = pair
     assert _git(a.repo, "config", "--get-all", "remote.origin.fetch").split() == [

@@ -62,10 +62,14 @@ class _Pull:
         names = self.store.archived_ids() if ref.startswith(ARCHIVE) else self.store.session_ids()
         return next((n for n in names if n.casefold() == name.casefold() and n != name), None)
 
-    def take(self, ref: bytes) -> None:
+    def take(self, ref: bytes, steps: dict[bytes, Step]) -> None:
         old, new = self.sides.local.get(ref), self.sides.remote[ref]
         what = label(ref)
         if old is None and (clash := self._clash(ref)) is not None:
+            other = ref[: -len(clash)] + clash.encode()
+            if steps.get(other) is Step.DROP_HERE and self.sides.local[other] == new and ref.startswith(HEADS):
+                self._recase(other, ref)  # renamed there by case only
+                return
             self.report.failed.append((what, f"{self.where} has {what}, which differs only by case from {clash} "
                                              "here; rename one of them"))
             return
@@ -85,6 +89,21 @@ class _Pull:
             self.report.created.append(what)
         else:
             self.report.fast_forwarded.append((what, old.decode(), new.decode()))
+
+    def _recase(self, old: bytes, new: bytes) -> None:
+        """Rename session ``old`` to ``new``, its name in another case, as the remote did."""
+        lock = _claim(self.store, old, self.report)
+        if lock is None:
+            return
+        try:
+            self.store.rename(label(old), label(new))
+        except GitSessionsError as exc:
+            self.report.failed.append((label(old), f"could not be renamed to {label(new)} as on {self.where}: {exc}"))
+            return
+        finally:
+            lock.release()
+        self.sides.local[new] = self.sides.local.pop(old)
+        self.report.dropped.append((label(old), label(new)))
 
     def diverged(self, ref: bytes) -> None:
         mine, theirs = self.sides.local[ref], self.sides.remote[ref]
@@ -172,12 +191,12 @@ def pull_steps(store: GitStore, sides: Sides, where: str) -> PullReport:
     steps = {ref: sides.step(pull.repo, ref) for ref in sides.refs()}
     for ref, step in steps.items():
         if step is Step.TAKE:
-            pull.take(ref)
+            pull.take(ref, steps)
         elif step is Step.DIVERGED:
             pull.diverged(ref)
         elif step is Step.SAME:
             pull.report.unchanged += 1
     for ref, step in steps.items():
-        if step is Step.DROP_HERE:
+        if step is Step.DROP_HERE and ref in sides.local:  # (not renamed by case above)
             pull.drop(ref)
     return pull.report

@@ -255,17 +255,23 @@ def plan_push(repo: Repo, sides: Sides, into: PushReport) -> tuple[dict[bytes, b
     Args:
         repo: the local repository.
         sides: the local session refs, the base and the remote's (as advertised or fetched).
-        into: gets ``unchanged``, ``diverged`` and ``behind`` (newer or gone there: the pull's to do).
+        into: gets ``unchanged``, ``diverged``, ``behind`` (newer or gone there: the pull's to do)
+            and ``failed`` (an id that differs only by case from one there).
 
     Returns:
         ``(ref -> local commit to send, ref -> its commit there to drop, sides)``.
     """
     sends: dict[bytes, bytes] = {}
     drops: dict[bytes, bytes] = {}
-    for ref in sides.refs():
-        step = sides.step(repo, ref)
+    steps = {ref: sides.step(repo, ref) for ref in sides.refs()}
+    # ids may not differ only by case (design.md); one that goes there (renamed by case here) may
+    folded = {ref.lower(): ref for ref in sides.remote if steps[ref] is not Step.DROP_THERE}
+    for ref, step in steps.items():
         if step is Step.SAME:
             into.unchanged += ref in sides.local
+        elif step is Step.SEND and ref not in sides.remote and ref.lower() in folded:
+            into.failed.append((ref.decode("utf-8", "replace"), f"the remote has {label(folded[ref.lower()])}, "
+                                "which differs only by case; rename one of them"))
         elif step is Step.SEND:
             sends[ref] = sides.local[ref]
         elif step is Step.DROP_THERE:
