@@ -272,11 +272,11 @@ def test_refs_that_are_no_sessions_are_skipped_with_one_warning(pair):
     _ok(a("ask", "w", "two"))
     err = _ok(a("sync"), "pushed refs/heads/w")
     lines = err.splitlines()
-    theirs = [line for line in lines if "origin's refs" in line]
+    theirs = [line for line in lines if "refs of origin" in line]
     mine = [line for line in lines if "local refs" in line]
-    assert theirs == ["skipped 2 origin's refs that are no session: refs/heads/feature/x (not a session id), "
+    assert theirs == ["skipped 2 refs of origin that are not sessions: refs/heads/feature/x (not a session id), "
                       "refs/heads/nosess (no session.jsonl in its tree)"], err
-    assert mine == ["skipped 2 local refs that are no session: refs/heads/feature/y (not a session id), "
+    assert mine == ["skipped 2 local refs that are not sessions: refs/heads/feature/y (not a session id), "
                     "refs/heads/junk (no session.jsonl in its tree)"], err
     r = a("sync")  # the warnings again, and nothing else to do
     assert r.code == 0 and r.err.splitlines()[-1] == "up to date with origin" and len(r.err.splitlines()) == 3, r.err

@@ -81,17 +81,20 @@ def remote_remove(ctx: typer.Context, name: Annotated[str, typer.Argument(help="
     err(f"removed remote {name}")
 
 
-def _strangers(skipped: list[tuple[str, str]], whose: str) -> None:
-    """One line for every ref that is no session (they are never synced, and never stop a sync)."""
+def _strangers(skipped: list[tuple[str, str]], where: str | None = None) -> None:
+    """One line for the refs that are no sessions, ``where``'s or local ones (never synced, never a stop)."""
     if skipped:
         n = len(skipped)
-        err(f"skipped {n} {whose} ref{'s' if n != 1 else ''} that {'are' if n != 1 else 'is'} no session: "
+        refs = f"ref{'s' if n != 1 else ''}"
+        refs = f"{n} {refs} of {where}" if where else f"{n} local {refs}"
+        what = "are not sessions" if n != 1 else "is not a session"
+        err(f"skipped {refs} that {what}: "
             + ", ".join(f"{ref} ({why})" for ref, why in skipped))
 
 
 def _print_push(report, where: str, *, alone: bool = True) -> bool:
     """Print what a push did; ``alone`` when not after a pull (which already said what waits)."""
-    _strangers(report.skipped, "local")
+    _strangers(report.skipped)
     for ref in report.pushed:
         err(f"pushed {ref} to {where}")
     for ref, kept in report.deleted:
@@ -113,7 +116,7 @@ def _print_push(report, where: str, *, alone: bool = True) -> bool:
 
 def _print_pull(report, where: str) -> bool:
     """Print what a pull did (one line each); return False when something could not be synced."""
-    _strangers(report.skipped, f"{where}'s")
+    _strangers(report.skipped, where)
     for sid in report.created:
         err(f"new: {sid}")
     for sid, old, new in report.fast_forwarded:
