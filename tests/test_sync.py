@@ -150,6 +150,19 @@ def test_ids_that_differ_only_by_case_are_refused_until_one_is_renamed(machines,
     assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
 
 
+def test_a_name_used_again_after_a_rename_is_followed_not_forked(pair):
+    a, b, remote = pair
+    old = _tip(a.repo, "w")
+    _ok(a("rename", "w", "w-old"))
+    _ok(a("ask", "w", "a new w"))
+    _ok(a("sync"), "pushed refs/heads/w-old", "pushed refs/heads/w")
+    err = _ok(b("sync"), "new: w-old", "updated: w")
+    assert "diverged" not in err
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+    assert _messages(b, "w")[0] == "a new w" and _tip(b.repo, "w-old") == old
+    _all_clean(a.repo, b.repo, remote)
+
+
 def test_a_rename_by_case_only_travels(pair):
     a, b, remote = pair
     _ok(a("rename", "w", "W"))

@@ -289,7 +289,7 @@ class Remotes:
     def _push(self, remote: str, *, only: Collection[str] | None = None,
               known: dict[bytes, bytes] | None = None) -> PushReport:
         url, _named = self._location(remote)
-        where, name = self._where(remote)
+        _where, name = self._where(remote)
         if not self.store.exists():
             return PushReport()
         repo = self._open()
@@ -297,14 +297,12 @@ class Remotes:
         def in_scope(ref: bytes) -> bool:
             return only is None or label(ref).removeprefix("archive/") in only
 
-        report = PushReport()
         mine, skipped = session_refs(repo, {r: s for r, s in repo.refs.as_dict().items() if in_scope(r)},
                                      self._checked)
-        report.skipped = skipped
+        report = PushReport(skipped=skipped)
         base = {r: s for r, s in load_base(repo, name).items() if in_scope(r)} if name else {}
 
-        def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:
-            """The refs of ``refs`` named like sessions (in scope): a stranger there is never touched."""
+        def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:  # strangers: untouched
             return {r: s for r, s in refs.items()
                     if named_like_a_session(r) and (in_scope(r) or not scoped) and s != ZERO_SHA}
 
@@ -324,7 +322,7 @@ class Remotes:
         said = bytearray()  # what the server's hooks wrote (sideband 2), e.g. why they refused
         client, path = self._client(url, "push")
         sent: dict[bytes, bytes] = {}
-        to_drop: dict[bytes, bytes] = {}
+        to_drop: dict[bytes, tuple[bytes, bytes]] = {}
         after: dict[bytes, bytes] = {}  # the remote's session refs once this push is done
 
         def update_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
@@ -345,11 +343,11 @@ class Remotes:
         def drop_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
             new_refs = dict(remote_refs)
             theirs = named(remote_refs, scoped=False)
-            for ref, old in sorted(to_drop.items()):
+            for ref, (old, new) in sorted(to_drop.items()):
                 if theirs.get(ref) != old:  # compare-and-swap on the base: it moved there
                     report.moved.append(label(ref))
                 elif (keeper := holder(repo, old, theirs, ref)) is not None:  # else its keeper was refused
-                    new_refs[ref] = ZERO_SHA
+                    new_refs[ref] = new
                     dropping[ref] = keeper
             return new_refs
 
@@ -360,20 +358,22 @@ class Remotes:
         dropping: dict[bytes, bytes] = {}
         report.connected = True
         status = self._send(url, client, path, update_refs, pack_data, said)
-        for ref, sha in sent.items():
-            if self._refused(ref, status, said, report):
-                continue
-            report.pushed.append(ref.decode("utf-8", "replace"))
-            after[ref] = sha
+        for ref, sha in sent.items():  # session ref names: plain ASCII
+            if not self._refused(ref, status, said, report):
+                report.pushed.append(ref.decode())
+                after[ref] = sha
         if to_drop:
             said.clear()
             status = self._send(url, client, path, drop_refs, pack_data, said)
             for ref, keeper in dropping.items():
                 if not self._refused(ref, status, said, report):
-                    report.deleted.append((ref.decode("utf-8", "replace"), keeper.decode("utf-8", "replace")))
-                    after.pop(ref, None)
+                    after[ref] = to_drop[ref][1]
+                    if after[ref] == ZERO_SHA:
+                        report.deleted.append((ref.decode(), keeper.decode()))
+                    else:  # the name used again here
+                        report.pushed.append(ref.decode())
         if name:
-            settle(repo, name, Sides(mine, base, after))
+            settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}))
         return report
 
     def _send(self, url: str, client, path: str, update_refs, pack_data, said: bytearray) -> dict:

@@ -13,6 +13,7 @@ its local tip L, its base O and the remote's tip R:
 - Gone on one side (a rename, an archive, a restore): the other side drops X too when it
   still has X at the base and X's commit is kept by another synced ref; a side that gained
   turns since the base keeps X live and sends it again. Nothing unreachable is deleted.
+  When one side then used the name X again, the side still at the base follows it.
 
 A pull carries out the steps that move refs here (:mod:`.pull`); a push the ones that move
 the remote's (:mod:`.remote`). A ref of a session a live writer holds, or whose journal
@@ -28,7 +29,7 @@ from typing import Any
 
 from dulwich.config import ConfigFile
 from dulwich.graph import can_fast_forward
-from dulwich.objects import Commit, ObjectID, Tree
+from dulwich.objects import ZERO_SHA, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -77,6 +78,12 @@ def decide(local: bytes | None, base: bytes | None, remote: bytes | None, *, con
     if contains(local, remote):
         return Step.TAKE
     if contains(remote, local):
+        return Step.SEND
+    # Renamed away and the name used again for something new: the old saves are kept under
+    # the new name, so the side that did not change follows (not a fork of nothing new).
+    if local == base and kept_there(local):
+        return Step.TAKE
+    if remote == base and kept_here(remote):
         return Step.SEND
     return Step.DIVERGED
 
@@ -249,8 +256,9 @@ def settle(repo: Repo, remote: str, sides: Sides, refs: list[bytes] | None = Non
             sides.base[ref] = local
 
 
-def plan_push(repo: Repo, sides: Sides, into: PushReport) -> tuple[dict[bytes, bytes], dict[bytes, bytes], Sides]:
-    """Plan a push: what to send, what to drop there; count the rest into ``into``.
+def plan_push(repo: Repo, sides: Sides, into: PushReport
+              ) -> tuple[dict[bytes, bytes], dict[bytes, tuple[bytes, bytes]], Sides]:
+    """Plan a push: what to send, what to drop or replace there; count the rest into ``into``.
 
     Args:
         repo: the local repository.
@@ -259,25 +267,31 @@ def plan_push(repo: Repo, sides: Sides, into: PushReport) -> tuple[dict[bytes, b
             and ``failed`` (an id that differs only by case from one there).
 
     Returns:
-        ``(ref -> local commit to send, ref -> its commit there to drop, sides)``.
+        ``(ref -> local commit to send, ref -> (its commit there, what it becomes: ZERO_SHA
+        to drop it), sides)``: the second map goes in a request of its own once the refs that
+        keep its commits there are accepted.
     """
     sends: dict[bytes, bytes] = {}
-    drops: dict[bytes, bytes] = {}
+    later: dict[bytes, tuple[bytes, bytes]] = {}
     steps = {ref: sides.step(repo, ref) for ref in sides.refs()}
     # ids may not differ only by case (design.md); one that goes there (renamed by case here) may
     folded = {ref.lower(): ref for ref in sides.remote if steps[ref] is not Step.DROP_THERE}
     for ref, step in steps.items():
+        local, remote = sides.local.get(ref), sides.remote.get(ref)
         if step is Step.SAME:
-            into.unchanged += ref in sides.local
-        elif step is Step.SEND and ref not in sides.remote and ref.lower() in folded:
+            into.unchanged += local is not None
+        elif step is Step.SEND and remote is None and ref.lower() in folded:
             into.failed.append((ref.decode("utf-8", "replace"), f"the remote has {label(folded[ref.lower()])}, "
                                 "which differs only by case; rename one of them"))
+        elif step is Step.SEND and remote is not None and not can_fast_forward(repo, ObjectID(remote),
+                                                                               ObjectID(local or b"")):
+            later[ref] = (remote, sides.local[ref])  # the name used again here: replaced there
         elif step is Step.SEND:
             sends[ref] = sides.local[ref]
         elif step is Step.DROP_THERE:
-            drops[ref] = sides.remote[ref]
+            later[ref] = (sides.remote[ref], ZERO_SHA)
         elif step is Step.DIVERGED:
             into.diverged.append(label(ref))
-        elif ref in sides.local:
+        elif local is not None:
             into.behind.append(label(ref))
-    return sends, drops, sides
+    return sends, later, sides
