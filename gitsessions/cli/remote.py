@@ -105,7 +105,7 @@ def _print_push(report, where: str, *, alone: bool = True) -> bool:
     if alone:
         for sid in report.diverged:
             why = f"not a fast-forward: {where} has other saves of {sid}; gs sync {where} keeps both sides"
-            err(f"refused: refs/heads/{sid}: {why}")
+            err(f"refused: refs/{sid if sid.startswith('archive/') else 'heads/' + sid}: {why}")
             refused.append((sid, why))
         for sid in report.behind:
             err(f"{where} has newer saves of {sid}: gs pull {where} brings them")
