@@ -277,16 +277,19 @@ class SyncReport:
         return not (self.pull.failed or self.push.failed)
 
     def add(self, pull: PullReport, push: PushReport) -> None:
-        """Merge one round; ``deferred``/``skipped`` lines of the last round replace earlier ones."""
+        """Merge one round: what was done adds up; what waits or was counted is the last round's."""
         self.rounds += 1
-        for mine, theirs in ((self.pull, pull), (self.push, push)):
-            for name in ("created", "fast_forwarded", "forks", "dropped", "pushed", "deleted"):
-                if hasattr(mine, name):
-                    getattr(mine, name).extend(getattr(theirs, name))
-            # a ref refused again in a later round is reported once, with the latest words
-            mine.failed = list({**dict(mine.failed), **dict(theirs.failed)}.items())
-            mine.skipped = theirs.skipped
-            mine.unchanged = theirs.unchanged
-        self.pull.deferred = pull.deferred
+        mine, theirs = self.pull, pull
+        mine.created += theirs.created
+        mine.fast_forwarded += theirs.fast_forwarded
+        mine.forks += theirs.forks
+        mine.dropped += theirs.dropped
+        mine.deferred, mine.skipped, mine.unchanged = theirs.deferred, theirs.skipped, theirs.unchanged
+        self.push.pushed += push.pushed
+        self.push.deleted += push.deleted
         self.push.behind, self.push.diverged, self.push.moved = push.behind, push.diverged, push.moved
+        self.push.skipped, self.push.unchanged = push.skipped, push.unchanged
         self.push.connected = self.push.connected or push.connected
+        # a ref refused again in a later round is reported once, with the latest words
+        for report, more in ((self.pull, pull.failed), (self.push, push.failed)):
+            report.failed = list({**dict(report.failed), **dict(more)}.items())
