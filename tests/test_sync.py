@@ -370,6 +370,11 @@ def test_a_session_with_a_live_writer_or_a_crashed_turn_waits_for_the_next_sync(
     a, b, remote = pair
     _ok(a("ask", "w", "two from a"))
     _ok(a("sync"))
+    before = _tip(b.repo, "w")
+    with GitStore(b.repo) as store, store.lock("w"):  # origin is ahead: no failure, only a wait
+        err = _ok(b("sync"), "w: will sync after the gs process writing it ends")
+        assert "refused" not in err and "newer" not in err
+    assert _tip(b.repo, "w") == before
     _ok(b("ask", "w", "two from b"))
     mine = _tip(b.repo, "w")
     with GitStore(b.repo) as store:
