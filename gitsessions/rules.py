@@ -138,14 +138,29 @@ def fork_name(ids: KnownIds, session_id: str, kind: str = "") -> SessionId:
     return SessionId(f"{prefix}-{n}")
 
 
-def pull_fork_name(session_id: str, remote: str, commit: str) -> SessionId:
-    """Return the name a pull gives the remote side of a diverged session: ``<id>-<remote>-<short>``.
+def pull_fork_name(ids: KnownIds, session_id: str, commit: str,
+                   holds: Callable[[str], bool] = lambda _sid: False) -> SessionId:
+    """Return the name sync gives the local side of a diverged session: ``<id>-<short commit>``.
 
-    The same on every machine (so both sides end up under the same names once each has
-    synced, design.md "Sync"); characters of the remote name no id may hold become ``-``.
+    The rule (design.md "Sync", README "Sync"): the remote's side keeps the name, the local
+    side becomes this fork. It names no remote, so every machine ends up with the same name.
+    The short commit is 7 hex digits, more while the name is taken by something else; what
+    ``holds`` says already keeps this side (an earlier sync made it) is no "something else",
+    and its name is returned.
+
+    Args:
+        ids: the store (its live and archived ids).
+        session_id: the diverged session.
+        commit: the local tip (40 hex digits).
+        holds: ``holds(taker)``, ``taker`` as :func:`taken_by` names it (``<id>`` or
+            ``archive/<name>``): True when it already holds this side.
     """
-    remote_part = re.sub(r"[^A-Za-z0-9_-]", "-", remote[:12])
-    return SessionId(f"{session_id[:40]}-{remote_part}-{commit[:7]}")
+    for digits in range(7, len(commit) + 1):
+        name = f"{session_id[:63 - digits]}-{commit[:digits]}"
+        other = taken_by(ids, name)
+        if other is None or holds(other):
+            return SessionId(name)
+    raise ValueError(f"no free fork name for {session_id} at {commit}")
 
 
 # -- lineage and trailers --------------------------------------------------------------------

@@ -100,12 +100,17 @@ def init_bare(path: Path, *, keep_packs: bool = False) -> Path:
 
 
 class GitDaemon:
-    """``git daemon`` exporting every repo under ``root``, receive-pack enabled."""
+    """``git daemon`` exporting every repo under ``root``, receive-pack enabled.
+
+    ``access_hook``: a program git daemon runs before serving each request (its
+    ``--access-hook``), with the service (``upload-pack``, ``receive-pack``) and the path.
+    """
 
     scheme = "git"
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, access_hook: Path | None = None):
         self.root = root
+        self.access_hook = access_hook
         self.port = 0
         self.proc: subprocess.Popen | None = None
 
@@ -115,7 +120,8 @@ class GitDaemon:
     def __enter__(self) -> GitDaemon:
         self.proc, self.port = _start(lambda port: [
             "git", "daemon", "--reuseaddr", f"--base-path={self.root}", "--export-all", "--enable=receive-pack",
-            "--informative-errors", "--listen=127.0.0.1", f"--port={port}", str(self.root)],
+            "--informative-errors", "--listen=127.0.0.1", f"--port={port}",
+            *([f"--access-hook={self.access_hook}"] if self.access_hook else []), str(self.root)],
             self.root.parent / "git-daemon.log")
         return self
 

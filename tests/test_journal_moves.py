@@ -49,6 +49,7 @@ def test_rm_archives_the_pending_turn_with_the_session(gs, repo_path: Path, git)
     assert gs("list").code == 0
     assert not (repo_path / "gs" / "journal" / "w.jsonl").exists()
     assert PROMPT in git("show", "refs/archive/w:session.jsonl")
+    git("fsck", "--strict")  # HEAD stays a branch name (it named w): git refuses one in refs/archive
 
 
 def test_a_journal_whose_branch_was_deleted_by_git_is_kept_in_a_session_of_its_own(gs, repo_path: Path, git):

@@ -270,15 +270,16 @@ def test_pull_fork_message_comes_from_the_events(store, redactor, tmp_path, git)
         _turn(remote, "work", "first", redactor)
         _turn(store, "other", "so the local repo exists", redactor)
         assert Remotes(store).pull(str(remote.path)).created == ["work"]
-        theirs = _leaky_old_commit(remote, "work", redactor, remote.tip("work"))
-    _turn(store, "work", "ours", redactor)
+        _turn(remote, "work", "theirs", redactor)
+    base = store.tip("work")
+    ours = _leaky_old_commit(store, "work", redactor, base)
     report = Remotes(store).pull(str(tmp_path / "remote.git"))
     [(sid, fork_id, commit)] = report.forks
-    assert (sid, commit) == ("work", theirs) and fork_id == pull_fork_name("work", "remote", theirs)
+    assert (sid, commit, fork_id) == ("work", ours, f"work-{ours[:7]}")
     message = store.log(fork_id, limit=1)[0].message
-    assert message.subject == f"fork: {fork_id} from remote/work at {theirs[:7]} (diverged)"
+    assert message.subject == f"fork: {fork_id} from work at {base[:7]} (diverged)"
     assert message.fields.title == "deploy with [REDACTED:github-token]"
-    assert message.fields.forked_from == Lineage.parse(f"work@{theirs}")
+    assert message.fields.forked_from == Lineage.parse(f"work@{base}")
     assert GHP not in git("log", "-1", "--format=%B", fork_id)
 
 
@@ -392,8 +393,12 @@ def test_new_ids_skip_live_and_archived_ids_in_any_case(store, redactor):
     tokens = iter(["ABCD1234", "BEEF0000", "cafe5678"])
     assert new_session_id(store, lambda _n: next(tokens)) == "cafe5678"
     assert len(new_session_id(store)) == 8
-    assert pull_fork_name("work", "my.remote", "c" * 40) == "work-my-remote-ccccccc"
-    assert pull_fork_name("w" * 64, "origin", "c" * 40) == "w" * 40 + "-origin-ccccccc"
+    assert pull_fork_name(store, "work", "c" * 40) == "work-ccccccc"
+    assert pull_fork_name(store, "w" * 64, "c" * 40) == "w" * 56 + "-ccccccc"
+    assert pull_fork_name(store, "abcd1234", "cafe5678" + "0" * 32) == "abcd1234-cafe567"
+    _turn(store, "abcd1234-cafe567", "something else took the name", redactor)
+    assert pull_fork_name(store, "abcd1234", "cafe5678" + "0" * 32) == "abcd1234-cafe5678"
+    assert pull_fork_name(store, "abcd1234", "cafe5678" + "0" * 32, holds=lambda taker: True) == "abcd1234-cafe567"
 
 
 def test_a_save_of_several_turns_names_them_with_the_first_prompt():

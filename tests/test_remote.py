@@ -1,5 +1,5 @@
 """Backup and sync through a git remote on a local path: push, plain git clone, gs clone,
-fast-forward pull, and a diverged session where both sides survive."""
+fast-forward pull, and a diverged session where both sides survive (origin's under the name)."""
 
 from __future__ import annotations
 
@@ -67,20 +67,21 @@ def test_push_clone_pull_and_divergence_over_a_path(two_machines, tmp_path):
     assert r.code == 0 and "updated: w" in r.err
     assert _git(b.repo, "rev-parse", "w") == _git(a.repo, "rev-parse", "w")
 
-    # divergence: both sides survive as branches, nothing merged
+    # divergence: both sides survive as branches, nothing merged; origin's side keeps the name
     assert b("ask", "w", "four from b").code == 0
     assert a("ask", "w", "four from a").code == 0
     assert a("push").code == 0
     r = b("push")
-    assert r.code == 1 and "not a fast-forward" in r.err
+    assert r.code == 1 and "not a fast-forward" in r.err and "gs sync" in r.err
+    mine = _git(b.repo, "rev-parse", "w").strip()
     r = b("pull")
-    assert r.code == 0 and "diverged: w" in r.err
-    ids = [row["id"] for row in b("list", "--json").json()]
-    fork = next(i for i in ids if i.startswith("w-origin-"))
-    assert _all_messages(b, "w")[-2] == "four from b"
-    assert _all_messages(b, fork)[-2] == "four from a"
-    assert b("push").code == 1  # w itself still diverged: reported, the fork went up
-    assert "pushed refs/heads/" + fork in b("push").err or fork in _git(remote, "branch")
+    fork = f"w-{mine[:7]}"
+    assert r.code == 0 and f"w: diverged; your turns are in {fork} (continue: gs chat {fork})" in r.err, r.err
+    assert _all_messages(b, "w")[-2] == "four from a"
+    assert _all_messages(b, fork)[-2] == "four from b"
+    r = b("push")
+    assert r.code == 0 and f"pushed refs/heads/{fork}" in r.err, r.err
+    assert a("pull").code == 0 and _all_messages(a, fork) == _all_messages(b, fork)
     for repo in (a.repo, b.repo, remote):
         _git(repo, "fsck", "--strict")
         blobs = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"],
@@ -119,7 +120,7 @@ def test_pull_does_not_move_a_session_under_a_live_writer(two_machines, fake_api
         holder.stdin.flush()
         holder.stdout.read(3)
         r = b("pull")
-        assert "skipped: w" in r.err and "live writer" in r.err
+        assert r.code == 0 and "w: will sync after the gs process writing it ends" in r.err, r.err
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)

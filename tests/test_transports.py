@@ -2,7 +2,8 @@
 ``git daemon``, OpenSSH ``sshd`` and ``git http-backend`` behind Basic auth (tests/gitservers.py).
 
 Per transport: push, plain ``git clone``, ``gs clone``, fast-forward pull, a diverged
-session keeping both sides, a ref refused by a server hook, and an unreachable server.
+session keeping both sides (the remote's under the name, the local one as a fork), a ref
+refused by a server hook, and an unreachable server.
 Over http: where credentials come from. Over every transport: ``gs push`` sends about
 what ``git push`` sends for a 500-turn session. (The path transport's scenario is in
 tests/test_remote.py.)
@@ -181,20 +182,21 @@ def test_push_clone_pull_and_divergence(transport: Transport, machines, tmp_path
     assert a("push").code == 0
     r = b("push")
     assert r.code == 1 and "not a fast-forward" in r.err, r.err
+    mine = _git(b.repo, "rev-parse", "w").strip()
     r = b("pull")
-    assert r.code == 0 and "diverged: w" in r.err, r.err
-    fork = next(i for i in _ids(b) if i.startswith("w-origin-"))
-    assert _messages(b, "w")[-2] == "four from b"
-    assert _messages(b, fork)[-2] == "four from a"
+    fork = f"w-{mine[:7]}"  # origin's side keeps the name; B's turns go to the fork
+    assert r.code == 0 and f"w: diverged; your turns are in {fork} (continue: gs chat {fork})" in r.err, r.err
+    assert _messages(b, "w")[-2] == "four from a"
+    assert _messages(b, fork)[-2] == "four from b"
     r = b("push")
-    assert r.code == 1 and f"pushed refs/heads/{fork}" in r.err and "refused: refs/heads/w" in r.err, r.err
+    assert r.code == 0 and f"pushed refs/heads/{fork}" in r.err and "refused" not in r.err, r.err
     r = a("pull")
-    assert r.code == 0, r.err
-    assert fork in _ids(a) and _messages(a, fork) == _messages(a, "w")
+    assert r.code == 0 and f"new: {fork}" in r.err, r.err
+    assert _messages(a, fork) == _messages(b, fork)
     for repo in (a.repo, b.repo, remote):
         _git(repo, "fsck", "--strict")
         blobs = _all_objects(repo)
-        assert b"four from a" in blobs and (b"four from b" in blobs) == (repo == b.repo)  # w there is refused
+        assert b"four from a" in blobs and b"four from b" in blobs
         assert b"<<<<<<<" not in blobs and b">>>>>>>" not in blobs and b"\n=======\n" not in blobs
 
 

@@ -81,34 +81,76 @@ def remote_remove(ctx: typer.Context, name: Annotated[str, typer.Argument(help="
     err(f"removed remote {name}")
 
 
-def _print_push(report, where: str) -> bool:
-    if report.skipped:
-        err("not pushed, not sessions: " + ", ".join(f"{ref} ({why})" for ref, why in report.skipped))
+def _strangers(skipped: list[tuple[str, str]], where: str | None = None) -> None:
+    """One line for the refs that are no sessions, ``where``'s or local ones (never synced, never a stop)."""
+    if skipped:
+        n = len(skipped)
+        refs = f"ref{'s' if n != 1 else ''}"
+        refs = f"{n} {refs} of {where}" if where else f"{n} local {refs}"
+        what = "are not sessions" if n != 1 else "is not a session"
+        err(f"skipped {refs} that {what}: "
+            + ", ".join(f"{ref} ({why})" for ref, why in skipped))
+
+
+def _print_push(report, where: str, *, alone: bool = True) -> bool:
+    """Print what a push did; ``alone`` when not after a pull (which already said what waits)."""
+    _strangers(report.skipped)
     for ref in report.pushed:
         err(f"pushed {ref} to {where}")
+    for ref, kept in report.deleted:
+        err(f"removed from {where}: {ref} (its saves are in {kept})")
     for ref, why in report.failed:
         err(f"refused: {ref}: {why}")
-    if not report.pushed and not report.failed:
-        err(f"{where} is up to date")
-    return not report.failed
+    refused = list(report.failed)
+    if alone:
+        for sid in report.diverged:
+            why = f"not a fast-forward: {where} has other saves of {sid}; gs sync {where} keeps both sides"
+            err(f"refused: refs/{sid if sid.startswith('archive/') else 'heads/' + sid}: {why}")
+            refused.append((sid, why))
+        for sid in report.behind:
+            err(f"{where} has newer saves of {sid}: gs pull {where} brings them")
+        if not (report.pushed or report.deleted or refused):
+            err(f"{where} is up to date")
+    return not refused
 
 
-def _print_pull(report, where: str) -> None:
+def _print_pull(report, where: str) -> bool:
+    """Print what a pull did (one line each); return False when something could not be synced."""
+    _strangers(report.skipped, where)
     for sid in report.created:
         err(f"new: {sid}")
     for sid, old, new in report.fast_forwarded:
         err(f"updated: {sid} {short(old)}..{short(new)}")
-    for sid, fork_id, commit in report.forks:
-        err(f"diverged: {sid} kept here; {where}'s side saved as {fork_id} ({short(commit)})")
-    for sid, why in report.skipped:
-        err(f"skipped: {sid}: {why}")
-    if not (report.created or report.fast_forwarded or report.forks or report.skipped):
-        err(f"up to date with {where}")
+    for sid, fork_id, _commit in report.forks:
+        if fork_id.startswith("archive/"):
+            name = fork_id.removeprefix("archive/")
+            err(f"{sid}: diverged; your side is archived as {name} (restore: gs restore {name})")
+        else:
+            err(f"{sid}: diverged; your turns are in {fork_id} (continue: gs chat {fork_id})")
+    for ref, kept in report.dropped:
+        err(_dropped(ref, kept, where))
+    for sid, why in report.deferred:
+        err(f"{sid}: {why}")
+    for sid, why in report.failed:
+        err(f"not synced: {sid}: {why}")
+    return not report.failed
+
+
+def _dropped(ref: str, kept: str, where: str) -> str:
+    """The line for a session ref removed here because the other side renamed, archived or restored it."""
+    if not ref.startswith("archive/") and kept == f"archive/{ref}":
+        return f"archived on {where}: {ref}"
+    if not ref.startswith("archive/") and not kept.startswith("archive/"):
+        return f"renamed on {where}: {ref} -> {kept}"
+    if ref.startswith("archive/") and not kept.startswith("archive/"):
+        name = ref.removeprefix("archive/")
+        return f"restored on {where}: {name}" + (f" as {kept}" if kept != name else "")
+    return f"gone from {where}: {ref} (its saves are in {kept})"
 
 
 @app.command()
 def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
-    """Send every session branch and archived session to a remote.
+    """Send every session and archived session the remote lacks; renames and archives go too.
 
     Example: gs push origin
     """
@@ -122,7 +164,7 @@ def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
 
 @app.command()
 def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
-    """Fetch a remote and bring every session up to date; diverged sessions keep both sides.
+    """Fetch a remote and bring every session up to date; a diverged session keeps both sides.
 
     Example: gs pull origin
     """
@@ -130,21 +172,30 @@ def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
     where = _default(c, remote)
     with c.store() as store:
         report = _remotes(store).pull(where)
-    _print_pull(report, where)
+    ok = _print_pull(report, where)
+    if not report.changed():
+        err(f"up to date with {where}")
+    if not ok:
+        raise typer.Exit(1)
 
 
 @app.command()
 def sync(ctx: typer.Context, remote: RemoteArg = None) -> None:
-    """Pull, then push.
+    """Pull, then push: every machine ends up with the same sessions (rule: README, "Sync").
 
     Example: gs sync
     """
     c: Context = ctx.obj
     where = _default(c, remote)
     with c.store() as store:
-        remotes = _remotes(store)
-        _print_pull(remotes.pull(where), where)
-        ok = _print_push(remotes.push(where), where)
+        report = _remotes(store).sync(where)
+    ok = _print_pull(report.pull, where)
+    ok = _print_push(report.push, where, alone=False) and ok
+    if report.push.moved:
+        err(f"{where} kept changing during the sync; run gs sync again")
+        ok = False
+    elif not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.failed):
+        err(f"up to date with {where}")
     if not ok:
         raise typer.Exit(1)
 

@@ -1,14 +1,11 @@
 """Backup and sync through any git remote (issue 5), with dulwich's transports.
 
 Remotes live in the repo config as git keeps them (``[remote "origin"] url = ...``), so
-plain ``git push origin`` works too. Every session branch and archive ref is pushed by
-explicit refspec (dulwich rejects wildcards). A pull fetches, then per session:
-
-- unknown here: created (a new local session);
-- fast-forward: applied, unless a live writer on this machine holds the session;
-- ahead here: left alone (push sends it);
-- diverged: the local tip stays the session, the remote side is kept as a fork named
-  ``<id>-<remote>-<short commit>`` with lineage. No side is overwritten, nothing is merged.
+plain ``git push origin`` and ``git fetch origin`` work too. What a pull and a push do with
+each session ref is the sync rule of :mod:`.sync`; this module moves the objects and refs:
+a fetch of the remote's session refs, a push of explicit refspecs (dulwich rejects
+wildcards) and, in a second request once the refs that keep their commits are accepted, the
+deletions a rename, an archive or a restore here asks for.
 
 Credentials are never written to the config: a password in a URL is stripped when the
 remote is added; HTTP credentials come from the caller (the CLI reads the environment) or
@@ -18,24 +15,40 @@ from ``~/.git-credentials``.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_path
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
-from dulwich.graph import can_fast_forward
-from dulwich.objects import ZERO_SHA, Commit, ObjectID, Tree
+from dulwich.objects import ZERO_SHA
 from dulwich.refs import Ref
+from dulwich.repo import Repo
 
-from ..errors import CorruptSession, RemoteError, UnsupportedVersion
-from ..rules import SESSION_ID_RE, CommitId, Lineage, SessionId, commit_message, pull_fork_name, taken_by
+from ..errors import RemoteError
 from .faults import writes_to
-from .git import SESSION_FILE, GitStore
-from .values import Credentials, PullReport, PushReport
+from .git import GitStore
+from .pull import pull_steps
+from .sync import (
+    SYNCED,
+    Sides,
+    holder,
+    label,
+    load_base,
+    named_like_a_session,
+    plan_push,
+    session_refs,
+    settle,
+    upgrade_refspecs,
+    write_refspecs,
+)
+from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_SYNCED = (b"refs/heads/", b"refs/archive/")
+#: Rounds of pull + push one sync runs at most while the remote keeps moving in between.
+SYNC_ROUNDS = 3
+_NETWORK_ERRORS = (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized)
 
-__all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "strip_password"]
+__all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "SyncReport", "strip_password"]
 
 
 def strip_password(url: str) -> tuple[str, bool]:
@@ -67,6 +80,8 @@ class Remotes:
         self.username = username
         self.password = password
         self.ssh_command = ssh_command
+        #: commit -> why its tree is no session's (None: it is one); commits never change
+        self._checked: dict[bytes, str | None] = {}
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -96,7 +111,7 @@ class Remotes:
 
     @writes_to(lambda self, *args, **kwargs: self.store.path)
     def add(self, name: str, url: str) -> bool:
-        """Add remote ``name`` (git's layout, with a fetch refspec for plain git).
+        """Add remote ``name`` as git keeps one, with the fetch refspecs of :func:`.sync.write_refspecs`.
 
         Returns:
             True when a password was stripped from the URL (it is never stored).
@@ -116,8 +131,7 @@ class Remotes:
         config = repo.get_config()
         section = (b"remote", name.encode())
         config.set(section, b"url", url.encode())
-        config.set(section, b"fetch", f"+refs/heads/*:refs/remotes/{name}/*".encode())
-        config.write_to_path()
+        write_refspecs(config, name)
         return stripped
 
     @writes_to(lambda self, *args, **kwargs: self.store.path)
@@ -128,8 +142,7 @@ class Remotes:
             RemoteError: no such remote.
         """
         self.url(name)
-        repo = self.store.repo()
-        assert repo is not None
+        repo = self._open()
         config = repo.get_config()
         del config[(b"remote", name.encode())]
         config.write_to_path()
@@ -175,191 +188,213 @@ class Remotes:
             text = "the server wants credentials: put them in ~/.git-credentials or GS_HTTP_USERNAME/GS_HTTP_PASSWORD"
         return RemoteError(f"could not reach {url}: {text}; nothing local was changed")
 
-    def fetch(self, remote: str) -> dict[bytes, bytes]:
-        """Fetch session branches and archives of ``remote`` (a name or URL).
+    def _where(self, remote: str) -> tuple[str, str | None]:
+        """Return how messages name ``remote``, and its configured name (None for a URL: no sync base)."""
+        _url, named = self._location(remote)
+        return (remote, remote) if named else ("remote", None)
 
-        Tracking refs ``refs/remotes/<name>/<id>`` are updated for a named remote.
+    def fetch(self, remote: str) -> dict[bytes, bytes]:
+        """Fetch the objects of the session branches and archives of ``remote`` (a name or URL).
+
+        No ref moves here: the sync base follows only what a pull or push settles.
 
         Returns:
-            The remote's refs under ``refs/heads/`` and ``refs/archive/``: ref -> commit.
+            The remote's refs under ``refs/heads/`` and ``refs/archive/``: ref -> commit
+            (also those that are no sessions, for the caller to report).
 
         Raises:
             RemoteError: unreachable, not a git repository, refused.
         """
-        url, named = self._location(remote)
+        url, _named = self._location(remote)
         repo = self.store.repo(create=True)
         assert repo is not None
         client, path = self._client(url, "pull")
 
         def wants(refs: dict, depth: int | None = None) -> list[bytes]:
+            # by name only: a ref named like a session is fetched to see whether its tree is one
             return [sha for ref, sha in refs.items()
-                    if ref.startswith(_SYNCED) and sha and sha != ZERO_SHA and sha not in repo.object_store]
+                    if named_like_a_session(ref) and sha and sha != ZERO_SHA and sha not in repo.object_store]
 
         try:
             result = client.fetch(path, repo, determine_wants=wants)
-        except (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized) as exc:
+        except _NETWORK_ERRORS as exc:
             raise self._fail(url, exc) from None
-        refs = {ref: sha for ref, sha in (result.refs or {}).items()
-                if ref.startswith(_SYNCED) and sha and sha != ZERO_SHA}
-        if named:
-            for ref, sha in refs.items():
-                if ref.startswith(b"refs/heads/"):
-                    repo.refs.set_if_equals(b"refs/remotes/" + remote.encode() + b"/" + ref[11:], None, sha)
         self.store.close()  # new packs: reopen with a fresh pack list
-        return refs
+        return {ref: sha for ref, sha in (result.refs or {}).items()
+                if ref.startswith(SYNCED) and sha and sha != ZERO_SHA}
 
     def pull(self, remote: str) -> PullReport:
-        """Fetch ``remote`` and bring every session up to date (see the module doc)."""
-        refs = self.fetch(remote)
-        remote_name = remote if _REMOTE_NAME_RE.match(remote) else "remote"
-        report = PullReport()
+        """Fetch ``remote`` and carry out the steps of the sync rule that move refs here (:mod:`.sync`).
+
+        Raises:
+            RemoteError: unreachable, not a git repository, refused.
+        """
+        return self._pull(remote, self.fetch(remote))
+
+    def _open(self) -> Repo:
         repo = self.store.repo()
         assert repo is not None
-        for ref, sha in sorted(refs.items()):
-            name = ref.split(b"/", 2)[2].decode("utf-8", "replace")
-            new = sha.decode("ascii")
-            if not SESSION_ID_RE.match(name):
-                report.skipped.append((name, "not a valid session id"))
-                continue
-            if ref.startswith(b"refs/archive/"):
-                if self.store.archive_ref(name) is None and self.store.update_ref(Ref(ref), None, new, "pull: archive"):
-                    report.created.append(f"archive/{name}")
-                else:
-                    report.unchanged += 1
-                continue
-            self._pull_session(name, new, remote_name, report)
+        return repo
+
+    def _pull(self, remote: str, fetched: dict[bytes, bytes]) -> PullReport:
+        where, name = self._where(remote)
+        repo = self._open()
+        theirs, skipped = session_refs(repo, fetched, self._checked)
+        mine, _ = session_refs(repo, repo.refs.as_dict(), self._checked)  # a stranger here: the push says
+        if name:
+            upgrade_refspecs(repo, name)
+        sides = Sides(mine, load_base(repo, name) if name else {}, theirs)
+        report = pull_steps(self.store, sides, where)
+        report.skipped = skipped
+        if name:
+            settle(self._open(), name, sides)
         return report
 
-    def _pull_session(self, sid: str, new: str, remote_name: str, report: PullReport) -> None:
-        store = self.store
-        repo = store.repo()
-        assert repo is not None
-        local = store.tip(sid)
-        if local == new:
-            report.unchanged += 1
-            return
-        lock = store.lock(sid)
-        if not lock.try_acquire():
-            report.skipped.append((sid, f"a live writer holds it ({lock.holder()}); pull again later"))
-            return
-        try:
-            local = store.tip(sid)
-            ref = Ref(b"refs/heads/" + sid.encode())
-            if local is None:
-                existing = taken_by(store, sid)
-                if existing is not None:
-                    report.skipped.append((sid, f"clashes with local {existing}"))
-                elif store.update_ref(ref, None, new, f"pull: new session from {remote_name}"):
-                    report.created.append(sid)
-                return
-            if can_fast_forward(repo, ObjectID(local.encode()), ObjectID(new.encode())):
-                if store.update_ref(ref, local, new, f"pull: fast-forward from {remote_name}"):
-                    report.fast_forwarded.append((sid, local, new))
-                else:
-                    report.skipped.append((sid, "it moved during the pull; pull again"))
-            elif can_fast_forward(repo, ObjectID(new.encode()), ObjectID(local.encode())):
-                report.unchanged += 1  # ahead here
-            else:
-                fork_id = pull_fork_name(sid, remote_name, new)
-                if taken_by(store, fork_id) is None:
-                    try:
-                        events = store.load(sid, new).events
-                    except (CorruptSession, UnsupportedVersion):
-                        events = []  # still kept: gs list flags the damaged log
-                    lineage = Lineage(SessionId(sid), CommitId(new))
-                    message = commit_message(fork_id, events, kind="fork", lineage=lineage,
-                                             source=f"{remote_name}/{sid}", why="diverged")
-                    store.branch_from(fork_id, new, message)
-                    report.forks.append((sid, fork_id, new))
-                else:
-                    report.unchanged += 1
-        finally:
-            lock.release()
+    def sync(self, remote: str) -> SyncReport:
+        """Pull, then push what the pull left to send; again (up to SYNC_ROUNDS) while the remote moves meanwhile.
 
-    def push(self, remote: str) -> PushReport:
-        """Send every session branch and archive ref to ``remote`` (a name or URL).
+        The push is planned on the refs the pull fetched: with nothing to send, no push
+        connection is opened.
 
-        Objects are packed with deltas first, so the pack sent reuses them. A ref the
-        server refuses (not a fast-forward, a hook) is reported with the server's reason.
+        Raises:
+            RemoteError: unreachable, not a git repository, refused as a whole.
+        """
+        report = SyncReport()
+        for _ in range(SYNC_ROUNDS):
+            fetched = self.fetch(remote)
+            pulled = self._pull(remote, fetched)
+            pushed = self._push(remote, known=fetched)
+            report.add(pulled, pushed)
+            if not pushed.moved:
+                break
+        return report
+
+    def push(self, remote: str, *, only: Collection[str] | None = None) -> PushReport:
+        """Send what the sync rule (:mod:`.sync`) says the remote lacks; drop there what moved here.
+
+        Sessions renamed, archived or restored here are dropped there (a second request,
+        once the refs that keep their commits are accepted). A ref the server refuses (a
+        hook...) is reported with the server's words; the rest still goes. A remote with
+        newer saves of a session is no failure (a pull brings them).
+
+        Args:
+            remote: a configured name or a URL (a URL has no sync base: nothing is dropped there).
+            only: session ids to send (their branches and archives); None: every session.
 
         Raises:
             RemoteError: unreachable or refused as a whole.
         """
-        url, named = self._location(remote)
+        return self._push(remote, only=only)
+
+    def _push(self, remote: str, *, only: Collection[str] | None = None,
+              known: dict[bytes, bytes] | None = None) -> PushReport:
+        url, _named = self._location(remote)
+        _where, name = self._where(remote)
+        if not self.store.exists():
+            return PushReport()
+        repo = self._open()
+
+        def in_scope(ref: bytes) -> bool:
+            return only is None or label(ref).removeprefix("archive/") in only
+
+        mine, skipped = session_refs(repo, {r: s for r, s in repo.refs.as_dict().items() if in_scope(r)},
+                                     self._checked)
+        report = PushReport(skipped=skipped)
+        base = {r: s for r, s in load_base(repo, name).items() if in_scope(r)} if name else {}
+
+        def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:  # strangers: untouched
+            return {r: s for r, s in refs.items()
+                    if named_like_a_session(r) and (in_scope(r) or not scoped) and s != ZERO_SHA}
+
+        def plan(advertised: dict[bytes, bytes], into: PushReport) -> tuple[dict, dict, Sides]:
+            return plan_push(repo, Sides(dict(mine), base, named(advertised)), into)
+
+        if known is not None:
+            dry = PushReport(skipped=skipped)
+            sends, drops, sides = plan(known, dry)
+            if not sends and not drops:  # decided from the fetched refs: no connection
+                if name:
+                    settle(repo, name, sides)
+                return dry
         if self.store.exists():
             self.store.gc()
-        repo = self.store.repo()
-        if repo is None:
-            return PushReport()
-        report = PushReport()
-        local = {ref: sha for ref, sha in repo.refs.as_dict().items() if ref.startswith(_SYNCED)}
-        for name in sorted(local):
-            if why := self._not_a_session(name, local[name]):
-                report.skipped.append((name.decode("utf-8", "replace"), why))
-                del local[name]
-        sent: list[bytes] = []
+        repo = self._open()
         said = bytearray()  # what the server's hooks wrote (sideband 2), e.g. why they refused
         client, path = self._client(url, "push")
+        sent: dict[bytes, bytes] = {}
+        to_drop: dict[bytes, tuple[bytes, bytes]] = {}
+        after: dict[bytes, bytes] = {}  # the remote's session refs once this push is done
 
         def update_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
+            sends, drops, sides = plan(remote_refs, report)
+            if known is not None:  # what changed there since the fetch waits for the next round
+                fetched = named(known)
+                moved = {r for r in set(sides.remote) | set(fetched) if sides.remote.get(r) != fetched.get(r)}
+                report.moved = sorted(label(r) for r in moved)
+                sends = {r: s for r, s in sends.items() if r not in moved}
+                drops = {r: s for r, s in drops.items() if r not in moved}
+            sent.update(sends)
+            to_drop.update(drops)
+            after.update(sides.remote)
             new_refs = dict(remote_refs)
-            for ref, sha in sorted(local.items()):
-                theirs = remote_refs.get(ref)
-                if theirs == sha:
-                    report.unchanged += 1
-                    continue
-                if theirs and theirs != ZERO_SHA and (ObjectID(theirs) not in repo.object_store
-                                                      or not can_fast_forward(repo, ObjectID(theirs), sha)):
-                    report.failed.append((ref.decode(), self._diverged_hint(ref, theirs, remote)))
-                    continue
-                new_refs[ref] = sha
-                sent.append(ref)
+            new_refs.update(sends)
+            return new_refs
+
+        def drop_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
+            new_refs = dict(remote_refs)
+            theirs = named(remote_refs, scoped=False)
+            for ref, (old, new) in sorted(to_drop.items()):
+                if theirs.get(ref) != old:  # compare-and-swap on the base: it moved there
+                    report.moved.append(label(ref))
+                elif (keeper := holder(repo, old, theirs, ref)) is not None:  # else its keeper was refused
+                    new_refs[ref] = new
+                    dropping[ref] = keeper
             return new_refs
 
         def pack_data(have, want, *, ofs_delta: bool = False, progress=None):
             # progress is the server-message sink (said): keep local packing chatter out of it
             return repo.generate_pack_data(set(have), set(want), ofs_delta=ofs_delta)
 
+        dropping: dict[bytes, bytes] = {}
+        report.connected = True
+        status = self._send(url, client, path, update_refs, pack_data, said)
+        for ref, sha in sent.items():  # session ref names: plain ASCII
+            if not self._refused(ref, status, said, report):
+                report.pushed.append(ref.decode())
+                after[ref] = sha
+        if to_drop:
+            said.clear()
+            status = self._send(url, client, path, drop_refs, pack_data, said)
+            for ref, keeper in dropping.items():
+                if not self._refused(ref, status, said, report):
+                    after[ref] = to_drop[ref][1]
+                    if after[ref] == ZERO_SHA:
+                        report.deleted.append((ref.decode(), keeper.decode()))
+                    else:  # the name used again here
+                        report.pushed.append(ref.decode())
+        if name:
+            settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}))
+        return report
+
+    def _send(self, url: str, client, path: str, update_refs, pack_data, said: bytearray) -> dict:
+        """One push request; return the server's status per ref (None: accepted)."""
         try:
             result = client.send_pack(path, update_refs, generate_pack_data=pack_data, progress=said.extend)
         except SendPackError as exc:
             raise RemoteError(f"{url} refused the push: {' '.join(str(exc).split())}") from None
-        except (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized) as exc:
+        except _NETWORK_ERRORS as exc:
             raise self._fail(url, exc) from None
         # dulwich does not raise when the server refuses a ref: read ref_status (design.md).
-        status = result.ref_status or {}
+        return result.ref_status or {}
+
+    @staticmethod
+    def _refused(ref: bytes, status: dict, said: bytearray, report: PushReport) -> bool:
+        """Report ``ref`` as refused, in the server's words, when it was; return whether it was."""
+        error = status.get(ref)
+        if error is None:
+            return False
         lines = [line.strip() for line in said.decode("utf-8", "replace").replace("\r", "\n").splitlines()]
         server_said = "; ".join(line for line in lines if line)
-        for ref in sent:
-            error = status.get(ref)
-            if error is not None:
-                reason = f"{error} (the server said: {server_said})" if server_said else str(error)
-                report.failed.append((ref.decode("utf-8", "replace"), reason))
-            else:
-                report.pushed.append(ref.decode("utf-8", "replace"))
-        return report
-
-    def _not_a_session(self, ref: bytes, sha: bytes) -> str | None:
-        """Why ``ref`` is no session ref to sync (design.md, "Sync"), or None when it is one."""
-        name = ref.split(b"/", 2)[2].decode("utf-8", "replace")
-        if not SESSION_ID_RE.match(name) or name.upper() == "HEAD":
-            return "not a session id"
-        repo = self.store.repo()
-        assert repo is not None
-        try:
-            commit = repo[ObjectID(sha)]
-            tree = repo[commit.tree] if isinstance(commit, Commit) else None
-        except KeyError:
-            return "its commit is missing"
-        if not isinstance(tree, Tree) or SESSION_FILE not in tree:
-            return f"no {SESSION_FILE.decode()} in its tree"
-        return None
-
-    def _diverged_hint(self, ref: bytes, theirs: bytes, remote: str) -> str:
-        sid = ref.split(b"/", 2)[2].decode("utf-8", "replace")
-        kept = pull_fork_name(sid, remote, theirs.decode())
-        if ref.startswith(b"refs/heads/") and self.store.find(kept):
-            return (f"not a fast-forward: {remote} has other saves of {sid} (kept here as {kept}); to publish "
-                    f"this side under a new name: gs rename {sid} NEW && gs pull {remote} && gs push {remote}")
-        return (f"not a fast-forward: {remote} has saves this repo lacks; run gs pull {remote} "
-                "(their side is kept as a fork)")
+        report.failed.append((ref.decode("utf-8", "replace"),
+                              f"{error} (the server said: {server_said})" if server_said else str(error)))
+        return True

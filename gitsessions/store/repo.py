@@ -111,7 +111,7 @@ def swap(repo: Repo, ref: Ref, old: ObjectID | None, new: ObjectID, *, committer
 def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes, message: bytes) -> None:
     """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha``.
 
-    HEAD follows when it pointed at ``src``.
+    HEAD follows when it pointed at ``src`` and ``dst`` is a branch.
 
     Raises:
         ConcurrentUpdate: ``dst`` exists, or ``src`` moved meanwhile (then ``dst`` is removed again).
@@ -132,7 +132,8 @@ def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes,
         src_log.unlink()
     except FileNotFoundError:
         pass
-    if repo.refs.read_ref(HEAD) == b"ref: " + src:
+    if repo.refs.read_ref(HEAD) == b"ref: " + src and dst.startswith(b"refs/heads/"):
+        # only to a branch: git fsck refuses a HEAD in refs/archive/ (the next save points it again)
         repo.refs.set_symbolic_ref(HEAD, dst)
 
 
