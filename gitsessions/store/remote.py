@@ -276,11 +276,16 @@ class Remotes:
         finally:
             lock.release()
 
-    def push(self, remote: str) -> PushReport:
+    def push(self, remote: str, *, only: set[str] | None = None) -> PushReport:
         """Send every session branch and archive ref to ``remote`` (a name or URL).
 
         Objects are packed with deltas first, so the pack sent reuses them. A ref the
         server refuses (not a fast-forward, a hook) is reported with the server's reason.
+
+        Args:
+            remote: a configured remote's name, or a URL.
+            only: send only the branches and archive refs of these session ids (``gs share``);
+                None sends all.
 
         Raises:
             RemoteError: unreachable or refused as a whole.
@@ -292,7 +297,8 @@ class Remotes:
         if repo is None:
             return PushReport()
         report = PushReport()
-        local = {ref: sha for ref, sha in repo.refs.as_dict().items() if ref.startswith(_SYNCED)}
+        local = {ref: sha for ref, sha in repo.refs.as_dict().items() if ref.startswith(_SYNCED)
+                 and (only is None or ref.split(b"/", 2)[2].decode("utf-8", "replace") in only)}
         for name in sorted(local):
             if why := self._not_a_session(name, local[name]):
                 report.skipped.append((name.decode("utf-8", "replace"), why))
