@@ -169,3 +169,29 @@ def test_the_question_in_a_terminal(machines, tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0 and _refs(gist) == ["refs/heads/w"]
+
+
+def test_share_and_clone_over_http_with_a_password_in_the_url(machines, tmp_path, monkeypatch):
+    from gitservers import GitHTTPServer, init_bare
+
+    machine, _bare = machines
+    a, b = machine("a"), machine("b")
+    assert a("ask", "w", "one").code == 0
+    root = tmp_path / "served"
+    root.mkdir()
+    init_bare(root / "gist.git")
+    with GitHTTPServer(root) as server:
+        r = a("share", "w", server.url("gist.git", with_password=True), "--yes")
+        assert r.code == 0, r.err
+        assert server.password not in r.err and server.password not in (a.repo / "config").read_text()
+        assert f'[gs-share "{server.url("gist.git")}"]' in (a.repo / "config").read_text()
+        # the URL without its password is the same URL: no second question
+        assert a("ask", "w", "two").code == 0
+        monkeypatch.setenv("GS_HTTP_USERNAME", server.username)
+        monkeypatch.setenv("GS_HTTP_PASSWORD", server.password)
+        assert a("share", "w", server.url("gist.git")).code == 0
+        r = b("clone", server.url("gist.git"), str(b.repo))
+        assert r.code == 0, r.err
+        assert b("ask", "w", "three on b").code == 0
+        assert _messages(b, "w")[-2:] == ["three on b", "echo: three on b"]
+    subprocess.run(["git", "-C", str(root / "gist.git"), "fsck", "--strict"], check=True, capture_output=True)

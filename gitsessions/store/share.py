@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.objects import ObjectID
 from dulwich.pack import write_pack_data
@@ -27,7 +28,7 @@ from ..transcript import title_of
 from ..turns import turn_count
 from .faults import writes_to
 from .git import GitStore
-from .remote import Remotes, strip_password
+from .remote import Remotes
 from .values import PushReport, Revision
 
 #: The repo config section (with the URL as subsection) that remembers where sessions were shared.
@@ -94,18 +95,22 @@ def describe(store: GitStore, revision: Revision) -> ShareOffer:
 
 
 def _key(url: str) -> bytes:
-    return strip_password(url.strip())[0].encode("utf-8")
+    """The URL as remembered: without user name and password (the same repository, however reached)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme and "@" in parts.netloc:
+        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1])).encode("utf-8")
+    return url.strip().encode("utf-8")
 
 
 def shared_before(store: GitStore, url: str) -> bool:
-    """Return True when a session of ``store`` was shared to ``url`` before (a password in it ignored)."""
+    """Return True when a session of ``store`` was shared to ``url`` before (user and password in it ignored)."""
     repo = store.repo()
     return repo is not None and repo.get_config().has_section((SECTION, _key(url)))
 
 
 @writes_to(lambda store, *args, **kwargs: store.path)
 def remember(store: GitStore, url: str, session_id: str) -> None:
-    """Record in the repo config that ``session_id`` was shared to ``url`` (never its password)."""
+    """Record in the repo config that ``session_id`` was shared to ``url`` (never its credentials)."""
     repo = store.repo()
     assert repo is not None
     config = repo.get_config()
