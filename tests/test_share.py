@@ -7,28 +7,8 @@ import os
 import subprocess
 
 import pexpect
-import pytest
 from conftest import GS
-
-
-@pytest.fixture
-def machines(tmp_path, gs):
-    """``machine(name)``: run gs on a repo of its own; ``bare(name)``: a new empty bare remote."""
-
-    def machine(name):
-        repo = tmp_path / f"{name}.git"
-
-        def run(*args, input=None):
-            return gs("--repo", str(repo), *args, input=input)
-        run.repo = repo
-        return run
-
-    def bare(name):
-        path = tmp_path / f"{name}.git"
-        subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
-        return path
-
-    return machine, bare
+from gitservers import GitHTTPServer, init_bare
 
 
 def _git(repo, *args, check=True):
@@ -48,8 +28,7 @@ def _messages(run, sid):
     return [m["content"] for m in r.json()["messages"]]
 
 
-def test_a_shared_fork_leaves_alone_and_the_receiver_continues_it(machines, fake_api):
-    machine, bare = machines
+def test_a_shared_fork_leaves_alone_and_the_receiver_continues_it(machine, tmp_path, fake_api):
     a, b = machine("a"), machine("b")
     key = "sk-" + "A1b2C3d4" * 4
     assert a("ask", "base", f"one, with my key {key}").code == 0
@@ -58,7 +37,7 @@ def test_a_shared_fork_leaves_alone_and_the_receiver_continues_it(machines, fake
     assert a("ask", "private", "not for sharing").code == 0
     assert a("ask", "base", "four on base, after the fork").code == 0
     assert a("rm", "private").code == 0  # an archived session stays home too
-    gist = bare("gist")
+    gist = init_bare(tmp_path / "gist.git")
 
     r = a("share", "alt", str(gist), "--yes")
     assert r.code == 0, r.err
@@ -93,12 +72,11 @@ def test_a_shared_fork_leaves_alone_and_the_receiver_continues_it(machines, fake
     subprocess.run(["git", "-C", str(b.repo), "fsck", "--strict"], check=True, capture_output=True)
 
 
-def test_the_first_share_to_a_url_asks_and_later_ones_do_not(machines):
-    machine, bare = machines
+def test_the_first_share_to_a_url_asks_and_later_ones_do_not(machine, tmp_path):
     a = machine("a")
     assert a("ask", "w", "one").code == 0
     assert a("ask", "w", "two").code == 0
-    gist = bare("gist")
+    gist = init_bare(tmp_path / "gist.git")
 
     # no terminal and no --yes: refused, nothing sent
     r = a("share", "w", str(gist))
@@ -119,12 +97,11 @@ def test_the_first_share_to_a_url_asks_and_later_ones_do_not(machines):
     assert r.code == 0 and "already has w" in r.err
 
 
-def test_a_past_revision_is_shared_as_its_session_at_that_commit(machines):
-    machine, bare = machines
+def test_a_past_revision_is_shared_as_its_session_at_that_commit(machine, tmp_path):
     a = machine("a")
     for prompt in ("one", "two", "three"):
         assert a("ask", "w", prompt).code == 0
-    gist = bare("gist")
+    gist = init_bare(tmp_path / "gist.git")
     r = a("share", "w~1", str(gist), "--yes")
     assert r.code == 0, r.err
     assert "2 turns" in r.err
@@ -142,11 +119,10 @@ def test_a_past_revision_is_shared_as_its_session_at_that_commit(machines):
     assert r.code == 1 and "w~0 to w~2 exist" in r.err
 
 
-def test_the_question_in_a_terminal(machines, tmp_path):
-    machine, bare = machines
+def test_the_question_in_a_terminal(machine, tmp_path):
     a = machine("a")
     assert a("ask", "w", "one").code == 0
-    gist = bare("gist")
+    gist = init_bare(tmp_path / "gist.git")
     env = dict(os.environ, TERM="xterm")
 
     def share():
@@ -171,10 +147,7 @@ def test_the_question_in_a_terminal(machines, tmp_path):
     assert child.exitstatus == 0 and _refs(gist) == ["refs/heads/w"]
 
 
-def test_share_and_clone_over_http_with_a_password_in_the_url(machines, tmp_path, monkeypatch):
-    from gitservers import GitHTTPServer, init_bare
-
-    machine, _bare = machines
+def test_share_and_clone_over_http_with_a_password_in_the_url(machine, tmp_path, monkeypatch):
     a, b = machine("a"), machine("b")
     assert a("ask", "w", "one").code == 0
     root = tmp_path / "served"

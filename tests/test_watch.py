@@ -10,28 +10,16 @@ import time
 
 import pytest
 from conftest import GS
+from gitservers import init_bare
 
 #: How long a test waits for the watching process to do what it should (a timeout, no figure).
 WAIT_S = 60
 
 
 @pytest.fixture
-def machines(tmp_path, gs):
-    """``(a, b, remote)``: gs on two repos of their own, and the path of a bare remote (not made yet)."""
-
-    def machine(name):
-        repo = tmp_path / f"{name}.git"
-
-        def run(*args, input=None):
-            return gs("--repo", str(repo), *args, input=input)
-        run.repo = repo
-        return run
-
+def machines(machine, tmp_path):
+    """``(a, b, remote)``: two machines and the path of a bare remote (not made yet)."""
     return machine("a"), machine("b"), tmp_path / "remote.git"
-
-
-def _init_bare(path):
-    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
 
 
 def _rev(repo, ref):
@@ -54,7 +42,7 @@ def _user_prompts(fake_api):
 
 def test_pull_on_open_brings_the_other_machines_turns_first(machines, tmp_path, fake_api):
     a, b, remote = machines
-    _init_bare(remote)
+    init_bare(remote)
     assert a("ask", "w", "one from a").code == 0
     assert a("remote", "add", "origin", str(remote)).code == 0 and a("push").code == 0
     assert b("clone", str(remote), str(b.repo)).code == 0
@@ -136,7 +124,7 @@ def _stop(proc, log):
 
 def test_watch_pushes_every_save_here(machines, watcher):
     a, _b, remote = machines
-    _init_bare(remote)
+    init_bare(remote)
     assert a("ask", "w", "one").code == 0
     assert a("remote", "add", "origin", str(remote)).code == 0
     # a long interval: whatever reaches the remote after the first round came from watching the repo
@@ -164,7 +152,7 @@ def test_watch_pulls_every_interval_and_goes_on_after_a_failed_round(machines, w
     failed = [line for line in log.read_text().splitlines() if "sync failed" in line]
     assert all("could not reach" in line and "next try in 0.5 s" in line for line in failed), failed
 
-    _init_bare(remote)
+    init_bare(remote)
     _wait_for("the session to reach the remote", lambda: _rev(remote, "w") == _rev(a.repo, "w"))
     assert proc.poll() is None
     assert b("clone", str(remote), str(b.repo)).code == 0
