@@ -137,8 +137,8 @@ def share(store: GitStore, revision: Revision, url: str, *, username: str | None
         ssh_command: the ssh program and options (else ``core.sshCommand``, else ``ssh``).
 
     Returns:
-        The push's report: the ref pushed, or the server's refusal (a branch of that name
-        there that is no ancestor of the commit: not a fast-forward).
+        The push's report: the ref pushed, or why not (the remote's branch of that name
+        holds saves the commit does not contain: not a fast-forward).
 
     Raises:
         RemoteError: unreachable, not a git repository, refused as a whole.
