@@ -75,6 +75,10 @@ def share(
             err(f"refused: {name}: {why}")
         if report.failed or report.skipped:
             raise typer.Exit(1)
+        if not report.pushed and not report.unchanged:
+            raise GitSessionsError(f"not sent: {where} has saves of {revision.session_id} that {rev} does not hold "
+                                   "(not a fast-forward); nothing was changed there. Share the newest save, "
+                                   "or this one to another URL")
         remember(store, url, revision.session_id)
     what = f"{revision.session_id} at {short(revision.commit)}"
     err((f"shared {what} to {where}" if report.pushed else f"{where} already has {what}")
