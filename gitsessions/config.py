@@ -14,7 +14,9 @@ Keys (all optional)::
     author: {name: Ada, email: ada@example.com}   # commit identity (else git's user.*)
     redact: true               # replace secrets before anything is stored (default on)
     redact_patterns: {my-token: "tok_[a-z0-9]{24}"}   # more credential shapes to replace
-    sync: {remote: origin, push: on-save}   # push after every save (default: manual)
+    sync: {remote: origin, push: on-save, pull: on-open}
+                               # push after every save; pull when gs chat/ask opens a session
+                               # (each default: manual)
 
 This module never reads ``os.environ`` itself: the CLI passes the environment in.
 """
@@ -33,6 +35,8 @@ from .rules import DEFAULT_MAX_STEPS
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
                         "author", "redact", "redact_patterns", "sync"})
+#: Keys of ``sync:`` (a typo there is an error too).
+SYNC_KEYS = frozenset({"remote", "push", "pull"})
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
 APP_NAME = "gitsessions"
@@ -52,6 +56,9 @@ class Config:
         max_retries: retries of a model request that failed before its reply began.
         repo: the session repo path when set by config or environment.
         author_name, author_email: commit identity when configured.
+        sync_remote: the remote ``gs push``/``pull``/``sync`` use by default (None: origin).
+        sync_push: ``on-save`` pushes in the background after every save; else ``manual``.
+        sync_pull: ``on-open`` pulls when ``gs chat``/``gs ask`` opens a session; else ``manual``.
     """
 
     path: Path
@@ -69,6 +76,7 @@ class Config:
     redact_patterns: dict[str, str] = field(default_factory=dict)
     sync_remote: str | None = None
     sync_push: str = "manual"
+    sync_pull: str = "manual"
 
     @property
     def has_provider(self) -> bool:
@@ -157,8 +165,10 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         except re.error as exc:
             raise ConfigError(str(path), f"redact_patterns.{name} is not a valid regular expression ({exc})") from None
     sync = data.get("sync") or {}
-    if not isinstance(sync, dict) or sync.get("push", "manual") not in ("manual", "on-save"):
-        raise ConfigError(str(path), "sync must be a mapping like {remote: origin, push: on-save | manual}")
+    if (not isinstance(sync, dict) or set(sync) - SYNC_KEYS or sync.get("push", "manual") not in ("manual", "on-save")
+            or sync.get("pull", "manual") not in ("manual", "on-open")):
+        raise ConfigError(str(path), "sync must be a mapping like "
+                                     "{remote: origin, push: on-save | manual, pull: on-open | manual}")
     return Config(
         path=path,
         api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
@@ -175,4 +185,5 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         redact_patterns={str(k): v for k, v in patterns.items()},
         sync_remote=_str(sync, "remote", path),
         sync_push=sync.get("push", "manual"),
+        sync_pull=sync.get("pull", "manual"),
     )

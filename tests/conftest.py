@@ -171,3 +171,20 @@ def git(repo_path: Path):
         return proc.stdout
 
     return run
+
+
+@pytest.fixture
+def machine(tmp_path: Path, gs):
+    """Machines of their own: ``a = machine("a")`` runs ``gs --repo <tmp>/a.git ...`` in-process
+    (``a("ask", "w", "hi") -> Result``), its repo path at ``a.repo``."""
+
+    def make(name: str):
+        repo = tmp_path / f"{name}.git"
+
+        def run(*args: str, input: str | bytes | None = None) -> Result:
+            return gs("--repo", str(repo), *args, input=input)
+
+        run.repo = repo  # type: ignore[attr-defined]
+        return run
+
+    return make

@@ -72,6 +72,7 @@ LIBRARIES = {
     "click": "face",
     "prompt_toolkit": "face",
     "rich": "face",
+    "watchfiles": "face",  # gs sync --watch: the process waits on the repo folder
     "dulwich": "store",
     "openai": "provider",
     "httpx": "provider",

@@ -15,7 +15,7 @@ import typer.main
 
 from .. import __version__
 from ..errors import GitSessionsError
-from . import admin, chat, history, hooks, lifecycle, remote, transfer
+from . import admin, chat, history, hooks, lifecycle, remote, share, transfer
 from .common import Context, err
 
 #: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
@@ -54,7 +54,7 @@ def _root(
     ctx.call_on_close(ctx.obj.print_warnings)  # also when the command fails
 
 
-for sub in (chat.app, history.app, lifecycle.app, remote.app, admin.app, transfer.app):
+for sub in (chat.app, history.app, lifecycle.app, remote.app, share.app, admin.app, transfer.app):
     for command in sub.registered_commands:
         app.registered_commands.append(command)
     app.registered_groups.extend(sub.registered_groups)

@@ -12,9 +12,10 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from ..errors import DiskFull, GitSessionsError, SessionNotFound
+from ..errors import DiskFull, GitSessionsError, RemoteError, SessionNotFound
 from ..events import clean_text, make_header
 from ..render import terminal_safe
+from ..store import GitStore
 from .admin import pack_in_background
 from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
@@ -32,6 +33,25 @@ def _latest_session(ctx: Context) -> str:
     if not infos:
         raise SessionNotFound("(most recent)", [])
     return max(infos, key=lambda i: i.time).session_id
+
+
+def _pull_on_open(c: Context, store: GitStore) -> None:
+    """With ``sync: {pull: on-open}`` in config, pull before a session opens.
+
+    A remote that cannot be reached (or none configured) is one warning line: the session
+    opens as this machine has it.
+    """
+    if c.config.sync_pull != "on-open":
+        return
+    from .remote import _default, _print_pull, _remotes
+
+    where = _default(c, None)
+    try:
+        report = _remotes(store).pull(where)
+    except RemoteError as exc:
+        err(f"gs: warning: no pull on open: {exc}; the session opens as it is here")
+        return
+    _print_pull(report, where)
 
 
 def _stdin_lines():
@@ -73,6 +93,7 @@ def chat(
     if cont and session:
         raise typer.BadParameter("give a SESSION or --continue, not both")
     with c.store() as store:
+        _pull_on_open(c, store)
         sid = _latest_session(c) if cont else (session or new_session_id(store))
         interactive = sys.stdin.isatty()
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
@@ -166,6 +187,7 @@ def ask(
     if not prompt.strip():
         raise typer.BadParameter("the prompt is empty")
     with c.store() as store:
+        _pull_on_open(c, store)
         rev = args[0] if len(args) == 2 else new_session_id(store)
         session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, redactor=c.redactor(),
                                       warnings=c.warnings, wait=c.lock_wait(wait))

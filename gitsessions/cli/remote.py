@@ -180,13 +180,27 @@ def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
 
 
 @app.command()
-def sync(ctx: typer.Context, remote: RemoteArg = None) -> None:
+def sync(
+    ctx: typer.Context,
+    remote: RemoteArg = None,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Keep syncing: now, on every change here, every --interval seconds; Ctrl+C stops.")] = False,
+    interval: Annotated[float | None, typer.Option(
+        "--interval", min=0.1, metavar="SECONDS",
+        help="With --watch: seconds between looks at the remote [60]")] = None,
+) -> None:
     """Pull, then push: every machine ends up with the same sessions (rule: README, "Sync").
 
     Example: gs sync
     """
     c: Context = ctx.obj
     where = _default(c, remote)
+    if watch or interval is not None:
+        if not watch:
+            raise typer.BadParameter("--interval goes with --watch")
+        from .watch import watch_sync
+
+        return watch_sync(c, where, lambda: sync(ctx, remote), interval)
     with c.store() as store:
         report = _remotes(store).sync(where)
     ok = _print_pull(report.pull, where)

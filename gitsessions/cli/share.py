@@ -1,0 +1,85 @@
+"""``gs share``: publish one session to a separate git remote (see :mod:`gitsessions.store.share`)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..errors import GitSessionsError
+from ..render import terminal_safe
+from .common import Context, err, short
+
+if TYPE_CHECKING:  # imported lazily: dulwich's transports cost start-up time
+    from ..store.share import ShareOffer
+
+app = typer.Typer()
+
+
+def _offer(offer: ShareOffer, where: str) -> str:
+    """What leaves this machine, in a few lines (the user agrees to it before the first share)."""
+    title = terminal_safe(offer.title.split("\n", 1)[0]) or "(no title)"
+    turns = f"{offer.turns} turn{'s' if offer.turns != 1 else ''}"
+    saves = f"{offer.saves} save{'s' if offer.saves != 1 else ''}"
+    lines = [f"about to send to {where}, where nothing was shared from here before:",
+             f"  session {offer.session_id} at {short(offer.commit)}: {title!r}, {turns}, {saves}, "
+             f"{offer.pack_bytes:,} bytes (the git pack an empty repository receives)"]
+    if offer.forked_from:
+        lines.append("  with the history it was forked from, saves of: " + ", ".join(offer.forked_from))
+    return "\n".join(lines)
+
+
+@app.command()
+def share(
+    ctx: typer.Context,
+    rev: Annotated[str, typer.Argument(
+        help="Session id, or a past revision (work~2, work@1a2b3c4): shared as the session of that id.")],
+    url: Annotated[str, typer.Argument(
+        help="A git repository to publish to: an empty one (path, ssh://, https://) or a gist's git URL.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Send without asking (for scripts).")] = False,
+) -> None:
+    """Publish one session, with the history it was forked from, to a separate git remote.
+
+    Nothing else of the archive is sent. Before the first share to a URL, gs says what is
+    about to leave this machine (session, title, turns, bytes) and asks; later shares to
+    that URL do not ask. Secrets were already replaced when the session was saved. A past
+    revision becomes, on the remote, the session of its id at that commit. The receiver
+    continues it with: gs clone URL DIR.
+
+    Example: gs share work https://gist.github.com/0123abcd.git
+    """
+    from ..history import read_revision
+    from ..store.remote import strip_password
+    from ..store.share import describe, remember, shared_before
+    from ..store.share import share as publish
+    from .remote import _credentials
+
+    c: Context = ctx.obj
+    where = strip_password(url)[0]
+    with c.store() as store:
+        revision = read_revision(store, rev, c.redactor(), c.warnings)
+        if not shared_before(store, url):
+            err(_offer(describe(store, revision), where))
+            if not yes:
+                if not sys.stdin.isatty():
+                    raise GitSessionsError(f"nothing was sent: gs share asks before the first share to {where}, "
+                                           "and stdin is no terminal; add --yes to send it without asking")
+                if not typer.confirm("send it?", default=False, err=True):
+                    err("nothing was sent")
+                    raise typer.Exit(1)
+        report = publish(store, revision, url, **_credentials())
+        for name, why in report.skipped:
+            err(f"refused: {name}: {why}")
+        for name, why in report.failed:
+            err(f"refused: {name}: {why}")
+        if report.failed or report.skipped:
+            raise typer.Exit(1)
+        if not report.pushed and not report.unchanged:
+            raise GitSessionsError(f"not sent: {where} has saves of {revision.session_id} that {rev} does not hold "
+                                   "(not a fast-forward); nothing was changed there. Share the newest save, "
+                                   "or this one to another URL")
+        remember(store, url, revision.session_id)
+    what = f"{revision.session_id} at {short(revision.commit)}"
+    err((f"shared {what} to {where}" if report.pushed else f"{where} already has {what}")
+        + f"; to continue it elsewhere: gs clone {where} DIR")

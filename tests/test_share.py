@@ -1,0 +1,170 @@
+"""``gs share``: one session (with the history it was forked from) to a separate remote, the
+question before the first share to a URL, and the receiving side cloning and continuing it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pexpect
+from conftest import GS
+from gitservers import GitHTTPServer, init_bare
+
+
+def _git(repo, *args, check=True):
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if check and proc.returncode:
+        raise AssertionError(f"git {' '.join(args)}: {proc.stderr}")
+    return proc.stdout
+
+
+def _refs(repo):
+    return sorted(line.split()[1] for line in _git(repo, "show-ref", check=False).splitlines())
+
+
+def _messages(run, sid):
+    r = run("show", sid, "--format", "json")
+    assert r.code == 0, r.err
+    return [m["content"] for m in r.json()["messages"]]
+
+
+def test_a_shared_fork_leaves_alone_and_the_receiver_continues_it(machine, tmp_path, fake_api):
+    a, b = machine("a"), machine("b")
+    key = "sk-" + "A1b2C3d4" * 4
+    assert a("ask", "base", f"one, with my key {key}").code == 0
+    assert a("ask", "base", "two").code == 0
+    assert a("ask", "--fork", "alt", "base", "three on alt").code == 0
+    assert a("ask", "private", "not for sharing").code == 0
+    assert a("ask", "base", "four on base, after the fork").code == 0
+    assert a("rm", "private").code == 0  # an archived session stays home too
+    gist = init_bare(tmp_path / "gist.git")
+
+    r = a("share", "alt", str(gist), "--yes")
+    assert r.code == 0, r.err
+    assert "session alt" in r.err and "3 turns" in r.err and "bytes" in r.err
+    assert "forked from, saves of: base" in r.err
+    assert f"shared alt at {_git(a.repo, 'rev-parse', '--short=7', 'alt').strip()}" in r.err
+
+    # only the fork's branch, its commits and their ancestors: nothing else of the archive
+    assert _refs(gist) == ["refs/heads/alt"]
+    assert _git(gist, "rev-parse", "alt") == _git(a.repo, "rev-parse", "alt")
+    for elsewhere in ("base", "refs/archive/private"):
+        sha = _git(a.repo, "rev-parse", elsewhere).strip()
+        assert subprocess.run(["git", "-C", str(gist), "cat-file", "-e", sha], capture_output=True).returncode != 0
+    subprocess.run(["git", "-C", str(gist), "fsck", "--strict"], check=True, capture_output=True)
+    shared_log = _git(gist, "show", "alt:session.jsonl")
+    assert "three on alt" in shared_log and key not in shared_log  # stored redacted, sent as stored
+
+    # the receiver lacks `base`, which alt's lineage names: log, show, list and a new turn still work
+    r = b("clone", str(gist), str(b.repo))
+    assert r.code == 0, r.err
+    assert [row["id"] for row in b("list", "--json").json()] == ["alt"]
+    assert b("log", "alt").code == 0 and b("log", "alt", "--graph").code == 0
+    assert b("log", "alt", "-p").code == 0
+    assert _messages(b, "alt")[-2:] == ["three on alt", "echo: three on alt"]
+    fake_api.reset()
+    r = b("ask", "alt", "five on b")
+    assert r.code == 0, r.err
+    sent = [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] == "user"]
+    assert sent == [sent[0], "two", "three on alt", "five on b"] and sent[0].startswith("one, with my key")
+    assert key not in sent[0]
+    assert _messages(b, "alt")[-2:] == ["five on b", "echo: five on b"]
+    subprocess.run(["git", "-C", str(b.repo), "fsck", "--strict"], check=True, capture_output=True)
+
+
+def test_the_first_share_to_a_url_asks_and_later_ones_do_not(machine, tmp_path):
+    a = machine("a")
+    assert a("ask", "w", "one").code == 0
+    assert a("ask", "w", "two").code == 0
+    gist = init_bare(tmp_path / "gist.git")
+
+    # no terminal and no --yes: refused, nothing sent
+    r = a("share", "w", str(gist))
+    assert r.code == 1 and "about to send" in r.err and "add --yes" in r.err and "nothing was sent" in r.err
+    assert _refs(gist) == []
+    assert "gs-share" not in (a.repo / "config").read_text()
+
+    assert a("share", "w", str(gist), "--yes").code == 0
+    assert f'[gs-share "{gist}"]' in (a.repo / "config").read_text()
+
+    # the second share to that URL neither asks nor needs --yes
+    assert a("ask", "w", "three").code == 0
+    r = a("share", "w", str(gist))
+    assert r.code == 0, r.err
+    assert "about to send" not in r.err
+    assert _git(gist, "rev-parse", "w") == _git(a.repo, "rev-parse", "w")
+    r = a("share", "w", str(gist))
+    assert r.code == 0 and "already has w" in r.err
+
+
+def test_a_past_revision_is_shared_as_its_session_at_that_commit(machine, tmp_path):
+    a = machine("a")
+    for prompt in ("one", "two", "three"):
+        assert a("ask", "w", prompt).code == 0
+    gist = init_bare(tmp_path / "gist.git")
+    r = a("share", "w~1", str(gist), "--yes")
+    assert r.code == 0, r.err
+    assert "2 turns" in r.err
+    assert _refs(gist) == ["refs/heads/w"]
+    assert _git(gist, "rev-parse", "w") == _git(a.repo, "rev-parse", "w~1")
+    assert _git(a.repo, "rev-parse", "w") != _git(a.repo, "rev-parse", "w~1")  # nothing moved here
+
+    # the tip is a fast-forward of it; going back is refused with the server's reason, not forced
+    assert a("share", "w", str(gist)).code == 0
+    r = a("share", "w~2", str(gist))
+    assert r.code == 1 and "w" in r.err and "not a fast-forward" in r.err
+    assert _git(gist, "rev-parse", "w") == _git(a.repo, "rev-parse", "w")
+
+    r = a("share", "w~9", str(gist))
+    assert r.code == 1 and "w~0 to w~2 exist" in r.err
+
+
+def test_the_question_in_a_terminal(machine, tmp_path):
+    a = machine("a")
+    assert a("ask", "w", "one").code == 0
+    gist = init_bare(tmp_path / "gist.git")
+    env = dict(os.environ, TERM="xterm")
+
+    def share():
+        child = pexpect.spawn(GS[0], [*GS[1:], "--repo", str(a.repo), "share", "w", str(gist)], env=env,
+                              encoding="utf-8", timeout=30)
+        child.expect("about to send")
+        child.expect(r"send it\? \[y/N\]")
+        return child
+
+    child = share()
+    child.sendline("n")
+    child.expect("nothing was sent")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1 and _refs(gist) == []
+
+    child = share()
+    child.sendline("y")
+    child.expect("shared w at")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and _refs(gist) == ["refs/heads/w"]
+
+
+def test_share_and_clone_over_http_with_a_password_in_the_url(machine, tmp_path, monkeypatch):
+    a, b = machine("a"), machine("b")
+    assert a("ask", "w", "one").code == 0
+    root = tmp_path / "served"
+    root.mkdir()
+    init_bare(root / "gist.git")
+    with GitHTTPServer(root) as server:
+        r = a("share", "w", server.url("gist.git", with_password=True), "--yes")
+        assert r.code == 0, r.err
+        assert server.password not in r.err and server.password not in (a.repo / "config").read_text()
+        assert f'[gs-share "{server.url("gist.git")}"]' in (a.repo / "config").read_text()
+        # the URL without its password is the same URL: no second question
+        assert a("ask", "w", "two").code == 0
+        monkeypatch.setenv("GS_HTTP_USERNAME", server.username)
+        monkeypatch.setenv("GS_HTTP_PASSWORD", server.password)
+        assert a("share", "w", server.url("gist.git")).code == 0
+        r = b("clone", server.url("gist.git"), str(b.repo))
+        assert r.code == 0, r.err
+        assert b("ask", "w", "three on b").code == 0
+        assert _messages(b, "w")[-2:] == ["three on b", "echo: three on b"]
+    subprocess.run(["git", "-C", str(root / "gist.git"), "fsck", "--strict"], check=True, capture_output=True)
