@@ -30,6 +30,7 @@ from ..errors import CorruptSession, RemoteError, UnsupportedVersion
 from ..rules import SESSION_ID_RE, CommitId, Lineage, SessionId, commit_message, pull_fork_name, taken_by
 from .faults import writes_to
 from .git import SESSION_FILE, GitStore
+from .sendpack import PushPack
 from .values import Credentials, PullReport, PushReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -279,15 +280,13 @@ class Remotes:
     def push(self, remote: str) -> PushReport:
         """Send every session branch and archive ref to ``remote`` (a name or URL).
 
-        Objects are packed with deltas first, so the pack sent reuses them. A ref the
+        The pack sent holds what the remote lacks, new saves as deltas (:mod:`.sendpack`). A ref the
         server refuses (not a fast-forward, a hook) is reported with the server's reason.
 
         Raises:
             RemoteError: unreachable or refused as a whole.
         """
         url, named = self._location(remote)
-        if self.store.exists():
-            self.store.gc()
         repo = self.store.repo()
         if repo is None:
             return PushReport()
@@ -316,9 +315,7 @@ class Remotes:
                 sent.append(ref)
             return new_refs
 
-        def pack_data(have, want, *, ofs_delta: bool = False, progress=None):
-            # progress is the server-message sink (said): keep local packing chatter out of it
-            return repo.generate_pack_data(set(have), set(want), ofs_delta=ofs_delta)
+        pack_data = PushPack(repo, client)  # what the remote lacks; new saves as deltas on its blobs
 
         try:
             result = client.send_pack(path, update_refs, generate_pack_data=pack_data, progress=said.extend)
