@@ -1,0 +1,184 @@
+"""Sync is cheap when little changed (issue 10, item 4): bytes, not timings.
+
+A push sends what the remote lacks, each new save as a delta on the blob the remote has
+(a thin pack the receiver completes), and runs no repack of the local repo. What a server
+received is measured from the packs it kept (``receive.unpackLimit 1``): the bytes of the
+objects it did not hold before (completing a thin pack appends bases it already had; those
+are not counted). Timings are figures for benchmarks/bench_sync.py, not asserted here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+from gitservers import init_bare
+from test_transports import Transport, transport  # noqa: F401 - the fixture, shared
+
+from gitsessions.events import make_event, make_header
+from gitsessions.rules import CommitMessage
+from gitsessions.session import commit_message
+from gitsessions.store import GitStore
+from gitsessions.store.remote import Remotes
+from gitsessions.store.sendpack import PushPack
+
+TURN_WORDS = "the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing".split()
+
+
+def _git(repo: Path, *args: str, input: bytes | None = None) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, input=input)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout.decode()
+
+
+def _objects(bare: Path) -> set[str]:
+    return set(_git(bare, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split())
+
+
+def _packs(bare: Path) -> set[Path]:
+    return set((bare / "objects" / "pack").glob("*.pack"))
+
+
+def _received(bare: Path, had: set[str], packs_before: set[Path]) -> int:
+    """Bytes of the objects ``bare`` holds in packs newer than ``packs_before`` and did not have before."""
+    assert "count: 0\n" in _git(bare, "count-objects", "-v"), "objects were unpacked: not measurable"
+    total = 0
+    for pack in _packs(bare) - packs_before:
+        for line in _git(bare, "verify-pack", "-v", str(pack)).splitlines():
+            fields = line.split()
+            if len(fields) >= 5 and len(fields[0]) == 40 and fields[0] not in had:
+                total += int(fields[3])  # size in the pack file, compressed
+    return total
+
+
+def _turn(n: int, turn: int) -> list:
+    """One finished turn (~2.5 KB of prose) whose events start at seq ``n``."""
+    words = [TURN_WORDS[(turn * 7 + i * 3) % len(TURN_WORDS)] + str((turn * i) % 97) for i in range(400)]
+    return [make_event(n, "turn/start", {"turn": turn}),
+            make_event(n + 1, "user/message", {"content": " ".join(words[:80])}),
+            make_event(n + 2, "assistant/message", {"content": " ".join(words[80:]), "model": "m", "tool_calls": []}),
+            make_event(n + 3, "turn/end", {"turn": turn, "reason": "completed"})]
+
+
+class Grower:
+    """Session ``sid`` of ``store`` grown turn by turn, as gs saves it (one commit per turn)."""
+
+    def __init__(self, store: GitStore, sid: str = "w"):
+        self.store, self.sid, self.events, self.tip = store, sid, [], None
+
+    def turns(self, count: int) -> bytes:
+        """Save ``count`` turns; return the bytes the last one appended to ``session.jsonl``."""
+        added = b""
+        for _ in range(count):
+            new = _turn(len(self.events), len(self.events) // 4 + 1)
+            self.events += new
+            self.tip = self.store.append(self.sid, new, commit_message(self.sid, self.events, len(self.events) - 4),
+                                         expected_tip=self.tip,
+                                         header=make_header(self.sid) if self.tip is None else None)
+            added = b"".join(ev.encode() for ev in new)
+        return added
+
+
+@pytest.fixture
+def grown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Grower:
+    """A session repo holding session ``w`` of 80 turns (~200 KB), packed once as gs gc would."""
+    monkeypatch.setattr("os.fsync", lambda fd: None)  # setup only: a slow disk is not under test
+    store = GitStore(tmp_path / "local.git")
+    grower = Grower(store)
+    grower.turns(80)
+    store.gc()
+    monkeypatch.undo()
+    return grower
+
+
+@pytest.mark.parametrize("transport", ["path", "git", "http"], indirect=True)
+def test_one_new_turn_sends_about_that_turn(transport: Transport, grown: Grower):  # noqa: F811 - the fixture
+    store = grown.store
+    remote = init_bare(transport.root / "R.git", keep_packs=True)
+    url = transport.url("R.git")
+    login = {"username": transport.server.username, "password": transport.server.password} \
+        if transport.kind == "http" else {}
+    assert Remotes(store, **login).push(url).pushed == ["refs/heads/w"]
+    had, packs = _objects(remote), _packs(remote)
+
+    turn = grown.turns(1)
+    report = Remotes(store, **login).push(url)
+
+    assert report.pushed == ["refs/heads/w"] and not report.failed
+    _git(remote, "fsck", "--strict")
+    assert _git(remote, "rev-parse", "w").strip() == grown.tip
+    whole = store.read_raw("w", grown.tip)
+    assert _git(remote, "cat-file", "blob", "w:session.jsonl").encode() == whole
+    sent = _received(remote, had, packs)
+    compressed_turn = len(zlib.compress(turn))
+    print(f"\n[{transport.kind}] session.jsonl {len(whole)} B ({len(zlib.compress(whole))} B compressed); "
+          f"one turn {len(turn)} B ({compressed_turn} B compressed); the push sent {sent} B")
+    assert sent < len(whole) / 20  # not the file again
+    assert sent < 2 * compressed_turn + 1024  # the turn, its commit and its tree
+
+
+def test_push_runs_no_repack(grown: Grower):
+    store = grown.store
+    remote = init_bare(grown.store.path.parent / "R.git")
+    assert Remotes(store).push(str(remote)).pushed == ["refs/heads/w"]
+    packs = _packs(store.path)
+    grown.turns(2)
+    loose = int(_git(store.path, "count-objects", "-v").split("count: ")[1].split()[0])
+    assert loose == 6  # two saves: blob, tree and commit each
+
+    assert Remotes(store).push(str(remote)).pushed == ["refs/heads/w"]
+
+    assert _packs(store.path) == packs
+    assert f"count: {loose}\n" in _git(store.path, "count-objects", "-v")
+    _git(remote, "fsck", "--strict")
+    _git(store.path, "fsck", "--strict")
+
+
+def test_a_fork_of_an_older_save_sends_one_commit(grown: Grower, tmp_path: Path):
+    """The fork's tree is on the remote already, reachable only from far below its tip."""
+    store = grown.store
+    remote = init_bare(tmp_path / "R.git", keep_packs=True)
+    assert Remotes(store).push(str(remote)).pushed == ["refs/heads/w"]
+    had, packs = _objects(remote), _packs(remote)
+    old = store.log("w")[40].commit
+    fork = store.branch_from("older", old, CommitMessage("fork of w", {"Session": "older"}))
+
+    assert Remotes(store).push(str(remote)).pushed == ["refs/heads/older"]
+
+    _git(remote, "fsck", "--strict")
+    assert _git(remote, "rev-parse", "older").strip() == fork
+    assert _objects(remote) - had == {fork}
+    assert _received(remote, had, packs) < 600
+
+
+def test_without_thin_packs_the_pack_stands_alone(grown: Grower, tmp_path: Path):
+    """A server that cannot complete thin packs (``no-thin``) gets whole bases: real git's
+    ``index-pack`` without ``--fix-thin`` takes the pack, and refuses the thin one."""
+    store = grown.store
+    remote = init_bare(tmp_path / "R.git")
+    assert Remotes(store).push(str(remote)).pushed == ["refs/heads/w"]
+    have = {_git(remote, "rev-parse", "w").strip().encode()}
+    grown.turns(1)
+    want = {grown.tip.encode()}
+    repo = store.repo()
+
+    def pack_file(thin: bool) -> bytes:
+        from dulwich.objects import DEFAULT_OBJECT_FORMAT
+        from dulwich.pack import PackChunkGenerator
+
+        pack = PushPack(repo)
+        pack.thin = thin
+        count, records = pack(have, want, ofs_delta=True)
+        return b"".join(PackChunkGenerator(DEFAULT_OBJECT_FORMAT, num_records=count, records=records))
+
+    def index(data: bytes, *flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(remote), "index-pack", "--stdin", "--strict", *flags],
+                              input=data, capture_output=True)
+
+    thin, whole = pack_file(True), pack_file(False)
+    assert index(thin).returncode != 0  # a thin pack needs its base completed
+    assert index(whole).returncode == 0
+    assert index(thin, "--fix-thin").returncode == 0
+    assert len(thin) < len(whole) / 10
