@@ -161,6 +161,10 @@ class SessionStore(abc.ABC):
         """Tips known to hold a valid log, so :meth:`list_sessions` need not parse them."""
         return set()
 
+    def _received_tips(self) -> set[str]:
+        """Tips that arrived from a remote by clone, listed from their trailers (see :meth:`list_sessions`)."""
+        return set()
+
     # -- written once on top of the primitives ---------------------------------------------
 
     def find(self, session_id: str) -> SessionId | None:
@@ -260,10 +264,13 @@ class SessionStore(abc.ABC):
         A tip not known to be valid (written behind this store's back) is parsed, and so is
         one whose commit lacks gs's ``Turn``/``Messages`` trailers (plain git made it): then
         the counts and title come from its log, not from trailers that may be missing or
-        wrong. A session that cannot be read is still listed, with ``error`` set.
+        wrong. A session that cannot be read is still listed, with ``error`` set. A tip
+        that arrived by clone (gs wrote it on another machine) is listed from its trailers
+        like a verified one, so the first list of a fresh clone reads no logs; its log is
+        checked when the session is opened, as every load is.
         """
         out = []
-        verified = self._verified_tips()
+        verified = self._verified_tips() | self._received_tips()
         for sid in self.session_ids():
             tip = self.tip(sid)
             if tip is None:

@@ -42,6 +42,10 @@ def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origi
             remotes = Remotes(store, username=username, password=password, ssh_command=ssh_command)
             remotes.add(remote, url)
             report = remotes.pull(remote)
+            # gs wrote these on another machine: the first gs list takes their trailers
+            # instead of parsing every log (each is checked when opened)
+            store.state.mark_received([t for t in [*map(store.tip, store.session_ids()),
+                                             *map(store.archive_ref, store.archived_ids())] if t])
         if building != target:
             if target.exists():
                 shutil.rmtree(target)  # empty, or only gs's lock folder (check_path allowed no more)

@@ -202,6 +202,9 @@ class GitStore(SessionStore):
     def _mark_verified(self, commit: str) -> None:
         self.state.mark_verified(commit)
 
+    def _received_tips(self) -> set[str]:
+        return self.state.received()
+
     def read_raw(self, session_id: str, commit: str) -> bytes:
         """Return the bytes of ``session.jsonl`` at ``commit``.
 

@@ -73,7 +73,7 @@ class PackState:
 
 
 class RepoState:
-    """The files under ``<repo>/gs/``: journals, locks, verified tips, pack state.
+    """The files under ``<repo>/gs/``: journals, locks, verified and received tips, pack state.
 
     Args:
         repo_path: the session repository directory.
@@ -119,10 +119,7 @@ class RepoState:
 
     def verified(self) -> set[str]:
         """Return the commit ids known to hold a valid log (empty when the file is missing)."""
-        try:
-            return set(self.verified_path.read_text("ascii").split())
-        except (FileNotFoundError, UnicodeDecodeError):
-            return set()
+        return _read_ids(self.verified_path)
 
     def mark_verified(self, commit: str) -> None:
         """Record that ``commit`` holds a valid log (one ``O_APPEND`` write, safe across processes).
@@ -132,22 +129,56 @@ class RepoState:
         """
         optional_write(lambda: _append_line(self.verified_path, commit.encode("ascii") + b"\n"))
 
+    # -- received tips -----------------------------------------------------------------------
+    # Tips that arrived from a remote by clone: written by gs on another machine, so
+    # ``list_sessions`` takes their counts from their trailers instead of parsing every log
+    # of a fresh clone on the first ``gs list``; the log is checked when a session is opened.
+
+    @property
+    def received_path(self) -> Path:
+        """The received-tips file, one commit id a line."""
+        return self.root / "received"
+
+    def received(self) -> set[str]:
+        """Return the commit ids that arrived from a remote (empty when the file is missing)."""
+        return _read_ids(self.received_path)
+
+    def mark_received(self, commits: Iterable[str]) -> None:
+        """Record that ``commits`` arrived from a remote (one ``O_APPEND`` write; a cache, as verified tips)."""
+        lines = b"".join(c.encode("ascii") + b"\n" for c in commits)
+        if lines:
+            optional_write(lambda: _append_line(self.received_path, lines))
+
     def compact_verified(self, tips: Iterable[str | None]) -> None:
-        """Keep only ``tips`` in the verified-tips file (it gains a line per save); skipped when refused."""
-        verified = self.verified()
-        keep = sorted(t for t in set(tips) if t and t in verified)
-        tmp = self.verified_path.with_suffix(".tmp")
+        """Keep only ``tips`` in the verified- and received-tips files (they gain lines); skipped when refused."""
+        current = {t for t in tips if t}
+        for path in (self.verified_path, self.received_path):
+            ids = _read_ids(path)
+            if ids or path == self.verified_path:
+                _rewrite_ids(path, sorted(current & ids))
 
-        def write() -> None:
-            tmp.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                tmp.write_text("".join(t + "\n" for t in keep), "ascii")
-            except OSError:
-                tmp.unlink(missing_ok=True)  # a half-written copy must not stay behind
-                raise
-            os.replace(tmp, self.verified_path)  # a save racing this only costs a re-check later
 
-        optional_write(write)
+def _read_ids(path: Path) -> set[str]:
+    try:
+        return set(path.read_text("ascii").split())
+    except (FileNotFoundError, UnicodeDecodeError):
+        return set()
+
+
+def _rewrite_ids(path: Path, keep: list[str]) -> None:
+    """Replace ``path`` by the ids ``keep`` (atomically; skipped when the disk refuses)."""
+    tmp = path.with_suffix(".tmp")
+
+    def write() -> None:
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            tmp.write_text("".join(t + "\n" for t in keep), "ascii")
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a half-written copy must not stay behind
+            raise
+        os.replace(tmp, path)  # a save racing this only costs a re-check later
+
+    optional_write(write)
 
 
 def _append_line(path: Path, line: bytes) -> None:
