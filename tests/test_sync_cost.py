@@ -182,3 +182,32 @@ def test_without_thin_packs_the_pack_stands_alone(grown: Grower, tmp_path: Path)
     assert index(whole).returncode == 0
     assert index(thin, "--fix-thin").returncode == 0
     assert len(thin) < len(whole) / 10
+
+
+def test_the_first_list_after_a_clone_reads_no_log(grown: Grower, tmp_path: Path, gs):
+    """gs list of a fresh clone takes counts from the trailers gs wrote on the other machine
+    (no log is parsed: nothing becomes verified); opening a session still checks its log."""
+    remote = init_bare(tmp_path / "R.git")
+    other = Grower(grown.store, "second")
+    other.turns(3)
+    header = b'{"type":"session","version":1,"created":1}\n'
+    damaged = header + b'{"seq":0,"time":1,"type":"user/message","data":{"content":"x"}}\n{"seq":5,'
+    blob = _git(grown.store.path, "hash-object", "-w", "--stdin", input=damaged).strip()
+    tree = _git(grown.store.path, "mktree", input=f"100644 blob {blob}\tsession.jsonl\n".encode()).strip()
+    message = "turn 1: x\n\nSession: torn\nTurn: 1\nMessages: 1"  # gs's trailers over a torn log
+    commit = _git(grown.store.path, "commit-tree", tree, "-m", message).strip()
+    _git(grown.store.path, "update-ref", "refs/heads/torn", commit)
+    assert len(Remotes(grown.store).push(str(remote)).pushed) == 3
+    clone = tmp_path / "clone.git"
+    assert gs("clone", str(remote), str(clone)).code == 0
+
+    rows = {row["id"]: row for row in gs("--repo", str(clone), "list", "--json").json()}
+
+    assert (rows["w"]["turns"], rows["w"]["messages"], rows["w"]["error"]) == (80, 160, None)
+    assert (rows["second"]["turns"], rows["second"]["messages"]) == (3, 6)
+    assert set(rows) == {"w", "second", "torn"}
+    assert not (clone / "gs" / "verified").exists()  # list parsed no log
+    assert gs("--repo", str(clone), "show", "second").code == 0
+    assert (clone / "gs" / "verified").read_text().split() == [other.tip]
+    r = gs("--repo", str(clone), "show", "torn")
+    assert r.code == 1 and "corrupt" in r.err  # the log is checked where it is read
