@@ -165,6 +165,15 @@ class SessionStore(abc.ABC):
         """Tips that arrived from a remote by clone, listed from their trailers (see :meth:`list_sessions`)."""
         return set()
 
+    def known_logs(self) -> set[str]:
+        """Return the commits known to hold a session log: verified here, or received by clone.
+
+        Reads no object (one or two small cache files), so sync can tell a session tip from
+        a stranger without reading each ref's commit and tree; a commit not in it may still
+        be a session (written by plain git): check that one by its objects.
+        """
+        return self._verified_tips() | self._received_tips()
+
     # -- written once on top of the primitives ---------------------------------------------
 
     def find(self, session_id: str) -> SessionId | None:
@@ -270,7 +279,7 @@ class SessionStore(abc.ABC):
         checked when the session is opened, as every load is.
         """
         out = []
-        verified = self._verified_tips() | self._received_tips()
+        verified = self.known_logs()
         for sid in self.session_ids():
             tip = self.tip(sid)
             if tip is None:
