@@ -207,6 +207,8 @@ def test_the_first_list_after_a_clone_reads_no_log(grown: Grower, tmp_path: Path
     assert (rows["second"]["turns"], rows["second"]["messages"]) == (3, 6)
     assert set(rows) == {"w", "second", "torn"}
     assert not (clone / "gs" / "verified").exists()  # list parsed no log
+    with GitStore(clone) as cloned:  # sync tells these are sessions without reading their objects
+        assert cloned.known_logs() == {grown.tip, other.tip, commit}
     assert gs("--repo", str(clone), "show", "second").code == 0
     assert (clone / "gs" / "verified").read_text().split() == [other.tip]
     r = gs("--repo", str(clone), "show", "torn")
