@@ -213,3 +213,20 @@ def test_the_first_list_after_a_clone_reads_no_log(grown: Grower, tmp_path: Path
     assert (clone / "gs" / "verified").read_text().split() == [other.tip]
     r = gs("--repo", str(clone), "show", "torn")
     assert r.code == 1 and "corrupt" in r.err  # the log is checked where it is read
+
+
+def test_packs_piling_up_from_fetches_make_a_repack_due(grown: Grower, tmp_path: Path):
+    """Each fetch that brings objects adds a pack; lookups search them one by one."""
+    from dulwich.objects import Blob
+
+    from gitsessions.store.pack import AUTO_PACKS
+
+    store = grown.store
+    assert not store.pack_due()
+    for i in range(AUTO_PACKS - 1):  # one pack is there already
+        store.repo().object_store.add_objects([(Blob.from_string(b"fetched %d\n" % i), None)])
+    store.close()
+    assert store.pack_due()
+    store.gc()
+    assert not store.pack_due()
+    _git(store.path, "fsck", "--strict")

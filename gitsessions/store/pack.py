@@ -39,6 +39,9 @@ _MAX_INSERT = 0x7F
 AUTO_SAVES = 64
 #: Loose bytes (uncompressed blob sizes) after which an automatic repack is due.
 AUTO_BYTES = 32 * 1024 * 1024
+#: Packs after which an automatic repack is due: every fetch that brings objects adds one,
+#: and each object lookup searches the packs one by one.
+AUTO_PACKS = 16
 _ZERO = b"0" * 40
 _HEX = frozenset(b"0123456789abcdef")
 #: A temporary pack file older than this was left by a killed writer (git's ``gc`` likewise

@@ -19,7 +19,7 @@ from ..rules import check_session_id
 from .faults import optional_write, os_faults
 from .journal import Journal
 from .lock import SessionLock
-from .pack import AUTO_BYTES, AUTO_SAVES, RepackResult, repack
+from .pack import AUTO_BYTES, AUTO_PACKS, AUTO_SAVES, RepackResult, repack
 
 
 class PackState:
@@ -37,12 +37,18 @@ class PackState:
         optional_write(lambda: _append_line(self.path, b"%d\n" % blob_bytes))
 
     def due(self) -> bool:
-        """True when AUTO_SAVES saves or AUTO_BYTES loose bytes piled up since the last repack."""
+        """True when AUTO_SAVES saves or AUTO_BYTES loose bytes piled up since the last repack, or AUTO_PACKS packs."""
         try:
             lines = self.path.read_bytes().split()
         except FileNotFoundError:
+            lines = []
+        if len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES:
+            return True
+        try:
+            with os.scandir(self.path.parent.parent / "objects" / "pack") as entries:
+                return sum(e.name.endswith(".pack") for e in entries) >= AUTO_PACKS
+        except FileNotFoundError:
             return False
-        return len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES
 
     def repack(self, repo: Repo) -> RepackResult | None:
         """Repack unless another process is repacking (then return None at once).
