@@ -230,3 +230,23 @@ def test_packs_piling_up_from_fetches_make_a_repack_due(grown: Grower, tmp_path:
     store.gc()
     assert not store.pack_due()
     _git(store.path, "fsck", "--strict")
+
+
+def test_tips_read_in_one_pass_agree_with_git(grown: Grower):
+    """Loose refs over packed ones, symbolic refs followed, a ref being written (``.lock``) is none."""
+    store = grown.store
+    second = Grower(store, "second")
+    second.turns(1)
+    _git(store.path, "pack-refs", "--all")
+    second.turns(1)  # loose again, newer than its packed line
+    _git(store.path, "symbolic-ref", "refs/heads/alias", "refs/heads/second")
+    _git(store.path, "update-ref", "refs/heads/feature/x", grown.tip)
+    (store.path / "refs" / "heads" / "half.lock").write_text(grown.tip + "\n")
+    store.close()
+
+    tips = store.tips()
+
+    assert tips == {"alias": second.tip, "second": second.tip, "w": grown.tip}
+    listed = _git(store.path, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/").split()
+    assert dict(zip(listed[::2], listed[1::2], strict=True)) == {**tips, "feature/x": grown.tip}
+    assert store.session_ids() == ["alias", "second", "w"]

@@ -161,6 +161,11 @@ class SessionStore(abc.ABC):
         """Tips known to hold a valid log, so :meth:`list_sessions` need not parse them."""
         return set()
 
+    def tips(self) -> dict[SessionId, CommitId]:
+        """Return every live session's tip by id, sorted by id (a backend may read them in one pass)."""
+        found = ((sid, self.tip(sid)) for sid in self.session_ids())
+        return {sid: tip for sid, tip in found if tip is not None}
+
     def _received_tips(self) -> set[str]:
         """Tips that arrived from a remote by clone, listed from their trailers (see :meth:`list_sessions`)."""
         return set()
@@ -280,10 +285,7 @@ class SessionStore(abc.ABC):
         """
         out = []
         verified = self.known_logs()
-        for sid in self.session_ids():
-            tip = self.tip(sid)
-            if tip is None:
-                continue
+        for sid, tip in self.tips().items():
             try:
                 info = self.commit_info(tip)
             except self.unreadable as exc:
