@@ -22,7 +22,7 @@ from gitsessions.rules import CommitMessage
 from gitsessions.session import commit_message
 from gitsessions.store import GitStore
 from gitsessions.store.remote import Remotes
-from gitsessions.store.sendpack import PushPack
+from gitsessions.store.thinpack import PushPack
 
 TURN_WORDS = "the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing".split()
 
@@ -250,3 +250,23 @@ def test_tips_read_in_one_pass_agree_with_git(grown: Grower):
     listed = _git(store.path, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/").split()
     assert dict(zip(listed[::2], listed[1::2], strict=True)) == {**tips, "feature/x": grown.tip}
     assert store.session_ids() == ["alias", "second", "w"]
+
+
+def test_the_automatic_repack_packs_only_the_loose_objects(grown: Grower, gs):
+    store = grown.store
+    old_packs = _packs(store.path)
+    grown.turns(10)
+    loose = int(_git(store.path, "count-objects", "-v").split("count: ")[1].split()[0])
+    assert loose == 30
+
+    result = store.gc(incremental=True)
+
+    assert result is not None and result.objects == 30 and result.deltas == 10 and result.loose_removed == 30
+    assert old_packs < _packs(store.path) and len(_packs(store.path)) == 2  # the old pack is left alone
+    assert "count: 0\n" in _git(store.path, "count-objects", "-v")
+    _git(store.path, "fsck", "--strict")
+    with GitStore(store.path) as fresh:
+        assert fresh.load("w").events == grown.events
+    assert gs("--repo", str(store.path), "gc").code == 0  # by hand: everything into one pack
+    assert len(_packs(store.path)) == 1
+    _git(store.path, "fsck", "--strict")

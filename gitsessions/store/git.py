@@ -379,16 +379,15 @@ class GitStore(SessionStore):
         return self.exists() and self.state.pack.due()
 
     @writes
-    def gc(self) -> RepackResult | None:
-        """Repack everything reachable into one delta pack (see :mod:`gitsessions.store.pack`).
+    def gc(self, incremental: bool = False) -> RepackResult | None:
+        """Repack all into one delta pack (:mod:`.pack`); ``incremental``: only loose objects (:mod:`.thinpack`).
 
         Returns:
             The figures, or None when another process is repacking right now.
         """
-        repo = self.repo()
-        if repo is None:
+        if (repo := self.repo()) is None:
             return RepackResult()
-        result = self.state.pack.repack(repo)
+        result = self.state.pack.repack(repo, incremental)
         if result is not None:  # keep only current tips in the tips caches (they gain a line per save)
             self.state.compact_verified([*self.tips().values(), *map(self.archive_ref, self.archived_ids())])
         self.close()  # reopen with a fresh pack list next time

@@ -30,7 +30,7 @@ from ..errors import CorruptSession, RemoteError, UnsupportedVersion
 from ..rules import SESSION_ID_RE, CommitId, Lineage, SessionId, commit_message, pull_fork_name, taken_by
 from .faults import writes_to
 from .git import SESSION_FILE, GitStore
-from .sendpack import PushPack
+from .thinpack import PushPack
 from .values import Credentials, PullReport, PushReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -280,7 +280,7 @@ class Remotes:
     def push(self, remote: str) -> PushReport:
         """Send every session branch and archive ref to ``remote`` (a name or URL).
 
-        The pack sent holds what the remote lacks, new saves as deltas (:mod:`.sendpack`). A ref the
+        The pack sent holds what the remote lacks, new saves as deltas (:mod:`.thinpack`). A ref the
         server refuses (not a fast-forward, a hook) is reported with the server's reason.
 
         Raises:

@@ -20,6 +20,7 @@ from .faults import optional_write, os_faults
 from .journal import Journal
 from .lock import SessionLock
 from .pack import AUTO_BYTES, AUTO_PACKS, AUTO_SAVES, RepackResult, repack
+from .thinpack import pack_loose
 
 
 class PackState:
@@ -42,24 +43,32 @@ class PackState:
             lines = self.path.read_bytes().split()
         except FileNotFoundError:
             lines = []
-        if len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES:
-            return True
+        saves_due = len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES
+        return saves_due or self.packs() >= AUTO_PACKS
+
+    def packs(self) -> int:
+        """Return how many packs the repo has."""
         try:
             with os.scandir(self.path.parent.parent / "objects" / "pack") as entries:
-                return sum(e.name.endswith(".pack") for e in entries) >= AUTO_PACKS
+                return sum(e.name.endswith(".pack") for e in entries)
         except FileNotFoundError:
-            return False
+            return 0
 
-    def repack(self, repo: Repo) -> RepackResult | None:
+    def repack(self, repo: Repo, incremental: bool = False) -> RepackResult | None:
         """Repack unless another process is repacking (then return None at once).
+
+        Args:
+            repo: the open repository.
+            incremental: only move the loose objects into a new pack (:func:`.thinpack.pack_loose`),
+                unless AUTO_PACKS packs piled up: then, as otherwise, merge everything into one.
 
         Raises:
             DiskFull, RepoReadOnly: the repo cannot be written (see :mod:`.faults`).
         """
         with os_faults(self.path.parent.parent):
-            return self._repack(repo)
+            return self._repack(repo, incremental and self.packs() < AUTO_PACKS)
 
-    def _repack(self, repo: Repo) -> RepackResult | None:
+    def _repack(self, repo: Repo, incremental: bool) -> RepackResult | None:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -73,7 +82,7 @@ class PackState:
                 os.truncate(self.path, 0)
             except FileNotFoundError:
                 pass
-            return repack(repo)
+            return pack_loose(repo) if incremental else repack(repo)
         finally:
             os.close(fd)
 

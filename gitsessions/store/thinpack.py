@@ -1,13 +1,14 @@
-"""The pack a push sends: only what the remote lacks, each new session blob as a delta.
+"""Packs of what is new: the pack a push sends, and the automatic repack of loose objects.
 
 dulwich's own pack generation sends loose blobs whole (design.md, dulwich facts), and a
 session's blob is the whole ``session.jsonl``: one new turn of a 5 MB session would send
 5 MB. Here the pack is planned like a repack (:mod:`.pack`): a new blob whose first parent's
-blob the remote has is sent as "copy that blob, insert the new lines" -- a *thin* pack, which
-the receiver completes from its own objects (git's ``index-pack --fix-thin``, dulwich's
-``add_pack_data``) -- so one new turn sends about that turn's compressed bytes. Blobs further
-along a chain of new saves delta against earlier blobs in the same pack, with the bounded
-depth of :func:`~.pack.base_position`.
+blob the other side has is written as "copy that blob, insert the new lines" -- a *thin*
+pack, which the receiver completes from its own objects (git's ``index-pack --fix-thin``,
+dulwich's ``add_pack_data``) -- so one new turn sends about that turn's compressed bytes.
+Blobs further along a chain of new saves delta against earlier blobs in the same pack, with
+the bounded depth of :func:`~.pack.base_position`. The automatic repack
+(:func:`pack_loose`) packs the loose objects the same way, against the packed parents.
 
 What the remote has is the commits its refs name (``have``) and their ancestors. Walking all
 of that would cost O(remote history) on every push, so the walk first goes back from the new
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -31,7 +34,7 @@ from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
-from .pack import RepackResult, base_position, records
+from .pack import RepackResult, base_position, records, remove_stale_tmp_packs
 
 #: The receive-pack capability by which a server refuses thin packs (gitprotocol-capabilities).
 NO_THIN = b"no-thin"
@@ -101,6 +104,59 @@ def plan_push(store: BaseObjectStore, have: set[ObjectID], want: set[ObjectID], 
         ``(objects in write order, blob -> (delta depth, base or None))`` for
         :func:`~.pack.records`, or None when a wanted object is not a local commit.
     """
+    read = _reader(store)
+    wants = [w for w in want if w not in have]
+    if any(read(w) is None for w in wants):
+        return None
+    walked = _walk_to_have(wants, have, read)
+    send, boundary = walked if walked is not None else _walk_by_date(wants, have, read)
+    return _plan(store, send, boundary, read, thin=thin, ofs_delta=ofs_delta)
+
+
+def pack_loose(repo: Repo) -> RepackResult:
+    """Move the loose objects into one new pack: the incremental repack of the automatic schedule.
+
+    The loose commits are the new saves; their blobs delta along their chains as a push's do,
+    the first of each against its packed parent's blob, which dulwich's pack writer appends
+    whole (a pack on disk holds its own bases). Loose objects no loose commit names (a save
+    still being written, one that lost its compare-and-swap) are packed whole. Only loose
+    objects the new pack holds are removed; nothing else is touched (:func:`~.pack.repack`
+    merges the packs).
+
+    Args:
+        repo: an open repository (its pack cache is refreshed afterwards).
+
+    Returns:
+        Figures of what was done (``packs_removed`` is 0).
+    """
+    started = time.monotonic()
+    store = repo.object_store
+    result = RepackResult(tmp_removed=remove_stale_tmp_packs(store.pack_dir))
+    loose = set(store._iter_loose_objects())
+    read = _reader(store)
+    send = {sha for sha in loose if read(sha) is not None}
+    boundary = {p for sha in send for p in read(sha).parents if p not in send}  # type: ignore[union-attr]
+    order, plan = _plan(store, send, boundary, read, thin=True, ofs_delta=True)
+    planned = set(order)
+    order += sorted(loose - planned)
+    result.objects = len(order)
+    pack = store.add_pack_data(len(order), records(store, order, plan, result)) if order else None
+    if pack is not None:
+        result.pack_bytes = os.path.getsize(pack._data_path)
+        for sha in loose:
+            if sha in pack:
+                try:
+                    os.unlink(os.path.join(store.path, sha[:2].decode(), sha[2:].decode()))
+                    result.loose_removed += 1
+                except FileNotFoundError:
+                    pass
+        store._update_pack_cache()
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _reader(store: BaseObjectStore) -> Callable[[ObjectID], Commit | None]:
+    """A cached reader of commits: the commit, or None for a missing object or one of another type."""
     commits: dict[ObjectID, Commit | None] = {}
 
     def read(sha: ObjectID) -> Commit | None:
@@ -112,12 +168,7 @@ def plan_push(store: BaseObjectStore, have: set[ObjectID], want: set[ObjectID], 
             commits[sha] = obj if isinstance(obj, Commit) else None
         return commits[sha]
 
-    wants = [w for w in want if w not in have]
-    if any(read(w) is None for w in wants):
-        return None
-    walked = _walk_to_have(wants, have, read)
-    send, boundary = walked if walked is not None else _walk_by_date(wants, have, read)
-    return _plan(store, send, boundary, read, thin=thin, ofs_delta=ofs_delta)
+    return read
 
 
 def _walk_to_have(wants: list[ObjectID], have: set[ObjectID],
