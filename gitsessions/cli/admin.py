@@ -29,7 +29,7 @@ def gc(
     with c.store() as store:
         if auto and not store.pack_due():
             return
-        result = store.gc()
+        result = store.gc(incremental=auto)
     if result is None:
         err("another gs process is packing the repo right now; nothing to do")
     elif not auto:

@@ -161,6 +161,24 @@ class SessionStore(abc.ABC):
         """Tips known to hold a valid log, so :meth:`list_sessions` need not parse them."""
         return set()
 
+    def tips(self) -> dict[SessionId, CommitId]:
+        """Return every live session's tip by id, sorted by id (a backend may read them in one pass)."""
+        found = ((sid, self.tip(sid)) for sid in self.session_ids())
+        return {sid: tip for sid, tip in found if tip is not None}
+
+    def _received_tips(self) -> set[str]:
+        """Tips that arrived from a remote by clone, listed from their trailers (see :meth:`list_sessions`)."""
+        return set()
+
+    def known_logs(self) -> set[str]:
+        """Return the commits known to hold a session log: verified here, or received by clone.
+
+        Reads no object (one or two small cache files), so sync can tell a session tip from
+        a stranger without reading each ref's commit and tree; a commit not in it may still
+        be a session (written by plain git): check that one by its objects.
+        """
+        return self._verified_tips() | self._received_tips()
+
     # -- written once on top of the primitives ---------------------------------------------
 
     def find(self, session_id: str) -> SessionId | None:
@@ -260,14 +278,14 @@ class SessionStore(abc.ABC):
         A tip not known to be valid (written behind this store's back) is parsed, and so is
         one whose commit lacks gs's ``Turn``/``Messages`` trailers (plain git made it): then
         the counts and title come from its log, not from trailers that may be missing or
-        wrong. A session that cannot be read is still listed, with ``error`` set.
+        wrong. A session that cannot be read is still listed, with ``error`` set. A tip
+        that arrived by clone (gs wrote it on another machine) is listed from its trailers
+        like a verified one, so the first list of a fresh clone reads no logs; its log is
+        checked when the session is opened, as every load is.
         """
         out = []
-        verified = self._verified_tips()
-        for sid in self.session_ids():
-            tip = self.tip(sid)
-            if tip is None:
-                continue
+        verified = self.known_logs()
+        for sid, tip in self.tips().items():
             try:
                 info = self.commit_info(tip)
             except self.unreadable as exc:

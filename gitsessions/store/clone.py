@@ -6,9 +6,11 @@ import os
 import shutil
 from pathlib import Path
 
+from dulwich.objects import Commit, ObjectID, Tree
+
 from ..errors import RemoteError
 from .faults import writes_to
-from .git import GitStore
+from .git import SESSION_FILE, GitStore
 from .remote import PullReport, Remotes
 
 
@@ -42,6 +44,9 @@ def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origi
             remotes = Remotes(store, username=username, password=password, ssh_command=ssh_command)
             remotes.add(remote, url)
             report = remotes.pull(remote)
+            # gs wrote these on another machine: the first gs list takes their trailers
+            # instead of parsing every log (each is checked when opened)
+            store.state.mark_received(_session_tips(store))
         if building != target:
             if target.exists():
                 shutil.rmtree(target)  # empty, or only gs's lock folder (check_path allowed no more)
@@ -55,3 +60,20 @@ def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origi
                 if any(n == remote for n, _ in Remotes(store).list()):
                     Remotes(store).remove(remote)
         raise
+
+
+def _session_tips(store: GitStore) -> list[str]:
+    """The tips of live and archived sessions whose tree holds a session log (two small reads each)."""
+    repo = store.repo()
+    assert repo is not None
+    tips = [*map(store.tip, store.session_ids()), *map(store.archive_ref, store.archived_ids())]
+    out: list[str] = []
+    for tip in tips:
+        try:
+            commit = repo[ObjectID(tip.encode("ascii"))] if tip else None
+            tree = repo[commit.tree] if isinstance(commit, Commit) else None
+        except KeyError:
+            continue
+        if tip and isinstance(tree, Tree) and SESSION_FILE in tree:
+            out.append(tip)
+    return out

@@ -34,6 +34,7 @@ from .repo import (
     is_repo,
     move_ref,
     point_head,
+    read_refs,
     swap,
     write_commit,
 )
@@ -154,11 +155,13 @@ class GitStore(SessionStore):
 
     def session_ids(self) -> list[SessionId]:
         """Return the ids of all sessions, sorted: branches named by a valid id (``feature/x`` is none)."""
-        repo = self.repo()
-        if repo is None:
-            return []
-        names = (name.decode("utf-8", "replace") for name in repo.refs.keys(base=_HEADS))
-        return sorted(SessionId(n) for n in names if SESSION_ID_RE.match(n) and n.upper() != "HEAD")
+        return list(self.tips())
+
+    def tips(self) -> dict[SessionId, CommitId]:
+        """Return every session's tip by id, sorted by id (one pass over the refs: what :meth:`tip` gives each)."""
+        refs = read_refs(repo, _HEADS) if (repo := self.repo()) is not None else {}
+        named = {ref[len(_HEADS):].decode("utf-8", "replace"): sha for ref, sha in refs.items()}
+        return {SessionId(n): _hex(named[n]) for n in sorted(named) if SESSION_ID_RE.match(n) and n.upper() != "HEAD"}
 
     def tip(self, session_id: str) -> CommitId | None:
         """Return the tip commit id of ``session_id`` or None.
@@ -201,6 +204,9 @@ class GitStore(SessionStore):
 
     def _mark_verified(self, commit: str) -> None:
         self.state.mark_verified(commit)
+
+    def _received_tips(self) -> set[str]:
+        return self.state.received()
 
     def read_raw(self, session_id: str, commit: str) -> bytes:
         """Return the bytes of ``session.jsonl`` at ``commit``.
@@ -369,24 +375,21 @@ class GitStore(SessionStore):
     # -- packing ---------------------------------------------------------------------------
 
     def pack_due(self) -> bool:
-        """True when enough saves piled up as loose objects that a repack should run."""
+        """True when enough saves piled up as loose objects, or enough packs, that a repack should run."""
         return self.exists() and self.state.pack.due()
 
     @writes
-    def gc(self) -> RepackResult | None:
-        """Repack everything reachable into one delta pack (see :mod:`gitsessions.store.pack`).
+    def gc(self, incremental: bool = False) -> RepackResult | None:
+        """Repack all into one delta pack (:mod:`.pack`); ``incremental``: only loose objects (:mod:`.thinpack`).
 
         Returns:
             The figures, or None when another process is repacking right now.
         """
-        repo = self.repo()
-        if repo is None:
+        if (repo := self.repo()) is None:
             return RepackResult()
-        result = self.state.pack.repack(repo)
-        if result is not None:
-            # keep only current tips in the verified-tips file (it gains a line per save)
-            tips = [self.tip(sid) for sid in self.session_ids()] + [self.archive_ref(n) for n in self.archived_ids()]
-            self.state.compact_verified(tips)
+        result = self.state.pack.repack(repo, incremental)
+        if result is not None:  # keep only current tips in the tips caches (they gain a line per save)
+            self.state.compact_verified([*self.tips().values(), *map(self.archive_ref, self.archived_ids())])
         self.close()  # reopen with a fresh pack list next time
         return result
 

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
@@ -38,6 +39,9 @@ _MAX_INSERT = 0x7F
 AUTO_SAVES = 64
 #: Loose bytes (uncompressed blob sizes) after which an automatic repack is due.
 AUTO_BYTES = 32 * 1024 * 1024
+#: Packs after which an automatic repack is due: every fetch that brings objects adds one,
+#: and each object lookup searches the packs one by one.
+AUTO_PACKS = 16
 _ZERO = b"0" * 40
 _HEX = frozenset(b"0123456789abcdef")
 #: A temporary pack file older than this was left by a killed writer (git's ``gc`` likewise
@@ -275,6 +279,53 @@ def _plan(repo: Repo) -> tuple[list[ObjectID], dict[ObjectID, tuple[int, ObjectI
     return order, plan
 
 
+def records(store: BaseObjectStore, order: list[ObjectID], plan: dict[ObjectID, tuple[int, ObjectID | None]],
+            result: RepackResult) -> Iterator[UnpackedObject]:
+    """Yield the pack records of ``order``: a planned blob as an append delta against its base, the rest whole.
+
+    A base is kept in memory only while a later delta still needs it. A base that is not in
+    ``order`` (a thin pack's: the receiver has it) is read from ``store``. A blob that turns
+    out not to start with its base (a log rewritten by another tool) is stored whole.
+
+    Args:
+        store: where the objects are read.
+        order: the objects to write, bases before the deltas on them.
+        plan: blob -> (delta depth, base or None); objects not in it are written whole.
+        result: ``deltas`` and ``max_depth`` are counted into it.
+    """
+    contents: dict[ObjectID, bytes] = {}  # blob sha -> bytes, while a later delta needs it
+    uses: dict[ObjectID, int] = {}
+    for _depth, base in plan.values():
+        if base is not None:
+            uses[base] = uses.get(base, 0) + 1
+    for sha in order:
+        obj: ShaFile = store[sha]
+        digest = bytes.fromhex(sha.decode("ascii"))
+        depth, base = plan.get(sha, (0, None))
+        raw = obj.as_raw_string()
+        if sha in uses:
+            contents[sha] = raw
+        base_raw = None
+        if base is not None:
+            base_raw = contents.get(base)
+            if base_raw is None and isinstance(obj, Blob):
+                base_raw = store[base].as_raw_string()  # outside the pack: the receiver has it
+                contents[base] = base_raw
+            uses[base] -= 1
+            if not uses[base]:
+                contents.pop(base, None)  # keep memory to the bases still ahead
+        if base is not None and base_raw is not None and isinstance(obj, Blob) and raw.startswith(base_raw):
+            delta = append_delta(len(base_raw), raw)
+            result.deltas += 1
+            result.max_depth = max(result.max_depth, depth)
+            yield UnpackedObject(obj.type_num, sha=digest, delta_base=bytes.fromhex(base.decode("ascii")),
+                                 decomp_chunks=[delta])
+        else:
+            if base is not None:
+                plan[sha] = (0, None)  # not an append of its base: stored whole
+            yield UnpackedObject(obj.type_num, sha=digest, decomp_chunks=obj.as_raw_chunks())
+
+
 def repack(repo: Repo) -> RepackResult:
     """Write every reachable object into one delta pack; remove old packs and packed loose objects.
 
@@ -297,37 +348,7 @@ def repack(repo: Repo) -> RepackResult:
     order, plan = _plan(repo)
     result = RepackResult(objects=len(order), tmp_removed=tmp_removed)
 
-    def records() -> Iterator[UnpackedObject]:
-        contents: dict[ObjectID, bytes] = {}  # blob sha -> bytes, while a later delta needs it
-        uses: dict[ObjectID, int] = {}
-        for _depth, base in plan.values():
-            if base is not None:
-                uses[base] = uses.get(base, 0) + 1
-        needed = set(uses)
-        for sha in order:
-            obj: ShaFile = store[sha]
-            digest = bytes.fromhex(sha.decode("ascii"))
-            depth, base = plan.get(sha, (0, None))
-            raw = obj.as_raw_string()
-            if sha in needed:
-                contents[sha] = raw
-            base_raw = contents.get(base) if base is not None else None
-            if base is not None:
-                uses[base] -= 1
-                if not uses[base]:
-                    contents.pop(base, None)  # keep memory to the bases still ahead
-            if base is not None and base_raw is not None and isinstance(obj, Blob) and raw.startswith(base_raw):
-                delta = append_delta(len(base_raw), raw)
-                result.deltas += 1
-                result.max_depth = max(result.max_depth, depth)
-                yield UnpackedObject(obj.type_num, sha=digest, delta_base=bytes.fromhex(base.decode("ascii")),
-                                     decomp_chunks=[delta])
-            else:
-                if base is not None:
-                    plan[sha] = (0, None)  # not an append of its base: stored whole
-                yield UnpackedObject(obj.type_num, sha=digest, decomp_chunks=obj.as_raw_chunks())
-
-    pack = store.add_pack_data(len(order), records())
+    pack = store.add_pack_data(len(order), records(store, order, plan, result))
     if pack is None:
         result.seconds = time.monotonic() - started
         return result

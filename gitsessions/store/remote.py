@@ -41,6 +41,7 @@ from .sync import (
     upgrade_refspecs,
     write_refspecs,
 )
+from .thinpack import PushPack
 from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -275,7 +276,8 @@ class Remotes:
         Sessions renamed, archived or restored here are dropped there (a second request,
         once the refs that keep their commits are accepted). A ref the server refuses (a
         hook...) is reported with the server's words; the rest still goes. A remote with
-        newer saves of a session is no failure (a pull brings them).
+        newer saves of a session is no failure (a pull brings them). The pack sent holds what
+        the remote lacks, new saves as deltas on its blobs (:mod:`.thinpack`).
 
         Args:
             remote: a configured name or a URL (a URL has no sync base: nothing is dropped there).
@@ -316,9 +318,6 @@ class Remotes:
                 if name:
                     settle(repo, name, sides)
                 return dry
-        if self.store.exists():
-            self.store.gc()
-        repo = self._open()
         said = bytearray()  # what the server's hooks wrote (sideband 2), e.g. why they refused
         client, path = self._client(url, "push")
         sent: dict[bytes, bytes] = {}
@@ -351,9 +350,7 @@ class Remotes:
                     dropping[ref] = keeper
             return new_refs
 
-        def pack_data(have, want, *, ofs_delta: bool = False, progress=None):
-            # progress is the server-message sink (said): keep local packing chatter out of it
-            return repo.generate_pack_data(set(have), set(want), ofs_delta=ofs_delta)
+        pack_data = PushPack(repo, client)  # what the remote lacks; new saves as deltas on its blobs
 
         dropping: dict[bytes, bytes] = {}
         report.connected = True

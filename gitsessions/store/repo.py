@@ -31,6 +31,7 @@ REF_LOCK_WAIT_S = 5.0
 STALE_REF_LOCK_S = 2.0
 
 HEAD = Ref(b"HEAD")
+_HEX = frozenset(b"0123456789abcdef")
 _BARE_REPO_ENTRIES = frozenset({"gs", "HEAD", "config", "description", "branches", "hooks", "info", "objects",
                                 "refs", "logs", "packed-refs"})
 
@@ -205,3 +206,49 @@ def add_object(repo: Repo, obj: Blob | Tree | Commit) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.005)
+
+
+def read_refs(repo: Repo, prefix: bytes) -> dict[Ref, ObjectID]:
+    """Return every ref under ``prefix`` (such as ``b"refs/heads/"``) and the id it holds, in one pass.
+
+    What dulwich's ``refs.as_dict`` gives (loose refs over ``packed-refs``, git's rule) without
+    its lookup of each ref by name (~25 us a ref: most of listing or syncing 1,000 sessions):
+    each loose ref file is read once. A symbolic ref is followed by dulwich; ``*.lock`` files
+    (a write in progress) are no refs.
+
+    Args:
+        repo: the open repository.
+        prefix: the folder of refs, ending in ``/``.
+
+    Returns:
+        Full ref name -> object id (hex).
+    """
+    out = {name: sha for name, sha in repo.refs.get_packed_refs().items() if name.startswith(prefix)}
+    root = os.fsencode(repo.controldir())
+    todo = [prefix]
+    while todo:
+        folder = todo.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, folder)))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            name = Ref(folder + entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                todo.append(Ref(name + b"/"))
+                continue
+            if name.endswith(b".lock"):
+                continue
+            try:
+                with open(entry.path, "rb") as f:
+                    value = f.read(256).strip()
+            except FileNotFoundError:
+                continue  # deleted meanwhile
+            if value.startswith(b"ref: "):
+                try:
+                    out[name] = repo.refs[name]
+                except KeyError:
+                    out.pop(name, None)
+            elif len(value) == 40 and _HEX.issuperset(value):
+                out[name] = ObjectID(value)
+    return out

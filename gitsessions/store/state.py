@@ -19,7 +19,8 @@ from ..rules import check_session_id
 from .faults import optional_write, os_faults
 from .journal import Journal
 from .lock import SessionLock
-from .pack import AUTO_BYTES, AUTO_SAVES, RepackResult, repack
+from .pack import AUTO_BYTES, AUTO_PACKS, AUTO_SAVES, RepackResult, repack
+from .thinpack import pack_loose
 
 
 class PackState:
@@ -37,23 +38,37 @@ class PackState:
         optional_write(lambda: _append_line(self.path, b"%d\n" % blob_bytes))
 
     def due(self) -> bool:
-        """True when AUTO_SAVES saves or AUTO_BYTES loose bytes piled up since the last repack."""
+        """True when AUTO_SAVES saves or AUTO_BYTES loose bytes piled up since the last repack, or AUTO_PACKS packs."""
         try:
             lines = self.path.read_bytes().split()
         except FileNotFoundError:
-            return False
-        return len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES
+            lines = []
+        saves_due = len(lines) >= AUTO_SAVES or sum(int(x) for x in lines if x.isdigit()) >= AUTO_BYTES
+        return saves_due or self.packs() >= AUTO_PACKS
 
-    def repack(self, repo: Repo) -> RepackResult | None:
+    def packs(self) -> int:
+        """Return how many packs the repo has."""
+        try:
+            with os.scandir(self.path.parent.parent / "objects" / "pack") as entries:
+                return sum(e.name.endswith(".pack") for e in entries)
+        except FileNotFoundError:
+            return 0
+
+    def repack(self, repo: Repo, incremental: bool = False) -> RepackResult | None:
         """Repack unless another process is repacking (then return None at once).
+
+        Args:
+            repo: the open repository.
+            incremental: only move the loose objects into a new pack (:func:`.thinpack.pack_loose`),
+                unless AUTO_PACKS packs piled up: then, as otherwise, merge everything into one.
 
         Raises:
             DiskFull, RepoReadOnly: the repo cannot be written (see :mod:`.faults`).
         """
         with os_faults(self.path.parent.parent):
-            return self._repack(repo)
+            return self._repack(repo, incremental and self.packs() < AUTO_PACKS)
 
-    def _repack(self, repo: Repo) -> RepackResult | None:
+    def _repack(self, repo: Repo, incremental: bool) -> RepackResult | None:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -67,13 +82,13 @@ class PackState:
                 os.truncate(self.path, 0)
             except FileNotFoundError:
                 pass
-            return repack(repo)
+            return pack_loose(repo) if incremental else repack(repo)
         finally:
             os.close(fd)
 
 
 class RepoState:
-    """The files under ``<repo>/gs/``: journals, locks, verified tips, pack state.
+    """The files under ``<repo>/gs/``: journals, locks, verified and received tips, pack state.
 
     Args:
         repo_path: the session repository directory.
@@ -119,10 +134,7 @@ class RepoState:
 
     def verified(self) -> set[str]:
         """Return the commit ids known to hold a valid log (empty when the file is missing)."""
-        try:
-            return set(self.verified_path.read_text("ascii").split())
-        except (FileNotFoundError, UnicodeDecodeError):
-            return set()
+        return _read_ids(self.verified_path)
 
     def mark_verified(self, commit: str) -> None:
         """Record that ``commit`` holds a valid log (one ``O_APPEND`` write, safe across processes).
@@ -132,22 +144,56 @@ class RepoState:
         """
         optional_write(lambda: _append_line(self.verified_path, commit.encode("ascii") + b"\n"))
 
+    # -- received tips -----------------------------------------------------------------------
+    # Tips that arrived from a remote by clone: written by gs on another machine, so
+    # ``list_sessions`` takes their counts from their trailers instead of parsing every log
+    # of a fresh clone on the first ``gs list``; the log is checked when a session is opened.
+
+    @property
+    def received_path(self) -> Path:
+        """The received-tips file, one commit id a line."""
+        return self.root / "received"
+
+    def received(self) -> set[str]:
+        """Return the commit ids that arrived from a remote (empty when the file is missing)."""
+        return _read_ids(self.received_path)
+
+    def mark_received(self, commits: Iterable[str]) -> None:
+        """Record that ``commits`` arrived from a remote (one ``O_APPEND`` write; a cache, as verified tips)."""
+        lines = b"".join(c.encode("ascii") + b"\n" for c in commits)
+        if lines:
+            optional_write(lambda: _append_line(self.received_path, lines))
+
     def compact_verified(self, tips: Iterable[str | None]) -> None:
-        """Keep only ``tips`` in the verified-tips file (it gains a line per save); skipped when refused."""
-        verified = self.verified()
-        keep = sorted(t for t in set(tips) if t and t in verified)
-        tmp = self.verified_path.with_suffix(".tmp")
+        """Keep only ``tips`` in the verified- and received-tips files (they gain lines); skipped when refused."""
+        current = {t for t in tips if t}
+        for path in (self.verified_path, self.received_path):
+            ids = _read_ids(path)
+            if ids or path == self.verified_path:
+                _rewrite_ids(path, sorted(current & ids))
 
-        def write() -> None:
-            tmp.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                tmp.write_text("".join(t + "\n" for t in keep), "ascii")
-            except OSError:
-                tmp.unlink(missing_ok=True)  # a half-written copy must not stay behind
-                raise
-            os.replace(tmp, self.verified_path)  # a save racing this only costs a re-check later
 
-        optional_write(write)
+def _read_ids(path: Path) -> set[str]:
+    try:
+        return set(path.read_text("ascii").split())
+    except (FileNotFoundError, UnicodeDecodeError):
+        return set()
+
+
+def _rewrite_ids(path: Path, keep: list[str]) -> None:
+    """Replace ``path`` by the ids ``keep`` (atomically; skipped when the disk refuses)."""
+    tmp = path.with_suffix(".tmp")
+
+    def write() -> None:
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            tmp.write_text("".join(t + "\n" for t in keep), "ascii")
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a half-written copy must not stay behind
+            raise
+        os.replace(tmp, path)  # a save racing this only costs a re-check later
+
+    optional_write(write)
 
 
 def _append_line(path: Path, line: bytes) -> None:
