@@ -4,12 +4,15 @@ network cuts the body."""
 
 from __future__ import annotations
 
+import json
+
 import openai
 import pytest
 from fakeapi import garbage, tool_calls
 
-from gitsessions.chat.provider import Completion, OpenAIProvider, TextDelta, _sse_data
+from gitsessions.chat.provider import Completion, OpenAIProvider, TextDelta
 from gitsessions.chat.tools import TOOL_SCHEMAS
+from gitsessions.chat.wire import RequestEncoder, sse_data
 from gitsessions.errors import ProviderError
 
 
@@ -17,16 +20,16 @@ from gitsessions.errors import ProviderError
 def test_events_read_the_same_in_any_line_end_and_cut_anywhere(end):
     body = end.join([b": a comment", b"event: message", b'data: {"a": 1}', b"id: 7", b"",
                      b"data:two", b"data: lines", b"", b"", b"data: [DONE]", b"", b""])
-    whole = list(_sse_data([body]))
+    whole = list(sse_data([body]))
     assert whole == [b'{"a": 1}', b"two\nlines", b"[DONE]"]
     for cut in range(1, len(body)):
-        assert list(_sse_data([body[:cut], body[cut:]])) == whole, cut
-    assert list(_sse_data(body[i:i + 1] for i in range(len(body)))) == whole
+        assert list(sse_data([body[:cut], body[cut:]])) == whole, cut
+    assert list(sse_data(body[i:i + 1] for i in range(len(body)))) == whole
 
 
 def test_an_event_the_body_never_finished_is_dropped():
-    assert list(_sse_data([b'data: {"a": 1}\n\ndata: {"b"'])) == [b'{"a": 1}']
-    assert list(_sse_data([b'data: {"a": 1}\n'])) == []
+    assert list(sse_data([b'data: {"a": 1}\n\ndata: {"b"'])) == [b'{"a": 1}']
+    assert list(sse_data([b'data: {"a": 1}\n'])) == []
 
 
 def sdk_completion(fake_api, messages, tools) -> tuple[list[str], Completion]:
@@ -79,3 +82,18 @@ def test_an_error_event_inside_the_stream_is_the_servers_words(fake_api):
         next(stream)
     assert str(info.value) == (f"the model API at {fake_api.base_url} failed mid-reply: the model is "
                                "overloaded; the partial reply is kept")
+
+
+def test_each_request_body_is_the_json_of_its_messages_as_the_conversation_goes_on():
+    encoder = RequestEncoder()
+    fields = {"model": "m", "stream": True, "tools": TOOL_SCHEMAS}
+    messages: list[dict] = []
+    for n in range(6):
+        messages = [*messages, {"role": "user", "content": f"prompt {n} é ☃ \"quoted\""},
+                    {"role": "assistant", "content": f"answer {n}"}]
+        if n == 3:
+            messages = [{"role": "user", "content": "Summary of the conversation so far:\n..."}]  # a compaction
+        body = encoder.body(fields, messages)
+        assert json.loads(body) == {**fields, "messages": messages}
+        assert body == encoder.body(fields, list(messages))  # the same again, from what was kept
+    assert json.loads(encoder.body({}, [])) == {"messages": []}

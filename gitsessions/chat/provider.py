@@ -1,52 +1,25 @@
 """A chat-completions model reached through the ``openai`` SDK's client, streamed.
 
 The request goes through the client (its configuration, auth, retries, timeouts and errors);
-the streamed body is read here as plain JSON, not typed, and becomes two plain items the
-loop understands: :class:`TextDelta` (reply text as it arrives) and one final
-:class:`Completion`. Failures become :class:`~gitsessions.errors.ProviderError`, one line.
+the body sent and the stream read are plain JSON (:mod:`.wire`), not the SDK's types, and
+the reply becomes two plain items the loop understands: :class:`TextDelta` (reply text as it
+arrives) and one final :class:`Completion`. Failures become
+:class:`~gitsessions.errors.ProviderError`, one line each.
 """
 
 from __future__ import annotations
 
 import email.utils
-import itertools
-import json
 import math
 import re
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ProviderError
-from ..events import clean_text
+from .wire import Completion, Reply, RequestEncoder, TextDelta, decode_chunk, sse_data
 
-
-@dataclass(frozen=True)
-class TextDelta:
-    """A piece of reply text, in arrival order."""
-
-    text: str
-
-
-@dataclass
-class Completion:
-    """The assembled reply of one request.
-
-    Attributes:
-        content: the whole reply text.
-        tool_calls: ``[{"id", "name", "arguments"}]`` in the model's order.
-        finish_reason: the API's ``finish_reason`` (``stop``, ``tool_calls``, ``length``...).
-        model: the model that answered, as the API names it.
-        usage: the API's usage object (``prompt_tokens``, ``completion_tokens``,
-            ``total_tokens``, ...) when the stream reported it.
-    """
-
-    content: str = ""
-    tool_calls: list[dict[str, str]] = field(default_factory=list)
-    finish_reason: str | None = None
-    model: str | None = None
-    usage: dict[str, Any] | None = None
+__all__ = ["Completion", "OpenAIProvider", "TextDelta"]
 
 
 def _as_interrupt(exc: Exception) -> BaseException:
@@ -59,122 +32,6 @@ def _as_interrupt(exc: Exception) -> BaseException:
     if "KeyboardInterrupt" in str(exc):
         return KeyboardInterrupt()
     return exc
-
-
-def _sse_data(pieces: Iterable[bytes]) -> Iterator[bytes]:
-    r"""Yield the ``data`` of each server-sent event in a byte stream (the SSE wire format).
-
-    Lines end with ``\n``, ``\r\n`` or ``\r``; an event's ``data:`` lines are joined by ``\n``
-    and it ends at a blank line. Other fields (``event``, ``id``, ``retry``) and comments are
-    skipped; an event unfinished when the body ends is dropped, as the SDK's decoder does.
-
-    Args:
-        pieces: the response body as it arrives, cut anywhere.
-    """
-    rest = b""
-    data: list[bytes] = []
-    for piece in itertools.chain(pieces, (None,)):
-        if piece is not None:
-            lines = (rest + piece if rest else piece).splitlines(keepends=True)
-            # A line is whole once its end arrived; a lone \r may still be followed by \n.
-            rest = lines.pop() if lines and lines[-1][-1:] != b"\n" else b""
-        elif rest.endswith(b"\r"):  # the body ended: a lone \r did end its line
-            lines = rest.splitlines(keepends=True)
-        else:
-            break
-        for line in lines:
-            line = line.rstrip(b"\r\n")
-            if not line:
-                if data:
-                    yield data[0] if len(data) == 1 else b"\n".join(data)
-                    data = []
-            elif line.startswith(b"data:"):
-                data.append(line[6:] if line[5:6] == b" " else line[5:])
-
-
-def _without_none(value: Any) -> Any:
-    """``value`` with the ``None`` entries of every object left out (the API's ``usage``)."""
-    if isinstance(value, dict):
-        return {k: _without_none(v) for k, v in value.items() if v is not None}
-    return value
-
-
-class _Reply:
-    """The reply being assembled from chat-completions chunks (plain JSON objects).
-
-    Attributes:
-        done: the :class:`Completion` so far (model, usage, finish reason).
-        parts: reply text yielded so far.
-        held: a high surrogate waiting for its pair in the next chunk.
-        chunks: chunks taken.
-        ended: the stream's closing ``data: [DONE]`` arrived.
-    """
-
-    def __init__(self, model: str):
-        self.done = Completion(model=model)
-        self.parts: list[str] = []
-        self.held = ""
-        self.chunks = 0
-        self.ended = False
-        self._calls: dict[int, dict[str, str]] = {}
-
-    def take(self, chunk: Any) -> str | None:
-        """Take one chunk; return its reply text ("" for none), or None for no chunk at all."""
-        choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        if not isinstance(choices, list):
-            return None
-        self.chunks += 1
-        done = self.done
-        if chunk.get("model"):
-            done.model = str(chunk["model"])
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            done.usage = _without_none(usage)
-        out = ""
-        for choice in choices:
-            if not isinstance(choice, dict):
-                continue
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
-                content = delta.get("content")
-                if content and isinstance(content, str):
-                    # Well-formed text only: a surrogate pair split across two chunks is
-                    # joined, a lone surrogate becomes U+FFFD (it cannot be printed or saved).
-                    text, self.held = self.held + content, ""
-                    if "\ud800" <= text[-1] <= "\udbff":
-                        text, self.held = text[:-1], text[-1]
-                    text = clean_text(text)
-                    if text:
-                        self.parts.append(text)
-                        out += text
-                for tc in delta.get("tool_calls") or ():
-                    if isinstance(tc, dict):
-                        self._call(tc)
-            if choice.get("finish_reason"):
-                done.finish_reason = str(choice["finish_reason"])
-        return out
-
-    def _call(self, tc: dict[str, Any]) -> None:
-        """Add one streamed fragment of a tool call (its id, name and arguments come in pieces)."""
-        index = tc.get("index")
-        slot = self._calls.setdefault(index if isinstance(index, int) else len(self._calls),
-                                      {"id": "", "name": "", "arguments": ""})
-        if tc.get("id"):
-            slot["id"] = str(tc["id"])
-        function = tc.get("function")
-        if isinstance(function, dict):
-            if function.get("name"):
-                slot["name"] += str(function["name"])
-            if function.get("arguments"):
-                slot["arguments"] += str(function["arguments"])
-
-    def completion(self) -> Completion:
-        """The assembled :class:`Completion` (tool calls in index order, missing ids filled in)."""
-        done = self.done
-        done.content = "".join(self.parts)
-        calls = [self._calls[index] for index in sorted(self._calls)]
-        done.tool_calls = [{**call, "id": call["id"] or f"call_{i}"} for i, call in enumerate(calls)]
-        return done
 
 
 def _one_line(text: object, limit: int = 300) -> str:
@@ -243,6 +100,7 @@ class OpenAIProvider:
             # Plain HTTP (a local server, Ollama, the embedded model): no TLS, so do not load
             # the CA certificates (~40 ms of every start).
             http_client = openai.DefaultHttpxClient(verify=False)
+        self._encoder = RequestEncoder()
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s,
                                      max_retries=max_retries, http_client=http_client)
 
@@ -270,29 +128,29 @@ class OpenAIProvider:
                 that is not a chat-completions stream.
         """
         openai = self._openai
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
-                                "stream_options": {"include_usage": True}}
+        fields: dict[str, Any] = {"model": self.model, "stream": True, "stream_options": {"include_usage": True}}
         if tools:
-            body["tools"] = tools
+            fields["tools"] = tools
         try:
             # The client's own request method: its auth, retries, timeouts and error types,
             # without the per-request transform of ``messages`` or a model per chunk.
-            response = self._client.post("/chat/completions", cast_to=self._httpx().Response, body=body,
-                                         stream=True, options={"security": {"bearer_auth": True}})
+            response = self._client.post("/chat/completions", cast_to=self._httpx().Response,
+                                         content=self._encoder.body(fields, messages), stream=True,
+                                         options={"security": {"bearer_auth": True}})
         except openai.APIError as exc:
             raise self._failed(exc, started=False, kept=False) from None
         except self._httpx_errors() as exc:
             raise self._failed(exc, started=False, kept=False) from None
         except Exception as exc:
             raise _as_interrupt(exc) from None
-        reply = _Reply(self.model)
+        reply = Reply(self.model)
         try:
-            for data in _sse_data(response.iter_bytes()):
+            for data in sse_data(response.iter_bytes()):
                 if data.startswith(b"[DONE]"):
                     reply.ended = True
                     break
                 try:
-                    chunk = json.loads(data)
+                    chunk = decode_chunk(data)
                 except ValueError:  # also bytes that are not UTF-8
                     detail = f"an event that is not JSON: {_one_line(data.decode('utf-8', 'replace'), 60)!r}"
                     raise self._not_a_stream(detail, kept=bool(reply.parts)) from None
