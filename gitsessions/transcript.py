@@ -79,6 +79,7 @@ class Derivation:
         undone: as given.
         count: events taken.
         turn: the number of the last turn started (0 before the first; see :mod:`gitsessions.turns`).
+        next_turn: the number the next turn gets (one more than any turn started).
         turns: the turn of each event taken, in order.
         title: :func:`title_of` the events taken.
     """
@@ -87,7 +88,9 @@ class Derivation:
         self.undone = undone
         self.count = 0
         self.turn = 0
+        self.next_turn = 1
         self.turns: list[int] = []
+        self._started_any = False
         self.title = ""
         self._messages: list[dict[str, Any]] = []
         self._pending: list[str] = []  # call ids awaiting a result, in call order
@@ -122,6 +125,8 @@ class Derivation:
         self._last = ev
         if ev.type == "turn/start":
             self.turn = turn_number(ev.data, self.turn)
+            self.next_turn = max(self.next_turn, self.turn + 1) if self._started_any else self.turn + 1
+            self._started_any = True
         self.turns.append(self.turn)
         self.title = _titled(self.title, ev)
         if ev.type == "turn/start" or self.turn in self.undone:

@@ -93,7 +93,10 @@ def test_each_request_body_is_the_json_of_its_messages_as_the_conversation_goes_
                     {"role": "assistant", "content": f"answer {n}"}]
         if n == 3:
             messages = [{"role": "user", "content": "Summary of the conversation so far:\n..."}]  # a compaction
-        body = encoder.body(fields, messages)
-        assert json.loads(body) == {**fields, "messages": messages}
-        assert body == encoder.body(fields, list(messages))  # the same again, from what was kept
+        if n == 5:
+            messages = [messages[0], {"role": "user", "content": "changed"}, *messages[2:]]  # one in the middle
+        sent = [{"role": "system", "content": "be brief"}, *messages]  # the system prompt: a new dict each time
+        body = encoder.body(fields, sent)
+        assert json.loads(body) == {**fields, "messages": sent}
+        assert body == encoder.body(fields, list(sent))  # the same again, from what was kept
     assert json.loads(encoder.body({}, [])) == {"messages": []}

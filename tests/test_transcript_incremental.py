@@ -10,7 +10,7 @@ from test_transcript import logs
 
 from gitsessions.events import Event
 from gitsessions.transcript import derive_messages, derived, title_of
-from gitsessions.turns import last_turn, turns_of
+from gitsessions.turns import last_turn, next_turn, turns_of
 
 
 def fresh(events: list[Event]) -> list[dict]:
@@ -21,7 +21,8 @@ def fresh(events: list[Event]) -> list[dict]:
 def check(growing: list[Event]) -> None:
     assert derive_messages(growing) == fresh(growing)
     log = derived(growing)
-    assert (log.turns, log.turn, log.title) == (turns_of(growing), last_turn(growing), title_of(growing))
+    assert (log.turns, log.turn, log.next_turn, log.title) == (
+        turns_of(growing), last_turn(growing), next_turn(growing), title_of(growing))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,15 +190,35 @@ def _dumps(value: Any) -> bytes:
 class RequestEncoder:
     """Encodes the JSON bodies of one conversation's requests, each message once.
 
-    Every request of a chat sends the whole transcript again; the transcript's messages are
-    the same objects from request to request (:func:`gitsessions.transcript.derive_messages`
-    extends its list), so each message's encoding is kept while it is still being sent.
-    A message is taken to be unchanged while it is the same object: messages are read, never
-    changed, on their way to the model.
+    Every request of a chat sends the whole transcript again: the messages of the request
+    before (the same objects, as :func:`gitsessions.transcript.derive_messages` extends its
+    list) and a few new ones. The encoding of the messages the last request began with is
+    kept, and the part of it that the next request begins with again is sent as it is; the
+    rest is encoded. A message is the same when it is the same object (messages are read,
+    never changed, on their way to the model) or, for a few (a system prompt built anew for
+    each request), an equal one.
     """
 
+    _EQUAL_CHECKS = 4  # how many equal, not identical, messages are looked at before encoding the rest
+
     def __init__(self) -> None:
-        self._encoded: dict[int, tuple[Mapping[str, Any], bytes]] = {}
+        self._messages: list[Mapping[str, Any]] = []
+        self._parts: list[bytes] = []
+        self._joined = b""  # b",".join(self._parts)
+
+    def _common(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """How many of ``messages`` begin as the last request's did."""
+        last, n = self._messages, min(len(messages), len(self._messages))
+        at, checks = 0, self._EQUAL_CHECKS
+        while at < n:
+            same = list(map(operator.is_, messages[at:n], last[at:n]))
+            if all(same):
+                return n
+            at += same.index(False)
+            if checks == 0 or messages[at] != last[at]:
+                return at
+            at, checks = at + 1, checks - 1
+        return at
 
     def body(self, fields: dict[str, Any], messages: Sequence[Mapping[str, Any]]) -> bytes:
         """The body ``{**fields, "messages": messages}`` as JSON bytes.
@@ -209,14 +230,12 @@ class RequestEncoder:
         Raises:
             TypeError, ValueError: something in them is not plain JSON.
         """
-        seen, kept = self._encoded, {}
-        parts = []
-        for message in messages:
-            hit = seen.get(id(message))
-            if hit is None or hit[0] is not message:
-                hit = (message, _dumps(message))
-            kept[id(message)] = hit  # holding the message keeps its id from being reused
-            parts.append(hit[1])
-        self._encoded = kept
+        common = self._common(messages)
+        new = [_dumps(m) for m in messages[common:]]
+        if common == len(self._parts):
+            joined = self._joined + b"," + b",".join(new) if common and new else self._joined or b",".join(new)
+        else:
+            joined = b",".join(self._parts[:common] + new)
+        self._messages, self._parts, self._joined = list(messages), self._parts[:common] + new, joined
         rest = _dumps(fields)
-        return b'{"messages":[' + b",".join(parts) + (b"]," + rest[1:] if len(rest) > 2 else b"]}")
+        return b'{"messages":[' + joined + (b"]," + rest[1:] if len(rest) > 2 else b"]}")
