@@ -26,6 +26,8 @@ from .faults import os_faults
 
 JOURNAL_VERSION = 1
 
+_json_string = json.encoder.encode_basestring  # a str as JSON, non-ASCII kept (the C encoder's)
+
 
 @dataclass
 class JournalContents:
@@ -104,10 +106,12 @@ class Journal:
     def _record(self, data: bytes, sync: bool) -> None:
         """Write one whole record, or none: a refused write is cut off again (never a torn line)."""
         try:
-            with os_faults(self.repo):
-                self._write(data, sync)
-        except BaseException:
+            self._write(data, sync)
+        except BaseException as exc:
             self._truncate(self._size)
+            if isinstance(exc, OSError):
+                with os_faults(self.repo):  # a full or read-only disk becomes our error
+                    raise
             raise
         self._last, self._size = self._size, self._size + len(data)
 
@@ -135,10 +139,9 @@ class Journal:
     def append_delta(self, text: str) -> None:
         """Write streamed reply text as it arrives (to the OS, not fsynced)."""
         if text:
-            self._record(
-                json.dumps({"delta": clean_text(text)}, ensure_ascii=False).encode("utf-8") + b"\n",
-                False,
-            )
+            # As json.dumps({"delta": text}, ensure_ascii=False) writes it, without building an
+            # encoder for each of a reply's many records.
+            self._record(b'{"delta": ' + _json_string(clean_text(text)).encode("utf-8") + b"}\n", False)
 
     def drop_last(self) -> None:
         """Cut off the last record written (a turn taken back before it began)."""
