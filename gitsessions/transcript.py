@@ -79,7 +79,6 @@ class Derivation:
         undone: as given.
         count: events taken.
         turn: the number of the last turn started (0 before the first; see :mod:`gitsessions.turns`).
-        next_turn: the number the next turn gets (one more than any turn started).
         turns: the turn of each event taken, in order.
         title: :func:`title_of` the events taken.
     """
@@ -88,15 +87,19 @@ class Derivation:
         self.undone = undone
         self.count = 0
         self.turn = 0
-        self.next_turn = 1
         self.turns: list[int] = []
-        self._started_any = False
         self.title = ""
+        self._top: int | None = None  # the highest turn number started
         self._messages: list[dict[str, Any]] = []
         self._pending: list[str] = []  # call ids awaiting a result, in call order
         self._results: dict[Any, str] = {}
         self._started: set[str] = set()  # pending calls a tool/call event shows began
         self._last: Event | None = None
+
+    @property
+    def next_turn(self) -> int:
+        """The number the next turn gets: one more than any turn started (see :mod:`gitsessions.turns`)."""
+        return 1 + (self._top if self._top is not None else 0)
 
     def messages(self) -> list[dict[str, Any]]:
         """The messages of the events taken (calls still unanswered get synthetic results)."""
@@ -125,8 +128,7 @@ class Derivation:
         self._last = ev
         if ev.type == "turn/start":
             self.turn = turn_number(ev.data, self.turn)
-            self.next_turn = max(self.next_turn, self.turn + 1) if self._started_any else self.turn + 1
-            self._started_any = True
+            self._top = self.turn if self._top is None else max(self._top, self.turn)
         self.turns.append(self.turn)
         self.title = _titled(self.title, ev)
         if ev.type == "turn/start" or self.turn in self.undone:
