@@ -72,10 +72,27 @@ def _header(sid: str) -> dict:
     return make_header(sid, created=1_735_732_800_000, cwd="/bench", generator="gitsessions benchmarks")
 
 
-def chat_turns(store: GitStore, url: str, sid: str, turns: int, start_turn: int = 1,
-               model: str = "gpt-4o-mini") -> list[tuple[int, float, float]]:
-    """Chat ``turns`` turns on ``sid`` through the REPL; return (turn, gs ms, gs CPU ms) for each."""
+class TimedStore(GitStore):
+    """The git store, with the wall time of each save (``append``) noted, in ms."""
+
+    saves: list[float]
+
+    def append(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        try:
+            return super().append(*args, **kwargs)
+        finally:
+            self.saves.append((time.perf_counter() - t0) * 1e3)
+
+
+Turn = tuple[int, float, float, float]  # turn, gs ms (wall - server), gs CPU ms, of it the store's save ms
+
+
+def chat_turns(store: TimedStore, url: str, sid: str, turns: int, start_turn: int = 1,
+               model: str = "gpt-4o-mini") -> list[Turn]:
+    """Chat ``turns`` turns on ``sid`` through the REPL; return a :data:`Turn` for each."""
     provider = OpenAIProvider(model, "bench-key", url, max_retries=0)
+    store.saves = []
     marks: list[tuple[float, float]] = []
     prompts = iter(f"question {start_turn + i}: how do I parse YAML in Python, and why?" for i in range(turns))
 
@@ -88,26 +105,26 @@ def chat_turns(store: GitStore, url: str, sid: str, turns: int, start_turn: int 
                 redactor=from_environment({}))
     repl.run()
     answered = server_times(url)
-    assert len(answered) == turns, (len(answered), turns)
+    assert len(answered) == turns == len(store.saves), (len(answered), turns, len(store.saves))
     out = []
     for i in range(turns):
         (w0, c0), (w1, c1) = marks[i], marks[i + 1]
-        out.append((start_turn + i, (w1 - w0) * 1e3 - answered[i], (c1 - c0) * 1e3))
+        out.append((start_turn + i, (w1 - w0) * 1e3 - answered[i], (c1 - c0) * 1e3, store.saves[i]))
     return out
 
 
-def _window(curve: list[tuple[int, float, float]], at: int, width: int = 5) -> tuple[float, float]:
-    """Median gs ms and CPU ms of the turns around turn ``at`` (``width`` each side)."""
-    near = [(ms, cpu) for t, ms, cpu in curve if abs(t - at) <= width]
-    return statistics.median(m for m, _ in near), statistics.median(c for _, c in near)
+def _window(curve: list[Turn], at: int, width: int = 5) -> tuple[float, float, float]:
+    """Median gs ms, CPU ms and save ms of the turns around turn ``at`` (``width`` each side)."""
+    near = [t[1:] for t in curve if abs(t[0] - at) <= width]
+    return tuple(statistics.median(column) for column in zip(*near, strict=True))  # type: ignore[return-value]
 
 
-def print_curve(curve: list[tuple[int, float, float]]) -> None:
-    print("    turn   gs ms (wall - server)   gs CPU ms   (median of the turns within 5)")
+def print_curve(curve: list[Turn]) -> None:
+    print("    turn   gs ms (wall - server)   gs CPU ms   of it the store's save, ms   (medians of the turns within 5)")
     for at in CURVE_POINTS:
         if curve[0][0] <= at <= curve[-1][0]:
-            ms, cpu = _window(curve, at)
-            print(f"    {at:5d}   {ms:10.2f}             {cpu:8.2f}")
+            ms, cpu, save = _window(curve, at)
+            print(f"    {at:5d}   {ms:10.2f}             {cpu:8.2f}    {save:8.2f}")
 
 
 def git_plumbing_save(s: Settings, content: bytes, reps: int) -> float:
@@ -143,25 +160,25 @@ def bench_turns(s: Settings, url: str, turns: int, long_turns: int) -> None:
     section(f"10. gs's own time per turn (wall - the instant server's time), turns 1..{turns}, in-process REPL")
     repo = s.tmp / "turns.git"
     shutil.rmtree(repo, ignore_errors=True)
-    store = GitStore(repo)
+    store = TimedStore(repo)
     curve = chat_turns(store, url, "curve", turns)
     print_curve(curve)
     final = store.read_raw("curve", store.tip("curve"))
     git_ms = git_plumbing_save(s, final + final[-2048:], s.reps)
     row(f"git plumbing saving the same file ({len(final) // 1024} KB + one turn)", f"{git_ms:.2f} ms")
-    last_ms, last_cpu = _window(curve, turns)
+    last_ms, last_cpu, _save = _window(curve, turns)
     target(s, f"gs time at turn {turns} vs git plumbing", f"{last_ms:.1f} ms (CPU {last_cpu:.1f}) vs "
            f"{git_ms:.1f} ms", "<= git plumbing", last_ms <= git_ms)
     if long_turns:
         messages = build_long(store, "long", long_turns)
         extra = 10
         tail = chat_turns(store, url, "long", extra, start_turn=long_turns + 1)
-        ms = statistics.median(m for _, m, _ in tail)
-        cpu = statistics.median(c for _, _, c in tail)
+        ms, cpu, save = (statistics.median(column) for column in list(zip(*tail, strict=True))[1:])
         size = len(store.read_raw("long", store.tip("long")))
-        at30 = _window(curve, 30)[0] if turns >= 35 else float("nan")
+        at30, _cpu, save30 = _window(curve, 30) if turns >= 35 else (float("nan"),) * 3
         row(f"long session: {messages} messages, {size / 1e6:.1f} MB, turns {long_turns + 1}.."
-            f"{long_turns + extra}", f"{ms:.2f} ms (CPU {cpu:.2f})")
+            f"{long_turns + extra}", f"{ms:.2f} ms (CPU {cpu:.2f}; the store's save {save:.2f}, at turn 30 "
+            f"{save30:.2f})")
         target(s, f"gs time at turn {long_turns} vs turn 30", f"{ms:.1f} ms vs {at30:.1f} ms = {ms / at30:.2f}x",
                "<= 1.3x", ms <= 1.3 * at30)
     store.close()
