@@ -174,12 +174,17 @@ _decoder = json.JSONDecoder()
 
 
 def decode_chunk(data: bytes) -> Any:
-    """Parse an event's data as JSON (``json.loads`` less its checks of the argument's type).
+    """Parse an event's data as JSON, as ``json.loads`` does, with less work per chunk.
 
     Raises:
         ValueError: not UTF-8, or not JSON.
     """
-    return _decoder.decode(data.decode("utf-8"))
+    text = data.decode("utf-8")
+    try:
+        value, end = _decoder.raw_decode(text)  # no look for white space around it
+    except ValueError:
+        end = -1
+    return value if end == len(text) else _decoder.decode(text)  # the rare case: spaces, or an error
 
 
 def _dumps(value: Any) -> bytes:
