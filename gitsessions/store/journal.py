@@ -116,14 +116,18 @@ class Journal:
         self._last, self._size = self._size, self._size + len(data)
 
     def begin(self, base: str | None, header: dict | None) -> None:
-        """Start a fresh journal for a turn building on ``base`` (truncates an old one)."""
+        """Start a fresh journal for a turn building on ``base`` (truncates an old one).
+
+        The first line is not fsynced on its own: it holds nothing to recover, and the
+        turn's first message boundary (the prompt, a few microseconds later) fsyncs it.
+        """
         self.close()
         self._size = self._last = 0
         with os_faults(self.repo):
             self._start()
         first = {"journal": JOURNAL_VERSION, "base": base, "header": header}
         try:
-            self._record(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=True)
+            self._record(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=False)
         except BaseException:
             self.clear()  # a journal without its first line holds nothing
             raise
