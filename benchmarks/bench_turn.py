@@ -75,19 +75,19 @@ def _header(sid: str) -> dict:
 
 
 class TimedStore(GitStore):
-    """The git store, with the wall time of each save (``append``) noted, in ms."""
+    """The git store, with the CPU time of each save (``append``) noted, in ms."""
 
     saves: list[float]
 
     def append(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         try:
             return super().append(*args, **kwargs)
         finally:
-            self.saves.append((time.perf_counter() - t0) * 1e3)
+            self.saves.append((time.process_time() - t0) * 1e3)
 
 
-Turn = tuple[int, float, float, float]  # turn, gs ms (wall - server), gs CPU ms, of it the store's save ms
+Turn = tuple[int, float, float, float]  # turn, gs ms (wall - server), gs CPU ms, of it the store's save CPU ms
 
 
 def chat_turns(store: TimedStore, url: str, sid: str, turns: int, start_turn: int = 1,
@@ -122,7 +122,7 @@ def _window(curve: list[Turn], at: int, width: int = 5) -> tuple[float, float, f
 
 
 def print_curve(curve: list[Turn]) -> None:
-    print("    turn   gs ms (wall - server)   gs CPU ms   of it the store's save, ms   (medians of the turns within 5)")
+    print("    turn   gs ms (wall - server)   gs CPU ms   of it the store's save, CPU ms   (medians, turns within 5)")
     for at in CURVE_POINTS:
         if curve[0][0] <= at <= curve[-1][0]:
             ms, cpu, save = _window(curve, at)
@@ -177,10 +177,10 @@ def bench_turns(s: Settings, url: str, turns: int, long_turns: int) -> None:
         tail = chat_turns(store, url, "long", extra, start_turn=long_turns + 1)
         ms, cpu, save = (statistics.median(column) for column in list(zip(*tail, strict=True))[1:])
         size = len(store.read_raw("long", store.tip("long")))
-        at30, _cpu, save30 = _window(curve, 30) if turns >= 35 else (float("nan"),) * 3
+        at30, cpu30, save30 = _window(curve, 30) if turns >= 35 else (float("nan"),) * 3
         row(f"long session: {messages} messages, {size / 1e6:.1f} MB, turns {long_turns + 1}.."
-            f"{long_turns + extra}", f"{ms:.2f} ms (CPU {cpu:.2f}; the store's save {save:.2f}, at turn 30 "
-            f"{save30:.2f})")
+            f"{long_turns + extra}", f"{ms:.2f} ms (CPU {cpu:.2f}, of it the store's save {save:.2f}; at turn 30 "
+            f"{save30:.2f} of {cpu30:.2f})")
         target(s, f"gs time at turn {long_turns} vs turn 30", f"{ms:.1f} ms vs {at30:.1f} ms = {ms / at30:.2f}x",
                "<= 1.3x", ms <= 1.3 * at30)
     store.close()
