@@ -209,7 +209,7 @@ class RequestEncoder:
     def __init__(self) -> None:
         self._messages: list[Mapping[str, Any]] = []
         self._parts: list[bytes] = []
-        self._joined = b""  # b",".join(self._parts)
+        self._joined = bytearray()  # b",".join(self._parts), grown in place
 
     def _common(self, messages: Sequence[Mapping[str, Any]]) -> int:
         """How many of ``messages`` begin as the last request's did."""
@@ -237,10 +237,11 @@ class RequestEncoder:
         """
         common = self._common(messages)
         new = [_dumps(m) for m in messages[common:]]
-        if common == len(self._parts):
-            joined = self._joined + b"," + b",".join(new) if common and new else self._joined or b",".join(new)
+        if common == len(self._parts):  # the conversation went on: add the new messages' bytes
+            if new:
+                self._joined += b"," + b",".join(new) if common else b",".join(new)
         else:
-            joined = b",".join(self._parts[:common] + new)
-        self._messages, self._parts, self._joined = list(messages), self._parts[:common] + new, joined
+            self._joined = bytearray(b",".join(self._parts[:common] + new))
+        self._messages, self._parts = list(messages), self._parts[:common] + new
         rest = _dumps(fields)
-        return b'{"messages":[' + joined + (b"]," + rest[1:] if len(rest) > 2 else b"]}")
+        return b"".join((b'{"messages":[', self._joined, b"]," + rest[1:] if len(rest) > 2 else b"]}"))
