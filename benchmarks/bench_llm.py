@@ -216,9 +216,55 @@ def _profile_ask(env: dict[str, str], base: Path) -> None:
             print("    " + line[:170])
 
 
+def bench_request(s: Settings, messages: int = 601, chunks: int = 1003) -> None:
+    """One request, the SDK's typed path against gs's provider (issue 11: before and after)."""
+    import openai
+    from bench_turn import instant_server
+
+    from gitsessions.chat.provider import OpenAIProvider
+    from gitsessions.chat.wire import RequestEncoder
+
+    section(f"6b. one chat request of {messages} messages answered in {chunks} chunks: the SDK's "
+            "chat.completions.create vs gs's provider (the client's post, plain JSON)")
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}: " + "word " * 60}
+               for i in range(messages)]
+    with instant_server() as url:
+        model = f"stream:{chunks}:4"
+        client = openai.OpenAI(base_url=url, api_key="bench-key", max_retries=0,
+                               http_client=openai.DefaultHttpxClient(verify=False))
+        provider = OpenAIProvider(model, "bench-key", url, max_retries=0)
+
+        def typed() -> None:
+            text = []
+            for chunk in client.chat.completions.create(model=model, messages=history, stream=True,
+                                                        stream_options={"include_usage": True}):
+                text += [c.delta.content or "" for c in chunk.choices]
+            assert len("".join(text)) == chunks * 4
+
+        def plain() -> None:
+            *_deltas, done = provider.stream(history)
+            assert len(done.content) == chunks * 4
+
+        def plain_first() -> None:
+            provider._encoder = RequestEncoder()  # nothing kept from a request before
+            plain()
+
+        t = measure_interleaved({"SDK chat.completions.create (typed)": typed,
+                                 "gs OpenAIProvider.stream, every message encoded": plain_first,
+                                 "gs OpenAIProvider.stream, the conversation's next request": plain},
+                                s.llm_reps, warmup=2)
+    for name, timing in t.items():
+        row(name, timing.fmt())
+    ratio = (t["SDK chat.completions.create (typed)"].cpu_median
+             / t["gs OpenAIProvider.stream, every message encoded"].cpu_median)
+    row("CPU ratio typed / gs (every message encoded)", f"{ratio:.1f}x")
+
+
 def run(s: Settings, only: set[str]) -> None:
     if "llm" in only:
         bench_llm(s)
+    if "request" in only:
+        bench_request(s)
 
 
 __all__ = ["run", "measure"]

@@ -5,9 +5,9 @@
     .venv/bin/python benchmarks/run.py --quick    # fewer repetitions
     .venv/bin/python benchmarks/run.py --only save,open
 
-Sections: save, open, list, log, size, llm, sync, push, clone (see benchmarks/README.md). No thresholds are
-asserted: each target is printed as MET / NOT MET and summarised at the end; the exit status
-is 0 unless a benchmark itself failed to run.
+Sections: save, open, list, log, size, llm, request, sync, push, clone, turn, stream (see
+benchmarks/README.md). No thresholds are asserted: each target is printed as MET / NOT MET and
+summarised at the end; the exit status is 0 unless a benchmark itself failed to run.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Settings, machine_info, section  # noqa: E402
 
-SECTIONS = ("save", "open", "list", "log", "size", "llm", "sync", "push", "clone")
+SECTIONS = ("save", "open", "list", "log", "size", "llm", "request", "sync", "push", "clone", "turn", "stream")
 
 
 def main() -> int:
@@ -60,13 +60,15 @@ def main() -> int:
     import bench_llm
     import bench_store
     import bench_sync
+    import bench_turn
 
     started = time.perf_counter()
     failed = []
     for name, fn in (("store", lambda: bench_store.run(settings, only)),
                      ("cli", lambda: bench_cli.run(settings, only)),
                      ("llm", lambda: bench_llm.run(settings, only)),
-                     ("sync", lambda: bench_sync.run(settings, only))):
+                     ("sync", lambda: bench_sync.run(settings, only)),
+                     ("turn", lambda: bench_turn.run(settings, only))):
         try:
             fn()
         except Exception:  # keep going: report what ran

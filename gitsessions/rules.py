@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
 from .errors import InvalidSessionId, SessionExists
-from .transcript import derive_messages, title_of
-from .turns import last_turn, turns_of
+from .transcript import derived
 
 if TYPE_CHECKING:
     from .events import Event
@@ -356,8 +355,8 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
     if kind == "fork":
         first_new = len(events)
     new = events[first_new:]
-    turn = last_turn(events)
-    title = title_of(events)
+    log = derived(events)  # the session's growing list: only the new events are read again
+    turn, title = log.turn, log.title
     if kind == "fork":
         if lineage is None:
             raise ValueError("a fork needs its lineage")
@@ -368,8 +367,7 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
             raise ValueError("an import needs its source")
         subject = f"import: {source}"
     else:
-        of = turns_of(events)
-        prompts = [(of[first_new + i], str(e.data.get("content", ""))) for i, e in enumerate(new)
+        prompts = [(log.turns[first_new + i], str(e.data.get("content", ""))) for i, e in enumerate(new)
                    if e.type == "user/message"]
         if prompts:
             # The subject names the turn whose prompt it shows; a save of several turns (a
@@ -389,7 +387,7 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
         turn=turn,
         model=str(models[-1]) if models else None,
         events=(new[0].seq, new[-1].seq) if new else None,
-        messages=len(derive_messages(events)),
+        messages=len(log.messages()),
         title=title or None,
         forked_from=lineage,
         imported_from=source if kind == "import" else None,

@@ -26,8 +26,8 @@ from .rules import (
     fork_name,
 )
 from .store import LockWait, Revision, SessionStore, TurnJournal
-from .transcript import closing_events, derive_messages, open_turn, undone_turns
-from .turns import next_turn, turn_numbers
+from .transcript import closing_events, derive_messages, derived, open_turn, undone_turns
+from .turns import turn_numbers
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
@@ -146,7 +146,7 @@ class Session:
     @property
     def next_turn(self) -> int:
         """The number the next turn gets (1-based; see :func:`gitsessions.turns.next_turn`)."""
-        return next_turn(self.events)
+        return derived(self.events).next_turn
 
     def append(self, type: str, data: dict[str, Any] | None = None) -> Event:
         """Append one event, redacted (journaled at once; fsynced at message boundaries); return it.

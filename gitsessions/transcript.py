@@ -11,11 +11,12 @@ events :func:`closing_events` returns — never by cutting the log (seed design 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 from .events import Event, clean_text
-from .turns import last_turn, turn_count, turn_number
+from .turns import turn_count, turn_number
 
 __all__ = [
     "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "closing_events", "derive_messages", "open_turn",
@@ -47,6 +48,9 @@ def undone_turns(events: Sequence[Event]) -> set[int]:
 def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
     """Derive the chat-completions ``messages`` list from a session's events.
 
+    The result depends on ``events`` alone; when they are the list derived last, grown by
+    appending, only the new events are looked at (see :func:`derived`).
+
     Args:
         events: the log after the header, in seq order (any content, any interruption).
 
@@ -56,38 +60,85 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
         only when non-empty, in the API's ``{"id", "type": "function", "function": {"name",
         "arguments"}}`` shape) and ``{"role": "tool", "tool_call_id": str, "content": str}``.
         A ``compaction/summary`` replaces what it covers with one user message holding the
-        summary. Undone turns are left out.
+        summary. Undone turns are left out. The dicts may be shared with later calls: read
+        them, do not change them.
     """
-    undone = undone_turns(events)
-    messages: list[dict[str, Any]] = []
-    pending: list[tuple[str, str]] = []  # (call id, name) awaiting a result, in call order
-    results: dict[Any, str] = {}
-    started: set[str] = set()  # pending calls a tool/call event shows began
-    turn = 0
+    return derived(events).messages()
 
-    def flush() -> None:
-        for call_id, _name in pending:
-            content = results.get(call_id)
+
+class Derivation:
+    """What a log says, derived event by event: the transcript so far, each event's turn, the title.
+
+    The one body of :func:`derive_messages` (and of the ``Turn``, ``Title`` and ``Messages``
+    a save's commit message carries): :meth:`add` takes the events in log order.
+
+    Args:
+        undone: the turns ``session/undo`` events drop (:func:`undone_turns` of the whole log).
+
+    Attributes:
+        undone: as given.
+        count: events taken.
+        turn: the number of the last turn started (0 before the first; see :mod:`gitsessions.turns`).
+        turns: the turn of each event taken, in order.
+        title: :func:`title_of` the events taken.
+    """
+
+    def __init__(self, undone: set[int]):
+        self.undone = undone
+        self.count = 0
+        self.turn = 0
+        self.turns: list[int] = []
+        self.title = ""
+        self._top: int | None = None  # the highest turn number started
+        self._messages: list[dict[str, Any]] = []
+        self._pending: list[str] = []  # call ids awaiting a result, in call order
+        self._results: dict[Any, str] = {}
+        self._started: set[str] = set()  # pending calls a tool/call event shows began
+        self._last: Event | None = None
+
+    @property
+    def next_turn(self) -> int:
+        """The number the next turn gets: one more than any turn started (see :mod:`gitsessions.turns`)."""
+        return 1 + (self._top if self._top is not None else 0)
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The messages of the events taken (calls still unanswered get synthetic results)."""
+        return self._messages + self._answers()
+
+    def _answers(self) -> list[dict[str, Any]]:
+        """The tool messages answering the pending calls: their results, else a synthetic error."""
+        out = []
+        for call_id in self._pending:
+            content = self._results.get(call_id)
             if content is None:
-                code = OUTCOME_UNKNOWN if call_id in started else NOT_STARTED
+                code = OUTCOME_UNKNOWN if call_id in self._started else NOT_STARTED
                 content = _SYNTHETIC_CONTENT[code]
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
-        pending.clear()
-        results.clear()
-        started.clear()
+            out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        return out
 
-    for ev in events:
+    def _flush(self) -> None:
+        self._messages += self._answers()
+        self._pending.clear()
+        self._results.clear()
+        self._started.clear()
+
+    def add(self, ev: Event) -> None:
+        """Take the next event of the log."""
+        self.count += 1
+        self._last = ev
         if ev.type == "turn/start":
-            turn = turn_number(ev.data, turn)
-            continue
-        if turn in undone:
-            continue
+            self.turn = turn_number(ev.data, self.turn)
+            self._top = self.turn if self._top is None else max(self._top, self.turn)
+        self.turns.append(self.turn)
+        self.title = _titled(self.title, ev)
+        if ev.type == "turn/start" or self.turn in self.undone:
+            return
         d = ev.data
         if ev.type == "user/message":
-            flush()
-            messages.append({"role": "user", "content": clean_text(str(d.get("content", "")))})
+            self._flush()
+            self._messages.append({"role": "user", "content": clean_text(str(d.get("content", "")))})
         elif ev.type == "assistant/message":
-            flush()
+            self._flush()
             calls: list[dict[str, Any]] = []
             seen: set[str] = set()
             for call in d.get("tool_calls") or []:
@@ -109,29 +160,69 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
             content = d.get("content")
             content = clean_text(content) if isinstance(content, str) else ""
             if not content and not calls:
-                continue  # an interrupted reply that produced nothing
+                return  # an interrupted reply that produced nothing
             # "" rather than null beside tool calls: some servers (llama.cpp) refuse null.
             msg: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
                 msg["tool_calls"] = calls
-            messages.append(msg)
-            pending.extend((c["id"], c["function"]["name"]) for c in calls)
+            self._messages.append(msg)
+            self._pending.extend(c["id"] for c in calls)
         elif ev.type == "tool/call":
             cid = d.get("id")
-            if isinstance(cid, str) and any(clean_text(cid) == p for p, _ in pending):
-                started.add(clean_text(cid))
+            if isinstance(cid, str) and clean_text(cid) in self._pending:
+                self._started.add(clean_text(cid))
         elif ev.type == "tool/result":
             cid = d.get("id")
             cid = clean_text(cid) if isinstance(cid, str) else cid
-            if any(cid == p for p, _ in pending) and cid not in results:
-                results[cid] = clean_text(str(d.get("content", "")))
+            if cid in self._pending and cid not in self._results:
+                self._results[cid] = clean_text(str(d.get("content", "")))
         elif ev.type == "compaction/summary":
-            flush()
-            messages.clear()
+            self._flush()
+            self._messages.clear()
             summary = clean_text(str(d.get("summary", "")))
-            messages.append({"role": "user", "content": "Summary of the conversation so far:\n" + summary})
-    flush()
-    return messages
+            self._messages.append({"role": "user", "content": "Summary of the conversation so far:\n" + summary})
+
+    def derives(self, events: Sequence[Event]) -> bool:
+        """True when ``events`` begins with the events taken.
+
+        Judged by the last one taken: the lists kept only grow at the end or lose their last events.
+        """
+        return len(events) >= self.count and (self.count == 0 or events[self.count - 1] is self._last)
+
+
+_derived: list[tuple[Sequence[Event], Derivation]] = []  # the lists derived last, newest first
+_derived_lock = threading.Lock()
+_KEEP = 4
+
+
+def derived(events: Sequence[Event]) -> Derivation:
+    """Return the :class:`Derivation` of ``events``, taking only what is new since the last time.
+
+    A session's events are one list that grows by a few events per save, and every request
+    and every save derives from it: the derivation of each of the last few lists is kept and
+    extended by the events appended since (a cache keyed by the list object: the result is
+    the same as a fresh derivation's). It starts again when the list lost or replaced the
+    events it had, or when a new ``session/undo`` changes which turns are left out.
+
+    Args:
+        events: the log after the header, in seq order.
+
+    Returns:
+        The derivation; shared with later calls: read it, do not change it.
+    """
+    with _derived_lock:
+        found = next((d for seen, d in _derived if seen is events), None)
+        if found is not None and not found.derives(events):
+            found = None
+        if found is not None and any(e.type == "session/undo" for e in events[found.count:]):
+            if undone_turns(events) != found.undone:
+                found = None
+        if found is None:
+            found = Derivation(undone_turns(events))
+        for ev in events[found.count:]:
+            found.add(ev)
+        _derived[:] = [(events, found), *((seen, d) for seen, d in _derived if seen is not events)][:_KEEP]
+        return found
 
 
 def open_turn(events: Sequence[Event]) -> int | None:
@@ -164,7 +255,7 @@ def closing_events(events: Sequence[Event], reason: str) -> list[tuple[str, dict
     if start is None:
         return []
     turn_events = events[start:]
-    turn = last_turn(events[: start + 1])
+    turn = derived(events).turns[start]
     # Unanswered calls, in request order. A result answers the latest request of its id, so an
     # id reused in a later step (some local servers number calls per reply) is answered again.
     requested: dict[Any, str] = {}  # ids as the log holds them (another writer may use non-strings)
@@ -204,8 +295,14 @@ def title_of(events: Sequence[Event]) -> str:
     """Return the session title: the last ``session/title``, else the first prompt's first line."""
     title = ""
     for ev in events:
-        if ev.type == "session/title":
-            title = str(ev.data.get("title", ""))
-        elif ev.type == "user/message" and not title:
-            title = str(ev.data.get("content", "")).strip().split("\n", 1)[0]
+        title = _titled(title, ev)
+    return title
+
+
+def _titled(title: str, ev: Event) -> str:
+    """The title after ``ev``, given the title before it (see :func:`title_of`)."""
+    if ev.type == "session/title":
+        return str(ev.data.get("title", ""))
+    if ev.type == "user/message" and not title:
+        return str(ev.data.get("content", "")).strip().split("\n", 1)[0]
     return title

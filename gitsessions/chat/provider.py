@@ -1,8 +1,10 @@
-"""A chat-completions model reached through the ``openai`` SDK, streamed.
+"""A chat-completions model reached through the ``openai`` SDK's client, streamed.
 
-The provider turns the SDK's stream of chunks into two plain items the loop understands:
-:class:`TextDelta` (reply text as it arrives) and one final :class:`Completion`. API
-failures become :class:`~gitsessions.errors.ProviderError` with a one-line message.
+The request goes through the client (its configuration, auth, retries, timeouts and errors);
+the body sent and the stream read are plain JSON (:mod:`.wire`), not the SDK's types, and
+the reply becomes two plain items the loop understands: :class:`TextDelta` (reply text as it
+arrives) and one final :class:`Completion`. Failures become
+:class:`~gitsessions.errors.ProviderError`, one line each.
 """
 
 from __future__ import annotations
@@ -11,39 +13,13 @@ import email.utils
 import math
 import re
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ProviderError
-from ..events import clean_text
+from .wire import Completion, Reply, RequestEncoder, TextDelta, decode_chunk, sse_data
 
-
-@dataclass(frozen=True)
-class TextDelta:
-    """A piece of reply text, in arrival order."""
-
-    text: str
-
-
-@dataclass
-class Completion:
-    """The assembled reply of one request.
-
-    Attributes:
-        content: the whole reply text.
-        tool_calls: ``[{"id", "name", "arguments"}]`` in the model's order.
-        finish_reason: the API's ``finish_reason`` (``stop``, ``tool_calls``, ``length``...).
-        model: the model that answered, as the API names it.
-        usage: the API's usage object (``prompt_tokens``, ``completion_tokens``,
-            ``total_tokens``, ...) when the stream reported it.
-    """
-
-    content: str = ""
-    tool_calls: list[dict[str, str]] = field(default_factory=list)
-    finish_reason: str | None = None
-    model: str | None = None
-    usage: dict[str, Any] | None = None
+__all__ = ["Completion", "OpenAIProvider", "TextDelta"]
 
 
 def _as_interrupt(exc: Exception) -> BaseException:
@@ -56,29 +32,6 @@ def _as_interrupt(exc: Exception) -> BaseException:
     if "KeyboardInterrupt" in str(exc):
         return KeyboardInterrupt()
     return exc
-
-
-def _watch_for_done(stream: Any) -> Callable[[], bool]:
-    """Return a function telling whether ``stream`` (the SDK's ``Stream``) saw ``data: [DONE]``.
-
-    The SDK swallows that closing event, and a body cut by a dropped connection ends as
-    cleanly as a whole one; some servers send ``[DONE]`` but no ``finish_reason``. This
-    wraps the stream's server-sent-event reader (a private method of openai's ``Stream``);
-    where it is missing, only a ``finish_reason`` counts as the end.
-    """
-    seen = [False]
-    read_events = getattr(stream, "_iter_events", None)
-    if read_events is None:
-        return lambda: False
-
-    def spy() -> Iterator[Any]:
-        for sse in read_events():
-            if getattr(sse, "data", "").startswith("[DONE]"):
-                seen[0] = True
-            yield sse
-
-    stream._iter_events = spy
-    return lambda: seen[0]
 
 
 def _one_line(text: object, limit: int = 300) -> str:
@@ -147,6 +100,7 @@ class OpenAIProvider:
             # Plain HTTP (a local server, Ollama, the embedded model): no TLS, so do not load
             # the CA certificates (~40 ms of every start).
             http_client = openai.DefaultHttpxClient(verify=False)
+        self._encoder = RequestEncoder()
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s,
                                      max_retries=max_retries, http_client=http_client)
 
@@ -156,9 +110,8 @@ class OpenAIProvider:
 
         A reply is complete only when the server said it finished (a ``finish_reason``, or
         the stream's closing ``data: [DONE]``; design.md "Faults"): a stream that ends
-        without either was cut, and raises. Text
-        already yielded stays the caller's (the loop keeps it as an interrupted message),
-        which is why the message of a fault mid-reply says the partial reply is kept.
+        without either was cut, and raises. Text already yielded stays the caller's (the
+        loop keeps it as an interrupted message), so a fault mid-reply says it is kept.
 
         Args:
             messages: a valid chat-completions transcript.
@@ -175,88 +128,58 @@ class OpenAIProvider:
                 that is not a chat-completions stream.
         """
         openai = self._openai
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
-                                  "stream_options": {"include_usage": True}}
+        fields: dict[str, Any] = {"model": self.model, "stream": True, "stream_options": {"include_usage": True}}
         if tools:
-            kwargs["tools"] = tools
-        done = Completion(model=self.model)
-        calls: dict[int, dict[str, str]] = {}
-        parts: list[str] = []
+            fields["tools"] = tools
         try:
-            stream = self._client.chat.completions.create(**kwargs)
+            # The client's own request method: its auth, retries, timeouts and error types,
+            # without the per-request transform of ``messages`` or a model per chunk.
+            response = self._client.post("/chat/completions", cast_to=self._httpx().Response,
+                                         content=self._encoder.body(fields, messages), stream=True,
+                                         options={"security": {"bearer_auth": True}})
         except openai.APIError as exc:
             raise self._failed(exc, started=False, kept=False) from None
         except self._httpx_errors() as exc:
             raise self._failed(exc, started=False, kept=False) from None
         except Exception as exc:
             raise _as_interrupt(exc) from None
-        chunks = 0
-        held = ""  # a high surrogate waiting for its pair in the next chunk
-        ended = _watch_for_done(stream)
-        with stream:
-            items = iter(stream)
-            while True:
-                try:
-                    chunk = next(items)
-                except StopIteration:
+        reply = Reply(self.model)
+        try:
+            for data in sse_data(response.iter_bytes()):
+                if data.startswith(b"[DONE]"):
+                    reply.ended = True
                     break
-                except openai.APIError as exc:
-                    raise self._failed(exc, started=True, kept=bool(parts)) from None
-                except self._httpx_errors() as exc:
-                    raise self._failed(exc, started=True, kept=bool(parts)) from None
-                except ValueError as exc:  # an event whose data is not JSON
-                    data = getattr(exc, "doc", None)
-                    detail = (f"an event that is not JSON: {_one_line(data, 60)!r}" if data
-                              else _one_line(exc, 80))
-                    raise self._not_a_stream(detail, kept=bool(parts)) from None
-                except Exception as exc:
-                    raise _as_interrupt(exc) from None
-                choices = getattr(chunk, "choices", None)
-                if not isinstance(choices, list):
+                try:
+                    chunk = decode_chunk(data)
+                except ValueError:  # also bytes that are not UTF-8
+                    detail = f"an event that is not JSON: {_one_line(data.decode('utf-8', 'replace'), 60)!r}"
+                    raise self._not_a_stream(detail, kept=bool(reply.parts)) from None
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    raise self._stream_error(chunk["error"], kept=bool(reply.parts))
+                text = reply.take(chunk)
+                if text is None:
                     raise self._not_a_stream(f"an event without choices: {_one_line(chunk, 80)}",
-                                             kept=bool(parts))
-                chunks += 1
-                if getattr(chunk, "model", None):
-                    done.model = chunk.model
-                if getattr(chunk, "usage", None) is not None:
-                    done.usage = chunk.usage.model_dump(exclude_none=True)
-                for choice in choices:
-                    delta = choice.delta
-                    if delta is not None and delta.content:
-                        # Well-formed text only: a surrogate pair split across two chunks is
-                        # joined, a lone surrogate becomes U+FFFD (it cannot be printed or saved).
-                        text, held = held + delta.content, ""
-                        if "\ud800" <= text[-1] <= "\udbff":
-                            text, held = text[:-1], text[-1]
-                        text = clean_text(text)
-                        if text:
-                            parts.append(text)
-                            yield TextDelta(text)
-                    for tc in (delta.tool_calls or []) if delta is not None else []:
-                        slot = calls.setdefault(tc.index if tc.index is not None else len(calls),
-                                                {"id": "", "name": "", "arguments": ""})
-                        if tc.id:
-                            slot["id"] = tc.id
-                        if tc.function is not None:
-                            if tc.function.name:
-                                slot["name"] += tc.function.name
-                            if tc.function.arguments:
-                                slot["arguments"] += tc.function.arguments
-                    if choice.finish_reason:
-                        done.finish_reason = choice.finish_reason
-        if held:
-            parts.append("\ufffd")
+                                             kept=bool(reply.parts))
+                if text:
+                    yield TextDelta(text)
+        except self._httpx_errors() as exc:  # from reading the body; the loop's own code raises none
+            raise self._failed(exc, started=True, kept=bool(reply.parts)) from None
+        finally:
+            response.close()
+        if reply.held:
+            reply.parts.append("\ufffd")
             yield TextDelta("\ufffd")
-        if done.finish_reason is None and not ended():
-            if not chunks:
+        if reply.done.finish_reason is None and not reply.ended:
+            if not reply.chunks:
                 raise self._not_a_stream("the response held no chat-completions events", kept=False)
-            raise self._lost(kept=bool(parts))  # the body ended cleanly but the reply did not
-        done.content = "".join(parts)
-        for i, index in enumerate(sorted(calls)):
-            call = calls[index]
-            call["id"] = call["id"] or f"call_{i}"
-            done.tool_calls.append(call)
-        yield done
+            raise self._lost(kept=bool(reply.parts))  # the body ended cleanly but the reply did not
+        yield reply.completion()
+
+    def _stream_error(self, error: Any, *, kept: bool) -> ProviderError:
+        """The error event a server sends inside a stream (``{"error": {"message": ...}}``)."""
+        message = error.get("message") if isinstance(error, dict) else None
+        said = message if isinstance(message, str) and message else "An error occurred during streaming"
+        return ProviderError(f"the model API at {self._where()} failed mid-reply: {_one_line(said)}{self._kept(kept)}")
 
     def _failed(self, exc: BaseException, *, started: bool, kept: bool) -> ProviderError:
         """Translate an SDK or transport failure into the one-line :class:`ProviderError`.
@@ -283,7 +206,8 @@ class OpenAIProvider:
                 return ProviderError(f"the server at {where} failed ({said}); try again later", status)
             return ProviderError(f"the model API answered {said}", status)  # the API's own words say why
         httpx = self._httpx()
-        cause = exc.__cause__ or exc
+        # The SDK wraps what httpx raised before the reply; mid-reply it comes as it is.
+        cause = exc if isinstance(exc, self._httpx_errors()) else exc.__cause__ or exc
         timeout = isinstance(exc, openai.APITimeoutError) or isinstance(cause, httpx.TimeoutException)
         if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
             within = f" within {_seconds(self.timeout_s)}" if timeout else f" ({_reason(exc)})"

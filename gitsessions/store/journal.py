@@ -26,6 +26,8 @@ from .faults import os_faults
 
 JOURNAL_VERSION = 1
 
+_json_string = json.encoder.encode_basestring  # a str as JSON, non-ASCII kept (the C encoder's)
+
 
 @dataclass
 class JournalContents:
@@ -104,22 +106,28 @@ class Journal:
     def _record(self, data: bytes, sync: bool) -> None:
         """Write one whole record, or none: a refused write is cut off again (never a torn line)."""
         try:
-            with os_faults(self.repo):
-                self._write(data, sync)
-        except BaseException:
+            self._write(data, sync)
+        except BaseException as exc:
             self._truncate(self._size)
+            if isinstance(exc, OSError):
+                with os_faults(self.repo):  # a full or read-only disk becomes our error
+                    raise
             raise
         self._last, self._size = self._size, self._size + len(data)
 
     def begin(self, base: str | None, header: dict | None) -> None:
-        """Start a fresh journal for a turn building on ``base`` (truncates an old one)."""
+        """Start a fresh journal for a turn building on ``base`` (truncates an old one).
+
+        The first line is not fsynced on its own: it holds nothing to recover, and the
+        turn's first message boundary (the prompt, a few microseconds later) fsyncs it.
+        """
         self.close()
         self._size = self._last = 0
         with os_faults(self.repo):
             self._start()
         first = {"journal": JOURNAL_VERSION, "base": base, "header": header}
         try:
-            self._record(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=True)
+            self._record(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n", sync=False)
         except BaseException:
             self.clear()  # a journal without its first line holds nothing
             raise
@@ -135,10 +143,9 @@ class Journal:
     def append_delta(self, text: str) -> None:
         """Write streamed reply text as it arrives (to the OS, not fsynced)."""
         if text:
-            self._record(
-                json.dumps({"delta": clean_text(text)}, ensure_ascii=False).encode("utf-8") + b"\n",
-                False,
-            )
+            # As json.dumps({"delta": text}, ensure_ascii=False) writes it, without building an
+            # encoder for each of a reply's many records.
+            self._record(b'{"delta": ' + _json_string(clean_text(text)).encode("utf-8") + b"}\n", False)
 
     def drop_last(self) -> None:
         """Cut off the last record written (a turn taken back before it began)."""

@@ -1,0 +1,62 @@
+"""The derived transcript of a growing log is derived incrementally (issue 11): only the events
+appended since the last derivation are read. It must give exactly what a derivation from
+scratch gives, on every log the transcript tests use, whatever was appended or taken back."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_transcript import logs
+
+from gitsessions.events import Event
+from gitsessions.transcript import derive_messages, derived, title_of
+from gitsessions.turns import last_turn, next_turn, turns_of
+
+
+def fresh(events: list[Event]) -> list[dict]:
+    """Messages derived from scratch: a new list object is never one derived before."""
+    return derive_messages(list(events))
+
+
+def check(growing: list[Event]) -> None:
+    assert derive_messages(growing) == fresh(growing)
+    log = derived(growing)
+    assert (log.turns, log.turn, log.next_turn, log.title) == (
+        turns_of(growing), last_turn(growing), next_turn(growing), title_of(growing))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(logs())
+def test_a_log_derived_as_it_grows_gives_what_a_fresh_derivation_gives(log):
+    events, _reasons = log
+    growing: list[Event] = []
+    for ev in events:
+        growing.append(ev)
+        check(growing)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(logs(), st.data())
+def test_events_taken_back_or_appended_in_batches_give_a_fresh_derivation(log, data):
+    events, _reasons = log
+    growing: list[Event] = []
+    at = 0
+    while at < len(events):
+        step = data.draw(st.integers(1, 5))
+        growing.extend(events[at:at + step])
+        at += step
+        check(growing)
+        back = data.draw(st.integers(0, 2))  # a turn taken back (Session pops its last events)
+        for _ in range(min(back, len(growing))):
+            growing.pop()  # and other events take its place
+        if back and data.draw(st.booleans()):
+            check(growing)  # else it grows again before the next derivation
+
+
+def test_an_undo_appended_later_drops_its_turn_from_what_was_derived():
+    growing = [Event(0, 0, "turn/start", {"turn": 1}), Event(1, 1, "user/message", {"content": "one"}),
+               Event(2, 2, "turn/end", {"turn": 1, "reason": "completed"}),
+               Event(3, 3, "turn/start", {"turn": 2}), Event(4, 4, "user/message", {"content": "two"})]
+    assert [m["content"] for m in derive_messages(growing)] == ["one", "two"]
+    growing.append(Event(5, 5, "session/undo", {"turn": 1}))
+    assert [m["content"] for m in derive_messages(growing)] == ["two"] == [m["content"] for m in fresh(growing)]
