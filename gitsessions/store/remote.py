@@ -38,6 +38,7 @@ from .sync import (
     plan_push,
     session_refs,
     settle,
+    synced_refs,
     upgrade_refspecs,
     write_refspecs,
 )
@@ -241,7 +242,7 @@ class Remotes:
         where, name = self._where(remote)
         repo = self._open()
         theirs, skipped = session_refs(repo, fetched, self._checked)
-        mine, _ = session_refs(repo, repo.refs.as_dict(), self._checked)  # a stranger here: the push says
+        mine, _ = session_refs(repo, synced_refs(repo), self._checked)  # a stranger here: the push says
         if name:
             upgrade_refspecs(repo, name)
         sides = Sides(mine, load_base(repo, name) if name else {}, theirs)
@@ -299,7 +300,7 @@ class Remotes:
         def in_scope(ref: bytes) -> bool:
             return only is None or label(ref).removeprefix("archive/") in only
 
-        mine, skipped = session_refs(repo, {r: s for r, s in repo.refs.as_dict().items() if in_scope(r)},
+        mine, skipped = session_refs(repo, {r: s for r, s in synced_refs(repo).items() if in_scope(r)},
                                      self._checked)
         report = PushReport(skipped=skipped)
         base = {r: s for r, s in load_base(repo, name).items() if in_scope(r)} if name else {}
