@@ -270,3 +270,22 @@ def test_the_automatic_repack_packs_only_the_loose_objects(grown: Grower, gs):
     assert gs("--repo", str(store.path), "gc").code == 0  # by hand: everything into one pack
     assert len(_packs(store.path)) == 1
     _git(store.path, "fsck", "--strict")
+
+
+def test_a_sync_that_moves_nothing_reads_no_object(grown: Grower, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A tip the known-logs caches name is a session: no commit or tree is read to tell it from a stranger."""
+    from dulwich.object_store import PackBasedObjectStore
+
+    store = grown.store
+    Remotes(store).add("origin", str(init_bare(tmp_path / "R.git")))
+    Remotes(store).push("origin")
+    store.close()
+    reads: list[bytes] = []
+    get_raw = PackBasedObjectStore.get_raw
+    monkeypatch.setattr(PackBasedObjectStore, "get_raw", lambda self, sha: reads.append(sha) or get_raw(self, sha))
+
+    with GitStore(store.path) as again:  # a new process: nothing cached in memory
+        report = Remotes(again).sync("origin")
+
+    assert report.pull.unchanged == 1 and report.push.unchanged == 1 and not report.push.connected
+    assert reads == []

@@ -85,6 +85,15 @@ class Remotes:
         #: commit -> why its tree is no session's (None: it is one); commits never change
         self._checked: dict[bytes, str | None] = {}
 
+    def _know_logs(self) -> None:
+        """Take the commits the store knows to hold a session log for sessions, without reading them.
+
+        Those caches (design.md, "Derived caches") name commits whose tree was read, so the
+        session refs of a sync that moves nothing cost no object read.
+        """
+        for commit in self.store.known_logs():
+            self._checked.setdefault(commit.encode("ascii"), None)
+
     # -- configuration ----------------------------------------------------------------------
 
     def list(self) -> list[tuple[str, str]]:
@@ -231,6 +240,7 @@ class Remotes:
         Raises:
             RemoteError: unreachable, not a git repository, refused.
         """
+        self._know_logs()
         return self._pull(remote, self.fetch(remote))
 
     def _open(self) -> Repo:
@@ -262,6 +272,7 @@ class Remotes:
             RemoteError: unreachable, not a git repository, refused as a whole.
         """
         report = SyncReport()
+        self._know_logs()
         for _ in range(SYNC_ROUNDS):
             fetched = self.fetch(remote)
             pulled = self._pull(remote, fetched)
@@ -287,6 +298,7 @@ class Remotes:
         Raises:
             RemoteError: unreachable or refused as a whole.
         """
+        self._know_logs()
         return self._push(remote, only=only)
 
     def _push(self, remote: str, *, only: Collection[str] | None = None,
