@@ -289,3 +289,24 @@ def test_a_sync_that_moves_nothing_reads_no_object(grown: Grower, tmp_path: Path
 
     assert report.pull.unchanged == 1 and report.push.unchanged == 1 and not report.push.connected
     assert reads == []
+
+
+@pytest.mark.parametrize("transport", ["path", "file", "git", "http"], indirect=True)
+def test_a_fetch_that_brings_nothing_reads_no_branch_here(transport: Transport, grown: Grower,  # noqa: F811
+                                                           monkeypatch: pytest.MonkeyPatch):
+    """dulwich's fetch reads every branch here (its graph walker) before it knows whether anything is wanted."""
+    from dulwich.repo import Repo
+
+    store = grown.store
+    init_bare(transport.root / "R.git")
+    url = transport.url("R.git")
+    login = {"username": transport.server.username, "password": transport.server.password} \
+        if transport.kind == "http" else {}
+    Remotes(store, **login).push(url)
+    walks: list[Repo] = []
+    get_graph_walker = Repo.get_graph_walker
+    monkeypatch.setattr(Repo, "get_graph_walker",
+                        lambda self, heads=None: walks.append(self) or get_graph_walker(self, heads))
+
+    assert Remotes(store, **login).fetch(url) == {b"refs/heads/w": grown.tip.encode()}
+    assert walks == []

@@ -18,8 +18,7 @@ import re
 from collections.abc import Collection
 from urllib.parse import urlsplit, urlunsplit
 
-from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_path
-from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.client import get_transport_and_path
 from dulwich.objects import ZERO_SHA
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -29,7 +28,6 @@ from .faults import writes_to
 from .git import GitStore
 from .pull import pull_steps
 from .sync import (
-    SYNCED,
     Sides,
     holder,
     label,
@@ -44,11 +42,11 @@ from .sync import (
 )
 from .thinpack import PushPack
 from .values import Credentials, PullReport, PushReport, SyncReport
+from .wire import fetch_sessions, refused, send
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Rounds of pull + push one sync runs at most while the remote keeps moving in between.
 SYNC_ROUNDS = 3
-_NETWORK_ERRORS = (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized)
 
 __all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "SyncReport", "strip_password"]
 
@@ -193,12 +191,6 @@ class Remotes:
         except ValueError as exc:
             raise RemoteError(f"cannot use {url!r}: {exc}") from None
 
-    def _fail(self, url: str, exc: BaseException) -> RemoteError:
-        text = " ".join(str(exc).split()) or exc.__class__.__name__
-        if isinstance(exc, HTTPUnauthorized):
-            text = "the server wants credentials: put them in ~/.git-credentials or GS_HTTP_USERNAME/GS_HTTP_PASSWORD"
-        return RemoteError(f"could not reach {url}: {text}; nothing local was changed")
-
     def _where(self, remote: str) -> tuple[str, str | None]:
         """Return how messages name ``remote``, and its configured name (None for a URL: no sync base)."""
         _url, named = self._location(remote)
@@ -220,19 +212,9 @@ class Remotes:
         repo = self.store.repo(create=True)
         assert repo is not None
         client, path = self._client(url, "pull")
-
-        def wants(refs: dict, depth: int | None = None) -> list[bytes]:
-            # by name only: a ref named like a session is fetched to see whether its tree is one
-            return [sha for ref, sha in refs.items()
-                    if named_like_a_session(ref) and sha and sha != ZERO_SHA and sha not in repo.object_store]
-
-        try:
-            result = client.fetch(path, repo, determine_wants=wants)
-        except _NETWORK_ERRORS as exc:
-            raise self._fail(url, exc) from None
+        refs = fetch_sessions(repo, client, url, path)
         self.store.close()  # new packs: reopen with a fresh pack list
-        return {ref: sha for ref, sha in (result.refs or {}).items()
-                if ref.startswith(SYNCED) and sha and sha != ZERO_SHA}
+        return refs
 
     def pull(self, remote: str) -> PullReport:
         """Fetch ``remote`` and carry out the steps of the sync rule that move refs here (:mod:`.sync`).
@@ -367,16 +349,16 @@ class Remotes:
 
         dropping: dict[bytes, bytes] = {}
         report.connected = True
-        status = self._send(url, client, path, update_refs, pack_data, said)
+        status = send(url, client, path, update_refs, pack_data, said)
         for ref, sha in sent.items():  # session ref names: plain ASCII
-            if not self._refused(ref, status, said, report):
+            if not refused(ref, status, said, report):
                 report.pushed.append(ref.decode())
                 after[ref] = sha
         if to_drop:
             said.clear()
-            status = self._send(url, client, path, drop_refs, pack_data, said)
+            status = send(url, client, path, drop_refs, pack_data, said)
             for ref, keeper in dropping.items():
-                if not self._refused(ref, status, said, report):
+                if not refused(ref, status, said, report):
                     after[ref] = to_drop[ref][1]
                     if after[ref] == ZERO_SHA:
                         report.deleted.append((ref.decode(), keeper.decode()))
@@ -385,26 +367,3 @@ class Remotes:
         if name:
             settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}))
         return report
-
-    def _send(self, url: str, client, path: str, update_refs, pack_data, said: bytearray) -> dict:
-        """One push request; return the server's status per ref (None: accepted)."""
-        try:
-            result = client.send_pack(path, update_refs, generate_pack_data=pack_data, progress=said.extend)
-        except SendPackError as exc:
-            raise RemoteError(f"{url} refused the push: {' '.join(str(exc).split())}") from None
-        except _NETWORK_ERRORS as exc:
-            raise self._fail(url, exc) from None
-        # dulwich does not raise when the server refuses a ref: read ref_status (design.md).
-        return result.ref_status or {}
-
-    @staticmethod
-    def _refused(ref: bytes, status: dict, said: bytearray, report: PushReport) -> bool:
-        """Report ``ref`` as refused, in the server's words, when it was; return whether it was."""
-        error = status.get(ref)
-        if error is None:
-            return False
-        lines = [line.strip() for line in said.decode("utf-8", "replace").replace("\r", "\n").splitlines()]
-        server_said = "; ".join(line for line in lines if line)
-        report.failed.append((ref.decode("utf-8", "replace"),
-                              f"{error} (the server said: {server_said})" if server_said else str(error)))
-        return True
