@@ -223,14 +223,15 @@ class Remotes:
             RemoteError: unreachable, not a git repository, refused.
         """
         self._know_logs()
-        return self._pull(remote, self.fetch(remote))
+        return self._pull(remote, self.fetch(remote))[0]
 
     def _open(self) -> Repo:
         repo = self.store.repo()
         assert repo is not None
         return repo
 
-    def _pull(self, remote: str, fetched: dict[bytes, bytes]) -> PullReport:
+    def _pull(self, remote: str, fetched: dict[bytes, bytes]) -> tuple[PullReport, dict[bytes, bytes]]:
+        """Carry out a pull of the refs ``fetched``; return its report and the sync base it left."""
         where, name = self._where(remote)
         repo = self._open()
         theirs, skipped = session_refs(repo, fetched, self._checked)
@@ -242,7 +243,7 @@ class Remotes:
         report.skipped = skipped
         if name:
             settle(self._open(), name, sides)
-        return report
+        return report, sides.base
 
     def sync(self, remote: str) -> SyncReport:
         """Pull, then push what the pull left to send; again (up to SYNC_ROUNDS) while the remote moves meanwhile.
@@ -257,8 +258,8 @@ class Remotes:
         self._know_logs()
         for _ in range(SYNC_ROUNDS):
             fetched = self.fetch(remote)
-            pulled = self._pull(remote, fetched)
-            pushed = self._push(remote, known=fetched)
+            pulled, base = self._pull(remote, fetched)
+            pushed = self._push(remote, known=fetched, base=base)
             report.add(pulled, pushed)
             if not pushed.moved:
                 break
@@ -283,8 +284,9 @@ class Remotes:
         self._know_logs()
         return self._push(remote, only=only)
 
-    def _push(self, remote: str, *, only: Collection[str] | None = None,
-              known: dict[bytes, bytes] | None = None) -> PushReport:
+    def _push(self, remote: str, *, only: Collection[str] | None = None, known: dict[bytes, bytes] | None = None,
+              base: dict[bytes, bytes] | None = None) -> PushReport:
+        """Push (see :meth:`push`); ``known``: the remote's refs just fetched; ``base``: the sync base a pull left."""
         url, _named = self._location(remote)
         _where, name = self._where(remote)
         if not self.store.exists():
@@ -297,7 +299,12 @@ class Remotes:
         mine, skipped = session_refs(repo, {r: s for r, s in synced_refs(repo).items() if in_scope(r)},
                                      self._checked)
         report = PushReport(skipped=skipped)
-        base = {r: s for r, s in load_base(repo, name).items() if in_scope(r)} if name else {}
+        # The base as the pull just settled it. Another gs moving it meanwhile leaves an
+        # older one here: a drop needs a side still at the base, so refs are kept, not lost.
+        if name:
+            base = {r: s for r, s in (load_base(repo, name) if base is None else base).items() if in_scope(r)}
+        else:
+            base = {}
 
         def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:  # strangers: untouched
             return {r: s for r, s in refs.items()
