@@ -310,3 +310,24 @@ def test_a_fetch_that_brings_nothing_reads_no_branch_here(transport: Transport, 
 
     assert Remotes(store, **login).fetch(url) == {b"refs/heads/w": grown.tip.encode()}
     assert walks == []
+
+
+def test_a_sync_after_a_pull_reads_no_object(grown: Grower, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Tips a pull takes are known to hold a log, as a clone's are: the next no-op sync reads none of them."""
+    from dulwich.object_store import PackBasedObjectStore
+
+    remote = init_bare(tmp_path / "R.git")
+    Remotes(grown.store).push(str(remote))
+    here = GitStore(tmp_path / "here.git")
+    Remotes(here).add("origin", str(remote))
+    assert Remotes(here).pull("origin").created == ["w"]
+    here.close()
+    reads: list[bytes] = []
+    get_raw = PackBasedObjectStore.get_raw
+    monkeypatch.setattr(PackBasedObjectStore, "get_raw", lambda self, sha: reads.append(sha) or get_raw(self, sha))
+
+    with GitStore(here.path) as again:  # a new process: nothing cached in memory
+        report = Remotes(again).sync("origin")
+
+    assert report.pull.unchanged == 1 and not report.push.connected
+    assert reads == []

@@ -238,9 +238,13 @@ class Remotes:
         mine, _ = session_refs(repo, synced_refs(repo), self._checked)  # a stranger here: the push says
         if name:
             upgrade_refspecs(repo, name)
-        sides = Sides(mine, load_base(repo, name) if name else {}, theirs)
+        sides = Sides(dict(mine), load_base(repo, name) if name else {}, theirs)
         report = pull_steps(self.store, sides, where)
         report.skipped = skipped
+        # Tips taken from there hold a session log (their trees were checked above): as after
+        # a clone, later syncs and lists need not read them again (design.md, "Derived caches").
+        self.store.state.mark_received(sha.decode() for ref, sha in sides.local.items()
+                                       if sha != mine.get(ref) and sha == theirs.get(ref))
         if name:
             settle(self._open(), name, sides)
         return report, sides.base
