@@ -331,3 +331,29 @@ def test_a_sync_after_a_pull_reads_no_object(grown: Grower, tmp_path: Path, monk
 
     assert report.pull.unchanged == 1 and not report.push.connected
     assert reads == []
+
+
+@pytest.mark.parametrize("command", ["pull", "sync"])
+def test_packs_piled_up_by_fetches_are_merged_in_the_background_after_a_pull(grown: Grower, tmp_path: Path, gs,
+                                                                              command: str):
+    import time
+
+    from dulwich.objects import Blob
+
+    from gitsessions.store.pack import AUTO_PACKS
+
+    store = grown.store
+    remote = init_bare(tmp_path / "R.git")
+    Remotes(store).add("origin", str(remote))
+    Remotes(store).push("origin")
+    for i in range(AUTO_PACKS - 1):  # as that many fetches leave them (one pack is there already)
+        store.repo().object_store.add_objects([(Blob.from_string(b"fetched %d\n" % i), None)])
+    store.close()
+
+    assert gs("--repo", str(store.path), command, "origin").code == 0  # starts gs gc --auto in the background
+
+    deadline = time.monotonic() + 60
+    while len(_packs(store.path)) > 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(_packs(store.path)) == 1, "the background repack did not run"
+    _git(store.path, "fsck", "--strict")
