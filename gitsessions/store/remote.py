@@ -15,7 +15,8 @@ from ``~/.git-credentials``.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import get_transport_and_path
@@ -208,13 +209,18 @@ class Remotes:
         Raises:
             RemoteError: unreachable, not a git repository, refused.
         """
+        return self._fetch(remote)[0]
+
+    def _fetch(self, remote: str) -> tuple[dict[bytes, bytes], Mapping[Any, bytes]]:
+        """Fetch (see :meth:`fetch`); return the remote's refs and the session refs here, read just before."""
         url, _named = self._location(remote)
         repo = self.store.repo(create=True)
         assert repo is not None
+        here: Mapping[Any, bytes] = synced_refs(repo)  # a fetch moves none of them
         client, path = self._client(url, "pull")
-        refs = fetch_sessions(repo, client, url, path)
+        refs = fetch_sessions(repo, client, url, path, have=set(here.values()))
         self.store.close()  # new packs: reopen with a fresh pack list
-        return refs
+        return refs, here
 
     def pull(self, remote: str) -> PullReport:
         """Fetch ``remote`` and carry out the steps of the sync rule that move refs here (:mod:`.sync`).
@@ -223,19 +229,20 @@ class Remotes:
             RemoteError: unreachable, not a git repository, refused.
         """
         self._know_logs()
-        return self._pull(remote, self.fetch(remote))[0]
+        return self._pull(remote, *self._fetch(remote))[0]
 
     def _open(self) -> Repo:
         repo = self.store.repo()
         assert repo is not None
         return repo
 
-    def _pull(self, remote: str, fetched: dict[bytes, bytes]) -> tuple[PullReport, dict[bytes, bytes]]:
-        """Carry out a pull of the refs ``fetched``; return its report and the sync base it left."""
+    def _pull(self, remote: str, fetched: dict[bytes, bytes], here: Mapping[Any, bytes]
+              ) -> tuple[PullReport, dict[bytes, bytes]]:
+        """Pull the remote's refs ``fetched`` into the refs ``here``; return the report and the sync base left."""
         where, name = self._where(remote)
         repo = self._open()
         theirs, skipped = session_refs(repo, fetched, self._checked)
-        mine, _ = session_refs(repo, synced_refs(repo), self._checked)  # a stranger here: the push says
+        mine, _ = session_refs(repo, here, self._checked)  # a stranger here: the push says
         if name:
             upgrade_refspecs(repo, name)
         sides = Sides(dict(mine), load_base(repo, name) if name else {}, theirs)
@@ -261,8 +268,8 @@ class Remotes:
         report = SyncReport()
         self._know_logs()
         for _ in range(SYNC_ROUNDS):
-            fetched = self.fetch(remote)
-            pulled, base = self._pull(remote, fetched)
+            fetched, here = self._fetch(remote)
+            pulled, base = self._pull(remote, fetched, here)
             pushed = self._push(remote, known=fetched, base=base)
             report.add(pulled, pushed)
             if not pushed.moved:

@@ -11,7 +11,7 @@ it holds nothing missing here, dulwich's fetch is not called at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from dulwich.client import HTTPUnauthorized, LocalGitClient, SendPackError
@@ -83,7 +83,7 @@ def unreachable(url: str, exc: BaseException) -> RemoteError:
     return RemoteError(f"could not reach {url}: {text}; nothing local was changed")
 
 
-def fetch_sessions(repo: Repo, client: Any, url: str, path: str) -> dict[bytes, bytes]:
+def fetch_sessions(repo: Repo, client: Any, url: str, path: str, have: Collection[bytes] = ()) -> dict[bytes, bytes]:
     """Fetch into ``repo`` the commits of the remote's session refs that ``repo`` lacks (no ref moves here).
 
     Args:
@@ -91,6 +91,7 @@ def fetch_sessions(repo: Repo, client: Any, url: str, path: str) -> dict[bytes, 
         client: the dulwich client of the remote.
         url: the remote's URL, for messages.
         path: the remote's path as the client takes it.
+        have: commits known to be in ``repo`` (the tips of its refs): not looked up.
 
     Returns:
         The remote's refs under ``refs/heads/`` and ``refs/archive/``: ref -> commit (also
@@ -102,7 +103,8 @@ def fetch_sessions(repo: Repo, client: Any, url: str, path: str) -> dict[bytes, 
     def wants(refs: Mapping[bytes, bytes], depth: int | None = None) -> list[bytes]:
         # by name only: a ref named like a session is fetched to see whether its tree is one
         return [sha for ref, sha in refs.items()
-                if named_like_a_session(ref) and sha and sha != ZERO_SHA and ObjectID(sha) not in repo.object_store]
+                if named_like_a_session(ref) and sha and sha != ZERO_SHA and sha not in have
+                and ObjectID(sha) not in repo.object_store]
 
     try:
         refs = _fetch(repo, client, path, wants)
