@@ -9,6 +9,7 @@ are not counted). Timings are figures for benchmarks/bench_sync.py, not asserted
 
 from __future__ import annotations
 
+import os
 import subprocess
 import zlib
 from pathlib import Path
@@ -357,3 +358,27 @@ def test_packs_piled_up_by_fetches_are_merged_in_the_background_after_a_pull(gro
         time.sleep(0.2)
     assert len(_packs(store.path)) == 1, "the background repack did not run"
     _git(store.path, "fsck", "--strict")
+
+
+def test_a_pull_lists_the_refs_here_as_often_for_many_new_sessions_as_for_few(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch):
+    """The case check of each new session read every session ref here again: half of a 1,000-session clone."""
+    monkeypatch.setattr("os.fsync", lambda fd: None)  # setup only: a slow disk is not under test
+    source = GitStore(tmp_path / "source.git")
+    for i in range(12):
+        Grower(source, f"s{i:02d}").turns(1)
+    few, many = init_bare(tmp_path / "few.git"), init_bare(tmp_path / "many.git")
+    Remotes(source).push(str(few), only={"s00", "s01"})
+    Remotes(source).push(str(many))
+    listed: list[Path] = []
+    scandir = os.scandir
+    monkeypatch.setattr("os.scandir", lambda path=".": listed.append(Path(os.fsdecode(path))) or scandir(path))
+
+    def lists_here(remote: Path) -> int:
+        here = GitStore(tmp_path / f"from-{remote.stem}.git")
+        listed.clear()
+        report = Remotes(here).pull(str(remote))
+        assert len(report.created) == len(_git(remote, "for-each-ref", "refs/heads/").splitlines())
+        return listed.count(here.path / "refs" / "heads")
+
+    assert lists_here(many) == lists_here(few)
