@@ -273,17 +273,23 @@ def test_the_automatic_repack_packs_only_the_loose_objects(grown: Grower, gs):
     _git(store.path, "fsck", "--strict")
 
 
-def test_a_sync_that_moves_nothing_reads_no_object(grown: Grower, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A tip the known-logs caches name is a session: no commit or tree is read to tell it from a stranger."""
+def _object_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The ids of the objects read from here on (by dulwich, whoever asks), as they are read."""
     from dulwich.object_store import PackBasedObjectStore
 
+    reads: list[bytes] = []
+    get_raw = PackBasedObjectStore.get_raw
+    monkeypatch.setattr(PackBasedObjectStore, "get_raw", lambda self, sha: reads.append(sha) or get_raw(self, sha))
+    return reads
+
+
+def test_a_sync_that_moves_nothing_reads_no_object(grown: Grower, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A tip the known-logs caches name is a session: no commit or tree is read to tell it from a stranger."""
     store = grown.store
     Remotes(store).add("origin", str(init_bare(tmp_path / "R.git")))
     Remotes(store).push("origin")
     store.close()
-    reads: list[bytes] = []
-    get_raw = PackBasedObjectStore.get_raw
-    monkeypatch.setattr(PackBasedObjectStore, "get_raw", lambda self, sha: reads.append(sha) or get_raw(self, sha))
+    reads = _object_reads(monkeypatch)
 
     with GitStore(store.path) as again:  # a new process: nothing cached in memory
         report = Remotes(again).sync("origin")
@@ -315,17 +321,13 @@ def test_a_fetch_that_brings_nothing_reads_no_branch_here(transport: Transport, 
 
 def test_a_sync_after_a_pull_reads_no_object(grown: Grower, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Tips a pull takes are known to hold a log, as a clone's are: the next no-op sync reads none of them."""
-    from dulwich.object_store import PackBasedObjectStore
-
     remote = init_bare(tmp_path / "R.git")
     Remotes(grown.store).push(str(remote))
     here = GitStore(tmp_path / "here.git")
     Remotes(here).add("origin", str(remote))
     assert Remotes(here).pull("origin").created == ["w"]
     here.close()
-    reads: list[bytes] = []
-    get_raw = PackBasedObjectStore.get_raw
-    monkeypatch.setattr(PackBasedObjectStore, "get_raw", lambda self, sha: reads.append(sha) or get_raw(self, sha))
+    reads = _object_reads(monkeypatch)
 
     with GitStore(here.path) as again:  # a new process: nothing cached in memory
         report = Remotes(again).sync("origin")
