@@ -433,3 +433,60 @@ def test_a_remote_that_moves_between_pull_and_push_gets_another_round(machines, 
         _ok(a("sync"))
         assert _refs(a.repo) == _refs(remote)
         _all_clean(a.repo, b.repo, remote)
+
+
+# -- another gs syncing at the same time ------------------------------------------------------
+
+
+def test_a_sync_base_another_gs_holds_locked_makes_another_round_not_a_crash(pair):
+    a, _b, remote = pair
+    _ok(a("ask", "w", "two"))
+    lock = a.repo / "refs" / "remotes" / "origin" / "heads" / "w.lock"  # another gs moving it
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    r = a("sync")
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert "pushed refs/heads/w to origin" in r.err and "run gs sync again" in r.err, r.err
+    lock.unlink()
+    r = a("sync")
+    assert r.code == 0 and r.err == "up to date with origin\n", r.err
+    assert _tip(a.repo, "refs/remotes/origin/heads/w") == _tip(remote, "w") == _tip(a.repo, "w")
+
+
+def test_a_path_remotes_ref_another_gs_holds_locked_waits_and_the_rest_goes(pair):
+    a, b, remote = pair
+    _ok(a("ask", "w", "two"))
+    _ok(a("ask", "other", "one"))
+    lock = remote / "refs" / "heads" / "w.lock"  # another gs pushing w right now
+    lock.write_text("")
+    r = a("sync")
+    assert r.code == 1 and "Traceback" not in r.err and "b'" not in r.err, r.err
+    assert "run gs sync again" in r.err and "refused" not in r.err, r.err
+    assert "refs/heads/other " in _refs(remote)
+    lock.unlink()
+    _ok(a("sync"), "pushed refs/heads/w")
+    _ok(b("sync"), "new: other", "updated: w")
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+
+
+# -- one refused ref does not stall the rest --------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["git"], indirect=True)
+def test_a_pre_receive_hook_refusing_one_ref_lets_the_others_through(transport: Transport, machines):  # noqa: F811
+    a, _b = machines
+    remote = init_bare(transport.root / "remote.git")
+    hook = remote / "hooks" / "pre-receive"  # runs once for the whole request: it refuses it all
+    hook.write_text('#!/bin/sh\nwhile read old new ref; do case "$ref" in refs/heads/secret*) '
+                    'echo "no secrets here" >&2; exit 1;; esac; done\nexit 0\n')
+    hook.chmod(0o755)
+    for sid in ("w", "secret", "s1"):
+        _ok(a("ask", sid, "one"))
+    _ok(a("remote", "add", "origin", transport.url("remote.git")))
+    r = a("sync")
+    assert r.code == 1 and "pushed refs/heads/w to origin" in r.err and "pushed refs/heads/s1 to origin" in r.err, r.err
+    refusals = [line for line in r.err.splitlines() if line.startswith("refused:")]
+    assert refusals == ["refused: refs/heads/secret: pre-receive hook declined (the server said: no secrets here)"], r.err
+    assert _git(remote, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/s1", "refs/heads/w"]
+    r = a("sync")  # the refused one alone: one request, refused again
+    assert r.code == 1 and "refused: refs/heads/secret: pre-receive hook declined" in r.err, r.err

@@ -42,7 +42,7 @@ from .sync import (
     write_refspecs,
 )
 from .thinpack import PushPack
-from .transport import fetch_sessions, refused, send
+from .transport import LOCKED, Outcome, fetch_sessions, one_by_one, refused, request
 from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -329,14 +329,16 @@ class Remotes:
             sends, drops, sides = plan(known, dry)
             if not sends and not drops:  # decided from the fetched refs: no connection
                 if name:
-                    settle(repo, name, sides)
+                    self._settle(repo, name, sides, dry)
                 return dry
-        said = bytearray()  # what the server's hooks wrote (sideband 2), e.g. why they refused
         client, path = self._client(url, "push")
         sent: dict[bytes, bytes] = {}
         to_drop: dict[bytes, tuple[bytes, bytes]] = {}
         after: dict[bytes, bytes] = {}  # the remote's session refs once this push is done
+        advertised: dict[bytes, bytes] = {}  # the remote's session refs as the first request found them
 
+        # The callbacks return only the refs to change: dulwich's local client would
+        # otherwise rewrite (and lock) every ref of the remote, racing any other gs.
         def update_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
             sends, drops, sides = plan(remote_refs, report)
             if known is not None:  # what changed there since the fetch waits for the next round
@@ -348,12 +350,11 @@ class Remotes:
             sent.update(sends)
             to_drop.update(drops)
             after.update(sides.remote)
-            new_refs = dict(remote_refs)
-            new_refs.update(sends)
-            return new_refs
+            advertised.update(sides.remote)
+            return dict(sends)
 
         def drop_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
-            new_refs = dict(remote_refs)
+            new_refs: dict[bytes, bytes] = {}
             theirs = named(remote_refs, scoped=False)
             for ref, (old, new) in sorted(to_drop.items()):
                 if theirs.get(ref) != old:  # compare-and-swap on the base: it moved there
@@ -365,23 +366,35 @@ class Remotes:
 
         pack_data = PushPack(repo, client)  # what the remote lacks; new saves as deltas on its blobs
 
+        def accepted(ref: bytes, outcome: Outcome) -> bool:
+            if outcome[ref][0] is LOCKED:  # another gs moved it: the next round decides
+                if label(ref) not in report.moved:
+                    report.moved.append(label(ref))
+                return False
+            return not refused(ref, outcome, report)
+
         dropping: dict[bytes, bytes] = {}
         report.connected = True
-        status = send(url, client, path, update_refs, pack_data, said)
+        outcome = request(url, client, path, update_refs, pack_data, sent)
+        one_by_one(url, client, path, pack_data, outcome, sent, advertised)
         for ref, sha in sent.items():  # session ref names: plain ASCII
-            if not refused(ref, status, said, report):
+            if accepted(ref, outcome):
                 report.pushed.append(ref.decode())
                 after[ref] = sha
         if to_drop:
-            said.clear()
-            status = send(url, client, path, drop_refs, pack_data, said)
+            outcome = request(url, client, path, drop_refs, pack_data, dropping)
             for ref, keeper in dropping.items():
-                if not refused(ref, status, said, report):
+                if accepted(ref, outcome):
                     after[ref] = to_drop[ref][1]
                     if after[ref] == ZERO_SHA:
                         report.deleted.append((ref.decode(), keeper.decode()))
                     else:  # the name used again here
                         report.pushed.append(ref.decode())
         if name:
-            settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}))
+            self._settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}), report)
         return report
+
+    @staticmethod
+    def _settle(repo: Repo, name: str, sides: Sides, report: PushReport) -> None:
+        """Settle the sync base (:func:`.sync.settle`); a base another gs holds locked makes another round."""
+        report.moved += [label(ref) for ref in settle(repo, name, sides) if label(ref) not in report.moved]

@@ -22,12 +22,14 @@ holds a turn a crashed ``gs`` left, is not moved: it waits for the next sync.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dulwich.config import ConfigFile
+from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
 from dulwich.objects import ZERO_SHA, Commit, ObjectID, Tree
 from dulwich.refs import Ref
@@ -246,26 +248,36 @@ def load_base(repo: Repo, remote: str) -> dict[bytes, bytes]:
         if rest.startswith((b"heads/", b"archive/")):
             base[b"refs/" + rest] = sha
         elif SESSION_ID_RE.match(rest.decode("utf-8", "replace")):
-            repo.refs.remove_if_equals(Ref(ref), None)
+            with contextlib.suppress(FileLocked):  # another gs removes it right now
+                repo.refs.remove_if_equals(Ref(ref), None)
     return base
 
 
-def settle(repo: Repo, remote: str, sides: Sides, refs: list[bytes] | None = None) -> None:
+def settle(repo: Repo, remote: str, sides: Sides, refs: list[bytes] | None = None) -> list[bytes]:
     """Move the sync base of every ref (of ``refs``) both sides now agree on to that commit.
 
     A ref on neither side leaves the base; a ref the sides still differ on keeps its base,
     so a step that had to wait (a live writer, a refusal) is decided the same way next time.
+
+    Returns:
+        The refs whose base another process holds locked (another ``gs`` syncing with the
+        same remote is moving it): their base stays as it was, to be settled next round.
     """
+    locked: list[bytes] = []
     for ref in sides.refs() if refs is None else refs:
         local, remote_sha, base = sides.local.get(ref), sides.remote.get(ref), sides.base.get(ref)
         if local != remote_sha or local == base:
             continue
-        if local is None:
-            repo.refs.remove_if_equals(_tracking(remote, ref), None)
-            sides.base.pop(ref, None)
-        else:
-            repo.refs.set_if_equals(_tracking(remote, ref), None, ObjectID(local))
-            sides.base[ref] = local
+        try:
+            if local is None:
+                repo.refs.remove_if_equals(_tracking(remote, ref), None)
+                sides.base.pop(ref, None)
+            else:
+                repo.refs.set_if_equals(_tracking(remote, ref), None, ObjectID(local))
+                sides.base[ref] = local
+        except FileLocked:
+            locked.append(ref)
+    return locked
 
 
 def plan_push(repo: Repo, sides: Sides, into: PushReport
