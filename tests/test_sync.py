@@ -486,7 +486,60 @@ def test_a_pre_receive_hook_refusing_one_ref_lets_the_others_through(transport: 
     r = a("sync")
     assert r.code == 1 and "pushed refs/heads/w to origin" in r.err and "pushed refs/heads/s1 to origin" in r.err, r.err
     refusals = [line for line in r.err.splitlines() if line.startswith("refused:")]
-    assert refusals == ["refused: refs/heads/secret: pre-receive hook declined (the server said: no secrets here)"], r.err
+    assert refusals == [
+        "refused: refs/heads/secret: pre-receive hook declined (the server said: no secrets here)"], r.err
     assert _git(remote, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/s1", "refs/heads/w"]
     r = a("sync")  # the refused one alone: one request, refused again
     assert r.code == 1 and "refused: refs/heads/secret: pre-receive hook declined" in r.err, r.err
+
+
+@pytest.mark.parametrize("transport", ["git"], indirect=True)
+def test_a_remote_that_refuses_deletions_keeps_the_old_name_said_once(transport: Transport, machines):  # noqa: F811
+    a, b = machines
+    remote = init_bare(transport.root / "remote.git")
+    _git(remote, "config", "receive.denyDeletes", "true")
+    url = transport.url("remote.git")
+    _ok(a("ask", "w", "one"))
+    _ok(a("remote", "add", "origin", url))
+    _ok(a("push"))
+    _ok(b("clone", url, str(b.repo)))
+    _ok(a("rename", "w", "proj"))
+    err = _ok(a("sync"), "pushed refs/heads/proj to origin",
+              "origin refuses deletions (receive.denyDeletes), so it keeps the old name refs/heads/w "
+              "(its saves are in refs/heads/proj); keep them there, or run git config receive.denyDeletes false "
+              "on the server, then gs push origin")
+    assert "refused" not in err, err
+    for _ in range(2):  # said once; the old name does not come back here
+        r = a("sync")
+        assert r.code == 0 and r.err == "up to date with origin\n", r.err
+    assert _git(a.repo, "for-each-ref", "--format=%(refname)", "refs/heads").split() == ["refs/heads/proj"]
+    _ok(b("sync"), "new: proj")
+    _git(remote, "config", "receive.denyDeletes", "false")
+    _ok(a("push"), "removed from origin: refs/heads/w (its saves are in refs/heads/proj)")
+    _ok(b("sync"), "renamed on origin: w -> proj")
+    r = a("sync")
+    assert r.code == 0 and r.err == "up to date with origin\n", r.err
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+
+
+# -- a remote named by its URL ----------------------------------------------------------------
+
+
+def test_the_url_of_a_configured_remote_is_that_remote_with_its_base(pair, tmp_path: Path):
+    a, b, remote = pair
+    _ok(a("ask", "old", "to archive"))
+    _ok(a("sync"))
+    _ok(b("sync"), "new: old")
+    _ok(a("rename", "w", "proj"))
+    _ok(a("rm", "old"))
+    err = _ok(a("sync", f"file://{remote}/"), "pushed refs/heads/proj to origin",
+              "removed from origin: refs/heads/w (its saves are in refs/heads/proj)",
+              "removed from origin: refs/heads/old (its saves are in refs/archive/old)")
+    assert "not a configured remote" not in err, err
+    _ok(b("sync", str(remote)), "renamed on origin: w -> proj", "archived on origin: old")
+    r = a("sync", str(remote))
+    assert r.code == 0 and r.err == "up to date with origin\n", r.err
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+    elsewhere = init_bare(tmp_path / "elsewhere.git")
+    _ok(a("push", str(elsewhere)), f"{elsewhere} is not a configured remote: renames and archives are not sent; "
+                                   "add it with gs remote add NAME URL")

@@ -39,6 +39,18 @@ def _default(c: Context, remote: str | None) -> str:
     return remote or c.config.sync_remote or "origin"
 
 
+def _named(remotes, where: str) -> str:
+    """How messages name ``where``: the configured remote a URL is, else the URL (said once to have no base)."""
+    from ..store.urls import strip_password
+
+    name = remotes.name_of(where)
+    if name is None:
+        where = strip_password(where)[0]
+        err(f"{where} is not a configured remote: renames and archives are not sent; "
+            "add it with gs remote add NAME URL")
+    return name or where
+
+
 @remote_app.command("add")
 def remote_add(
     ctx: typer.Context,
@@ -101,6 +113,11 @@ def _print_push(report, where: str, *, alone: bool = True) -> bool:
         err(f"removed from {where}: {ref} (its saves are in {kept})")
     for ref, why in report.failed:
         err(f"refused: {ref}: {why}")
+    if report.kept_there:
+        olds = ", ".join(f"{ref} (its saves are in {kept})" for ref, kept in report.kept_there)
+        names = "name" if len(report.kept_there) == 1 else "names"
+        err(f"{where} refuses deletions (receive.denyDeletes), so it keeps the old {names} {olds}; keep them "
+            f"there, or run git config receive.denyDeletes false on the server, then gs push {where}")
     refused = list(report.failed)
     if alone:
         for sid in report.diverged:
@@ -109,7 +126,7 @@ def _print_push(report, where: str, *, alone: bool = True) -> bool:
             refused.append((sid, why))
         for sid in report.behind:
             err(f"{where} has newer saves of {sid}: gs pull {where} brings them")
-        if not (report.pushed or report.deleted or refused):
+        if not (report.pushed or report.deleted or report.kept_there or refused):
             err(f"{where} is up to date")
     return not refused
 
@@ -157,7 +174,9 @@ def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
     c: Context = ctx.obj
     where = _default(c, remote)
     with c.store() as store:
-        report = _remotes(store).push(where)
+        remotes = _remotes(store)
+        report = remotes.push(where)
+        where = _named(remotes, where)
     if not _print_push(report, where):
         raise typer.Exit(1)
 
@@ -171,7 +190,9 @@ def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
     c: Context = ctx.obj
     where = _default(c, remote)
     with c.store() as store:
-        report = _remotes(store).pull(where)
+        remotes = _remotes(store)
+        report = remotes.pull(where)
+        where = _named(remotes, where)
         pack_in_background(store)  # each fetch that brings objects adds a pack
     ok = _print_pull(report, where)
     if not report.changed():
@@ -203,14 +224,17 @@ def sync(
 
         return watch_sync(c, where, lambda: sync(ctx, remote), interval)
     with c.store() as store:
-        report = _remotes(store).sync(where)
+        remotes = _remotes(store)
+        report = remotes.sync(where)
+        where = _named(remotes, where)
         pack_in_background(store)  # each fetch that brings objects adds a pack
     ok = _print_pull(report.pull, where)
     ok = _print_push(report.push, where, alone=False) and ok
     if report.push.moved:
         err(f"{where} kept changing during the sync; run gs sync again")
         ok = False
-    elif not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.failed):
+    elif not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.kept_there
+              or report.push.failed):
         err(f"up to date with {where}")
     if not ok:
         raise typer.Exit(1)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from dulwich.client import get_transport_and_path
 from dulwich.objects import ZERO_SHA
@@ -31,8 +31,10 @@ from .pull import pull_steps
 from .sync import (
     Sides,
     holder,
+    keep_there,
     label,
     load_base,
+    load_kept,
     named_like_a_session,
     plan_push,
     session_refs,
@@ -42,7 +44,8 @@ from .sync import (
     write_refspecs,
 )
 from .thinpack import PushPack
-from .transport import LOCKED, Outcome, fetch_sessions, one_by_one, refused, request
+from .transport import accepted, fetch_sessions, one_by_one, refuses_deletions, request
+from .urls import remote_named, strip_password
 from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -50,19 +53,6 @@ _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SYNC_ROUNDS = 3
 
 __all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "SyncReport", "strip_password"]
-
-
-def strip_password(url: str) -> tuple[str, bool]:
-    """Return ``url`` without a password in it, and whether one was removed."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url, False
-    netloc = parts.hostname or ""
-    if parts.username:
-        netloc = f"{parts.username}@{netloc}"
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc)), True
 
 
 class Remotes:
@@ -192,10 +182,14 @@ class Remotes:
         except ValueError as exc:
             raise RemoteError(f"cannot use {url!r}: {exc}") from None
 
+    def name_of(self, remote: str) -> str | None:
+        """Return the configured remote that ``remote`` (a name or URL) is, or None (see :func:`.urls.remote_named`)."""
+        return remote_named(remote, self.list())
+
     def _where(self, remote: str) -> tuple[str, str | None]:
         """Return how messages name ``remote``, and its configured name (None for a URL: no sync base)."""
-        _url, named = self._location(remote)
-        return (remote, remote) if named else ("remote", None)
+        name = self.name_of(remote)
+        return (name, name) if name else ("remote", None)
 
     def fetch(self, remote: str) -> dict[bytes, bytes]:
         """Fetch the objects of the session branches and archives of ``remote`` (a name or URL).
@@ -321,15 +315,18 @@ class Remotes:
             return {r: s for r, s in refs.items()
                     if named_like_a_session(r) and (in_scope(r) or not scoped) and s != ZERO_SHA}
 
+        # A sync does not ask again to delete what the remote refused to (gs push does).
+        kept = load_kept(repo, name, named(known)) if name and known is not None else None
+
         def plan(advertised: dict[bytes, bytes], into: PushReport) -> tuple[dict, dict, Sides]:
-            return plan_push(repo, Sides(dict(mine), base, named(advertised)), into)
+            return plan_push(repo, Sides(dict(mine), base, named(advertised)), into, kept)
 
         if known is not None:
             dry = PushReport(skipped=skipped)
             sends, drops, sides = plan(known, dry)
             if not sends and not drops:  # decided from the fetched refs: no connection
                 if name:
-                    self._settle(repo, name, sides, dry)
+                    settle(repo, name, sides, dry)
                 return dry
         client, path = self._client(url, "push")
         sent: dict[bytes, bytes] = {}
@@ -366,35 +363,28 @@ class Remotes:
 
         pack_data = PushPack(repo, client)  # what the remote lacks; new saves as deltas on its blobs
 
-        def accepted(ref: bytes, outcome: Outcome) -> bool:
-            if outcome[ref][0] is LOCKED:  # another gs moved it: the next round decides
-                if label(ref) not in report.moved:
-                    report.moved.append(label(ref))
-                return False
-            return not refused(ref, outcome, report)
-
         dropping: dict[bytes, bytes] = {}
         report.connected = True
         outcome = request(url, client, path, update_refs, pack_data, sent)
         one_by_one(url, client, path, pack_data, outcome, sent, advertised)
         for ref, sha in sent.items():  # session ref names: plain ASCII
-            if accepted(ref, outcome):
+            if accepted(ref, outcome, report):
                 report.pushed.append(ref.decode())
                 after[ref] = sha
         if to_drop:
             outcome = request(url, client, path, drop_refs, pack_data, dropping)
             for ref, keeper in dropping.items():
-                if accepted(ref, outcome):
+                if name and refuses_deletions(outcome[ref][0]):
+                    report.kept_there.append((ref.decode(), keeper.decode()))
+                    keep_there(repo, name, ref, to_drop[ref][0])
+                elif accepted(ref, outcome, report):
                     after[ref] = to_drop[ref][1]
                     if after[ref] == ZERO_SHA:
                         report.deleted.append((ref.decode(), keeper.decode()))
+                        if name:
+                            keep_there(repo, name, ref, None)
                     else:  # the name used again here
                         report.pushed.append(ref.decode())
         if name:
-            self._settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}), report)
+            settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}), report)
         return report
-
-    @staticmethod
-    def _settle(repo: Repo, name: str, sides: Sides, report: PushReport) -> None:
-        """Settle the sync base (:func:`.sync.settle`); a base another gs holds locked makes another round."""
-        report.moved += [label(ref) for ref in settle(repo, name, sides) if label(ref) not in report.moved]

@@ -25,7 +25,7 @@ from dulwich.repo import Repo
 
 from ..errors import RemoteError
 from .repo import read_refs
-from .sync import SYNCED, named_like_a_session
+from .sync import SYNCED, label, named_like_a_session
 from .values import PushReport
 
 #: What dulwich raises when the remote cannot be reached or read.
@@ -227,6 +227,20 @@ def one_by_one(url: str, client: Any, path: str, pack_data: Callable, outcome: O
         outcome.update(request(url, client, path, alone, pack_data, [ref]))
         if moved:
             outcome[ref] = (LOCKED, b"")
+
+
+def accepted(ref: bytes, outcome: Outcome, report: PushReport) -> bool:
+    """True when the server accepted ``ref``; else it goes in ``report`` as moved (:data:`LOCKED`) or refused."""
+    if outcome[ref][0] is LOCKED:  # another gs moved it: the next round decides
+        if (name := label(ref)) not in report.moved:
+            report.moved.append(name)
+        return False
+    return not refused(ref, outcome, report)
+
+
+def refuses_deletions(error: Any) -> bool:
+    """True for git's refusal of a ref deletion by ``receive.denyDeletes`` (``deletion prohibited``)."""
+    return isinstance(error, str) and error.startswith("deletion prohibited")
 
 
 def _plain(text: str) -> str:

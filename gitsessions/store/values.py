@@ -242,6 +242,9 @@ class PushReport:
         moved: refs the remote changed since the fetch this push was planned on (sync runs
             another round).
         failed: ``(ref, why)``: refused, in the server's words.
+        kept_there: ``(ref, kept in)``: refs renamed, archived or restored here that the remote
+            refused to delete (``receive.denyDeletes``): the old name stays there, its saves
+            are in ``kept in``; a sync does not ask again while the ref stays as it is there.
         skipped: ``(ref, why)``: local refs that are no sessions.
         connected: whether a push connection was opened at all.
     """
@@ -253,6 +256,7 @@ class PushReport:
     diverged: list[str] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    kept_there: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     connected: bool = False
 
@@ -287,6 +291,7 @@ class SyncReport:
         mine.deferred, mine.skipped, mine.unchanged = theirs.deferred, theirs.skipped, theirs.unchanged
         self.push.pushed += push.pushed
         self.push.deleted += push.deleted
+        self.push.kept_there += push.kept_there
         self.push.behind, self.push.diverged, self.push.moved = push.behind, push.diverged, push.moved
         self.push.skipped, self.push.unchanged = push.skipped, push.unchanged
         self.push.connected = self.push.connected or push.connected
