@@ -124,7 +124,8 @@ def test_the_same_id_made_on_two_machines_keeps_both(machines, tmp_path: Path): 
         _ok(run("remote", "add", "origin", str(remote)))
     fork = f"notes-{_tip(b.repo, 'notes')[:7]}"
     _ok(a("sync"))
-    _ok(b("sync"), f"your turns are in {fork}")
+    err = _ok(b("sync"), f"notes: made on both machines; yours is now {fork} (continue: gs chat {fork})")
+    assert "diverged" not in err, err
     _ok(a("sync"), f"new: {fork}")
     assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
     assert _messages(a, "notes")[0] == "made on a" and _messages(a, fork)[0] == "made on b"
@@ -258,11 +259,54 @@ def test_renamed_on_a_while_b_gained_turns_keeps_both(pair):
     _ok(a("rename", "w", "proj"))
     _ok(b("ask", "w", "two from b"))
     _ok(b("sync"))  # B first this time: w moved there since A's base
-    _ok(a("sync"), "new: w", "pushed refs/heads/proj")
-    _ok(b("sync"), "new: proj")
+    _ok(a("sync"), "new: w (it gained turns on origin after you renamed it to proj; both are kept)",
+        "pushed refs/heads/proj")
+    _ok(b("sync"), "new: proj (w renamed on origin, while w gained turns here: both are kept, your turns in w)")
     assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
     assert _messages(a, "w")[-2] == "two from b" and _messages(a, "proj")[-2] == "one"
     _all_clean(a.repo, b.repo, remote)
+
+
+def test_renamed_on_a_first_while_b_gained_turns_says_so_on_b(pair):
+    a, b, remote = pair
+    _ok(a("rename", "w", "proj"))
+    _ok(b("ask", "w", "two from b"))
+    _ok(a("sync"), "removed from origin: refs/heads/w")
+    _ok(b("sync"), "new: proj (w renamed on origin, while w gained turns here: both are kept, your turns in w)",
+        "pushed refs/heads/w")
+    _ok(a("sync"), "new: w")
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+
+
+def test_a_rename_beside_an_archive_of_the_same_commit_is_told_as_the_rename(pair):
+    a, b, remote = pair
+    _git(a.repo, "branch", "w-copy", "w")
+    _ok(a("sync"), "pushed refs/heads/w-copy")
+    _ok(b("sync"), "new: w-copy")
+    _ok(a("rename", "w", "proj"))
+    _ok(a("rm", "w-copy"))
+    _ok(a("sync"))
+    err = _ok(b("sync"), "renamed on origin: w -> proj", "archived on origin: w-copy")
+    assert "gone from" not in err, err
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+
+
+def test_push_with_nothing_to_send_says_it_as_sync_does(pair):
+    a, _b, _remote = pair
+    r = a("push")
+    assert r.code == 0 and r.err == "up to date with origin\n", r.err
+
+
+def test_restoring_over_a_live_session_names_the_way_out(pair):
+    a, b, _remote = pair
+    _ok(a("rm", "w"))
+    _ok(b("ask", "w", "two from b"))
+    _ok(a("sync"))
+    _ok(b("sync"), "new: archive/w")  # B's turns keep w live beside the archive
+    r = b("restore", "w")
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert "session 'w' already exists; restore it under another id: gs restore w --as NEW-ID" in r.err, r.err
+    _ok(b("restore", "w", "--as", "w-old"))
 
 
 # -- only sessions ------------------------------------------------------------------------------
@@ -381,7 +425,7 @@ def test_a_session_with_a_live_writer_or_a_crashed_turn_waits_for_the_next_sync(
         lock = store.lock("w")
         assert lock.try_acquire()
         try:
-            _ok(b("sync"), "w: will sync after the gs process writing it ends (it is pid ")
+            _ok(b("sync"), "w: will sync after the gs process writing it ends: pid ")
         finally:
             lock.release()
         assert _tip(b.repo, "w") == mine and _tip(remote, "w") == _tip(a.repo, "w")

@@ -127,21 +127,32 @@ def _print_push(report, where: str, *, alone: bool = True) -> bool:
         for sid in report.behind:
             err(f"{where} has newer saves of {sid}: gs pull {where} brings them")
         if not (report.pushed or report.deleted or report.kept_there or refused):
-            err(f"{where} is up to date")
+            err(f"up to date with {where}")
     return not refused
 
 
 def _print_pull(report, where: str) -> bool:
     """Print what a pull did (one line each); return False when something could not be synced."""
     _strangers(report.skipped, where)
+    came_back, beside = dict(report.came_back), dict(report.beside)
     for sid in report.created:
-        err(f"new: {sid}")
+        if (kept := came_back.get(sid)) == f"archive/{sid}":
+            err(f"new: {sid} (it gained turns on {where} after you archived it; the archive stays)")
+        elif kept:
+            err(f"new: {sid} (it gained turns on {where} after you renamed it to {kept}; both are kept)")
+        elif old := beside.get(sid):
+            err(f"new: {sid} ({old} renamed on {where}, while {old} gained turns here: "
+                f"both are kept, your turns in {old})")
+        else:
+            err(f"new: {sid}")
     for sid, old, new in report.fast_forwarded:
         err(f"updated: {sid} {short(old)}..{short(new)}")
     for sid, fork_id, _commit in report.forks:
         if fork_id.startswith("archive/"):
             name = fork_id.removeprefix("archive/")
             err(f"{sid}: diverged; your side is archived as {name} (restore: gs restore {name})")
+        elif sid in report.made_twice:
+            err(f"{sid}: made on both machines; yours is now {fork_id} (continue: gs chat {fork_id})")
         else:
             err(f"{sid}: diverged; your turns are in {fork_id} (continue: gs chat {fork_id})")
     for ref, kept in report.dropped:

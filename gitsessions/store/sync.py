@@ -165,8 +165,15 @@ def holder(repo: Repo, sha: bytes, tips: Mapping[bytes, bytes], but: bytes) -> b
     """Return a ref of ``tips`` other than ``but`` whose history holds commit ``sha``, else None.
 
     A rename, an archive and a restore keep the very commit, so exact tips are tried first.
+    Of several, the one a message names best: ``but``'s own name in the other namespace
+    (archived or restored), then a live session (renamed), then another archive.
     """
-    others = sorted((ref, tip) for ref, tip in tips.items() if ref != but)
+    name = but.split(b"/", 2)[2] if but.startswith(SYNCED) else b""
+
+    def rank(ref: bytes) -> tuple[int, bytes]:
+        return (0 if ref.split(b"/", 2)[2:] == [name] else 1 if ref.startswith(HEADS) else 2), ref
+
+    others = sorted(((ref, tip) for ref, tip in tips.items() if ref != but), key=lambda item: rank(item[0]))
     for ref, tip in others:
         if tip == sha:
             return ref

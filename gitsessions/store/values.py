@@ -204,6 +204,12 @@ class PullReport:
         fast_forwarded: ``(id, old commit, new commit)`` (``archive/<name>`` for an archived one).
         forks: ``(id, fork id, local commit)``: the session diverged; the remote's side kept
             the name and the local turns are in the fork.
+        made_twice: ids of ``forks`` whose two sides share no save: the id was made on both
+            machines (not a divergence of one session).
+        came_back: ``(id, kept in)``: created here from the remote, though renamed or archived
+            here (into ``kept in``) since the base: it gained turns there, so both are kept.
+        beside: ``(id, old id)``: created here, ``old id`` renamed there, while ``old id``
+            gained turns here (those stay in ``old id``): both are kept.
         dropped: ``(ref, kept in)``: renamed, archived or restored on the other side, so the
             ref went here too; ``kept in`` is the ref that holds its commits now.
         deferred: ``(id, why)``: not moved because a live writer holds it or a crashed turn
@@ -216,6 +222,9 @@ class PullReport:
     created: list[str] = field(default_factory=list)
     fast_forwarded: list[tuple[str, str, str]] = field(default_factory=list)
     forks: list[tuple[str, str, str]] = field(default_factory=list)
+    made_twice: list[str] = field(default_factory=list)
+    came_back: list[tuple[str, str]] = field(default_factory=list)
+    beside: list[tuple[str, str]] = field(default_factory=list)
     dropped: list[tuple[str, str]] = field(default_factory=list)
     deferred: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
@@ -287,6 +296,9 @@ class SyncReport:
         mine.created += theirs.created
         mine.fast_forwarded += theirs.fast_forwarded
         mine.forks += theirs.forks
+        mine.made_twice += theirs.made_twice
+        mine.came_back += theirs.came_back
+        mine.beside += theirs.beside
         mine.dropped += theirs.dropped
         mine.deferred, mine.skipped, mine.unchanged = theirs.deferred, theirs.skipped, theirs.unchanged
         self.push.pushed += push.pushed
