@@ -233,10 +233,23 @@ def sync(
             raise typer.BadParameter("--interval goes with --watch")
         from .watch import watch_sync
 
-        return watch_sync(c, where, lambda: sync(ctx, remote), interval)
+        return watch_sync(c, where, lambda: _sync_once(c, where, quiet=True), interval)
+    _sync_once(c, where)
+
+
+def _sync_once(c: Context, where: str, *, quiet: bool = False) -> None:
+    """One ``gs sync`` with ``where``; ``quiet``: a round with nothing done or to report prints nothing (--watch).
+
+    Raises:
+        typer.Exit: 1 when something was refused or failed, or the remote kept moving.
+    """
     with c.store() as store:
         remotes = _remotes(store)
         report = remotes.sync(where)
+        idle = not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.kept_there
+                    or report.push.failed or report.push.moved)
+        if quiet and idle:
+            return
         where = _named(remotes, where)
         pack_in_background(store)  # each fetch that brings objects adds a pack
     ok = _print_pull(report.pull, where)
@@ -244,8 +257,7 @@ def sync(
     if report.push.moved:
         err(f"{where} kept changing during the sync; run gs sync again")
         ok = False
-    elif not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.kept_there
-              or report.push.failed):
+    elif idle:
         err(f"up to date with {where}")
     if not ok:
         raise typer.Exit(1)
