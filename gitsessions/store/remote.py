@@ -338,6 +338,7 @@ class Remotes:
         # otherwise rewrite (and lock) every ref of the remote, racing any other gs.
         def update_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
             sends, drops, sides = plan(remote_refs, report)
+            report.others_there = len(named(remote_refs, scoped=False)) - len(sides.remote)
             if known is not None:  # what changed there since the fetch waits for the next round
                 fetched = named(known)
                 moved = {r for r in set(sides.remote) | set(fetched) if sides.remote.get(r) != fetched.get(r)}

@@ -256,6 +256,8 @@ class PushReport:
             are in ``kept in``; a sync does not ask again while the ref stays as it is there.
         skipped: ``(ref, why)``: local refs that are no sessions.
         connected: whether a push connection was opened at all.
+        others_there: session refs the remote held outside the ones pushed (``only=``): a
+            share to a repository that is not empty.
     """
 
     pushed: list[str] = field(default_factory=list)
@@ -268,6 +270,7 @@ class PushReport:
     kept_there: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     connected: bool = False
+    others_there: int = 0
 
 
 @dataclass
