@@ -497,8 +497,15 @@ def test_a_sync_base_another_gs_holds_locked_makes_another_round_not_a_crash(pai
     assert _tip(a.repo, "refs/remotes/origin/heads/w") == _tip(remote, "w") == _tip(a.repo, "w")
 
 
-def test_a_path_remotes_ref_another_gs_holds_locked_waits_and_the_rest_goes(pair):
-    a, b, remote = pair
+@pytest.mark.parametrize("transport", ["path", "git"], indirect=True)
+def test_a_remotes_ref_another_gs_holds_locked_waits_and_the_rest_goes(transport: Transport, machines):  # noqa: F811
+    a, b = machines
+    remote = init_bare(transport.root / "remote.git")
+    url = transport.url("remote.git")
+    _ok(a("ask", "w", "one"))
+    _ok(a("remote", "add", "origin", url))
+    _ok(a("push"))
+    _ok(b("clone", url, str(b.repo)))
     _ok(a("ask", "w", "two"))
     _ok(a("ask", "other", "one"))
     lock = remote / "refs" / "heads" / "w.lock"  # another gs pushing w right now

@@ -188,10 +188,23 @@ def request(url: str, client: Any, path: str, update_refs: Callable, pack_data: 
         status = send(url, client, path, update_refs, pack_data, said)
     except FileLocked:  # a path remote's ref another gs is moving: some refs may have moved
         status = dict.fromkeys(refs, LOCKED)
-    if isinstance(client, LocalGitClient):  # its compare-and-swap lost to another process
-        status = {ref: LOCKED if isinstance(why, str) and why.startswith("unable to ") else why
-                  for ref, why in status.items()}
+    text = said.decode("utf-8", "replace")
+    status = {ref: LOCKED if _lost_a_race(client, ref, why, text) else why for ref, why in status.items()}
     return {ref: (status.get(ref), bytes(said)) for ref in refs}
+
+
+def _lost_a_race(client: Any, ref: bytes, why: Any, said: str) -> bool:
+    """True when ``ref`` was refused only because another process held it or moved it meanwhile.
+
+    dulwich's local client says ``unable to set``/``unable to remove`` when its
+    compare-and-swap lost; git's receive-pack says ``cannot lock ref '<ref>'`` (its lock file
+    exists, or the ref is no longer at the commit the request expected).
+    """
+    if not isinstance(why, str):
+        return False
+    if isinstance(client, LocalGitClient) and why.startswith("unable to "):
+        return True
+    return why.startswith("failed to ") and f"cannot lock ref '{ref.decode('utf-8', 'replace')}'" in said
 
 
 def one_by_one(url: str, client: Any, path: str, pack_data: Callable, outcome: Outcome,
