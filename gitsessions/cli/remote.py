@@ -41,9 +41,10 @@ def _default(c: Context, remote: str | None) -> str:
 
 def _named(remotes, where: str) -> str:
     """How messages name ``where``: the configured remote a URL is, else the URL (said once to have no base)."""
-    from ..store.urls import strip_password
+    from ..store.remote import strip_password
+    from ..store.urls import remote_named
 
-    name = remotes.name_of(where)
+    name = remote_named(where, remotes.list())
     if name is None:
         where = strip_password(where)[0]
         err(f"{where} is not a configured remote: renames and archives are not sent; "

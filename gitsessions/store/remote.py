@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import get_transport_and_path
 from dulwich.objects import ZERO_SHA
@@ -45,7 +45,7 @@ from .sync import (
 )
 from .thinpack import PushPack
 from .transport import accepted, fetch_sessions, one_by_one, refuses_deletions, request
-from .urls import remote_named, strip_password
+from .urls import remote_named
 from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -53,6 +53,19 @@ _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SYNC_ROUNDS = 3
 
 __all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "SyncReport", "strip_password"]
+
+
+def strip_password(url: str) -> tuple[str, bool]:
+    """Return ``url`` without a password in it, and whether one was removed."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url, False
+    netloc = parts.hostname or ""
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc)), True
 
 
 class Remotes:
@@ -182,13 +195,9 @@ class Remotes:
         except ValueError as exc:
             raise RemoteError(f"cannot use {url!r}: {exc}") from None
 
-    def name_of(self, remote: str) -> str | None:
-        """Return the configured remote that ``remote`` (a name or URL) is, or None (see :func:`.urls.remote_named`)."""
-        return remote_named(remote, self.list())
-
     def _where(self, remote: str) -> tuple[str, str | None]:
         """Return how messages name ``remote``, and its configured name (None for a URL: no sync base)."""
-        name = self.name_of(remote)
+        name = remote_named(remote, self.list())  # a configured remote's URL is that remote
         return (name, name) if name else ("remote", None)
 
     def fetch(self, remote: str) -> dict[bytes, bytes]:

@@ -1,22 +1,9 @@
-"""Remote URLs: what is stored of one (never a password), and when two name the same repository."""
+"""Remote URLs: when a URL is a configured remote (the same repository, however it is written)."""
 
 from __future__ import annotations
 
 import os
 from urllib.parse import urlsplit, urlunsplit
-
-
-def strip_password(url: str) -> tuple[str, bool]:
-    """Return ``url`` without a password in it, and whether one was removed."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url, False
-    netloc = parts.hostname or ""
-    if parts.username:
-        netloc = f"{parts.username}@{netloc}"
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc)), True
 
 
 def looks_like_url(remote: str) -> bool:
