@@ -8,6 +8,7 @@ holds waits for the next sync; a remote that moves between pull and push gets an
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -594,3 +595,22 @@ def test_the_url_of_a_configured_remote_is_that_remote_with_its_base(pair, tmp_p
     elsewhere = init_bare(tmp_path / "elsewhere.git")
     _ok(a("push", str(elsewhere)), f"{elsewhere} is not a configured remote: renames and archives are not sent; "
                                    "add it with gs remote add NAME URL")
+
+
+def test_a_pack_another_gs_is_writing_here_is_one_line_not_a_crash(pair, gs, tmp_path: Path):
+    a, b, remote = pair
+    _ok(b("ask", "w", "two from b"))
+    _ok(b("sync"))
+    twin = tmp_path / "twin.git"  # the same repo: the same fetch writes the same pack
+    shutil.copytree(a.repo, twin)
+    packs = set((a.repo / "objects" / "pack").glob("*.pack"))
+    _ok(gs("--repo", str(twin), "pull"), "updated: w")
+    new = [p for p in (twin / "objects" / "pack").glob("*.pack")
+           if a.repo / "objects" / "pack" / p.name not in packs]
+    assert len(new) == 1
+    (a.repo / "objects" / "pack" / new[0].with_suffix(".idx.lock").name).write_text("")  # another gs writes it
+    r = a("sync")
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert "another gs is bringing the same saves into this repo right now" in r.err and "sync again" in r.err, r.err
+    (a.repo / "objects" / "pack" / new[0].with_suffix(".idx.lock").name).unlink()
+    _ok(a("sync"), "updated: w")

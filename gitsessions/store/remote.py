@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import get_transport_and_path
+from dulwich.file import FileLocked
 from dulwich.objects import ZERO_SHA
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -221,7 +222,11 @@ class Remotes:
         assert repo is not None
         here: Mapping[Any, bytes] = synced_refs(repo)  # a fetch moves none of them
         client, path = self._client(url, "pull")
-        refs = fetch_sessions(repo, client, url, path, have=set(here.values()))
+        try:
+            refs = fetch_sessions(repo, client, url, path, have=set(here.values()))
+        except FileLocked:  # another gs writes the very pack (the same saves) into this repo
+            raise RemoteError("another gs is bringing the same saves into this repo right now; nothing here "
+                              "was changed: run gs sync again") from None
         self.store.close()  # new packs: reopen with a fresh pack list
         return refs, here
 
@@ -315,10 +320,8 @@ class Remotes:
         report = PushReport(skipped=skipped)
         # The base as the pull just settled it. Another gs moving it meanwhile leaves an
         # older one here: a drop needs a side still at the base, so refs are kept, not lost.
-        if name:
-            base = {r: s for r, s in (load_base(repo, name) if base is None else base).items() if in_scope(r)}
-        else:
-            base = {}
+        base = {r: s for r, s in (load_base(repo, name) if base is None else base).items()
+                if in_scope(r)} if name else {}
 
         def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:  # strangers: untouched
             return {r: s for r, s in refs.items()
@@ -341,7 +344,6 @@ class Remotes:
         sent: dict[bytes, bytes] = {}
         to_drop: dict[bytes, tuple[bytes, bytes]] = {}
         after: dict[bytes, bytes] = {}  # the remote's session refs once this push is done
-        advertised: dict[bytes, bytes] = {}  # the remote's session refs as the first request found them
 
         # The callbacks return only the refs to change: dulwich's local client would
         # otherwise rewrite (and lock) every ref of the remote, racing any other gs.
@@ -357,7 +359,6 @@ class Remotes:
             sent.update(sends)
             to_drop.update(drops)
             after.update(sides.remote)
-            advertised.update(sides.remote)
             return dict(sends)
 
         def drop_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
@@ -372,11 +373,10 @@ class Remotes:
             return new_refs
 
         pack_data = PushPack(repo, client)  # what the remote lacks; new saves as deltas on its blobs
-
         dropping: dict[bytes, bytes] = {}
         report.connected = True
         outcome = request(url, client, path, update_refs, pack_data, sent)
-        one_by_one(url, client, path, pack_data, outcome, sent, advertised)
+        one_by_one(url, client, path, pack_data, outcome, sent, advertised=after)  # as yet
         for ref, sha in sent.items():  # session ref names: plain ASCII
             if accepted(ref, outcome, report):
                 report.pushed.append(ref.decode())
