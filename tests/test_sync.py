@@ -611,6 +611,6 @@ def test_a_pack_another_gs_is_writing_here_is_one_line_not_a_crash(pair, gs, tmp
     (a.repo / "objects" / "pack" / new[0].with_suffix(".idx.lock").name).write_text("")  # another gs writes it
     r = a("sync")
     assert r.code == 1 and "Traceback" not in r.err, r.err
-    assert "another gs is bringing the same saves into this repo right now" in r.err and "sync again" in r.err, r.err
+    assert "another gs is bringing the same saves here right now" in r.err and "sync again" in r.err, r.err
     (a.repo / "objects" / "pack" / new[0].with_suffix(".idx.lock").name).unlink()
     _ok(a("sync"), "updated: w")

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import get_transport_and_path
+from dulwich.errors import ChecksumMismatch
 from dulwich.file import FileLocked
 from dulwich.objects import ZERO_SHA
 from dulwich.refs import Ref
@@ -224,9 +225,8 @@ class Remotes:
         client, path = self._client(url, "pull")
         try:
             refs = fetch_sessions(repo, client, url, path, have=set(here.values()))
-        except FileLocked:  # another gs writes the very pack (the same saves) into this repo
-            raise RemoteError("another gs is bringing the same saves into this repo right now; nothing here "
-                              "was changed: run gs sync again") from None
+        except (FileLocked, ChecksumMismatch):  # another gs writes the very pack (the same saves) here
+            raise RemoteError("another gs is bringing the same saves here right now: run gs sync again") from None
         self.store.close()  # new packs: reopen with a fresh pack list
         return refs, here
 

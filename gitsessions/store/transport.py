@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from dulwich.client import HTTPUnauthorized, LocalGitClient, SendPackError
-from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.errors import ChecksumMismatch, GitProtocolError, HangupException, NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.object_store import ObjectStoreGraphWalker
 from dulwich.objects import ZERO_SHA, ObjectID
@@ -186,8 +186,8 @@ def request(url: str, client: Any, path: str, update_refs: Callable, pack_data: 
     said = bytearray()
     try:
         status = send(url, client, path, update_refs, pack_data, said)
-    except FileLocked:  # a path remote's ref another gs is moving: some refs may have moved
-        status = dict.fromkeys(refs, LOCKED)
+    except (FileLocked, ChecksumMismatch):  # a path remote's ref, or the same pack, another gs writes now
+        status = dict.fromkeys(refs, LOCKED)  # some refs may have moved: the next round decides
     text = said.decode("utf-8", "replace")
     status = {ref: LOCKED if _lost_a_race(client, ref, why, text) else why for ref, why in status.items()}
     return {ref: (status.get(ref), bytes(said)) for ref in refs}
