@@ -57,6 +57,8 @@ class Context:
     #: Warnings for the user collected during this run (a failed post-commit hook, a turn
     #: recovered into a new session); printed when the command ends.
     warnings: list[str] = field(default_factory=list)
+    #: The password a remote's URL on the command line held (sent as the HTTP password, never shown).
+    url_password: str | None = None
 
     @property
     def config(self) -> Config:
