@@ -211,3 +211,24 @@ def test_without_git_a_path_push_says_once_that_the_remotes_hooks_were_not_run(t
     r = a("sync")  # with git: the hook runs
     assert r.code == 0 and "hooks and receive checks" not in r.err, r.err
 
+
+def test_a_refused_background_push_is_told_by_the_next_command(two_machines, tmp_path):
+    import time
+
+    a, b, remote = two_machines
+    assert a("ask", "w", "one").code == 0
+    assert a("remote", "add", "origin", str(remote)).code == 0 and a("push").code == 0
+    assert b("clone", str(remote), str(b.repo)).code == 0
+    assert b("ask", "w", "two from b").code == 0 and b("push").code == 0
+    (tmp_path / "config.yaml").write_text("sync: {remote: origin, push: on-save}\n")
+    assert a("ask", "w", "two from a").code == 0  # its push in the background is refused: diverged
+    deadline, said = time.monotonic() + 30, ""
+    while time.monotonic() < deadline and "background" not in said:
+        time.sleep(0.2)
+        said = a("list").err
+    assert "gs: warning: the gs push run in the background after a save failed: refused: refs/heads/w: " \
+           "not a fast-forward" in said, said
+    assert len(said.strip().splitlines()) == 1
+    assert "background" not in a("list").err  # once
+    (tmp_path / "config.yaml").write_text("")
+    assert a("sync").code == 0

@@ -21,6 +21,7 @@ from ..store import GitStore
 from ..store.git import DEFAULT_IDENTITY
 from ..store.hooks import CommitHooks
 from ..store.lock import LockWait
+from .background import take_failures
 
 #: How long a bare ``--wait`` waits for another writer of the session (seconds).
 DEFAULT_WAIT_S = 60.0
@@ -115,6 +116,7 @@ class Context:
         hooks = CommitHooks(path, os.environ, self.warnings)
         store = GitStore(path, identity=self.identity(), hooks=hooks)
         store.check_path()
+        self.warnings.extend(take_failures(path))  # what a background push after a save could not do
         return store
 
     def lock_wait(self, seconds: float) -> LockWait:

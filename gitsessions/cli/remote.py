@@ -265,4 +265,4 @@ def clone(
 def push_in_background(c: Context, store: GitStore) -> None:
     """With ``sync: {push: on-save}`` in config, start ``gs push`` detached (never waits)."""
     if c.config.sync_push == "on-save" and store.exists():
-        run_in_background(store, "push")  # to the default remote: the same config is read there
+        run_in_background(store.path, "push")  # to the default remote: the same config is read there
