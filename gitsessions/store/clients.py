@@ -105,15 +105,16 @@ def _http_pool(config: Any, url: str, seconds: float) -> Any:
 
     once = Retry(total=3, read=0, redirect=5)
 
-    class Pool(urllib3.PoolManager):
-        def urlopen(self, method: str, url: str, redirect: bool = True, **kw: Any) -> Any:  # type: ignore[override]
+    class Once:
+        def urlopen(self, method: str, url: str, redirect: bool = True, **kw: Any) -> Any:
             kw.setdefault("retries", once)
-            return super().urlopen(method, url, redirect=redirect, **kw)
+            return super().urlopen(method, url, redirect=redirect, **kw)  # type: ignore[misc]
 
-    class Proxy(urllib3.ProxyManager):
-        def urlopen(self, method: str, url: str, redirect: bool = True, **kw: Any) -> Any:  # type: ignore[override]
-            kw.setdefault("retries", once)
-            return super().urlopen(method, url, redirect=redirect, **kw)
+    class Pool(Once, urllib3.PoolManager):  # type: ignore[misc]
+        pass
+
+    class Proxy(Once, urllib3.ProxyManager):  # type: ignore[misc]
+        pass
 
     return default_urllib3_manager(config, pool_manager_cls=Pool, proxy_manager_cls=Proxy, base_url=url,
                                    timeout=seconds)
