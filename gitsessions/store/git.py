@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
-from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -25,9 +24,11 @@ from .base import CommitInfo, SessionStore
 from .faults import writes
 from .hooks import subject_of
 from .journal import Journal
+from .kept import KeptLogs
 from .lock import SessionLock
 from .pack import RepackResult
 from .repo import (
+    add_blob,
     add_object,
     check_repo_path,
     init_repo,
@@ -82,8 +83,8 @@ class GitStore(SessionStore):
         self.state = RepoState(self.path)
         self.identity = identity.encode("utf-8")
         self._repo: Repo | None = None
-        # commit id -> (session.jsonl bytes, number of events); saves append to the last one.
-        self._cache: OrderedDict[str, tuple[bytes, int]] = OrderedDict()
+        # the logs read or saved, by commit: a save appends to the last one's bytes.
+        self._kept = KeptLogs()
         #: Runs the commit hooks (see :mod:`.hooks`); whoever built it collects its warnings.
         self.hooks: HookRunner = hooks if hooks is not None else NoHooks()
 
@@ -214,9 +215,9 @@ class GitStore(SessionStore):
         Raises:
             CorruptSession: the commit or its tree is missing or has no ``session.jsonl``.
         """
-        cached = self._cache.get(commit)
+        cached = self._kept.get(commit)
         if cached is not None:
-            return cached[0]
+            return cached.raw
         repo = self.repo()
         assert repo is not None
         try:
@@ -232,24 +233,19 @@ class GitStore(SessionStore):
         return raw
 
     def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:
-        if commit not in self._cache:
+        if commit not in self._kept:
             self._mark_verified(commit)
-        self._remember(commit, raw, n_events)
+        self._kept.put(commit, raw, n_events)
 
     def _log_at(self, session_id: str, commit: str) -> tuple[bytes, int]:
-        cached = self._cache.get(commit)  # a save appends to the bytes the last save left here
+        cached = self._kept.get(commit)  # a save appends to the bytes the last save left here
         if cached is None:
             self.load(session_id, commit)
-            cached = self._cache[commit]
-        return cached
+            cached = self._kept.get(commit)
+            assert cached is not None
+        return cached.raw, cached.events
 
     # -- writing ---------------------------------------------------------------------------
-
-    def _remember(self, commit: str, raw: bytes, n_events: int) -> None:
-        self._cache[commit] = (raw, n_events)
-        self._cache.move_to_end(commit)
-        while len(self._cache) > 4:
-            self._cache.popitem(last=False)
 
     @writes
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
@@ -276,11 +272,12 @@ class GitStore(SessionStore):
         text = hooks.before(session_id, message.encode(), raw, body)
         repo = self.repo(create=True)
         assert repo is not None
-        blob = Blob.from_string(raw)
+        # only what this save appended (and the last segment's tail) is compressed
+        deflated = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level).grown(raw)
+        blob = add_blob(repo, raw, deflated)
         tree = Tree()
-        tree.add(SESSION_FILE, 0o100644, blob.id)
+        tree.add(SESSION_FILE, 0o100644, blob)
         tree.check()
-        add_object(repo, blob)
         add_object(repo, tree)
         commit = write_commit(repo, self.identity, tree.id, [expected_tip] if expected_tip else [], text)
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
@@ -289,7 +286,7 @@ class GitStore(SessionStore):
         if expected_tip is None:
             point_head(repo, ref)
         sha = _hex(commit.id)
-        self._remember(sha, raw, count + len(events))
+        self._kept.put(sha, raw, count + len(events), deflated)
         self._mark_verified(sha)
         self.state.pack.record_save(len(raw))
         hooks.after(session_id, sha)  # a failure is the runner's warning; the save is done
