@@ -40,6 +40,7 @@ from .repo import (
     write_commit,
 )
 from .state import RepoState
+from .unpack import read_blob
 from .values import HookRunner, NoHooks
 
 #: The one file in every session tree.
@@ -225,7 +226,9 @@ class GitStore(SessionStore):
             if not isinstance(tree, Tree):
                 raise NotCommitError(tree.id)  # a commit whose tree is something else
             _mode, blob_id = tree[SESSION_FILE]
-            raw = repo[blob_id].as_raw_string()
+            raw = read_blob(repo, blob_id)  # fewer copies of a 100 MB log than dulwich holds
+            if raw is None:
+                raw = repo[blob_id].as_raw_string()
         except KeyError as exc:
             raise CorruptSession(session_id, 0, f"commit {commit[:12]} lacks session.jsonl ({exc})") from None
         except (NotCommitError, ObjectFormatException) as exc:
