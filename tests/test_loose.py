@@ -183,3 +183,29 @@ def test_blobs_git_packed_itself_read_without_dulwich(repo_path: Path):
             idx = [str(p) for p in (repo_path / "objects" / "pack").glob("*.idx")]
             listing = _git(repo_path, "verify-pack", "-v", *idx).decode().splitlines()
             assert any(len(line.split()) == 7 and line.split()[1] == "blob" for line in listing), "no blob deltas"
+
+
+def test_saves_that_share_a_buffer_never_change_an_earlier_log(repo_path: Path):
+    """The saves of one store append to one buffer in place; a save onto an older commit (a lost
+    race, a branch moved back) and one after a refused save get logs of their own, and every
+    earlier log still reads as it was saved."""
+    store = GitStore(repo_path)
+    a = _save(store, "s", None, 0, "first")
+    raw_a = store.read_raw("s", a)
+    b = _save(store, "s", a, 1, "second")
+    raw_b = store.read_raw("s", b)
+    store.repo().refs.set_if_equals(b"refs/heads/s", b.encode(), a.encode())
+    c = _save(store, "s", a, 1, "another second")  # onto a, still kept, whose buffer b grew
+    d = _save(store, "s", c, 2, "third")
+    store.repo().refs.set_if_equals(b"refs/heads/s", d.encode(), b.encode())
+    e = _save(store, "s", b, 2, "after b")
+    for commit, before in ((a, raw_a), (b, raw_b)):
+        assert store.read_raw("s", commit) == before
+    assert store.read_raw("s", c).startswith(raw_a) and b"another second" in store.read_raw("s", c)
+    assert b'"content":"second"' not in store.read_raw("s", c)
+    assert store.read_raw("s", e).startswith(raw_b) and store.read_raw("s", d).startswith(store.read_raw("s", c))
+    store.close()
+    _check_blobs(repo_path, [(x, raw) for x, raw in ((a, raw_a), (b, raw_b))])
+    with GitStore(repo_path) as fresh:
+        assert [len(fresh.load("s", x).events) for x in (a, b, c, d, e)] == [1, 2, 2, 3, 3]
+    _fsck(repo_path)

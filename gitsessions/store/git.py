@@ -236,17 +236,21 @@ class GitStore(SessionStore):
         return raw
 
     def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:
-        if commit not in self._kept:
+        kept = self._kept.get(commit)
+        if kept is None:
             self._mark_verified(commit)
-        self._kept.put(commit, raw, n_events)
+            self._kept.put(commit, raw, n_events)
+        else:  # the same log (a commit names it): keep the buffer a save may grow, and its state
+            self._kept.put(commit, kept.data, kept.events, kept.deflated, kept.size)
 
-    def _log_at(self, session_id: str, commit: str) -> tuple[bytes, int]:
-        cached = self._kept.get(commit)  # a save appends to the bytes the last save left here
-        if cached is None:
+    def _events_at(self, session_id: str, commit: str) -> int:
+        """How many events the log at ``commit`` holds, keeping that log for the save about to grow it."""
+        kept = self._kept.get(commit)  # a save appends to the bytes the last save left here
+        if kept is None:
             self.load(session_id, commit)
-            cached = self._kept.get(commit)
-            assert cached is not None
-        return cached.raw, cached.events
+            kept = self._kept.get(commit)
+            assert kept is not None
+        return kept.events
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -270,14 +274,21 @@ class GitStore(SessionStore):
             DiskFull, RepoReadOnly: the file system refused a write (see :mod:`.faults`).
         """
         ref = self._ref(session_id)
-        raw, body, count = self._new_log(session_id, events, expected_tip, header)
+        if expected_tip is None:
+            start, count = self._new_header(session_id, header), 0
+        else:
+            start, count = b"", self._events_at(session_id, expected_tip)
+        body = self._new_lines(events, count)
+        buf, size = self._kept.grown(expected_tip, start, body)  # the old log's bytes, appended to in place
         hooks = self.hooks  # pre-commit, commit-msg: may raise HookRefused
-        text = hooks.before(session_id, message.encode(), raw, body)
+        text = hooks.before(session_id, message.encode(), lambda: bytes(memoryview(buf)[:size]), body)
         repo = self.repo(create=True)
         assert repo is not None
+        raw = memoryview(buf)[:size]
         # only what this save appended (and the last segment's tail) is compressed
         deflated = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level).grown(raw)
         blob = add_blob(repo, raw, deflated)
+        del raw  # the next save appends to the buffer: no view of it may stay
         tree = Tree()
         tree.add(SESSION_FILE, 0o100644, blob)
         tree.check()
@@ -289,9 +300,9 @@ class GitStore(SessionStore):
         if expected_tip is None:
             point_head(repo, ref)
         sha = _hex(commit.id)
-        self._kept.put(sha, raw, count + len(events), deflated)
+        self._kept.put(sha, buf, count + len(events), deflated, size)
         self._mark_verified(sha)
-        self.state.pack.record_save(len(raw))
+        self.state.pack.record_save(size)
         hooks.after(session_id, sha)  # a failure is the runner's warning; the save is done
         return sha
 

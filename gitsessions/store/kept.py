@@ -21,11 +21,23 @@ BUDGET_BYTES = 64 * 1024 * 1024
 
 
 class Kept(NamedTuple):
-    """One log: its bytes, its number of events, and its compressed state once a save made it."""
+    """One log: its bytes, its number of events, and its compressed state once a save made it.
 
-    raw: bytes
+    ``data`` is the ``bytes`` read from git, or a ``bytearray`` that the saves made one on
+    another share: each appends to it in place (no save copies the whole log to add a turn)
+    and keeps its own ``size``; nothing before a kept size is ever changed.
+    """
+
+    data: bytes | bytearray
+    size: int
     events: int
     deflated: Deflated | None
+
+    @property
+    def raw(self) -> bytes:
+        """The log's bytes (a copy when they sit in a shared buffer)."""
+        data = self.data
+        return data if type(data) is bytes else bytes(memoryview(data)[:self.size])
 
 
 class KeptLogs:
@@ -41,25 +53,60 @@ class KeptLogs:
     def __contains__(self, commit: object) -> bool:
         return commit in self._logs
 
-    def put(self, commit: str, raw: bytes, events: int, deflated: Deflated | None = None) -> None:
+    def put(self, commit: str, data: bytes | bytearray, events: int, deflated: Deflated | None = None,
+            size: int | None = None) -> None:
         """Keep the log of ``commit`` (the newest now); drop the oldest beyond the bounds.
 
         Args:
             commit: the commit id.
-            raw: the ``session.jsonl`` bytes at that commit.
+            data: the ``session.jsonl`` bytes at that commit, or the buffer holding them first.
             events: how many events they hold.
             deflated: their compressed state; None keeps the one already kept for the very
                 same bytes (a log read again), if any.
+            size: how many bytes of ``data`` are the log (all when None).
         """
+        size = len(data) if size is None else size
         old = self._logs.get(commit)
-        if deflated is None and old is not None and old.raw is raw:
+        if deflated is None and old is not None and old.data is data and old.size == size:
             deflated = old.deflated
-        self._logs[commit] = Kept(raw, events, deflated)
+        self._logs[commit] = Kept(data, size, events, deflated)
         self._logs.move_to_end(commit)
-        others = sum(len(k.raw) for k in self._logs.values()) - len(raw)
+        buffers = {id(k.data): k for k in self._logs.values()}  # a shared buffer counts once
+        others = sum(len(k.data) for k in buffers.values()) - len(data)
         while len(self._logs) > 1 and (len(self._logs) > MAX_LOGS or others > BUDGET_BYTES):
             _, dropped = self._logs.popitem(last=False)
-            others -= len(dropped.raw)
+            if all(k.data is not dropped.data for k in self._logs.values()):
+                others -= len(dropped.data)
+
+    def grown(self, parent: str | None, start: bytes, lines: bytes) -> tuple[bytearray, int]:
+        """Return the log at ``parent`` with ``lines`` appended, as a buffer and the new log's size.
+
+        In place when ``parent``'s log is the end of its buffer (the last save's): O(appended).
+        Otherwise (the log as read, or a save onto an older commit) the log is copied once
+        into a new buffer, with room to grow.
+
+        Args:
+            parent: the commit saved on, whose log must be kept (None: a new session).
+            start: a new session's header line (ignored when ``parent`` is given).
+            lines: the lines to append.
+        """
+        kept = self._logs.get(parent) if parent is not None else None
+        if kept is None:
+            buf = bytearray(start)
+        elif type(kept.data) is bytearray and len(kept.data) == kept.size:
+            buf = kept.data
+        else:
+            buf = bytearray(memoryview(kept.data)[:kept.size])
+        try:
+            if buf[-1:] not in (b"\n", b""):
+                buf += b"\n"  # a last line committed without its newline (another tool)
+            buf += lines
+        except BufferError:  # a view of it is still alive somewhere: never wait on that
+            buf = bytearray(memoryview(buf)[:kept.size if kept is not None else len(buf)])
+            if buf[-1:] not in (b"\n", b""):
+                buf += b"\n"
+            buf += lines
+        return buf, len(buf)
 
     def deflated(self, commit: str | None, level: int) -> Deflated:
         """Return the compressed state of the log at ``commit`` at zlib ``level``; an empty one when none is kept.

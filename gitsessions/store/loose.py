@@ -107,7 +107,7 @@ class Deflated:
         """Bytes of content the frozen segments cover."""
         return len(self.frozen) * SEGMENT
 
-    def grown(self, content: bytes) -> Deflated:
+    def grown(self, content: bytes | memoryview) -> Deflated:
         """Return the state of ``content``, which begins with the content this state covers.
 
         Compresses only ``content`` after the frozen segments: the old tail and what was
@@ -159,7 +159,7 @@ def blob_header(size: int) -> bytes:
     return b"blob %d\x00" % size
 
 
-def blob_id(content: bytes) -> ObjectID:
+def blob_id(content: bytes | memoryview) -> ObjectID:
     """Return the git object id (SHA-1, hex) of a blob holding ``content``: O(size), ~0.7 ms per MB."""
     sha = hashlib.sha1(blob_header(len(content)))
     sha.update(content)

@@ -202,7 +202,7 @@ def add_object(repo: Repo, obj: Blob | Tree | Commit) -> None:
     _unlocked(lambda: repo.object_store.add_object(obj))
 
 
-def add_blob(repo: Repo, content: bytes, deflated: Deflated) -> ObjectID:
+def add_blob(repo: Repo, content: bytes | memoryview, deflated: Deflated) -> ObjectID:
     """Write the blob of ``content`` as a loose object from its kept compressed segments.
 
     What ``add_object`` of a :class:`~dulwich.objects.Blob` does (see :mod:`.loose` for why
