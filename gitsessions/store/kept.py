@@ -97,6 +97,9 @@ class KeptLogs:
             buf = kept.data
         else:
             buf = bytearray(memoryview(kept.data)[:kept.size])
+            if type(kept.data) is bytes:  # the log as read: the buffer holds it now (one copy, not two)
+                assert parent is not None
+                self._logs[parent] = kept._replace(data=buf)
         try:
             if buf[-1:] not in (b"\n", b""):
                 buf += b"\n"  # a last line committed without its newline (another tool)
@@ -109,12 +112,19 @@ class KeptLogs:
         return buf, len(buf)
 
     def deflated(self, commit: str | None, level: int) -> Deflated:
-        """Return the compressed state of the log at ``commit`` at zlib ``level``; an empty one when none is kept.
+        """Return the compressed state of the log at ``commit`` at zlib ``level`` (empty for None).
 
-        A log not compressed yet (only read) starts from nothing: its first save compresses
-        it whole, every later one only the tail and what it appended.
+        A log not compressed yet (only read) is compressed whole here, once: the state is
+        kept with it, so that every save on it, the first after the session was opened and
+        any later one on the same commit, compresses only the tail and what it appended.
         """
         kept = self._logs.get(commit) if commit is not None else None
-        if kept is not None and kept.deflated is not None and kept.deflated.level == level:
-            return kept.deflated
-        return Deflated(level)
+        if kept is None:
+            return Deflated(level)
+        if kept.deflated is None or kept.deflated.level != level:
+            with memoryview(kept.data)[:kept.size] as view:
+                state = Deflated(level).grown(view)
+            assert commit is not None
+            self._logs[commit] = kept._replace(deflated=state)
+            return state
+        return kept.deflated
