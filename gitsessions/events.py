@@ -388,8 +388,7 @@ def _checked_header(header: Any, session_id: str) -> dict:
     """Return line 1 when it is a session header this version reads.
 
     Raises:
-        CorruptSession: it is no header, or its version is no number.
-        UnsupportedVersion: its version is newer than :data:`FORMAT_VERSION`.
+        CorruptSession, UnsupportedVersion: no header or a version that is no number; a newer version.
     """
     if not isinstance(header, dict) or header.get("type") != "session":
         raise CorruptSession(session_id, 1, "line 1 is not a session header")

@@ -226,9 +226,8 @@ class GitStore(SessionStore):
             if not isinstance(tree, Tree):
                 raise NotCommitError(tree.id)  # a commit whose tree is something else
             _mode, blob_id = tree[SESSION_FILE]
-            raw = read_blob(repo, blob_id)  # fewer copies of a 100 MB log than dulwich holds
-            if raw is None:
-                raw = repo[blob_id].as_raw_string()
+            # fewer copies of a 100 MB log alive than dulwich holds (it reads what this does not)
+            raw = read_blob(repo, blob_id) or repo[blob_id].as_raw_string()
         except KeyError as exc:
             raise CorruptSession(session_id, 0, f"commit {commit[:12]} lacks session.jsonl ({exc})") from None
         except (NotCommitError, ObjectFormatException) as exc:
@@ -236,20 +235,15 @@ class GitStore(SessionStore):
         return raw
 
     def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:
-        kept = self._kept.get(commit)
-        if kept is None:
+        if self._kept.loaded(commit, raw, n_events):
             self._mark_verified(commit)
-            self._kept.put(commit, raw, n_events)
-        else:  # the same log (a commit names it): keep the buffer a save may grow, and its state
-            self._kept.put(commit, kept.data, kept.events, kept.deflated, kept.size)
 
     def _events_at(self, session_id: str, commit: str) -> int:
         """How many events the log at ``commit`` holds, keeping that log for the save about to grow it."""
-        kept = self._kept.get(commit)  # a save appends to the bytes the last save left here
-        if kept is None:
+        if commit not in self._kept:  # a save appends to the bytes the last save left here
             self.load(session_id, commit)
-            kept = self._kept.get(commit)
-            assert kept is not None
+        kept = self._kept.get(commit)
+        assert kept is not None
         return kept.events
 
     # -- writing ---------------------------------------------------------------------------
@@ -274,21 +268,17 @@ class GitStore(SessionStore):
             DiskFull, RepoReadOnly: the file system refused a write (see :mod:`.faults`).
         """
         ref = self._ref(session_id)
-        if expected_tip is None:
-            start, count = self._new_header(session_id, header), 0
-        else:
-            start, count = b"", self._events_at(session_id, expected_tip)
+        start, count = ((self._new_header(session_id, header), 0) if expected_tip is None
+                        else (b"", self._events_at(session_id, expected_tip)))
         body = self._new_lines(events, count)
         buf, size = self._kept.grown(expected_tip, start, body)  # the old log's bytes, appended to in place
         hooks = self.hooks  # pre-commit, commit-msg: may raise HookRefused
         text = hooks.before(session_id, message.encode(), lambda: bytes(memoryview(buf)[:size]), body)
         repo = self.repo(create=True)
         assert repo is not None
-        raw = memoryview(buf)[:size]
-        # only what this save appended (and the last segment's tail) is compressed
-        deflated = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level).grown(raw)
-        blob = add_blob(repo, raw, deflated)
-        del raw  # the next save appends to the buffer: no view of it may stay
+        kept = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level)
+        deflated = kept.grown(memoryview(buf)[:size])  # compresses the new lines only; no view of buf stays
+        blob = add_blob(repo, memoryview(buf)[:size], deflated)
         tree = Tree()
         tree.add(SESSION_FILE, 0o100644, blob)
         tree.check()

@@ -78,6 +78,19 @@ class KeptLogs:
             if all(k.data is not dropped.data for k in self._logs.values()):
                 others -= len(dropped.data)
 
+    def loaded(self, commit: str, raw: bytes, events: int) -> bool:
+        """Keep the log of ``commit`` just read and checked; return True when it was not kept yet.
+
+        A log kept already is the same log (a commit names it): its buffer, which a save may
+        grow, and its compressed state stay.
+        """
+        kept = self._logs.get(commit)
+        if kept is None:
+            self.put(commit, raw, events)
+            return True
+        self.put(commit, kept.data, kept.events, kept.deflated, kept.size)
+        return False
+
     def grown(self, parent: str | None, start: bytes, lines: bytes) -> tuple[bytearray, int]:
         """Return the log at ``parent`` with ``lines`` appended, as a buffer and the new log's size.
 
