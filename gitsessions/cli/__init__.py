@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -15,7 +16,6 @@ import typer.main
 
 from .. import __version__
 from ..errors import GitSessionsError
-from . import admin, chat, history, hooks, lifecycle, remote, share, transfer
 from .common import Context, err
 
 #: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
@@ -23,16 +23,23 @@ from .common import Context, err
 #: (:attr:`GitSessionsError.exit_code`), 2 a usage error, 130 interrupted.
 EXIT_INTERNAL = 70
 
-app = typer.Typer(
-    name="gs",
-    help="gitsessions: chat with any OpenAI-compatible model; every session is a git branch "
-    "and every turn a commit. (Also installed as 'gitsessions', since 'gs' is Ghostscript on "
-    "many systems.)",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+#: The modules that define the commands, in the order they are registered, and the
+#: commands each defines (``hooks`` is a group of its own). ``gs NAME`` imports only NAME's
+#: module: the others cost start-up time a command does not use (a test checks this index
+#: against the modules).
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "chat": ("chat", "ask"),
+    "history": ("list", "log", "show", "diff", "search"),
+    "lifecycle": ("fork", "rename", "rm", "restore", "title"),
+    "remote": ("push", "pull", "sync", "clone", "remote"),
+    "share": ("share",),
+    "admin": ("gc",),
+    "transfer": ("export", "import"),
+    "hooks": ("hooks",),
+}
+
+#: The global options that take a value (the word after them is no command name).
+_VALUE_OPTIONS = ("--repo",)
 
 
 def _version(value: bool) -> None:
@@ -41,7 +48,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     ctx: typer.Context,
     repo: Annotated[Path | None, typer.Option(
@@ -54,11 +60,58 @@ def _root(
     ctx.call_on_close(ctx.obj.print_warnings)  # also when the command fails
 
 
-for sub in (chat.app, history.app, lifecycle.app, remote.app, share.app, admin.app, transfer.app):
-    for command in sub.registered_commands:
-        app.registered_commands.append(command)
-    app.registered_groups.extend(sub.registered_groups)
-app.add_typer(hooks.app, name="hooks")  # a group: gs hooks install / gs hooks list
+def _new_app(modules: Sequence[str]) -> typer.Typer:
+    """The ``gs`` app with the commands of ``modules`` (names of :data:`COMMANDS`) registered."""
+    new = typer.Typer(
+        name="gs",
+        help="gitsessions: chat with any OpenAI-compatible model; every session is a git branch "
+        "and every turn a commit. (Also installed as 'gitsessions', since 'gs' is Ghostscript on "
+        "many systems.)",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    new.callback()(_root)
+    for name in modules:
+        sub = importlib.import_module(f"{__name__}.{name}").app
+        if name == "hooks":
+            new.add_typer(sub, name="hooks")  # a group: gs hooks install / gs hooks list
+            continue
+        new.registered_commands.extend(sub.registered_commands)
+        new.registered_groups.extend(sub.registered_groups)
+    return new
+
+
+@functools.cache
+def _full_app() -> typer.Typer:
+    return _new_app(tuple(COMMANDS))
+
+
+def __getattr__(name: str) -> Any:
+    # ``app``, the whole command line, is built when first asked for (PEP 562): a run of one
+    # known command builds only that command's module (see :func:`_command`).
+    if name == "app":
+        return _full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _module_of(argv: Sequence[str]) -> str | None:
+    """The :data:`COMMANDS` module of the command ``argv`` names, None when it names none.
+
+    Global options before the command are skipped (``gs --repo X ask ...``); anything else
+    (``--help`` alone, an unknown name, ``--``) gets the whole app, so that help and usage
+    errors read as they always did.
+    """
+    words = iter(argv)
+    for word in words:
+        if word in _VALUE_OPTIONS:
+            next(words, None)
+        elif word.startswith("-") and word != "-" and word != "--" and word not in ("-h", "--help"):
+            continue
+        else:
+            return next((m for m, names in COMMANDS.items() if word in names), None)
+    return None
 
 
 def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> int:
@@ -85,7 +138,7 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
     debug = "--debug" in argv or bool(os.environ.get("GS_DEBUG"))
     try:
         # args=None lets click read sys.argv itself (on Windows it also expands globs there).
-        _command()(args=None if args is None else argv, prog_name=prog_name)
+        _command(_module_of(argv))(args=None if args is None else argv, prog_name=prog_name)
     except SystemExit as exc:  # typer (click) always ends this way, with the status
         return _status(exc.code)
     except GitSessionsError as exc:
@@ -111,13 +164,13 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
 
 
 @functools.cache
-def _command() -> Callable[..., Any]:
-    """The click command typer builds from ``app``, built once per process.
+def _command(module: str | None = None) -> Callable[..., Any]:
+    """The click command typer builds for ``module``'s commands (None: the whole ``app``), once per process.
 
     Typer rebuilds it from every command's signature on each call of ``app()`` (tens of
-    milliseconds); a process that runs several commands (the tests) builds it once.
+    milliseconds); a process that runs several commands (the tests) builds each once.
     """
-    return typer.main.get_command(app)
+    return typer.main.get_command(_full_app() if module is None else _new_app((module,)))
 
 
 def _status(code: object) -> int:
