@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 
 #: The global options that take a value (the word after them is no command name).
 _VALUE_OPTIONS = ("--repo",)
+_HELP_OPTIONS = ("-h", "--help")
 
 
 def _version(value: bool) -> None:
@@ -70,7 +71,7 @@ def _new_app(modules: Sequence[str]) -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
-        context_settings={"help_option_names": ["-h", "--help"]},
+        context_settings={"help_option_names": list(_HELP_OPTIONS)},
     )
     new.callback()(_root)
     for name in modules:
@@ -107,7 +108,7 @@ def _module_of(argv: Sequence[str]) -> str | None:
     for word in words:
         if word in _VALUE_OPTIONS:
             next(words, None)
-        elif word.startswith("-") and word != "-" and word != "--" and word not in ("-h", "--help"):
+        elif word.startswith("-") and word != "-" and word != "--" and word not in _HELP_OPTIONS:
             continue
         else:
             return next((m for m, names in COMMANDS.items() if word in names), None)
@@ -170,7 +171,54 @@ def _command(module: str | None = None) -> Callable[..., Any]:
     Typer rebuilds it from every command's signature on each call of ``app()`` (tens of
     milliseconds); a process that runs several commands (the tests) builds each once.
     """
-    return typer.main.get_command(_full_app() if module is None else _new_app((module,)))
+    command = typer.main.get_command(_full_app() if module is None else _new_app((module,)))
+    _defer_coercion(command)
+    return command
+
+
+class _DeferredCoercion:
+    """typer's coercion of one parameter, with its pydantic adapter built only for a value that needs one.
+
+    typer (0.2x) coerces every value, defaults included, through a pydantic ``TypeAdapter``
+    it builds on first use: importing pydantic and building the schemas costs ``gs chat``
+    tens of milliseconds before its prompt, for values that come out as they went in. Those
+    are answered here as typer answers them: None (``()`` for a multi-value parameter),
+    the parameter's own default, a plain ``str`` for a ``str`` parameter. Every other value
+    goes to typer's own adapter (its conversions and messages unchanged).
+    """
+
+    def __init__(self, param: Any):
+        desc = param.type_descriptor
+        self._param = param
+        self._multi = bool(param.multiple or param.nargs == -1)
+        self._text = desc.annotation is str and desc.parameter_info.parser is None and not self._multi
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        """Return ``value`` as typer's coercion would, building typer's adapter only when needed."""
+        if value is None:
+            return () if self._multi else None
+        default = self._param.default
+        if type(value) is type(default) and value == default:
+            return value
+        if self._text and type(value) is str:
+            return value
+        self._param._runtime_param = None  # typer's own, built now (see typer.core._TyperParameter)
+        return self._param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+
+
+def _defer_coercion(command: Any) -> None:
+    """Give each parameter of ``command`` (and its subcommands) a :class:`_DeferredCoercion`.
+
+    The help option too, which click makes (once per command) when a context first asks
+    for it. Only where typer coerces through a lazily built runtime parameter (typer 0.2x);
+    older typers coerce with click's types and are left as they are.
+    """
+    help_option = command.get_help_option(typer.Context(command, help_option_names=list(_HELP_OPTIONS)))
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if getattr(param, "_runtime_param", False) is None and hasattr(param, "get_runtime_param"):
+            param._runtime_param = _DeferredCoercion(param)
+    for sub in getattr(command, "commands", {}).values():
+        _defer_coercion(sub)
 
 
 def _status(code: object) -> int:
