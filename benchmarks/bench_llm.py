@@ -180,7 +180,7 @@ def bench_llm(s: Settings) -> None:
         # --- start-up building blocks, same run: what each import costs in a fresh process
         blocks = {
             "python -c pass": "pass",
-            "import gitsessions.cli (what list/log/show load)": "import gitsessions.cli",
+            "import gitsessions.cli (the root every command loads)": "import gitsessions.cli",
             "import typer": "import typer",
             "import dulwich.repo": "import dulwich.repo",
             "import openai": "import openai",
