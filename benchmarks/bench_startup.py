@@ -4,7 +4,8 @@
   process to its prompt appearing, then the prompt's line is sent at once and the time to
   the first token of the reply is taken (from the spawn, and from the Enter). The same for
   ``llm chat -m fake`` (as installed and with ``LLM_LOAD_PLUGINS=''``; the faster is the
-  baseline), interleaved run by run. Sending at once is the worst case for gs, which imports
+  baseline), interleaved run by run, and the floor: a process that imports prompt_toolkit
+  and draws one prompt. Sending at once is the worst case for gs, which imports
   the model SDK while the user types: here nobody types.
 - ``gs ask S PROMPT`` against ``python -c "import openai"`` (the SDK's import alone) and
   ``llm -m fake -c PROMPT``, interleaved.
@@ -28,8 +29,15 @@ LINE = "hello there"
 REPLY = f"echo: {LINE}"
 
 
-def _pty_chat(argv: list[str], env: dict[str, str], prompt: str, leave: str) -> tuple[float, float]:
-    """Spawn a chat in a pty; return (spawn to prompt, spawn to first reply token), seconds."""
+#: The floor under a prompt_toolkit prompt: a process that imports it and draws one.
+_BARE_PROMPT = "from prompt_toolkit import PromptSession; PromptSession().prompt('pt › ')"
+
+
+def _pty_chat(argv: list[str], env: dict[str, str], prompt: str, leave: str | None) -> tuple[float, float]:
+    """Spawn a chat in a pty; return (spawn to prompt, spawn to first reply token), seconds.
+
+    With ``leave`` None the prompt is left at once with Ctrl+D (no reply: the second figure is 0).
+    """
     t0 = time.perf_counter()
     child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 100), encoding="utf-8",
                           codec_errors="replace", timeout=60)
@@ -37,6 +45,10 @@ def _pty_chat(argv: list[str], env: dict[str, str], prompt: str, leave: str) -> 
     try:
         child.expect_exact(prompt)
         shown = time.perf_counter() - t0
+        if leave is None:
+            child.sendcontrol("d")
+            child.expect(pexpect.EOF)
+            return shown, 0.0
         child.sendline(LINE)
         child.expect_exact(REPLY[:4])  # the first token ("echo" arrives as one chunk)
         first = time.perf_counter() - t0
@@ -58,14 +70,16 @@ def bench_chat(s: Settings, gs_env: dict[str, str], llm_env: dict[str, str], llm
     term = {"TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", "COLUMNS": "100", "LINES": "24"}
     gs_env = dict(gs_env, **term)
     gs, llm = _exe("gs"), _exe("llm")
-    runs = {"gs chat": [], "llm chat -m fake": [], "llm chat -m fake (no plugins)": []}
+    runs: dict[str, list[tuple[float, float]]] = {
+        "gs chat": [], "llm chat -m fake": [], "llm chat -m fake (no plugins)": [], "prompt_toolkit alone": []}
     reps = s.llm_reps
     for i in range(reps + 1):  # the first round is the warm-up (bytecode caches, page cache)
         sid = f"c{i}"
         got = {"gs chat": _pty_chat([gs, "chat", sid], gs_env, f"{sid} ›", "/exit"),
                "llm chat -m fake": _pty_chat([llm, "chat", "-m", "fake"], dict(llm_env, **term), "> ", "quit"),
                "llm chat -m fake (no plugins)": _pty_chat([llm, "chat", "-m", "fake"], dict(llm_plain_env, **term),
-                                                          "> ", "quit")}
+                                                          "> ", "quit"),
+               "prompt_toolkit alone": _pty_chat([PY, "-c", _BARE_PROMPT], gs_env, "pt ›", None)}
         if i:
             for name, value in got.items():
                 runs[name].append(value)
@@ -73,12 +87,14 @@ def bench_chat(s: Settings, gs_env: dict[str, str], llm_env: dict[str, str], llm
           "after 1 warm-up):")
     for name, values in runs.items():
         row(f"{name}: spawn -> prompt", _fmt([v[0] for v in values]))
+        if name == "prompt_toolkit alone":
+            continue
         row(f"{name}: spawn -> first token", _fmt([v[1] for v in values]))
         row(f"{name}: Enter -> first token", _fmt([v[1] - v[0] for v in values]))
     prompt_ms = statistics.median(v[0] for v in runs["gs chat"]) * 1e3
     target(s, "gs chat: spawn to prompt (pty)", f"{prompt_ms:.0f} ms", "<= 250 ms", prompt_ms <= 250)
     gs_first = statistics.median(v[1] for v in runs["gs chat"])
-    llm_first = min(statistics.median(v[1] for v in runs[k]) for k in runs if k.startswith("llm"))
+    llm_first = min(statistics.median(v[1] for v in runs[k]) for k in runs if k.startswith("llm chat"))
     target(s, "gs chat first token vs llm chat (pty)", f"{gs_first * 1e3:.0f} ms vs {llm_first * 1e3:.0f} ms",
            "gs <= llm", gs_first <= llm_first)
 
