@@ -163,7 +163,7 @@ def _build_open(base: Path, target_bytes: int) -> tuple[dict[str, Path], int, in
 
 
 def bench_open(s: Settings, target_bytes: int) -> None:
-    section(f"12a. peak memory opening a {human_bytes(target_bytes)} session (load + derive_messages)")
+    section(f"13a. peak memory opening a {human_bytes(target_bytes)} session (load + derive_messages)")
     base = fresh_dir(s, "memory-open")
     t0 = time.perf_counter()
     repos, size, turns, messages = _build_open(base, target_bytes)
@@ -194,7 +194,7 @@ def bench_open(s: Settings, target_bytes: int) -> None:
 
 
 def bench_list(s: Settings, sessions: int) -> None:
-    section(f"12b. peak memory of gs list over {sessions} sessions of {LIST_TURNS} turns")
+    section(f"13b. peak memory of gs list over {sessions} sessions of {LIST_TURNS} turns")
     base = fresh_dir(s, "memory-list")
     repo = base / "gs.git"
     _init(repo)

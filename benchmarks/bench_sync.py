@@ -82,7 +82,11 @@ def bench_noop_sync(s: Settings) -> None:
         Remotes(store).push("origin")
     print(f"  {N_SYNC} sessions of 2 commits, packed, pushed once (setup {time.perf_counter() - t0:.1f} s)")
     env = gs_env(local, base)
-    with GitDaemon(base) as daemon:
+    requests = base / "requests.log"  # one line per connection the git daemon serves: the service
+    hook = base / "count-requests.sh"
+    hook.write_text(f'#!/bin/sh\necho "$1" >> {requests}\n')
+    hook.chmod(0o755)
+    with GitDaemon(base, access_hook=hook) as daemon:
         url = daemon.url("remote.git")
         git(local, "remote", "add", "daemon", url)
         git(local, "fetch", "-q", "origin")
@@ -96,26 +100,45 @@ def bench_noop_sync(s: Settings) -> None:
                                        git(local, "push", "-q", n, "refs/heads/*:refs/heads/*")),
                 "py": lambda: run_cmd([PY, "-c", "pass"]),
             }, s.cli_reps)
-            row(f"[{label}] gs sync {name} (said: {said[-1] if said else ''})", times["gs"].fmt())
+            row(f"[{label}] gs sync {name}, whole process (said: {said[-1] if said else ''})", times["gs"].fmt())
             row(f"[{label}] git fetch + git push", times["git"].fmt())
             row("  python -c pass (the floor under gs)", times["py"].fmt())
             ratio = times["gs"].median / times["git"].median
             row(f"[{label}] gs / git", f"{ratio:.2f}x")
             target(s, f"no-op sync {N_SYNC} sessions [{label}]", f"{times['gs'].median * 1e3:.0f} ms",
                    "< 500 ms + one round trip", times["gs"].median < 0.5)
+        _round_trips(local, env, requests)
         _sync_breakdown(s, local, url)
 
 
-def _sync_breakdown(s: Settings, local: Path, url: str) -> None:
-    """Where a no-op sync's time goes, in-process: the store's pull and push over git://."""
-    def step(what: str) -> None:
-        with GitStore(local) as store:
-            getattr(Remotes(store), what)(url)
+def _round_trips(local: Path, env: dict[str, str], requests: Path) -> None:
+    """Connections the server gets for one no-op sync, against git fetch + git push's."""
+    def served(fn) -> list[str]:
+        requests.write_text("")
+        fn()
+        return requests.read_text().split()
 
+    gs_calls = served(lambda: run_cmd(gs_cmd("sync", "daemon"), env=env))
+    git_calls = served(lambda: (git(local, "fetch", "-q", "daemon"),
+                                git(local, "push", "-q", "daemon", "refs/heads/*:refs/heads/*")))
+    row("[git://] connections for one no-op gs sync", f"{len(gs_calls)} ({', '.join(gs_calls) or 'none'})")
+    row("[git://] connections for git fetch + git push", f"{len(git_calls)} ({', '.join(git_calls) or 'none'})")
+
+
+def _sync_breakdown(s: Settings, local: Path, url: str) -> None:
+    """Where a no-op sync's time goes, in-process: the whole sync over a path and git://, and its steps."""
+    def step(what: str, where: str = url) -> None:
+        with GitStore(local) as store:  # a new store and Remotes each time: nothing cached, as in a new process
+            getattr(Remotes(store), what)(where)
+
+    row("  in-process Remotes.sync (path)", measure(lambda: step("sync", "origin"), s.reps).fmt())
+    row("  in-process Remotes.sync (git://)", measure(lambda: step("sync"), s.reps).fmt())
     for what in ("fetch", "pull", "push"):
         row(f"  in-process Remotes.{what} (git://)", measure(lambda w=what: step(w), s.reps).fmt())
     with GitStore(local) as store:
         row("  in-process GitStore.list_sessions (for scale)", measure(store.list_sessions, s.reps).fmt())
+    floor = measure(lambda: run_cmd(gs_cmd("--version")), s.cli_reps)
+    row("  gs --version, whole process (start-up and exit, for scale)", floor.fmt())
 
 
 # --------------------------------------------------------------------------- 8. one new turn

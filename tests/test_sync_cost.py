@@ -9,6 +9,7 @@ are not counted). Timings are figures for benchmarks/bench_sync.py, not asserted
 
 from __future__ import annotations
 
+import os
 import subprocess
 import zlib
 from pathlib import Path
@@ -270,3 +271,116 @@ def test_the_automatic_repack_packs_only_the_loose_objects(grown: Grower, gs):
     assert gs("--repo", str(store.path), "gc").code == 0  # by hand: everything into one pack
     assert len(_packs(store.path)) == 1
     _git(store.path, "fsck", "--strict")
+
+
+def _object_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The ids of the objects read from here on (by dulwich, whoever asks), as they are read."""
+    from dulwich.object_store import PackBasedObjectStore
+
+    reads: list[bytes] = []
+    get_raw = PackBasedObjectStore.get_raw
+    monkeypatch.setattr(PackBasedObjectStore, "get_raw", lambda self, sha: reads.append(sha) or get_raw(self, sha))
+    return reads
+
+
+def test_a_sync_that_moves_nothing_reads_no_object(grown: Grower, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A tip the known-logs caches name is a session: no commit or tree is read to tell it from a stranger."""
+    store = grown.store
+    Remotes(store).add("origin", str(init_bare(tmp_path / "R.git")))
+    Remotes(store).push("origin")
+    store.close()
+    reads = _object_reads(monkeypatch)
+
+    with GitStore(store.path) as again:  # a new process: nothing cached in memory
+        report = Remotes(again).sync("origin")
+
+    assert report.pull.unchanged == 1 and report.push.unchanged == 1 and not report.push.connected
+    assert reads == []
+
+
+@pytest.mark.parametrize("transport", ["path", "file", "git", "http"], indirect=True)
+def test_a_fetch_that_brings_nothing_reads_no_branch_here(transport: Transport, grown: Grower,  # noqa: F811
+                                                           monkeypatch: pytest.MonkeyPatch):
+    """dulwich's fetch reads every branch here (its graph walker) before it knows whether anything is wanted."""
+    from dulwich.repo import Repo
+
+    store = grown.store
+    init_bare(transport.root / "R.git")
+    url = transport.url("R.git")
+    login = {"username": transport.server.username, "password": transport.server.password} \
+        if transport.kind == "http" else {}
+    Remotes(store, **login).push(url)
+    walks: list[Repo] = []
+    get_graph_walker = Repo.get_graph_walker
+    monkeypatch.setattr(Repo, "get_graph_walker",
+                        lambda self, heads=None: walks.append(self) or get_graph_walker(self, heads))
+
+    assert Remotes(store, **login).fetch(url) == {b"refs/heads/w": grown.tip.encode()}
+    assert walks == []
+
+
+def test_a_sync_after_a_pull_reads_no_object(grown: Grower, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Tips a pull takes are known to hold a log, as a clone's are: the next no-op sync reads none of them."""
+    remote = init_bare(tmp_path / "R.git")
+    Remotes(grown.store).push(str(remote))
+    here = GitStore(tmp_path / "here.git")
+    Remotes(here).add("origin", str(remote))
+    assert Remotes(here).pull("origin").created == ["w"]
+    here.close()
+    reads = _object_reads(monkeypatch)
+
+    with GitStore(here.path) as again:  # a new process: nothing cached in memory
+        report = Remotes(again).sync("origin")
+
+    assert report.pull.unchanged == 1 and not report.push.connected
+    assert reads == []
+
+
+@pytest.mark.parametrize("command", ["pull", "sync"])
+def test_packs_piled_up_by_fetches_are_merged_in_the_background_after_a_pull(grown: Grower, tmp_path: Path, gs,
+                                                                              command: str):
+    import time
+
+    from dulwich.objects import Blob
+
+    from gitsessions.store.pack import AUTO_PACKS
+
+    store = grown.store
+    remote = init_bare(tmp_path / "R.git")
+    Remotes(store).add("origin", str(remote))
+    Remotes(store).push("origin")
+    for i in range(AUTO_PACKS - 1):  # as that many fetches leave them (one pack is there already)
+        store.repo().object_store.add_objects([(Blob.from_string(b"fetched %d\n" % i), None)])
+    store.close()
+
+    assert gs("--repo", str(store.path), command, "origin").code == 0  # starts gs gc --auto in the background
+
+    deadline = time.monotonic() + 60
+    while len(_packs(store.path)) > 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(_packs(store.path)) == 1, "the background repack did not run"
+    _git(store.path, "fsck", "--strict")
+
+
+def test_a_pull_lists_the_refs_here_as_often_for_many_new_sessions_as_for_few(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch):
+    """The case check of each new session read every session ref here again: half of a 1,000-session clone."""
+    monkeypatch.setattr("os.fsync", lambda fd: None)  # setup only: a slow disk is not under test
+    source = GitStore(tmp_path / "source.git")
+    for i in range(12):
+        Grower(source, f"s{i:02d}").turns(1)
+    few, many = init_bare(tmp_path / "few.git"), init_bare(tmp_path / "many.git")
+    Remotes(source).push(str(few), only={"s00", "s01"})
+    Remotes(source).push(str(many))
+    listed: list[Path] = []
+    scandir = os.scandir
+    monkeypatch.setattr("os.scandir", lambda path=".": listed.append(Path(os.fsdecode(path))) or scandir(path))
+
+    def lists_here(remote: Path) -> int:
+        here = GitStore(tmp_path / f"from-{remote.stem}.git")
+        listed.clear()
+        report = Remotes(here).pull(str(remote))
+        assert len(report.created) == len(_git(remote, "for-each-ref", "refs/heads/").splitlines())
+        return listed.count(here.path / "refs" / "heads")
+
+    assert lists_here(many) == lists_here(few)

@@ -12,7 +12,7 @@ from ..store import GitStore
 
 if TYPE_CHECKING:  # the module itself is imported lazily: dulwich's transports cost start-up time
     from ..store.remote import Credentials
-from .admin import run_in_background
+from .admin import pack_in_background, run_in_background
 from .common import Context, err, short
 
 app = typer.Typer()
@@ -172,6 +172,7 @@ def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
     where = _default(c, remote)
     with c.store() as store:
         report = _remotes(store).pull(where)
+        pack_in_background(store)  # each fetch that brings objects adds a pack
     ok = _print_pull(report, where)
     if not report.changed():
         err(f"up to date with {where}")
@@ -203,6 +204,7 @@ def sync(
         return watch_sync(c, where, lambda: sync(ctx, remote), interval)
     with c.store() as store:
         report = _remotes(store).sync(where)
+        pack_in_background(store)  # each fetch that brings objects adds a pack
     ok = _print_pull(report.pull, where)
     ok = _print_push(report.push, where, alone=False) and ok
     if report.push.moved:

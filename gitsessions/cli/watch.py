@@ -23,7 +23,7 @@ DEFAULT_INTERVAL_S = 60.0
 def _session_refs(c: Context) -> dict[str, str | None]:
     """The tip of every live and archived session here: what a local change moves."""
     with c.store() as store:
-        refs: dict[str, str | None] = {f"heads/{sid}": store.tip(sid) for sid in store.session_ids()}
+        refs: dict[str, str | None] = {f"heads/{sid}": tip for sid, tip in store.tips().items()}  # one pass
         refs.update({f"archive/{name}": store.archive_ref(name) for name in store.archived_ids()})
     return refs
 

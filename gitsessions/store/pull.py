@@ -55,12 +55,32 @@ class _Pull:
         assert repo is not None
         self.repo = repo
         self.report = PullReport()
+        #: namespace -> casefolded name -> the names here folding to it: read once, kept up as refs move
+        self._names: dict[bytes, dict[str, set[str]]] = {}
+
+    def _folded(self, ref: bytes) -> tuple[set[str], str]:
+        """The names here of ``ref``'s namespace that fold to its name, and that name."""
+        space, name = (ARCHIVE, label(ref).removeprefix("archive/")) if ref.startswith(ARCHIVE) else (HEADS, label(ref))
+        if space not in self._names:
+            folded: dict[str, set[str]] = {}
+            for n in self.store.archived_ids() if space == ARCHIVE else self.store.session_ids():
+                folded.setdefault(n.casefold(), set()).add(n)
+            self._names[space] = folded
+        return self._names[space].setdefault(name.casefold(), set()), name
 
     def _clash(self, ref: bytes) -> str | None:
         """The local id or archive name that ``ref``'s name equals but for case, if any."""
-        name = label(ref).removeprefix("archive/")
-        names = self.store.archived_ids() if ref.startswith(ARCHIVE) else self.store.session_ids()
-        return next((n for n in names if n.casefold() == name.casefold() and n != name), None)
+        names, name = self._folded(ref)
+        return min(names - {name}, default=None)
+
+    def _moved(self, made: bytes | None = None, gone: bytes | None = None) -> None:
+        """Note a session ref made here and one removed, for the clash checks that follow."""
+        if made is not None:
+            names, name = self._folded(made)
+            names.add(name)
+        if gone is not None:
+            names, name = self._folded(gone)
+            names.discard(name)
 
     def take(self, ref: bytes, steps: dict[bytes, Step]) -> None:
         old, new = self.sides.local.get(ref), self.sides.remote[ref]
@@ -86,6 +106,7 @@ class _Pull:
             lock.release()
         self.sides.local[ref] = new
         if old is None:
+            self._moved(made=ref)
             self.report.created.append(what)
         else:
             self.report.fast_forwarded.append((what, old.decode(), new.decode()))
@@ -103,6 +124,7 @@ class _Pull:
         finally:
             lock.release()
         self.sides.local[new] = self.sides.local.pop(old)
+        self._moved(made=new, gone=old)
         self.report.dropped.append((label(old), label(new)))
 
     def diverged(self, ref: bytes) -> None:
@@ -116,6 +138,7 @@ class _Pull:
             fork_ref = (ARCHIVE if archived else HEADS) + fork.encode()
             if fork_ref not in self.sides.local:
                 self._fork(name, fork, fork_ref, mine, theirs)
+                self._moved(made=fork_ref)
             if not self.store.update_ref(Ref(ref), mine.decode(), theirs.decode(),
                                          f"sync: diverged; {self.where}'s side keeps {name}, this side is {fork}"):
                 self.report.deferred.append((label(ref), "it moved during the sync; sync again"))
@@ -167,6 +190,7 @@ class _Pull:
         finally:
             lock.release()
         del self.sides.local[ref]
+        self._moved(gone=ref)
         self.report.dropped.append((label(ref), label(keeper)))
 
 

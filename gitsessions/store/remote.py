@@ -15,11 +15,11 @@ from ``~/.git-credentials``.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from dulwich.client import HTTPUnauthorized, SendPackError, get_transport_and_path
-from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.client import get_transport_and_path
 from dulwich.objects import ZERO_SHA
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -29,7 +29,6 @@ from .faults import writes_to
 from .git import GitStore
 from .pull import pull_steps
 from .sync import (
-    SYNCED,
     Sides,
     holder,
     label,
@@ -38,16 +37,17 @@ from .sync import (
     plan_push,
     session_refs,
     settle,
+    synced_refs,
     upgrade_refspecs,
     write_refspecs,
 )
 from .thinpack import PushPack
+from .transport import fetch_sessions, refused, send
 from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Rounds of pull + push one sync runs at most while the remote keeps moving in between.
 SYNC_ROUNDS = 3
-_NETWORK_ERRORS = (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized)
 
 __all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "SyncReport", "strip_password"]
 
@@ -83,6 +83,15 @@ class Remotes:
         self.ssh_command = ssh_command
         #: commit -> why its tree is no session's (None: it is one); commits never change
         self._checked: dict[bytes, str | None] = {}
+
+    def _know_logs(self) -> None:
+        """Take the commits the store knows to hold a session log for sessions, without reading them.
+
+        Those caches (design.md, "Derived caches") name commits whose tree was read, so the
+        session refs of a sync that moves nothing cost no object read.
+        """
+        for commit in self.store.known_logs():
+            self._checked.setdefault(commit.encode("ascii"), None)
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -183,12 +192,6 @@ class Remotes:
         except ValueError as exc:
             raise RemoteError(f"cannot use {url!r}: {exc}") from None
 
-    def _fail(self, url: str, exc: BaseException) -> RemoteError:
-        text = " ".join(str(exc).split()) or exc.__class__.__name__
-        if isinstance(exc, HTTPUnauthorized):
-            text = "the server wants credentials: put them in ~/.git-credentials or GS_HTTP_USERNAME/GS_HTTP_PASSWORD"
-        return RemoteError(f"could not reach {url}: {text}; nothing local was changed")
-
     def _where(self, remote: str) -> tuple[str, str | None]:
         """Return how messages name ``remote``, and its configured name (None for a URL: no sync base)."""
         _url, named = self._location(remote)
@@ -206,23 +209,18 @@ class Remotes:
         Raises:
             RemoteError: unreachable, not a git repository, refused.
         """
+        return self._fetch(remote)[0]
+
+    def _fetch(self, remote: str) -> tuple[dict[bytes, bytes], Mapping[Any, bytes]]:
+        """Fetch (see :meth:`fetch`); return the remote's refs and the session refs here, read just before."""
         url, _named = self._location(remote)
         repo = self.store.repo(create=True)
         assert repo is not None
+        here: Mapping[Any, bytes] = synced_refs(repo)  # a fetch moves none of them
         client, path = self._client(url, "pull")
-
-        def wants(refs: dict, depth: int | None = None) -> list[bytes]:
-            # by name only: a ref named like a session is fetched to see whether its tree is one
-            return [sha for ref, sha in refs.items()
-                    if named_like_a_session(ref) and sha and sha != ZERO_SHA and sha not in repo.object_store]
-
-        try:
-            result = client.fetch(path, repo, determine_wants=wants)
-        except _NETWORK_ERRORS as exc:
-            raise self._fail(url, exc) from None
+        refs = fetch_sessions(repo, client, url, path, have=set(here.values()))
         self.store.close()  # new packs: reopen with a fresh pack list
-        return {ref: sha for ref, sha in (result.refs or {}).items()
-                if ref.startswith(SYNCED) and sha and sha != ZERO_SHA}
+        return refs, here
 
     def pull(self, remote: str) -> PullReport:
         """Fetch ``remote`` and carry out the steps of the sync rule that move refs here (:mod:`.sync`).
@@ -230,26 +228,33 @@ class Remotes:
         Raises:
             RemoteError: unreachable, not a git repository, refused.
         """
-        return self._pull(remote, self.fetch(remote))
+        self._know_logs()
+        return self._pull(remote, *self._fetch(remote))[0]
 
     def _open(self) -> Repo:
         repo = self.store.repo()
         assert repo is not None
         return repo
 
-    def _pull(self, remote: str, fetched: dict[bytes, bytes]) -> PullReport:
+    def _pull(self, remote: str, fetched: dict[bytes, bytes], here: Mapping[Any, bytes]
+              ) -> tuple[PullReport, dict[bytes, bytes]]:
+        """Pull the remote's refs ``fetched`` into the refs ``here``; return the report and the sync base left."""
         where, name = self._where(remote)
         repo = self._open()
         theirs, skipped = session_refs(repo, fetched, self._checked)
-        mine, _ = session_refs(repo, repo.refs.as_dict(), self._checked)  # a stranger here: the push says
+        mine, _ = session_refs(repo, here, self._checked)  # a stranger here: the push says
         if name:
             upgrade_refspecs(repo, name)
-        sides = Sides(mine, load_base(repo, name) if name else {}, theirs)
+        sides = Sides(dict(mine), load_base(repo, name) if name else {}, theirs)
         report = pull_steps(self.store, sides, where)
         report.skipped = skipped
+        # Tips taken from there hold a session log (their trees were checked above): as after
+        # a clone, later syncs and lists need not read them again (design.md, "Derived caches").
+        self.store.state.mark_received(sha.decode() for ref, sha in sides.local.items()
+                                       if sha != mine.get(ref) and sha == theirs.get(ref))
         if name:
             settle(self._open(), name, sides)
-        return report
+        return report, sides.base
 
     def sync(self, remote: str) -> SyncReport:
         """Pull, then push what the pull left to send; again (up to SYNC_ROUNDS) while the remote moves meanwhile.
@@ -261,10 +266,11 @@ class Remotes:
             RemoteError: unreachable, not a git repository, refused as a whole.
         """
         report = SyncReport()
+        self._know_logs()
         for _ in range(SYNC_ROUNDS):
-            fetched = self.fetch(remote)
-            pulled = self._pull(remote, fetched)
-            pushed = self._push(remote, known=fetched)
+            fetched, here = self._fetch(remote)
+            pulled, base = self._pull(remote, fetched, here)
+            pushed = self._push(remote, known=fetched, base=base)
             report.add(pulled, pushed)
             if not pushed.moved:
                 break
@@ -286,10 +292,12 @@ class Remotes:
         Raises:
             RemoteError: unreachable or refused as a whole.
         """
+        self._know_logs()
         return self._push(remote, only=only)
 
-    def _push(self, remote: str, *, only: Collection[str] | None = None,
-              known: dict[bytes, bytes] | None = None) -> PushReport:
+    def _push(self, remote: str, *, only: Collection[str] | None = None, known: dict[bytes, bytes] | None = None,
+              base: dict[bytes, bytes] | None = None) -> PushReport:
+        """Push (see :meth:`push`); ``known``: the remote's refs just fetched; ``base``: the sync base a pull left."""
         url, _named = self._location(remote)
         _where, name = self._where(remote)
         if not self.store.exists():
@@ -299,10 +307,15 @@ class Remotes:
         def in_scope(ref: bytes) -> bool:
             return only is None or label(ref).removeprefix("archive/") in only
 
-        mine, skipped = session_refs(repo, {r: s for r, s in repo.refs.as_dict().items() if in_scope(r)},
+        mine, skipped = session_refs(repo, {r: s for r, s in synced_refs(repo).items() if in_scope(r)},
                                      self._checked)
         report = PushReport(skipped=skipped)
-        base = {r: s for r, s in load_base(repo, name).items() if in_scope(r)} if name else {}
+        # The base as the pull just settled it. Another gs moving it meanwhile leaves an
+        # older one here: a drop needs a side still at the base, so refs are kept, not lost.
+        if name:
+            base = {r: s for r, s in (load_base(repo, name) if base is None else base).items() if in_scope(r)}
+        else:
+            base = {}
 
         def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:  # strangers: untouched
             return {r: s for r, s in refs.items()
@@ -354,16 +367,16 @@ class Remotes:
 
         dropping: dict[bytes, bytes] = {}
         report.connected = True
-        status = self._send(url, client, path, update_refs, pack_data, said)
+        status = send(url, client, path, update_refs, pack_data, said)
         for ref, sha in sent.items():  # session ref names: plain ASCII
-            if not self._refused(ref, status, said, report):
+            if not refused(ref, status, said, report):
                 report.pushed.append(ref.decode())
                 after[ref] = sha
         if to_drop:
             said.clear()
-            status = self._send(url, client, path, drop_refs, pack_data, said)
+            status = send(url, client, path, drop_refs, pack_data, said)
             for ref, keeper in dropping.items():
-                if not self._refused(ref, status, said, report):
+                if not refused(ref, status, said, report):
                     after[ref] = to_drop[ref][1]
                     if after[ref] == ZERO_SHA:
                         report.deleted.append((ref.decode(), keeper.decode()))
@@ -372,26 +385,3 @@ class Remotes:
         if name:
             settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}))
         return report
-
-    def _send(self, url: str, client, path: str, update_refs, pack_data, said: bytearray) -> dict:
-        """One push request; return the server's status per ref (None: accepted)."""
-        try:
-            result = client.send_pack(path, update_refs, generate_pack_data=pack_data, progress=said.extend)
-        except SendPackError as exc:
-            raise RemoteError(f"{url} refused the push: {' '.join(str(exc).split())}") from None
-        except _NETWORK_ERRORS as exc:
-            raise self._fail(url, exc) from None
-        # dulwich does not raise when the server refuses a ref: read ref_status (design.md).
-        return result.ref_status or {}
-
-    @staticmethod
-    def _refused(ref: bytes, status: dict, said: bytearray, report: PushReport) -> bool:
-        """Report ``ref`` as refused, in the server's words, when it was; return whether it was."""
-        error = status.get(ref)
-        if error is None:
-            return False
-        lines = [line.strip() for line in said.decode("utf-8", "replace").replace("\r", "\n").splitlines()]
-        server_said = "; ".join(line for line in lines if line)
-        report.failed.append((ref.decode("utf-8", "replace"),
-                              f"{error} (the server said: {server_said})" if server_said else str(error)))
-        return True

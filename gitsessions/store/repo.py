@@ -290,11 +290,14 @@ def read_refs(repo: Repo, prefix: bytes) -> dict[Ref, ObjectID]:
                 continue
             if name.endswith(b".lock"):
                 continue
-            try:
-                with open(entry.path, "rb") as f:
-                    value = f.read(256).strip()
+            try:  # os.open/os.read: half the cost of a file object, for a 41-byte file
+                fd = os.open(entry.path, os.O_RDONLY)
             except FileNotFoundError:
                 continue  # deleted meanwhile
+            try:
+                value = os.read(fd, 256).strip()
+            finally:
+                os.close(fd)
             if value.startswith(b"ref: "):
                 try:
                     out[name] = repo.refs[name]

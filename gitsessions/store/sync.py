@@ -35,6 +35,7 @@ from dulwich.repo import Repo
 
 from ..rules import SESSION_ID_RE
 from .git import SESSION_FILE
+from .repo import read_refs
 from .values import PushReport
 
 HEADS = b"refs/heads/"
@@ -143,6 +144,16 @@ def session_refs(repo: Repo, refs: Mapping[Any, bytes], checked: dict[bytes, str
     return kept, skipped
 
 
+def synced_refs(repo: Repo) -> dict[Ref, ObjectID]:
+    """Return the refs here under ``refs/heads/`` and ``refs/archive/`` (ref -> commit), one read of each.
+
+    Not the remote-tracking refs, which a sync keeps one of per session and remote.
+    """
+    refs = read_refs(repo, HEADS)
+    refs.update(read_refs(repo, ARCHIVE))
+    return refs
+
+
 def label(ref: bytes) -> str:
     """How messages name a session ref: ``<id>``, or ``archive/<name>``."""
     return ref.decode("utf-8", "replace").removeprefix("refs/heads/").removeprefix("refs/")
@@ -182,6 +193,8 @@ class Sides:
         a fast-forward from here (the local history would hold it), so it counts as diverged.
         """
         local, remote = self.local.get(ref), self.remote.get(ref)
+        if local == remote:  # most refs of a sync: decided without a look at the objects
+            return Step.SAME
         if remote is not None and ObjectID(remote) not in repo.object_store:
             return Step.TAKE if local is None else Step.DIVERGED
 
@@ -221,20 +234,19 @@ def _tracking(remote: str, ref: bytes) -> Ref:
 
 
 def load_base(repo: Repo, remote: str) -> dict[bytes, bytes]:
-    """Return the sync base of ``remote`` (ref -> commit); old-style ``refs/remotes/<remote>/<id>`` go.
+    """Return the sync base of ``remote`` (ref -> commit), in one read; old-style ``refs/remotes/<remote>/<id>`` go.
 
     Those were written by every fetch before the base existed (``<id>`` may also be
     ``heads`` or ``archive``, a name the new layout needs as a folder), so they are removed.
     """
     prefix = b"refs/remotes/" + remote.encode() + b"/"
     base: dict[bytes, bytes] = {}
-    for rest in list(repo.refs.keys(base=Ref(prefix))):
+    for ref, sha in read_refs(repo, prefix).items():
+        rest = ref[len(prefix):]
         if rest.startswith((b"heads/", b"archive/")):
-            sha = repo.refs.read_ref(Ref(prefix + rest))
-            if sha and not sha.startswith(b"ref: "):
-                base[b"refs/" + rest] = sha
+            base[b"refs/" + rest] = sha
         elif SESSION_ID_RE.match(rest.decode("utf-8", "replace")):
-            repo.refs.remove_if_equals(Ref(prefix + rest), None)
+            repo.refs.remove_if_equals(Ref(ref), None)
     return base
 
 
