@@ -206,7 +206,13 @@ class MemoryStore(SessionStore):
                expected_tip: str | None, header: dict | None = None) -> CommitId:
         """Save ``events`` as one commit of ``session_id``; see :meth:`SessionStore.append`."""
         sid = check_session_id(session_id)
-        raw, _body, _count = self._new_log(sid, events, expected_tip, header)
+        if expected_tip is None:
+            prefix, count = self._new_header(sid, header), 0
+        else:
+            prefix, count = self._log_at(sid, expected_tip)
+            if not prefix.endswith(b"\n"):
+                prefix += b"\n"  # a last line committed without its newline (another tool)
+        raw = prefix + self._new_lines(events, count)
         sha = self._commit([CommitId(expected_tip)] if expected_tip else [], message.encode(), raw)
         self._swap(self._heads, sid, expected_tip, sha)
         return sha
