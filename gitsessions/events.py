@@ -23,22 +23,10 @@ from .errors import CorruptSession, InvalidEvent, UnsupportedVersion
 FORMAT_VERSION = 1
 
 #: Event types this version understands (design.md, "On disk").
-KNOWN_TYPES = frozenset(
-    {
-        "turn/start",
-        "user/message",
-        "step/start",
-        "assistant/message",
-        "tool/call",
-        "tool/result",
-        "step/end",
-        "turn/end",
-        "session/title",
-        "session/fork",
-        "session/undo",
-        "compaction/summary",
-    }
-)
+KNOWN_TYPES = frozenset({
+    "turn/start", "user/message", "step/start", "assistant/message", "tool/call", "tool/result",
+    "step/end", "turn/end", "session/title", "session/fork", "session/undo", "compaction/summary",
+})
 
 #: ``turn/end`` reasons (design.md).
 TURN_END_REASONS = frozenset({"completed", "aborted", "error", "interrupted", "max-steps"})
@@ -250,6 +238,11 @@ def encode_header(header: dict) -> bytes:
 def encode_log(header: dict, events: Iterable[Event]) -> bytes:
     """Return the whole ``session.jsonl`` for a header and its events."""
     return encode_header(header) + b"".join(e.encode() for e in events)
+
+
+def missing_line_end(log: bytes | bytearray) -> bytes:
+    r"""Return ``b"\n"`` when the log's last line has no line end (another tool wrote it), else ``b""``."""
+    return b"\n" if log[-1:] not in (b"\n", b"") else b""
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import NamedTuple
 
+from ..events import missing_line_end
 from .loose import Deflated
 
 #: At most this many logs are kept (the newest first to stay).
@@ -114,13 +115,11 @@ class KeptLogs:
                 assert parent is not None
                 self._logs[parent] = kept._replace(data=buf)
         try:
-            if buf[-1:] not in (b"\n", b""):
-                buf += b"\n"  # a last line committed without its newline (another tool)
+            buf += missing_line_end(buf)
             buf += lines
         except BufferError:  # a view of it is still alive somewhere: never wait on that
             buf = bytearray(memoryview(buf)[:kept.size if kept is not None else len(buf)])
-            if buf[-1:] not in (b"\n", b""):
-                buf += b"\n"
+            buf += missing_line_end(buf)
             buf += lines
         return buf, len(buf)
 

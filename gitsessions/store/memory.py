@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConcurrentUpdate, CorruptSession
-from ..events import Event
+from ..events import Event, missing_line_end
 from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
 from .base import CommitInfo, SessionStore
 from .journal import Journal
@@ -210,8 +210,7 @@ class MemoryStore(SessionStore):
             prefix, count = self._new_header(sid, header), 0
         else:
             prefix, count = self._log_at(sid, expected_tip)
-            if not prefix.endswith(b"\n"):
-                prefix += b"\n"  # a last line committed without its newline (another tool)
+            prefix += missing_line_end(prefix)
         raw = prefix + self._new_lines(events, count)
         sha = self._commit([CommitId(expected_tip)] if expected_tip else [], message.encode(), raw)
         self._swap(self._heads, sid, expected_tip, sha)
