@@ -9,9 +9,7 @@ background push refused as diverged is then seen, not believed done).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 #: The environment variable naming, for a background gs, the file its stderr goes to.
@@ -34,6 +32,9 @@ def run_in_background(repo: Path, *args: str) -> None:
     the next save tries again. Its stderr is kept for :func:`finish` (a repo that cannot be
     written keeps none).
     """
+    import subprocess  # only a save that starts one pays for these imports
+    import tempfile
+
     log: str | None = None
     out = subprocess.DEVNULL
     try:

@@ -206,10 +206,11 @@ def show(
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)
         sys.stdout.flush()
-    elif fmt is ShowFormat.json:
-        print(render.dumps(render.show_object(snap)))
+    elif fmt is ShowFormat.json:  # written as made: a 100 MB session is never one string
+        sys.stdout.writelines(render.iterdumps(render.show_object(snap)))
+        sys.stdout.write("\n")
     else:
-        sys.stdout.write(render.transcript_text(snap.events))
+        sys.stdout.writelines(render.transcript_lines(snap.events))
 
 
 # -- diff ------------------------------------------------------------------------------------
