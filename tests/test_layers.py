@@ -74,6 +74,7 @@ LIBRARIES = {
     "rich": "face",
     "watchfiles": "face",  # gs sync --watch: the process waits on the repo folder
     "dulwich": "store",
+    "urllib3": "store",  # dulwich's http transport, whose pool the store sets up
     "openai": "provider",
     "httpx": "provider",
     "httpx2": "provider",

@@ -16,6 +16,7 @@ import typer.main
 
 from .. import __version__
 from ..errors import GitSessionsError
+from . import background
 from .common import Context, err
 
 #: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
@@ -135,6 +136,14 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
     Raises:
         Exception: an unexpected error, when ``--debug`` or ``$GS_DEBUG`` asks to see it.
     """
+    log = background.started_in_background()  # a gs run after a save: its failure is kept
+    status = _run(args, prog_name)
+    background.finish(log, status)
+    return status
+
+
+def _run(args: Sequence[str] | None, prog_name: str | None) -> int:
+    """:func:`run` without the record of a background run."""
     argv = list(sys.argv[1:] if args is None else args)
     debug = "--debug" in argv or bool(os.environ.get("GS_DEBUG"))
     try:

@@ -48,7 +48,7 @@ def _pull_on_open(c: Context, store: GitStore) -> None:
 
     where = _default(c, None)
     try:
-        report = _remotes(store).pull(where)
+        report = _remotes(c, store).pull(where)
     except RemoteError as exc:
         err(f"gs: warning: no pull on open: {exc}; the session opens as it is here")
         return
