@@ -233,7 +233,8 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
     if index is not None:
         from .search_index import lookup  # sqlite3 is loaded only by a search
 
-        indexed = lookup(store, index, targets, query.casefold(), on_skip)
+        complete = frozenset() if session is not None else frozenset({False, True} if all_revisions else {False})
+        indexed = lookup(store, index, targets, query.casefold(), complete=complete, on_skip=on_skip)
     for sid, tip, is_archived in targets:
         if indexed is not None:
             rows = indexed.get((sid, is_archived), [])

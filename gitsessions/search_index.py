@@ -32,6 +32,10 @@ VERSION = "1"
 BUSY_TIMEOUT = 2.0
 #: A session's key in the index: (name, archived).
 Key = tuple[str, bool]
+#: A message found: (seq, turn, role, snippet or content).
+Row = tuple[int, int, str, str]
+#: A session whose log could not be read: (its id, why).
+Skipped = tuple[str, CorruptSession]
 
 _SCHEMA = """
 create table if not exists meta(key text primary key, value text);
@@ -44,7 +48,8 @@ create virtual table if not exists fts using fts5(folded, content='', tokenize='
 """
 
 
-def lookup(store: SessionStore, path: Path, targets: list[tuple[str, str, bool]], folded_q: str,
+def lookup(store: SessionStore, path: Path, targets: list[tuple[str, str, bool]], folded_q: str, *,
+           complete: frozenset[bool] = frozenset(),
            on_skip: Callable[[str, CorruptSession], None] | None = None
            ) -> dict[Key, list[tuple[int, int, str, str]]] | None:
     """Find ``folded_q`` in the messages of ``targets`` through the index at ``path``, updating it first.
@@ -54,6 +59,8 @@ def lookup(store: SessionStore, path: Path, targets: list[tuple[str, str, bool]]
         path: the index file (created when missing and the repo can be written).
         targets: ``(session, tip, archived)`` to search: what the refs hold now.
         folded_q: the casefolded query.
+        complete: the kinds (False: live, True: archived) of which ``targets`` holds every
+            session: one of these the index holds and ``targets`` lacks is gone, and leaves it.
         on_skip: called with the session id and the error for each target whose log cannot
             be read (it is skipped, and tried again next time).
 
@@ -71,7 +78,7 @@ def lookup(store: SessionStore, path: Path, targets: list[tuple[str, str, bool]]
         return None
     with closing(con):
         try:
-            found, skipped = _answer(con, store, targets, folded_q)
+            found, skipped = _answer(con, store, targets, complete, folded_q)
         except sqlite3.Error:
             return None  # locked past the timeout, damaged, or read-only and stale: scan instead
     if on_skip is not None:
@@ -91,6 +98,8 @@ def _open(path: Path, targets: list[tuple[str, str, bool]]) -> sqlite3.Connectio
         if _version(con) == VERSION:
             return con
         con.close()
+    except sqlite3.OperationalError:
+        raise  # locked by another process (or unreadable): not damage, so the scan answers
     except sqlite3.DatabaseError:
         pass  # not an index (damaged, or another program's file): rebuilt below
     path.unlink(missing_ok=True)
@@ -116,29 +125,30 @@ def _version(con: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
-def _stale(con: sqlite3.Connection, targets: list[tuple[str, str, bool]]) -> tuple[dict, list[Key]]:
-    """Return (what the index holds by key, the keys it holds that are no target any more)."""
+def _stale(con: sqlite3.Connection, targets: list[tuple[str, str, bool]],
+           complete: frozenset[bool]) -> tuple[dict, list[Key]]:
+    """Return (what the index holds by key, the keys it holds that are gone: see :func:`lookup`)."""
     held = {(name, bool(arch)): (tip, done, digest, turn)
             for name, arch, tip, done, digest, turn in con.execute("select * from sessions")}
     wanted = {(sid, arch) for sid, _tip, arch in targets}
-    return held, [k for k in held if k not in wanted]
+    return held, [k for k in held if k[1] in complete and k not in wanted]
 
 
 def _fresh(held: dict, gone: list[Key], targets: list[tuple[str, str, bool]]) -> bool:
     return not gone and all(held.get((sid, arch), (None,))[0] == tip for sid, tip, arch in targets)
 
 
-def _answer(con: sqlite3.Connection, store: SessionStore, targets: list[tuple[str, str, bool]], folded_q: str
-            ) -> tuple[dict[Key, list[tuple[int, int, str, str]]], dict[Key, tuple[str, CorruptSession]]]:
+def _answer(con: sqlite3.Connection, store: SessionStore, targets: list[tuple[str, str, bool]],
+            complete: frozenset[bool], folded_q: str) -> tuple[dict[Key, list[Row]], dict[Key, Skipped]]:
     """Update the index to ``targets`` when needed and query it, in one transaction (one consistent state)."""
     con.execute("begin")  # a read snapshot: held while the query runs
     try:
-        held, gone = _stale(con, targets)
+        held, gone = _stale(con, targets, complete)
         skipped: dict[Key, tuple[str, CorruptSession]] = {}
         if not _fresh(held, gone, targets):
             con.execute("commit")
             con.execute("begin immediate")  # one writer at a time
-            held, gone = _stale(con, targets)  # another process may have done part of it meanwhile
+            held, gone = _stale(con, targets, complete)  # another process may have done part of it meanwhile
             skipped = _update(con, store, targets, held, gone)
         found = _query(con, targets, folded_q, skipped)
         con.execute("commit")
