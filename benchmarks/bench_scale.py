@@ -206,6 +206,8 @@ if __name__ == "__main__":
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="gs-bench-"))
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as run.py: gs's bytecode cached, not recompiled each start
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
     try:
         bench_scale(Settings.make(args.quick, tmp), args.sessions, args.turns)
     finally:
