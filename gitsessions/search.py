@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import render
-from .errors import CorruptSession, InvalidSessionId, SessionNotFound, UnsupportedVersion
+from .errors import CorruptSession, SessionNotFound, UnsupportedVersion
 from .events import loads_line
 from .history import EventRanges
 from .recovery import try_recover
@@ -217,13 +217,7 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
         if arch is not None:
             targets.append((session, arch, True))
     else:
-        for sid in store.session_ids():
-            try:
-                tip = store.tip(sid)
-            except InvalidSessionId:
-                continue
-            if tip is not None:
-                targets.append((sid, tip, False))
+        targets.extend((sid, tip, False) for sid, tip in store.tips().items())  # one pass over the refs
         if all_revisions:
             for name in store.archived_ids():
                 sha = store.archive_ref(name)
