@@ -150,6 +150,27 @@ def attribute(store: SessionStore, session_id: str, tip: str, hits: list[Hit]) -
         h.commit = last
 
 
+def _attribute_all(store: SessionStore, sid: str, tip: str, found: list[Hit], known: dict[int, str],
+                   index: Path | None) -> None:
+    """Attribute ``found``: from the commits the index knows added them, else by :func:`attribute` (noted)."""
+    try:
+        if len(known) == len(found):
+            infos = {c: store.commit_info(c) for c in set(known.values())}
+            for h in found:
+                h.commit = infos[known[h.seq]]
+            return
+    except store.unreadable:
+        pass  # a commit gone from the repo: walk the history as the scan does
+    try:
+        attribute(store, sid, tip, found)
+    except (KeyError, ValueError, CorruptSession, UnsupportedVersion):
+        return
+    if index is not None:
+        from .search_index import remember
+
+        remember(index, (sid, found[0].archived), tip, [(h.seq, h.commit.commit) for h in found if h.commit])
+
+
 def dedupe(hits: list[Hit]) -> list[Hit]:
     """Keep one hit per (commit, seq): sessions that share history (forks) hold the same messages.
 
@@ -230,20 +251,18 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
         complete = frozenset() if session is not None else frozenset({False, True} if all_revisions else {False})
         indexed = lookup(store, index, targets, query.casefold(), complete=complete, on_skip=on_skip)
     for sid, tip, is_archived in targets:
+        known: dict[int, str] = {}
         if indexed is not None:
-            rows = indexed.get((sid, is_archived), [])
+            found = [Hit(sid, is_archived, *h[:4]) for h in indexed.get((sid, is_archived), [])]
+            known = {h[0]: h[4] for h in indexed.get((sid, is_archived), []) if h[4]}
         else:
             try:
-                rows = scan_log(store.read_raw(sid, tip), query)
+                found = [Hit(sid, is_archived, *h) for h in scan_log(store.read_raw(sid, tip), query)]
             except CorruptSession as exc:
                 if on_skip is not None:
                     on_skip(sid, exc)
                 continue
-        found = [Hit(sid, is_archived, *h) for h in rows]
         if found:
-            try:
-                attribute(store, sid, tip, found)
-            except (KeyError, ValueError, CorruptSession, UnsupportedVersion):
-                pass
+            _attribute_all(store, sid, tip, found, known, index if indexed is not None else None)
             hits.extend(found)
     return dedupe(hits) if all_revisions else hits

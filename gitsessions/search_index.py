@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -27,13 +27,15 @@ from .search import body_text, read_messages
 from .store import SessionStore
 
 #: Bumped when what is stored changes: an index of another version is rebuilt.
-VERSION = "2"
+VERSION = "3"
 #: Seconds to wait for another process writing the index before scanning instead.
 BUSY_TIMEOUT = 2.0
 #: A session's key in the index: (name, archived).
 Key = tuple[str, bool]
-#: A message found: (seq, turn, role, snippet or content).
+#: A message read from a log: (seq, turn, role, content).
 Row = tuple[int, int, str, str]
+#: A message found: (seq, turn, role, snippet, the commit that added it when known).
+Found = tuple[int, int, str, str, str | None]
 #: A session whose log could not be read: (its id, why).
 Skipped = tuple[str, CorruptSession]
 
@@ -42,7 +44,7 @@ create table if not exists meta(key text primary key, value text);
 create table if not exists sessions(name text, archived integer, tip text, done integer, digest text,
                                     turn integer, primary key (name, archived));
 create table if not exists msg(id integer primary key, name text, archived integer, seq integer,
-                               turn integer, role text, content text);
+                               turn integer, role text, content text, added text);
 create index if not exists msg_session on msg(name, archived);
 create virtual table if not exists fts using fts5(folded, content='', detail='none',
                                                   tokenize='trigram case_sensitive 1');
@@ -52,7 +54,7 @@ create virtual table if not exists fts using fts5(folded, content='', detail='no
 def lookup(store: SessionStore, path: Path, targets: list[tuple[str, str, bool]], folded_q: str, *,
            complete: frozenset[bool] = frozenset(),
            on_skip: Callable[[str, CorruptSession], None] | None = None
-           ) -> dict[Key, list[tuple[int, int, str, str]]] | None:
+           ) -> dict[Key, list[Found]] | None:
     """Find ``folded_q`` in the messages of ``targets`` through the index at ``path``, updating it first.
 
     Args:
@@ -66,8 +68,9 @@ def lookup(store: SessionStore, path: Path, targets: list[tuple[str, str, bool]]
             be read (it is skipped, and tried again next time).
 
     Returns:
-        ``(seq, turn, role, snippet)`` per matching message, by target, in log order; None
-        when the index cannot answer (the caller scans git instead, with the same results).
+        ``(seq, turn, role, snippet, added)`` per matching message, by target, in log order
+        (``added``: the commit that added it, once :func:`remember` was told); None when the
+        index cannot answer (the caller scans git instead, with the same results).
     """
     if len(folded_q) < 3:
         return None  # a trigram index cannot narrow a query of one or two characters
@@ -141,7 +144,7 @@ def _fresh(held: dict, gone: list[Key], targets: list[tuple[str, str, bool]]) ->
 
 
 def _answer(con: sqlite3.Connection, store: SessionStore, targets: list[tuple[str, str, bool]],
-            complete: frozenset[bool], folded_q: str) -> tuple[dict[Key, list[Row]], dict[Key, Skipped]]:
+            complete: frozenset[bool], folded_q: str) -> tuple[dict[Key, list[Found]], dict[Key, Skipped]]:
     """Update the index to ``targets`` when needed and query it, in one transaction (one consistent state)."""
     con.execute("begin")  # a read snapshot: held while the query runs
     try:
@@ -210,6 +213,8 @@ def _index(con: sqlite3.Connection, store: SessionStore, key: Key, tip: str, old
         if (done is not None and 0 < done <= len(raw) and hashlib.sha1(raw[:done]).hexdigest() == digest
                 and _appends_to(store, tip, _old_tip)):
             start, turn = done, old_turn
+            # What a commit added is known again once asked (a new commit may claim old events).
+            con.execute("update msg set added = null where name = ? and archived = ?", key)
         else:
             _drop(con, key)
     if start == 0:
@@ -236,26 +241,52 @@ def _insert(con: sqlite3.Connection, key: Key, rows: list[Row]) -> None:
 
 
 def _query(con: sqlite3.Connection, targets: list[tuple[str, str, bool]], folded_q: str,
-           skipped: dict[Key, tuple[str, CorruptSession]]) -> dict[Key, list[tuple[int, int, str, str]]]:
+           skipped: dict[Key, tuple[str, CorruptSession]]) -> dict[Key, list[Found]]:
     """The messages holding ``folded_q``, by target: the index narrows, :func:`render.find_folded` decides."""
     wanted = {(sid, arch) for sid, _tip, arch in targets} - set(skipped)
     # Every trigram of the query (no positions are kept, which makes the index small): a
     # superset of the messages that hold the query, narrowed by find_folded below.
     grams = dict.fromkeys(folded_q[i:i + 3] for i in range(len(folded_q) - 2))
     phrase = " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
-    found: dict[Key, list[tuple[int, int, str, str]]] = {}
-    for name, arch, seq, turn, role, content in _candidates(con, phrase):
+    found: dict[Key, list[Found]] = {}
+    for name, arch, seq, turn, role, content, added in _candidates(con, phrase):
         key = (name, bool(arch))
         if key not in wanted:
             continue
         span = render.find_folded(content, folded_q)
         if span is not None:
-            found.setdefault(key, []).append((seq, turn, role, render.snippet(content, *span)))
+            found.setdefault(key, []).append((seq, turn, role, render.snippet(content, *span), added))
     for hits in found.values():
         hits.sort(key=lambda h: h[0])
     return found
 
 
 def _candidates(con: sqlite3.Connection, phrase: str) -> Iterator[tuple]:
-    return con.execute("select m.name, m.archived, m.seq, m.turn, m.role, m.content from fts "
+    return con.execute("select m.name, m.archived, m.seq, m.turn, m.role, m.content, m.added from fts "
                        "join msg m on m.id = fts.rowid where fts match ?", (phrase,))
+
+
+def remember(path: Path, key: Key, tip: str, added: Iterable[tuple[int, str]]) -> None:
+    """Note the commit that added each of some messages of session ``key`` at ``tip`` (best effort).
+
+    What :func:`gitsessions.search.attribute` found, so the next search of these messages
+    reads one commit instead of walking the history; nothing is noted when the session is no
+    longer at ``tip`` in the index, or the index is read-only, locked or damaged.
+
+    Args:
+        path: the index file.
+        key: the session.
+        tip: the tip the messages were attributed from.
+        added: ``(seq, commit)`` pairs.
+    """
+    rows = [(commit, key[0], key[1], seq, key[0], key[1], tip) for seq, commit in added]
+    if not rows or not path.exists():
+        return
+    try:
+        with closing(sqlite3.connect(path, timeout=0.1, isolation_level=None)) as con:
+            con.execute("begin immediate")
+            con.executemany("update msg set added = ? where name = ? and archived = ? and seq = ? and exists "
+                            "(select 1 from sessions where name = ? and archived = ? and tip = ?)", rows)
+            con.execute("commit")
+    except sqlite3.Error:
+        pass  # a cache: the next search walks the history again
