@@ -48,6 +48,7 @@ MODULES = {
     "gitsessions.recovery": "services",
     "gitsessions.history": "services",
     "gitsessions.search": "services",
+    "gitsessions.search_index": "services",
     "gitsessions.transfer": "services",
     "gitsessions.render": "services",
     "gitsessions.chat.loop": "services",

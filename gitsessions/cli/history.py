@@ -293,7 +293,7 @@ def search(
     with c.store() as store:
         hits = search_sessions(store, query, session=session, all_revisions=all_revisions,
                                on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"), redactor=c.redactor(),
-                               warnings=c.warnings)
+                               warnings=c.warnings, index=c.repo_path() / "gs" / "search.sqlite")
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:
