@@ -58,6 +58,27 @@ def _exe(name: str) -> str:
     return str(path) if path.exists() else name
 
 
+def llm_envs(base: Path, base_url: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Set llm up in ``base/llm-user`` for the server at ``base_url`` (model ``fake``, key ``test-key``).
+
+    Returns:
+        The environment of llm as installed (every plugin loaded), and of plain llm
+        (``LLM_LOAD_PLUGINS=''``).
+    """
+    user_dir = base / "llm-user"
+    user_dir.mkdir()
+    (user_dir / "extra-openai-models.yaml").write_text(
+        "- model_id: fake\n"
+        "  model_name: gpt-4o-mini\n"
+        f"  api_base: \"{base_url}\"\n"
+        "  api_key_name: fake\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LLM_"))}
+    env["LLM_USER_PATH"] = str(user_dir)
+    run_cmd([_exe("llm"), "keys", "set", "fake", "--value", "test-key"], env=env)
+    return env, dict(env, LLM_LOAD_PLUGINS="")
+
+
 def _importtime_report(argv: list[str], env: dict[str, str], label: str, top: int = 15) -> dict[str, int]:
     proc = run_cmd([PY, "-X", "importtime", *argv], env=env)
     entries = parse_importtime(proc.stderr.decode())
@@ -97,19 +118,8 @@ def bench_llm(s: Settings) -> None:
         assert b"echo: hello" in first.stdout, first.stdout
 
         # --- llm
-        user_dir = base / "llm-user"
-        user_dir.mkdir()
-        (user_dir / "extra-openai-models.yaml").write_text(
-            "- model_id: fake\n"
-            "  model_name: gpt-4o-mini\n"
-            f"  api_base: \"{server.base_url}\"\n"
-            "  api_key_name: fake\n"
-        )
-        llm_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LLM_"))}
-        llm_env["LLM_USER_PATH"] = str(user_dir)
-        llm_plain_env = dict(llm_env, LLM_LOAD_PLUGINS="")
+        llm_env, llm_plain_env = llm_envs(base, server.base_url)
         llm = _exe("llm")
-        run_cmd([llm, "keys", "set", "fake", "--value", "test-key"], env=llm_env)
         out = run_cmd([llm, "-m", "fake", "hello"], env=llm_env)
         assert b"echo: hello" in out.stdout, out.stdout
         # The fake server checks the bearer key: the requests above carried one.
@@ -170,7 +180,7 @@ def bench_llm(s: Settings) -> None:
         # --- start-up building blocks, same run: what each import costs in a fresh process
         blocks = {
             "python -c pass": "pass",
-            "import gitsessions.cli (what list/log/show load)": "import gitsessions.cli",
+            "import gitsessions.cli (the root every command loads)": "import gitsessions.cli",
             "import typer": "import typer",
             "import dulwich.repo": "import dulwich.repo",
             "import openai": "import openai",
@@ -267,4 +277,4 @@ def run(s: Settings, only: set[str]) -> None:
         bench_request(s)
 
 
-__all__ = ["run", "measure"]
+__all__ = ["llm_envs", "run", "measure"]

@@ -5,8 +5,8 @@
     .venv/bin/python benchmarks/run.py --quick    # fewer repetitions
     .venv/bin/python benchmarks/run.py --only save,open
 
-Sections: save, open, list, log, size, llm, request, sync, push, clone, turn, stream (see
-benchmarks/README.md). No thresholds are asserted: each target is printed as MET / NOT MET and
+Sections: save, open, list, log, size, llm, request, sync, push, clone, turn, stream, startup,
+memory, scale (see benchmarks/README.md). No thresholds are asserted: each target is printed as MET / NOT MET and
 summarised at the end; the exit status is 0 unless a benchmark itself failed to run.
 """
 
@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Settings, machine_info, section  # noqa: E402
 
-SECTIONS = ("save", "open", "list", "log", "size", "llm", "request", "sync", "push", "clone", "turn", "stream")
+SECTIONS = ("save", "open", "list", "log", "size", "llm", "request", "sync", "push", "clone", "turn", "stream",
+            "startup", "memory", "scale")
 
 
 def main() -> int:
@@ -58,6 +59,9 @@ def main() -> int:
 
     import bench_cli
     import bench_llm
+    import bench_memory
+    import bench_scale
+    import bench_startup
     import bench_store
     import bench_sync
     import bench_turn
@@ -68,7 +72,10 @@ def main() -> int:
                      ("cli", lambda: bench_cli.run(settings, only)),
                      ("llm", lambda: bench_llm.run(settings, only)),
                      ("sync", lambda: bench_sync.run(settings, only)),
-                     ("turn", lambda: bench_turn.run(settings, only))):
+                     ("turn", lambda: bench_turn.run(settings, only)),
+                     ("startup", lambda: bench_startup.run(settings, only)),
+                     ("memory", lambda: bench_memory.run(settings, only)),
+                     ("scale", lambda: bench_scale.run(settings, only))):
         try:
             fn()
         except Exception:  # keep going: report what ran

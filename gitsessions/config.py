@@ -14,9 +14,10 @@ Keys (all optional)::
     author: {name: Ada, email: ada@example.com}   # commit identity (else git's user.*)
     redact: true               # replace secrets before anything is stored (default on)
     redact_patterns: {my-token: "tok_[a-z0-9]{24}"}   # more credential shapes to replace
-    sync: {remote: origin, push: on-save, pull: on-open}
+    sync: {remote: origin, push: on-save, pull: on-open, timeout: 30}
                                # push after every save; pull when gs chat/ask opens a session
-                               # (each default: manual)
+                               # (each default: manual); seconds a remote may stay silent
+                               # before a pull, push or sync gives up (default 30)
 
 This module never reads ``os.environ`` itself: the CLI passes the environment in.
 """
@@ -36,7 +37,9 @@ from .rules import DEFAULT_MAX_STEPS
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
                         "author", "redact", "redact_patterns", "sync"})
 #: Keys of ``sync:`` (a typo there is an error too).
-SYNC_KEYS = frozenset({"remote", "push", "pull"})
+SYNC_KEYS = frozenset({"remote", "push", "pull", "timeout"})
+#: Seconds a remote may stay silent before a request to it fails (``sync: {timeout: ...}``).
+DEFAULT_SYNC_TIMEOUT_S = 30.0
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
 APP_NAME = "gitsessions"
@@ -59,6 +62,8 @@ class Config:
         sync_remote: the remote ``gs push``/``pull``/``sync`` use by default (None: origin).
         sync_push: ``on-save`` pushes in the background after every save; else ``manual``.
         sync_pull: ``on-open`` pulls when ``gs chat``/``gs ask`` opens a session; else ``manual``.
+        sync_timeout: seconds a remote may stay silent (to connect, between two pieces of an
+            answer) before a pull, push or sync fails.
     """
 
     path: Path
@@ -77,6 +82,7 @@ class Config:
     sync_remote: str | None = None
     sync_push: str = "manual"
     sync_pull: str = "manual"
+    sync_timeout: float = DEFAULT_SYNC_TIMEOUT_S
 
     @property
     def has_provider(self) -> bool:
@@ -168,7 +174,10 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     if (not isinstance(sync, dict) or set(sync) - SYNC_KEYS or sync.get("push", "manual") not in ("manual", "on-save")
             or sync.get("pull", "manual") not in ("manual", "on-open")):
         raise ConfigError(str(path), "sync must be a mapping like "
-                                     "{remote: origin, push: on-save | manual, pull: on-open | manual}")
+                                     "{remote: origin, push: on-save | manual, pull: on-open | manual, timeout: 30}")
+    sync_timeout = sync.get("timeout", DEFAULT_SYNC_TIMEOUT_S)
+    if not isinstance(sync_timeout, (int, float)) or isinstance(sync_timeout, bool) or not 0 < sync_timeout <= 3600:
+        raise ConfigError(str(path), "sync.timeout must be a number of seconds above 0 and at most 3600")
     return Config(
         path=path,
         api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
@@ -186,4 +195,5 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         sync_remote=_str(sync, "remote", path),
         sync_push=sync.get("push", "manual"),
         sync_pull=sync.get("pull", "manual"),
+        sync_timeout=float(sync_timeout),
     )

@@ -23,22 +23,10 @@ from .errors import CorruptSession, InvalidEvent, UnsupportedVersion
 FORMAT_VERSION = 1
 
 #: Event types this version understands (design.md, "On disk").
-KNOWN_TYPES = frozenset(
-    {
-        "turn/start",
-        "user/message",
-        "step/start",
-        "assistant/message",
-        "tool/call",
-        "tool/result",
-        "step/end",
-        "turn/end",
-        "session/title",
-        "session/fork",
-        "session/undo",
-        "compaction/summary",
-    }
-)
+KNOWN_TYPES = frozenset({
+    "turn/start", "user/message", "step/start", "assistant/message", "tool/call", "tool/result",
+    "step/end", "turn/end", "session/title", "session/fork", "session/undo", "compaction/summary",
+})
 
 #: ``turn/end`` reasons (design.md).
 TURN_END_REASONS = frozenset({"completed", "aborted", "error", "interrupted", "max-steps"})
@@ -145,7 +133,7 @@ def _dumps(obj: dict) -> bytes:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a log of 100,000 events holds 100,000 of them
 class Event:
     """One line of the log after the header.
 
@@ -252,6 +240,11 @@ def encode_log(header: dict, events: Iterable[Event]) -> bytes:
     return encode_header(header) + b"".join(e.encode() for e in events)
 
 
+def missing_line_end(log: bytes | bytearray) -> bytes:
+    r"""Return ``b"\n"`` when the log's last line has no line end (another tool wrote it), else ``b""``."""
+    return b"\n" if log[-1:] not in (b"\n", b"") else b""
+
+
 @dataclass
 class ParsedLog:
     r"""A ``session.jsonl`` read back.
@@ -265,6 +258,10 @@ class ParsedLog:
     header: dict
     events: list[Event]
     dropped_tail: bool = False
+
+
+#: One string per known event type, shared by every event of that type read from a log.
+_TYPE_NAMES = {t: t for t in KNOWN_TYPES}
 
 
 def _event_from_obj(obj: Any, session_id: str, lineno: int, expect_seq: int) -> Event:
@@ -287,7 +284,25 @@ def _event_from_obj(obj: Any, session_id: str, lineno: int, expect_seq: int) -> 
         raise CorruptSession(session_id, lineno, "event data is not an object")
     if not isinstance(t, int) or isinstance(t, bool):
         raise CorruptSession(session_id, lineno, "event has no integer time")
-    return Event(seq, t, typ, data, ignorable)
+    return Event(seq, t, _TYPE_NAMES.get(typ, typ), data, ignorable)
+
+
+def _key_memo() -> json.JSONDecoder:
+    """A JSON decoder whose objects share one string per distinct key (a decoder per log).
+
+    ``json.loads`` makes a new string for every key of every line: in a log of 100,000
+    events that is ``"content"``, ``"role"``, ``"turn"``... 100,000 times over, about a fifth
+    of the parsed log's memory. Keys (and short string values) seen before are handed out
+    again; duplicate keys keep the last value, as ``json.loads`` does.
+    """
+    memo: dict[str, str] = {}
+
+    def shared_keys(pairs: list[tuple[str, Any]]) -> dict:
+        # short string values too ("completed", a model's name, "function"): one each
+        return {memo.setdefault(k, k): memo.setdefault(v, v) if v.__class__ is str and len(v) < 24 else v
+                for k, v in pairs}
+
+    return json.JSONDecoder(object_pairs_hook=shared_keys)
 
 
 def parse_log(raw: bytes, session_id: str) -> ParsedLog:
@@ -297,6 +312,11 @@ def parse_log(raw: bytes, session_id: str) -> ParsedLog:
     a torn tail is expected only in a journal (which has its own reader,
     :mod:`gitsessions.store.journal`); in a committed log it means a torn write was
     committed, and dropping it without a word would let the next save lose it for good.
+
+    One line at a time, each turned into its :class:`Event` at once, so what is held
+    beside ``raw`` is the events alone (no list of lines, no list of parsed objects: each
+    was a copy of the whole log). When several lines are damaged, the first line that is
+    not JSON is reported before a bad header or event (every line is read first).
 
     Args:
         raw: the file's bytes (a BOM and CRLF line ends are tolerated).
@@ -309,24 +329,32 @@ def parse_log(raw: bytes, session_id: str) -> ParsedLog:
         CorruptSession: bad header, bad line, seq gap, unknown event type.
         UnsupportedVersion: header version newer than :data:`FORMAT_VERSION`.
     """
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    lines = raw.split(b"\n")
-    # A file that ends with "\n" splits into a final empty item: the last line is whole.
-    last_whole = lines[-1] == b""
-    if last_whole:
-        lines.pop()
-    if not lines:
+    pos = 3 if raw.startswith(b"\xef\xbb\xbf") else 0  # no copy of a 100 MB log to drop 3 bytes
+    end_all = len(raw)
+    if pos >= end_all:
         raise CorruptSession(session_id, 1, "empty file, no header")
-    objs: list[Any] = []
+    last_whole = raw.endswith(b"\n")
+    decode = _key_memo().decode
+    header: dict = {}
+    events: list[Event] = []
+    invalid: CorruptSession | UnsupportedVersion | None = None  # raised once every line is known to be JSON
     dropped = False
-    for i, line in enumerate(lines):
-        lineno = i + 1
-        is_last = i == len(lines) - 1
+    lineno = 0
+    while pos < end_all:
+        lineno += 1
+        end = raw.find(b"\n", pos)
+        if end < 0:
+            end = end_all
+        line = raw[pos:end]
+        pos = end + 1
+        is_last = pos >= end_all
         if line.endswith(b"\r"):
             line = line[:-1]
         try:
-            objs.append(loads_line(line.decode("utf-8")))
+            text = line.decode("utf-8")
+            obj = decode(text)
+            if _SURROGATE_ESCAPE.search(text):
+                obj = _well_formed(obj)
         except (UnicodeDecodeError, ValueError) as exc:
             if is_last and lineno > 1 and not line.strip():
                 dropped = True  # a blank last line holds nothing to lose
@@ -335,7 +363,26 @@ def parse_log(raw: bytes, session_id: str) -> ParsedLog:
                 raise CorruptSession(session_id, lineno, "the last line is cut off (no newline, not valid JSON): "
                                      "a torn write was committed") from None
             raise CorruptSession(session_id, lineno, f"not valid JSON ({exc.__class__.__name__})") from None
-    header = objs[0]
+        if invalid is not None:
+            continue
+        try:
+            if lineno == 1:
+                header = _checked_header(obj, session_id)
+            else:
+                events.append(_event_from_obj(obj, session_id, lineno, lineno - 2))
+        except (CorruptSession, UnsupportedVersion) as exc:
+            invalid, events = exc, []
+    if invalid is not None:
+        raise invalid
+    return ParsedLog(header, events, dropped)
+
+
+def _checked_header(header: Any, session_id: str) -> dict:
+    """Return line 1 when it is a session header this version reads.
+
+    Raises:
+        CorruptSession, UnsupportedVersion: no header or a version that is no number; a newer version.
+    """
     if not isinstance(header, dict) or header.get("type") != "session":
         raise CorruptSession(session_id, 1, "line 1 is not a session header")
     version = header.get("version")
@@ -343,7 +390,4 @@ def parse_log(raw: bytes, session_id: str) -> ParsedLog:
         raise CorruptSession(session_id, 1, f"header version {version!r} is not a number")
     if version > FORMAT_VERSION:
         raise UnsupportedVersion(session_id, version, FORMAT_VERSION)
-    events = [
-        _event_from_obj(obj, session_id, i + 2, i) for i, obj in enumerate(objs[1:])
-    ]
-    return ParsedLog(header, events, dropped)
+    return header

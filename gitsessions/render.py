@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from . import view
@@ -98,16 +98,43 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2)
 
 
+def iterdumps(obj: Any, piece: int = 1 << 16) -> Iterator[str]:
+    """Yield :func:`dumps` of ``obj`` in pieces of about ``piece`` characters, joined: the same text.
+
+    For output that is written as it is made: the JSON of a 100 MB session is never one
+    string (with each message's text twice, in ``events`` and ``messages``, it was 4x the
+    log, and encoding it for the terminal once more).
+    """
+    buf: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(obj):
+        buf.append(chunk)
+        size += len(chunk)
+        if size >= piece:
+            yield "".join(buf)
+            buf, size = [], 0
+    if buf:
+        yield "".join(buf)
+
+
 def transcript_text(events: Sequence[Event]) -> str:
-    """Return a readable plain-text transcript (``gs show``): one block per item of :func:`view.items`.
+    """Return a readable plain-text transcript (``gs show``): :func:`transcript_lines` joined."""
+    return "".join(transcript_lines(events))
+
+
+def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
+    """Yield the plain-text transcript (``gs show``) one block per item of :func:`view.items`, each ending in a newline.
+
+    One block at a time, so a 100 MB session's transcript is never held whole (nor twice,
+    as the joined text and its terminal-safe copy).
 
     ``── turn N ──`` heads each turn, ``you ›`` and ``assistant ›`` the messages (an imported
     one: ``<role> (imported, not sent to the model) ›``), tool calls are ``⚙ name(args)`` and
     results ``↳ ...`` (indented), notes sit in parentheses. Control characters are made
     visible (:func:`terminal_safe`).
     """
-    out: list[str] = []
     for item in view.items(events):
+        out: list[str] = []
         if isinstance(item, view.TurnStart):
             out.append(f"── turn {item.turn} ──")
         elif isinstance(item, view.Message) and item.imported:
@@ -134,7 +161,8 @@ def transcript_text(events: Sequence[Event]) -> str:
             out.append(f"(summary: {item.text})")
         elif isinstance(item, view.Fork):
             out.append(f"({_fork_text(item)})")
-    return terminal_safe("\n".join(out) + ("\n" if out else ""))
+        for line in out:
+            yield terminal_safe(line) + "\n"
 
 
 # -- compact rendering of the items a commit (or one side of a diff) added -----------------

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import render
-from .errors import CorruptSession, InvalidSessionId, SessionNotFound, UnsupportedVersion
+from .errors import CorruptSession, SessionNotFound, UnsupportedVersion
 from .events import loads_line
 from .history import EventRanges
 from .recovery import try_recover
@@ -39,34 +40,27 @@ class Hit:
     commit: CommitInfo | None = None
 
 
-def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
-    """Find ``query`` (any case) in the message contents of one ``session.jsonl``.
+def read_messages(text: str, turn: int = 0, want: Callable[[str], bool] | None = None
+                  ) -> tuple[list[tuple[int, int, str, str]], int]:
+    """Read the searchable messages of a decoded ``session.jsonl``, or of lines appended to one.
 
-    The whole file is decoded and casefolded once and checked for the query (JSON-escaped as
-    it would be stored) before any line is parsed; only lines that contain it, and
-    ``turn/start`` lines (to number turns), are parsed.
+    The one reading of a log that the scan and the index (:mod:`gitsessions.search_index`)
+    share, so both see the same messages: a line is parsed when it is a ``turn/start`` (to
+    number turns) or ``want`` accepts it; a line that is no event is skipped.
 
     Args:
-        raw: the bytes of ``session.jsonl``.
-        query: the text to find.
+        text: lines after the header, decoded (see :func:`body_text`).
+        turn: the number of the turn the lines continue (0: the log's start).
+        want: tells from a line's text whether to parse it (None: every line).
 
     Returns:
-        ``(seq, turn, role, snippet)`` per matching message (its first match).
+        ``(seq, turn, role, content)`` per user, assistant or tool message, in log order,
+        and the number of the turn the lines end in.
     """
-    folded_q = query.casefold()
-    stored_q = json.dumps(folded_q, ensure_ascii=False)[1:-1]
-    text = raw.decode("utf-8", "replace")
-    folded = text.casefold()
-    # Another writer may have stored non-ASCII as \\uXXXX escapes: then parse every line.
-    loose = not folded_q.isascii() and "\\u" in text
-    if not loose and stored_q not in folded:
-        return []
-    hits = []
-    turn = 0
-    # casefold() never makes or removes a newline, so the folded lines align with the lines.
-    for line, fline in zip(text.split("\n")[1:], folded.split("\n")[1:], strict=True):
+    out = []
+    for line in text.split("\n"):
         is_turn = '"turn/start"' in line
-        if not is_turn and not loose and stored_q not in fline:
+        if not is_turn and want is not None and not want(line):
             continue
         try:
             obj = loads_line(line)  # well-formed text, also where the log holds an escaped lone surrogate
@@ -83,6 +77,41 @@ def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
         seq = obj.get("seq")
         if role is None or not isinstance(content, str) or not isinstance(seq, int):
             continue
+        out.append((seq, turn, role, content))
+    return out, turn
+
+
+def body_text(raw: bytes) -> str:
+    """The decoded lines of ``session.jsonl`` after its header, as :func:`messages` reads them."""
+    text = raw.decode("utf-8", "replace")
+    cut = text.find("\n")
+    return "" if cut < 0 else text[cut + 1:]
+
+
+def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
+    """Find ``query`` (any case) in the message contents of one ``session.jsonl``.
+
+    The whole file is decoded and casefolded once and checked for the query (JSON-escaped as
+    it would be stored) before any line is parsed; only lines that contain it, and
+    ``turn/start`` lines (to number turns), are parsed.
+
+    Args:
+        raw: the bytes of ``session.jsonl``.
+        query: the text to find.
+
+    Returns:
+        ``(seq, turn, role, snippet)`` per matching message (its first match).
+    """
+    folded_q = query.casefold()
+    stored_q = json.dumps(folded_q, ensure_ascii=False)[1:-1]
+    text = body_text(raw)
+    # Another writer may have stored non-ASCII as \\uXXXX escapes: then parse every line.
+    loose = not folded_q.isascii() and "\\u" in text
+    if not loose and stored_q not in text.casefold():
+        return []
+    want = None if loose else (lambda line: stored_q in line.casefold())
+    hits = []
+    for seq, turn, role, content in read_messages(text, want=want)[0]:
         span = render.find_folded(content, folded_q)
         if span is not None:
             hits.append((seq, turn, role, render.snippet(content, *span)))
@@ -121,6 +150,27 @@ def attribute(store: SessionStore, session_id: str, tip: str, hits: list[Hit]) -
         h.commit = last
 
 
+def _attribute_all(store: SessionStore, sid: str, tip: str, found: list[Hit], known: dict[int, str],
+                   index: Path | None) -> None:
+    """Attribute ``found``: from the commits the index knows added them, else by :func:`attribute` (noted)."""
+    try:
+        if len(known) == len(found):
+            infos = {c: store.commit_info(c) for c in set(known.values())}
+            for h in found:
+                h.commit = infos[known[h.seq]]
+            return
+    except store.unreadable:
+        pass  # a commit gone from the repo: walk the history as the scan does
+    try:
+        attribute(store, sid, tip, found)
+    except (KeyError, ValueError, CorruptSession, UnsupportedVersion):
+        return
+    if index is not None:
+        from .search_index import remember
+
+        remember(index, (sid, found[0].archived), tip, [(h.seq, h.commit.commit) for h in found if h.commit])
+
+
 def dedupe(hits: list[Hit]) -> list[Hit]:
     """Keep one hit per (commit, seq): sessions that share history (forks) hold the same messages.
 
@@ -146,7 +196,8 @@ def dedupe(hits: list[Hit]) -> list[Hit]:
 
 def search(store: SessionStore, query: str, *, session: str | None = None, all_revisions: bool = False,
            on_skip: Callable[[str, CorruptSession], None] | None = None,
-           redactor: Redactor | None = None, warnings: list[str] | None = None) -> list[Hit]:
+           redactor: Redactor | None = None, warnings: list[str] | None = None,
+           index: Path | None = None) -> list[Hit]:
     """Search the message contents (user, assistant, tool results) of sessions, any case.
 
     Orphaned journals of the searched sessions are recovered first. Each hit is attributed
@@ -162,6 +213,8 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
             be read (it is skipped), as it is met.
         redactor: replaces secrets in recovered turns.
         warnings: gets a line per recovery a hook refused.
+        index: the file of the search index (:mod:`gitsessions.search_index`), brought up to
+            date and used when it can be; None (or an index that cannot be used) scans every log.
 
     Returns:
         The hits, session by session, in the order of the messages.
@@ -185,30 +238,31 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
         if arch is not None:
             targets.append((session, arch, True))
     else:
-        for sid in store.session_ids():
-            try:
-                tip = store.tip(sid)
-            except InvalidSessionId:
-                continue
-            if tip is not None:
-                targets.append((sid, tip, False))
+        targets.extend((sid, tip, False) for sid, tip in store.tips().items())  # one pass over the refs
         if all_revisions:
             for name in store.archived_ids():
                 sha = store.archive_ref(name)
                 if sha is not None:
                     targets.append((name, sha, True))
+    indexed = None
+    if index is not None:
+        from .search_index import lookup  # sqlite3 is loaded only by a search
+
+        complete = frozenset() if session is not None else frozenset({False, True} if all_revisions else {False})
+        indexed = lookup(store, index, targets, query.casefold(), complete=complete, on_skip=on_skip)
     for sid, tip, is_archived in targets:
-        try:
-            raw = store.read_raw(sid, tip)
-        except CorruptSession as exc:
-            if on_skip is not None:
-                on_skip(sid, exc)
-            continue
-        found = [Hit(sid, is_archived, *h) for h in scan_log(raw, query)]
-        if found:
+        known: dict[int, str] = {}
+        if indexed is not None:
+            found = [Hit(sid, is_archived, *h[:4]) for h in indexed.get((sid, is_archived), [])]
+            known = {h[0]: h[4] for h in indexed.get((sid, is_archived), []) if h[4]}
+        else:
             try:
-                attribute(store, sid, tip, found)
-            except (KeyError, ValueError, CorruptSession, UnsupportedVersion):
-                pass
+                found = [Hit(sid, is_archived, *h) for h in scan_log(store.read_raw(sid, tip), query)]
+            except CorruptSession as exc:
+                if on_skip is not None:
+                    on_skip(sid, exc)
+                continue
+        if found:
+            _attribute_all(store, sid, tip, found, known, index if indexed is not None else None)
             hits.extend(found)
     return dedupe(hits) if all_revisions else hits

@@ -375,3 +375,24 @@ def test_ten_megabyte_message_round_trips():
     assert parsed.events[1].data["content"] == content
     assert parsed.events == events
     assert encode_log(parsed.header, parsed.events) == raw
+
+
+def test_a_line_that_is_no_json_is_reported_before_an_earlier_bad_event():
+    """Every line is read as JSON before the events are judged (as when all lines were parsed
+    first): a seq gap on line 3 and garbage on line 5 report line 5, whatever the reader's order."""
+    raw = log_bytes(HEADER, ev(0), ev(5), ev(2), b"not json\n")
+    with pytest.raises(CorruptSession) as exc:
+        parse_log(raw, SID)
+    assert exc.value.line == 5 and "not valid JSON" in str(exc.value)
+    with pytest.raises(CorruptSession) as exc:
+        parse_log(log_bytes(HEADER, ev(0), ev(5), ev(2)), SID)
+    assert exc.value.line == 3 and "seq 5" in str(exc.value)
+
+
+def test_parsed_events_share_their_keys_and_types():
+    """One string per key and per event type across a log (a 100 MB log holds 100,000 events)."""
+    parsed = parse_log(log_bytes(HEADER, *(ev(i, "user/message", data={"content": f"m{i}"}) for i in range(3))), SID)
+    first, *rest = parsed.events
+    for other in rest:
+        assert other.type is first.type
+        assert next(iter(other.data)) is next(iter(first.data))

@@ -497,3 +497,25 @@ def test_a_title_refused_by_a_full_disk_says_nothing_was_saved(gs, tmpfs):
     assert gs("title", SID, "a new title").code == 0
     assert [e["data"]["title"] for e in events(gs) if e["type"] == "session/title"] == ["a new title"]
     fsck(repo)
+
+
+def test_sync_on_a_read_only_repo_blames_the_repo_not_the_remote(gs, repo_path, read_only, tmp_path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    other = tmp_path / "other.git"
+    assert gs("ask", SID, "alpha").code == 0
+    assert gs("remote", "add", "origin", str(remote)).code == 0 and gs("push").code == 0
+    assert gs("--repo", str(other), "clone", str(remote), str(other)).code == 0
+    assert gs("--repo", str(other), "ask", SID, "beta").code == 0 and gs("--repo", str(other), "push").code == 0
+    assert gs("ask", SID, "gamma").code == 0  # diverged from origin's
+    ro = read_only()
+    for args in (["pull"], ["sync"]):
+        r = gs(*args)
+        one_line_error(r, "is read-only", str(ro))
+        assert "could not reach" not in r.err, r.err
+    r = gs("push")
+    assert r.code == 1 and "not a fast-forward" in r.err and "gs sync" not in r.err, r.err
+    assert "read-only" in r.err and "Traceback" not in r.err, r.err
+    read_only.unmount()
+    assert gs("sync").code == 0
+    fsck(repo_path)

@@ -48,6 +48,7 @@ MODULES = {
     "gitsessions.recovery": "services",
     "gitsessions.history": "services",
     "gitsessions.search": "services",
+    "gitsessions.search_index": "services",
     "gitsessions.transfer": "services",
     "gitsessions.render": "services",
     "gitsessions.chat.loop": "services",
@@ -74,6 +75,7 @@ LIBRARIES = {
     "rich": "face",
     "watchfiles": "face",  # gs sync --watch: the process waits on the repo folder
     "dulwich": "store",
+    "urllib3": "store",  # dulwich's http transport, whose pool the store sets up
     "openai": "provider",
     "httpx": "provider",
     "httpx2": "provider",

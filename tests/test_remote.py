@@ -19,8 +19,8 @@ def two_machines(tmp_path, gs):
     def machine(name):
         repo = tmp_path / f"{name}.git"
 
-        def run(*args, input=None):
-            return gs("--repo", str(repo), *args, input=input)
+        def run(*args, input=None, env=None):
+            return gs("--repo", str(repo), *args, input=input, env=env)
         run.repo = repo
         return run
 
@@ -181,3 +181,54 @@ def test_a_failed_clone_leaves_nothing_and_can_be_retried(two_machines, tmp_path
     r = b("clone", str(remote), str(target))
     assert r.code == 0, r.err
     assert [row["id"] for row in b("--repo", str(target), "list", "--json").json()] == ["w"]
+
+
+def test_a_push_to_a_non_bare_repo_leaves_its_checked_out_branch(two_machines, tmp_path):
+    """git's receive checks run for a path remote too: receive.denyCurrentBranch refuses ``w``."""
+    a, _b, _remote = two_machines
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", "-b", "w", str(work)], check=True)
+    assert a("ask", "w", "one").code == 0 and a("ask", "side", "two").code == 0
+    r = a("push", str(work))
+    assert r.code == 1 and "refused: refs/heads/w: branch is currently checked out" in r.err, r.err
+    assert f"pushed refs/heads/side to {work}" in r.err and "Traceback" not in r.err, r.err
+    assert _git(work, "for-each-ref", "--format=%(refname)") == "refs/heads/side\n"
+    _git(work, "fsck", "--strict")
+
+
+def test_without_git_a_path_push_says_once_that_the_remotes_hooks_were_not_run(two_machines, tmp_path):
+    a, _b, remote = two_machines
+    hook = remote / "hooks" / "update"
+    hook.write_text('#!/bin/sh\ncase "$1" in refs/heads/secret*) echo "secret stays home" >&2; exit 1;; esac\n')
+    hook.chmod(0o755)
+    assert a("ask", "w", "one").code == 0 and a("ask", "secret-plan", "two").code == 0
+    assert a("remote", "add", "origin", str(remote)).code == 0
+    no_git = tmp_path / "bin"
+    no_git.mkdir()
+    r = a("sync", env={"PATH": str(no_git)})
+    assert r.code == 0 and "pushed refs/heads/secret-plan to origin" in r.err, r.err
+    assert r.err.count("hooks and receive checks of") == 1 and "install git" in r.err, r.err
+    r = a("sync")  # with git: the hook runs
+    assert r.code == 0 and "hooks and receive checks" not in r.err, r.err
+
+
+def test_a_refused_background_push_is_told_by_the_next_command(two_machines, tmp_path):
+    import time
+
+    a, b, remote = two_machines
+    assert a("ask", "w", "one").code == 0
+    assert a("remote", "add", "origin", str(remote)).code == 0 and a("push").code == 0
+    assert b("clone", str(remote), str(b.repo)).code == 0
+    assert b("ask", "w", "two from b").code == 0 and b("push").code == 0
+    (tmp_path / "config.yaml").write_text("sync: {remote: origin, push: on-save}\n")
+    assert a("ask", "w", "two from a").code == 0  # its push in the background is refused: diverged
+    deadline, said = time.monotonic() + 30, ""
+    while time.monotonic() < deadline and "background" not in said:
+        time.sleep(0.2)
+        said = a("list").err
+    assert "gs: warning: the gs push run in the background after a save failed: refused: refs/heads/w: " \
+           "not a fast-forward" in said, said
+    assert len(said.strip().splitlines()) == 1
+    assert "background" not in a("list").err  # once
+    (tmp_path / "config.yaml").write_text("")
+    assert a("sync").code == 0

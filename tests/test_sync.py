@@ -392,7 +392,7 @@ def test_an_archive_archived_on_both_sides_with_other_turns_keeps_both(pair):
     _all_clean(a.repo, b.repo, remote)
 
 
-@pytest.mark.parametrize("transport", ["git"], indirect=True)
+@pytest.mark.parametrize("transport", ["path", "file", "git"], indirect=True)
 def test_a_refused_ref_is_reported_in_the_servers_words_and_the_rest_goes(transport: Transport, machines):  # noqa: F811
     a, _b = machines
     remote = init_bare(transport.root / "remote.git")

@@ -15,8 +15,11 @@ import base64
 import os
 import random
 import shutil
+import socket
 import subprocess
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -203,7 +206,7 @@ def test_push_clone_pull_and_divergence(transport: Transport, machines, tmp_path
 # -- refusals and unreachable servers ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("transport", NETWORK, indirect=True)
+@pytest.mark.parametrize("transport", ["path", "file", *NETWORK], indirect=True)
 def test_a_ref_the_server_refuses_is_reported_with_its_reason(transport: Transport, machines):
     a, _b = machines
     remote = init_bare(transport.root / "remote.git")
@@ -390,3 +393,104 @@ def test_push_sends_about_what_git_push_sends(transport: Transport, long_session
           f"after git repack -adf it would be {LONG_SESSION_GIT_BEST[-1]} B")
     assert gs_bytes <= 2 * git_bytes
     assert gs_bytes < saved / 50  # deltas, not 500 copies of a growing file
+
+
+# -- a server that never answers; how failures are worded ---------------------------------------
+
+
+@contextmanager
+def _silent_server() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts connections and never sends a byte."""
+    held: list[socket.socket] = []
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        listener.settimeout(0.05)
+
+        def accept() -> None:
+            while not stop.is_set():
+                try:
+                    held.append(listener.accept()[0])
+                except OSError:  # the accept's own timeout: look at stop again
+                    pass
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        try:
+            yield listener.getsockname()[1]
+        finally:
+            stop.set()
+            thread.join(timeout=5)
+            for conn in held:
+                conn.close()
+
+
+@pytest.mark.parametrize("scheme", NETWORK)
+def test_a_server_that_never_answers_fails_after_the_timeout(scheme: str, gs, tmp_path: Path, monkeypatch):
+    if scheme == "ssh":
+        _ssh_or_skip()
+    (tmp_path / "config.yaml").write_text("sync: {timeout: 0.5, pull: on-open}\n")
+    monkeypatch.setenv("GIT_SSH_COMMAND", "ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no")
+    assert gs("ask", "w", "one").code == 0
+    repo = tmp_path / "repo.git"
+    refs = _git(repo, "for-each-ref")
+    with _silent_server() as port:
+        url = {"git": f"git://127.0.0.1:{port}/remote.git", "ssh": f"ssh://127.0.0.1:{port}/srv/remote.git",
+               "http": f"http://127.0.0.1:{port}/remote.git"}[scheme]
+        assert gs("remote", "add", "origin", url).code == 0
+        for args in (("pull",), ("push",), ("sync",), ("push", url)):
+            r = gs(*args, timeout=20)  # without a timeout gs waits for ever
+            err = _one_line(r)
+            assert err == f"gs: {url} did not answer within 0.5 s; nothing local was changed " \
+                          "(a slow server: raise sync.timeout in the config)\n", err
+        assert _git(repo, "for-each-ref") == refs
+        r = gs("ask", "w", "two", timeout=20)  # pull on open: a warning, and the turn goes on
+        assert r.code == 0 and "no pull on open" in r.err and "did not answer within 0.5 s" in r.err, r.err
+    assert _messages_of(gs, "w")[-2] == "two"
+    _git(repo, "fsck", "--strict")
+
+
+def _messages_of(gs, sid: str) -> list[str]:
+    return [m["content"] for m in gs("show", sid, "--format", "json").json()["messages"]]
+
+
+def test_the_timeout_is_checked_in_the_config(gs, tmp_path: Path):
+    for bad in ("0", "-1", "yes", "5000"):
+        (tmp_path / "config.yaml").write_text(f"sync: {{timeout: {bad}}}\n")
+        r = gs("list")
+        assert r.code == 1 and "sync.timeout must be a number of seconds" in r.err, (bad, r.err)
+
+
+@pytest.mark.parametrize("transport", ["http"], indirect=True)
+def test_http_failures_are_worded_like_the_other_transports(transport: Transport, machines):
+    a, _b = machines
+    assert a("ask", "w", "one").code == 0
+    port = free_port()
+    err = _one_line(a("pull", f"http://127.0.0.1:{port}/remote.git"))
+    assert err == (f"gs: could not reach http://127.0.0.1:{port}/remote.git: could not connect to 127.0.0.1:{port} "
+                   "(connection refused); nothing local was changed\n"), err
+    for args in (("pull", transport.url("missing.git")), ("push", transport.url("missing.git"))):
+        err = _one_line(a(*args))
+        assert err == (f"gs: could not reach {transport.url('missing.git')}: no git repository there (create one on "
+                       "the server: git init --bare PATH; or check the URL); nothing local was changed\n"), err
+
+
+@pytest.mark.parametrize("transport", ["http"], indirect=True)
+def test_a_password_in_a_url_is_never_shown(transport: Transport, machines):
+    a, _b = machines
+    server: GitHTTPServer = transport.server
+    init_bare(transport.root / "remote.git")
+    url, shown = server.url("remote.git", with_password=True), f"http://{server.username}@127.0.0.1:{server.port}"
+    os.environ.pop("GS_HTTP_PASSWORD")  # the password comes from the URL only
+    assert a("ask", "w", "one").code == 0
+    for args, said in ((("sync", url), f"pushed refs/heads/w to {shown}/remote.git"),
+                       (("sync", url), f"up to date with {shown}/remote.git"),
+                       (("pull", url), f"up to date with {shown}/remote.git"),
+                       (("push", url), f"{shown}/remote.git")):
+        r = a(*args)
+        assert r.code == 0 and said in r.err, r.err
+        assert server.password not in r.err + r.out, r.err
+    for args in (("pull", server.url("missing.git", with_password=True)), ("push", url.replace("remote", "gone"))):
+        r = a(*args)
+        assert r.code == 1 and f"{shown}/" in r.err and server.password not in r.err, r.err

@@ -184,3 +184,17 @@ def test_watch_rounds_that_move_nothing_print_nothing(machine, watcher, tmp_path
         _wait_for("three more rounds", lambda: served.read_text().split().count("upload-pack") >= 4)
         lines = _stop(proc, log)
     assert lines[1:-1] == ["pushed refs/heads/w to origin"], lines
+
+
+def test_a_round_with_a_server_that_never_answers_fails_and_the_next_comes(machines, watcher, tmp_path):
+    from test_transports import _silent_server
+
+    a, _b, _remote = machines
+    (tmp_path / "config.yaml").write_text("sync: {timeout: 0.3}\n")
+    assert a("ask", "w", "one").code == 0
+    with _silent_server() as port:
+        assert a("remote", "add", "origin", f"git://127.0.0.1:{port}/remote.git").code == 0
+        proc, log = watcher(a.repo, "--interval", "0.5")
+        _wait_for("two rounds that failed", lambda: log.read_text().count("did not answer within 0.3 s") >= 2)
+        lines = _stop(proc, log)
+    assert all("next try in 0.5 s" in line for line in lines if "did not answer" in line), lines

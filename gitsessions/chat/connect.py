@@ -2,17 +2,80 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from ..config import DEFAULT_MODEL, Config
 from ..errors import NoModelConfigured
 from .provider import OpenAIProvider
 
 
+class BackgroundProvider:
+    """A provider whose client (the ``openai`` SDK, ~0.5 s to import) is built in a background thread.
+
+    ``gs chat`` shows its prompt first and builds the client while the user types
+    (:meth:`start`); the first request waits for it. Whatever the build raised (an
+    ``ImportError``, say) is raised there, in the caller's thread, as if the client had been
+    built in place; a Ctrl+C while it waits interrupts the wait.
+
+    Args:
+        model: the model name (known at once: the chat's banner shows it).
+        build: makes the real provider; runs once, in the background thread or, when
+            :meth:`start` was never called, at the first request.
+    """
+
+    def __init__(self, model: str, build: Callable[[], OpenAIProvider]):
+        self.model = model
+        self._build = build
+        self._thread: threading.Thread | None = None
+        self._built: OpenAIProvider | None = None
+        self._failed: BaseException | None = None
+
+    def start(self, then: Callable[[], object] = lambda: None) -> None:
+        """Start building the client in a daemon thread (a no-op when it was started already).
+
+        Args:
+            then: called in that thread when the build has ended, however it ended.
+        """
+        if self._thread is None and self._built is None:
+            self._thread = threading.Thread(target=self._run, args=(then,), name="gs-model-client", daemon=True)
+            self._thread.start()
+
+    def _run(self, then: Callable[[], object]) -> None:
+        try:
+            self._built = self._build()
+        except BaseException as exc:  # handed to the thread that asks for the provider
+            self._failed = exc
+        finally:
+            then()
+
+    def provider(self) -> OpenAIProvider:
+        """The real provider: built here, or waited for when the background build was started.
+
+        Raises:
+            BaseException: what building it raised (again on the next call, which tries anew).
+        """
+        if self._built is None:
+            if self._thread is not None:
+                self._thread.join()
+                self._thread, failed, self._failed = None, self._failed, None
+                if failed is not None:
+                    raise failed
+            if self._built is None:
+                self._built = self._build()
+        return self._built
+
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+        """Stream as :meth:`OpenAIProvider.stream` does, once the provider is built."""
+        yield from self.provider().stream(messages, tools)
+
+
 @contextmanager
 def connect(config: Config, *, model: str | None = None,
-            notify: Callable[[str], None] = lambda _m: None) -> Iterator[OpenAIProvider]:
+            notify: Callable[[str], None] = lambda _m: None,
+            background: bool = False) -> Iterator[OpenAIProvider | BackgroundProvider]:
     """Yield a provider for ``config``; stop the embedded model (if started) on exit.
 
     With an API key or base URL configured, that provider is used (a base URL without a key,
@@ -25,14 +88,21 @@ def connect(config: Config, *, model: str | None = None,
         config: merged settings.
         model: overrides the configured model.
         notify: called with a one-line status message (e.g. "starting the embedded model").
+        background: a configured provider comes as a :class:`BackgroundProvider` (its
+            client is built when the caller starts it, or at the first request).
 
     Raises:
         NoModelConfigured: no provider configured and no local extra installed.
         ProviderError: the embedded model failed to start.
     """
     if config.has_provider:
-        yield OpenAIProvider(model or config.model or DEFAULT_MODEL, config.api_key or "none",
-                             config.base_url, timeout_s=config.timeout, max_retries=config.max_retries)
+        name = model or config.model or DEFAULT_MODEL
+
+        def build() -> OpenAIProvider:
+            return OpenAIProvider(name, config.api_key or "none", config.base_url,
+                                  timeout_s=config.timeout, max_retries=config.max_retries)
+
+        yield BackgroundProvider(name, build) if background else build()
         return
     from . import local
 

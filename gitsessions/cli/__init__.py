@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ import typer.main
 
 from .. import __version__
 from ..errors import GitSessionsError
-from . import admin, chat, history, hooks, lifecycle, remote, share, transfer
+from . import background
 from .common import Context, err
 
 #: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
@@ -23,16 +24,24 @@ from .common import Context, err
 #: (:attr:`GitSessionsError.exit_code`), 2 a usage error, 130 interrupted.
 EXIT_INTERNAL = 70
 
-app = typer.Typer(
-    name="gs",
-    help="gitsessions: chat with any OpenAI-compatible model; every session is a git branch "
-    "and every turn a commit. (Also installed as 'gitsessions', since 'gs' is Ghostscript on "
-    "many systems.)",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+#: The modules that define the commands, in the order they are registered, and the
+#: commands each defines (``hooks`` is a group of its own). ``gs NAME`` imports only NAME's
+#: module: the others cost start-up time a command does not use (a test checks this index
+#: against the modules).
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "chat": ("chat", "ask"),
+    "history": ("list", "log", "show", "diff", "search"),
+    "lifecycle": ("fork", "rename", "rm", "restore", "title"),
+    "remote": ("push", "pull", "sync", "clone", "remote"),
+    "share": ("share",),
+    "admin": ("gc",),
+    "transfer": ("export", "import"),
+    "hooks": ("hooks",),
+}
+
+#: The global options that take a value (the word after them is no command name).
+_VALUE_OPTIONS = ("--repo",)
+_HELP_OPTIONS = ("-h", "--help")
 
 
 def _version(value: bool) -> None:
@@ -41,7 +50,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     ctx: typer.Context,
     repo: Annotated[Path | None, typer.Option(
@@ -54,11 +62,58 @@ def _root(
     ctx.call_on_close(ctx.obj.print_warnings)  # also when the command fails
 
 
-for sub in (chat.app, history.app, lifecycle.app, remote.app, share.app, admin.app, transfer.app):
-    for command in sub.registered_commands:
-        app.registered_commands.append(command)
-    app.registered_groups.extend(sub.registered_groups)
-app.add_typer(hooks.app, name="hooks")  # a group: gs hooks install / gs hooks list
+def _new_app(modules: Sequence[str]) -> typer.Typer:
+    """The ``gs`` app with the commands of ``modules`` (names of :data:`COMMANDS`) registered."""
+    new = typer.Typer(
+        name="gs",
+        help="gitsessions: chat with any OpenAI-compatible model; every session is a git branch "
+        "and every turn a commit. (Also installed as 'gitsessions', since 'gs' is Ghostscript on "
+        "many systems.)",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": list(_HELP_OPTIONS)},
+    )
+    new.callback()(_root)
+    for name in modules:
+        sub = importlib.import_module(f"{__name__}.{name}").app
+        if name == "hooks":
+            new.add_typer(sub, name="hooks")  # a group: gs hooks install / gs hooks list
+            continue
+        new.registered_commands.extend(sub.registered_commands)
+        new.registered_groups.extend(sub.registered_groups)
+    return new
+
+
+@functools.cache
+def _full_app() -> typer.Typer:
+    return _new_app(tuple(COMMANDS))
+
+
+def __getattr__(name: str) -> Any:
+    # ``app``, the whole command line, is built when first asked for (PEP 562): a run of one
+    # known command builds only that command's module (see :func:`_command`).
+    if name == "app":
+        return _full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _module_of(argv: Sequence[str]) -> str | None:
+    """The :data:`COMMANDS` module of the command ``argv`` names, None when it names none.
+
+    Global options before the command are skipped (``gs --repo X ask ...``); anything else
+    (``--help`` alone, an unknown name, ``--``) gets the whole app, so that help and usage
+    errors read as they always did.
+    """
+    words = iter(argv)
+    for word in words:
+        if word in _VALUE_OPTIONS:
+            next(words, None)
+        elif word.startswith("-") and word != "-" and word != "--" and word not in _HELP_OPTIONS:
+            continue
+        else:
+            return next((m for m, names in COMMANDS.items() if word in names), None)
+    return None
 
 
 def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> int:
@@ -81,11 +136,19 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
     Raises:
         Exception: an unexpected error, when ``--debug`` or ``$GS_DEBUG`` asks to see it.
     """
+    log = background.started_in_background()  # a gs run after a save: its failure is kept
+    status = _run(args, prog_name)
+    background.finish(log, status)
+    return status
+
+
+def _run(args: Sequence[str] | None, prog_name: str | None) -> int:
+    """:func:`run` without the record of a background run."""
     argv = list(sys.argv[1:] if args is None else args)
     debug = "--debug" in argv or bool(os.environ.get("GS_DEBUG"))
     try:
         # args=None lets click read sys.argv itself (on Windows it also expands globs there).
-        _command()(args=None if args is None else argv, prog_name=prog_name)
+        _command(_module_of(argv))(args=None if args is None else argv, prog_name=prog_name)
     except SystemExit as exc:  # typer (click) always ends this way, with the status
         return _status(exc.code)
     except GitSessionsError as exc:
@@ -111,13 +174,60 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
 
 
 @functools.cache
-def _command() -> Callable[..., Any]:
-    """The click command typer builds from ``app``, built once per process.
+def _command(module: str | None = None) -> Callable[..., Any]:
+    """The click command typer builds for ``module``'s commands (None: the whole ``app``), once per process.
 
     Typer rebuilds it from every command's signature on each call of ``app()`` (tens of
-    milliseconds); a process that runs several commands (the tests) builds it once.
+    milliseconds); a process that runs several commands (the tests) builds each once.
     """
-    return typer.main.get_command(app)
+    command = typer.main.get_command(_full_app() if module is None else _new_app((module,)))
+    _defer_coercion(command)
+    return command
+
+
+class _DeferredCoercion:
+    """typer's coercion of one parameter, with its pydantic adapter built only for a value that needs one.
+
+    typer (0.2x) coerces every value, defaults included, through a pydantic ``TypeAdapter``
+    it builds on first use: importing pydantic and building the schemas costs ``gs chat``
+    tens of milliseconds before its prompt, for values that come out as they went in. Those
+    are answered here as typer answers them: None (``()`` for a multi-value parameter),
+    the parameter's own default, a plain ``str`` for a ``str`` parameter. Every other value
+    goes to typer's own adapter (its conversions and messages unchanged).
+    """
+
+    def __init__(self, param: Any):
+        desc = param.type_descriptor
+        self._param = param
+        self._multi = bool(param.multiple or param.nargs == -1)
+        self._text = desc.annotation is str and desc.parameter_info.parser is None and not self._multi
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        """Return ``value`` as typer's coercion would, building typer's adapter only when needed."""
+        if value is None:
+            return () if self._multi else None
+        default = self._param.default
+        if type(value) is type(default) and value == default:
+            return value
+        if self._text and type(value) is str:
+            return value
+        self._param._runtime_param = None  # typer's own, built now (see typer.core._TyperParameter)
+        return self._param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+
+
+def _defer_coercion(command: Any) -> None:
+    """Give each parameter of ``command`` (and its subcommands) a :class:`_DeferredCoercion`.
+
+    The help option too, which click makes (once per command) when a context first asks
+    for it. Only where typer coerces through a lazily built runtime parameter (typer 0.2x);
+    older typers coerce with click's types and are left as they are.
+    """
+    help_option = command.get_help_option(typer.Context(command, help_option_names=list(_HELP_OPTIONS)))
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if getattr(param, "_runtime_param", False) is None and hasattr(param, "get_runtime_param"):
+            param._runtime_param = _DeferredCoercion(param)
+    for sub in getattr(command, "commands", {}).values():
+        _defer_coercion(sub)
 
 
 def _status(code: object) -> int:
@@ -135,4 +245,8 @@ def main() -> None:
     # Most commands live well under a second and make little cyclic garbage, while the
     # cyclic collector costs ~10% of importing the model SDK; `gs chat` turns it back on.
     gc.disable()
-    sys.exit(run())
+    status = run()
+    # The interpreter's exit runs one last collection over every object the imports made
+    # (tens of ms after importing the model SDK); frozen objects are left to the OS.
+    gc.freeze()
+    sys.exit(status)

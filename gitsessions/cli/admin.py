@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import Annotated
 
 import typer
 
 from ..store import GitStore
+from .background import run_in_background
 from .common import Context, err
+
+__all__ = ["app", "pack_in_background", "run_in_background"]
 
 app = typer.Typer()
 
@@ -39,23 +40,7 @@ def gc(
               + (f"; removed {result.tmp_removed} temporary packs a killed gc left" if result.tmp_removed else ""))
 
 
-def run_in_background(store: GitStore, *args: str) -> None:
-    """Start ``gs --repo <store> ARGS...`` detached from this process and terminal; never wait.
-
-    Used for upkeep after a save (packing, pushing); a failure to start is ignored because
-    the next save tries again.
-    """
-    try:
-        subprocess.Popen(
-            [sys.executable, "-m", "gitsessions", "--repo", str(store.path), *args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError:
-        pass
-
-
 def pack_in_background(store: GitStore) -> None:
     """Start ``gs gc --auto`` in the background when a repack is due."""
     if store.pack_due():
-        run_in_background(store, "gc", "--auto")
+        run_in_background(store.path, "gc", "--auto")

@@ -7,6 +7,7 @@ import gc
 import io
 import os
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -47,7 +48,7 @@ def _pull_on_open(c: Context, store: GitStore) -> None:
 
     where = _default(c, None)
     try:
-        report = _remotes(store).pull(where)
+        report = _remotes(c, store).pull(where)
     except RemoteError as exc:
         err(f"gs: warning: no pull on open: {exc}; the session opens as it is here")
         return
@@ -85,7 +86,7 @@ def chat(
 
     Example: gs chat work
     """
-    from ..chat.connect import connect
+    from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
     from ..rules import new_session_id
 
@@ -97,8 +98,9 @@ def chat(
         sid = _latest_session(c) if cont else (session or new_session_id(store))
         interactive = sys.stdin.isatty()
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
+        shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
         if interactive:
-            keys, read_line, write = _terminal_io(c)
+            keys, read_line, write = _terminal_io(c, on_shown=lambda: [start() for start in shown])
         else:
             lines = _stdin_lines()
 
@@ -109,8 +111,14 @@ def chat(
                 sys.stdout.write(text)
                 sys.stdout.flush()
 
-        with connect(c.config, model=model, notify=err) as provider:
-            gc.enable()  # a long-lived chat: collect cycles as usual (main() disabled it for start-up)
+        # On a terminal the model client is built while the user types (see BackgroundProvider).
+        with connect(c.config, model=model, notify=err, background=interactive) as provider:
+            # A long-lived chat collects cycles as usual (main() turned that off for start-up),
+            # from when the model client is built.
+            if isinstance(provider, BackgroundProvider):
+                shown.append(lambda: provider.start(then=gc.enable))
+            else:
+                gc.enable()
             repl = Repl(store, keys.guard(provider) if keys else provider, sid,
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
@@ -131,8 +139,11 @@ def chat(
         raise typer.Exit(1)  # a script learns that some prompts got no reply
 
 
-def _terminal_io(c: Context):
-    """Return ``(keys, read_line, write)`` for a real terminal: prompt_toolkit with history."""
+def _terminal_io(c: Context, on_shown: Callable[[], object]):
+    """Return ``(keys, read_line, write)`` for a real terminal: prompt_toolkit with history.
+
+    ``on_shown`` is called once, when the first prompt has been drawn.
+    """
     from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
     from .terminal import ReplyKeys, prompt_io
@@ -152,7 +163,7 @@ def _terminal_io(c: Context):
     except OSError:
         history = InMemoryHistory()
     keys = ReplyKeys()
-    return (keys, *prompt_io(history, clean_text, terminal_safe, keys))
+    return (keys, *prompt_io(history, clean_text, terminal_safe, keys, on_shown=on_shown))
 
 
 @app.command(cls=WaitCommand)

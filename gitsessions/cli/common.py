@@ -21,6 +21,7 @@ from ..store import GitStore
 from ..store.git import DEFAULT_IDENTITY
 from ..store.hooks import CommitHooks
 from ..store.lock import LockWait
+from .background import take_failures
 
 #: How long a bare ``--wait`` waits for another writer of the session (seconds).
 DEFAULT_WAIT_S = 60.0
@@ -57,6 +58,8 @@ class Context:
     #: Warnings for the user collected during this run (a failed post-commit hook, a turn
     #: recovered into a new session); printed when the command ends.
     warnings: list[str] = field(default_factory=list)
+    #: The password a remote's URL on the command line held (sent as the HTTP password, never shown).
+    url_password: str | None = None
 
     @property
     def config(self) -> Config:
@@ -113,6 +116,7 @@ class Context:
         hooks = CommitHooks(path, os.environ, self.warnings)
         store = GitStore(path, identity=self.identity(), hooks=hooks)
         store.check_path()
+        self.warnings.extend(take_failures(path))  # what a background push after a save could not do
         return store
 
     def lock_wait(self, seconds: float) -> LockWait:

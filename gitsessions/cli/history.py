@@ -206,10 +206,11 @@ def show(
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)
         sys.stdout.flush()
-    elif fmt is ShowFormat.json:
-        print(render.dumps(render.show_object(snap)))
+    elif fmt is ShowFormat.json:  # written as made: a 100 MB session is never one string
+        sys.stdout.writelines(render.iterdumps(render.show_object(snap)))
+        sys.stdout.write("\n")
     else:
-        sys.stdout.write(render.transcript_text(snap.events))
+        sys.stdout.writelines(render.transcript_lines(snap.events))
 
 
 # -- diff ------------------------------------------------------------------------------------
@@ -292,7 +293,7 @@ def search(
     with c.store() as store:
         hits = search_sessions(store, query, session=session, all_revisions=all_revisions,
                                on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"), redactor=c.redactor(),
-                               warnings=c.warnings)
+                               warnings=c.warnings, index=c.repo_path() / "gs" / "search.sqlite")
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..store import GitStore
+from ..store.faults import unwritable
 
 if TYPE_CHECKING:  # the module itself is imported lazily: dulwich's transports cost start-up time
     from ..store.remote import Credentials
@@ -23,30 +24,50 @@ RemoteArg = Annotated[str | None, typer.Argument(
     help="Remote name or URL (default: sync.remote in config, else origin).")]
 
 
-def _credentials() -> Credentials:
-    """HTTP credentials and the ssh command (as git: GIT_SSH_COMMAND, else GIT_SSH) from the environment."""
-    return {"username": os.environ.get("GS_HTTP_USERNAME"), "password": os.environ.get("GS_HTTP_PASSWORD"),
-            "ssh_command": os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")}
+def _credentials(c: Context) -> Credentials:
+    """How remotes are reached, for :class:`~..store.remote.Remotes`.
+
+    HTTP credentials and the ssh command (as git: GIT_SSH_COMMAND, else GIT_SSH) from the
+    environment, a password that was in the URL (:func:`_default`), the config's timeout.
+    """
+    return {"username": os.environ.get("GS_HTTP_USERNAME"),
+            "password": c.url_password or os.environ.get("GS_HTTP_PASSWORD"),
+            "ssh_command": os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH"),
+            "timeout": c.config.sync_timeout}
 
 
-def _remotes(store: GitStore):
+def _remotes(c: Context, store: GitStore):
     from ..store.remote import Remotes
 
-    return Remotes(store, **_credentials())
+    return Remotes(store, **_credentials(c), warnings=c.warnings)
 
 
 def _default(c: Context, remote: str | None) -> str:
-    return remote or c.config.sync_remote or "origin"
+    """The remote to use (default: sync.remote in config, else origin), as every message shows it.
+
+    A password in a URL is taken out here, once: no line gs prints shows it, and it is sent
+    as the HTTP password (:func:`_credentials`).
+    """
+    where = remote or c.config.sync_remote or "origin"
+    if "@" in where:  # only then can it hold a password (and the transports are worth importing)
+        from urllib.parse import urlsplit
+
+        from ..store.remote import strip_password
+
+        c.url_password = urlsplit(where).password or c.url_password
+        where = strip_password(where)[0]
+    return where
 
 
 def _named(remotes, where: str) -> str:
-    """How messages name ``where``: the configured remote a URL is, else the URL (said once to have no base)."""
-    from ..store.remote import strip_password
+    """How messages name ``where`` (no password: :func:`_default`): the configured remote a URL is, else the URL.
+
+    A URL that is no configured remote has no sync base: said once.
+    """
     from ..store.urls import remote_named
 
     name = remote_named(where, remotes.list())
     if name is None:
-        where = strip_password(where)[0]
         err(f"{where} is not a configured remote: renames and archives are not sent; "
             "add it with gs remote add NAME URL")
     return name or where
@@ -64,7 +85,7 @@ def remote_add(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        stripped = _remotes(store).add(name, url)
+        stripped = _remotes(c, store).add(name, url)
     if stripped:
         err("the password in the URL was not saved: put it in ~/.git-credentials or GS_HTTP_PASSWORD")
     err(f"added remote {name}")
@@ -78,7 +99,7 @@ def remote_list(ctx: typer.Context) -> None:
     """
     c: Context = ctx.obj
     with c.store() as store:
-        for name, url in _remotes(store).list():
+        for name, url in _remotes(c, store).list():
             print(f"{name}\t{url}")
 
 
@@ -90,7 +111,7 @@ def remote_remove(ctx: typer.Context, name: Annotated[str, typer.Argument(help="
     """
     c: Context = ctx.obj
     with c.store() as store:
-        _remotes(store).remove(name)
+        _remotes(c, store).remove(name)
     err(f"removed remote {name}")
 
 
@@ -105,8 +126,11 @@ def _strangers(skipped: list[tuple[str, str]], where: str | None = None) -> None
             + ", ".join(f"{ref} ({why})" for ref, why in skipped))
 
 
-def _print_push(report, where: str, *, alone: bool = True) -> bool:
-    """Print what a push did; ``alone`` when not after a pull (which already said what waits)."""
+def _print_push(report, where: str, *, alone: bool = True, read_only: str | None = None) -> bool:
+    """Print what a push did; ``alone`` when not after a pull (which already said what waits).
+
+    ``read_only``: why this repo cannot be written (then no ``gs sync``, which writes here, is advised).
+    """
     _strangers(report.skipped)
     for ref in report.pushed:
         err(f"pushed {ref} to {where}")
@@ -122,7 +146,9 @@ def _print_push(report, where: str, *, alone: bool = True) -> bool:
     refused = list(report.failed)
     if alone:
         for sid in report.diverged:
-            why = f"not a fast-forward: {where} has other saves of {sid}; gs sync {where} keeps both sides"
+            why = f"not a fast-forward: {where} has other saves of {sid}; " + (
+                f"gs sync {where} keeps both sides" if read_only is None else
+                f"this session repo is read-only ({read_only}), so it cannot keep both sides: sync a writable copy")
             err(f"refused: refs/{sid if sid.startswith('archive/') else 'heads/' + sid}: {why}")
             refused.append((sid, why))
         for sid in report.behind:
@@ -186,10 +212,11 @@ def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
     c: Context = ctx.obj
     where = _default(c, remote)
     with c.store() as store:
-        remotes = _remotes(store)
+        remotes = _remotes(c, store)
         report = remotes.push(where)
         where = _named(remotes, where)
-    if not _print_push(report, where):
+        read_only = unwritable(store.path) if report.diverged else None
+    if not _print_push(report, where, read_only=read_only):
         raise typer.Exit(1)
 
 
@@ -202,7 +229,7 @@ def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
     c: Context = ctx.obj
     where = _default(c, remote)
     with c.store() as store:
-        remotes = _remotes(store)
+        remotes = _remotes(c, store)
         report = remotes.pull(where)
         where = _named(remotes, where)
         pack_in_background(store)  # each fetch that brings objects adds a pack
@@ -245,7 +272,7 @@ def _sync_once(c: Context, where: str, *, quiet: bool = False) -> None:
         typer.Exit: 1 when something was refused or failed, or the remote kept moving.
     """
     with c.store() as store:
-        remotes = _remotes(store)
+        remotes = _remotes(c, store)
         report = remotes.sync(where)
         idle = not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.kept_there
                     or report.push.failed or report.push.moved)
@@ -279,7 +306,7 @@ def clone(
 
     c: Context = ctx.obj
     target = path.expanduser() if path else c.repo_path()
-    report = clone_store(url, target, c.identity(), **_credentials())
+    report = clone_store(_default(c, url), target, c.identity(), **_credentials(c))
     _print_pull(report, "origin")
     err(f"cloned into {target}")
 
@@ -287,4 +314,4 @@ def clone(
 def push_in_background(c: Context, store: GitStore) -> None:
     """With ``sync: {push: on-save}`` in config, start ``gs push`` detached (never waits)."""
     if c.config.sync_push == "on-save" and store.exists():
-        run_in_background(store, "push", _default(c, None))
+        run_in_background(store.path, "push")  # to the default remote: the same config is read there

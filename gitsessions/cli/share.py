@@ -69,7 +69,7 @@ def share(
                 if not typer.confirm("send it?", default=False, err=True):
                     err("nothing was sent")
                     raise typer.Exit(1)
-        report = publish(store, revision, url, **_credentials())
+        report = publish(store, revision, url, **_credentials(c))
         for name, why in report.skipped:
             err(f"refused: {name}: {why}")
         for name, why in report.failed:

@@ -152,7 +152,8 @@ def _read_waiting(fd: int) -> bytes:
 
 
 def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], str],
-              keys: ReplyKeys) -> tuple[Callable[[str], str | None], Callable[[str], None]]:
+              keys: ReplyKeys, on_shown: Callable[[], object] | None = None
+              ) -> tuple[Callable[[str], str | None], Callable[[str], None]]:
     """Return ``(read_line, write)`` for a chat on a terminal (prompt_toolkit with history).
 
     Args:
@@ -160,12 +161,22 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         clean: applied to each line read (text hygiene, see :func:`gitsessions.events.clean_text`).
         safe: applied to each text written (control characters made visible).
         keys: told when each prompt starts and ends (see :class:`ReplyKeys`).
+        on_shown: called once, right after the first prompt is drawn (work that can wait
+            until the user sees the prompt).
     """
     from prompt_toolkit import PromptSession
 
     # enable_suspend: Ctrl+Z at the prompt stops the process (the shell's fg resumes it).
     session: PromptSession[str] = PromptSession(history=history, enable_suspend=True)
     fd = sys.stdin.fileno()
+    if on_shown is not None:
+        pending = [on_shown]
+
+        def after_render(_app: Any) -> None:
+            while pending:
+                pending.pop()()
+
+        session.app.after_render += after_render
 
     def read_line(prompt: str) -> str | None:
         keys.prompt_starts()

@@ -17,12 +17,14 @@ from .remote import PullReport, Remotes
 @writes_to(lambda url, path, *args, **kwargs: path)
 def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origin",
           *, username: str | None = None, password: str | None = None,
-          ssh_command: str | None = None) -> PullReport:
+          ssh_command: str | None = None, timeout: float | None = None) -> PullReport:
     """Set up a session repo at ``path`` from ``url``: add it as ``remote`` and pull every session.
 
     Branches become local sessions (not only remote-tracking refs), archives stay archived.
     All or nothing: a clone that fails leaves ``path`` as it was (it is built in a temporary
     folder beside it and moved into place at the end).
+
+    ``username``, ``password``, ``ssh_command`` and ``timeout`` are :class:`.Remotes`'.
 
     Raises:
         RemoteError: ``path`` already holds sessions or other things, or the remote cannot be read.
@@ -41,7 +43,8 @@ def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origi
     building.parent.mkdir(parents=True, exist_ok=True)
     try:
         with GitStore(building, identity=identity) as store:
-            remotes = Remotes(store, username=username, password=password, ssh_command=ssh_command)
+            remotes = Remotes(store, username=username, password=password, ssh_command=ssh_command,
+                              timeout=timeout)
             remotes.add(remote, url)
             report = remotes.pull(remote)
             # gs wrote these on another machine: the first gs list takes their trailers

@@ -43,6 +43,43 @@ def translate(exc: OSError, repo: str | os.PathLike) -> GitSessionsError | None:
     return None
 
 
+def local_fault(exc: OSError, repo: str | os.PathLike) -> GitSessionsError | None:
+    """Return the gitsessions error of ``exc`` when it is a refused write into ``repo``, else None.
+
+    For code that also talks to a network (a fetch): a full disk or a read-only file system
+    is always local; "permission denied" only for a file under ``repo`` (a socket may be
+    refused too, and that is the remote's fault).
+
+    Args:
+        exc: what the operation raised.
+        repo: the session repo.
+    """
+    if exc.errno in FULL or exc.errno == errno.EROFS:
+        return translate(exc, repo)
+    name = exc.filename if isinstance(exc.filename, (str, bytes, os.PathLike)) else None
+    if name is None:
+        return None
+    root = os.path.realpath(os.fspath(repo))
+    path = os.path.realpath(os.fsdecode(name))
+    return translate(exc, repo) if os.path.commonpath([root, path]) == root else None
+
+
+def unwritable(repo: str | os.PathLike) -> str | None:
+    """Return why ``repo`` cannot be written (as :data:`READ_ONLY` says it), or None when it can.
+
+    For advice that would need a write here (a suggested ``gs sync``), before giving it.
+    """
+    path = os.fspath(repo)
+    if not os.path.isdir(path) or os.access(path, os.W_OK):
+        return None
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return READ_ONLY[errno.EROFS]
+    except OSError:
+        pass
+    return READ_ONLY[errno.EACCES]
+
+
 @contextmanager
 def os_faults(repo: str | os.PathLike) -> Iterator[None]:
     """Run a write into ``repo``, turning a full or read-only file system into our errors.

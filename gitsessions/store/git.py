@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
-from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -25,9 +24,11 @@ from .base import CommitInfo, SessionStore
 from .faults import writes
 from .hooks import subject_of
 from .journal import Journal
+from .kept import KeptLogs
 from .lock import SessionLock
 from .pack import RepackResult
 from .repo import (
+    add_blob,
     add_object,
     check_repo_path,
     init_repo,
@@ -39,6 +40,7 @@ from .repo import (
     write_commit,
 )
 from .state import RepoState
+from .unpack import read_blob
 from .values import HookRunner, NoHooks
 
 #: The one file in every session tree.
@@ -82,8 +84,8 @@ class GitStore(SessionStore):
         self.state = RepoState(self.path)
         self.identity = identity.encode("utf-8")
         self._repo: Repo | None = None
-        # commit id -> (session.jsonl bytes, number of events); saves append to the last one.
-        self._cache: OrderedDict[str, tuple[bytes, int]] = OrderedDict()
+        # the logs read or saved, by commit: a save appends to the last one's bytes.
+        self._kept = KeptLogs()
         #: Runs the commit hooks (see :mod:`.hooks`); whoever built it collects its warnings.
         self.hooks: HookRunner = hooks if hooks is not None else NoHooks()
 
@@ -214,9 +216,9 @@ class GitStore(SessionStore):
         Raises:
             CorruptSession: the commit or its tree is missing or has no ``session.jsonl``.
         """
-        cached = self._cache.get(commit)
+        cached = self._kept.get(commit)
         if cached is not None:
-            return cached[0]
+            return cached.raw
         repo = self.repo()
         assert repo is not None
         try:
@@ -224,7 +226,8 @@ class GitStore(SessionStore):
             if not isinstance(tree, Tree):
                 raise NotCommitError(tree.id)  # a commit whose tree is something else
             _mode, blob_id = tree[SESSION_FILE]
-            raw = repo[blob_id].as_raw_string()
+            # fewer copies of a 100 MB log alive than dulwich holds (it reads what this does not)
+            raw = read_blob(repo, blob_id) or repo[blob_id].as_raw_string()
         except KeyError as exc:
             raise CorruptSession(session_id, 0, f"commit {commit[:12]} lacks session.jsonl ({exc})") from None
         except (NotCommitError, ObjectFormatException) as exc:
@@ -232,24 +235,18 @@ class GitStore(SessionStore):
         return raw
 
     def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:
-        if commit not in self._cache:
+        if self._kept.loaded(commit, raw, n_events):
             self._mark_verified(commit)
-        self._remember(commit, raw, n_events)
 
-    def _log_at(self, session_id: str, commit: str) -> tuple[bytes, int]:
-        cached = self._cache.get(commit)  # a save appends to the bytes the last save left here
-        if cached is None:
+    def _events_at(self, session_id: str, commit: str) -> int:
+        """How many events the log at ``commit`` holds, keeping that log for the save about to grow it."""
+        if commit not in self._kept:  # a save appends to the bytes the last save left here
             self.load(session_id, commit)
-            cached = self._cache[commit]
-        return cached
+        kept = self._kept.get(commit)
+        assert kept is not None
+        return kept.events
 
     # -- writing ---------------------------------------------------------------------------
-
-    def _remember(self, commit: str, raw: bytes, n_events: int) -> None:
-        self._cache[commit] = (raw, n_events)
-        self._cache.move_to_end(commit)
-        while len(self._cache) > 4:
-            self._cache.popitem(last=False)
 
     @writes
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
@@ -271,16 +268,20 @@ class GitStore(SessionStore):
             DiskFull, RepoReadOnly: the file system refused a write (see :mod:`.faults`).
         """
         ref = self._ref(session_id)
-        raw, body, count = self._new_log(session_id, events, expected_tip, header)
+        start, count = ((self._new_header(session_id, header), 0) if expected_tip is None
+                        else (b"", self._events_at(session_id, expected_tip)))
+        body = self._new_lines(events, count)
+        buf, size = self._kept.grown(expected_tip, start, body)  # the old log's bytes, appended to in place
         hooks = self.hooks  # pre-commit, commit-msg: may raise HookRefused
-        text = hooks.before(session_id, message.encode(), raw, body)
+        text = hooks.before(session_id, message.encode(), lambda: bytes(memoryview(buf)[:size]), body)
         repo = self.repo(create=True)
         assert repo is not None
-        blob = Blob.from_string(raw)
+        kept = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level)
+        deflated = kept.grown(memoryview(buf)[:size])  # compresses the new lines only; no view of buf stays
+        blob = add_blob(repo, memoryview(buf)[:size], deflated)
         tree = Tree()
-        tree.add(SESSION_FILE, 0o100644, blob.id)
+        tree.add(SESSION_FILE, 0o100644, blob)
         tree.check()
-        add_object(repo, blob)
         add_object(repo, tree)
         commit = write_commit(repo, self.identity, tree.id, [expected_tip] if expected_tip else [], text)
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
@@ -289,9 +290,9 @@ class GitStore(SessionStore):
         if expected_tip is None:
             point_head(repo, ref)
         sha = _hex(commit.id)
-        self._remember(sha, raw, count + len(events))
+        self._kept.put(sha, buf, count + len(events), deflated, size)
         self._mark_verified(sha)
-        self.state.pack.record_save(len(raw))
+        self.state.pack.record_save(size)
         hooks.after(session_id, sha)  # a failure is the runner's warning; the save is done
         return sha
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConcurrentUpdate, CorruptSession
-from ..events import Event
+from ..events import Event, missing_line_end
 from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
 from .base import CommitInfo, SessionStore
 from .journal import Journal
@@ -206,7 +206,12 @@ class MemoryStore(SessionStore):
                expected_tip: str | None, header: dict | None = None) -> CommitId:
         """Save ``events`` as one commit of ``session_id``; see :meth:`SessionStore.append`."""
         sid = check_session_id(session_id)
-        raw, _body, _count = self._new_log(sid, events, expected_tip, header)
+        if expected_tip is None:
+            prefix, count = self._new_header(sid, header), 0
+        else:
+            prefix, count = self._log_at(sid, expected_tip)
+            prefix += missing_line_end(prefix)
+        raw = prefix + self._new_lines(events, count)
         sha = self._commit([CommitId(expected_tip)] if expected_tip else [], message.encode(), raw)
         self._swap(self._heads, sid, expected_tip, sha)
         return sha

@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from dulwich.client import get_transport_and_path
 from dulwich.errors import ChecksumMismatch
 from dulwich.file import FileLocked
 from dulwich.objects import ZERO_SHA
@@ -27,6 +26,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ..errors import RemoteError
+from .clients import DEFAULT_TIMEOUT_S, connect, strip_password
 from .faults import writes_to
 from .git import GitStore
 from .pull import pull_steps
@@ -57,19 +57,6 @@ SYNC_ROUNDS = 3
 __all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "SyncReport", "strip_password"]
 
 
-def strip_password(url: str) -> tuple[str, bool]:
-    """Return ``url`` without a password in it, and whether one was removed."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url, False
-    netloc = parts.hostname or ""
-    if parts.username:
-        netloc = f"{parts.username}@{netloc}"
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc)), True
-
-
 class Remotes:
     """The remotes of one session store, and push/pull/clone through them.
 
@@ -78,14 +65,19 @@ class Remotes:
         username, password: HTTP credentials (else ``~/.git-credentials`` is consulted).
         ssh_command: the ssh program and options (the CLI passes ``GIT_SSH_COMMAND`` or
             ``GIT_SSH``; else ``core.sshCommand`` of the repo's config, else ``ssh``).
+        timeout: seconds a remote may stay silent before a request to it fails.
+        warnings: gets what the caller should tell the user (a push whose remote hooks could
+            not run), each once.
     """
 
     def __init__(self, store: GitStore, *, username: str | None = None, password: str | None = None,
-                 ssh_command: str | None = None):
+                 ssh_command: str | None = None, timeout: float | None = None, warnings: list[str] | None = None):
         self.store = store
         self.username = username
         self.password = password
         self.ssh_command = ssh_command
+        self.timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
+        self.warnings = warnings
         #: commit -> why its tree is no session's (None: it is one); commits never change
         self._checked: dict[bytes, str | None] = {}
 
@@ -188,14 +180,8 @@ class Remotes:
             username = (username or urlsplit(url).username) if password is not None else None
         repo = self.store.repo()
         config = repo.get_config_stack() if repo is not None else None
-        try:
-            # quiet: no server progress chatter; a hook's messages still come (see push).
-            # ssh_command None: core.sshCommand from the config, else ssh.
-            return get_transport_and_path(url, config=config, operation=operation, quiet=True,
-                                          username=username, password=password,
-                                          ssh_command=self.ssh_command or None)
-        except ValueError as exc:
-            raise RemoteError(f"cannot use {url!r}: {exc}") from None
+        return connect(url, operation, config=config, timeout=self.timeout, username=username, password=password,
+                       ssh_command=self.ssh_command, warnings=self.warnings)
 
     def _where(self, remote: str) -> tuple[str, str | None]:
         """Return how messages name ``remote``, and its configured name (None for a URL: no sync base)."""

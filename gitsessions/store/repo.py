@@ -11,14 +11,17 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from dulwich.file import FileLocked
+from dulwich.file import FileLocked, GitFile, adjust_shared_perm
+from dulwich.object_store import PACK_MODE
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ..errors import ConcurrentUpdate, RepoError
+from .loose import Deflated, blob_id
 
 #: Settings written at init (design.md, "Repo settings").
 INIT_CONFIG = {
@@ -196,10 +199,58 @@ def add_object(repo: Repo, obj: Blob | Tree | Commit) -> None:
     Raises:
         FileLocked: another live writer holds that object's lock past REF_LOCK_WAIT_S.
     """
+    _unlocked(lambda: repo.object_store.add_object(obj))
+
+
+def add_blob(repo: Repo, content: bytes | memoryview, deflated: Deflated) -> ObjectID:
+    """Write the blob of ``content`` as a loose object from its kept compressed segments.
+
+    What ``add_object`` of a :class:`~dulwich.objects.Blob` does (see :mod:`.loose` for why
+    not through it): a file already there is only freshened; else the object is written to
+    ``<object>.lock``, fsynced when the store fsyncs, and renamed into place, so a crash
+    leaves the old state or the whole object, never a part.
+
+    Args:
+        repo: the repository.
+        content: the blob's content.
+        deflated: the compressed state of exactly ``content`` (:meth:`Deflated.grown`).
+
+    Returns:
+        The blob's id.
+
+    Raises:
+        FileLocked: another live writer holds that object's lock past REF_LOCK_WAIT_S.
+    """
+    assert deflated.size == len(content)
+    sha = blob_id(content)
+    store = repo.object_store
+    path = os.path.join(store.path, sha[:2].decode("ascii"), sha[2:].decode("ascii"))
+
+    def write() -> None:
+        try:
+            os.mkdir(os.path.dirname(path))
+            adjust_shared_perm(os.path.dirname(path), store.shared_perm)
+        except FileExistsError:
+            pass
+        try:
+            os.utime(path, None)  # as dulwich: a fresh mtime keeps a concurrent prune off it
+            return
+        except FileNotFoundError:
+            pass
+        with GitFile(path, "wb", mask=PACK_MODE, fsync=store.fsync_object_files,
+                     shared_perm=store.shared_perm) as f:
+            f.write(b"".join(deflated.loose_object()))  # one write: ~3x faster than one per segment
+
+    _unlocked(write)
+    return sha
+
+
+def _unlocked(write: Callable[[], None]) -> None:
+    """Run ``write``, clearing a stale object ``.lock`` it meets and waiting out a live one."""
     deadline = time.monotonic() + REF_LOCK_WAIT_S
     while True:
         try:
-            repo.object_store.add_object(obj)
+            write()
             return
         except FileLocked as exc:
             clear_stale_lock(exc.lockfilename)

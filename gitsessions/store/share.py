@@ -125,7 +125,7 @@ def remember(store: GitStore, url: str, session_id: str) -> None:
 
 
 def share(store: GitStore, revision: Revision, url: str, *, username: str | None = None,
-          password: str | None = None, ssh_command: str | None = None) -> PushReport:
+          password: str | None = None, ssh_command: str | None = None, timeout: float | None = None) -> PushReport:
     """Push ``revision`` alone to ``url``, as the branch of its session id.
 
     Args:
@@ -135,6 +135,7 @@ def share(store: GitStore, revision: Revision, url: str, *, username: str | None
         username: HTTP user name (see :class:`.Remotes`).
         password: HTTP password (else ``~/.git-credentials`` is consulted).
         ssh_command: the ssh program and options (else ``core.sshCommand``, else ``ssh``).
+        timeout: seconds the remote may stay silent (see :class:`.Remotes`).
 
     Returns:
         The push's report: the ref pushed, or why not (the remote's branch of that name
@@ -156,7 +157,8 @@ def share(store: GitStore, revision: Revision, url: str, *, username: str | None
             borrowed.object_store.add_alternate_path(repo.object_store.path)
             view.close()
             view.update_ref(Ref(b"refs/heads/" + revision.session_id.encode()), None, revision.commit, "share")
-            remotes = Remotes(view, username=username, password=password, ssh_command=ssh_command)
+            remotes = Remotes(view, username=username, password=password, ssh_command=ssh_command,
+                              timeout=timeout)
             return remotes.push(url, only={revision.session_id})
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -7,13 +7,17 @@ wanted, and from a local path it reads the remote's refs twice, by dulwich's loo
 ref by name (~25 us a ref). Here the graph walker is built only once something is wanted,
 and a local remote's refs are read first in one pass each (:func:`~.repo.read_refs`): when
 it holds nothing missing here, dulwich's fetch is not called at all.
+
+The clients come from :mod:`.clients` (a local push through git's receive-pack, a silence
+limit on every network request).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from dulwich.client import HTTPUnauthorized, LocalGitClient, SendPackError
 from dulwich.errors import ChecksumMismatch, GitProtocolError, HangupException, NotGitRepository
@@ -24,14 +28,14 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ..errors import RemoteError
+from .clients import answering, limit_of, strip_password
+from .faults import local_fault
 from .repo import read_refs
 from .sync import SYNCED, label, named_like_a_session
 from .values import PushReport
 
 #: What dulwich raises when the remote cannot be reached or read.
 NETWORK_ERRORS = (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized)
-
-
 class _Walker:
     """dulwich's graph walker of the repo fetched into, built on first use (it reads every branch)."""
 
@@ -77,12 +81,86 @@ class _Target:
         return getattr(self._repo, name)
 
 
-def unreachable(url: str, exc: BaseException) -> RemoteError:
-    """The error for a remote at ``url`` that could not be reached or read (``exc``: dulwich's)."""
-    text = " ".join(str(exc).split()) or exc.__class__.__name__
-    if isinstance(exc, HTTPUnauthorized):
+def unreachable(url: str, exc: BaseException, client: Any = None) -> RemoteError:
+    """The error for a remote at ``url`` that could not be reached or read (``exc``: dulwich's).
+
+    Args:
+        url: the remote's URL (shown without its password).
+        exc: what dulwich (or the socket, urllib3, ssh) raised.
+        client: the client of the request (its silence limit is named).
+    """
+    shown = strip_password(url)[0]
+    causes = list(_causes(exc))
+    if any(_timed_out(cause) for cause in causes):
+        return RemoteError(f"{shown} did not answer within {limit_of(client):g} s; nothing local was changed "
+                           "(a slow server: raise sync.timeout in the config)")
+    said = " ".join(str(exc).split())
+    ssh_refused = _SSH_REFUSED.search(said)
+    if ssh_refused:  # ssh's own words for it
+        text = f"could not connect to {ssh_refused[1]}:{ssh_refused[2]} (connection refused)"
+    elif any(isinstance(cause, ConnectionRefusedError) for cause in causes):
+        text = f"could not connect to {_host_port(url)} (connection refused)"
+    elif any(isinstance(cause, NotGitRepository) for cause in causes):
+        where = "on the server: git init --bare PATH" if "://" in url and not url.startswith("file:") else \
+            f"with: git init --bare {urlsplit(url).path if url.startswith('file:') else url}"
+        text = f"no git repository there (create one {where}; or check the URL)"
+    elif isinstance(exc, HTTPUnauthorized):
         text = "the server wants credentials: put them in ~/.git-credentials or GS_HTTP_USERNAME/GS_HTTP_PASSWORD"
-    return RemoteError(f"could not reach {url}: {text}; nothing local was changed")
+    else:
+        text = said or exc.__class__.__name__
+    return RemoteError(f"could not reach {shown}: {text}; nothing local was changed")
+
+
+#: How ssh says it found nothing listening: ``ssh: connect to host H port P: Connection refused``.
+_SSH_REFUSED = re.compile(r"connect to host (\S+) port (\d+): Connection refused")
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """:data:`NETWORK_ERRORS` and urllib3's errors (dulwich lets a timeout in a reply's body through).
+
+    Called only once a request failed: urllib3 is imported by the http client, not before.
+    """
+    try:
+        from urllib3.exceptions import HTTPError
+    except ImportError:  # no http client installed: nothing of urllib3's can be raised
+        return NETWORK_ERRORS
+    return (*NETWORK_ERRORS, HTTPError)
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from, urllib3's reason for giving up included."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        cause = todo.pop()
+        if cause is None or id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        yield cause
+        todo += [cause.__cause__, cause.__context__, getattr(cause, "reason", None)]
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """True for a socket's, urllib3's or our own timeout (a refused connection is none)."""
+    if exc.__class__.__module__.startswith("urllib3"):
+        return exc.__class__.__name__ in ("ReadTimeoutError", "ConnectTimeoutError", "TimeoutError")
+    return isinstance(exc, TimeoutError)
+
+
+def _host_port(url: str) -> str:
+    """``HOST:PORT`` of ``url``, the scheme's port when none is given."""
+    parts = urlsplit(url)
+    port = parts.port or {"git": 9418, "ssh": 22, "http": 80, "https": 443}.get(parts.scheme, 0)
+    return f"{parts.hostname}:{port}" if port else str(parts.hostname)
+
+
+def _failed(url: str, exc: BaseException, client: Any, repo: Repo) -> Exception:
+    """A failed request's error: the store's own when writing here failed, else :func:`unreachable`'s."""
+    if isinstance(exc, OSError):
+        local = local_fault(exc, repo.path)
+        if local is not None:
+            return local
+    return unreachable(url, exc, client)
 
 
 def fetch_sessions(repo: Repo, client: Any, url: str, path: str, have: Collection[bytes] = ()) -> dict[bytes, bytes]:
@@ -109,9 +187,10 @@ def fetch_sessions(repo: Repo, client: Any, url: str, path: str, have: Collectio
                 and ObjectID(sha) not in repo.object_store]
 
     try:
-        refs = _fetch(repo, client, path, wants)
-    except NETWORK_ERRORS as exc:
-        raise unreachable(url, exc) from None
+        with answering(client):
+            refs = _fetch(repo, client, path, wants)
+    except _network_errors() as exc:
+        raise _failed(url, exc, client, repo) from None
     return {ref: sha for ref, sha in refs.items() if ref.startswith(SYNCED) and sha and sha != ZERO_SHA}
 
 
@@ -144,11 +223,12 @@ def send(url: str, client: Any, path: str, update_refs: Callable, pack_data: Cal
         RemoteError: unreachable, or the push refused as a whole.
     """
     try:
-        result = client.send_pack(path, update_refs, generate_pack_data=pack_data, progress=said.extend)
+        with answering(client):
+            result = client.send_pack(path, update_refs, generate_pack_data=pack_data, progress=said.extend)
     except SendPackError as exc:
-        raise RemoteError(f"{url} refused the push: {' '.join(str(exc).split())}") from None
-    except NETWORK_ERRORS as exc:
-        raise unreachable(url, exc) from None
+        raise RemoteError(f"{strip_password(url)[0]} refused the push: {' '.join(str(exc).split())}") from None
+    except _network_errors() as exc:
+        raise unreachable(url, exc, client) from None
     # dulwich does not raise when the server refuses a ref: read ref_status (design.md).
     return result.ref_status or {}
 

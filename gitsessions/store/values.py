@@ -188,11 +188,13 @@ class Credentials(TypedDict, total=False):
     Attributes:
         username, password: HTTP credentials (else ``~/.git-credentials`` is consulted).
         ssh_command: the ssh program and options (else ``core.sshCommand``, else ``ssh``).
+        timeout: seconds a remote may stay silent before a request to it fails.
     """
 
     username: str | None
     password: str | None
     ssh_command: str | None
+    timeout: float
 
 
 @dataclass

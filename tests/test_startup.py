@@ -1,0 +1,153 @@
+"""Start-up: ``gs NAME`` builds only NAME's command module; the chat's model client comes in the background."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pexpect
+import pytest
+import typer.main
+from conftest import GS
+from test_pty import PROMPT, TIMEOUT, chat_env
+
+from gitsessions import cli
+
+__all__ = ["chat_env"]  # a fixture shared with test_pty
+
+#: Runs ``gs`` (argv after the script) in a fresh interpreter, then names the modules it imported.
+_IMPORTED = (
+    "import sys\n"
+    "sys.argv = ['gs'] + sys.argv[1:]\n"
+    "from gitsessions.cli import main\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
+    "print('IMPORTED', sorted(m for m in sys.modules if m.startswith(('gitsessions.cli.', 'prompt_toolkit', "
+    "'openai'))), file=sys.stderr)\n"
+)
+
+
+def _imported(*args: str) -> list[str]:
+    proc = subprocess.run([sys.executable, "-c", _IMPORTED, *args], capture_output=True, text=True)
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("IMPORTED "))
+    return eval(line.removeprefix("IMPORTED "))  # a list literal printed by the child
+
+
+def test_the_command_index_names_every_command_of_its_module():
+    for module, names in cli.COMMANDS.items():
+        sub = typer.main.get_command(cli._new_app((module,)))
+        assert sorted(sub.commands) == sorted(names), module
+    whole = typer.main.get_command(cli.app)
+    assert sorted(whole.commands) == sorted(n for names in cli.COMMANDS.values() for n in names)
+
+
+def test_a_command_imports_only_its_own_module(gs):
+    gs("ask", "w", "hi")
+    modules = set(_imported("ask", "w", "again"))
+    assert "gitsessions.cli.chat" in modules
+    # (chat.py's ask starts the background gc and push of admin.py and remote.py)
+    others = {f"gitsessions.cli.{m}" for m in ("history", "lifecycle", "share", "transfer", "hooks")}
+    assert not modules & others, modules & others
+    assert not {m for m in modules if m.startswith("prompt_toolkit")}
+    assert "gitsessions.cli.history" in _imported("--debug", "log", "w")
+    assert "gitsessions.cli.history" in _imported("--repo", "no-command-name", "log", "w")
+
+
+def test_global_options_and_help_before_the_command_read_as_before(gs, repo_path):
+    gs("ask", "w", "hi")
+    r = gs("--repo", str(repo_path), "log", "w", "--oneline")
+    assert r.code == 0 and "turn 1: hi" in r.out, r.err
+    r = gs("--repo", str(repo_path), "--help")
+    assert r.code == 0
+    for name in ("chat", "ask", "list", "log", "sync", "gc", "import", "hooks"):
+        assert f" {name} " in r.out, name
+    r = gs("no-such-command")
+    assert r.code == 2 and "No such command 'no-such-command'" in r.err
+
+
+def test_typer_still_converts_and_refuses_what_the_shortcut_passes_on(gs, fake_api):
+    r = gs("ask", "--wait=-1", "w", "hi")
+    assert r.code == 2 and "Input should be greater than or equal to 0" in r.err, r.err
+    r = gs("ask", "--wait=1.5", "w", "hi")
+    assert r.code == 0, r.err
+    assert "pydantic" not in _imported_all("list")
+
+
+def _imported_all(*args: str) -> list[str]:
+    code = _IMPORTED.replace("m.startswith(('gitsessions.cli.', 'prompt_toolkit', 'openai'))", "'.' not in m")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("IMPORTED "))
+    return eval(line.removeprefix("IMPORTED "))
+
+
+# --------------------------------------------------------------------------- the chat's background client
+
+
+def test_a_failed_background_build_is_raised_at_the_first_request_then_tried_anew():
+    from gitsessions.chat.connect import BackgroundProvider
+
+    builds, ended = [], []
+
+    def build():
+        builds.append(1)
+        if len(builds) == 1:
+            raise ImportError("the SDK is broken")
+        return "the provider"
+
+    provider = BackgroundProvider("m", build)
+    assert provider.model == "m"
+    provider.start(then=lambda: ended.append(1))
+    try:
+        provider.provider()
+    except ImportError as exc:
+        assert str(exc) == "the SDK is broken"
+    else:
+        raise AssertionError("the build's ImportError was swallowed")
+    assert ended == [1]
+    assert provider.provider() == "the provider" and len(builds) == 2
+
+
+@pytest.fixture
+def sdk_env(chat_env, tmp_path):
+    """``chat_env`` with an ``openai`` package first on the path that does what the test writes."""
+
+    def make(body: str) -> dict[str, str]:
+        (tmp_path / "sdk" / "openai").mkdir(parents=True)
+        (tmp_path / "sdk" / "openai" / "__init__.py").write_text(body)
+        return dict(chat_env, PYTHONPATH=os.pathsep.join([str(tmp_path / "sdk"), os.environ.get("PYTHONPATH", "")]))
+
+    return make
+
+
+def _chat(env: dict[str, str]) -> pexpect.spawn:
+    child = pexpect.spawn(GS[0], [*GS[1:], "chat", "demo"], env=env, dimensions=(24, 100), encoding="utf-8",
+                          codec_errors="replace", timeout=TIMEOUT)
+    child.expect(PROMPT)  # drawn before the SDK is imported
+    return child
+
+
+def test_a_failing_sdk_import_in_the_background_is_the_one_line_error(sdk_env):
+    child = _chat(sdk_env('raise ImportError("the openai package is broken")\n'))
+    child.sendline("hi")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 70
+    assert ("gs: unexpected error: ImportError: the openai package is broken (run with --debug for details)"
+            in child.before), child.before
+    assert "Traceback" not in child.before
+
+
+def test_ctrl_c_while_the_first_request_waits_for_the_sdk_cancels_that_reply(sdk_env, gs):
+    child = _chat(sdk_env("import time\ntime.sleep(60)\n"))
+    child.sendline("hi")
+    time.sleep(1)  # the request is waiting for the import (whenever Ctrl+C comes, it cancels this reply)
+    child.sendintr()
+    child.expect_exact("(reply cancelled)")
+    child.expect(PROMPT)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    events = gs("show", "demo", "--format", "json").json()["events"]
+    assert [e["data"]["reason"] for e in events if e["type"] == "turn/end"] == ["aborted"]
