@@ -49,7 +49,7 @@ class SessionNotFound(GitSessionsError):
 class SessionExists(GitSessionsError):
     """A session id that is already taken (also when it differs only by case)."""
 
-    def __init__(self, session_id: str, existing: str):
+    def __init__(self, session_id: str, existing: str, next_step: str = "choose another id"):
         self.session_id = session_id
         self.existing = existing
         if existing.startswith("archive/"):
@@ -58,7 +58,7 @@ class SessionExists(GitSessionsError):
             same = f" (as {existing!r}; ids may not differ only by case)"
         else:
             same = ""
-        super().__init__(f"session {session_id!r} already exists{same}; choose another id")
+        super().__init__(f"session {session_id!r} already exists{same}; {next_step}")
 
 
 class BadRevision(GitSessionsError):

@@ -168,3 +168,40 @@ def test_share_and_clone_over_http_with_a_password_in_the_url(machine, tmp_path,
         assert b("ask", "w", "three on b").code == 0
         assert _messages(b, "w")[-2:] == ["three on b", "echo: three on b"]
     subprocess.run(["git", "-C", str(root / "gist.git"), "fsck", "--strict"], check=True, capture_output=True)
+
+
+def test_re_sharing_after_the_receiver_continued_it_says_how_to_bring_their_turns(machine, tmp_path):
+    a, b = machine("a"), machine("b")
+    assert a("ask", "w", "one").code == 0
+    gist = init_bare(tmp_path / "gist.git")
+    assert a("share", "w", str(gist), "--yes").code == 0
+    assert b("clone", str(gist), str(b.repo)).code == 0
+    assert b("ask", "w", "two on b").code == 0 and b("push").code == 0
+    assert a("ask", "w", "two on a").code == 0
+    r = a("share", "w", str(gist))
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert f"not sent: {gist} has turns on w that w does not hold" in r.err, r.err
+    assert f"gs pull {gist} brings them here" in r.err and f"gs fork w NEW-ID, then gs share NEW-ID {gist}" in r.err
+    mine = _git(a.repo, "rev-parse", "w").strip()
+    r = a("pull", str(gist))  # as the message says
+    assert r.code == 0 and f"your turns are in w-{mine[:7]}" in r.err, r.err
+    r = a("share", f"w-{mine[:7]}", str(gist))
+    assert r.code == 0 and f"shared w-{mine[:7]}" in r.err, r.err
+    assert _messages(a, "w")[-2] == "two on b" and _messages(a, f"w-{mine[:7]}")[-2] == "two on a"
+
+
+def test_sharing_to_a_repository_with_other_sessions_says_so(machine, tmp_path):
+    a = machine("a")
+    assert a("ask", "w", "one").code == 0
+    assert a("ask", "other", "not shared").code == 0
+    origin = init_bare(tmp_path / "origin.git")
+    assert a("remote", "add", "origin", str(origin)).code == 0 and a("push").code == 0
+    assert a("ask", "w", "two").code == 0
+    r = a("share", "w", str(origin), "--yes")
+    assert r.code == 0, r.err
+    assert (f"note: {origin} already held 1 other session (gs share is meant for an empty repository or a gist); "
+            "only w was sent, nothing there was changed or removed") in r.err, r.err
+    assert _refs(origin) == ["refs/heads/other", "refs/heads/w"]
+    assert _git(origin, "rev-parse", "w") == _git(a.repo, "rev-parse", "w")
+    r = a("share", "w", str(init_bare(tmp_path / "empty.git")), "--yes")
+    assert r.code == 0 and "note:" not in r.err, r.err

@@ -8,6 +8,7 @@ holds waits for the next sync; a remote that moves between pull and push gets an
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -124,7 +125,8 @@ def test_the_same_id_made_on_two_machines_keeps_both(machines, tmp_path: Path): 
         _ok(run("remote", "add", "origin", str(remote)))
     fork = f"notes-{_tip(b.repo, 'notes')[:7]}"
     _ok(a("sync"))
-    _ok(b("sync"), f"your turns are in {fork}")
+    err = _ok(b("sync"), f"notes: made on both machines; yours is now {fork} (continue: gs chat {fork})")
+    assert "diverged" not in err, err
     _ok(a("sync"), f"new: {fork}")
     assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
     assert _messages(a, "notes")[0] == "made on a" and _messages(a, fork)[0] == "made on b"
@@ -258,11 +260,54 @@ def test_renamed_on_a_while_b_gained_turns_keeps_both(pair):
     _ok(a("rename", "w", "proj"))
     _ok(b("ask", "w", "two from b"))
     _ok(b("sync"))  # B first this time: w moved there since A's base
-    _ok(a("sync"), "new: w", "pushed refs/heads/proj")
-    _ok(b("sync"), "new: proj")
+    _ok(a("sync"), "new: w (it gained turns on origin after you renamed it to proj; both are kept)",
+        "pushed refs/heads/proj")
+    _ok(b("sync"), "new: proj (w renamed on origin, while w gained turns here: both are kept, your turns in w)")
     assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
     assert _messages(a, "w")[-2] == "two from b" and _messages(a, "proj")[-2] == "one"
     _all_clean(a.repo, b.repo, remote)
+
+
+def test_renamed_on_a_first_while_b_gained_turns_says_so_on_b(pair):
+    a, b, remote = pair
+    _ok(a("rename", "w", "proj"))
+    _ok(b("ask", "w", "two from b"))
+    _ok(a("sync"), "removed from origin: refs/heads/w")
+    _ok(b("sync"), "new: proj (w renamed on origin, while w gained turns here: both are kept, your turns in w)",
+        "pushed refs/heads/w")
+    _ok(a("sync"), "new: w")
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+
+
+def test_a_rename_beside_an_archive_of_the_same_commit_is_told_as_the_rename(pair):
+    a, b, remote = pair
+    _git(a.repo, "branch", "w-copy", "w")
+    _ok(a("sync"), "pushed refs/heads/w-copy")
+    _ok(b("sync"), "new: w-copy")
+    _ok(a("rename", "w", "proj"))
+    _ok(a("rm", "w-copy"))
+    _ok(a("sync"))
+    err = _ok(b("sync"), "renamed on origin: w -> proj", "archived on origin: w-copy")
+    assert "gone from" not in err, err
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+
+
+def test_push_with_nothing_to_send_says_it_as_sync_does(pair):
+    a, _b, _remote = pair
+    r = a("push")
+    assert r.code == 0 and r.err == "up to date with origin\n", r.err
+
+
+def test_restoring_over_a_live_session_names_the_way_out(pair):
+    a, b, _remote = pair
+    _ok(a("rm", "w"))
+    _ok(b("ask", "w", "two from b"))
+    _ok(a("sync"))
+    _ok(b("sync"), "new: archive/w")  # B's turns keep w live beside the archive
+    r = b("restore", "w")
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert "session 'w' already exists; restore it under another id: gs restore w --as NEW-ID" in r.err, r.err
+    _ok(b("restore", "w", "--as", "w-old"))
 
 
 # -- only sessions ------------------------------------------------------------------------------
@@ -381,7 +426,7 @@ def test_a_session_with_a_live_writer_or_a_crashed_turn_waits_for_the_next_sync(
         lock = store.lock("w")
         assert lock.try_acquire()
         try:
-            _ok(b("sync"), "w: will sync after the gs process writing it ends (it is pid ")
+            _ok(b("sync"), "w: will sync after the gs process writing it ends: pid ")
         finally:
             lock.release()
         assert _tip(b.repo, "w") == mine and _tip(remote, "w") == _tip(a.repo, "w")
@@ -433,3 +478,139 @@ def test_a_remote_that_moves_between_pull_and_push_gets_another_round(machines, 
         _ok(a("sync"))
         assert _refs(a.repo) == _refs(remote)
         _all_clean(a.repo, b.repo, remote)
+
+
+# -- another gs syncing at the same time ------------------------------------------------------
+
+
+def test_a_sync_base_another_gs_holds_locked_makes_another_round_not_a_crash(pair):
+    a, _b, remote = pair
+    _ok(a("ask", "w", "two"))
+    lock = a.repo / "refs" / "remotes" / "origin" / "heads" / "w.lock"  # another gs moving it
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    r = a("sync")
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert "pushed refs/heads/w to origin" in r.err and "run gs sync again" in r.err, r.err
+    lock.unlink()
+    r = a("sync")
+    assert r.code == 0 and r.err == "up to date with origin\n", r.err
+    assert _tip(a.repo, "refs/remotes/origin/heads/w") == _tip(remote, "w") == _tip(a.repo, "w")
+
+
+@pytest.mark.parametrize("transport", ["path", "git"], indirect=True)
+def test_a_remotes_ref_another_gs_holds_locked_waits_and_the_rest_goes(transport: Transport, machines):  # noqa: F811
+    a, b = machines
+    remote = init_bare(transport.root / "remote.git")
+    url = transport.url("remote.git")
+    _ok(a("ask", "w", "one"))
+    _ok(a("remote", "add", "origin", url))
+    _ok(a("push"))
+    _ok(b("clone", url, str(b.repo)))
+    _ok(a("ask", "w", "two"))
+    _ok(a("ask", "other", "one"))
+    lock = remote / "refs" / "heads" / "w.lock"  # another gs pushing w right now
+    lock.write_text("")
+    r = a("sync")
+    assert r.code == 1 and "Traceback" not in r.err and "b'" not in r.err, r.err
+    assert "run gs sync again" in r.err and "refused" not in r.err, r.err
+    assert "refs/heads/other " in _refs(remote)
+    lock.unlink()
+    _ok(a("sync"), "pushed refs/heads/w")
+    _ok(b("sync"), "new: other", "updated: w")
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+
+
+# -- one refused ref does not stall the rest --------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["git"], indirect=True)
+def test_a_pre_receive_hook_refusing_one_ref_lets_the_others_through(transport: Transport, machines):  # noqa: F811
+    a, _b = machines
+    remote = init_bare(transport.root / "remote.git")
+    hook = remote / "hooks" / "pre-receive"  # runs once for the whole request: it refuses it all
+    hook.write_text('#!/bin/sh\nwhile read old new ref; do case "$ref" in refs/heads/secret*) '
+                    'echo "no secrets here" >&2; exit 1;; esac; done\nexit 0\n')
+    hook.chmod(0o755)
+    for sid in ("w", "secret", "s1"):
+        _ok(a("ask", sid, "one"))
+    _ok(a("remote", "add", "origin", transport.url("remote.git")))
+    r = a("sync")
+    assert r.code == 1 and "pushed refs/heads/w to origin" in r.err and "pushed refs/heads/s1 to origin" in r.err, r.err
+    refusals = [line for line in r.err.splitlines() if line.startswith("refused:")]
+    assert refusals == [
+        "refused: refs/heads/secret: pre-receive hook declined (the server said: no secrets here)"], r.err
+    assert _git(remote, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/s1", "refs/heads/w"]
+    r = a("sync")  # the refused one alone: one request, refused again
+    assert r.code == 1 and "refused: refs/heads/secret: pre-receive hook declined" in r.err, r.err
+
+
+@pytest.mark.parametrize("transport", ["git"], indirect=True)
+def test_a_remote_that_refuses_deletions_keeps_the_old_name_said_once(transport: Transport, machines):  # noqa: F811
+    a, b = machines
+    remote = init_bare(transport.root / "remote.git")
+    _git(remote, "config", "receive.denyDeletes", "true")
+    url = transport.url("remote.git")
+    _ok(a("ask", "w", "one"))
+    _ok(a("remote", "add", "origin", url))
+    _ok(a("push"))
+    _ok(b("clone", url, str(b.repo)))
+    _ok(a("rename", "w", "proj"))
+    err = _ok(a("sync"), "pushed refs/heads/proj to origin",
+              "origin refuses deletions (receive.denyDeletes), so it keeps the old name refs/heads/w "
+              "(its saves are in refs/heads/proj); keep them there, or run git config receive.denyDeletes false "
+              "on the server, then gs push origin")
+    assert "refused" not in err, err
+    for _ in range(2):  # said once; the old name does not come back here
+        r = a("sync")
+        assert r.code == 0 and r.err == "up to date with origin\n", r.err
+    assert _git(a.repo, "for-each-ref", "--format=%(refname)", "refs/heads").split() == ["refs/heads/proj"]
+    _ok(b("sync"), "new: proj")
+    _git(remote, "config", "receive.denyDeletes", "false")
+    _ok(a("push"), "removed from origin: refs/heads/w (its saves are in refs/heads/proj)")
+    _ok(b("sync"), "renamed on origin: w -> proj")
+    r = a("sync")
+    assert r.code == 0 and r.err == "up to date with origin\n", r.err
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+
+
+# -- a remote named by its URL ----------------------------------------------------------------
+
+
+def test_the_url_of_a_configured_remote_is_that_remote_with_its_base(pair, tmp_path: Path):
+    a, b, remote = pair
+    _ok(a("ask", "old", "to archive"))
+    _ok(a("sync"))
+    _ok(b("sync"), "new: old")
+    _ok(a("rename", "w", "proj"))
+    _ok(a("rm", "old"))
+    err = _ok(a("sync", f"file://{remote}/"), "pushed refs/heads/proj to origin",
+              "removed from origin: refs/heads/w (its saves are in refs/heads/proj)",
+              "removed from origin: refs/heads/old (its saves are in refs/archive/old)")
+    assert "not a configured remote" not in err, err
+    _ok(b("sync", str(remote)), "renamed on origin: w -> proj", "archived on origin: old")
+    r = a("sync", str(remote))
+    assert r.code == 0 and r.err == "up to date with origin\n", r.err
+    assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
+    elsewhere = init_bare(tmp_path / "elsewhere.git")
+    _ok(a("push", str(elsewhere)), f"{elsewhere} is not a configured remote: renames and archives are not sent; "
+                                   "add it with gs remote add NAME URL")
+
+
+def test_a_pack_another_gs_is_writing_here_is_one_line_not_a_crash(pair, gs, tmp_path: Path):
+    a, b, remote = pair
+    _ok(b("ask", "w", "two from b"))
+    _ok(b("sync"))
+    twin = tmp_path / "twin.git"  # the same repo: the same fetch writes the same pack
+    shutil.copytree(a.repo, twin)
+    packs = set((a.repo / "objects" / "pack").glob("*.pack"))
+    _ok(gs("--repo", str(twin), "pull"), "updated: w")
+    new = [p for p in (twin / "objects" / "pack").glob("*.pack")
+           if a.repo / "objects" / "pack" / p.name not in packs]
+    assert len(new) == 1
+    (a.repo / "objects" / "pack" / new[0].with_suffix(".idx.lock").name).write_text("")  # another gs writes it
+    r = a("sync")
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert "another gs is bringing the same saves here right now" in r.err and "sync again" in r.err, r.err
+    (a.repo / "objects" / "pack" / new[0].with_suffix(".idx.lock").name).unlink()
+    _ok(a("sync"), "updated: w")

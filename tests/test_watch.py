@@ -10,7 +10,7 @@ import time
 
 import pytest
 from conftest import GS
-from gitservers import init_bare
+from gitservers import GitDaemon, init_bare
 
 #: How long a test waits for the watching process to do what it should (a timeout, no figure).
 WAIT_S = 60
@@ -160,10 +160,30 @@ def test_watch_pulls_every_interval_and_goes_on_after_a_failed_round(machines, w
     _wait_for("b's turn to reach a", lambda: _rev(a.repo, "w") == _rev(remote, "w") == _rev(b.repo, "w"))
     lines = _stop(proc, log)
     assert sum("sync failed" in line for line in lines) >= len(failed)
+    # rounds every 0.5 s, most with nothing to do: only those that did something print
+    assert "pushed refs/heads/w to origin" in lines and any(line.startswith("updated: w ") for line in lines), lines
     messages = [m["content"] for m in a("show", "w", "--format", "json").json()["messages"]]
     assert messages[-2:] == ["two from b", "echo: two from b"]
     for repo in (a.repo, remote):
         subprocess.run(["git", "-C", str(repo), "fsck", "--strict"], check=True, capture_output=True)
+
+
+def test_watch_rounds_that_move_nothing_print_nothing(machine, watcher, tmp_path):
+    a = machine("a")
+    root = tmp_path / "srv"
+    root.mkdir()
+    init_bare(root / "remote.git")
+    served, hook = tmp_path / "served", tmp_path / "access-hook"
+    hook.write_text(f'#!/bin/sh\necho "$1" >> {served}\nexit 0\n')  # one line per request
+    hook.chmod(0o755)
+    with GitDaemon(root, access_hook=hook) as daemon:
+        assert a("ask", "w", "one").code == 0
+        assert a("remote", "add", "origin", daemon.url("remote.git")).code == 0
+        proc, log = watcher(a.repo, "--interval", "0.2")
+        _wait_for("the first round", lambda: _rev(root / "remote.git", "w") == _rev(a.repo, "w"))
+        _wait_for("three more rounds", lambda: served.read_text().split().count("upload-pack") >= 4)
+        lines = _stop(proc, log)
+    assert lines[1:-1] == ["pushed refs/heads/w to origin"], lines
 
 
 def test_a_round_with_a_server_that_never_answers_fails_and_the_next_comes(machines, watcher, tmp_path):

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import SessionExists
 from ..recovery import recover_journal
 from ..session import Session
 from ..session import fork as fork_session
@@ -79,7 +80,13 @@ def restore(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        sid = store.restore(name, as_id)
+        try:
+            sid = store.restore(name, as_id)
+        except SessionExists as exc:
+            if as_id is not None:
+                raise
+            raise SessionExists(exc.session_id, exc.existing,
+                                f"restore it under another id: gs restore {name} --as NEW-ID") from None
     err(f"restored {sid}")
 
 

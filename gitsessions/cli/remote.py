@@ -59,6 +59,20 @@ def _default(c: Context, remote: str | None) -> str:
     return where
 
 
+def _named(remotes, where: str) -> str:
+    """How messages name ``where`` (no password: :func:`_default`): the configured remote a URL is, else the URL.
+
+    A URL that is no configured remote has no sync base: said once.
+    """
+    from ..store.urls import remote_named
+
+    name = remote_named(where, remotes.list())
+    if name is None:
+        err(f"{where} is not a configured remote: renames and archives are not sent; "
+            "add it with gs remote add NAME URL")
+    return name or where
+
+
 @remote_app.command("add")
 def remote_add(
     ctx: typer.Context,
@@ -124,6 +138,11 @@ def _print_push(report, where: str, *, alone: bool = True, read_only: str | None
         err(f"removed from {where}: {ref} (its saves are in {kept})")
     for ref, why in report.failed:
         err(f"refused: {ref}: {why}")
+    if report.kept_there:
+        olds = ", ".join(f"{ref} (its saves are in {kept})" for ref, kept in report.kept_there)
+        names = "name" if len(report.kept_there) == 1 else "names"
+        err(f"{where} refuses deletions (receive.denyDeletes), so it keeps the old {names} {olds}; keep them "
+            f"there, or run git config receive.denyDeletes false on the server, then gs push {where}")
     refused = list(report.failed)
     if alone:
         for sid in report.diverged:
@@ -134,22 +153,33 @@ def _print_push(report, where: str, *, alone: bool = True, read_only: str | None
             refused.append((sid, why))
         for sid in report.behind:
             err(f"{where} has newer saves of {sid}: gs pull {where} brings them")
-        if not (report.pushed or report.deleted or refused):
-            err(f"{where} is up to date")
+        if not (report.pushed or report.deleted or report.kept_there or refused):
+            err(f"up to date with {where}")
     return not refused
 
 
 def _print_pull(report, where: str) -> bool:
     """Print what a pull did (one line each); return False when something could not be synced."""
     _strangers(report.skipped, where)
+    came_back, beside = dict(report.came_back), dict(report.beside)
     for sid in report.created:
-        err(f"new: {sid}")
+        if (kept := came_back.get(sid)) == f"archive/{sid}":
+            err(f"new: {sid} (it gained turns on {where} after you archived it; the archive stays)")
+        elif kept:
+            err(f"new: {sid} (it gained turns on {where} after you renamed it to {kept}; both are kept)")
+        elif old := beside.get(sid):
+            err(f"new: {sid} ({old} renamed on {where}, while {old} gained turns here: "
+                f"both are kept, your turns in {old})")
+        else:
+            err(f"new: {sid}")
     for sid, old, new in report.fast_forwarded:
         err(f"updated: {sid} {short(old)}..{short(new)}")
     for sid, fork_id, _commit in report.forks:
         if fork_id.startswith("archive/"):
             name = fork_id.removeprefix("archive/")
             err(f"{sid}: diverged; your side is archived as {name} (restore: gs restore {name})")
+        elif sid in report.made_twice:
+            err(f"{sid}: made on both machines; yours is now {fork_id} (continue: gs chat {fork_id})")
         else:
             err(f"{sid}: diverged; your turns are in {fork_id} (continue: gs chat {fork_id})")
     for ref, kept in report.dropped:
@@ -182,7 +212,9 @@ def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
     c: Context = ctx.obj
     where = _default(c, remote)
     with c.store() as store:
-        report = _remotes(c, store).push(where)
+        remotes = _remotes(c, store)
+        report = remotes.push(where)
+        where = _named(remotes, where)
         read_only = unwritable(store.path) if report.diverged else None
     if not _print_push(report, where, read_only=read_only):
         raise typer.Exit(1)
@@ -197,7 +229,9 @@ def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
     c: Context = ctx.obj
     where = _default(c, remote)
     with c.store() as store:
-        report = _remotes(c, store).pull(where)
+        remotes = _remotes(c, store)
+        report = remotes.pull(where)
+        where = _named(remotes, where)
         pack_in_background(store)  # each fetch that brings objects adds a pack
     ok = _print_pull(report, where)
     if not report.changed():
@@ -227,16 +261,31 @@ def sync(
             raise typer.BadParameter("--interval goes with --watch")
         from .watch import watch_sync
 
-        return watch_sync(c, where, lambda: sync(ctx, remote), interval)
+        return watch_sync(c, where, lambda: _sync_once(c, where, quiet=True), interval)
+    _sync_once(c, where)
+
+
+def _sync_once(c: Context, where: str, *, quiet: bool = False) -> None:
+    """One ``gs sync`` with ``where``; ``quiet``: a round with nothing done or to report prints nothing (--watch).
+
+    Raises:
+        typer.Exit: 1 when something was refused or failed, or the remote kept moving.
+    """
     with c.store() as store:
-        report = _remotes(c, store).sync(where)
+        remotes = _remotes(c, store)
+        report = remotes.sync(where)
+        idle = not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.kept_there
+                    or report.push.failed or report.push.moved)
+        if quiet and idle:
+            return
+        where = _named(remotes, where)
         pack_in_background(store)  # each fetch that brings objects adds a pack
     ok = _print_pull(report.pull, where)
     ok = _print_push(report.push, where, alone=False) and ok
     if report.push.moved:
         err(f"{where} kept changing during the sync; run gs sync again")
         ok = False
-    elif not (report.pull.changed() or report.push.pushed or report.push.deleted or report.push.failed):
+    elif idle:
         err(f"up to date with {where}")
     if not ok:
         raise typer.Exit(1)

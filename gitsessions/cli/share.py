@@ -45,7 +45,8 @@ def share(
     about to leave this machine (session, title, turns, bytes) and asks; later shares to
     that URL do not ask. Secrets were already replaced when the session was saved. A past
     revision becomes, on the remote, the session of its id at that commit. The receiver
-    continues it with: gs clone URL DIR.
+    continues it with: gs clone URL DIR. A repository that already holds other sessions
+    (a sync remote) gets a one-line note: only this session is added there.
 
     Example: gs share work https://gist.github.com/0123abcd.git
     """
@@ -75,11 +76,22 @@ def share(
             err(f"refused: {name}: {why}")
         if report.failed or report.skipped:
             raise typer.Exit(1)
+        sid = revision.session_id
+        if not report.pushed and not report.unchanged and report.diverged:
+            raise GitSessionsError(f"not sent: {where} has turns on {sid} that {rev} does not hold (it was "
+                                   f"continued there); nothing was changed there. gs pull {where} brings them "
+                                   f"here ({sid} becomes theirs, your turns a fork of it to share in turn); "
+                                   f"or share yours under another name: gs fork {rev} NEW-ID, "
+                                   f"then gs share NEW-ID {where}")
         if not report.pushed and not report.unchanged:
-            raise GitSessionsError(f"not sent: {where} has saves of {revision.session_id} that {rev} does not hold "
-                                   "(not a fast-forward); nothing was changed there. Share the newest save, "
+            raise GitSessionsError(f"not sent: {where} has newer saves of {sid} than {rev} (not a fast-forward); "
+                                   f"nothing was changed there. Share the newest save (gs share {sid} {where}), "
                                    "or this one to another URL")
-        remember(store, url, revision.session_id)
-    what = f"{revision.session_id} at {short(revision.commit)}"
+        remember(store, url, sid)
+    if report.others_there:
+        n = report.others_there
+        err(f"note: {where} already held {n} other session{'s' if n != 1 else ''} (gs share is meant for an empty "
+            f"repository or a gist); only {sid} was sent, nothing there was changed or removed")
+    what = f"{sid} at {short(revision.commit)}"
     err((f"shared {what} to {where}" if report.pushed else f"{where} already has {what}")
         + f"; to continue it elsewhere: gs clone {where} DIR")

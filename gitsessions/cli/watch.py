@@ -3,7 +3,8 @@
 A round is one ``gs sync``. One runs at start, then whenever the sessions' refs here
 changed since the last round (a save, a rename, an archive: seen by watching the repo
 folder with ``watchfiles``), and every ``interval`` seconds for what changed on the remote.
-A round that fails says so in one line and the loop goes on; Ctrl+C ends it with exit 0.
+A round that moved nothing and has nothing to report prints nothing (no line per interval);
+one that fails says so in one line and the loop goes on; Ctrl+C ends it with exit 0.
 """
 
 from __future__ import annotations

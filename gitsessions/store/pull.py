@@ -36,7 +36,7 @@ def _claim(store: GitStore, ref: bytes, report: PullReport):
     sid = label(ref)
     lock = store.lock(sid)
     if not lock.try_acquire():
-        report.deferred.append((sid, f"will sync after the gs process writing it ends (it is {lock.holder()})"))
+        report.deferred.append((sid, f"will sync after the gs process writing it ends: {lock.holder()}"))
         return None
     if store.journal(sid).exists():
         lock.release()
@@ -108,8 +108,34 @@ class _Pull:
         if old is None:
             self._moved(made=ref)
             self.report.created.append(what)
+            self._beside(ref, new)
         else:
             self.report.fast_forwarded.append((what, old.decode(), new.decode()))
+
+    def _beside(self, ref: bytes, new: bytes) -> None:
+        """Note a session new here that sits beside a rename (or an archive), one side each.
+
+        Here renamed (or archived) since the base while it gained turns there: the base's
+        commit is some other ref's tip here. There renamed from a session that gained turns
+        here: its tip was saved under the old id (its commit says so), which holds more here.
+        """
+        if not ref.startswith(HEADS):
+            return
+        base = self.sides.base.get(ref)
+        if base is not None and base != new:
+            keeper = next((r for r, tip in sorted(self.sides.local.items()) if tip == base and r != ref), None)
+            if keeper is not None:
+                self.report.came_back.append((label(ref), label(keeper)))
+                return
+        try:
+            old_id = self.store.commit_info(new.decode()).message.fields.session
+        except (KeyError, ValueError, GitSessionsError):
+            return
+        if not old_id or old_id == label(ref):
+            return
+        mine = self.sides.local.get(HEADS + old_id.encode())
+        if mine is not None and mine != new and can_fast_forward(self.repo, ObjectID(new), ObjectID(mine)):
+            self.report.beside.append((label(ref), old_id))
 
     def _recase(self, old: bytes, new: bytes) -> None:
         """Rename session ``old`` to ``new``, its name in another case, as the remote did."""
@@ -170,6 +196,8 @@ class _Pull:
         # Unrelated histories (the same id made on two machines) have no common commit:
         # the fork then names the commit it sits on.
         at = CommitId((bases[0] if bases else mine).decode())
+        if not bases:
+            self.report.made_twice.append(name)
         message = commit_message(fork, events, kind="fork", lineage=Lineage(SessionId(name), at), why="diverged")
         self.sides.local[fork_ref] = self.store.branch_from(fork, mine.decode(), message).encode()
 

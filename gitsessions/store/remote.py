@@ -19,6 +19,8 @@ from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from dulwich.errors import ChecksumMismatch
+from dulwich.file import FileLocked
 from dulwich.objects import ZERO_SHA
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -31,8 +33,10 @@ from .pull import pull_steps
 from .sync import (
     Sides,
     holder,
+    keep_there,
     label,
     load_base,
+    load_kept,
     named_like_a_session,
     plan_push,
     session_refs,
@@ -42,7 +46,8 @@ from .sync import (
     write_refspecs,
 )
 from .thinpack import PushPack
-from .transport import fetch_sessions, refused, send
+from .transport import accepted, fetch_sessions, one_by_one, refuses_deletions, request
+from .urls import remote_named
 from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -180,8 +185,8 @@ class Remotes:
 
     def _where(self, remote: str) -> tuple[str, str | None]:
         """Return how messages name ``remote``, and its configured name (None for a URL: no sync base)."""
-        _url, named = self._location(remote)
-        return (remote, remote) if named else ("remote", None)
+        name = remote_named(remote, self.list())  # a configured remote's URL is that remote
+        return (name, name) if name else ("remote", None)
 
     def fetch(self, remote: str) -> dict[bytes, bytes]:
         """Fetch the objects of the session branches and archives of ``remote`` (a name or URL).
@@ -204,7 +209,10 @@ class Remotes:
         assert repo is not None
         here: Mapping[Any, bytes] = synced_refs(repo)  # a fetch moves none of them
         client, path = self._client(url, "pull")
-        refs = fetch_sessions(repo, client, url, path, have=set(here.values()))
+        try:
+            refs = fetch_sessions(repo, client, url, path, have=set(here.values()))
+        except (FileLocked, ChecksumMismatch):  # another gs writes the very pack (the same saves) here
+            raise RemoteError("another gs is bringing the same saves here right now: run gs sync again") from None
         self.store.close()  # new packs: reopen with a fresh pack list
         return refs, here
 
@@ -298,33 +306,36 @@ class Remotes:
         report = PushReport(skipped=skipped)
         # The base as the pull just settled it. Another gs moving it meanwhile leaves an
         # older one here: a drop needs a side still at the base, so refs are kept, not lost.
-        if name:
-            base = {r: s for r, s in (load_base(repo, name) if base is None else base).items() if in_scope(r)}
-        else:
-            base = {}
+        base = {r: s for r, s in (load_base(repo, name) if base is None else base).items()
+                if in_scope(r)} if name else {}
 
         def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:  # strangers: untouched
             return {r: s for r, s in refs.items()
                     if named_like_a_session(r) and (in_scope(r) or not scoped) and s != ZERO_SHA}
 
+        # A sync does not ask again to delete what the remote refused to (gs push does).
+        kept = load_kept(repo, name, named(known)) if name and known is not None else None
+
         def plan(advertised: dict[bytes, bytes], into: PushReport) -> tuple[dict, dict, Sides]:
-            return plan_push(repo, Sides(dict(mine), base, named(advertised)), into)
+            return plan_push(repo, Sides(dict(mine), base, named(advertised)), into, kept)
 
         if known is not None:
             dry = PushReport(skipped=skipped)
             sends, drops, sides = plan(known, dry)
             if not sends and not drops:  # decided from the fetched refs: no connection
                 if name:
-                    settle(repo, name, sides)
+                    settle(repo, name, sides, dry)
                 return dry
-        said = bytearray()  # what the server's hooks wrote (sideband 2), e.g. why they refused
         client, path = self._client(url, "push")
         sent: dict[bytes, bytes] = {}
         to_drop: dict[bytes, tuple[bytes, bytes]] = {}
         after: dict[bytes, bytes] = {}  # the remote's session refs once this push is done
 
+        # The callbacks return only the refs to change: dulwich's local client would
+        # otherwise rewrite (and lock) every ref of the remote, racing any other gs.
         def update_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
             sends, drops, sides = plan(remote_refs, report)
+            report.others_there = len(named(remote_refs, scoped=False)) - len(sides.remote)
             if known is not None:  # what changed there since the fetch waits for the next round
                 fetched = named(known)
                 moved = {r for r in set(sides.remote) | set(fetched) if sides.remote.get(r) != fetched.get(r)}
@@ -334,12 +345,10 @@ class Remotes:
             sent.update(sends)
             to_drop.update(drops)
             after.update(sides.remote)
-            new_refs = dict(remote_refs)
-            new_refs.update(sends)
-            return new_refs
+            return dict(sends)
 
         def drop_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
-            new_refs = dict(remote_refs)
+            new_refs: dict[bytes, bytes] = {}
             theirs = named(remote_refs, scoped=False)
             for ref, (old, new) in sorted(to_drop.items()):
                 if theirs.get(ref) != old:  # compare-and-swap on the base: it moved there
@@ -350,24 +359,28 @@ class Remotes:
             return new_refs
 
         pack_data = PushPack(repo, client)  # what the remote lacks; new saves as deltas on its blobs
-
         dropping: dict[bytes, bytes] = {}
         report.connected = True
-        status = send(url, client, path, update_refs, pack_data, said)
+        outcome = request(url, client, path, update_refs, pack_data, sent)
+        one_by_one(url, client, path, pack_data, outcome, sent, advertised=after)  # as yet
         for ref, sha in sent.items():  # session ref names: plain ASCII
-            if not refused(ref, status, said, report):
+            if accepted(ref, outcome, report):
                 report.pushed.append(ref.decode())
                 after[ref] = sha
         if to_drop:
-            said.clear()
-            status = send(url, client, path, drop_refs, pack_data, said)
+            outcome = request(url, client, path, drop_refs, pack_data, dropping)
             for ref, keeper in dropping.items():
-                if not refused(ref, status, said, report):
+                if name and refuses_deletions(outcome[ref][0]):
+                    report.kept_there.append((ref.decode(), keeper.decode()))
+                    keep_there(repo, name, ref, to_drop[ref][0])
+                elif accepted(ref, outcome, report):
                     after[ref] = to_drop[ref][1]
                     if after[ref] == ZERO_SHA:
                         report.deleted.append((ref.decode(), keeper.decode()))
+                        if name:
+                            keep_there(repo, name, ref, None)
                     else:  # the name used again here
                         report.pushed.append(ref.decode())
         if name:
-            settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}))
+            settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}), report)
         return report

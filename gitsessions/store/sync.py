@@ -22,12 +22,14 @@ holds a turn a crashed ``gs`` left, is not moved: it waits for the next sync.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dulwich.config import ConfigFile
+from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
 from dulwich.objects import ZERO_SHA, Commit, ObjectID, Tree
 from dulwich.refs import Ref
@@ -163,8 +165,15 @@ def holder(repo: Repo, sha: bytes, tips: Mapping[bytes, bytes], but: bytes) -> b
     """Return a ref of ``tips`` other than ``but`` whose history holds commit ``sha``, else None.
 
     A rename, an archive and a restore keep the very commit, so exact tips are tried first.
+    Of several, the one a message names best: ``but``'s own name in the other namespace
+    (archived or restored), then a live session (renamed), then another archive.
     """
-    others = sorted((ref, tip) for ref, tip in tips.items() if ref != but)
+    name = but.split(b"/", 2)[2] if but.startswith(SYNCED) else b""
+
+    def rank(ref: bytes) -> tuple[int, bytes]:
+        return (0 if ref.split(b"/", 2)[2:] == [name] else 1 if ref.startswith(HEADS) else 2), ref
+
+    others = sorted(((ref, tip) for ref, tip in tips.items() if ref != but), key=lambda item: rank(item[0]))
     for ref, tip in others:
         if tip == sha:
             return ref
@@ -246,35 +255,77 @@ def load_base(repo: Repo, remote: str) -> dict[bytes, bytes]:
         if rest.startswith((b"heads/", b"archive/")):
             base[b"refs/" + rest] = sha
         elif SESSION_ID_RE.match(rest.decode("utf-8", "replace")):
-            repo.refs.remove_if_equals(Ref(ref), None)
+            with contextlib.suppress(FileLocked):  # another gs removes it right now
+                repo.refs.remove_if_equals(Ref(ref), None)
     return base
 
 
-def settle(repo: Repo, remote: str, sides: Sides, refs: list[bytes] | None = None) -> None:
-    """Move the sync base of every ref (of ``refs``) both sides now agree on to that commit.
+def _kept_marker(remote: str, ref: bytes) -> Ref:
+    return Ref(b"refs/remotes/" + remote.encode() + b"/kept/" + ref[len(b"refs/"):])
+
+
+def load_kept(repo: Repo, remote: str, there: Mapping[bytes, bytes]) -> dict[bytes, bytes]:
+    """Return the refs ``remote`` refused to delete (it refuses deletions): ref -> its commit there then.
+
+    A rename or archive here left that old name there; while it still points at that
+    commit, a sync neither asks again (each sync would be refused) nor takes it back
+    here as a live session (its saves are kept under the new name). One that moved or
+    went there since (``there``: the remote's session refs now) is forgotten: the rule
+    decides it again.
+    """
+    prefix = b"refs/remotes/" + remote.encode() + b"/kept/"
+    kept: dict[bytes, bytes] = {b"refs/" + ref[len(prefix):]: sha for ref, sha in read_refs(repo, prefix).items()}
+    for ref in [r for r, sha in kept.items() if there.get(r) != sha]:
+        keep_there(repo, remote, ref, None)
+        del kept[ref]
+    return kept
+
+
+def keep_there(repo: Repo, remote: str, ref: bytes, sha: bytes | None) -> None:
+    """Remember that ``remote`` keeps ``ref`` at ``sha`` as it refused to delete it (None: forget it)."""
+    with contextlib.suppress(FileLocked):  # another gs writes the same
+        if sha is None:
+            repo.refs.remove_if_equals(_kept_marker(remote, ref), None)
+        else:
+            repo.refs.set_if_equals(_kept_marker(remote, ref), None, ObjectID(sha))
+
+
+def settle(repo: Repo, remote: str, sides: Sides, into: PushReport | None = None) -> None:
+    """Move the sync base of every ref both sides now agree on to that commit.
 
     A ref on neither side leaves the base; a ref the sides still differ on keeps its base,
     so a step that had to wait (a live writer, a refusal) is decided the same way next time.
+    A base another process holds locked (another ``gs`` syncing with the same remote is
+    moving it) stays as it was, to be settled next time: such refs go in ``into.moved``
+    (a push: the sync runs another round).
     """
-    for ref in sides.refs() if refs is None else refs:
+    locked: list[bytes] = []
+    for ref in sides.refs():
         local, remote_sha, base = sides.local.get(ref), sides.remote.get(ref), sides.base.get(ref)
         if local != remote_sha or local == base:
             continue
-        if local is None:
-            repo.refs.remove_if_equals(_tracking(remote, ref), None)
-            sides.base.pop(ref, None)
-        else:
-            repo.refs.set_if_equals(_tracking(remote, ref), None, ObjectID(local))
-            sides.base[ref] = local
+        try:
+            if local is None:
+                repo.refs.remove_if_equals(_tracking(remote, ref), None)
+                sides.base.pop(ref, None)
+            else:
+                repo.refs.set_if_equals(_tracking(remote, ref), None, ObjectID(local))
+                sides.base[ref] = local
+        except FileLocked:
+            locked.append(ref)
+    if into is not None:
+        into.moved += [label(ref) for ref in locked if label(ref) not in into.moved]
 
 
-def plan_push(repo: Repo, sides: Sides, into: PushReport
+def plan_push(repo: Repo, sides: Sides, into: PushReport, kept: Mapping[bytes, bytes] | None = None
               ) -> tuple[dict[bytes, bytes], dict[bytes, tuple[bytes, bytes]], Sides]:
     """Plan a push: what to send, what to drop or replace there; count the rest into ``into``.
 
     Args:
         repo: the local repository.
         sides: the local session refs, the base and the remote's (as advertised or fetched).
+        kept: refs the remote refused to delete (:func:`load_kept`): not dropped while they
+            are still at that commit there.
         into: gets ``unchanged``, ``diverged``, ``behind`` (newer or gone there: the pull's to do)
             and ``failed`` (an id that differs only by case from one there).
 
@@ -300,6 +351,8 @@ def plan_push(repo: Repo, sides: Sides, into: PushReport
             later[ref] = (remote, sides.local[ref])  # the name used again here: replaced there
         elif step is Step.SEND:
             sends[ref] = sides.local[ref]
+        elif step is Step.DROP_THERE and kept is not None and kept.get(ref) == remote:
+            into.unchanged += 1  # the remote refuses deletions: it keeps the old name
         elif step is Step.DROP_THERE:
             later[ref] = (sides.remote[ref], ZERO_SHA)
         elif step is Step.DIVERGED:

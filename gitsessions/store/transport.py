@@ -20,7 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dulwich.client import HTTPUnauthorized, LocalGitClient, SendPackError
-from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.errors import ChecksumMismatch, GitProtocolError, HangupException, NotGitRepository
+from dulwich.file import FileLocked
 from dulwich.object_store import ObjectStoreGraphWalker
 from dulwich.objects import ZERO_SHA, ObjectID
 from dulwich.refs import Ref
@@ -30,7 +31,7 @@ from ..errors import RemoteError
 from .clients import answering, limit_of, strip_password
 from .faults import local_fault
 from .repo import read_refs
-from .sync import SYNCED, named_like_a_session
+from .sync import SYNCED, label, named_like_a_session
 from .values import PushReport
 
 #: What dulwich raises when the remote cannot be reached or read.
@@ -232,13 +233,131 @@ def send(url: str, client: Any, path: str, update_refs: Callable, pack_data: Cal
     return result.ref_status or {}
 
 
-def refused(ref: bytes, status: Mapping[bytes, Any], said: bytearray, report: PushReport) -> bool:
-    """Report ``ref`` as refused, in the server's words, when it was; return whether it was."""
-    error = status.get(ref)
-    if error is None:
+#: A ref's status when another process held it locked, or moved it while the request ran
+#: (dulwich's local client: ``unable to set``): another gs is moving it; the next round decides.
+LOCKED: Any = object()
+
+#: ref -> (its status: None when accepted, :data:`LOCKED`, else the server's reason; what the
+#: server's hooks wrote during that request).
+Outcome = dict[bytes, tuple[Any, bytes]]
+
+#: How dulwich's local client writes a name or commit into its messages: ``b'refs/heads/w'``.
+_BYTES_REPR = re.compile(r"""b'([^'\\]*)'""")
+
+
+def request(url: str, client: Any, path: str, update_refs: Callable, pack_data: Callable,
+            refs: Collection[bytes]) -> Outcome:
+    """Make one push request (:func:`send`) and say what became of each of ``refs``.
+
+    Args:
+        url: the remote's URL, for messages.
+        client: the dulwich client of the remote.
+        path: the remote's path as the client takes it.
+        update_refs: dulwich's callback from the remote's refs to the refs to change.
+        pack_data: dulwich's callback that makes the pack to send.
+        refs: the refs asked for; may be filled by ``update_refs`` (read after the request).
+
+    Returns:
+        The :data:`Outcome` of each ref of ``refs``.
+
+    Raises:
+        RemoteError: unreachable, or the push refused as a whole.
+    """
+    said = bytearray()
+    try:
+        status = send(url, client, path, update_refs, pack_data, said)
+    except (FileLocked, ChecksumMismatch):  # a path remote's ref, or the same pack, another gs writes now
+        status = dict.fromkeys(refs, LOCKED)  # some refs may have moved: the next round decides
+    text = said.decode("utf-8", "replace")
+    status = {ref: LOCKED if _lost_a_race(client, ref, why, text) else why for ref, why in status.items()}
+    return {ref: (status.get(ref), bytes(said)) for ref in refs}
+
+
+def _lost_a_race(client: Any, ref: bytes, why: Any, said: str) -> bool:
+    """True when ``ref`` was refused only because another process held it or moved it meanwhile.
+
+    dulwich's local client says ``unable to set``/``unable to remove`` when its
+    compare-and-swap lost; git's receive-pack says ``cannot lock ref '<ref>'`` (its lock file
+    exists, or the ref is no longer at the commit the request expected).
+    """
+    if not isinstance(why, str):
         return False
-    lines = [line.strip() for line in said.decode("utf-8", "replace").replace("\r", "\n").splitlines()]
+    if isinstance(client, LocalGitClient) and why.startswith("unable to "):
+        return True
+    return why.startswith("failed to ") and f"cannot lock ref '{ref.decode('utf-8', 'replace')}'" in said
+
+
+def one_by_one(url: str, client: Any, path: str, pack_data: Callable, outcome: Outcome,
+               wanted: Mapping[bytes, bytes], advertised: Mapping[bytes, bytes]) -> None:
+    """Send again, a request each, the refs of a request refused for more than one of them.
+
+    A pre-receive hook refuses a request as a whole (git runs it once for all its refs), so
+    an innocent ref shares the fate of the one it objects to. Only then is each ref sent
+    alone: the failure case pays the extra requests, never a push that went through.
+
+    Args:
+        url: the remote's URL, for messages.
+        client: the dulwich client of the remote.
+        path: the remote's path as the client takes it.
+        pack_data: dulwich's callback that makes the pack to send.
+        outcome: the first request's outcome; each ref sent again gets its own.
+        wanted: ref -> the commit it is to point at.
+        advertised: the remote's refs as the first request found them: a ref changed there
+            since is not sent (it becomes :data:`LOCKED`: the next round decides it).
+    """
+    again = [ref for ref, (error, _) in outcome.items() if error is not None and error is not LOCKED]
+    if len(again) < 2:
+        return
+    for ref in again:
+        moved: list[bytes] = []
+
+        def alone(remote_refs: dict[bytes, bytes], ref: bytes = ref, moved: list[bytes] = moved) -> dict[bytes, bytes]:
+            if remote_refs.get(ref) != advertised.get(ref):
+                moved.append(ref)
+                return {}
+            return {ref: wanted[ref]}
+
+        outcome.update(request(url, client, path, alone, pack_data, [ref]))
+        if moved:
+            outcome[ref] = (LOCKED, b"")
+
+
+def accepted(ref: bytes, outcome: Outcome, report: PushReport) -> bool:
+    """True when the server accepted ``ref``; else it goes in ``report`` as moved (:data:`LOCKED`) or refused."""
+    if outcome[ref][0] is LOCKED:  # another gs moved it: the next round decides
+        if (name := label(ref)) not in report.moved:
+            report.moved.append(name)
+        return False
+    return not refused(ref, outcome, report)
+
+
+def refuses_deletions(error: Any) -> bool:
+    """True for git's refusal of a ref deletion by ``receive.denyDeletes`` (``deletion prohibited``)."""
+    return isinstance(error, str) and error.startswith("deletion prohibited")
+
+
+def _plain(text: str) -> str:
+    """``text`` with dulwich's bytes reprs as the names they are, on one line."""
+    return " ".join(_BYTES_REPR.sub(r"\1", text).split())
+
+
+def refused(ref: bytes, outcome: Outcome, report: PushReport) -> bool:
+    """Report ``ref`` as refused, in the server's words, when it was; return whether it was.
+
+    The reason is the one given for ``ref``; what the server's hooks wrote follows, apart.
+    dulwich's local client writes each ref's reason there too: those echoes are left out,
+    so no ref's reason is said twice or under another ref. A ref :data:`LOCKED` is not
+    refused (the caller counts it as moved).
+    """
+    error, said = outcome.get(ref, (None, b""))
+    if error is None or error is LOCKED:
+        return False
+    text = said.decode("utf-8", "replace")
+    for reason in {why for why, _ in outcome.values() if isinstance(why, str) and why}:
+        text = text.replace(reason, "\n")
+    lines = [_plain(line) for line in text.replace("\r", "\n").splitlines()]
     server_said = "; ".join(line for line in lines if line)
+    reason = _plain(str(error))
     report.failed.append((ref.decode("utf-8", "replace"),
-                          f"{error} (the server said: {server_said})" if server_said else str(error)))
+                          f"{reason} (the server said: {server_said})" if server_said else reason))
     return True

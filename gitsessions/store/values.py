@@ -206,6 +206,12 @@ class PullReport:
         fast_forwarded: ``(id, old commit, new commit)`` (``archive/<name>`` for an archived one).
         forks: ``(id, fork id, local commit)``: the session diverged; the remote's side kept
             the name and the local turns are in the fork.
+        made_twice: ids of ``forks`` whose two sides share no save: the id was made on both
+            machines (not a divergence of one session).
+        came_back: ``(id, kept in)``: created here from the remote, though renamed or archived
+            here (into ``kept in``) since the base: it gained turns there, so both are kept.
+        beside: ``(id, old id)``: created here, ``old id`` renamed there, while ``old id``
+            gained turns here (those stay in ``old id``): both are kept.
         dropped: ``(ref, kept in)``: renamed, archived or restored on the other side, so the
             ref went here too; ``kept in`` is the ref that holds its commits now.
         deferred: ``(id, why)``: not moved because a live writer holds it or a crashed turn
@@ -218,6 +224,9 @@ class PullReport:
     created: list[str] = field(default_factory=list)
     fast_forwarded: list[tuple[str, str, str]] = field(default_factory=list)
     forks: list[tuple[str, str, str]] = field(default_factory=list)
+    made_twice: list[str] = field(default_factory=list)
+    came_back: list[tuple[str, str]] = field(default_factory=list)
+    beside: list[tuple[str, str]] = field(default_factory=list)
     dropped: list[tuple[str, str]] = field(default_factory=list)
     deferred: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
@@ -244,8 +253,13 @@ class PushReport:
         moved: refs the remote changed since the fetch this push was planned on (sync runs
             another round).
         failed: ``(ref, why)``: refused, in the server's words.
+        kept_there: ``(ref, kept in)``: refs renamed, archived or restored here that the remote
+            refused to delete (``receive.denyDeletes``): the old name stays there, its saves
+            are in ``kept in``; a sync does not ask again while the ref stays as it is there.
         skipped: ``(ref, why)``: local refs that are no sessions.
         connected: whether a push connection was opened at all.
+        others_there: session refs the remote held outside the ones pushed (``only=``): a
+            share to a repository that is not empty.
     """
 
     pushed: list[str] = field(default_factory=list)
@@ -255,8 +269,10 @@ class PushReport:
     diverged: list[str] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    kept_there: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     connected: bool = False
+    others_there: int = 0
 
 
 @dataclass
@@ -285,10 +301,14 @@ class SyncReport:
         mine.created += theirs.created
         mine.fast_forwarded += theirs.fast_forwarded
         mine.forks += theirs.forks
+        mine.made_twice += theirs.made_twice
+        mine.came_back += theirs.came_back
+        mine.beside += theirs.beside
         mine.dropped += theirs.dropped
         mine.deferred, mine.skipped, mine.unchanged = theirs.deferred, theirs.skipped, theirs.unchanged
         self.push.pushed += push.pushed
         self.push.deleted += push.deleted
+        self.push.kept_there += push.kept_there
         self.push.behind, self.push.diverged, self.push.moved = push.behind, push.diverged, push.moved
         self.push.skipped, self.push.unchanged = push.skipped, push.unchanged
         self.push.connected = self.push.connected or push.connected
