@@ -47,7 +47,7 @@ from .sync import (
 )
 from .thinpack import PushPack
 from .transport import accepted, fetch_sessions, one_by_one, refuses_deletions, request
-from .urls import remote_named
+from .urls import looks_like_url, remote_named
 from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -161,7 +161,7 @@ class Remotes:
 
     def _location(self, remote: str) -> tuple[str, bool]:
         """Return ``(url, is a configured name)``; a bare word must be a configured remote."""
-        if "/" in remote or ":" in remote or remote.startswith("."):
+        if looks_like_url(remote):
             return remote, False
         return self.url(remote), True
 

@@ -17,7 +17,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.objects import ObjectID
 from dulwich.pack import write_pack_data
@@ -29,6 +28,7 @@ from ..turns import turn_count
 from .faults import writes_to
 from .git import GitStore
 from .remote import Remotes
+from .urls import repository_key
 from .values import PushReport, Revision
 
 #: The repo config section (with the URL as subsection) that remembers where sessions were shared.
@@ -95,11 +95,8 @@ def describe(store: GitStore, revision: Revision) -> ShareOffer:
 
 
 def _key(url: str) -> bytes:
-    """The URL as remembered: without user name and password (the same repository, however reached)."""
-    parts = urlsplit(url.strip())
-    if parts.scheme and "@" in parts.netloc:
-        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1])).encode("utf-8")
-    return url.strip().encode("utf-8")
+    """The URL as remembered: its :func:`~.urls.repository_key` (the same repository, however reached)."""
+    return repository_key(url).encode("utf-8")
 
 
 def shared_before(store: GitStore, url: str) -> bool:
