@@ -397,5 +397,3 @@ class SessionStore(abc.ABC):
             raise SessionExists(sid, existing)
         self._move(name, sid, sha, f"restore: {name}", from_archive=True)
         return sid
-
-
