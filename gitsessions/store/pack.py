@@ -202,6 +202,27 @@ def remove_stale_tmp_packs(pack_dir: str | os.PathLike[str], now: float | None =
     return removed
 
 
+def add_tree(store: BaseObjectStore, tree_id: ObjectID, seen: set[ObjectID], order: list[ObjectID]) -> None:
+    """Append ``tree_id`` and every tree and blob under it not in ``seen`` to ``order`` (marking them seen).
+
+    Submodule entries (mode 160000) name no object here and are skipped.
+    """
+    if tree_id in seen:
+        return
+    seen.add(tree_id)
+    order.append(tree_id)
+    tree = store[tree_id]
+    assert isinstance(tree, Tree)
+    for entry in tree.iteritems():
+        if entry.mode == 0o160000:
+            continue
+        if entry.mode & 0o040000:
+            add_tree(store, entry.sha, seen, order)
+        elif entry.sha not in seen:
+            seen.add(entry.sha)
+            order.append(entry.sha)
+
+
 def _plan(repo: Repo) -> tuple[list[ObjectID], dict[ObjectID, tuple[int, ObjectID | None]]]:
     """Return (objects in write order, blob sha -> (depth, base sha or None))."""
     store = repo.object_store
@@ -240,27 +261,11 @@ def _plan(repo: Repo) -> tuple[list[ObjectID], dict[ObjectID, tuple[int, ObjectI
     plan: dict[ObjectID, tuple[int, ObjectID | None]] = {}
     session_blob: dict[ObjectID, ObjectID] = {}  # commit -> its single top-level blob, if any
 
-    def add_tree(tree_id: ObjectID) -> None:
-        if tree_id in seen:
-            return
-        seen.add(tree_id)
-        order.append(tree_id)
-        tree = store[tree_id]
-        assert isinstance(tree, Tree)
-        for entry in tree.iteritems():
-            if entry.mode == 0o160000:
-                continue  # submodule: not an object here
-            if entry.mode & 0o040000:
-                add_tree(entry.sha)
-            elif entry.sha not in seen:
-                seen.add(entry.sha)
-                order.append(entry.sha)
-
     for sha in sorted(commits, key=position.__getitem__):
         commit = commits[sha]
         order.append(sha)
         seen.add(sha)
-        add_tree(commit.tree)
+        add_tree(store, commit.tree, seen, order)
         tree = store[commit.tree]
         entries = list(tree.iteritems()) if isinstance(tree, Tree) else []
         if len(entries) == 1 and not entries[0].mode & 0o040000:

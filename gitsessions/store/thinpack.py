@@ -34,7 +34,7 @@ from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
-from .pack import RepackResult, base_position, records, remove_stale_tmp_packs
+from .pack import RepackResult, add_tree, base_position, records, remove_stale_tmp_packs
 
 #: The receive-pack capability by which a server refuses thin packs (gitprotocol-capabilities).
 NO_THIN = b"no-thin"
@@ -289,29 +289,13 @@ def _plan(store: BaseObjectStore, send: set[ObjectID], boundary: set[ObjectID],
     seen: set[ObjectID] = set(remote_has)
     plan: _Plan = {}
 
-    def add_tree(tree_id: ObjectID) -> None:
-        if tree_id in seen:
-            return
-        seen.add(tree_id)
-        order.append(tree_id)
-        tree = store[tree_id]
-        assert isinstance(tree, Tree)
-        for entry in tree.iteritems():
-            if entry.mode == 0o160000:
-                continue  # submodule: not an object here
-            if entry.mode & 0o040000:
-                add_tree(entry.sha)
-            elif entry.sha not in seen:
-                seen.add(entry.sha)
-                order.append(entry.sha)
-
     in_pack: set[ObjectID] = set()
     for sha in sorted(send, key=lambda c: (chains[start[c]], position[c])):
         order.append(sha)
         commit = read(sha)
         assert commit is not None
         before = len(order)
-        add_tree(commit.tree)
+        add_tree(store, commit.tree, seen, order)
         in_pack.update(order[before:])
         tree_entries(sha)
         blob = session_blob.get(sha)
