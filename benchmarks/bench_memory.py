@@ -34,6 +34,7 @@ from _common import (
     Builder,
     FixtureStore,
     Settings,
+    fast_import,
     fresh_dir,
     git,
     git_env,
@@ -100,17 +101,7 @@ def peak_rss_kb(argv: list[str], env: dict[str, str] | None = None) -> tuple[int
 
 def _fast_import(repo: Path, commits: list[tuple[str, str, bytes]]) -> None:
     """Write ``(session id, commit message, session.jsonl)`` as one commit each on ``refs/heads/<id>``."""
-    proc = subprocess.Popen(["git", f"--git-dir={repo}", "fast-import", "--quiet"], stdin=subprocess.PIPE,
-                            env=git_env())
-    assert proc.stdin is not None
-    for k, (sid, msg, data) in enumerate(commits):
-        m = msg.encode()
-        proc.stdin.write(b"commit refs/heads/%s\ncommitter bench <bench@localhost> %d +0000\n"
-                         % (sid.encode(), 1_735_732_800 + k))
-        proc.stdin.write(b"data %d\n%s\n" % (len(m), m))
-        proc.stdin.write(b"M 100644 inline session.jsonl\ndata %d\n%s\n" % (len(data), data))
-    proc.stdin.close()
-    assert proc.wait() == 0
+    fast_import(repo, ((sid, msg.encode(), 1_735_732_800 + k, data) for k, (sid, msg, data) in enumerate(commits)))
 
 
 def _log(sid: str, turns: int, size: int, tools_every: int) -> tuple[bytes, int]:

@@ -18,15 +18,16 @@ import os
 import pty
 import select
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from _common import (
     PY,
     Settings,
+    fast_import,
     fresh_dir,
     git_env,
     measure,
@@ -69,28 +70,25 @@ def build_archive(repo: Path, n_sessions: int, n_turns: int) -> int:
     Returns:
         The number of commits written.
     """
-    proc = subprocess.Popen(["git", f"--git-dir={repo}", "fast-import", "--quiet"], stdin=subprocess.PIPE,
-                            env=git_env())
-    assert proc.stdin is not None
-    commits = 0
-    for k in range(n_sessions):
-        sid = f"s{k:05d}"
-        data = encode_header(make_header(sid, created=1_735_732_800_000 + k, generator="benchmarks"))
-        seq = 0
-        for t in range(1, n_turns + 1):
-            evs = _turn(seq, t, salt=k * 41 + t, planted=t == 3 and k % 100 == 0)
-            data += b"".join(ev.encode() for ev in evs)
-            msg = (f"turn {t}: {words(40, salt=k + t)}\n\nSession: {sid}\nTurn: {t}\nModel: gpt-4o-mini\n"
-                   f"Events: {seq}-{seq + len(evs) - 1}\nMessages: {2 * t}\nTitle: scale benchmark {k}\n").encode()
-            seq += len(evs)
-            proc.stdin.write(b"commit refs/heads/%s\ncommitter bench <bench@localhost> %d +0000\n"
-                             % (sid.encode(), 1_735_732_800 + k * 100 + t))
-            proc.stdin.write(b"data %d\n%s\n" % (len(msg), msg))
-            proc.stdin.write(b"M 100644 inline session.jsonl\ndata %d\n%s\n" % (len(data), data))
-            commits += 1
-    proc.stdin.close()
-    assert proc.wait() == 0
-    return commits
+    count = 0
+
+    def commits() -> Iterator[tuple[str, bytes, int, bytes]]:
+        nonlocal count
+        for k in range(n_sessions):
+            sid = f"s{k:05d}"
+            data = encode_header(make_header(sid, created=1_735_732_800_000 + k, generator="benchmarks"))
+            seq = 0
+            for t in range(1, n_turns + 1):
+                evs = _turn(seq, t, salt=k * 41 + t, planted=t == 3 and k % 100 == 0)
+                data += b"".join(ev.encode() for ev in evs)
+                msg = (f"turn {t}: {words(40, salt=k + t)}\n\nSession: {sid}\nTurn: {t}\nModel: gpt-4o-mini\n"
+                       f"Events: {seq}-{seq + len(evs) - 1}\nMessages: {2 * t}\nTitle: scale benchmark {k}\n").encode()
+                seq += len(evs)
+                count += 1
+                yield sid, msg, 1_735_732_800 + k * 100 + t, data
+
+    fast_import(repo, commits())
+    return count
 
 
 def fixture(s: Settings, n_sessions: int, n_turns: int) -> tuple[Path, Path]:

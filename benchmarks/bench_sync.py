@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from _common import (
@@ -21,9 +21,9 @@ from _common import (
     Builder,
     FixtureStore,
     Settings,
+    fast_import,
     fresh_dir,
     git,
-    git_env,
     human_bytes,
     measure,
     measure_interleaved,
@@ -204,23 +204,20 @@ def _build_clone_source(remote: Path) -> int:
         seq += len(evs)
     body = b"".join(chunks)
     cut = len(body) - len(chunks[-1])
-    stream = subprocess.Popen(["git", f"--git-dir={remote}", "fast-import", "--quiet"], stdin=subprocess.PIPE,
-                              env=git_env())
-    assert stream.stdin is not None
     size = 0
-    for k in range(N_CLONE):
-        sid = f"c{k:03d}"
-        header = encode_header(make_header(sid, created=1_735_732_800_000 + k, generator="benchmarks"))
-        for n, (data, turn) in enumerate(((header + body[:cut], turns - 1), (header + body, turns))):
-            size = len(data)
-            msg = (f"turn {turn}: {words(40, salt=k)}\n\nSession: {sid}\nTurn: {turn}\nModel: gpt-4o-mini\n"
-                   f"Messages: {2 * turn}\nTitle: clone benchmark {k}\n").encode()
-            stream.stdin.write(b"commit refs/heads/%s\ncommitter bench <bench@localhost> %d +0000\n"
-                               % (sid.encode(), 1_735_732_800 + k * 10 + n))
-            stream.stdin.write(b"data %d\n%s\n" % (len(msg), msg))
-            stream.stdin.write(b"M 100644 inline session.jsonl\ndata %d\n%s\n" % (len(data), data))
-    stream.stdin.close()
-    assert stream.wait() == 0
+
+    def commits() -> Iterator[tuple[str, bytes, int, bytes]]:
+        nonlocal size
+        for k in range(N_CLONE):
+            sid = f"c{k:03d}"
+            header = encode_header(make_header(sid, created=1_735_732_800_000 + k, generator="benchmarks"))
+            for n, (data, turn) in enumerate(((header + body[:cut], turns - 1), (header + body, turns))):
+                size = len(data)
+                msg = (f"turn {turn}: {words(40, salt=k)}\n\nSession: {sid}\nTurn: {turn}\nModel: gpt-4o-mini\n"
+                       f"Messages: {2 * turn}\nTitle: clone benchmark {k}\n").encode()
+                yield sid, msg, 1_735_732_800 + k * 10 + n, data
+
+    fast_import(remote, commits())
     return size
 
 
