@@ -187,6 +187,25 @@ def fsck(repo: Path) -> None:
 # --------------------------------------------------------------------------- full disk
 
 
+def _chat(env: dict[str, str]) -> tuple[subprocess.Popen, list[bytes], threading.Thread]:
+    """Start ``gs chat SID`` with ``env`` added; return it, its output so far (a thread fills it), the thread."""
+    proc = subprocess.Popen([*GS, "chat", SID], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ, **env))
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.extend(iter(lambda: proc.stdout.read1(4096), b"")), daemon=True)
+    reader.start()
+    return proc, out, reader
+
+
+def _wait_for(proc: subprocess.Popen, out: list[bytes], text: bytes) -> None:
+    """Wait until the chat printed ``text`` (failing when it exits or TIMEOUT passes first)."""
+    deadline = time.monotonic() + TIMEOUT
+    while text not in b"".join(out):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, b"".join(out)
+        time.sleep(0.01)
+
+
 @pytest.mark.parametrize("at", ["object:1", "object:2", "object:3", "ref:1"], ids=["blob", "tree", "commit", "ref"])
 def test_full_disk_at_a_save_keeps_the_turn_in_the_journal(gs, tmpfs, under, at):
     repo = tmpfs / "repo.git"
@@ -278,19 +297,11 @@ def test_chat_stays_open_after_a_failed_save(gs, tmpfs, under):
     """``gs chat``: the save fails on a full disk, the chat goes on, the next save takes both turns."""
     repo = tmpfs / "repo.git"
     assert gs("ask", SID, "first").code == 0
-    proc = subprocess.Popen([*GS, "chat", SID], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=dict(os.environ, **under.env("fill:object:1", tmpfs)))
-    out: list[bytes] = []
-    reader = threading.Thread(target=lambda: out.extend(iter(lambda: proc.stdout.read1(4096), b"")), daemon=True)
-    reader.start()
+    proc, out, reader = _chat(under.env("fill:object:1", tmpfs))
     try:
         proc.stdin.write(b"second\n")
         proc.stdin.flush()
-        deadline = time.monotonic() + TIMEOUT
-        while b"error: disk full" not in b"".join(out):
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, b"".join(out)
-            time.sleep(0.01)
+        _wait_for(proc, out, b"error: disk full")
         free(tmpfs)
         proc.stdin.write(b"third\n/exit\n")
         proc.stdin.close()
@@ -457,19 +468,11 @@ def test_once_there_is_space_the_journal_catches_up(gs, tmpfs, under, fake_api, 
     assert gs("ask", SID, "first").code == 0
     long = "y" * 5000
     gate = Gate(fake_api, monkeypatch, n=2)
-    proc = subprocess.Popen([*GS, "chat", SID], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=dict(os.environ, **under.env("fill:journal:4", tmpfs)))
-    out: list[bytes] = []
-    reader = threading.Thread(target=lambda: out.extend(iter(lambda: proc.stdout.read1(4096), b"")), daemon=True)
-    reader.start()
+    proc, out, _reader = _chat(under.env("fill:journal:4", tmpfs))
     try:
         proc.stdin.write(long.encode() + b"\n")
         proc.stdin.flush()
-        deadline = time.monotonic() + TIMEOUT
-        while b"as far as it fit" not in b"".join(out):
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, b"".join(out)
-            time.sleep(0.01)
+        _wait_for(proc, out, b"as far as it fit")
         free(tmpfs)
         proc.stdin.write(b"third\n")
         proc.stdin.flush()
