@@ -148,6 +148,13 @@ class SessionStore(abc.ABC):
 
     # -- hooks a backend may refine --------------------------------------------------------
 
+    def current(self) -> SessionId | None:
+        """Return the current session (git: the one ``HEAD`` names), None when none is."""
+        return None
+
+    def set_current(self, session_id: str) -> None:  # noqa: B027 - a backend may keep no current session
+        """Make ``session_id`` the current session (cosmetic: never fails a save)."""
+
     def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:  # noqa: B027 - optional
         """Called after ``commit`` was read and validated (a cache may keep it)."""
 
