@@ -21,7 +21,7 @@ from ..errors import (
 from ..events import Event, check_event, encode_header, parse_log
 from ..rules import CommitId, CommitMessage, SessionId, check_free, check_session_id, commit_message
 from .revisions import resolve as resolve_revision
-from .values import CommitInfo, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
+from .values import CommitInfo, ReflogEntry, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
 
 #: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
 _COUNTED = ("Turn", "Messages", "Title")
@@ -155,6 +155,10 @@ class SessionStore(abc.ABC):
     def set_current(self, session_id: str) -> None:  # noqa: B027 - a backend may keep no current session
         """Make ``session_id`` the current session (cosmetic: never fails a save)."""
 
+    def reflog(self, name: str, archived: bool = False) -> list[ReflogEntry]:
+        """Return the moves of session ``name``'s ref (archived session ``name``'s), oldest first."""
+        return []
+
     def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:  # noqa: B027 - optional
         """Called after ``commit`` was read and validated (a cache may keep it)."""
 
@@ -240,9 +244,8 @@ class SessionStore(abc.ABC):
     def resolve(self, rev: str) -> Revision:
         """Resolve a revision of a session to a commit (git's syntax: see :mod:`.revisions`).
 
-        ``SESSION``, ``SESSION~N``, ``SESSION^`` (git's meaning: N saves back along first
-        parents; suffixes combine) or ``SESSION@COMMIT`` (a prefix of >= 4 hex digits of a
-        commit in that session's history).
+        ``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``, ``SESSION@{N}`` or
+        ``SESSION@{DATE}`` (the session's reflog; ``~N`` and ``^`` may follow).
 
         Raises:
             BadRevision: malformed, or names no commit (the message names what exists).

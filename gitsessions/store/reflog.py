@@ -22,9 +22,37 @@ from dulwich.repo import Repo
 
 from ..rules import SESSION_ID_RE, CommitId, SessionId, check_session_id
 from .faults import optional_write
-from .repo import point_head
+from .repo import point_head, read_refs
+from .values import ReflogEntry
 
+_ZERO = "0" * 40
 _HEADS = b"refs/heads/"
+_REMOTES = b"refs/remotes/"
+
+
+def parse_reflog(data: bytes) -> list[ReflogEntry]:
+    """Return the entries of a reflog file's bytes, oldest first; a damaged line is skipped.
+
+    Args:
+        data: the file (``<old> <new> <who> <time> <tz>[TAB<message>]`` lines, git's format).
+    """
+    out = []
+    for line in data.splitlines():
+        head, _tab, message = line.partition(b"\t")
+        parts = head.split(b" ")
+        if len(parts) < 5 or len(parts[0]) != 40 or len(parts[1]) != 40:
+            continue
+        old, new = parts[0].decode("ascii", "replace"), parts[1].decode("ascii", "replace")
+        try:
+            when, tz = int(parts[-2]), parts[-1].decode("ascii")
+            sign = -1 if tz.startswith("-") else 1
+            offset = sign * (int(tz[1:3]) * 3600 + int(tz[3:5]) * 60)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        out.append(ReflogEntry(CommitId(old) if old != _ZERO else None, CommitId(new) if new != _ZERO else None,
+                               b" ".join(parts[2:-2]).decode("utf-8", "replace"), when, offset,
+                               message.decode("utf-8", "replace").strip()))
+    return out
 
 
 def head_branch(controldir: Path) -> str | None:
@@ -41,7 +69,7 @@ def head_branch(controldir: Path) -> str | None:
 
 
 class RefLogs:
-    """The HEAD and reflog reads and writes of the git store (mixed into :class:`~.git.GitStore`).
+    """The HEAD, reflog and tracking-ref reads of the git store (mixed into :class:`~.git.GitStore`).
 
     Needs the store's ``path`` and ``repo()``.
     """
@@ -72,3 +100,29 @@ class RefLogs:
             optional_write(lambda: point_head(repo, ref, always=True))
         except (OSError, FileLocked):  # cosmetic: a save never fails over HEAD
             pass
+
+    def reflog(self, name: str, archived: bool = False) -> list[ReflogEntry]:
+        """Return the reflog of session ``name`` (or of archived session ``name``), oldest first.
+
+        Empty when there is none (a ref made by a tool that writes no reflog).
+        """
+        if not SESSION_ID_RE.match(name):
+            return []
+        folder = "archive" if archived else "heads"
+        try:
+            return parse_reflog((self.path / "logs" / "refs" / folder / name).read_bytes())
+        except OSError:
+            return []
+
+    def tracking(self, session_id: str) -> dict[str, CommitId]:
+        """Return remote name -> the commit its tracking ref ``refs/remotes/<remote>/heads/<id>`` holds."""
+        repo = self.repo()
+        if repo is None:
+            return {}
+        tail = b"/heads/" + check_session_id(session_id).encode("ascii")
+        out = {}
+        for ref, sha in read_refs(repo, Ref(_REMOTES)).items():
+            if ref.endswith(tail) and b"/" not in ref[len(_REMOTES):-len(tail)]:
+                out[ref[len(_REMOTES):-len(tail)].decode("utf-8", "replace")] = CommitId(sha.decode("ascii"))
+        return dict(sorted(out.items()))
+
