@@ -27,8 +27,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SessionNotFound
+from .errors import NoCurrentSession, SessionNotFound
 from .history import merge_base
+from .render import iso_time
 from .rules import Trailers
 from .store import SessionInfo, SessionStore
 
@@ -83,8 +84,8 @@ class Node:
         return next((n for _d, n in self.walk() if n.session_id == session_id and n.archived == archived), None)
 
     def to_json(self) -> dict[str, Any]:
-        """Return the ``gs tree --json`` object: every attribute, ``children`` nested likewise."""
-        return {"id": self.session_id, "title": self.title, "turns": self.turns, "saved": self.saved,
+        """Return the ``gs tree --json`` object: every attribute (``saved`` ISO 8601), ``children`` likewise."""
+        return {"id": self.session_id, "title": self.title, "turns": self.turns, "saved": iso_time(self.saved),
                 "tip": self.tip, "parent": self.parent, "from_turn": self.from_turn,
                 "fork_commit": self.fork_commit, "archived": self.archived, "current": self.current,
                 "prompt": self.prompt, "children": [c.to_json() for c in self.children]}
@@ -96,6 +97,25 @@ def current_session(store: SessionStore) -> str | None:
     Used by ``gs chat -c``, ``gs show``/``log``/``export``/``tree`` without a REV, and ``/tree``.
     """
     return store.current()
+
+
+def rev_or_current(store: SessionStore, rev: str | None, command: str) -> str:
+    """Return ``rev``, or the current session when it is None (a command run without REV).
+
+    Args:
+        store: the session store.
+        rev: what the user gave, or None.
+        command: the command's name, for the message.
+
+    Raises:
+        NoCurrentSession: ``rev`` is None and ``HEAD`` names no session.
+    """
+    if rev is not None:
+        return rev
+    current = store.current()
+    if current is None:
+        raise NoCurrentSession(command)
+    return current
 
 
 @dataclass

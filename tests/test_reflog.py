@@ -96,3 +96,21 @@ def test_an_archived_session_keeps_its_reflog(three, git):
     assert three("show", "work").code == 1  # archived: restore it first
     r = three("show", "work@{2}", "--format", "jsonl")
     assert r.code == 0 and r.out == git("cat-file", "blob", f"{before}:session.jsonl")
+
+
+def test_gs_reflog_lists_every_move_with_its_reason(three, git):
+    assert three("fork", "work~1", "alt").code == 0
+    assert three("rename", "work", "main-line").code == 0
+    r = three("reflog", "main-line")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert [line.split()[1] for line in lines] == [f"main-line@{{{i}}}" for i in range(4)]
+    assert "renamed work to main-line" in lines[0] and "commit: turn 3: three" in lines[1]
+    assert "commit (initial): turn 1: one" in lines[3]
+    assert [line.split()[0] for line in lines] == git("log", "-g", "--format=%h", "--abbrev=7", "main-line").split()
+    rows = three("reflog", "main-line", "--json", "-n", "2").json()
+    tip = git("rev-parse", "main-line").strip()
+    assert [(row["rev"], row["commit"]) for row in rows] == [("main-line@{0}", tip), ("main-line@{1}", tip)]
+    assert set(rows[0]) == {"rev", "commit", "old", "time", "who", "reason"}
+    assert "fork: alt from work" in three("reflog").out  # no SESSION: the current one (alt, forked last)
+    git("fsck", "--strict")

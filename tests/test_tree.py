@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -17,15 +18,15 @@ def _shape(node: Node) -> list[tuple[int, str, str | None, int | None, bool]]:
 
 @pytest.fixture
 def forked(gs, git):
-    """work (3 turns); work-2 forked after turn 1 with a turn of its own; work-2-1 off work-2; alt archived."""
+    """work (3 turns); work-2 forked after turn 2 with two of its own; alt archived; other; work-2-1 off work-2."""
     for prompt in ("first question", "second question", "third question"):
         assert gs("ask", "work", prompt).code == 0
     assert gs("ask", "work~1", "shorter answer please", "--fork", "work-2").code == 0
     assert gs("ask", "work-2", "and again").code == 0
-    assert gs("fork", "work-2~1", "work-2-1").code == 0
     assert gs("fork", "work~2", "alt").code == 0
     assert gs("rm", "alt").code == 0
     assert gs("ask", "other", "unrelated").code == 0
+    assert gs("fork", "work-2~1", "work-2-1").code == 0  # the current session now
     return gs
 
 
@@ -107,3 +108,73 @@ def test_a_renamed_parent_is_still_the_parent(forked, repo_path: Path):
         root = family(store, "work-2")
     assert [(n.session_id, n.parent) for _d, n in root.walk()] == [
         ("main-line", None), ("alt", "main-line"), ("work-2", "main-line"), ("work-2-1", "work-2")]
+
+
+def test_gs_tree_draws_the_family(forked):
+    r = forked("tree", "work-2-1")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert [re.match(r"[│├└─ ]*\S+", line).group() for line in lines] == [  # type: ignore[union-attr]
+        "work", "├─ alt", "└─ work-2", "   └─ work-2-1"]
+    assert lines[0].startswith('work  "first question"  3 turns · ')
+    assert '├─ alt  (from work at turn 1)  "first question"  1 turn · ' in lines[1] and lines[1].endswith("[archived]")
+    assert '└─ work-2  (from work at turn 2)  "shorter answer please"  4 turns' in lines[2]
+    assert lines[3].startswith("   └─ work-2-1  (from work-2 at turn 3)") and lines[3].endswith("← current")
+    assert forked("tree").out == r.out  # no SESSION: the current one's family (HEAD names work-2-1)
+
+
+def test_gs_tree_json_is_the_same_tree(forked, git):
+    r = forked("tree", "alt", "--json")
+    assert r.code == 0, r.err
+    root = r.json()
+    assert (root["id"], root["parent"], root["from_turn"], root["current"]) == ("work", None, None, False)
+    assert [c["id"] for c in root["children"]] == ["alt", "work-2"]
+    work2 = root["children"][1]
+    assert (work2["parent"], work2["from_turn"], work2["prompt"], work2["turns"]) == \
+        ("work", 2, "shorter answer please", 4)
+    assert work2["fork_commit"] == git("rev-parse", "work~1").strip()
+    assert work2["tip"] == git("rev-parse", "work-2").strip()
+    assert root["children"][0]["archived"] is True
+    leaf = work2["children"][0]
+    assert (leaf["id"], leaf["current"], leaf["children"]) == ("work-2-1", True, [])
+    assert set(leaf) == {"id", "title", "turns", "saved", "tip", "parent", "from_turn", "fork_commit", "archived",
+                         "current", "prompt", "children"}
+
+
+def test_without_a_current_session_a_command_says_what_to_do(gs, git):
+    assert gs("ask", "work", "hi").code == 0
+    git("symbolic-ref", "HEAD", "refs/heads/master")
+    for command in ("tree", "status", "reflog"):
+        r = gs(command)
+        assert r.code == 1 and f"gs {command} SESSION" in r.err and "Traceback" not in r.err, (command, r.err)
+
+
+def test_status_says_where_the_current_session_stands(gs, git, tmp_path: Path, repo_path: Path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    assert gs("ask", "work", "one").code == 0
+    r = gs("status")
+    assert r.code == 0, r.err
+    tip = git("rev-parse", "work").strip()
+    assert r.out.splitlines() == [
+        "current session: work", f"tip: {tip[:7]} turn 1: one ({r.out.split('(')[1].split(')')[0]})",
+        "journal: empty (every turn is saved)", "remotes: none track this session (gs push sends it)"]
+    assert gs("remote", "add", "origin", str(remote)).code == 0 and gs("push").code == 0
+    assert "origin: up to date with origin/heads/work" in gs("status").out
+    assert gs("ask", "work", "two").code == 0 and gs("ask", "work", "three").code == 0
+    assert "origin: 2 saves ahead, 0 behind origin/heads/work (gs sync origin)" in gs("status").out
+    theirs = subprocess.run(["git", "-C", str(repo_path), "commit-tree", "work~2^{tree}", "-p", "work~2", "-m", "x"],
+                            capture_output=True, text=True, check=True,
+                            env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+                                 "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"}).stdout.strip()
+    git("update-ref", "refs/remotes/origin/heads/work", theirs)  # what a fetch saw another machine save
+    assert "origin: 2 saves ahead, 1 behind origin/heads/work (gs sync origin)" in gs("status").out
+    assert gs("ask", "other", "hi").code == 0
+    r = gs("status", "work", "--json")
+    assert r.json()["current"] is False
+    assert r.json()["remotes"] == {"origin": {"tip": theirs, "ahead": 2, "behind": 1, "shared_history": True}}
+    assert "session: work (the current session is other)" in gs("status", "work").out
+    journal = repo_path / "gs" / "journal" / "work.jsonl"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.write_text("")
+    assert gs("status", "work", "--json").json()["journal"] is True
