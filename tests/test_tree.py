@@ -141,12 +141,34 @@ def test_gs_tree_json_is_the_same_tree(forked, git):
                          "current", "prompt", "children"}
 
 
+def test_commands_without_a_rev_use_the_current_session(forked, git):
+    assert forked("ask", "work", "fourth question").code == 0
+    assert git("symbolic-ref", "--short", "HEAD").strip() == "work"
+    assert forked("show").out == forked("show", "work").out
+    assert forked("log", "--oneline").out == forked("log", "work", "--oneline").out
+    assert forked("export", "-f", "jsonl").out == forked("export", "work", "-f", "jsonl").out
+
+
 def test_without_a_current_session_a_command_says_what_to_do(gs, git):
     assert gs("ask", "work", "hi").code == 0
     git("symbolic-ref", "HEAD", "refs/heads/master")
-    for command in ("tree", "status", "reflog"):
+    for command in ("show", "log", "tree", "export", "status", "reflog"):
         r = gs(command)
         assert r.code == 1 and f"gs {command} SESSION" in r.err and "Traceback" not in r.err, (command, r.err)
+
+
+def test_chat_continue_resumes_the_current_session(gs, git):
+    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "other", "hello").code == 0
+    git("symbolic-ref", "HEAD", "refs/heads/work")  # as an open of work leaves it
+    r = gs("chat", "-c", input="next\n")
+    assert r.code == 0, r.err
+    assert "session work saved" in r.err
+    git("symbolic-ref", "HEAD", "refs/heads/master")  # names none: the session saved last
+    assert gs("ask", "other", "again").code == 0
+    git("symbolic-ref", "HEAD", "refs/heads/master")
+    r = gs("chat", "-c", input="more\n")
+    assert "session other saved" in r.err
 
 
 def test_status_says_where_the_current_session_stands(gs, git, tmp_path: Path, repo_path: Path):
