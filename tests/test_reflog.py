@@ -114,3 +114,30 @@ def test_gs_reflog_lists_every_move_with_its_reason(three, git):
     assert set(rows[0]) == {"rev", "commit", "old", "time", "who", "reason"}
     assert "fork: alt from work" in three("reflog").out  # no SESSION: the current one (alt, forked last)
     git("fsck", "--strict")
+
+
+def test_restore_brings_a_reflog_entry_back_as_a_session(three, git):
+    tip, before = git("rev-parse", "work").strip(), git("rev-parse", "work~1").strip()
+    r = three("restore", "work@{1}")
+    assert r.code == 0 and "as work-1" in r.err, r.err
+    assert git("rev-parse", "work").strip() == tip  # nothing moved
+    assert git("rev-parse", "work-1^").strip() == before
+    assert three("show", "work-1", "--format", "jsonl").out == three("show", "work~1", "--format", "jsonl").out
+    node = three("tree", "work", "--json").json()["children"][0]
+    assert (node["id"], node["from_turn"], node["fork_commit"]) == ("work-1", 2, before)
+    assert three("restore", "work@{2}", "--as", "first").code == 0
+    assert git("rev-parse", "first^").strip() == git("rev-parse", "work~2").strip()
+    git("fsck", "--strict")
+
+
+def test_restore_finds_the_moves_of_an_archived_session(three, git):
+    first = git("rev-parse", "work~2").strip()
+    assert three("rm", "work").code == 0
+    r = three("restore", "work@{3}")
+    assert r.code == 0 and "as work-1" in r.err, r.err  # the archive keeps the name work
+    assert git("rev-parse", "work-1^").strip() == first
+    assert three("restore", "work").code == 0  # the archived session itself comes back as before
+    assert git("for-each-ref", "--format=%(refname)", "refs/heads").split() == ["refs/heads/work", "refs/heads/work-1"]
+    r = three("restore", "work@{9}")
+    assert r.code == 1 and "only has" in r.err
+    git("fsck", "--strict")
