@@ -200,3 +200,15 @@ def test_status_says_where_the_current_session_stands(gs, git, tmp_path: Path, r
     journal.parent.mkdir(parents=True, exist_ok=True)
     journal.write_text("")
     assert gs("status", "work", "--json").json()["journal"] is True
+
+
+def test_a_plain_clone_of_the_repo_checks_out_the_current_session(gs, git, tmp_path: Path):
+    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "other", "hello").code == 0
+    clone = tmp_path / "clone"
+    r = subprocess.run(["git", "clone", "-q", str(git("rev-parse", "--absolute-git-dir").strip()), str(clone)],
+                       capture_output=True, text=True, check=True)
+    assert "warning" not in r.stderr
+    assert subprocess.run(["git", "-C", str(clone), "branch", "--show-current"], capture_output=True, text=True,
+                          check=True).stdout.strip() == "other"
+    assert '"id":"other"' in (clone / "session.jsonl").read_text()
