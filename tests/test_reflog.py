@@ -141,3 +141,19 @@ def test_restore_finds_the_moves_of_an_archived_session(three, git):
     r = three("restore", "work@{9}")
     assert r.code == 1 and "only has" in r.err
     git("fsck", "--strict")
+
+
+def test_moves_plain_git_made_are_read_too(three, git, repo_path: Path):
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b",
+           "PATH": os.environ["PATH"]}
+    top = subprocess.run(["git", "-C", str(repo_path), "commit-tree", "work^{tree}", "-p", "work", "-m", "by hand"],
+                         capture_output=True, text=True, check=True, env=env).stdout.strip()
+    before = git("rev-parse", "work").strip()
+    subprocess.run(["git", "-C", str(repo_path), "update-ref", "refs/heads/work", top], check=True, env=env)  # no -m
+    lines = three("reflog", "work").out.splitlines()
+    assert lines[0].startswith(f"{top[:7]} work@{{0}}") and lines[0].endswith("(no reason)")
+    with GitStore(repo_path) as store:
+        assert store.resolve("work@{1}").commit == before == git("rev-parse", "work@{1}").strip()
+    assert three("show", "@{1}").out == three("show", "work@{1}").out  # git's @{1}: the current session's
+    assert git("reflog", "show", "--format=%h", "refs/heads/work").split()[:2] == [top[:7], before[:7]]
+    git("fsck", "--strict")
