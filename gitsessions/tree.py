@@ -204,12 +204,20 @@ def _parent_of(store: SessionStore, m: _Member, named: dict[str, list[_Member]],
     if hint is None or (lineage is None and hint == m.info.session_id):
         return None
     candidates = [c for c in named.get(hint, []) if c is not m]
-    if not candidates:  # renamed since: whoever's tip was still saved under that name
-        candidates = [c for c in saved_in.get(hint, []) if c is not m and c.fields.forked_from != lineage]
-    if len(candidates) > 1 and fork is not None:  # the one holding the fork point
-        holding = [c for c in candidates if _holds(store, c.info.tip, fork)]
-        candidates = holding or candidates
+    if not candidates:  # renamed since: whoever's tip was still saved under that name (not a sibling fork)
+        candidates = [c for c in saved_in.get(hint, [])
+                      if c is not m and not (lineage is not None and c.fields.forked_from == lineage)]
+        if lineage is None:  # m too was saved under that name, as its renamed original: a longer one is the parent
+            candidates = [c for c in candidates if _rank(c) > _rank(m)]
+    if len(candidates) > 1:  # one holding the fork point (for a plain branch: its tip), the longest first
+        holding = [c for c in candidates if _holds(store, c.info.tip, fork or m.info.tip)] or candidates
+        candidates = sorted(holding, key=_rank, reverse=True)
     return (candidates[0], fork) if candidates else None
+
+
+def _rank(m: _Member) -> tuple[int, str]:
+    """An order of sessions saved in one name: more turns first (the original, not a copy of its past)."""
+    return (m.turn_fields.turn or m.fields.turn or 0, m.info.session_id)
 
 
 def _holds(store: SessionStore, tip: str, commit: str) -> bool:

@@ -102,12 +102,14 @@ def test_commits_plain_git_made_on_top_are_understood(forked, git, repo_path: Pa
     assert root.find("work-2").prompt == "shorter answer please"  # type: ignore[union-attr]
 
 
-def test_a_renamed_parent_is_still_the_parent(forked, repo_path: Path):
+def test_a_renamed_parent_is_still_the_parent(forked, git, repo_path: Path):
+    git("branch", "copy", "work~1")  # saved in work too, before the rename: not the renamed one
     assert forked("rename", "work", "main-line").code == 0
     with GitStore(repo_path) as store:
         root = family(store, "work-2")
-    assert [(n.session_id, n.parent) for _d, n in root.walk()] == [
-        ("main-line", None), ("alt", "main-line"), ("work-2", "main-line"), ("work-2-1", "work-2")]
+    assert [(n.session_id, n.parent, n.from_turn) for _d, n in root.walk()] == [
+        ("main-line", None, None), ("alt", "main-line", 1), ("copy", "main-line", 2), ("work-2", "main-line", 2),
+        ("work-2-1", "work-2", 3)]
 
 
 def test_gs_tree_draws_the_family(forked):
@@ -212,3 +214,19 @@ def test_a_plain_clone_of_the_repo_checks_out_the_current_session(gs, git, tmp_p
     assert subprocess.run(["git", "-C", str(clone), "branch", "--show-current"], capture_output=True, text=True,
                           check=True).stdout.strip() == "other"
     assert '"id":"other"' in (clone / "session.jsonl").read_text()
+
+
+def test_a_diverged_pull_stays_in_the_family(machine, tmp_path: Path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a, b = machine("a"), machine("b")
+    assert a("ask", "w", "one").code == 0 and a("remote", "add", "origin", str(remote)).code == 0
+    assert a("push").code == 0
+    assert b("clone", str(remote), str(b.repo)).code == 0
+    assert b("ask", "w", "two on b").code == 0 and b("push").code == 0
+    assert a("ask", "w", "two on a").code == 0 and a("ask", "w", "three on a").code == 0
+    assert a("pull").code == 0
+    root = a("tree", "w", "--json").json()
+    assert root["id"] == "w" and root["turns"] == 2  # the remote's side keeps the name
+    (mine,) = root["children"]
+    assert mine["id"].startswith("w-") and (mine["from_turn"], mine["turns"], mine["prompt"]) == (1, 3, "two on a")
