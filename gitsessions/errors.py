@@ -46,6 +46,15 @@ class SessionNotFound(GitSessionsError):
         super().__init__(f"no session {session_id!r}{hint}")
 
 
+class NoCurrentSession(GitSessionsError):
+    """A command without a session found no current one (the repo's ``HEAD`` names none)."""
+
+    def __init__(self, command: str):
+        self.command = command
+        super().__init__(f"no current session (HEAD names none yet): name one, as in 'gs {command} SESSION' "
+                         "('gs list' shows them), or start one with 'gs chat'")
+
+
 class SessionExists(GitSessionsError):
     """A session id that is already taken (also when it differs only by case)."""
 

@@ -27,8 +27,9 @@ CommitId = NewType("CommitId", str)
 _ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
 #: Session id rule (design.md, "On disk").
 SESSION_ID_RE = re.compile(rf"^{_ID}$")
-#: A revision: ``SESSION``, ``SESSION~N``, ``SESSION^`` (suffixes combine) or ``SESSION@COMMIT``.
-REV_RE = re.compile(rf"^(?P<id>{_ID})(?P<suffix>(?:~\d*|\^+)*|@.*)$")
+#: A revision: ``SESSION``, ``SESSION~N``, ``SESSION^`` (suffixes combine), ``SESSION@COMMIT``, or a
+#: reflog entry ``SESSION@{N}`` / ``SESSION@{DATE}`` that ``~N`` and ``^`` may follow.
+REV_RE = re.compile(rf"^(?P<id>{_ID})(?P<suffix>(?:@\{{[^{{}}]*\}})?(?:~\d*|\^+)*|@(?!\{{).*)$")
 #: Model requests one turn may take before it ends with reason ``max-steps`` (config ``max_steps``).
 DEFAULT_MAX_STEPS = 8
 

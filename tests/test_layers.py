@@ -49,6 +49,7 @@ MODULES = {
     "gitsessions.history": "services",
     "gitsessions.search": "services",
     "gitsessions.search_index": "services",
+    "gitsessions.tree": "services",
     "gitsessions.transfer": "services",
     "gitsessions.render": "services",
     "gitsessions.chat.loop": "services",

@@ -128,6 +128,18 @@ class StoreContract:
         with pytest.raises(CorruptSession):
             stores().load("other", "0" * 40)  # no such commit
 
+    def test_the_session_saved_last_is_current(self, stores: Stores):
+        assert stores().current() is None
+        Writer(stores, "one").save_turn("a")
+        Writer(stores, "two").save_turn("b")
+        assert stores().current() == "two"
+        stores().set_current("one")
+        assert stores().current() == "one"
+        stores().rename("one", "uno")
+        assert stores().current() == "uno"  # the current session follows its name
+        stores().archive("uno")
+        assert stores().current() is None  # an archived session is no current one
+
     def test_invalid_ids_are_refused(self, stores: Stores):
         for bad in ("", "-x", "a/b", "HEAD", "x" * 65):
             with pytest.raises(InvalidSessionId):

@@ -31,6 +31,7 @@ EXIT_INTERNAL = 70
 COMMANDS: dict[str, tuple[str, ...]] = {
     "chat": ("chat", "ask"),
     "history": ("list", "log", "show", "diff", "search"),
+    "tree": ("tree", "reflog", "status"),
     "lifecycle": ("fork", "rename", "rm", "restore", "title"),
     "remote": ("push", "pull", "sync", "clone", "remote"),
     "share": ("share",),

@@ -29,7 +29,11 @@ def _header(session_id: str) -> dict:
 
 
 def _latest_session(ctx: Context) -> str:
+    """The session ``gs chat -c`` continues: the current one (HEAD's), else the one saved last."""
     with ctx.store() as store:
+        current = store.current()
+        if current is not None:
+            return current
         infos = store.list_sessions()
     if not infos:
         raise SessionNotFound("(most recent)", [])

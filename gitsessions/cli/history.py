@@ -1,7 +1,8 @@
 """Commands that read sessions without talking to a model: list, log, show, diff, search.
 
 They import neither the model client nor the terminal UI, so they start fast. Revisions
-(``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``) are resolved by the store;
+(``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``, ``SESSION@{N}``,
+``SESSION@{DATE}``; ``log`` and ``show`` without one: the current session) are resolved by the store;
 what each command computes lives in :mod:`gitsessions.history` and :mod:`gitsessions.search`,
 this module only parses arguments and prints.
 """
@@ -21,12 +22,16 @@ from ..rules import Lineage
 from ..search import Hit
 from ..search import search as search_sessions
 from ..store import CommitInfo, Revision
+from ..tree import rev_or_current
 from ..view import Item, is_message
 from .common import Context, err, short
 
 app = typer.Typer()
 
-REV_HELP = "Revision: SESSION, SESSION~N, SESSION^ or SESSION@COMMIT."
+REV_HELP = "Revision: SESSION, SESSION~N, SESSION^, SESSION@COMMIT, SESSION@{N} or SESSION@{DATE}."
+#: A REV that may be left out: the current session (the one HEAD names) is meant.
+CURRENT_REV_HELP = ("Revision: SESSION, SESSION~N, SESSION^, SESSION@COMMIT, SESSION@{N} or SESSION@{DATE} "
+                    "(default: the current session).")
 
 
 def _plural(n: int, word: str) -> str:
@@ -92,7 +97,7 @@ def list_(
 @app.command()
 def log(
     ctx: typer.Context,
-    rev: Annotated[str, typer.Argument(help=REV_HELP, metavar="REV")],
+    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="[REV]")] = None,
     n: Annotated[int | None, typer.Option("-n", "--max-count", min=1, help="Show at most N commits.")] = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per commit.")] = False,
     patch: Annotated[bool, typer.Option("-p", "--patch", help="Under each commit, the messages it added.")] = False,
@@ -109,7 +114,7 @@ def log(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev, c.redactor(), c.warnings)
+        target = hist.read_revision(store, rev_or_current(store, rev, "log"), c.redactor(), c.warnings)
         view = hist.read_log(store, target, limit=n, graph=graph, patch=patch)
     sid = target.session_id
     commits, branches = view.commits, view.branches
@@ -189,10 +194,10 @@ class ShowFormat(str, Enum):
 @app.command()
 def show(
     ctx: typer.Context,
-    rev: Annotated[str, typer.Argument(help=REV_HELP, metavar="REV")],
+    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="[REV]")] = None,
     fmt: Annotated[ShowFormat, typer.Option("--format", "-f", help="text, json or jsonl.")] = ShowFormat.text,
 ) -> None:
-    """Show a session's transcript at a revision (default: its tip).
+    """Show a session's transcript at a revision (default: its tip; no REV: the current session).
 
     json: an object with id, commit, header, events and messages (the derived
     chat-completions messages); jsonl: session.jsonl exactly as stored.
@@ -201,7 +206,7 @@ def show(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = hist.read_revision(store, rev, c.redactor(), c.warnings)
+        target = hist.read_revision(store, rev_or_current(store, rev, "show"), c.redactor(), c.warnings)
         snap = store.load(target.session_id, target.commit)
     if fmt is ShowFormat.jsonl:
         sys.stdout.buffer.write(snap.raw)

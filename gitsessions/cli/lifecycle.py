@@ -8,6 +8,7 @@ import typer
 
 from ..errors import SessionExists
 from ..recovery import recover_journal
+from ..rules import fork_name, taken_by
 from ..session import Session
 from ..session import fork as fork_session
 from .common import Context, WaitCommand, WaitOption, err, short
@@ -71,15 +72,27 @@ def rm(
 @app.command()
 def restore(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Archived session name (see gs list --archived).")],
+    name: Annotated[str, typer.Argument(
+        help="Archived session name (see gs list --archived), or a reflog entry SESSION@{N} / SESSION@{DATE} "
+        "(see gs reflog).")],
     as_id: Annotated[str | None, typer.Option("--as", help="Restore under another id.")] = None,
 ) -> None:
-    """Bring an archived session back.
+    """Bring an archived session back, or any past position of a session's name as a session of its own.
+
+    A reflog entry (gs reflog work, then gs restore work@{3}) becomes a fork at that commit,
+    named SESSION while that name is free, else SESSION-N; nothing is moved or deleted.
 
     Example: gs restore old-chat
     """
     c: Context = ctx.obj
     with c.store() as store:
+        if "@{" in name:
+            target = store.resolve(name)
+            new = as_id or (target.session_id if taken_by(store, target.session_id) is None
+                            else fork_name(store, target.session_id))
+            fork_session(store, target, new)
+            err(f"restored {name} ({short(target.commit)}) as {new}; continue with: gs chat {new}")
+            return
         try:
             sid = store.restore(name, as_id)
         except SessionExists as exc:

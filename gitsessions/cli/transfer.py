@@ -12,6 +12,7 @@ import typer
 
 from .. import __version__, transfer
 from ..history import read_revision
+from ..tree import rev_or_current
 from ..turns import turn_count
 from .common import Context, err, short
 
@@ -34,7 +35,9 @@ _SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm"
 @app.command()
 def export(
     ctx: typer.Context,
-    rev: Annotated[str, typer.Argument(help="What to export: SESSION, SESSION~N, SESSION^ or SESSION@COMMIT.")],
+    rev: Annotated[str | None, typer.Argument(
+        help="What to export: SESSION, SESSION~N, SESSION^, SESSION@COMMIT, SESSION@{N} or SESSION@{DATE} "
+        "(default: the current session).", metavar="[REV]")] = None,
     fmt: Annotated[ExportFormat | None, typer.Option(
         "--format", "-f", help="markdown or html (to read), json (as gs show --format json) or jsonl "
         "(session.jsonl byte for byte). Default: from the -o suffix, else markdown.")] = None,
@@ -51,6 +54,7 @@ def export(
     if fmt is None:
         fmt = ExportFormat(_SUFFIXES.get(output.suffix.lower(), "markdown") if output else "markdown")
     with c.store() as store:
+        rev = rev_or_current(store, rev, "export")
         target = read_revision(store, rev, c.redactor(), c.warnings)  # recovers a turn a crashed gs left in the journal
         snap = store.load(target.session_id, target.commit)
     data = transfer.export_bytes(snap, fmt.value)

@@ -8,6 +8,7 @@ from .git import GitStore
 from .journal import Journal, JournalContents
 from .lock import LockWait, SessionLock
 from .memory import MemoryStore
+from .values import ReflogEntry
 
 __all__ = [
     "CommitInfo",
@@ -16,6 +17,7 @@ __all__ = [
     "JournalContents",
     "LockWait",
     "MemoryStore",
+    "ReflogEntry",
     "SessionInfo",
     "SessionLock",
     "SessionStore",

@@ -139,6 +139,7 @@ class MemoryStore(SessionStore):
         self._journals: dict[str, bytes] = {}
         self._locks: dict[str, MemoryLock] = {}
         self._serial = itertools.count()
+        self._current: str | None = None
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -185,6 +186,14 @@ class MemoryStore(SessionStore):
     def _verified_tips(self) -> set[str]:
         return set(self._commits)  # every commit here was checked when it was made
 
+    def current(self) -> SessionId | None:
+        """Return the session saved last (or made current), while it exists."""
+        return SessionId(self._current) if self._current in self._heads else None
+
+    def set_current(self, session_id: str) -> None:
+        """Make ``session_id`` the current session."""
+        self._current = check_session_id(session_id)
+
     # -- writing ---------------------------------------------------------------------------
 
     def _commit(self, parents: list[CommitId], message: bytes, raw: bytes) -> CommitId:
@@ -214,6 +223,7 @@ class MemoryStore(SessionStore):
         raw = prefix + self._new_lines(events, count)
         sha = self._commit([CommitId(expected_tip)] if expected_tip else [], message.encode(), raw)
         self._swap(self._heads, sid, expected_tip, sha)
+        self._current = sid
         return sha
 
     def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> CommitId:
@@ -223,6 +233,7 @@ class MemoryStore(SessionStore):
         parent = self._commits[CommitId(commit)]
         sha = self._commit([CommitId(commit)], message.encode(), parent.raw)
         self._swap(self._heads, sid, None, sha)
+        self._current = sid
         return sha
 
     def _move(self, src: str, dst: str, commit: str, message: str, *,
@@ -233,6 +244,8 @@ class MemoryStore(SessionStore):
             raise ConcurrentUpdate(src, commit, source.get(src))
         self._swap(target, dst, None, CommitId(commit))
         del source[src]
+        if self._current == src and not from_archive and not to_archive:
+            self._current = dst  # as HEAD follows a renamed branch
 
     # -- the sidecar -----------------------------------------------------------------------
 

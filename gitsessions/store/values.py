@@ -51,6 +51,27 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
+class ReflogEntry:
+    """One move of a session's ref, as git's reflog records it (``logs/refs/heads/<id>``).
+
+    Attributes:
+        old: the commit the ref held before (None when the move created it).
+        new: the commit it held after (None when the move deleted it).
+        who: the committer line (``Name <email>``).
+        time: when, epoch seconds.
+        tz_offset: the mover's UTC offset, seconds.
+        reason: the message (``commit: turn 3: ...``, ``Branch: renamed a to b``); may be empty.
+    """
+
+    old: CommitId | None
+    new: CommitId | None
+    who: str
+    time: int
+    tz_offset: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class CommitInfo:
     """One save as ``gs log`` shows it.
 

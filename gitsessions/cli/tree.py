@@ -1,0 +1,186 @@
+"""Where sessions stand: ``tree`` (a session's family), ``reflog`` (every move of its name), ``status``.
+
+What each computes lives in :mod:`gitsessions.tree` and the store; this module parses
+arguments and prints. Without a SESSION each works on the current session (the repo's HEAD).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Annotated, Any
+
+import typer
+
+from .. import render
+from ..errors import SessionNotFound
+from ..history import list_sessions, merge_base
+from ..store import GitStore, ReflogEntry
+from ..tree import Node, family, rev_or_current
+from .common import Context, short
+
+app = typer.Typer()
+
+SESSION_HELP = "Session id (default: the current session, the one HEAD names)."
+
+
+def _write_lines(lines: Iterable[str]) -> None:
+    sys.stdout.write(render.terminal_safe("".join(line + "\n" for line in lines)))
+    sys.stdout.flush()
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# -- tree ------------------------------------------------------------------------------------
+
+
+def tree_lines(root: Node) -> list[str]:
+    """Return the text of ``gs tree``: one line a session, drawn as a tree of fork points.
+
+    ``├─ work-2  (from work at turn 4)  "shorter answer please"  5 turns · 2026-12-01 13:05 · a1b2c3d``;
+    the quoted text is a fork's first own prompt (the root's: its title); the current session
+    ends with ``← current``, an archived one is marked ``[archived]``.
+    """
+    out: list[str] = []
+
+    def draw(node: Node, lead: str, branch: str) -> None:
+        where = f"  (from {node.parent} at turn {node.from_turn})" if node.parent and node.from_turn is not None \
+            else f"  (from {node.parent})" if node.parent else ""
+        label = node.prompt if node.parent and node.prompt else node.title
+        marks = ("  [archived]" if node.archived else "") + ("  ← current" if node.current else "")
+        out.append(f"{lead}{branch}{node.session_id}{where}" + (f"  \"{label}\"" if label else "")
+                   + f"  {_plural(node.turns, 'turn')} · {render.local_time(node.saved)} · {short(node.tip)}{marks}")
+        below = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
+        for i, child in enumerate(node.children):
+            draw(child, below, "└─ " if i == len(node.children) - 1 else "├─ ")
+
+    draw(root, "", "")
+    return out
+
+
+@app.command()
+def tree(
+    ctx: typer.Context,
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="[SESSION]")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The root session as an object, children nested.")] = False,
+) -> None:
+    """Show the family of a session: every session sharing its history, as a tree of fork points.
+
+    Each line: the session, the turn of its parent it left at, its first own prompt (the
+    root's title), its turns, last save and tip; the current session is marked, archived
+    ones too.
+
+    Example: gs tree work
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        sid = rev_or_current(store, session, "tree")
+        root = family(store, sid, list_sessions(store, redactor=c.redactor(), warnings=c.warnings))
+    if as_json:
+        print(render.dumps(root.to_json()))
+    else:
+        _write_lines(tree_lines(root))
+
+
+# -- reflog ----------------------------------------------------------------------------------
+
+
+def _entry_row(name: str, n: int, e: ReflogEntry) -> dict[str, Any]:
+    return {"rev": f"{name}@{{{n}}}", "commit": e.new, "old": e.old, "time": render.iso_time(e.time, e.tz_offset),
+            "who": e.who, "reason": e.reason}
+
+
+@app.command()
+def reflog(
+    ctx: typer.Context,
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="[SESSION]")] = None,
+    n: Annotated[int | None, typer.Option("-n", "--max-count", min=1, help="Show at most N moves.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON array, newest first.")] = False,
+) -> None:
+    """Show every move of a session's name, newest first, with its reason (git's reflog).
+
+    Saves, forks, renames, archives and pulls each add one. Any of them can be read as
+    SESSION@{N} (gs show work@{2}) and brought back as a session (gs restore work@{2});
+    an archived session's reflog is kept with it.
+
+    Example: gs reflog work -n 10
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        sid = rev_or_current(store, session, "reflog")
+        archived = store.tip(sid) is None and store.archive_ref(sid) is not None
+        if not archived and store.tip(sid) is None:
+            raise SessionNotFound(sid, store.session_ids())
+        entries = list(reversed(store.reflog(sid, archived=archived)))[:n]
+    rows = [_entry_row(sid, i, e) for i, e in enumerate(entries)]
+    if as_json:
+        print(render.dumps(rows))
+        return
+    lines = [f"{short(e.new) or '-------'} {r['rev']}  {render.local_time(e.time)}  {e.reason or '(no reason)'}"
+             for r, e in zip(rows, entries, strict=True)]
+    if archived:
+        lines.insert(0, f"({sid} is archived; gs restore {sid} brings it back)")
+    _write_lines(lines or [f"no reflog for {sid} (a branch made by a tool that keeps none)"])
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+def _against(store: GitStore, tip: str, theirs: str) -> tuple[int, int] | None:
+    """(saves only here, saves only there) along first parents, None when they share no history."""
+    base = merge_base(store, tip, theirs)
+    if base is None:
+        return None
+    ahead = next(i for i, ci in enumerate(store.first_parents(tip)) if ci.commit == base)
+    behind = next(i for i, ci in enumerate(store.first_parents(theirs)) if ci.commit == base)
+    return ahead, behind
+
+
+@app.command()
+def status(
+    ctx: typer.Context,
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="[SESSION]")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One object, stable keys.")] = False,
+) -> None:
+    """Say which session is current, its tip, whether a turn waits in its journal, and how it stands with each remote.
+
+    Ahead and behind count saves against the remote's tracking ref as the last sync left it
+    (refs/remotes/<remote>/heads/<id>); run gs sync to bring both up to date.
+
+    Example: gs status
+    """
+    c: Context = ctx.obj
+    with c.store() as store:
+        current = store.current()
+        sid = rev_or_current(store, session, "status")
+        tip = store.tip(sid)
+        if tip is None:
+            raise SessionNotFound(sid, store.session_ids())
+        info = store.commit_info(tip)
+        journal = store.journal(sid).exists()
+        remotes = {name: (theirs, _against(store, tip, theirs)) for name, theirs in store.tracking(sid).items()}
+    row = {"session": sid, "current": sid == current, "tip": tip, "subject": info.message.subject,
+           "saved": render.iso_time(info.time, info.tz_offset), "journal": journal,
+           "remotes": {name: {"tip": theirs, "ahead": ab[0] if ab else None, "behind": ab[1] if ab else None,
+                              "shared_history": ab is not None} for name, (theirs, ab) in remotes.items()}}
+    if as_json:
+        print(render.dumps(row))
+        return
+    lines = [f"{'current session' if sid == current else 'session'}: {sid}"
+             + ("" if sid == current else f" (the current session is {current or 'none'})"),
+             f"tip: {short(tip)} {info.message.subject} ({render.local_time(info.time)})",
+             "journal: a turn not yet saved (opening the session saves it: gs chat " + sid + ")" if journal
+             else "journal: empty (every turn is saved)"]
+    for name, (theirs, ab) in remotes.items():
+        where = f"{name}/heads/{sid}"
+        if ab is None:
+            lines.append(f"{name}: no history shared with {where} ({short(theirs)})")
+        elif ab == (0, 0):
+            lines.append(f"{name}: up to date with {where}")
+        else:
+            lines.append(f"{name}: {_plural(ab[0], 'save')} ahead, {ab[1]} behind {where} (gs sync {name})")
+    if not remotes:
+        lines.append("remotes: none track this session (gs push sends it)")
+    _write_lines(lines)

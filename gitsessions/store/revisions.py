@@ -1,0 +1,175 @@
+"""Revisions of a session, git's syntax on the store's primitives (what :meth:`SessionStore.resolve` does).
+
+``SESSION``, ``SESSION~N``, ``SESSION^`` (N saves back along first parents; suffixes combine),
+``SESSION@COMMIT`` (a prefix of >= 4 hex digits of a commit in its history), and git's reflog
+forms ``SESSION@{N}`` (the N-th previous value of the session's ref) and ``SESSION@{DATE}``
+(its value at that time), which ``~N`` and ``^`` may follow (``work@{1}~2``). The reflog rules
+are git's (``git rev-parse`` agrees, a test checks): ``@{N}`` counts the ref's values newest
+first, the oldest entry's old value last; ``@{DATE}`` takes the newest entry made at or before
+DATE, and the oldest value when DATE is before the log began.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..errors import BadRevision, SessionNotFound
+from ..rules import REV_RE, CommitId, SessionId, check_session_id
+from .values import ReflogEntry, Revision
+
+if TYPE_CHECKING:
+    from .base import SessionStore
+
+#: What a revision may look like (the message of a malformed one).
+FORMS = "SESSION, SESSION~N, SESSION^, SESSION@COMMIT, SESSION@{N} or SESSION@{DATE}"
+_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)(?:[ t](\d\d?):(\d\d)(?::(\d\d))?)?")
+
+
+def parse_date(text: str, now: float) -> float | None:
+    """Read a date as git's approxidate does for the common forms; None when it is none of them.
+
+    ``now``/``today``, ``yesterday`` (24 hours back), ``N <unit>[s] ago`` (units second to
+    year, combinable: ``1 hour 30 minutes ago``; dots for spaces: ``2.hours.ago``), and
+    ``YYYY-MM-DD[ HH:MM[:SS]]`` in local time (a date alone takes the current time of day,
+    as git does).
+
+    Args:
+        text: what stood between ``@{`` and ``}``.
+        now: the current time, epoch seconds.
+
+    Returns:
+        Epoch seconds.
+    """
+    words = text.strip().lower().replace(".", " ").replace("_", " ")
+    if words in ("now", "today"):
+        return now
+    if words == "yesterday":
+        return now - 86400
+    m = _ISO.fullmatch(words)
+    if m:
+        year, month, day = (int(g) for g in m.groups()[:3])
+        if m.group(4):
+            hms = (int(m.group(4)), int(m.group(5)), int(m.group(6) or 0))
+        else:
+            here = datetime.fromtimestamp(now)
+            hms = (here.hour, here.minute, here.second)
+        try:
+            return datetime(year, month, day, *hms).timestamp()  # naive: local time
+        except ValueError:
+            return None
+    parts = words.split()
+    if len(parts) < 3 or len(parts) % 2 == 0 or parts[-1] != "ago":
+        return None
+    when, months = now, 0
+    for count, unit in zip(parts[:-1:2], parts[1:-1:2], strict=True):
+        unit = unit.removesuffix("s")
+        if not count.isdigit() or unit not in (*_UNITS, "month", "year"):
+            return None
+        if unit in _UNITS:
+            when -= int(count) * _UNITS[unit]
+        else:
+            months += int(count) * (12 if unit == "year" else 1)
+    if months:  # calendar months, as git counts them
+        at = datetime.fromtimestamp(when)
+        year, month = divmod(at.year * 12 + at.month - 1 - months, 12)
+        for day in range(at.day, 0, -1):
+            try:
+                return at.replace(year=year, month=month + 1, day=day).timestamp()
+            except ValueError:
+                continue
+    return when
+
+
+def entry_at(name: str, entries: Sequence[ReflogEntry], at: str, now: float, tip: str | None) -> CommitId:
+    """Return the commit ``NAME@{AT}`` names in a reflog (git's rule, see the module doc).
+
+    Args:
+        name: the session (for messages).
+        entries: its reflog, oldest first.
+        at: what stood between the braces: a number or a date.
+        now: the current time, epoch seconds.
+        tip: the ref's value (``@{0}`` of a ref without a reflog).
+
+    Raises:
+        ValueError: no such entry, or ``at`` is neither a number nor a date (the reason).
+    """
+    if at.isdigit():
+        values = ([e.new for e in reversed(entries)] + [entries[0].old]) if entries else [tip]
+        n = int(at)
+        found = values[n] if n < len(values) else None
+        if found is not None:
+            return CommitId(found)
+        raise ValueError(f"the reflog of {name!r} only has {len(entries)} entries (see 'gs reflog {name}')")
+    when = parse_date(at, now)
+    if when is None:
+        raise ValueError(f"{at!r} is neither an entry number nor a date (try {name}@{{1}}, {name}@{{yesterday}}, "
+                         f"{name}@{{2 hours ago}} or {name}@{{2026-11-30}})")
+    if not entries:
+        raise ValueError(f"{name!r} has no reflog")
+    for entry in reversed(entries):
+        if entry.time <= when and entry.new is not None:
+            return entry.new
+    oldest = entries[0]
+    found = oldest.old or oldest.new
+    if found is None:
+        raise ValueError(f"the reflog of {name!r} holds no commit")
+    return found
+
+
+def resolve(store: SessionStore, rev: str) -> Revision:
+    """Resolve ``rev`` (any of :data:`FORMS`) to a commit of its session.
+
+    A reflog form also reads an archived session's reflog (``refs/archive/<name>``): what
+    ``gs restore`` brings back.
+
+    Raises:
+        BadRevision: malformed, or names no commit (the message names what exists).
+        SessionNotFound: no such session.
+    """
+    if rev.startswith("@{") and (current := store.current()) is not None:
+        rev = current + rev  # git's @{1}: the current session's
+    m = REV_RE.match(rev)
+    if not m:
+        raise BadRevision(rev, f"expected {FORMS}")
+    sid, suffix = check_session_id(m.group("id")), m.group("suffix")
+    tip = store.tip(sid)
+    archived = tip is None and suffix.startswith("@{") and store.archive_ref(sid) is not None
+    if tip is None and not archived:
+        if store.archive_ref(sid):
+            raise BadRevision(rev, f"session {sid!r} is archived; restore it with 'gs restore {sid}'")
+        raise SessionNotFound(sid, store.session_ids())
+    start: str | None = tip
+    if suffix.startswith("@{"):
+        at, _brace, suffix = suffix[2:].partition("}")
+        try:
+            start = entry_at(sid, store.reflog(sid, archived=archived), at, time.time(), tip or store.archive_ref(sid))
+        except ValueError as exc:
+            raise BadRevision(rev, str(exc)) from None
+    assert start is not None
+    if not suffix:
+        return Revision(SessionId(sid), CommitId(start), start == tip)
+    if suffix.startswith("@"):
+        prefix = suffix[1:].lower()
+        if not re.fullmatch(r"[0-9a-f]{4,40}", prefix):
+            raise BadRevision(rev, "a commit after @ is 4 to 40 hex digits")
+        hits = [c.commit for c in store.log(sid) if c.commit.startswith(prefix)]
+        if not hits:
+            raise BadRevision(rev, f"no commit {prefix} in the history of {sid!r} (see 'gs log {sid}')")
+        if len(hits) > 1:
+            raise BadRevision(rev, f"{prefix} is ambiguous: " + ", ".join(h[:12] for h in hits))
+        return Revision(sid, hits[0], hits[0] == tip)
+    back = 0
+    for step in re.findall(r"~\d*|\^+", suffix):
+        back += (int(step[1:]) if step[1:] else 1) if step.startswith("~") else len(step)
+    history = list(itertools.islice(store.first_parents(start), back + 1))
+    if len(history) <= back:
+        n = sum(1 for _ in store.first_parents(start))
+        base = rev[: len(rev) - len(suffix)]
+        raise BadRevision(rev, f"{base!r} has {n} save{'s' if n != 1 else ''}, so {base}~0 to {base}~{n - 1} exist")
+    return Revision(sid, history[back].commit, history[back].commit == tip)

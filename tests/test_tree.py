@@ -1,0 +1,232 @@
+"""The family tree of a session (issue 12, items 3 and 5): HEAD as the current session, gitsessions.tree, gs tree."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitsessions.store import GitStore
+from gitsessions.tree import Node, current_session, family
+
+
+def _shape(node: Node) -> list[tuple[int, str, str | None, int | None, bool]]:
+    return [(d, n.session_id, n.parent, n.from_turn, n.archived) for d, n in node.walk()]
+
+
+@pytest.fixture
+def forked(gs, git):
+    """work (3 turns); work-2 forked after turn 2 with two of its own; alt archived; other; work-2-1 off work-2."""
+    for prompt in ("first question", "second question", "third question"):
+        assert gs("ask", "work", prompt).code == 0
+    assert gs("ask", "work~1", "shorter answer please", "--fork", "work-2").code == 0
+    assert gs("ask", "work-2", "and again").code == 0
+    assert gs("fork", "work~2", "alt").code == 0
+    assert gs("rm", "alt").code == 0
+    assert gs("ask", "other", "unrelated").code == 0
+    assert gs("fork", "work-2~1", "work-2-1").code == 0  # the current session now
+    return gs
+
+
+def test_the_family_is_every_session_sharing_history(forked, repo_path: Path):
+    with GitStore(repo_path) as store:
+        root = family(store, "work-2-1")
+        assert family(store, "alt").tip == root.tip  # an archived member finds the same family
+    assert _shape(root) == [
+        (0, "work", None, None, False),
+        (1, "alt", "work", 1, True),
+        (1, "work-2", "work", 2, False),
+        (2, "work-2-1", "work-2", 3, False),
+    ]
+    work2 = root.find("work-2")
+    assert work2 is not None
+    assert (work2.turns, work2.prompt, work2.title) == (4, "shorter answer please", "first question")
+    assert root.find("other") is None
+    assert root.turns == 3 and root.prompt is None
+
+
+def test_head_names_the_session_last_saved(gs, git, repo_path: Path):
+    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "other", "hello").code == 0
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/other"
+    assert gs("ask", "work", "again").code == 0
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/work"
+    with GitStore(repo_path) as store:
+        assert current_session(store) == "work"
+        assert family(store, "work").current
+    assert git("log", "--format=%s", "-1").strip() == "turn 2: again"  # git reads HEAD as the session
+    git("fsck", "--strict")
+
+
+def test_a_head_that_names_no_session_is_no_current_session(gs, git, repo_path: Path):
+    assert gs("ask", "work", "hi").code == 0
+    git("symbolic-ref", "HEAD", "refs/heads/master")
+    with GitStore(repo_path) as store:
+        assert current_session(store) is None
+    git("update-ref", "--no-deref", "HEAD", git("rev-parse", "work").strip())  # detached
+    with GitStore(repo_path) as store:
+        assert current_session(store) is None
+
+
+def test_a_read_only_head_never_fails_a_save(gs, git, repo_path: Path):
+    assert gs("ask", "work", "hi").code == 0
+    head = repo_path / "HEAD"
+    (repo_path / "HEAD.lock").write_text("held by someone else\n")  # git's lock: HEAD cannot be written now
+    try:
+        assert gs("ask", "other", "hello").code == 0
+    finally:
+        (repo_path / "HEAD.lock").unlink()
+    assert head.read_text() == "ref: refs/heads/work\n"
+    assert git("rev-parse", "other")
+
+
+def test_commits_plain_git_made_on_top_are_understood(forked, git, repo_path: Path):
+    tree = git("rev-parse", "work-2^{tree}").strip()
+    top = subprocess.run(["git", "-C", str(repo_path), "commit-tree", tree, "-p", "work-2", "-m", "by hand"],
+                         capture_output=True, text=True, check=True,
+                         env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+                              "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"}).stdout.strip()
+    git("update-ref", "refs/heads/work-2", top)
+    git("branch", "copy", "work~1")  # a branch plain git made on a session's commit: no lineage trailer
+    with GitStore(repo_path) as store:
+        root = family(store, "copy")
+    assert _shape(root) == [
+        (0, "work", None, None, False),
+        (1, "alt", "work", 1, True),
+        (1, "copy", "work", 2, False),
+        (1, "work-2", "work", 2, False),
+        (2, "work-2-1", "work-2", 3, False),
+    ]
+    assert root.find("work-2").prompt == "shorter answer please"  # type: ignore[union-attr]
+
+
+def test_a_renamed_parent_is_still_the_parent(forked, git, repo_path: Path):
+    git("branch", "copy", "work~1")  # saved in work too, before the rename: not the renamed one
+    assert forked("rename", "work", "main-line").code == 0
+    with GitStore(repo_path) as store:
+        root = family(store, "work-2")
+    assert [(n.session_id, n.parent, n.from_turn) for _d, n in root.walk()] == [
+        ("main-line", None, None), ("alt", "main-line", 1), ("copy", "main-line", 2), ("work-2", "main-line", 2),
+        ("work-2-1", "work-2", 3)]
+
+
+def test_gs_tree_draws_the_family(forked):
+    r = forked("tree", "work-2-1")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert [re.match(r"[│├└─ ]*\S+", line).group() for line in lines] == [  # type: ignore[union-attr]
+        "work", "├─ alt", "└─ work-2", "   └─ work-2-1"]
+    assert lines[0].startswith('work  "first question"  3 turns · ')
+    assert '├─ alt  (from work at turn 1)  "first question"  1 turn · ' in lines[1] and lines[1].endswith("[archived]")
+    assert '└─ work-2  (from work at turn 2)  "shorter answer please"  4 turns' in lines[2]
+    assert lines[3].startswith("   └─ work-2-1  (from work-2 at turn 3)") and lines[3].endswith("← current")
+    assert forked("tree").out == r.out  # no SESSION: the current one's family (HEAD names work-2-1)
+
+
+def test_gs_tree_json_is_the_same_tree(forked, git):
+    r = forked("tree", "alt", "--json")
+    assert r.code == 0, r.err
+    root = r.json()
+    assert (root["id"], root["parent"], root["from_turn"], root["current"]) == ("work", None, None, False)
+    assert [c["id"] for c in root["children"]] == ["alt", "work-2"]
+    work2 = root["children"][1]
+    assert (work2["parent"], work2["from_turn"], work2["prompt"], work2["turns"]) == \
+        ("work", 2, "shorter answer please", 4)
+    assert work2["fork_commit"] == git("rev-parse", "work~1").strip()
+    assert work2["tip"] == git("rev-parse", "work-2").strip()
+    assert root["children"][0]["archived"] is True
+    leaf = work2["children"][0]
+    assert (leaf["id"], leaf["current"], leaf["children"]) == ("work-2-1", True, [])
+    assert set(leaf) == {"id", "title", "turns", "saved", "tip", "parent", "from_turn", "fork_commit", "archived",
+                         "current", "prompt", "children"}
+
+
+def test_commands_without_a_rev_use_the_current_session(forked, git):
+    assert forked("ask", "work", "fourth question").code == 0
+    assert git("symbolic-ref", "--short", "HEAD").strip() == "work"
+    assert forked("show").out == forked("show", "work").out
+    assert forked("log", "--oneline").out == forked("log", "work", "--oneline").out
+    assert forked("export", "-f", "jsonl").out == forked("export", "work", "-f", "jsonl").out
+
+
+def test_without_a_current_session_a_command_says_what_to_do(gs, git):
+    assert gs("ask", "work", "hi").code == 0
+    git("symbolic-ref", "HEAD", "refs/heads/master")
+    for command in ("show", "log", "tree", "export", "status", "reflog"):
+        r = gs(command)
+        assert r.code == 1 and f"gs {command} SESSION" in r.err and "Traceback" not in r.err, (command, r.err)
+
+
+def test_chat_continue_resumes_the_current_session(gs, git):
+    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "other", "hello").code == 0
+    git("symbolic-ref", "HEAD", "refs/heads/work")  # as an open of work leaves it
+    r = gs("chat", "-c", input="next\n")
+    assert r.code == 0, r.err
+    assert "session work saved" in r.err
+    git("symbolic-ref", "HEAD", "refs/heads/master")  # names none: the session saved last
+    assert gs("ask", "other", "again").code == 0
+    git("symbolic-ref", "HEAD", "refs/heads/master")
+    r = gs("chat", "-c", input="more\n")
+    assert "session other saved" in r.err
+
+
+def test_status_says_where_the_current_session_stands(gs, git, tmp_path: Path, repo_path: Path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    assert gs("ask", "work", "one").code == 0
+    r = gs("status")
+    assert r.code == 0, r.err
+    tip = git("rev-parse", "work").strip()
+    assert r.out.splitlines() == [
+        "current session: work", f"tip: {tip[:7]} turn 1: one ({r.out.split('(')[1].split(')')[0]})",
+        "journal: empty (every turn is saved)", "remotes: none track this session (gs push sends it)"]
+    assert gs("remote", "add", "origin", str(remote)).code == 0 and gs("push").code == 0
+    assert "origin: up to date with origin/heads/work" in gs("status").out
+    assert gs("ask", "work", "two").code == 0 and gs("ask", "work", "three").code == 0
+    assert "origin: 2 saves ahead, 0 behind origin/heads/work (gs sync origin)" in gs("status").out
+    theirs = subprocess.run(["git", "-C", str(repo_path), "commit-tree", "work~2^{tree}", "-p", "work~2", "-m", "x"],
+                            capture_output=True, text=True, check=True,
+                            env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+                                 "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"}).stdout.strip()
+    git("update-ref", "refs/remotes/origin/heads/work", theirs)  # what a fetch saw another machine save
+    assert "origin: 2 saves ahead, 1 behind origin/heads/work (gs sync origin)" in gs("status").out
+    assert gs("ask", "other", "hi").code == 0
+    r = gs("status", "work", "--json")
+    assert r.json()["current"] is False
+    assert r.json()["remotes"] == {"origin": {"tip": theirs, "ahead": 2, "behind": 1, "shared_history": True}}
+    assert "session: work (the current session is other)" in gs("status", "work").out
+    journal = repo_path / "gs" / "journal" / "work.jsonl"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.write_text("")
+    assert gs("status", "work", "--json").json()["journal"] is True
+
+
+def test_a_plain_clone_of_the_repo_checks_out_the_current_session(gs, git, tmp_path: Path):
+    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "other", "hello").code == 0
+    clone = tmp_path / "clone"
+    r = subprocess.run(["git", "clone", "-q", str(git("rev-parse", "--absolute-git-dir").strip()), str(clone)],
+                       capture_output=True, text=True, check=True)
+    assert "warning" not in r.stderr
+    assert subprocess.run(["git", "-C", str(clone), "branch", "--show-current"], capture_output=True, text=True,
+                          check=True).stdout.strip() == "other"
+    assert '"id":"other"' in (clone / "session.jsonl").read_text()
+
+
+def test_a_diverged_pull_stays_in_the_family(machine, tmp_path: Path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a, b = machine("a"), machine("b")
+    assert a("ask", "w", "one").code == 0 and a("remote", "add", "origin", str(remote)).code == 0
+    assert a("push").code == 0
+    assert b("clone", str(remote), str(b.repo)).code == 0
+    assert b("ask", "w", "two on b").code == 0 and b("push").code == 0
+    assert a("ask", "w", "two on a").code == 0 and a("ask", "w", "three on a").code == 0
+    assert a("pull").code == 0
+    root = a("tree", "w", "--json").json()
+    assert root["id"] == "w" and root["turns"] == 2  # the remote's side keeps the name
+    (mine,) = root["children"]
+    assert mine["id"].startswith("w-") and (mine["from_turn"], mine["turns"], mine["prompt"]) == (1, 3, "two on a")
