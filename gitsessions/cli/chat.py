@@ -1,4 +1,4 @@
-"""Commands that talk to a model: ``chat`` (interactive) and ``ask`` (one turn)."""
+"""Commands that talk to a model: ``chat`` (interactive), ``ask`` and ``retry`` (one turn)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import io
 import os
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from ..store import GitStore
 from .admin import pack_in_background
 from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 app = typer.Typer()
 
@@ -183,8 +186,6 @@ def ask(
 
     Example: gs ask work "What is a git ref?"
     """
-    from ..chat.connect import connect
-    from ..chat.loop import run_turn
     from ..rules import new_session_id
     from ..session import open_revision
 
@@ -202,29 +203,75 @@ def ask(
         rev = args[0] if len(args) == 2 else new_session_id(store)
         session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, redactor=c.redactor(),
                                       warnings=c.warnings, wait=c.lock_wait(wait))
-        sid = session.id
         if note:
             err(note)
-        shown: list[str] = []
-        try:
-            with connect(c.config, model=model, notify=err) as provider:
-                tty = sys.stdout.isatty()
+        _send_one(c, store, session, prompt, model)
 
-                def on_text(text: str) -> None:
-                    shown.append(text)
-                    sys.stdout.write(terminal_safe(text) if tty else text)
-                    sys.stdout.flush()
 
-                result = run_turn(session, provider, prompt, system=c.config.system,
-                                  max_steps=c.config.max_steps, on_text=on_text)
-        except DiskFull as exc:
-            # the reply shown ends its line; a prompt not even journaled is handed back
-            sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept in ("prompt", "nothing") else ""))
-            raise
-        finally:
-            session.close()
-        pack_in_background(store)
-        push_in_background(c, store)
+@app.command(cls=WaitCommand)
+def retry(
+    ctx: typer.Context,
+    rev: Annotated[str, typer.Argument(
+        help="The session whose last turn is tried again, or a revision of it (work~2).", metavar="REV")],
+    fork_as: Annotated[str | None, typer.Option("--fork", help="The new attempt's session id (default: REV-N).",
+                                                metavar="NEW")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    wait: WaitOption = 0.0,
+) -> None:
+    """Ask the model again for the last turn's prompt of REV, in a new sibling fork.
+
+    The new attempt forks at the save before that turn, so the earlier attempt stays where it
+    was; stderr says where both live. The reply is printed on stdout, as gs ask prints it.
+
+    Example: gs retry work
+    """
+    from ..history import read_revision
+    from ..redo import attempt_at, open_attempt, where_both_live
+
+    c: Context = ctx.obj
+    with c.store() as store:
+        _pull_on_open(c, store)
+        target = read_revision(store, rev, c.redactor(), c.warnings)
+        attempt = attempt_at(store, target)
+        session = open_attempt(store, attempt, fork_as=fork_as, redactor=c.redactor(), warnings=c.warnings,
+                               wait=c.lock_wait(wait))
+        err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}"))
+        _send_one(c, store, session, attempt.prompt, model)
+
+
+def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None) -> None:
+    """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
+
+    The one turn of ``gs ask`` and ``gs retry``.
+
+    Raises:
+        GitSessionsError: the model answered with an error (the prompt is saved).
+        typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
+    """
+    from ..chat.connect import connect
+    from ..chat.loop import run_turn
+
+    sid = session.id
+    shown: list[str] = []
+    try:
+        with connect(c.config, model=model, notify=err) as provider:
+            tty = sys.stdout.isatty()
+
+            def on_text(text: str) -> None:
+                shown.append(text)
+                sys.stdout.write(terminal_safe(text) if tty else text)
+                sys.stdout.flush()
+
+            result = run_turn(session, provider, prompt, system=c.config.system,
+                              max_steps=c.config.max_steps, on_text=on_text)
+    except DiskFull as exc:
+        # the reply shown ends its line; a prompt not even journaled is handed back
+        sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept in ("prompt", "nothing") else ""))
+        raise
+    finally:
+        session.close()
+    pack_in_background(store)
+    push_in_background(c, store)
     if result.text:
         sys.stdout.write("\n")
     sys.stdout.flush()
