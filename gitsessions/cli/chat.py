@@ -7,7 +7,7 @@ import gc
 import io
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -22,7 +22,9 @@ from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
 
 if TYPE_CHECKING:
+    from ..repl import Spot
     from ..session import Session
+    from ..store import SessionInfo
 
 app = typer.Typer()
 
@@ -78,6 +80,8 @@ def chat(
     fork_as: Annotated[str | None, typer.Option("--fork", help="Continue in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     cont: Annotated[bool, typer.Option("-c", "--continue", help="Resume the most recently saved session.")] = False,
+    resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
+                                         "(newest first; type to filter by title or prompt).")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
     wait: WaitOption = 0.0,
 ) -> None:
@@ -94,16 +98,26 @@ def chat(
     from ..rules import new_session_id
 
     c: Context = ctx.obj
-    if cont and session:
-        raise typer.BadParameter("give a SESSION or --continue, not both")
+    if sum((cont, resume, session is not None)) > 1:
+        raise typer.BadParameter("give one of SESSION, --continue and --resume")
+    interactive = sys.stdin.isatty()
+    if resume and not interactive:
+        raise typer.BadParameter("--resume picks from a list on a terminal; name the SESSION instead "
+                                 "(gs list shows them) or use --continue")
     with c.store() as store:
         _pull_on_open(c, store)
-        sid = _latest_session(c) if cont else (session or new_session_id(store))
-        interactive = sys.stdin.isatty()
+        faces: dict = {}  # what the chat asks of a terminal: editing a prompt, the pickers
+        if interactive:
+            faces = {"pick_session": _session_picker(c, store), "pick_spot": _spot_picker}
+        picked = faces["pick_session"]() if resume else None
+        if resume and picked is None:
+            err("nothing opened (gs chat -r lists the sessions again)")
+            return
+        sid = picked or (_latest_session(c) if cont else (session or new_session_id(store)))
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
         if interactive:
-            keys, read_line, write = _terminal_io(c, on_shown=lambda: [start() for start in shown])
+            keys, read_line, write, faces["edit"] = _terminal_io(c, on_shown=lambda: [start() for start in shown])
         else:
             lines = _stdin_lines()
 
@@ -125,7 +139,7 @@ def chat(
             repl = Repl(store, keys.guard(provider) if keys else provider, sid,
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                        warnings=c.warnings, wait=c.lock_wait(wait))
+                        warnings=c.warnings, wait=c.lock_wait(wait), **faces)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
@@ -142,8 +156,58 @@ def chat(
         raise typer.Exit(1)  # a script learns that some prompts got no reply
 
 
+def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
+    """The picker of ``gs chat -r`` and ``/open``: sessions newest first, filtered by title or prompt.
+
+    Listing reads tip commits only (no log); the prompts are searched through the search
+    index, in a thread of its own with a store of its own, once the filter has 3 characters.
+    """
+    from ..history import list_sessions
+    from ..render import local_time
+    from .picker import pick
+
+    path = c.repo_path()
+
+    def search(query: str) -> set[str]:
+        from ..search_index import lookup
+
+        with GitStore(path) as own:
+            targets: list[tuple[str, str, bool]] = [(sid, tip, False) for sid, tip in own.tips().items()]
+            found = lookup(own, path / "gs" / "search.sqlite", targets, query, complete=frozenset({False}))
+        return {key[0] for key, hits in (found or {}).items() if any(hit[2] == "user" for hit in hits)}
+
+    def pick_session() -> str | None:
+        infos = sorted(list_sessions(store, redactor=c.redactor(), warnings=c.warnings),
+                       key=lambda i: i.time, reverse=True)
+        if not infos:
+            err("no sessions yet; start one with: gs chat")
+            return None
+        titles = {i.session_id: i.message.fields for i in infos}
+        width = min(24, max(len(i.session_id) for i in infos))
+
+        def line(info: SessionInfo) -> str:
+            f = titles[info.session_id]
+            return (f"{info.session_id:<{width}}  {local_time(info.time) if info.time else '-':<16}  "
+                    f"{f.turn or 0:>3} turns  {terminal_safe(f.title or '')}")
+
+        chosen = pick(infos, line, title="Open which session? ↑↓ move · Enter opens · Esc cancels · type to filter",
+                      match=lambda i: f"{i.session_id} {titles[i.session_id].title or ''}",
+                      key=lambda i: i.session_id, search=search)
+        return chosen.session_id if chosen is not None else None
+
+    return pick_session
+
+
+def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
+    """The picker of ``/tree``: the family's sessions and turns, the current one selected."""
+    from .picker import pick
+
+    return pick(spots, lambda s: terminal_safe(s.label), selected=selected,
+                title="Jump where? ↑↓ move · Enter opens (a past turn: what you send forks) · Esc cancels")
+
+
 def _terminal_io(c: Context, on_shown: Callable[[], object]):
-    """Return ``(keys, read_line, write)`` for a real terminal: prompt_toolkit with history.
+    """Return ``(keys, read_line, write, edit)`` for a real terminal: prompt_toolkit with history.
 
     ``on_shown`` is called once, when the first prompt has been drawn.
     """
