@@ -5,7 +5,7 @@ rows that match it. The arrow keys (and Page Up/Down, Home/End) move, Enter pick
 Ctrl+C cancels; typing filters. Only the rows on screen are drawn, and the filter is a
 substring test per row, so ten thousand rows stay quick; a slower search (a session's
 prompts, through the search index) runs in a background thread once the filter has three
-characters, and the rows it finds join when it answers.
+characters, and the rows it finds join when it answers (Enter waits for it).
 """
 
 from __future__ import annotations
@@ -80,12 +80,15 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
     query = Buffer(multiline=False)
     timer: list[threading.Timer] = []
 
-    def searched(q: str) -> None:
+    def searched_now(q: str) -> None:
         assert search is not None
         try:
             state.found[q] = search(q)
         except Exception:  # noqa: BLE001 - the search only adds rows; the filter still works without it
             state.found[q] = set()
+
+    def searched(q: str) -> None:
+        searched_now(q)
         def refresh() -> None:
             state.refilter(query.text)
             app.invalidate()
@@ -138,6 +141,12 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
 
     @kb.add("enter")
     def _enter(event: Any) -> None:
+        q = query.text.casefold().strip()
+        if search is not None and len(q) >= SEARCH_MIN and q not in state.found:
+            for t in timer:  # Enter came before the search answered: what it finds counts
+                t.cancel()
+            searched_now(q)
+            state.refilter(query.text)
         event.app.exit(result=rows[state.shown[state.cursor]] if state.shown else None)
 
     @kb.add("escape", eager=True)
