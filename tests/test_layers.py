@@ -50,6 +50,7 @@ MODULES = {
     "gitsessions.redo": "services",
     "gitsessions.search": "services",
     "gitsessions.search_index": "services",
+    "gitsessions.tree": "services",
     "gitsessions.transfer": "services",
     "gitsessions.render": "services",
     "gitsessions.chat.loop": "services",

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import abc
 import itertools
-import re
 from collections.abc import Iterator
 
 from ..errors import (
-    BadRevision,
     CorruptSession,
     InvalidEvent,
     SessionExists,
@@ -21,7 +19,8 @@ from ..errors import (
     UnsupportedVersion,
 )
 from ..events import Event, check_event, encode_header, parse_log
-from ..rules import REV_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id, commit_message
+from ..rules import CommitId, CommitMessage, SessionId, check_free, check_session_id, commit_message
+from .revisions import resolve as resolve_revision
 from .values import CommitInfo, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
 
 #: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
@@ -149,6 +148,13 @@ class SessionStore(abc.ABC):
 
     # -- hooks a backend may refine --------------------------------------------------------
 
+    def current(self) -> SessionId | None:
+        """Return the current session (git: the one ``HEAD`` names), None when none is."""
+        return None
+
+    def set_current(self, session_id: str) -> None:  # noqa: B027 - a backend may keep no current session
+        """Make ``session_id`` the current session (cosmetic: never fails a save)."""
+
     def _loaded(self, commit: CommitId, raw: bytes, n_events: int) -> None:  # noqa: B027 - optional
         """Called after ``commit`` was read and validated (a cache may keep it)."""
 
@@ -232,7 +238,7 @@ class SessionStore(abc.ABC):
         return list(itertools.islice(self.first_parents(sha), limit))
 
     def resolve(self, rev: str) -> Revision:
-        """Resolve a revision of a session to a commit.
+        """Resolve a revision of a session to a commit (git's syntax: see :mod:`.revisions`).
 
         ``SESSION``, ``SESSION~N``, ``SESSION^`` (git's meaning: N saves back along first
         parents; suffixes combine) or ``SESSION@COMMIT`` (a prefix of >= 4 hex digits of a
@@ -242,35 +248,7 @@ class SessionStore(abc.ABC):
             BadRevision: malformed, or names no commit (the message names what exists).
             SessionNotFound: no such session.
         """
-        m = REV_RE.match(rev)
-        if not m:
-            raise BadRevision(rev, "expected SESSION, SESSION~N, SESSION^ or SESSION@COMMIT")
-        sid, suffix = check_session_id(m.group("id")), m.group("suffix")
-        tip = self.tip(sid)
-        if tip is None:
-            if self.archive_ref(sid):
-                raise BadRevision(rev, f"session {sid!r} is archived; restore it with 'gs restore {sid}'")
-            raise SessionNotFound(sid, self.session_ids())
-        if not suffix:
-            return Revision(sid, tip, True)
-        if suffix.startswith("@"):
-            prefix = suffix[1:].lower()
-            if not re.fullmatch(r"[0-9a-f]{4,40}", prefix):
-                raise BadRevision(rev, "a commit after @ is 4 to 40 hex digits")
-            hits = [c.commit for c in self.log(sid) if c.commit.startswith(prefix)]
-            if not hits:
-                raise BadRevision(rev, f"no commit {prefix} in the history of {sid!r} (see 'gs log {sid}')")
-            if len(hits) > 1:
-                raise BadRevision(rev, f"{prefix} is ambiguous: " + ", ".join(h[:12] for h in hits))
-            return Revision(sid, hits[0], hits[0] == tip)
-        back = 0
-        for step in re.findall(r"~\d*|\^+", suffix):
-            back += (int(step[1:]) if step[1:] else 1) if step.startswith("~") else len(step)
-        history = self.log(sid, limit=back + 1)
-        if len(history) <= back:
-            n = len(self.log(sid))
-            raise BadRevision(rev, f"{sid!r} has {n} save{'s' if n != 1 else ''}, so {sid}~0 to {sid}~{n - 1} exist")
-        return Revision(sid, history[back].commit, back == 0)
+        return resolve_revision(self, rev)
 
     def list_sessions(self) -> list[SessionInfo]:
         """Return one :class:`SessionInfo` per session, sorted by id, from tip commits.

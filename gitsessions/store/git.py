@@ -27,6 +27,7 @@ from .journal import Journal
 from .kept import KeptLogs
 from .lock import SessionLock
 from .pack import RepackResult
+from .reflog import RefLogs
 from .repo import (
     add_blob,
     add_object,
@@ -65,7 +66,7 @@ def _archive_ref(name: str) -> Ref:
     return Ref(_ARCHIVE + name.encode())
 
 
-class GitStore(SessionStore):
+class GitStore(RefLogs, SessionStore):
     """Sessions as branches of a bare git repository.
 
     Args:
@@ -127,11 +128,8 @@ class GitStore(SessionStore):
             self._repo.close()
             self._repo = None
 
-    def __enter__(self) -> GitStore:
+    def __enter__(self) -> GitStore:  # leaving is the base's: close()
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def journal(self, session_id: str) -> Journal:
         """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
@@ -287,8 +285,7 @@ class GitStore(SessionStore):
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
         self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
                    commit.commit_timezone)
-        if expected_tip is None:
-            point_head(repo, ref)
+        self.set_current(session_id)  # the session last written is the current one
         sha = _hex(commit.id)
         self._kept.put(sha, buf, count + len(events), deflated, size)
         self._mark_verified(sha)
@@ -321,6 +318,7 @@ class GitStore(SessionStore):
         new = write_commit(repo, self.identity, parent.tree, [commit], text)
         self._swap(repo, self._ref(session_id), None, new.id, f"branch: {subject_of(text)}".encode(),
                    new.commit_time, new.commit_timezone)
+        self.set_current(session_id)
         if commit in self._verified_tips():
             self._mark_verified(_hex(new.id))  # same tree, same log
         hooks.after(session_id, _hex(new.id))  # a failure is the runner's warning

@@ -141,15 +141,17 @@ def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes,
         repo.refs.set_symbolic_ref(HEAD, dst)
 
 
-def point_head(repo: Repo, ref: Ref) -> None:
-    """Point HEAD at ``ref`` while it names no existing branch.
+def point_head(repo: Repo, ref: Ref, *, always: bool = False) -> None:
+    """Point HEAD at ``ref``: ``always`` (the current session), else only while it names no existing branch.
 
     So ``git clone`` and ``git log`` without arguments find a session instead of an unborn
     ``master``.
     """
     try:
         target = repo.refs.read_ref(HEAD)
-        if target and target.startswith(b"ref: ") and Ref(target[5:]) not in repo.refs:
+        if target == b"ref: " + ref:
+            return
+        if always or (target and target.startswith(b"ref: ") and Ref(target[5:]) not in repo.refs):
             repo.refs.set_symbolic_ref(HEAD, ref)
     except (OSError, KeyError, FileLocked):
         pass  # cosmetic: never fail a save over HEAD
