@@ -22,6 +22,7 @@ from .render import local_time
 from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
 from .session import Session, fork, open_revision
 from .store import LockWait, Revision, SessionStore
+from .tree import Node, family
 
 HELP = """\
 Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
@@ -344,8 +345,6 @@ class Repl:
 
     def tree(self) -> None:
         """``/tree``: the current session's family; the spot picked is opened (a past turn read-only)."""
-        from .tree import family
-
         at = self._standing()
         if at is None:
             self.write("(no saves yet: the tree starts with the first turn)\n")
@@ -378,19 +377,22 @@ class Repl:
             self.write(f"{mark} {sid}  {rows[sid]} messages\n")
 
 
-def tree_spots(store: SessionStore, root: Any) -> list[Spot]:
-    """The lines of ``/tree``: each session of the family (a :class:`gitsessions.tree.Node`), then its turns.
+def tree_spots(store: SessionStore, root: Node) -> list[Spot]:
+    """The lines of ``/tree``: each session of the family ``root``, then the turns it saved itself.
 
-    A session's line: its id, where it left its parent, title, turns, last save; ``*`` marks
-    the current session. Under it, the turns it saved itself (from commit trailers).
+    A session's line: its id, where it left its parent, its title (a fork's first prompt while
+    it has its parent's title), turns, last save; ``*`` marks the repo's current session.
+    Its turns are read from commit trailers (no log is read).
     """
     out: list[Spot] = []
 
-    def walk(node: Any, lead: str, last: bool, top: bool) -> None:
+    def walk(node: Node, lead: str, last: bool, top: bool, up_title: str | None) -> None:
         branch = "" if top else ("└─ " if last else "├─ ")
         origin = f"  (from {node.parent} at turn {node.from_turn})" if node.parent else ""
         marks = ("  *" if node.current else "") + ("  [archived]" if node.archived else "")
-        title = f'  "{node.title}"' if node.title else ""
+        # a fork shows the prompt it left with (its title is its parent's, unless set since)
+        shown = node.title if node.title != up_title or not node.prompt else node.prompt
+        title = f'  "{shown}"' if shown else ""
         out.append(Spot(f"{lead}{branch}{node.session_id}{origin}{title}  {node.turns} turns · "
                         f"{local_time(node.saved)}{marks}", node.session_id, None, node.archived))
         inner = lead + ("" if top else ("   " if last else "│  "))
@@ -398,7 +400,7 @@ def tree_spots(store: SessionStore, root: Any) -> list[Spot]:
         for save in turn_saves(store, node.tip, node.fork_commit, node.from_turn):
             out.append(Spot(f"{inner}{bar}  {save.subject}", node.session_id, save.commit, node.archived))
         for i, child in enumerate(node.children):
-            walk(child, inner, i == len(node.children) - 1, False)
+            walk(child, inner, i == len(node.children) - 1, False, node.title)
 
-    walk(root, "", True, True)
+    walk(root, "", True, True, None)
     return out

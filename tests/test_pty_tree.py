@@ -107,3 +107,69 @@ def test_edit_in_the_editor(gs, spawn, git, chat_env, tmp_path):  # noqa: F811
     child.sendline("/exit")
     finish(child)
     assert prompts(gs, "work-1") == ["from the editor"]
+
+
+def never_backwards(git, ref: str) -> None:
+    """Every move of ``ref`` its reflog records went forward (each old value an ancestor of the new)."""
+    moves = git("reflog", "show", "--format=%H", f"refs/heads/{ref}").split()[::-1]
+    for old, new in zip(moves, moves[1:], strict=False):
+        git("merge-base", "--is-ancestor", old, new)
+
+
+def test_retry_edit_tree_and_a_send_from_the_first_attempt(spawn, git, gs):
+    """The issue's scenario: two turns, /retry, /edit 1 changed, /tree back to the first attempt, a send."""
+    child = spawn("chat", "work")
+    child.expect_exact("work ›")
+    for prompt in ("first", "second"):
+        child.sendline(prompt)
+        child.expect_exact(f"echo: {prompt}")
+        child.expect_exact("work ›")
+    work = git("rev-parse", "work").strip()
+
+    child.sendline("/retry")
+    child.expect_exact("(turn 2 again in work-1, forked from work at ")
+    child.expect_exact("the earlier attempt stays in work (/open work goes back))")
+    child.expect_exact("echo: second")
+    child.expect_exact("work-1 ›")
+    work_1 = git("rev-parse", "work-1").strip()
+
+    child.sendline("/edit 1")
+    child.expect_exact("edit turn 1 › first")  # prefilled
+    child.send(" changed\r")
+    child.expect_exact("turn 1 again in work-2")
+    child.expect_exact("echo: first changed")
+    child.expect_exact("work-2 ›")
+    work_2 = git("rev-parse", "work-2").strip()
+
+    child.sendline("/tree")
+    child.expect_exact("Jump where?")
+    child.expect_exact("turn 2: first changed")  # the family is drawn, work-2 selected
+    child.send(UP * 4 + "\r")  # work-2, work-1's turn 2, work-1, work's turn 2: work's turn 1
+    child.expect_exact("what you send goes to new session work-3, forked from work at "
+                       + git("rev-parse", "--short=7", "work~1").strip())
+    child.expect_exact("work-3 ›")
+    assert sorted(heads(git)) == ["work", "work-1", "work-2"]  # a past turn opened: nothing written yet
+    child.sendline("from the first attempt")
+    child.expect_exact("echo: from the first attempt")
+    child.expect_exact("work-3 ›")
+    child.sendline("/exit")
+    tail = finish(child)
+    assert child.exitstatus == 0 and "Traceback" not in tail
+
+    # exactly those branches, none of the earlier ones moved
+    assert heads(git) == {"work": work, "work-1": work_1, "work-2": work_2, "work-3": heads(git)["work-3"]}
+    graph = git("log", "--all", "--graph", "--format=%s%d")
+    assert set(git("for-each-ref", "--format=%(refname)").split()) == {f"refs/heads/{b}" for b in heads(git)}
+    for ref in heads(git):
+        assert ref in graph
+        never_backwards(git, ref)
+    turn_1 = git("rev-parse", "work~1").strip()
+    assert git("merge-base", "work", "work-1").strip() == turn_1
+    assert git("merge-base", "work", "work-2").strip() == turn_1  # turn 1 is work's first save
+    assert git("merge-base", "work", "work-3").strip() == turn_1
+    git("fsck", "--strict")
+
+    assert prompts(gs, "work") == ["first", "second"]
+    assert prompts(gs, "work-1") == ["first", "second"]
+    assert prompts(gs, "work-2") == ["first changed"]
+    assert prompts(gs, "work-3") == ["first", "from the first attempt"]

@@ -27,6 +27,12 @@ def heads(git) -> dict[str, str]:
     return dict(line.split() for line in refs if line)
 
 
+def saved(store: GitStore, sid: str) -> str:
+    from gitsessions.render import local_time
+
+    return local_time(store.log(sid, limit=1)[0].time)
+
+
 def user_prompts(store: GitStore, sid: str, model_view: bool = True) -> list[str]:
     """The user prompts the model sees in ``sid`` (or, ``model_view=False``, every one in its log)."""
     snap = store.load(sid)
@@ -153,3 +159,46 @@ def test_gs_retry_on_the_command_line(gs, git):
     r = gs("retry", "nope")
     assert r.code == 1 and "no session 'nope'" in r.err
     git("fsck", "--strict")
+
+
+def test_tree_lists_the_family_and_jumps_to_a_past_turn(store, git):
+    run(store, "one", "two")
+    run(store, "/retry")
+    printed = run(store, "/tree", session="work-1")[1].text
+    assert printed.splitlines() == [
+        f'  work  "one"  2 turns · {saved(store, "work")}',
+        "  │    turn 1: one",
+        "  │    turn 2: two",
+        f'> └─ work-1  (from work at turn 1)  "two"  2 turns · {saved(store, "work-1")}  *',  # the chat is here
+        "          turn 2: two",
+    ]
+
+    offered: list = []
+
+    def pick_turn_one(spots, selected):
+        offered.append((spots, selected))
+        return next(s for s in spots if s.session_id == "work" and s.label.strip(" │").startswith("turn 1"))
+
+    before = heads(git)
+    script = Script("/tree", "from the past", "/exit")
+    repl(store, ScriptedProvider(), script, session="work-1", pick_spot=pick_turn_one).run()
+    spots, selected = offered[0]
+    assert spots[selected].session_id == "work-1" and spots[selected].commit is None
+    assert "what you send goes to new session work-2, forked from work at" in script.text
+    assert script.prompts == ["work-1 › ", "work-2 › ", "work-2 › "]
+    after = heads(git)
+    assert {k: after[k] for k in before} == before  # nothing moved
+    assert git("merge-base", "work", "work-2").strip() == git("rev-parse", "work~1").strip()
+    assert user_prompts(store, "work-2") == ["one", "from the past"]
+
+
+def test_tree_jump_to_a_session_and_cancel(store):
+    run(store, "one", "two")
+    run(store, "/retry")
+    picks = iter([lambda spots: next(s for s in spots if s.session_id == "work" and s.commit is None),
+                  lambda spots: None])
+    script = Script("/tree", "/tree", "/exit")
+    repl(store, ScriptedProvider(), script, session="work-1",
+         pick_spot=lambda spots, _sel: next(picks)(spots)).run()
+    assert "(opened work: 4 messages)" in script.text
+    assert script.prompts == ["work-1 › ", "work › ", "work › "]
