@@ -182,17 +182,18 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
         if not infos:
             err("no sessions yet; start one with: gs chat")
             return None
-        titles = {i.session_id: i.message.fields for i in infos}
         width = min(24, max(len(i.session_id) for i in infos))
 
-        def line(info: SessionInfo) -> str:
-            f = titles[info.session_id]
+        def title(info: SessionInfo) -> str:  # the trailer as it is: no parse of every row's trailers
+            return info.message.trailers.get("Title", "")
+
+        def line(info: SessionInfo) -> str:  # drawn for the rows on screen only
+            turns = info.message.fields.turn or 0
             return (f"{info.session_id:<{width}}  {local_time(info.time) if info.time else '-':<16}  "
-                    f"{f.turn or 0:>3} turns  {terminal_safe(f.title or '')}")
+                    f"{turns:>3} turns  {terminal_safe(title(info))}")
 
         chosen = pick(infos, line, title="Open which session? ↑↓ move · Enter opens · Esc cancels · type to filter",
-                      match=lambda i: f"{i.session_id} {titles[i.session_id].title or ''}",
-                      key=lambda i: i.session_id, search=search)
+                      match=lambda i: f"{i.session_id} {title(i)}", key=lambda i: i.session_id, search=search)
         return chosen.session_id if chosen is not None else None
 
     return pick_session

@@ -5,7 +5,8 @@ rows that match it. The arrow keys (and Page Up/Down, Home/End) move, Enter pick
 Ctrl+C cancels; typing filters. Only the rows on screen are drawn, and the filter is a
 substring test per row, so ten thousand rows stay quick; a slower search (a session's
 prompts, through the search index) runs in a background thread once the filter has three
-characters, and the rows it finds join when it answers (Enter waits for it).
+characters, and the rows it finds join when it answers (Enter while nothing matches yet
+picks the first of them).
 """
 
 from __future__ import annotations
@@ -79,32 +80,45 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
     state.top = max(0, state.cursor - height + 1)
     query = Buffer(multiline=False)
     timer: list[threading.Timer] = []
+    started: set[str] = set()  # queries whose background search began
+    enter: list[str] = []  # Enter was pressed on this query while nothing matched and its search ran
 
-    def searched_now(q: str) -> None:
+    def folded() -> str:
+        return query.text.casefold().strip()
+
+    def searched(q: str) -> None:  # in the background thread
         assert search is not None
+        started.add(q)
         try:
-            state.found[q] = search(q)
+            found = search(q)
         except Exception:  # noqa: BLE001 - the search only adds rows; the filter still works without it
-            state.found[q] = set()
+            found = set()
 
-    def searched(q: str) -> None:
-        searched_now(q)
-        def refresh() -> None:
+        def refresh() -> None:  # back in the picker's thread
+            state.found[q] = found
             state.refilter(query.text)
+            if enter and enter[0] == folded() == q:
+                enter.clear()
+                if state.shown:
+                    app.exit(result=rows[state.shown[state.cursor]])
             app.invalidate()
 
         with contextlib.suppress(RuntimeError, AttributeError):  # the picker may be gone by now
             app.loop.call_soon_threadsafe(refresh)  # type: ignore[union-attr]
 
+    def start_search(q: str, delay: float) -> None:
+        for t in timer:
+            t.cancel()
+        timer[:] = [threading.Timer(delay, searched, (q,))]
+        timer[0].daemon = True
+        timer[0].start()
+
     def changed(_buf: Buffer) -> None:
+        enter.clear()
         state.refilter(query.text)
-        q = query.text.casefold().strip()
-        if search is not None and len(q) >= SEARCH_MIN and q not in state.found:
-            for t in timer:
-                t.cancel()
-            timer[:] = [threading.Timer(SEARCH_DELAY, searched, (q,))]
-            timer[0].daemon = True
-            timer[0].start()
+        q = folded()
+        if search is not None and len(q) >= SEARCH_MIN and q not in state.found and q not in started:
+            start_search(q, SEARCH_DELAY)
 
     query.on_text_changed += changed
 
@@ -125,7 +139,9 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
         return out
 
     def status() -> StyleAndTextTuples:
-        return [("bold", title), ("", f"  {len(state.shown)}/{len(rows)}")]
+        busy = "  searching the prompts…" if search is not None and folded() not in state.found \
+            and len(folded()) >= SEARCH_MIN else ""
+        return [("bold", title), ("", f"  {len(state.shown)}/{len(rows)}{busy}")]
 
     kb = KeyBindings()
 
@@ -141,13 +157,13 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
 
     @kb.add("enter")
     def _enter(event: Any) -> None:
-        q = query.text.casefold().strip()
-        if search is not None and len(q) >= SEARCH_MIN and q not in state.found:
-            for t in timer:  # Enter came before the search answered: what it finds counts
-                t.cancel()
-            searched_now(q)
-            state.refilter(query.text)
-        event.app.exit(result=rows[state.shown[state.cursor]] if state.shown else None)
+        q = folded()
+        if state.shown:
+            event.app.exit(result=rows[state.shown[state.cursor]])
+        elif search is not None and len(q) >= SEARCH_MIN and q not in state.found:
+            enter[:] = [q]  # nothing matches yet: pick what the search of the prompts finds first
+            if q not in started:
+                start_search(q, 0)
 
     @kb.add("escape", eager=True)
     @kb.add("c-c")
