@@ -38,16 +38,15 @@ def chat_env(fake_api: FakeChatServer) -> dict[str, str]:
 
 
 @pytest.fixture
-def spawn_chat(chat_env: dict[str, str]):
-    """Start ``gs chat <session>`` in a pty; every child is reaped at teardown."""
+def spawn_gs(chat_env: dict[str, str]):
+    """Start ``gs <args>`` in a pty; every child is reaped at teardown."""
     children: list[pexpect.spawn] = []
 
-    def spawn(session: str = "demo") -> pexpect.spawn:
-        child = pexpect.spawn(GS[0], [*GS[1:], "chat", session], env=chat_env,
+    def spawn(*args: str) -> pexpect.spawn:
+        child = pexpect.spawn(GS[0], [*GS[1:], *args], env=chat_env,
                               dimensions=(24, 100), encoding="utf-8", codec_errors="replace",
                               timeout=TIMEOUT)
         children.append(child)
-        child.expect(PROMPT)
         return child
 
     yield spawn
@@ -55,6 +54,18 @@ def spawn_chat(chat_env: dict[str, str]):
         if child.isalive():
             child.terminate(force=True)
         child.close()
+
+
+@pytest.fixture
+def spawn_chat(spawn_gs):
+    """Start ``gs chat <session>`` in a pty and wait for its prompt."""
+
+    def spawn(session: str = "demo") -> pexpect.spawn:
+        child = spawn_gs("chat", session)
+        child.expect(PROMPT)
+        return child
+
+    return spawn
 
 
 def finish(child: pexpect.spawn) -> str:

@@ -4,35 +4,14 @@ and the session picker of ``gs chat -r``, driven with pexpect as tests/test_pty.
 
 from __future__ import annotations
 
-import pexpect
-import pytest
-from conftest import GS
-from test_pty import TIMEOUT, chat_env, finish  # noqa: F401 - chat_env is a fixture used here
+import test_pty
+from test_pty import finish
+from test_retry import heads
+
+# tests/test_pty.py's fixtures: the isolated environment with the fake API, and gs in a pty
+chat_env, spawn_gs = test_pty.chat_env, test_pty.spawn_gs
 
 UP, DOWN, ESC, ALT_ENTER = "\x1b[A", "\x1b[B", "\x1b", "\x1b\r"
-
-
-@pytest.fixture
-def spawn(chat_env: dict[str, str]):  # noqa: F811 - the fixture imported above
-    """Start ``gs <args>`` in a 24x100 pty; every child is reaped at teardown."""
-    children: list[pexpect.spawn] = []
-
-    def start(*args: str) -> pexpect.spawn:
-        child = pexpect.spawn(GS[0], [*GS[1:], *args], env=chat_env, dimensions=(24, 100),
-                              encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
-        children.append(child)
-        return child
-
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
-        child.close()
-
-
-def heads(git) -> dict[str, str]:
-    refs = git("for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads").split("\n")
-    return dict(line.split() for line in refs if line)
 
 
 def prompts(gs, sid: str) -> list[str]:
@@ -42,11 +21,11 @@ def prompts(gs, sid: str) -> list[str]:
     return [m["content"] for m in shown.json()["messages"] if m["role"] == "user"]
 
 
-def test_resume_picker_filters_by_title_and_prompt(gs, spawn):
+def test_resume_picker_filters_by_title_and_prompt(gs, spawn_gs):
     for sid, *asked in (("alpha", "apples"), ("beta", "bananas"), ("gamma", "cherries", "durian pie")):
         for prompt in asked:
             assert gs("ask", sid, prompt).code == 0
-    child = spawn("chat", "-r")
+    child = spawn_gs("chat", "-r")
     child.expect_exact("Open which session?")
     child.expect_exact("3/3")  # gamma, newest, first: Enter alone would open it
     child.send("banan\r")  # beta's title (its first prompt)
@@ -54,7 +33,7 @@ def test_resume_picker_filters_by_title_and_prompt(gs, spawn):
     child.sendline("/exit")
     assert "resume with: gs chat beta" in finish(child)
 
-    child = spawn("chat", "-r")
+    child = spawn_gs("chat", "-r")
     child.expect_exact("3/3")
     child.send("durian\r")  # in no title: found through the search index
     child.expect_exact("gamma ›")
@@ -66,16 +45,16 @@ def test_resume_picker_filters_by_title_and_prompt(gs, spawn):
     child.sendline("/exit")
     finish(child)
 
-    child = spawn("chat", "-r")
+    child = spawn_gs("chat", "-r")
     child.expect_exact("3/3")
     child.send(ESC)
     tail = finish(child)
     assert child.exitstatus == 0 and "nothing opened" in tail
 
 
-def test_edit_in_place_keeps_several_lines(gs, spawn, git):
+def test_edit_in_place_keeps_several_lines(gs, spawn_gs, git):
     assert gs("ask", "work", "first").code == 0
-    child = spawn("chat", "work")
+    child = spawn_gs("chat", "work")
     child.expect_exact("work ›")
     child.sendline("/edit")
     child.expect_exact("edit turn 1 › first")
@@ -93,13 +72,13 @@ def test_edit_in_place_keeps_several_lines(gs, spawn, git):
     assert sorted(heads(git)) == ["work", "work-1"]
 
 
-def test_edit_in_the_editor(gs, spawn, git, chat_env, tmp_path):  # noqa: F811
+def test_edit_in_the_editor(gs, spawn_gs, git, chat_env, tmp_path):
     assert gs("ask", "work", "first").code == 0
     editor = tmp_path / "editor.sh"
     editor.write_text('#!/bin/sh\nsed -i "s/first/from the editor/" "$1"\n')
     editor.chmod(0o755)
     chat_env["EDITOR"] = str(editor)
-    child = spawn("chat", "work")
+    child = spawn_gs("chat", "work")
     child.expect_exact("work ›")
     child.sendline("/edit 1 --editor")
     child.expect_exact("echo: from the editor")
@@ -116,9 +95,9 @@ def never_backwards(git, ref: str) -> None:
         git("merge-base", "--is-ancestor", old, new)
 
 
-def test_retry_edit_tree_and_a_send_from_the_first_attempt(spawn, git, gs):
+def test_retry_edit_tree_and_a_send_from_the_first_attempt(spawn_gs, git, gs):
     """The issue's scenario: two turns, /retry, /edit 1 changed, /tree back to the first attempt, a send."""
-    child = spawn("chat", "work")
+    child = spawn_gs("chat", "work")
     child.expect_exact("work ›")
     for prompt in ("first", "second"):
         child.sendline(prompt)
