@@ -226,8 +226,7 @@ class Repl:
             elif not picked:
                 self.write("(nothing opened)\n")
             else:
-                self._open(picked, create=False)
-                self._opened()
+                self._go(picked)
         elif name == "/retry":
             self.retry(arg)
         elif name == "/edit":
@@ -275,8 +274,13 @@ class Repl:
             self.write(f"unknown command {name}; /help lists the commands\n")
         return True
 
-    def _opened(self) -> None:
+    def _go(self, rev: str) -> None:
+        """Switch to ``rev`` (``/open``, the pickers, ``/tree``); the current session is already open."""
         assert self.session is not None
+        if rev == self.session.id and self.session.fork_from is None:
+            self.write(f"(already in {rev})\n")  # opening it again would find its lock taken: by us
+            return
+        self._open(rev, create=False)
         self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
 
     def _standing(self) -> Revision | None:
@@ -361,10 +365,9 @@ class Repl:
         if spot.archived:
             self.write(f"error: {spot.session_id} is archived; gs restore {spot.session_id} brings it back\n")
         elif spot.commit is None or spot.commit == self.store.tip(spot.session_id):
-            self._open(spot.session_id, create=False)
-            self._opened()
+            self._go(spot.session_id)
         else:
-            self._open(f"{spot.session_id}@{spot.commit}", create=False)  # its note says where a send goes
+            self._go(f"{spot.session_id}@{spot.commit}")  # its note says where a send goes
 
     def sessions(self) -> None:
         """Print session ids with message counts; ``*`` marks the current one."""
