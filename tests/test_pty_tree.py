@@ -78,14 +78,22 @@ def test_edit_in_the_editor(gs, spawn_gs, git, chat_env, tmp_path):
     editor.write_text('#!/bin/sh\nsed -i "s/first/from the editor/" "$1"\n')
     editor.chmod(0o755)
     chat_env["EDITOR"] = str(editor)
+    long = "first\n" + "".join(f"line {i}\n" for i in range(2, 16))  # 15 lines: more than 8 and half of 24
+    assert gs("ask", "long", "-", input=long).code == 0
     child = spawn_gs("chat", "work")
     child.expect_exact("work ›")
     child.sendline("/edit 1 --editor")
     child.expect_exact("echo: from the editor")
     child.expect_exact("work-1 ›")
+    child.sendline("/open long")
+    child.expect_exact("long ›")
+    child.sendline("/edit")  # long: in the editor without being asked
+    child.expect_exact("echo: from the editor")
+    child.expect_exact("long-1 ›")
     child.sendline("/exit")
     finish(child)
     assert prompts(gs, "work-1") == ["from the editor"]
+    assert prompts(gs, "long-1") == [long.replace("first", "from the editor").rstrip("\n")]
 
 
 def never_backwards(git, ref: str) -> None:

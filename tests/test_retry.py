@@ -202,3 +202,11 @@ def test_tree_jump_to_a_session_and_cancel(store):
          pick_spot=lambda spots, _sel: next(picks)(spots)).run()
     assert "(opened work: 4 messages)" in script.text
     assert script.prompts == ["work-1 › ", "work › ", "work › "]
+
+
+def test_resume_needs_a_terminal_and_no_other_session(gs):
+    assert gs("ask", "w", "one").code == 0
+    r = gs("chat", "-r")  # stdin is no terminal here
+    assert r.code == 2 and "--resume picks from a list on a terminal" in r.err
+    r = gs("chat", "-r", "w")
+    assert r.code == 2 and "give one of SESSION, --continue and --resume" in r.err
