@@ -210,3 +210,20 @@ def test_resume_needs_a_terminal_and_no_other_session(gs):
     assert r.code == 2 and "--resume picks from a list on a terminal" in r.err
     r = gs("chat", "-r", "w")
     assert r.code == 2 and "give one of SESSION, --continue and --resume" in r.err
+
+
+def test_edit_forks_as_gs_ask_on_the_revision_before_the_turn(gs, git):
+    """/edit N and ``gs ask REV~k --fork NEW`` make the same fork: one implementation (open_revision)."""
+    for q in ("one", "two", "three"):
+        assert gs("ask", "w", q).code == 0
+    assert gs("ask", "w~1", "--fork", "by-ask", "TWO").code == 0
+    r = gs("chat", "w", input="/edit 3\nTWO\n/exit\n")
+    assert r.code == 0, r.err
+
+    def shape(sid: str) -> list[str]:  # subjects and lineage of what the fork added, and its fork point
+        added = git("log", "--format=%s%n%(trailers:key=Forked-From)", f"w..{sid}").replace(sid, "NEW")
+        return [*added.split("\n"), git("merge-base", "w", sid)]
+
+    assert shape("w-1") == shape("by-ask")
+    assert gs("show", "w-1", "--format", "json").json()["messages"] == \
+        gs("show", "by-ask", "--format", "json").json()["messages"]
