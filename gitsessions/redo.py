@@ -153,7 +153,7 @@ def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None =
     return session
 
 
-def where_both_live(attempt: Attempt, old: str, new: str, back: str) -> str:
+def where_both_live(attempt: Attempt, old: str, new: str, back: str, edited: bool = False) -> str:
     """One line saying where the new attempt and the earlier one live, and how to go back.
 
     Args:
@@ -161,8 +161,9 @@ def where_both_live(attempt: Attempt, old: str, new: str, back: str) -> str:
         old: the session holding the earlier attempt.
         new: the session holding the new one.
         back: what the user types to go back (``/open work``, ``gs chat work``).
+        edited: the new attempt's prompt is an edit (``/edit``), not the same prompt again.
     """
-    return (f"turn {attempt.turn} again in {new}, forked from {attempt.base.session_id} at "
+    return (f"turn {attempt.turn} {'edited' if edited else 'again'} in {new}, forked from {attempt.base.session_id} at "
             f"{attempt.base.commit[:7]}; the earlier attempt stays in {old} ({back} goes back)")
 
 

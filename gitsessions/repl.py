@@ -297,7 +297,7 @@ class Repl:
             return None
         return attempt_at(self.store, at, turn), at.session_id
 
-    def _send_attempt(self, attempt: Attempt, old: str, prompt: str) -> None:
+    def _send_attempt(self, attempt: Attempt, old: str, prompt: str, edited: bool = False) -> None:
         """Open the new attempt's fork, say where both attempts live, and send ``prompt`` there."""
         assert self.session is not None
         past = self.session.fork_from
@@ -312,7 +312,7 @@ class Repl:
                 self._open(f"{past.session_id}@{past.commit}", create=False, fork_as=unwritten.id)
                 raise
         self._switch(session, None)
-        self.write(f"({where_both_live(attempt, old, session.id, f'/open {old}')})\n")
+        self.write(f"({where_both_live(attempt, old, session.id, f'/open {old}', edited)})\n")
         self.turn(prompt)
 
     def retry(self, arg: str) -> None:
@@ -345,7 +345,7 @@ class Repl:
         if text is None or not text.strip():
             self.write("(edit cancelled: nothing was sent)\n")
             return
-        self._send_attempt(attempt, old, text)
+        self._send_attempt(attempt, old, text, edited=True)
 
     def tree(self) -> None:
         """``/tree``: the current session's family; the spot picked is opened (a past turn read-only)."""

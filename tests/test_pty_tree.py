@@ -59,7 +59,7 @@ def test_edit_in_place_keeps_several_lines(gs, spawn_gs, git):
     child.sendline("/edit")
     child.expect_exact("edit turn 1 › first")
     child.send(" line" + ALT_ENTER + "second line\r")
-    child.expect_exact("turn 1 again in work-1")
+    child.expect_exact("turn 1 edited in work-1")
     child.expect_exact("echo: first line")
     child.expect_exact("work-1 ›")
     child.sendline("/edit 1")
@@ -123,7 +123,7 @@ def test_retry_edit_tree_and_a_send_from_the_first_attempt(spawn_gs, git, gs):
     child.sendline("/edit 1")
     child.expect_exact("edit turn 1 › first")  # prefilled
     child.send(" changed\r")
-    child.expect_exact("turn 1 again in work-2")
+    child.expect_exact("turn 1 edited in work-2")
     child.expect_exact("echo: first changed")
     child.expect_exact("work-2 ›")
     work_2 = git("rev-parse", "work-2").strip()

@@ -108,7 +108,7 @@ def test_edit_behind_a_pipe_reads_the_next_line(store, git):
     _r, script = run(store, "/edit 1", "uno", "/edit 1", "", "/edit x", "/edit 9", "/retry now")
     out = script.text
     assert "(turn 1 was: one; the next line replaces it)" in out
-    assert "turn 1 again in work-1" in out
+    assert "turn 1 edited in work-1" in out
     assert "(edit cancelled: nothing was sent)" in out
     assert "usage: /edit [N] [--editor]" in out
     assert "error: work-1 has no turn 9: its turns are 1 to 2" in out
