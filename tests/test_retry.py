@@ -227,3 +227,45 @@ def test_edit_forks_as_gs_ask_on_the_revision_before_the_turn(gs, git):
     assert shape("w-1") == shape("by-ask")
     assert gs("show", "w-1", "--format", "json").json()["messages"] == \
         gs("show", "by-ask", "--format", "json").json()["messages"]
+
+
+# -- the picker of gs chat -r, /open and /tree, in-process (prompt_toolkit's pipe input) ----------
+
+
+def picked(keys: str, rows: list[str], **kw):
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from gitsessions.cli.picker import pick
+
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        pipe.send_text(keys)
+        return pick(rows, lambda r: r, title="pick", **kw)
+
+
+def test_picker_moves_filters_and_cancels():
+    rows = [f"session-{i:05d}" for i in range(10_000)]
+    assert picked("\r", rows) == "session-00000"
+    assert picked("\x1b[B\x1b[B\r", rows) == "session-00002"
+    assert picked("\x1b[B\x1b[A\x1b[A\r", rows) == "session-00000"  # the cursor stops at the top
+    assert picked("09999\r", rows) == "session-09999"
+    assert picked("0999\x1b[B\r", rows) == "session-09990"  # session-00999, then 09990: the second
+    assert picked("\r", rows, selected=7) == "session-00007"
+    assert picked("no such\r\x1b", rows) is None  # Enter on nothing does nothing; Esc cancels
+    assert picked("\x03", rows) is None  # Ctrl+C
+
+
+def test_picker_adds_what_the_search_finds_and_enter_waits_for_it():
+    asked: list[str] = []
+
+    def search(query: str) -> set[str]:
+        asked.append(query)
+        return {"beta"} if query == "durian" else set()
+
+    rows = ["alpha", "beta", "gamma"]
+    assert picked("durian\r", rows, search=search) == "beta"
+    assert asked[-1] == "durian"  # (a shorter start of it, when typing was slow, before)
+    del asked[:]
+    assert picked("al\r", rows, search=search) == "alpha"  # two characters: no search
+    assert asked == []
