@@ -2,20 +2,27 @@
 
 Input and output are callables, so the real terminal (prompt_toolkit) and a pipe (one line
 per prompt) run the same loop (style.md). Slash commands follow the seed tutorial:
-``/help``, ``/new <id>``, ``/sessions``, ``/open <id>``, ``/save``, ``/exit``.
+``/help``, ``/new <id>``, ``/sessions``, ``/open <id>``, ``/save``, ``/exit``; the tree of a
+conversation (issue 12) adds ``/retry``, ``/edit [N]`` and ``/tree``. What needs a real
+terminal (editing a prompt in place, picking from a list) is given by the face as callables;
+behind a pipe, ``/edit`` reads the next line as the new prompt and ``/tree`` prints the tree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .chat.loop import run_turn
 from .errors import DiskFull, GitSessionsError, SessionExists
 from .redact import Redactor
+from .redo import Attempt, attempt_at, open_attempt, turn_saves, where_both_live
+from .render import local_time
 from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
 from .session import Session, fork, open_revision
-from .store import LockWait, SessionStore
+from .store import LockWait, Revision, SessionStore
+from .tree import Node, family
 
 HELP = """\
 Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
@@ -27,6 +34,11 @@ saved as a git commit.
   /sessions      list sessions (* marks the current one)
   /open <rev>    switch to a session, or to a past revision (work~2, work@1a2b3c4d):
                  what you send there goes to a new fork; the original never moves
+  /open          pick a session from a list, newest first (type to filter)
+  /retry         ask again for the last turn's prompt, in a new sibling fork
+  /edit [N]      edit turn N's prompt (default: the last) and send it in a fork at turn N-1;
+                 /edit N --editor edits it in $EDITOR
+  /tree          this session's family: pick a session or a turn and jump there
   /fork <new>    copy the current session (at its tip) into a new session and switch
   /log           the current session's saves, newest first
   /title <text>  set the session title (any Unicode)
@@ -34,6 +46,24 @@ saved as a git commit.
   /save          save now (turns are saved as they finish; this confirms the tip)
   /exit          leave (also /quit, Ctrl+D)
 """
+
+
+@dataclass(frozen=True)
+class Spot:
+    """A line of ``/tree``: a session (``commit`` None: its tip) or the save after one of its turns."""
+
+    label: str
+    session_id: str
+    commit: str | None = None
+    archived: bool = False
+
+
+#: ``edit(prompt, text, use_editor)``: the user's edit of ``text`` (None: cancelled).
+Edit = Callable[[str, str, bool], "str | None"]
+#: ``pick_session()``: the id the user picked (None: cancelled).
+PickSession = Callable[[], "str | None"]
+#: ``pick_spot(spots, selected)``: the spot picked, starting at index ``selected`` (None: cancelled).
+PickSpot = Callable[[Sequence[Spot], int], "Spot | None"]
 
 
 class Repl:
@@ -56,6 +86,9 @@ class Repl:
             list); the REPL shows and empties it after each line.
         wait: how long opening ``session_id`` waits for another writer (None: not at all);
             ``/open`` and ``/new`` never wait (the user is at the prompt and can try again).
+        edit: lets the user edit a prompt in place (None: ``read_line`` reads its replacement).
+        pick_session: the session picker of ``/open`` with no argument (None: a usage line).
+        pick_spot: the ``/tree`` picker (None: the tree is printed).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -63,8 +96,12 @@ class Repl:
                  new_header: Callable[[str], dict], system: str | None = None,
                  max_steps: int = DEFAULT_MAX_STEPS, fork_as: str | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
-                 wait: LockWait | None = None):
+                 wait: LockWait | None = None, edit: Edit | None = None,
+                 pick_session: PickSession | None = None, pick_spot: PickSpot | None = None):
         self.store = store
+        self.edit = edit
+        self.pick_session = pick_session
+        self.pick_spot = pick_spot
         self.warnings = warnings if warnings is not None else []
         self.provider = provider
         self.read_line = read_line
@@ -83,6 +120,10 @@ class Repl:
         session, note = open_revision(self.store, rev, fork_as=fork_as,
                                       new_header=self.new_header if create else None, redactor=self.redactor,
                                       warnings=self.warnings, wait=wait)
+        self._switch(session, note)
+
+    def _switch(self, session: Session, note: str | None) -> None:
+        """Make ``session`` the current one (the one left is closed: what it holds is saved)."""
         if self.session is not None:
             self.session.close()
         self.session = session
@@ -179,12 +220,19 @@ class Repl:
                 self._open(sid, create=True)
                 self.write(f"(new session {sid})\n")
         elif name == "/open":
-            if not arg:
+            picked = self.pick_session() if not arg and self.pick_session is not None else arg
+            if not arg and self.pick_session is None:
                 self.write("usage: /open <id>\n")
+            elif not picked:
+                self.write("(nothing opened)\n")
             else:
-                self._open(arg, create=False)
-                assert self.session is not None
-                self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
+                self._go(picked)
+        elif name == "/retry":
+            self.retry(arg)
+        elif name == "/edit":
+            self.edit_turn(arg)
+        elif name == "/tree":
+            self.tree()
         elif name == "/sessions":
             self.sessions()
         elif name == "/fork":
@@ -226,6 +274,101 @@ class Repl:
             self.write(f"unknown command {name}; /help lists the commands\n")
         return True
 
+    def _go(self, rev: str) -> None:
+        """Switch to ``rev`` (``/open``, the pickers, ``/tree``); the current session is already open."""
+        assert self.session is not None
+        if rev == self.session.id and self.session.fork_from is None:
+            self.write(f"(already in {rev})\n")  # opening it again would find its lock taken: by us
+            return
+        self._open(rev, create=False)
+        self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
+
+    def _standing(self) -> Revision | None:
+        """The revision the current session stands at (None: nothing saved yet)."""
+        assert self.session is not None
+        if self.session.fork_from is not None:
+            return self.session.fork_from  # a past revision, not yet written to
+        return self.store.resolve(self.session.id) if self.session.tip else None
+
+    def _attempt(self, turn: int | None) -> tuple[Attempt, str] | None:
+        at = self._standing()
+        if at is None:
+            self.write("error: nothing to try again yet: the session has no saved turns\n")
+            return None
+        return attempt_at(self.store, at, turn), at.session_id
+
+    def _send_attempt(self, attempt: Attempt, old: str, prompt: str, edited: bool = False) -> None:
+        """Open the new attempt's fork, say where both attempts live, and send ``prompt`` there."""
+        assert self.session is not None
+        past = self.session.fork_from
+        if past is None:
+            session = open_attempt(self.store, attempt, redactor=self.redactor, warnings=self.warnings)
+        else:  # a past revision not yet written to holds the fork name the attempt takes: let it go
+            unwritten, self.session = self.session, None
+            unwritten.close()
+            try:
+                session = open_attempt(self.store, attempt, redactor=self.redactor, warnings=self.warnings)
+            except BaseException:
+                self._open(f"{past.session_id}@{past.commit}", create=False, fork_as=unwritten.id)
+                raise
+        self._switch(session, None)
+        self.write(f"({where_both_live(attempt, old, session.id, f'/open {old}', edited)})\n")
+        self.turn(prompt)
+
+    def retry(self, arg: str) -> None:
+        """``/retry``: the last turn's prompt again, in a sibling fork at the turn's parent commit."""
+        if arg:
+            self.write("usage: /retry (it tries the last turn again; /edit N changes an earlier one)\n")
+            return
+        found = self._attempt(None)
+        if found is not None:
+            self._send_attempt(found[0], found[1], found[0].prompt)
+
+    def edit_turn(self, arg: str) -> None:
+        """``/edit [N] [--editor]``: edit turn N's prompt; sending it forks at turn N-1."""
+        words = arg.split()
+        use_editor = "--editor" in words
+        rest = [w for w in words if w != "--editor"]
+        if len(rest) > 1 or (rest and not rest[0].isdigit()):
+            self.write("usage: /edit [N] [--editor]  (N: a turn number, default the last)\n")
+            return
+        found = self._attempt(int(rest[0]) if rest else None)
+        if found is None:
+            return
+        attempt, old = found
+        label = f"edit turn {attempt.turn} › "
+        if self.edit is not None:
+            text = self.edit(label, attempt.prompt, use_editor)
+        else:
+            self.write(f"(turn {attempt.turn} was: {attempt.prompt}; the next line replaces it)\n")
+            text = self.read_line(label)
+        if text is None or not text.strip():
+            self.write("(edit cancelled: nothing was sent)\n")
+            return
+        self._send_attempt(attempt, old, text, edited=True)
+
+    def tree(self) -> None:
+        """``/tree``: the current session's family; the spot picked is opened (a past turn read-only)."""
+        at = self._standing()
+        if at is None:
+            self.write("(no saves yet: the tree starts with the first turn)\n")
+            return
+        spots = tree_spots(self.store, family(self.store, at.session_id))
+        want = None if at.is_tip else at.commit  # a tip is its session's line
+        here = next((i for i, s in enumerate(spots) if s.session_id == at.session_id and s.commit == want), 0)
+        if self.pick_spot is None:
+            self.write("".join(f"{'>' if i == here else ' '} {s.label}\n" for i, s in enumerate(spots)))
+            return
+        spot = self.pick_spot(spots, here)
+        if spot is None:
+            return
+        if spot.archived:
+            self.write(f"error: {spot.session_id} is archived; gs restore {spot.session_id} brings it back\n")
+        elif spot.commit is None or spot.commit == self.store.tip(spot.session_id):
+            self._go(spot.session_id)
+        else:
+            self._go(f"{spot.session_id}@{spot.commit}")  # its note says where a send goes
+
     def sessions(self) -> None:
         """Print session ids with message counts; ``*`` marks the current one."""
         assert self.session is not None
@@ -235,3 +378,32 @@ class Repl:
         for sid in sorted(rows):
             mark = "*" if sid == self.session.id else " "
             self.write(f"{mark} {sid}  {rows[sid]} messages\n")
+
+
+def tree_spots(store: SessionStore, root: Node) -> list[Spot]:
+    """The lines of ``/tree``: each session of the family ``root``, then the turns it saved itself.
+
+    A session's line: its id, where it left its parent, its title (a fork's first prompt while
+    it has its parent's title), turns, last save; ``*`` marks the repo's current session.
+    Its turns are read from commit trailers (no log is read).
+    """
+    out: list[Spot] = []
+
+    def walk(node: Node, lead: str, last: bool, top: bool, up_title: str | None) -> None:
+        branch = "" if top else ("└─ " if last else "├─ ")
+        origin = f"  (from {node.parent} at turn {node.from_turn})" if node.parent else ""
+        marks = ("  *" if node.current else "") + ("  [archived]" if node.archived else "")
+        # a fork shows the prompt it left with (its title is its parent's, unless set since)
+        shown = node.title if node.title != up_title or not node.prompt else node.prompt
+        title = f'  "{shown}"' if shown else ""
+        out.append(Spot(f"{lead}{branch}{node.session_id}{origin}{title}  {node.turns} turns · "
+                        f"{local_time(node.saved)}{marks}", node.session_id, None, node.archived))
+        inner = lead + ("" if top else ("   " if last else "│  "))
+        bar = "│  " if node.children else "   "
+        for save in turn_saves(store, node.tip, node.fork_commit, node.from_turn):
+            out.append(Spot(f"{inner}{bar}  {save.subject}", node.session_id, save.commit, node.archived))
+        for i, child in enumerate(node.children):
+            walk(child, inner, i == len(node.children) - 1, False, node.title)
+
+    walk(root, "", True, True, None)
+    return out

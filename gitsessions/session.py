@@ -53,6 +53,7 @@ class Session:
         events: every event, committed or pending, in seq order.
         recovered: the commit made by recovering an orphaned journal when opening, if any.
         forked_from: the lineage every commit of a fork carries (None for no fork).
+        fork_from: the past revision the first write forks from (None: none, or it did).
         redactor: what :meth:`append` and :meth:`delta` replace (None: redaction is off).
 
     Args:
@@ -85,7 +86,7 @@ class Session:
         self.forked_from = forked_from
         self.redactor = redactor
         self._stream = StreamRedactor(redactor) if redactor is not None else None
-        self._fork_from = fork_from
+        self.fork_from = fork_from
         self._committed = len(events) if committed is None else committed
         self._lock = lock
         self._journal = store.journal(session_id) if journal is None else journal
@@ -167,11 +168,11 @@ class Session:
         event = make_event(len(self.events), type, data)
         if self._stream is not None:
             self._stream.reset()  # the event supersedes the text streamed before it
-        if self._fork_from is not None:
+        if self.fork_from is not None:
             # First write to a past revision: only now does the fork branch come to be.
-            self.tip = fork(self.store, self._fork_from, self.id)
-            self.forked_from = Lineage(SessionId(self._fork_from.session_id), CommitId(self._fork_from.commit))
-            self._fork_from = None
+            self.tip = fork(self.store, self.fork_from, self.id)
+            self.forked_from = Lineage(SessionId(self.fork_from.session_id), CommitId(self.fork_from.commit))
+            self.fork_from = None
         self._deltas_refused = False
         try:
             self._journal_event(event)

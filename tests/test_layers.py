@@ -47,6 +47,7 @@ MODULES = {
     "gitsessions.session": "services",
     "gitsessions.recovery": "services",
     "gitsessions.history": "services",
+    "gitsessions.redo": "services",
     "gitsessions.search": "services",
     "gitsessions.search_index": "services",
     "gitsessions.tree": "services",

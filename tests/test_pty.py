@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pexpect
 import pytest
@@ -37,24 +39,45 @@ def chat_env(fake_api: FakeChatServer) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def spawn_chat(chat_env: dict[str, str]):
-    """Start ``gs chat <session>`` in a pty; every child is reaped at teardown."""
+@contextmanager
+def _children(env: dict[str, str]) -> Iterator[Callable[..., pexpect.spawn]]:
+    """``start(*args)`` runs ``gs <args>`` in a 24x100 pty; every child is reaped when the block ends."""
     children: list[pexpect.spawn] = []
 
-    def spawn(session: str = "demo") -> pexpect.spawn:
-        child = pexpect.spawn(GS[0], [*GS[1:], "chat", session], env=chat_env,
+    def start(*args: str) -> pexpect.spawn:
+        child = pexpect.spawn(GS[0], [*GS[1:], *args], env=env,
                               dimensions=(24, 100), encoding="utf-8", codec_errors="replace",
                               timeout=TIMEOUT)
         children.append(child)
-        child.expect(PROMPT)
         return child
 
-    yield spawn
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
-        child.close()
+    try:
+        yield start
+    finally:
+        for child in children:
+            if child.isalive():
+                child.terminate(force=True)
+            child.close()
+
+
+@pytest.fixture
+def spawn_gs(chat_env: dict[str, str]):
+    """Start ``gs <args>`` in a pty (``spawn_gs("chat", "-r")``); every child is reaped at teardown."""
+    with _children(chat_env) as start:
+        yield start
+
+
+@pytest.fixture
+def spawn_chat(chat_env: dict[str, str]):
+    """Start ``gs chat <session>`` in a pty and wait for its prompt; every child is reaped at teardown."""
+    with _children(chat_env) as start:
+
+        def spawn(session: str = "demo") -> pexpect.spawn:
+            child = start("chat", session)
+            child.expect(PROMPT)
+            return child
+
+        yield spawn
 
 
 def finish(child: pexpect.spawn) -> str:

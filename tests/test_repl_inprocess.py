@@ -195,3 +195,11 @@ def test_piped_prompts_are_decoded_lines_whatever_the_line_end(gs, git):
     assert r.code == 0, r.err
     assert git("log", "--format=%s", "p").splitlines() == [
         "turn 4: last without newline", "turn 3: bad \ufffd byte", "turn 2: cr line", "turn 1: crlf line"]
+
+
+def test_opening_the_current_session_again_is_no_error(store):
+    """It used to try the session's lock again and report it held, by this very process."""
+    run(store, "one")
+    _r, script = run(store, "/open work", "two")
+    assert "(already in work)" in script.text and "being written" not in script.text
+    assert subjects(store, "work") == ["turn 2: two", "turn 1: one"]

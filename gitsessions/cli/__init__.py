@@ -29,7 +29,7 @@ EXIT_INTERNAL = 70
 #: module: the others cost start-up time a command does not use (a test checks this index
 #: against the modules).
 COMMANDS: dict[str, tuple[str, ...]] = {
-    "chat": ("chat", "ask"),
+    "chat": ("chat", "ask", "retry"),
     "history": ("list", "log", "show", "diff", "search"),
     "tree": ("tree", "reflog", "status"),
     "lifecycle": ("fork", "rename", "rm", "restore", "title"),

@@ -1,4 +1,4 @@
-"""Commands that talk to a model: ``chat`` (interactive) and ``ask`` (one turn)."""
+"""Commands that talk to a model: ``chat`` (interactive), ``ask`` and ``retry`` (one turn)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import gc
 import io
 import os
 import sys
-from collections.abc import Callable
-from typing import Annotated
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,11 @@ from ..store import GitStore
 from .admin import pack_in_background
 from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
+
+if TYPE_CHECKING:
+    from ..repl import Spot
+    from ..session import Session
+    from ..store import SessionInfo
 
 app = typer.Typer()
 
@@ -79,6 +84,8 @@ def chat(
     fork_as: Annotated[str | None, typer.Option("--fork", help="Continue in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     cont: Annotated[bool, typer.Option("-c", "--continue", help="Resume the most recently saved session.")] = False,
+    resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
+                                         "(newest first; type to filter by title or prompt).")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
     wait: WaitOption = 0.0,
 ) -> None:
@@ -95,16 +102,26 @@ def chat(
     from ..rules import new_session_id
 
     c: Context = ctx.obj
-    if cont and session:
-        raise typer.BadParameter("give a SESSION or --continue, not both")
+    if sum((cont, resume, session is not None)) > 1:
+        raise typer.BadParameter("give one of SESSION, --continue and --resume")
+    interactive = sys.stdin.isatty()
+    if resume and not interactive:
+        raise typer.BadParameter("--resume picks from a list on a terminal; name the SESSION instead "
+                                 "(gs list shows them) or use --continue")
     with c.store() as store:
         _pull_on_open(c, store)
-        sid = _latest_session(c) if cont else (session or new_session_id(store))
-        interactive = sys.stdin.isatty()
+        faces: dict = {}  # what the chat asks of a terminal: editing a prompt, the pickers
+        if interactive:
+            faces = {"pick_session": _session_picker(c, store), "pick_spot": _spot_picker}
+        picked = faces["pick_session"]() if resume else None
+        if resume and picked is None:
+            err("nothing opened (gs chat -r lists the sessions again)")
+            return
+        sid = picked or (_latest_session(c) if cont else (session or new_session_id(store)))
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
         if interactive:
-            keys, read_line, write = _terminal_io(c, on_shown=lambda: [start() for start in shown])
+            keys, read_line, write, faces["edit"] = _terminal_io(c, on_shown=lambda: [start() for start in shown])
         else:
             lines = _stdin_lines()
 
@@ -126,7 +143,7 @@ def chat(
             repl = Repl(store, keys.guard(provider) if keys else provider, sid,
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                        warnings=c.warnings, wait=c.lock_wait(wait))
+                        warnings=c.warnings, wait=c.lock_wait(wait), **faces)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
@@ -143,8 +160,59 @@ def chat(
         raise typer.Exit(1)  # a script learns that some prompts got no reply
 
 
+def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
+    """The picker of ``gs chat -r`` and ``/open``: sessions newest first, filtered by title or prompt.
+
+    Listing reads tip commits only (no log); the prompts are searched through the search
+    index, in a thread of its own with a store of its own, once the filter has 3 characters.
+    """
+    from ..history import list_sessions
+    from ..render import local_time
+    from .picker import pick
+
+    path = c.repo_path()
+
+    def search(query: str) -> set[str]:
+        from ..search_index import lookup
+
+        with GitStore(path) as own:
+            targets: list[tuple[str, str, bool]] = [(sid, tip, False) for sid, tip in own.tips().items()]
+            found = lookup(own, path / "gs" / "search.sqlite", targets, query, complete=frozenset({False}))
+        return {key[0] for key, hits in (found or {}).items() if any(hit[2] == "user" for hit in hits)}
+
+    def pick_session() -> str | None:
+        infos = sorted(list_sessions(store, redactor=c.redactor(), warnings=c.warnings),
+                       key=lambda i: i.time, reverse=True)
+        if not infos:
+            err("no sessions yet; start one with: gs chat")
+            return None
+        width = min(24, max(len(i.session_id) for i in infos))
+
+        def title(info: SessionInfo) -> str:  # the trailer as it is: no parse of every row's trailers
+            return info.message.trailers.get("Title", "")
+
+        def line(info: SessionInfo) -> str:  # drawn for the rows on screen only
+            turns = info.message.fields.turn or 0
+            return (f"{info.session_id:<{width}}  {local_time(info.time) if info.time else '-':<16}  "
+                    f"{turns:>3} turns  {terminal_safe(title(info))}")
+
+        chosen = pick(infos, line, title="Open which session? ↑↓ move · Enter opens · Esc cancels · type to filter",
+                      match=lambda i: f"{i.session_id} {title(i)}", key=lambda i: i.session_id, search=search)
+        return chosen.session_id if chosen is not None else None
+
+    return pick_session
+
+
+def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
+    """The picker of ``/tree``: the family's sessions and turns, the current one selected."""
+    from .picker import pick
+
+    return pick(spots, lambda s: terminal_safe(s.label), selected=selected,
+                title="Jump where? ↑↓ move · Enter opens (a past turn: what you send forks) · Esc cancels")
+
+
 def _terminal_io(c: Context, on_shown: Callable[[], object]):
-    """Return ``(keys, read_line, write)`` for a real terminal: prompt_toolkit with history.
+    """Return ``(keys, read_line, write, edit)`` for a real terminal: prompt_toolkit with history.
 
     ``on_shown`` is called once, when the first prompt has been drawn.
     """
@@ -187,8 +255,6 @@ def ask(
 
     Example: gs ask work "What is a git ref?"
     """
-    from ..chat.connect import connect
-    from ..chat.loop import run_turn
     from ..rules import new_session_id
     from ..session import open_revision
 
@@ -206,29 +272,75 @@ def ask(
         rev = args[0] if len(args) == 2 else new_session_id(store)
         session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, redactor=c.redactor(),
                                       warnings=c.warnings, wait=c.lock_wait(wait))
-        sid = session.id
         if note:
             err(note)
-        shown: list[str] = []
-        try:
-            with connect(c.config, model=model, notify=err) as provider:
-                tty = sys.stdout.isatty()
+        _send_one(c, store, session, prompt, model)
 
-                def on_text(text: str) -> None:
-                    shown.append(text)
-                    sys.stdout.write(terminal_safe(text) if tty else text)
-                    sys.stdout.flush()
 
-                result = run_turn(session, provider, prompt, system=c.config.system,
-                                  max_steps=c.config.max_steps, on_text=on_text)
-        except DiskFull as exc:
-            # the reply shown ends its line; a prompt not even journaled is handed back
-            sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept in ("prompt", "nothing") else ""))
-            raise
-        finally:
-            session.close()
-        pack_in_background(store)
-        push_in_background(c, store)
+@app.command(cls=WaitCommand)
+def retry(
+    ctx: typer.Context,
+    rev: Annotated[str, typer.Argument(
+        help="The session whose last turn is tried again, or a revision of it (work~2).", metavar="REV")],
+    fork_as: Annotated[str | None, typer.Option("--fork", help="The new attempt's session id (default: REV-N).",
+                                                metavar="NEW")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    wait: WaitOption = 0.0,
+) -> None:
+    """Ask the model again for the last turn's prompt of REV, in a new sibling fork.
+
+    The new attempt forks at the save before that turn, so the earlier attempt stays where it
+    was; stderr says where both live. The reply is printed on stdout, as gs ask prints it.
+
+    Example: gs retry work
+    """
+    from ..history import read_revision
+    from ..redo import attempt_at, open_attempt, where_both_live
+
+    c: Context = ctx.obj
+    with c.store() as store:
+        _pull_on_open(c, store)
+        target = read_revision(store, rev, c.redactor(), c.warnings)
+        attempt = attempt_at(store, target)
+        session = open_attempt(store, attempt, fork_as=fork_as, redactor=c.redactor(), warnings=c.warnings,
+                               wait=c.lock_wait(wait))
+        err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}"))
+        _send_one(c, store, session, attempt.prompt, model)
+
+
+def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None) -> None:
+    """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
+
+    The one turn of ``gs ask`` and ``gs retry``.
+
+    Raises:
+        GitSessionsError: the model answered with an error (the prompt is saved).
+        typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
+    """
+    from ..chat.connect import connect
+    from ..chat.loop import run_turn
+
+    sid = session.id
+    shown: list[str] = []
+    try:
+        with connect(c.config, model=model, notify=err) as provider:
+            tty = sys.stdout.isatty()
+
+            def on_text(text: str) -> None:
+                shown.append(text)
+                sys.stdout.write(terminal_safe(text) if tty else text)
+                sys.stdout.flush()
+
+            result = run_turn(session, provider, prompt, system=c.config.system,
+                              max_steps=c.config.max_steps, on_text=on_text)
+    except DiskFull as exc:
+        # the reply shown ends its line; a prompt not even journaled is handed back
+        sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept in ("prompt", "nothing") else ""))
+        raise
+    finally:
+        session.close()
+    pack_in_background(store)
+    push_in_background(c, store)
     if result.text:
         sys.stdout.write("\n")
     sys.stdout.flush()

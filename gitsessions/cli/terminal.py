@@ -153,8 +153,12 @@ def _read_waiting(fd: int) -> bytes:
 
 def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], str],
               keys: ReplyKeys, on_shown: Callable[[], object] | None = None
-              ) -> tuple[Callable[[str], str | None], Callable[[str], None]]:
-    """Return ``(read_line, write)`` for a chat on a terminal (prompt_toolkit with history).
+              ) -> tuple[Callable[[str], str | None], Callable[[str], None], Callable[[str, str, bool], str | None]]:
+    """Return ``(read_line, write, edit)`` for a chat on a terminal (prompt_toolkit with history).
+
+    ``edit(prompt, text, use_editor)`` is ``/edit``'s: ``text`` prefilled in an input of
+    several lines (Enter sends, Alt+Enter or Esc Enter starts a new line, Ctrl+C cancels),
+    or in ``$VISUAL``/``$EDITOR`` when asked or when ``text`` is long (:func:`edit_in_editor`).
 
     Args:
         history: the prompt_toolkit history of earlier lines.
@@ -188,4 +192,71 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         sys.stdout.write(safe(text))
         sys.stdout.flush()
 
-    return read_line, write
+    editor: list[PromptSession[str]] = []  # its own session: prompt() remembers its options
+
+    def edit(prompt: str, text: str, use_editor: bool) -> str | None:
+        if use_editor or len(text.splitlines()) > max(LONG_PROMPT_LINES, os.get_terminal_size(fd).lines // 2):
+            result = edit_in_editor(text)
+            return clean(result) if result is not None else None
+        if not editor:
+            editor.append(PromptSession(multiline=True, key_bindings=_send_on_enter(), enable_suspend=True,
+                                        prompt_continuation=lambda width, _n, _soft: "…".rjust(width - 1) + " "))
+        write("(Enter sends, Alt+Enter starts a new line, Ctrl+C cancels)\n")
+        keys.prompt_starts()
+        try:
+            line = editor[0].prompt(prompt, default=text)
+        except (KeyboardInterrupt, EOFError):
+            return None
+        keys.prompt_ended(editor[0].input, fd)
+        return clean(line)
+
+    return read_line, write, edit
+
+
+#: A prompt of more lines than this (or than half the terminal) is edited in ``$EDITOR``.
+LONG_PROMPT_LINES = 8
+
+
+def _send_on_enter() -> Any:
+    """Key bindings of the ``/edit`` input: Enter sends it, Alt+Enter (Esc Enter) breaks the line."""
+    from prompt_toolkit.key_binding import KeyBindings
+
+    kb = KeyBindings()
+
+    @kb.add("enter")
+    def _send(event: Any) -> None:
+        event.current_buffer.validate_and_handle()
+
+    @kb.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return kb
+
+
+def edit_in_editor(text: str) -> str | None:
+    """Edit ``text`` in ``$VISUAL``, else ``$EDITOR``, else ``vi``; return it (None: left empty).
+
+    Raises:
+        GitSessionsError: the editor cannot be run or exits with an error (nothing is sent).
+    """
+    import shlex
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from ..errors import GitSessionsError
+
+    command = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.TemporaryDirectory(prefix="gs-edit-") as folder:
+        path = Path(folder) / "prompt.md"
+        path.write_text(text + "\n", encoding="utf-8")
+        try:
+            status = subprocess.call([*shlex.split(command), str(path)])
+        except (OSError, ValueError) as exc:
+            raise GitSessionsError(f"cannot run the editor {command!r} ({exc}); set $VISUAL or $EDITOR "
+                                   "to one, or edit in place with /edit N") from None
+        if status != 0:
+            raise GitSessionsError(f"the editor {command!r} exited with status {status}: nothing was sent")
+        edited = path.read_text(encoding="utf-8", errors="replace").rstrip("\n")
+    return edited if edited.strip() else None

@@ -1,0 +1,271 @@
+"""A new attempt at a turn (issue 12): ``/retry``, ``/edit [N]`` and ``gs retry REV``.
+
+In-process: the REPL over a real store with scripted input (tests/test_repl_inprocess.py's
+``run``), the CLI through the ``gs`` fixture; the branches are read back with the real git CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scripted import ScriptedProvider
+from test_repl_inprocess import Script, repl, run, subjects
+
+from gitsessions.redo import attempt_at
+from gitsessions.store import GitStore
+
+
+@pytest.fixture
+def store(repo_path: Path):
+    with GitStore(repo_path) as s:
+        yield s
+
+
+def heads(git) -> dict[str, str]:
+    refs = git("for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads").split("\n")
+    return dict(line.split() for line in refs if line)
+
+
+def saved(store: GitStore, sid: str) -> str:
+    from gitsessions.render import local_time
+
+    return local_time(store.log(sid, limit=1)[0].time)
+
+
+def user_prompts(store: GitStore, sid: str, model_view: bool = True) -> list[str]:
+    """The user prompts the model sees in ``sid`` (or, ``model_view=False``, every one in its log)."""
+    snap = store.load(sid)
+    if model_view:
+        from gitsessions.transcript import derive_messages
+
+        return [m["content"] for m in derive_messages(snap.events) if m["role"] == "user"]
+    return [e.data["content"] for e in snap.events if e.type == "user/message"]
+
+
+def test_retry_is_a_sibling_fork_at_the_turns_parent(store, git):
+    run(store, "one", "two")
+    before = heads(git)
+    _r, script = run(store, "/retry", "three")
+    out = script.text
+    assert "(turn 2 again in work-1, forked from work at " in out
+    assert "the earlier attempt stays in work (/open work goes back)" in out
+    assert script.prompts[-1] == "work-1 › "
+    assert heads(git)["work"] == before["work"]  # the earlier attempt did not move
+    assert git("merge-base", "work", "work-1").strip() == git("rev-parse", "work~1").strip()
+    assert subjects(store, "work-1")[:3] == ["turn 3: three", "turn 2: two", "fork: work-1 from work at "
+                                             + git("rev-parse", "--short=7", "work~1").strip()]
+    assert user_prompts(store, "work-1") == ["one", "two", "three"]
+    git("fsck", "--strict")
+
+
+def test_retry_of_a_retry_is_named_after_the_session_the_turn_left(store, git):
+    run(store, "one", "two")
+    run(store, "/retry", "/retry")
+    assert sorted(heads(git)) == ["work", "work-1", "work-2"]
+    base = git("rev-parse", "work~1").strip()
+    assert git("merge-base", "work-1", "work-2").strip() == base  # siblings, both at work's turn 1
+    assert f"Forked-From: work@{base}" in git("log", "-1", "--format=%B", "work-2")
+
+
+def test_retry_of_turn_one_drops_it_from_what_the_model_sees(store, git):
+    """Turn 1 shares the session's first save: the fork starts there, with turn 1 undone."""
+    run(store, "one")
+    model = ScriptedProvider()
+    _r, script = run(store, "/retry", model=model)
+    assert "turn 1 again in work-1" in script.text
+    assert [m["content"] for m in model.requests[-1][0]] == ["one"]  # sent once, not twice
+    assert git("merge-base", "work", "work-1").strip() == git("rev-parse", "work").strip()
+    assert subjects(store, "work-1")[:2] == ["turn 2: one", "undo: turn 1"]
+    assert user_prompts(store, "work-1") == ["one"]
+    assert user_prompts(store, "work-1", model_view=False) == ["one", "one"]  # the log keeps both
+    git("fsck", "--strict")
+
+
+def test_edit_sends_the_changed_prompt_in_a_fork_at_the_turn_before(store, git):
+    run(store, "one", "two", "three")
+    seen: list[tuple[str, str, bool]] = []
+
+    def edit(prompt: str, text: str, use_editor: bool) -> str | None:
+        seen.append((prompt, text, use_editor))
+        return text + "\nplus"  # a prompt of several lines
+
+    script = Script("/edit 2 --editor", "/edit", "/exit")
+    r = repl(store, ScriptedProvider(), script, edit=edit)
+    r.run()
+    assert seen[0] == ("edit turn 2 › ", "two", True)
+    assert seen[1] == ("edit turn 2 › ", "two\nplus", False)  # in work-1 now: its last turn
+    assert user_prompts(store, "work-1") == ["one", "two\nplus"]
+    assert git("merge-base", "work", "work-1").strip() == git("rev-parse", "work~2").strip()
+    # the second /edit tried work-1's turn 2 again: a sibling of work-1, named after work
+    assert user_prompts(store, "work-2") == ["one", "two\nplus\nplus"]
+    assert git("merge-base", "work-1", "work-2").strip() == git("rev-parse", "work~2").strip()
+    assert subjects(store, "work")[0] == "turn 3: three"
+
+
+def test_edit_behind_a_pipe_reads_the_next_line(store, git):
+    run(store, "one", "two")
+    _r, script = run(store, "/edit 1", "uno", "/edit 1", "", "/edit x", "/edit 9", "/retry now")
+    out = script.text
+    assert "(turn 1 was: one; the next line replaces it)" in out
+    assert "turn 1 edited in work-1" in out
+    assert "(edit cancelled: nothing was sent)" in out
+    assert "usage: /edit [N] [--editor]" in out
+    assert "error: work-1 has no turn 9: its turns are 1 to 2" in out
+    assert "usage: /retry" in out
+    assert user_prompts(store, "work-1") == ["uno"]
+    assert sorted(heads(git)) == ["work", "work-1"]
+
+
+def test_nothing_to_retry_in_a_new_session(store):
+    _r, script = run(store, "/retry", "/edit")
+    assert script.text.count("error: nothing to try again yet: the session has no saved turns") == 2
+    assert store.tip("work") is None
+
+
+def test_retry_from_a_past_revision_opened_read_only(store, git):
+    run(store, "one", "two", "three")
+    before = heads(git)
+    _r, script = run(store, "/open work~1", "/retry")
+    assert "turn 2 again in work-1" in script.text
+    assert heads(git)["work"] == before["work"]
+    assert sorted(heads(git)) == ["work", "work-1"]  # the past revision opened wrote nothing
+    assert user_prompts(store, "work-1") == ["one", "two"]
+
+
+def test_attempt_at_names_the_turn_and_its_fork_point(store, git):
+    run(store, "one", "two")
+    tip = store.resolve("work")
+    attempt = attempt_at(store, tip, 2)
+    assert (attempt.turn, attempt.prompt, attempt.undo) == (2, "two", ())
+    assert attempt.base.commit == git("rev-parse", "work~1").strip()
+    first = attempt_at(store, tip, 1)
+    assert (first.prompt, first.undo, first.base.commit) == ("one", (1,), git("rev-parse", "work~1").strip())
+
+
+def test_gs_retry_on_the_command_line(gs, git):
+    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "w", "two").code == 0
+    tip = git("rev-parse", "w").strip()
+    r = gs("retry", "w")
+    assert r.code == 0, r.err
+    assert r.out == "echo: two\n"
+    assert "turn 2 again in w-1" in r.err and "gs chat w goes back" in r.err
+    assert git("rev-parse", "w").strip() == tip
+    assert git("merge-base", "w", "w-1").strip() == git("rev-parse", "w~1").strip()
+    r = gs("retry", "w~1", "--fork", "alt")
+    assert r.code == 0, r.err
+    assert "turn 1 again in alt" in r.err
+    r = gs("retry", "nope")
+    assert r.code == 1 and "no session 'nope'" in r.err
+    git("fsck", "--strict")
+
+
+def test_tree_lists_the_family_and_jumps_to_a_past_turn(store, git):
+    run(store, "one", "two")
+    run(store, "/retry")
+    printed = run(store, "/tree", session="work-1")[1].text
+    assert printed.splitlines() == [
+        f'  work  "one"  2 turns · {saved(store, "work")}',
+        "  │    turn 1: one",
+        "  │    turn 2: two",
+        f'> └─ work-1  (from work at turn 1)  "two"  2 turns · {saved(store, "work-1")}  *',  # the chat is here
+        "          turn 2: two",
+    ]
+
+    offered: list = []
+
+    def pick_turn_one(spots, selected):
+        offered.append((spots, selected))
+        return next(s for s in spots if s.session_id == "work" and s.label.strip(" │").startswith("turn 1"))
+
+    before = heads(git)
+    script = Script("/tree", "from the past", "/exit")
+    repl(store, ScriptedProvider(), script, session="work-1", pick_spot=pick_turn_one).run()
+    spots, selected = offered[0]
+    assert spots[selected].session_id == "work-1" and spots[selected].commit is None
+    assert "what you send goes to new session work-2, forked from work at" in script.text
+    assert script.prompts == ["work-1 › ", "work-2 › ", "work-2 › "]
+    after = heads(git)
+    assert {k: after[k] for k in before} == before  # nothing moved
+    assert git("merge-base", "work", "work-2").strip() == git("rev-parse", "work~1").strip()
+    assert user_prompts(store, "work-2") == ["one", "from the past"]
+
+
+def test_tree_jump_to_a_session_and_cancel(store):
+    run(store, "one", "two")
+    run(store, "/retry")
+    picks = iter([lambda spots: next(s for s in spots if s.session_id == "work" and s.commit is None),
+                  lambda spots: None])
+    script = Script("/tree", "/tree", "/exit")
+    repl(store, ScriptedProvider(), script, session="work-1",
+         pick_spot=lambda spots, _sel: next(picks)(spots)).run()
+    assert "(opened work: 4 messages)" in script.text
+    assert script.prompts == ["work-1 › ", "work › ", "work › "]
+
+
+def test_resume_needs_a_terminal_and_no_other_session(gs):
+    assert gs("ask", "w", "one").code == 0
+    r = gs("chat", "-r")  # stdin is no terminal here
+    assert r.code == 2 and "--resume picks from a list on a terminal" in r.err
+    r = gs("chat", "-r", "w")
+    assert r.code == 2 and "give one of SESSION, --continue and --resume" in r.err
+
+
+def test_edit_forks_as_gs_ask_on_the_revision_before_the_turn(gs, git):
+    """/edit N and ``gs ask REV~k --fork NEW`` make the same fork: one implementation (open_revision)."""
+    for q in ("one", "two", "three"):
+        assert gs("ask", "w", q).code == 0
+    assert gs("ask", "w~1", "--fork", "by-ask", "TWO").code == 0
+    r = gs("chat", "w", input="/edit 3\nTWO\n/exit\n")
+    assert r.code == 0, r.err
+
+    def shape(sid: str) -> list[str]:  # subjects and lineage of what the fork added, and its fork point
+        added = git("log", "--format=%s%n%(trailers:key=Forked-From)", f"w..{sid}").replace(sid, "NEW")
+        return [*added.split("\n"), git("merge-base", "w", sid)]
+
+    assert shape("w-1") == shape("by-ask")
+    assert gs("show", "w-1", "--format", "json").json()["messages"] == \
+        gs("show", "by-ask", "--format", "json").json()["messages"]
+
+
+# -- the picker of gs chat -r, /open and /tree, in-process (prompt_toolkit's pipe input) ----------
+
+
+def picked(keys: str, rows: list[str], **kw):
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from gitsessions.cli.picker import pick
+
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        pipe.send_text(keys)
+        return pick(rows, lambda r: r, title="pick", **kw)
+
+
+def test_picker_moves_filters_and_cancels():
+    rows = [f"session-{i:05d}" for i in range(10_000)]
+    assert picked("\r", rows) == "session-00000"
+    assert picked("\x1b[B\x1b[B\r", rows) == "session-00002"
+    assert picked("\x1b[B\x1b[A\x1b[A\r", rows) == "session-00000"  # the cursor stops at the top
+    assert picked("09999\r", rows) == "session-09999"
+    assert picked("0999\x1b[B\r", rows) == "session-09990"  # session-00999, then 09990: the second
+    assert picked("\r", rows, selected=7) == "session-00007"
+    assert picked("no such\r\x1b", rows) is None  # Enter on nothing does nothing; Esc cancels
+    assert picked("\x03", rows) is None  # Ctrl+C
+
+
+def test_picker_adds_what_the_search_finds_and_enter_waits_for_it():
+    asked: list[str] = []
+
+    def search(query: str) -> set[str]:
+        asked.append(query)
+        return {"beta"} if query == "durian" else set()
+
+    rows = ["alpha", "beta", "gamma"]
+    assert picked("durian\r", rows, search=search) == "beta"
+    assert asked[-1] == "durian"  # (a shorter start of it, when typing was slow, before)
+    del asked[:]
+    assert picked("al\r", rows, search=search) == "alpha"  # two characters: no search
+    assert asked == []
