@@ -64,8 +64,7 @@ class Session:
         tip: the commit the next save builds on (None: the first save creates the session).
         lock: the writer lock the caller took (released by :meth:`close`).
         redactor: see Attributes.
-        committed: how many of ``events`` the tip already holds (default: all of them); the
-            rest are pending and go into the next save.
+        committed: how many of ``events`` the tip holds (default: all); the rest go into the next save.
         journal: where pending events are journaled (default: the store's journal of
             ``session_id``); an open journal (``journal_open``) is appended to as it is.
         journal_open: True when ``journal`` already holds the pending events (a recovery).
@@ -127,6 +126,7 @@ class Session:
                 snap = store.load(session_id, tip)
                 session = cls(store, session_id, snap.header, list(snap.events), tip, lock, redactor)
                 session.forked_from = store.log(session_id, limit=1)[0].message.fields.forked_from
+                store.set_current(session_id)  # opened is current, as git's checkout makes it
             else:
                 if new_header is None:
                     raise SessionNotFound(session_id, store.session_ids())

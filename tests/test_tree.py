@@ -159,6 +159,16 @@ def test_without_a_current_session_a_command_says_what_to_do(gs, git):
         assert r.code == 1 and f"gs {command} SESSION" in r.err and "Traceback" not in r.err, (command, r.err)
 
 
+def test_opening_a_session_makes_it_current_before_anything_is_saved(gs, git):
+    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "other", "hello").code == 0
+    tips = git("for-each-ref", "refs/heads")
+    assert gs("chat", "work", input="/exit\n").code == 0  # opened, nothing sent
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/work"
+    assert git("for-each-ref", "refs/heads") == tips  # no ref moved
+    git("fsck", "--strict")
+
+
 def test_chat_continue_resumes_the_current_session(gs, git):
     assert gs("ask", "work", "hi").code == 0
     assert gs("ask", "other", "hello").code == 0

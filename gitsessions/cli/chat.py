@@ -83,7 +83,8 @@ def chat(
         help="Session id (new or existing) or a revision: SESSION~N, SESSION^, SESSION@COMMIT.")] = None,
     fork_as: Annotated[str | None, typer.Option("--fork", help="Continue in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
-    cont: Annotated[bool, typer.Option("-c", "--continue", help="Resume the most recently saved session.")] = False,
+    cont: Annotated[bool, typer.Option("-c", "--continue", help="Resume the current session (HEAD), else "
+                                       "the most recently saved one.")] = False,
     resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
                                          "(newest first; type to filter by title or prompt).")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
