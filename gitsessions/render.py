@@ -11,13 +11,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import view
 from .events import Event
 from .store import CommitInfo, SessionInfo, Snapshot
 from .transcript import derive_messages
+
+if TYPE_CHECKING:
+    from .tree import Node
+
+T = TypeVar("T")
 
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 
@@ -39,6 +44,44 @@ def iso_time(epoch_s: int, tz_offset_s: int = 0) -> str:
 def local_time(epoch_s: int) -> str:
     """Return ``epoch_s`` as ``YYYY-MM-DD HH:MM`` local time, for tables."""
     return dt.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
+
+
+def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | None = None,
+                 ) -> list[tuple[str, Node, T | None]]:
+    """Return the lines of a family drawn as a tree of fork points (``gs tree``, the chat's ``/tree``).
+
+    A session's line: ``├─ work-2  (from work at turn 4)  "shorter answer please"  5 turns ·
+    2026-12-01 13:05 · a1b2c3d``. The quoted text is its title, or a fork's first own prompt
+    while its title is still its parent's; the current session ends with ``← current``, an
+    archived one is marked ``[archived]``.
+
+    Args:
+        root: the family's root (:func:`gitsessions.tree.family`).
+        under: the lines drawn under a session's line, indented below it, as ``(text, value)``
+            (the chat lists a session's turns there); None: none.
+
+    Returns:
+        ``(text, node, value)`` per line, top down; ``value`` is None on a session's line.
+    """
+    out: list[tuple[str, Node, T | None]] = []
+
+    def draw(node: Node, lead: str, branch: str, up_title: str | None) -> None:
+        where = f"  (from {node.parent} at turn {node.from_turn})" if node.parent and node.from_turn is not None \
+            else f"  (from {node.parent})" if node.parent else ""
+        label = node.prompt if node.parent and node.prompt and node.title == up_title else node.title
+        marks = ("  [archived]" if node.archived else "") + ("  ← current" if node.current else "")
+        turns = f"{node.turns} turn{'' if node.turns == 1 else 's'}"
+        out.append((f"{lead}{branch}{node.session_id}{where}" + (f'  "{label}"' if label else "")
+                    + f"  {turns} · {local_time(node.saved)} · {node.tip[:7]}{marks}", node, None))
+        below = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
+        bar = "│  " if node.children else "   "
+        for text, value in under(node) if under is not None else ():
+            out.append((f"{below}{bar}  {text}", node, value))
+        for i, child in enumerate(node.children):
+            draw(child, below, "└─ " if i == len(node.children) - 1 else "├─ ", node.title)
+
+    draw(root, "", "", None)
+    return out
 
 
 def session_row(info: SessionInfo) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from .chat.loop import run_turn
 from .errors import DiskFull, GitSessionsError, SessionExists
 from .redact import Redactor
 from .redo import Attempt, attempt_at, open_attempt, turn_saves, where_both_live
-from .render import local_time
+from .render import family_lines
 from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
 from .session import Session, fork, open_revision
 from .store import LockWait, Revision, SessionStore
@@ -381,29 +381,11 @@ class Repl:
 
 
 def tree_spots(store: SessionStore, root: Node) -> list[Spot]:
-    """The lines of ``/tree``: each session of the family ``root``, then the turns it saved itself.
+    """The lines of ``/tree``: the family as ``gs tree`` draws it, each session's own turns under it.
 
-    A session's line: its id, where it left its parent, its title (a fork's first prompt while
-    it has its parent's title), turns, last save; ``*`` marks the repo's current session.
     Its turns are read from commit trailers (no log is read).
     """
-    out: list[Spot] = []
+    def turns(node: Node) -> list[tuple[str, str]]:
+        return [(save.subject, save.commit) for save in turn_saves(store, node.tip, node.fork_commit, node.from_turn)]
 
-    def walk(node: Node, lead: str, last: bool, top: bool, up_title: str | None) -> None:
-        branch = "" if top else ("└─ " if last else "├─ ")
-        origin = f"  (from {node.parent} at turn {node.from_turn})" if node.parent else ""
-        marks = ("  *" if node.current else "") + ("  [archived]" if node.archived else "")
-        # a fork shows the prompt it left with (its title is its parent's, unless set since)
-        shown = node.title if node.title != up_title or not node.prompt else node.prompt
-        title = f'  "{shown}"' if shown else ""
-        out.append(Spot(f"{lead}{branch}{node.session_id}{origin}{title}  {node.turns} turns · "
-                        f"{local_time(node.saved)}{marks}", node.session_id, None, node.archived))
-        inner = lead + ("" if top else ("   " if last else "│  "))
-        bar = "│  " if node.children else "   "
-        for save in turn_saves(store, node.tip, node.fork_commit, node.from_turn):
-            out.append(Spot(f"{inner}{bar}  {save.subject}", node.session_id, save.commit, node.archived))
-        for i, child in enumerate(node.children):
-            walk(child, inner, i == len(node.children) - 1, False, node.title)
-
-    walk(root, "", True, True, None)
-    return out
+    return [Spot(text, node.session_id, commit, node.archived) for text, node, commit in family_lines(root, turns)]

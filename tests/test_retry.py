@@ -30,7 +30,8 @@ def heads(git) -> dict[str, str]:
 def saved(store: GitStore, sid: str) -> str:
     from gitsessions.render import local_time
 
-    return local_time(store.log(sid, limit=1)[0].time)
+    tip = store.log(sid, limit=1)[0]
+    return f"{local_time(tip.time)} · {tip.commit[:7]}"
 
 
 def user_prompts(store: GitStore, sid: str, model_view: bool = True) -> list[str]:
@@ -169,7 +170,7 @@ def test_tree_lists_the_family_and_jumps_to_a_past_turn(store, git):
         f'  work  "one"  2 turns · {saved(store, "work")}',
         "  │    turn 1: one",
         "  │    turn 2: two",
-        f'> └─ work-1  (from work at turn 1)  "two"  2 turns · {saved(store, "work-1")}  *',  # the chat is here
+        f'> └─ work-1  (from work at turn 1)  "two"  2 turns · {saved(store, "work-1")}  ← current',  # the chat
         "          turn 2: two",
     ]
 

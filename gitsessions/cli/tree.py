@@ -16,7 +16,7 @@ from .. import render
 from ..errors import SessionNotFound
 from ..history import list_sessions, merge_base
 from ..store import GitStore, ReflogEntry
-from ..tree import Node, family, rev_or_current
+from ..tree import family, rev_or_current
 from .common import Context, short
 
 app = typer.Typer()
@@ -34,30 +34,6 @@ def _plural(n: int, word: str) -> str:
 
 
 # -- tree ------------------------------------------------------------------------------------
-
-
-def tree_lines(root: Node) -> list[str]:
-    """Return the text of ``gs tree``: one line a session, drawn as a tree of fork points.
-
-    ``├─ work-2  (from work at turn 4)  "shorter answer please"  5 turns · 2026-12-01 13:05 · a1b2c3d``;
-    the quoted text is a fork's first own prompt (the root's: its title); the current session
-    ends with ``← current``, an archived one is marked ``[archived]``.
-    """
-    out: list[str] = []
-
-    def draw(node: Node, lead: str, branch: str) -> None:
-        where = f"  (from {node.parent} at turn {node.from_turn})" if node.parent and node.from_turn is not None \
-            else f"  (from {node.parent})" if node.parent else ""
-        label = node.prompt if node.parent and node.prompt else node.title
-        marks = ("  [archived]" if node.archived else "") + ("  ← current" if node.current else "")
-        out.append(f"{lead}{branch}{node.session_id}{where}" + (f"  \"{label}\"" if label else "")
-                   + f"  {_plural(node.turns, 'turn')} · {render.local_time(node.saved)} · {short(node.tip)}{marks}")
-        below = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
-        for i, child in enumerate(node.children):
-            draw(child, below, "└─ " if i == len(node.children) - 1 else "├─ ")
-
-    draw(root, "", "")
-    return out
 
 
 @app.command()
@@ -81,7 +57,7 @@ def tree(
     if as_json:
         print(render.dumps(root.to_json()))
     else:
-        _write_lines(tree_lines(root))
+        _write_lines(text for text, _, _ in render.family_lines(root))
 
 
 # -- reflog ----------------------------------------------------------------------------------
