@@ -13,11 +13,17 @@ or a body cut short (its errors), and the connection's return to the pool.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 #: Bytes asked of the socket per read (as httpcore asks).
 READ_SIZE = 64 * 1024
+#: Seconds between two reads that found the body caught up (less than half a read waiting):
+#: text arriving faster than this is handed over together, one wake-up per interval, not
+#: one per event (a wake-up costs more CPU than gs's own work on an event); slower text is
+#: read the moment it arrives.
+READ_INTERVAL = 0.001
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 _MAX_HEAD = 8  # hex digits of a chunk size read here; a longer line is h11's to judge
 
@@ -86,6 +92,7 @@ def _whole_chunks(buf: bytearray, read: Callable[[], bytes], mapped: Callable[[]
         (the last chunk, an extension, a malformed chunk, the end of the stream), for h11.
     """
     pos = 0
+    next_read = 0.0  # when the next read may be made (see READ_INTERVAL)
     while True:
         parts = []
         stop = False
@@ -116,8 +123,12 @@ def _whole_chunks(buf: bytearray, read: Callable[[], bytes], mapped: Callable[[]
             return bytes(buf[pos:])
         del buf[:pos]
         pos = 0
+        wait = next_read - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
         with mapped():  # httpcore's errors as httpx raises them
             data = read()
+        next_read = time.monotonic() + READ_INTERVAL if len(data) < READ_SIZE // 2 else 0.0
         if not data:
             return bytes(buf)  # the peer closed: h11 reads the end again and says what it was
         buf += data
