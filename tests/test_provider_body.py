@@ -4,6 +4,7 @@ in the pool. A raw HTTP/1.1 server here writes exactly the bytes each test gives
 
 from __future__ import annotations
 
+import gzip
 import socket
 import threading
 from collections.abc import Iterator
@@ -23,8 +24,8 @@ def chunked(*parts: bytes) -> bytes:
 
 
 @contextmanager
-def raw_server(writes: list[bytes], close: bool = False) -> Iterator[dict]:
-    """Answer each request on 127.0.0.1 with ``HEAD`` and ``writes``, one ``sendall`` each.
+def raw_server(writes: list[bytes], close: bool = False, head: bytes = HEAD) -> Iterator[dict]:
+    """Answer each request on 127.0.0.1 with ``head`` and ``writes``, one ``sendall`` each.
 
     Yields ``{"url": ..., "connections": n}``; a connection stays open for more requests
     unless ``close``.
@@ -44,15 +45,15 @@ def raw_server(writes: list[bytes], close: bool = False) -> Iterator[dict]:
                     if not data:
                         return
                     seen += data
-                head, _, seen = seen.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                request, _, seen = seen.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in request.split(b"\r\n")
                                if line.lower().startswith(b"content-length:")), 0)
                 while len(seen) < length:
                     seen += conn.recv(65536)
                 seen = seen[length:]
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 for i, data in enumerate(writes):
-                    conn.sendall(HEAD + data if i == 0 else data)
+                    conn.sendall(head + data if i == 0 else data)
                 if close:
                     return
 
@@ -104,6 +105,17 @@ def test_a_body_reads_the_same_in_any_framing_and_cut_anywhere(name, bytewise):
     with raw_server(writes) as server, httpx.Client() as client:
         with client.stream("POST", server["url"], content=b"{}") as response:
             assert b"".join(body.pieces(response)) == EXPECTED[name]
+
+
+def test_a_body_httpx_must_decode_or_that_is_not_chunked_reads_as_httpx_reads_it():
+    gzipped = gzip.compress(b"".join(EVENTS))
+    cases = [(HEAD.replace(b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n"), chunked(gzipped[:100], gzipped[100:])
+              + b"0\r\n\r\n"),
+             (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(b"".join(EVENTS)), b"".join(EVENTS))]
+    for head, raw in cases:
+        with raw_server([raw], head=head) as server, httpx.Client() as client:
+            with client.stream("POST", server["url"], content=b"{}") as response:
+                assert b"".join(body.pieces(response)) == b"".join(EVENTS)
 
 
 @pytest.mark.parametrize("cut", [b"5\r\nhel", b"5\r\nhello\r\n", b"5\r\nhello\r", b"5"])

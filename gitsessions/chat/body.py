@@ -77,7 +77,7 @@ def _take_over(response: Any) -> tuple[Any, bytearray, Callable[[], bytes], Call
         mapped = importlib.import_module(http + "._transports.default").map_httpcore_exceptions
         held = state._receive_buffer
         buffered = bytearray(held._extract(len(held)))
-    except (AttributeError, ImportError):
+    except (AttributeError, ImportError, TypeError):  # another release of httpx, httpcore or h11
         return None
     timeout = response.request.extensions.get("timeout", {}).get("read")
     return state, buffered, lambda: network.read(READ_SIZE, timeout), mapped
