@@ -89,7 +89,8 @@ def _whole_chunks(buf: bytearray, read: Callable[[], bytes], mapped: Callable[[]
 
     Returns:
         The bytes from the first thing that is not a whole plain data chunk once it arrived
-        (the last chunk, an extension, a malformed chunk, the end of the stream), for h11.
+        (the last chunk, an extension, a malformed chunk), for h11; or, when the peer closed,
+        what is left, which is empty at a chunk boundary: ``b""`` tells h11 the stream ended.
     """
     pos = 0
     next_read = 0.0  # when the next read may be made (see READ_INTERVAL)
