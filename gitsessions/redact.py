@@ -109,7 +109,7 @@ def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] |
 STREAM_WINDOW = 64
 #: Held text is looked at again only once this many more characters arrived (bounds the
 #: work per chunk; the journal lags the screen by at most this plus what is held).
-STREAM_BATCH = 16
+STREAM_BATCH = 32
 _MAX_HOLD = 256
 
 

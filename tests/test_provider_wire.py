@@ -27,6 +27,14 @@ def test_events_read_the_same_in_any_line_end_and_cut_anywhere(end):
     assert list(sse_data(body[i:i + 1] for i in range(len(body)))) == whole
 
 
+def test_a_stream_that_changes_its_line_ends_midway_reads_the_same():
+    body = b'data: {"a": 1}\n\ndata: two\n\n: note\ndata: x\r\n\r\ndata: y\r\rdata: z\n\n'
+    whole = [b'{"a": 1}', b"two", b"x", b"y", b"z"]
+    assert list(sse_data([body])) == whole
+    for cut in range(1, len(body)):
+        assert list(sse_data([body[:cut], body[cut:]])) == whole, cut
+
+
 def test_an_event_the_body_never_finished_is_dropped():
     assert list(sse_data([b'data: {"a": 1}\n\ndata: {"b"'])) == [b'{"a": 1}']
     assert list(sse_data([b'data: {"a": 1}\n'])) == []

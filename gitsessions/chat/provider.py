@@ -1,10 +1,10 @@
 """A chat-completions model reached through the ``openai`` SDK's client, streamed.
 
 The request goes through the client (its configuration, auth, retries, timeouts and errors);
-the body sent and the stream read are plain JSON (:mod:`.wire`), not the SDK's types, and
-the reply becomes two plain items the loop understands: :class:`TextDelta` (reply text as it
-arrives) and one final :class:`Completion`. Failures become
-:class:`~gitsessions.errors.ProviderError`, one line each.
+the body sent and the stream read are plain JSON (:mod:`.wire`), not the SDK's types, the
+stream a socket read at a time (:mod:`.body`), and the reply becomes two plain items the
+loop understands: :class:`TextDelta` (reply text as it arrives) and one final
+:class:`Completion`. Failures become :class:`~gitsessions.errors.ProviderError`, one line each.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ProviderError
+from . import body
 from .wire import Completion, Reply, RequestEncoder, TextDelta, decode_chunk, sse_data
 
 __all__ = ["Completion", "OpenAIProvider", "TextDelta"]
@@ -145,7 +146,7 @@ class OpenAIProvider:
             raise _as_interrupt(exc) from None
         reply = Reply(self.model)
         try:
-            for data in sse_data(response.iter_bytes()):
+            for data in sse_data(body.pieces(response)):
                 if data.startswith(b"[DONE]"):
                     reply.ended = True
                     break

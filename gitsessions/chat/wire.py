@@ -55,13 +55,21 @@ def sse_data(pieces: Iterable[bytes]) -> Iterator[bytes]:
     Args:
         pieces: the response body as it arrives, cut anywhere.
     """
-    rest = b""
+    rest = b""  # until a \r is seen: the unfinished event; after: the unfinished line
     data: list[bytes] = []
+    lines_only = False  # a \r was seen: line by line from then on
     for piece in itertools.chain(pieces, (None,)):
-        if not rest and piece and piece.startswith(b"data: ") and piece.count(b"\n") == 2 \
-                and piece.endswith(b"\n\n") and not data:
-            yield piece[6:-2]  # the usual piece: one whole event of one line
+        if not lines_only and piece is not None and b"\r" not in piece:
+            # Lines end with \n alone (what servers send): split the events at their blank lines.
+            events = (rest + piece if rest else piece).split(b"\n\n")
+            rest = events.pop()
+            for event in events:
+                if event.startswith(b"data: ") and b"\n" not in event:
+                    yield event[6:]  # the usual event: one data line
+                else:
+                    yield from _event_data(event.split(b"\n"))
             continue
+        lines_only = True
         if piece is not None:
             lines = (rest + piece if rest else piece).splitlines(keepends=True)
             # A line is whole once its end arrived; a lone \r may still be followed by \n.
@@ -77,7 +85,25 @@ def sse_data(pieces: Iterable[bytes]) -> Iterator[bytes]:
                     yield data[0] if len(data) == 1 else b"\n".join(data)
                     data = []
             elif line.startswith(b"data:"):
-                data.append(line[6:] if line[5:6] == b" " else line[5:])
+                data.append(_field_value(line))
+
+
+def _field_value(line: bytes) -> bytes:
+    """The value of a field's line: after the colon and one space, if there is one."""
+    at = line.index(b":") + 1
+    return line[at + 1:] if line[at:at + 1] == b" " else line[at:]
+
+
+def _event_data(lines: list[bytes]) -> Iterator[bytes]:
+    """The data of the events in ``lines`` (no line ends; the last one ends at a blank line)."""
+    data: list[bytes] = []
+    for line in [*lines, b""]:
+        if not line:
+            if data:
+                yield b"\n".join(data)
+                data = []
+        elif line.startswith(b"data:"):
+            data.append(_field_value(line))
 
 
 def _without_none(value: Any) -> Any:
@@ -140,9 +166,10 @@ class Reply:
         (it cannot be printed or saved).
         """
         text, self.held = self.held + content if self.held else content, ""
-        if "\ud800" <= text[-1] <= "\udbff":
-            text, self.held = text[:-1], text[-1]
-        text = clean_text(text)
+        if not text.isascii():  # (ASCII, the usual text, holds no surrogate)
+            if "\ud800" <= text[-1] <= "\udbff":
+                text, self.held = text[:-1], text[-1]
+            text = clean_text(text)
         if text:
             self.parts.append(text)
         return text
