@@ -32,7 +32,7 @@ def terminal_safe(text: str) -> str:
 
 def iso_time(epoch_s: int, tz_offset_s: int = 0) -> str:
     """Return ``epoch_s`` as ISO 8601 in the given UTC offset (seconds)."""
-    tz = dt.timezone(dt.timedelta(seconds=tz_offset_s))
+    tz = dt.timezone(dt.timedelta(seconds=tz_offset_s)) if tz_offset_s else dt.timezone.utc
     return dt.datetime.fromtimestamp(epoch_s, tz).isoformat()
 
 
