@@ -38,6 +38,8 @@ from .store import SessionStore
 VERSION = "4"
 #: Seconds to wait for another process writing the index before scanning instead.
 BUSY_TIMEOUT = 2.0
+#: Characters of message text in one chunk, about (a long session is several: bounded memory per insert).
+CHUNK_CHARS = 1 << 20
 #: A session's key in the index: (name, archived).
 Key = tuple[str, bool]
 #: A message read from a log: (seq, turn, role, content).
@@ -250,12 +252,17 @@ def _index(con: sqlite3.Connection, store: SessionStore, key: Key, tip: str, old
 
 
 def _insert(con: sqlite3.Connection, key: Key, rows: list[Row]) -> None:
-    """Add ``rows`` of session ``key`` as one chunk: a compressed row and one full-text document."""
-    if not rows:
-        return
-    data = zlib.compress(json.dumps(rows, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
-    cur = con.execute("insert into chunk(name, archived, n, data) values (?, ?, ?, ?)", (*key, len(rows), data))
-    con.execute("insert into fts(rowid, folded) values (?, ?)", (cur.lastrowid, _folded(rows)))
+    """Add ``rows`` of session ``key`` as chunks of about :data:`CHUNK_CHARS`: each a compressed row and a document."""
+    start = size = 0
+    for i, row in enumerate(rows):
+        size += len(row[3])
+        if size >= CHUNK_CHARS or i == len(rows) - 1:
+            part = rows[start:i + 1]
+            data = zlib.compress(json.dumps(part, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+            cur = con.execute("insert into chunk(name, archived, n, data) values (?, ?, ?, ?)",
+                              (*key, len(part), data))
+            con.execute("insert into fts(rowid, folded) values (?, ?)", (cur.lastrowid, _folded(part)))
+            start, size = i + 1, 0
 
 
 def _unpack(data: bytes) -> list[Row]:

@@ -143,3 +143,17 @@ def test_a_log_whose_writer_escaped_the_types_is_indexed_as_it_is_scanned(repo_p
         assert same_as_scan(store, index_of(repo_path)) > 0
         assert [(h.turn, h.role) for h in search.search(store, "needle", index=index_of(repo_path))] == [
             (1, "user"), (2, "user")]
+
+
+def test_long_logs_are_indexed_in_several_chunks(repo_path, plain, monkeypatch):  # noqa: F811
+    """A log of more text than a chunk holds is split: every chunk still finds what the scan finds."""
+    monkeypatch.setattr("gitsessions.search_index.CHUNK_CHARS", 20)
+    with GitStore(repo_path) as store:
+        store.repo(create=True)
+    plain("w", HEADER + b"".join(turn(6 * k, k + 1, f"needle number {k}", "a reply, and a needle") for k in range(5)))
+    index = index_of(repo_path)
+    with opened(repo_path) as store:
+        assert same_as_scan(store, index) > 10
+    assert indexed_messages(index) == {"w": 10}
+    with sqlite3.connect(index) as con:
+        assert con.execute("select count(*) from chunk").fetchone()[0] == 5  # two messages pass 20 characters
