@@ -288,6 +288,8 @@ def _query(con: sqlite3.Connection, targets: list[tuple[str, str, bool]], folded
         if key not in wanted:
             continue
         for seq, turn, role, content in _unpack(data):
+            if folded_q not in content.casefold():  # casefold is per character: the same test, in C
+                continue
             span = render.find_folded(content, folded_q)
             if span is not None:
                 found.setdefault(key, []).append((seq, turn, role, render.snippet(content, *span), None))
