@@ -291,6 +291,10 @@ def find_folded(text: str, needle_folded: str) -> tuple[int, int] | None:
     """
     if not needle_folded:
         return None
+    flat = text.casefold()  # casefolding is per character, and no character folds to nothing:
+    if len(flat) == len(text):  # so at the same length, every index of flat is one of text
+        pos = flat.find(needle_folded)
+        return None if pos < 0 else (pos, pos + len(needle_folded))
     folded: list[str] = []
     origin: list[int] = []  # index in text of each folded character
     for i, ch in enumerate(text):
