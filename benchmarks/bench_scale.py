@@ -165,6 +165,7 @@ def bench_scale(s: Settings, n_sessions: int = N_SESSIONS, n_turns: int = N_TURN
     t0 = time.perf_counter()
     hits = search()
     row("first gs search (builds the index)", f"{time.perf_counter() - t0:.2f} s")
+    row("the search index (gs/search.sqlite)", f"{(repo / 'gs' / 'search.sqlite').stat().st_size / 1e6:.0f} MB")
     n_hits = hits.count(b"\n")
     assert n_hits == (n_sessions + 99) // 100, hits[:300]
     t_search = measure(search, s.cli_reps)

@@ -37,7 +37,7 @@ def terminal_safe(text: str) -> str:
 
 def iso_time(epoch_s: int, tz_offset_s: int = 0) -> str:
     """Return ``epoch_s`` as ISO 8601 in the given UTC offset (seconds)."""
-    tz = dt.timezone(dt.timedelta(seconds=tz_offset_s))
+    tz = dt.timezone(dt.timedelta(seconds=tz_offset_s)) if tz_offset_s else dt.timezone.utc
     return dt.datetime.fromtimestamp(epoch_s, tz).isoformat()
 
 
@@ -334,6 +334,10 @@ def find_folded(text: str, needle_folded: str) -> tuple[int, int] | None:
     """
     if not needle_folded:
         return None
+    flat = text.casefold()  # casefolding is per character, and no character folds to nothing:
+    if len(flat) == len(text):  # so at the same length, every index of flat is one of text
+        pos = flat.find(needle_folded)
+        return None if pos < 0 else (pos, pos + len(needle_folded))
     folded: list[str] = []
     origin: list[int] = []  # index in text of each folded character
     for i, ch in enumerate(text):

@@ -7,6 +7,7 @@ from here. Where a rule comes from: design.md, "On disk" (ids, subject, trailers
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -199,6 +200,10 @@ class Lineage:
 TITLE_TRAILER_MAX = 200
 
 
+_EVENTS_RE = re.compile(r"(\d+)-(\d+)")
+_KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value is not None else None
@@ -233,24 +238,20 @@ class Trailers:
     @classmethod
     def parse(cls, trailers: Mapping[str, str]) -> Trailers:
         """Read the typed view of a commit's trailers; a malformed value reads as missing."""
+        get = trailers.get
         events = None
-        m = re.fullmatch(r"(\d+)-(\d+)", trailers.get("Events", ""))
+        m = _EVENTS_RE.fullmatch(get("Events", ""))
         if m and int(m.group(2)) >= int(m.group(1)):
             events = (int(m.group(1)), int(m.group(2)))
-        try:
-            lineage = Lineage.parse(trailers["Forked-From"]) if trailers.get("Forked-From") else None
-        except ValueError:
-            lineage = None
-        return cls(
-            session=trailers.get("Session") or None,
-            turn=_int(trailers.get("Turn")),
-            model=trailers.get("Model") or None,
-            events=events,
-            messages=_int(trailers.get("Messages")),
-            title=trailers.get("Title") or None,
-            forked_from=lineage,
-            imported_from=trailers.get("Imported-From") or None,
-        )
+        lineage = None
+        if forked := get("Forked-From"):
+            try:
+                lineage = Lineage.parse(forked)
+            except ValueError:
+                pass
+        return cls(session=get("Session") or None, turn=_int(get("Turn")), model=get("Model") or None,
+                   events=events, messages=_int(get("Messages")), title=get("Title") or None,
+                   forked_from=lineage, imported_from=get("Imported-From") or None)
 
     def format(self) -> dict[str, str]:
         """Return the trailers as git writes them, in gs's order (missing values left out)."""
@@ -309,13 +310,13 @@ class CommitMessage:
         if len(parts) > 1:
             for line in parts[-1].splitlines():
                 key, sep, value = line.partition(": ")
-                if sep and re.match(r"^[A-Za-z][A-Za-z0-9-]*$", key):
+                if sep and _KEY_RE.fullmatch(key):
                     trailers[key] = value.strip()
         return cls(subject, trailers)
 
-    @property
+    @functools.cached_property
     def fields(self) -> Trailers:
-        """The typed view of :attr:`trailers` (see :class:`Trailers`)."""
+        """The typed view of :attr:`trailers` (see :class:`Trailers`), parsed on first use."""
         return Trailers.parse(self.trailers)
 
 

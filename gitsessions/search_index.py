@@ -6,6 +6,12 @@ only when the old tip is a first-parent ancestor of the new one and the new log 
 the bytes indexed (the log is append-only); otherwise from scratch. A session gone from the
 refs leaves the index. The text indexed is the stored text, which is already redacted.
 
+Messages are kept in chunks: those one update read (a whole log when it is indexed from
+scratch, the new lines otherwise) as one compressed row, and one document of the full-text
+index of their folded text. So the index holds a document per update, not per message:
+fewer, larger documents (a trigram common to a session's messages is listed once) build
+faster and take less room, and a query's candidates are the chunks holding all its trigrams.
+
 It is never the source of truth: the index only narrows which messages to look at, each
 candidate is matched again exactly as the scan matches (:func:`gitsessions.render.find_folded`),
 and whenever the index cannot be used — a read-only repo with an index that is missing or
@@ -16,7 +22,9 @@ trigrams — :func:`lookup` returns None and the caller scans git (:mod:`gitsess
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
@@ -27,9 +35,11 @@ from .search import body_text, read_messages
 from .store import SessionStore
 
 #: Bumped when what is stored changes: an index of another version is rebuilt.
-VERSION = "3"
+VERSION = "4"
 #: Seconds to wait for another process writing the index before scanning instead.
 BUSY_TIMEOUT = 2.0
+#: Characters of message text in one chunk, about (a long session is several: bounded memory per insert).
+CHUNK_CHARS = 1 << 20
 #: A session's key in the index: (name, archived).
 Key = tuple[str, bool]
 #: A message read from a log: (seq, turn, role, content).
@@ -43,9 +53,10 @@ _SCHEMA = """
 create table if not exists meta(key text primary key, value text);
 create table if not exists sessions(name text, archived integer, tip text, done integer, digest text,
                                     turn integer, primary key (name, archived));
-create table if not exists msg(id integer primary key, name text, archived integer, seq integer,
-                               turn integer, role text, content text, added text);
-create index if not exists msg_session on msg(name, archived);
+create table if not exists chunk(id integer primary key, name text, archived integer, n integer, data blob);
+create index if not exists chunk_session on chunk(name, archived);
+create table if not exists added(name text, archived integer, seq integer, commit_id text,
+                                 primary key (name, archived, seq)) without rowid;
 create virtual table if not exists fts using fts5(folded, content='', detail='none',
                                                   tokenize='trigram case_sensitive 1');
 """
@@ -110,6 +121,8 @@ def _open(path: Path, targets: list[tuple[str, str, bool]]) -> sqlite3.Connectio
     con = _connect(path)
     con.executescript(_SCHEMA)
     con.execute("insert or replace into meta values ('version', ?)", (VERSION,))
+    # 16 MiB of new terms held before each write of the full-text index: fewer, larger segments to merge
+    con.execute("insert into fts(fts, rank) values ('hashsize', 16777216)")
     return con
 
 
@@ -118,6 +131,15 @@ def _connect(path: Path) -> sqlite3.Connection:
     con.execute("pragma synchronous = normal")  # a cache: losing the last write costs a re-index
     con.execute("pragma cache_size = -32768")  # 32 MiB: fewer merges of the full-text index while it is built
     return con
+
+
+def _searched(line: str) -> bool:
+    """Whether a log line may hold a message search reads (else :func:`read_messages` need not parse it).
+
+    A line without a backslash spells its type as written, so the three types are seen in
+    its text; one with any escape may spell them otherwise, and is parsed.
+    """
+    return "\\" in line or '/message"' in line or '"tool/result"' in line
 
 
 def _version(con: sqlite3.Connection) -> str | None:
@@ -184,12 +206,12 @@ def _update(con: sqlite3.Connection, store: SessionStore, targets: list[tuple[st
 
 
 def _drop(con: sqlite3.Connection, key: Key) -> None:
-    rows = con.execute("select id, content from msg where name = ? and archived = ?", key).fetchall()
+    rows = con.execute("select id, data from chunk where name = ? and archived = ?", key).fetchall()
     # A contentless FTS table forgets a row only when given the text it indexed.
     con.executemany("insert into fts(fts, rowid, folded) values ('delete', ?, ?)",
-                    ((i, content.casefold()) for i, content in rows))
-    con.execute("delete from msg where name = ? and archived = ?", key)
-    con.execute("delete from sessions where name = ? and archived = ?", key)
+                    ((i, _folded(_unpack(data))) for i, data in rows))
+    for table in ("chunk", "added", "sessions"):
+        con.execute(f"delete from {table} where name = ? and archived = ?", key)
 
 
 def _appends_to(store: SessionStore, tip: str, old_tip: str) -> bool:
@@ -214,14 +236,14 @@ def _index(con: sqlite3.Connection, store: SessionStore, key: Key, tip: str, old
                 and _appends_to(store, tip, _old_tip)):
             start, turn = done, old_turn
             # What a commit added is known again once asked (a new commit may claim old events).
-            con.execute("update msg set added = null where name = ? and archived = ?", key)
+            con.execute("delete from added where name = ? and archived = ?", key)
         else:
             _drop(con, key)
     if start == 0:
         text = body_text(raw)
     else:
         text = raw[start:].decode("utf-8", "replace")  # starts after a newline, so decodes as in the whole
-    rows, last_turn = read_messages(text, turn)
+    rows, last_turn = read_messages(text, turn, _searched)
     _insert(con, key, rows)
     # Lines are whole up to the last newline; a log without one at its end is read whole next time.
     done = len(raw) if raw.endswith(b"\n") else None
@@ -230,14 +252,26 @@ def _index(con: sqlite3.Connection, store: SessionStore, key: Key, tip: str, old
 
 
 def _insert(con: sqlite3.Connection, key: Key, rows: list[Row]) -> None:
-    if not rows:
-        return
-    first = con.execute("select coalesce(max(id), 0) + 1 from msg").fetchone()[0]
-    con.executemany("insert into msg(id, name, archived, seq, turn, role, content) values (?, ?, ?, ?, ?, ?, ?)",
-                    ((first + i, key[0], key[1], seq, turn, role, content)
-                     for i, (seq, turn, role, content) in enumerate(rows)))
-    con.executemany("insert into fts(rowid, folded) values (?, ?)",
-                    ((first + i, row[3].casefold()) for i, row in enumerate(rows)))
+    """Add ``rows`` of session ``key`` as chunks of about :data:`CHUNK_CHARS`: each a compressed row and a document."""
+    start = size = 0
+    for i, row in enumerate(rows):
+        size += len(row[3])
+        if size >= CHUNK_CHARS or i == len(rows) - 1:
+            part = rows[start:i + 1]
+            data = zlib.compress(json.dumps(part, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+            cur = con.execute("insert into chunk(name, archived, n, data) values (?, ?, ?, ?)",
+                              (*key, len(part), data))
+            con.execute("insert into fts(rowid, folded) values (?, ?)", (cur.lastrowid, _folded(part)))
+            start, size = i + 1, 0
+
+
+def _unpack(data: bytes) -> list[Row]:
+    return [tuple(r) for r in json.loads(zlib.decompress(data).decode("utf-8", "surrogatepass"))]
+
+
+def _folded(rows: list[Row]) -> str:
+    """The text a chunk's document indexes: its messages' contents, casefolded (one line apart)."""
+    return "\n".join(row[3] for row in rows).casefold()
 
 
 def _query(con: sqlite3.Connection, targets: list[tuple[str, str, bool]], folded_q: str,
@@ -249,21 +283,25 @@ def _query(con: sqlite3.Connection, targets: list[tuple[str, str, bool]], folded
     grams = dict.fromkeys(folded_q[i:i + 3] for i in range(len(folded_q) - 2))
     phrase = " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
     found: dict[Key, list[Found]] = {}
-    for name, arch, seq, turn, role, content, added in _candidates(con, phrase):
+    for name, arch, data in _candidates(con, phrase):
         key = (name, bool(arch))
         if key not in wanted:
             continue
-        span = render.find_folded(content, folded_q)
-        if span is not None:
-            found.setdefault(key, []).append((seq, turn, role, render.snippet(content, *span), added))
-    for hits in found.values():
-        hits.sort(key=lambda h: h[0])
+        for seq, turn, role, content in _unpack(data):
+            if folded_q not in content.casefold():  # casefold is per character: the same test, in C
+                continue
+            span = render.find_folded(content, folded_q)
+            if span is not None:
+                found.setdefault(key, []).append((seq, turn, role, render.snippet(content, *span), None))
+    for key, hits in found.items():
+        added = dict(con.execute("select seq, commit_id from added where name = ? and archived = ?", key))
+        hits[:] = sorted(((*h[:4], added.get(h[0])) for h in hits), key=lambda h: h[0])
     return found
 
 
 def _candidates(con: sqlite3.Connection, phrase: str) -> Iterator[tuple]:
-    return con.execute("select m.name, m.archived, m.seq, m.turn, m.role, m.content, m.added from fts "
-                       "join msg m on m.id = fts.rowid where fts match ?", (phrase,))
+    return con.execute("select c.name, c.archived, c.data from fts join chunk c on c.id = fts.rowid "
+                       "where fts match ?", (phrase,))
 
 
 def remember(path: Path, key: Key, tip: str, added: Iterable[tuple[int, str]]) -> None:
@@ -279,14 +317,15 @@ def remember(path: Path, key: Key, tip: str, added: Iterable[tuple[int, str]]) -
         tip: the tip the messages were attributed from.
         added: ``(seq, commit)`` pairs.
     """
-    rows = [(commit, key[0], key[1], seq, key[0], key[1], tip) for seq, commit in added]
+    rows = [(key[0], key[1], seq, commit) for seq, commit in added]
     if not rows or not path.exists():
         return
     try:
         with closing(sqlite3.connect(path, timeout=0.1, isolation_level=None)) as con:
             con.execute("begin immediate")
-            con.executemany("update msg set added = ? where name = ? and archived = ? and seq = ? and exists "
-                            "(select 1 from sessions where name = ? and archived = ? and tip = ?)", rows)
+            if con.execute("select 1 from sessions where name = ? and archived = ? and tip = ?",
+                           (*key, tip)).fetchone():
+                con.executemany("insert or replace into added values (?, ?, ?, ?)", rows)
             con.execute("commit")
     except sqlite3.Error:
         pass  # a cache: the next search walks the history again

@@ -293,6 +293,21 @@ def test_a_new_session_on_a_full_disk(gs, tmpfs):
     fsck(repo)
 
 
+def test_list_rows_not_kept_on_a_full_disk_cost_only_speed(gs, tmpfs):
+    repo = tmpfs / "repo.git"
+    for sid in ("one", "two", "three"):
+        assert gs("ask", sid, f"about {sid}").code == 0
+    before = gs("list", "--json").json()
+    (repo / "gs" / "rows").unlink()
+    fill(tmpfs)
+    for _ in range(2):  # the rows read cannot be kept: each list reads them again
+        r = gs("list", "--json")
+        assert (r.code, r.json()) == (0, before), r.err
+    free(tmpfs)
+    assert gs("list", "--json").json() == before
+    assert len((repo / "gs" / "rows").read_bytes().splitlines()) == 3  # kept once there is room
+
+
 def test_chat_stays_open_after_a_failed_save(gs, tmpfs, under):
     """``gs chat``: the save fails on a full disk, the chat goes on, the next save takes both turns."""
     repo = tmpfs / "repo.git"
@@ -376,6 +391,7 @@ def test_every_read_works_on_a_read_only_repo(gs, repo_path, read_only, under):
     assert gs("ask", "other", "beta").code == 0
     assert under("kill:object:1", "ask", SID, "pending").code == -signal.SIGKILL  # a turn left in the journal
     (repo_path / "gs" / "verified").unlink()  # every tip must be checked again, and cannot be noted
+    (repo_path / "gs" / "rows").unlink()  # nor can its list row be kept
     ro = read_only()
     with pytest.raises(OSError) as exc:
         (ro / "probe").write_text("x")

@@ -209,3 +209,19 @@ def test_saves_that_share_a_buffer_never_change_an_earlier_log(repo_path: Path):
     with GitStore(repo_path) as fresh:
         assert [len(fresh.load("s", x).events) for x in (a, b, c, d, e)] == [1, 2, 2, 3, 3]
     _fsck(repo_path)
+
+
+def test_a_delta_that_does_not_fit_its_base_is_damage_for_both_appliers():
+    """The compiled applier (dulwich's) and the store's own refuse the same deltas, as ValueError,
+    so read_blob hands damage to dulwich either way; a sound delta makes the same bytes."""
+    from gitsessions.store.unpack import _apply, apply_delta
+
+    base = bytes(range(100))
+    bad = {"base size": bytes([50, 10, 0x90, 10]), "past the end": bytes([100, 20, 0x91, 95, 20]),
+           "target size": bytes([100, 11, 0x90, 10]), "op 0": bytes([100, 1, 0])}
+    for delta in bad.values():
+        for applier in (_apply, apply_delta):
+            with pytest.raises(ValueError):
+                applier(base, delta)
+    sound = bytes([100, 13, 0x91, 5, 10, 3]) + b"new"  # copy 10 bytes from 5, insert 3
+    assert _apply(base, sound) == apply_delta(base, sound) == bytes(range(5, 15)) + b"new"

@@ -88,6 +88,8 @@ def test_fold_clip_and_snippet():
     ("die Straße hier", "strasse", (4, 10)),  # one character folds to two
     ("STRASSE", "straße".casefold(), (0, 7)),
     ("İstanbul", "i̇stanbul", (0, 8)),
+    ("Straße and NEEDLE", "needle", (11, 17)),  # after a character that folded to two
+    ("ΑΘΉΝΑ σου", "αθήνα", (0, 5)),  # not ASCII, every character folds to one
     ("nothing", "needle", None),
     ("anything", "", None),
 ])

@@ -38,8 +38,8 @@ def same_as_scan(store: GitStore, index: Path) -> int:
 
 def indexed_messages(index: Path) -> dict[str, int]:
     with sqlite3.connect(index) as con:
-        return dict(con.execute("select name || case archived when 1 then '(archived)' else '' end, count(*) "
-                                "from msg group by name, archived"))
+        return dict(con.execute("select name || case archived when 1 then '(archived)' else '' end, sum(n) "
+                                "from chunk group by name, archived"))
 
 
 def messages_at(store: GitStore, sid: str, tip: str) -> int:
@@ -129,3 +129,31 @@ def test_a_read_only_repo_is_searched_without_writing_it(gs, repo_path, fake_api
     finally:
         _umount(ro)
     assert index_of(repo_path).read_bytes() == before
+
+
+def test_a_log_whose_writer_escaped_the_types_is_indexed_as_it_is_scanned(repo_path, plain):  # noqa: F811
+    """The index skips parsing lines that cannot be messages; a line spelling its type with
+    escapes (JSON allows "user\\u002fmessage") is still read, so the index finds what the scan finds."""
+    escaped = turn(0, 1, "a needle", "no").replace(b'"user/message"', b'"user\\u002fmessage"')
+    assert b'"user/message"' not in escaped
+    with GitStore(repo_path) as store:
+        store.repo(create=True)
+    plain("w", HEADER + escaped + turn(6, 2, "second needle", "reply"))
+    with opened(repo_path) as store:
+        assert same_as_scan(store, index_of(repo_path)) > 0
+        assert [(h.turn, h.role) for h in search.search(store, "needle", index=index_of(repo_path))] == [
+            (1, "user"), (2, "user")]
+
+
+def test_long_logs_are_indexed_in_several_chunks(repo_path, plain, monkeypatch):  # noqa: F811
+    """A log of more text than a chunk holds is split: every chunk still finds what the scan finds."""
+    monkeypatch.setattr("gitsessions.search_index.CHUNK_CHARS", 20)
+    with GitStore(repo_path) as store:
+        store.repo(create=True)
+    plain("w", HEADER + b"".join(turn(6 * k, k + 1, f"needle number {k}", "a reply, and a needle") for k in range(5)))
+    index = index_of(repo_path)
+    with opened(repo_path) as store:
+        assert same_as_scan(store, index) > 10
+    assert indexed_messages(index) == {"w": 10}
+    with sqlite3.connect(index) as con:
+        assert con.execute("select count(*) from chunk").fetchone()[0] == 5  # two messages pass 20 characters

@@ -376,6 +376,126 @@ class TestGitRepository:
         assert exc.value.line == 4
 
 
+# -- the list-row cache (gs/rows) -------------------------------------------------------------
+
+
+def _rows_file(repo: Path) -> Path:
+    return repo / "gs" / "rows"
+
+
+def _listed(store: GitStore) -> list[tuple]:
+    return [(s.session_id, s.tip, s.time, s.message, s.error) for s in store.list_sessions()]
+
+
+def _by_hand(repo: Path, branch: str, raw: bytes, message: str) -> str:
+    """Move ``branch`` to a commit of ``raw`` made with plain git (behind gs's back) on its tip."""
+    blob = git_bytes(repo, "hash-object", "-w", "--stdin", input=raw).decode().strip()
+    tree = git_bytes(repo, "mktree", input=f"100644 blob {blob}\tsession.jsonl\n".encode()).decode().strip()
+    parent = git_bytes(repo, "rev-parse", f"refs/heads/{branch}").decode().strip()
+    proc = subprocess.run(["git", "-C", str(repo), "commit-tree", tree, "-p", parent, "-m", message],
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
+                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"})
+    git_bytes(repo, "update-ref", f"refs/heads/{branch}", proc.stdout.strip())
+    return proc.stdout.strip()
+
+
+def test_list_rows_are_kept_by_save_and_list_and_rebuilt_when_missing(repo_path: Path):
+    """A save keeps its tip's row and a list the rows it read; without the file the list is the same."""
+    a, b = Writer(Stores(repo_path, True), "a"), Writer(Stores(repo_path, True), "b")
+    a.save_turn("one")
+    b.save_turn("two")
+    with GitStore(repo_path) as store:
+        assert set(store.state.rows.read()) == {a.tip, b.tip}  # the saves kept them
+        first = _listed(store)
+    _rows_file(repo_path).unlink()
+    with GitStore(repo_path) as store:
+        assert _listed(store) == first  # read from git
+        assert set(store.state.rows.read()) == {a.tip, b.tip}  # and kept again
+        assert _listed(store) == first  # now from the cache
+    assert [(sid, turns) for sid, _, _, m, _ in first for turns in [m.fields.turn]] == [("a", 1), ("b", 1)]
+
+
+def test_a_tip_moved_behind_gs_is_checked_though_its_session_has_a_row(repo_path: Path):
+    """The cache is keyed by commit: a new tip (plain git) is read and its log checked; a damaged
+    one is flagged on every list and never kept; a liar's trailers lose to its log for good."""
+    good, bad = Writer(Stores(repo_path, True), "good"), Writer(Stores(repo_path, True), "bad")
+    good.save_turn("one")
+    bad.save_turn("one")
+    with GitStore(repo_path) as store:
+        store.list_sessions()
+    torn = _by_hand(repo_path, "bad", bad.raw() + b'{"seq":6,"ti', "turn 2: torn\n\nTurn: 2\nMessages: 4\n")
+    liar = _by_hand(repo_path, "good", good.raw(), "turn 9: no\n\nSession: good\nTurn: 9\nMessages: 99\n")
+    for _ in range(2):
+        with GitStore(repo_path) as store:
+            listed = {s.session_id: s for s in store.list_sessions()}
+            assert listed["bad"].tip == torn and listed["bad"].error  # flagged each time
+            assert torn not in store.state.rows.read()
+            assert (listed["good"].tip, listed["good"].error) == (liar, None)
+            assert (listed["good"].message.fields.turn, listed["good"].message.fields.messages) == (1, 2)
+            store.load("good")  # verified now: its trailers would be trusted, its row is the log's
+    assert git_bytes(repo_path, "rev-parse", "refs/heads/good").decode().strip() == liar
+
+
+def test_damaged_and_stale_rows(repo_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A line cut short (a full disk) or not a row is skipped; rows of old tips go when they pile up."""
+    w = Writer(Stores(repo_path, True), "w")
+    for i in range(5):
+        w.save_turn(f"p{i}")
+    with GitStore(repo_path) as store:
+        truth = _listed(store)
+    rows = _rows_file(repo_path)
+    assert len(rows.read_bytes().splitlines()) == 5  # one per save: four are stale
+    with rows.open("ab") as f:
+        f.write(b'["%s", 1, "x", {"Turn": 7}]\n[1, 2]\nnot json\n["%s", 1, "turn' % (w.tip.encode(), w.tip.encode()))
+    with GitStore(repo_path) as store:
+        assert _listed(store) == truth
+    monkeypatch.setattr("gitsessions.store.state.ListRows.SLACK_LINES", 0)
+    with GitStore(repo_path) as store:
+        assert _listed(store) == truth
+    assert [json.loads(line)[0] for line in rows.read_bytes().splitlines()] == [w.tip]  # rewritten
+    w.save_turn("after")  # appends to the rewritten file
+    with GitStore(repo_path) as store:
+        assert store.list_sessions()[0].message.fields.turn == 6
+    assert [json.loads(line)[0] for line in rows.read_bytes().splitlines()][1:] == [w.tip]
+
+
+_LISTER = """
+import sys
+from gitsessions.store import GitStore
+from gitsessions.store.state import ListRows
+ListRows.SLACK_LINES = 0  # rewrite the file whenever stale rows outnumber live ones
+for _ in range(int(sys.argv[2])):
+    with GitStore(sys.argv[1]) as store:
+        assert all(s.error is None for s in store.list_sessions())
+"""
+
+
+def test_lists_and_saves_at_once_leave_whole_rows(repo_path: Path, tmp_path: Path):
+    """Processes listing while another saves (each appending rows, some rewriting the file) lose
+    nothing but speed: every line stays a whole row, and the list is what git says."""
+    writers = [Writer(Stores(repo_path, True), f"s{k}") for k in range(3)]
+    for w in writers:
+        w.save_turn("start")
+    _rows_file(repo_path).unlink()
+    script = tmp_path / "lister.py"
+    script.write_text(_LISTER)
+    listers = [subprocess.Popen([sys.executable, str(script), str(repo_path), "15"]) for _ in range(3)]
+    for i in range(8):
+        for w in writers:
+            w.save_turn(f"turn {i}")
+    assert [p.wait(timeout=120) for p in listers] == [0, 0, 0]
+    for line in _rows_file(repo_path).read_bytes().splitlines():
+        assert len(json.loads(line)) == 4
+    assert not list((repo_path / "gs").glob(".rows-*"))  # no rewrite left its copy behind
+    with GitStore(repo_path) as store:
+        cached = _listed(store)
+    _rows_file(repo_path).unlink()
+    with GitStore(repo_path) as store:
+        assert _listed(store) == cached
+        assert [s.message.fields.turn for s in store.list_sessions()] == [9, 9, 9]
+
+
 def commit_with_git(repo: Path, branch: str, raw: bytes) -> str:
     """Commit ``raw`` as ``session.jsonl`` on a new branch with the git CLI (repo created if needed)."""
     if not repo.exists():

@@ -10,31 +10,19 @@ from __future__ import annotations
 import abc
 import itertools
 from collections.abc import Iterator
+from typing import TypeVar
 
-from ..errors import (
-    CorruptSession,
-    InvalidEvent,
-    SessionExists,
-    SessionNotFound,
-    UnsupportedVersion,
-)
+from ..errors import InvalidEvent, SessionExists, SessionNotFound
 from ..events import Event, check_event, encode_header, parse_log
-from ..rules import CommitId, CommitMessage, SessionId, check_free, check_session_id, commit_message
+from ..rules import CommitId, CommitMessage, SessionId, check_free, check_session_id
+from . import listing
 from .revisions import resolve as resolve_revision
 from .values import CommitInfo, ReflogEntry, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
 
-#: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
-_COUNTED = ("Turn", "Messages", "Title")
+#: A store's own type, so ``with GitStore(...) as store`` is a GitStore.
+_S = TypeVar("_S", bound="SessionStore")
 
 __all__ = ["CommitInfo", "Revision", "SessionInfo", "SessionStore", "Snapshot", "TurnJournal", "WriterLock"]
-
-
-def _counted(session_id: str, message: CommitMessage, events: list[Event]) -> CommitMessage:
-    """Return ``message`` with its ``Turn``, ``Messages`` and ``Title`` trailers derived from ``events``."""
-    derived = commit_message(session_id, events, len(events)).trailers
-    trailers = {k: v for k, v in message.trailers.items() if k not in _COUNTED}
-    trailers.update({k: derived[k] for k in _COUNTED if k in derived})
-    return CommitMessage(message.subject, trailers)
 
 
 class SessionStore(abc.ABC):
@@ -140,7 +128,7 @@ class SessionStore(abc.ABC):
     def close(self) -> None:  # noqa: B027 - a backend without resources has nothing to close
         """Release what the store holds open (safe to call twice)."""
 
-    def __enter__(self) -> SessionStore:
+    def __enter__(self: _S) -> _S:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -170,6 +158,10 @@ class SessionStore(abc.ABC):
     def _verified_tips(self) -> set[str]:
         """Tips known to hold a valid log, so :meth:`list_sessions` need not parse them."""
         return set()
+
+    def _rows(self) -> listing.RowCache:
+        """The cache of ``gs list`` rows by tip commit (:class:`.listing.RowCache`; here: none)."""
+        return listing.RowCache()
 
     def tips(self) -> dict[SessionId, CommitId]:
         """Return every live session's tip by id, sorted by id (a backend may read them in one pass)."""
@@ -262,39 +254,14 @@ class SessionStore(abc.ABC):
         wrong. A session that cannot be read is still listed, with ``error`` set. A tip
         that arrived by clone (gs wrote it on another machine) is listed from its trailers
         like a verified one, so the first list of a fresh clone reads no logs; its log is
-        checked when the session is opened, as every load is.
+        checked when the session is opened, as every load is. A tip whose row this rule
+        gave before is in the backend's row cache (:meth:`_rows`) and reads nothing.
         """
-        out = []
-        verified = self.known_logs()
-        for sid, tip in self.tips().items():
-            try:
-                info = self.commit_info(tip)
-            except self.unreadable as exc:
-                out.append(SessionInfo(sid, tip, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
-                continue
-            error, message = None, info.message
-            fields = message.fields  # parsed on each access: once here (~7 us a session)
-            if tip not in verified or fields.turn is None or fields.messages is None:
-                try:
-                    message = _counted(sid, message, self.load(sid, tip).events)
-                except (CorruptSession, UnsupportedVersion) as exc:
-                    error = str(exc)
-            out.append(SessionInfo(sid, tip, info.time, message, error))
-        return out
+        return listing.live_rows(self, self._rows())
 
     def archived_sessions(self) -> list[SessionInfo]:
         """Return :class:`SessionInfo` rows of archived sessions (from their tip commits)."""
-        out = []
-        for name in self.archived_ids():
-            sha = self.archive_ref(name)
-            if not sha:
-                continue
-            try:
-                info = self.commit_info(sha)
-                out.append(SessionInfo(SessionId(name), sha, info.time, info.message))
-            except self.unreadable as exc:
-                out.append(SessionInfo(SessionId(name), sha, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
-        return out
+        return listing.archived_rows(self)
 
     def _new_header(self, session_id: str, header: dict | None) -> bytes:
         """Return the header line of a new session :meth:`append` creates (its checks written once).

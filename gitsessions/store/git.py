@@ -40,7 +40,7 @@ from .repo import (
     swap,
     write_commit,
 )
-from .state import RepoState
+from .state import ListRows, RepoState
 from .unpack import read_blob
 from .values import HookRunner, NoHooks
 
@@ -128,9 +128,6 @@ class GitStore(RefLogs, SessionStore):
             self._repo.close()
             self._repo = None
 
-    def __enter__(self) -> GitStore:  # leaving is the base's: close()
-        return self
-
     def journal(self, session_id: str) -> Journal:
         """Return the write-ahead journal of ``session_id`` (``<repo>/gs/journal/<id>.jsonl``)."""
         return self.state.journal(session_id)
@@ -202,11 +199,14 @@ class GitStore(RefLogs, SessionStore):
     def _verified_tips(self) -> set[str]:
         return self.state.verified()
 
-    def _mark_verified(self, commit: str) -> None:
-        self.state.mark_verified(commit)
+    def _mark_verified(self, commit: str, made: Commit | None = None) -> None:
+        self.state.mark_verified(commit, (made.commit_time, made.message) if made is not None else None)
 
     def _received_tips(self) -> set[str]:
         return self.state.received()
+
+    def _rows(self) -> ListRows:
+        return self.state.rows
 
     def read_raw(self, session_id: str, commit: str) -> bytes:
         """Return the bytes of ``session.jsonl`` at ``commit``.
@@ -288,7 +288,7 @@ class GitStore(RefLogs, SessionStore):
         self.set_current(session_id)  # the session last written is the current one
         sha = _hex(commit.id)
         self._kept.put(sha, buf, count + len(events), deflated, size)
-        self._mark_verified(sha)
+        self._mark_verified(sha, commit)  # and its list row
         self.state.pack.record_save(size)
         hooks.after(session_id, sha)  # a failure is the runner's warning; the save is done
         return sha
@@ -320,7 +320,7 @@ class GitStore(RefLogs, SessionStore):
                    new.commit_time, new.commit_timezone)
         self.set_current(session_id)
         if commit in self._verified_tips():
-            self._mark_verified(_hex(new.id))  # same tree, same log
+            self._mark_verified(_hex(new.id), new)  # same tree, same log
         hooks.after(session_id, _hex(new.id))  # a failure is the runner's warning
         return _hex(new.id)
 

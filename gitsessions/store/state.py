@@ -1,23 +1,26 @@
 """The sidecar state of a session repo: everything under ``<repo>/gs/`` that is not git.
 
-Journals of turns in progress, writer locks, the verified-tips cache and the pack-state
-counter (design.md, "Derived caches" and "Saving, crashes and concurrency"). None of it is
-history: git objects and refs are; this is either a turn not yet committed (the journal), a
-claim (a lock) or a cache rebuilt from git when missing.
+Journals of turns in progress, writer locks, the verified-tips cache, the list-row cache and
+the pack-state counter (design.md, "Derived caches" and "Saving, crashes and concurrency").
+None of it is history: git objects and refs are; this is either a turn not yet committed (the
+journal), a claim (a lock) or a cache rebuilt from git when missing.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from dulwich.repo import Repo
 
-from ..rules import check_session_id
+from ..rules import CommitMessage, check_session_id
 from .faults import optional_write, os_faults
 from .journal import Journal
+from .listing import Row, RowCache, trusted
 from .lock import SessionLock
 from .pack import AUTO_BYTES, AUTO_PACKS, AUTO_SAVES, RepackResult, repack
 from .thinpack import pack_loose
@@ -87,8 +90,96 @@ class PackState:
             os.close(fd)
 
 
+class ListRows(RowCache):
+    """What ``gs list`` shows of each tip commit, in ``<repo>/gs/rows`` (a derived cache).
+
+    Keyed by commit id, so never stale for a commit (a commit never changes), only
+    incomplete: ``list_sessions`` adds the rows it had to read from git (counted from the
+    log when the trailers could not be trusted) and a save adds its new tip's; a warm list
+    then reads the refs and this one file instead of a commit object per session. A commit
+    missing here is read from git as before, so a tip written behind gs's back is checked
+    (:mod:`.listing`).
+
+    One line per commit, ``["<commit>", <time>, "<subject>", {trailers}]`` (ASCII JSON),
+    appended with one ``O_APPEND`` write; a line that does not parse (a write a full disk
+    cut short) is skipped. When stale lines (commits no longer a tip) outnumber the live
+    rows, the file is replaced atomically by the live rows. Every write is optional.
+
+    Args:
+        repo_path: the session repository directory.
+    """
+
+    #: Lines beyond twice the live rows, at most, before the file is rewritten.
+    SLACK_LINES = 256
+
+    def __init__(self, repo_path: str | os.PathLike):
+        self.path = Path(repo_path) / "gs" / "rows"
+        #: Lines the last :meth:`read` found (stale and repeated ones too).
+        self.lines = 0
+
+    def read(self) -> dict[str, Row]:
+        """Return the cached rows by commit (empty when the file is missing or unreadable)."""
+        try:
+            lines = self.path.read_bytes().splitlines()
+        except OSError:
+            lines = []
+        self.lines = len(lines)
+        try:  # one parse for the whole file; line by line only when a line is damaged
+            items = json.loads(b"[" + b",".join(lines) + b"]")
+        except ValueError:
+            items = [item for line in lines if (item := _json(line)) is not None]
+        return {it[0]: (it[1], CommitMessage(it[2], it[3])) for it in items if _is_row(it)}
+
+    def add(self, rows: Mapping[str, Row]) -> None:
+        """Append ``rows`` (one ``O_APPEND`` write; dropped when the repo refuses it)."""
+        if rows:
+            data = b"".join(_row_line(c, r) for c, r in rows.items())
+            optional_write(lambda: _append_line(self.path, data))
+
+    def update(self, rows: Mapping[str, Row], known: Mapping[str, Row], live: Iterable[str]) -> None:
+        """Add ``rows``, or rewrite the file with the live rows alone when stale lines piled up.
+
+        Args:
+            rows: rows just read from git.
+            known: the rows :meth:`read` returned.
+            live: every current tip (rows of other commits may go).
+        """
+        keep = {c: r for c in live if (r := rows.get(c) or known.get(c)) is not None}
+        if self.lines + len(rows) <= 2 * len(keep) + self.SLACK_LINES:
+            self.add(rows)
+        else:
+            optional_write(lambda: _replace(self.path, b"".join(_row_line(c, r) for c, r in keep.items())))
+            self.lines = len(keep)
+
+
+def _row_line(commit: str, row: Row) -> bytes:
+    return json.dumps([commit, row[0], row[1].subject, row[1].trailers]).encode("ascii") + b"\n"
+
+
+def _json(line: bytes) -> object:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _is_row(item: object) -> bool:
+    """True when ``item`` has the shape :func:`_row_line` writes."""
+    return (type(item) is list and len(item) == 4 and type(item[0]) is str and len(item[0]) == 40
+            and type(item[1]) is int and type(item[2]) is str and type(item[3]) is dict
+            and _strings(item[3].values()))
+
+
+def _strings(values: Iterable[object]) -> bool:
+    try:
+        "".join(values)  # type: ignore[arg-type] # the check itself: a value that is no str fails
+    except TypeError:
+        return False
+    return True
+
+
 class RepoState:
-    """The files under ``<repo>/gs/``: journals, locks, verified and received tips, pack state.
+    """The files under ``<repo>/gs/``: journals, locks, verified and received tips, list rows, pack state.
 
     Args:
         repo_path: the session repository directory.
@@ -98,6 +189,7 @@ class RepoState:
         self.repo_path = Path(repo_path)
         self.root = self.repo_path / "gs"
         self.pack = PackState(self.repo_path)
+        self.rows = ListRows(self.repo_path)
 
     # -- journals and locks ----------------------------------------------------------------
 
@@ -136,13 +228,20 @@ class RepoState:
         """Return the commit ids known to hold a valid log (empty when the file is missing)."""
         return _read_ids(self.verified_path)
 
-    def mark_verified(self, commit: str) -> None:
+    def mark_verified(self, commit: str, made: tuple[int, bytes] | None = None) -> None:
         """Record that ``commit`` holds a valid log (one ``O_APPEND`` write, safe across processes).
 
         A cache (design.md, "Derived caches"): on a read-only or full repo the line is not
         written and the tip is checked again next time; reading never fails over it.
+
+        Args:
+            commit: the commit id.
+            made: ``(commit time, message)`` of a commit this store just wrote: its list row
+                is kept too, when the message has the trailers ``gs list`` shows.
         """
         optional_write(lambda: _append_line(self.verified_path, commit.encode("ascii") + b"\n"))
+        if made is not None and trusted(message := CommitMessage.decode(made[1])):
+            self.rows.add({commit: (made[0], message)})
 
     # -- received tips -----------------------------------------------------------------------
     # Tips that arrived from a remote by clone: written by gs on another machine, so
@@ -182,18 +281,24 @@ def _read_ids(path: Path) -> set[str]:
 
 def _rewrite_ids(path: Path, keep: list[str]) -> None:
     """Replace ``path`` by the ids ``keep`` (atomically; skipped when the disk refuses)."""
-    tmp = path.with_suffix(".tmp")
+    optional_write(lambda: _replace(path, "".join(t + "\n" for t in keep).encode("ascii")))
 
-    def write() -> None:
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            tmp.write_text("".join(t + "\n" for t in keep), "ascii")
-        except OSError:
-            tmp.unlink(missing_ok=True)  # a half-written copy must not stay behind
-            raise
-        os.replace(tmp, path)  # a save racing this only costs a re-check later
 
-    optional_write(write)
+def _replace(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` atomically: written to a file of this process's own, renamed over it.
+
+    A save appending to ``path`` meanwhile loses its line: a cache's re-check later.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)  # a half-written copy must not stay behind
+        raise
 
 
 def _append_line(path: Path, line: bytes) -> None:

@@ -23,10 +23,16 @@ import os
 import struct
 import zlib
 
+from dulwich.errors import ApplyDeltaError
 from dulwich.objects import ObjectID
 from dulwich.repo import Repo
 
 from .loose import ZLIB_HEADER, adler32_combine, blob_header, deflate_segment
+
+try:  # dulwich's compiled delta applier: the same bytes and checks, ~10x faster than apply_delta below
+    from dulwich._pack import apply_delta as _compiled_apply_delta  # type: ignore[import-not-found]
+except ImportError:  # a dulwich built without its extensions
+    _compiled_apply_delta = None
 
 _BLOB, _OFS_DELTA, _REF_DELTA = 3, 6, 7
 #: A chain longer than this is no chain gs or git writes (git's default depth is 50).
@@ -129,8 +135,18 @@ def _packed_blob(view: memoryview, offset: int, index) -> bytes | None:  # noqa:
     if len(content) != size:
         return None
     while deltas:
-        content = apply_delta(content, deltas.pop())  # the one below is freed as the next is made
+        content = _apply(content, deltas.pop())  # the one below is freed as the next is made
     return content
+
+
+def _apply(base: bytes, delta: bytes) -> bytes:
+    """:func:`apply_delta`, by dulwich's compiled one when there is one (its one piece, joined: no copy)."""
+    if _compiled_apply_delta is None:
+        return apply_delta(base, delta)
+    try:
+        return b"".join(_compiled_apply_delta(base, delta))
+    except ApplyDeltaError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:

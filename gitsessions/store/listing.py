@@ -1,0 +1,106 @@
+"""The rows of ``gs list``: each session's tip time and message, from a row cache, its trailers or its log.
+
+The rule is :meth:`SessionStore.list_sessions`'s (its docstring says it); this module carries
+it out, and keeps what it read in a :class:`RowCache` so the next list reads no commit of a
+tip it has seen. A row belongs to a commit, not to a session: renames and archives keep it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from ..errors import CorruptSession, UnsupportedVersion
+from ..rules import CommitMessage, SessionId, commit_message
+from .values import SessionInfo
+
+if TYPE_CHECKING:
+    from ..events import Event
+    from .base import SessionStore
+
+#: A row: the tip's commit time (epoch seconds) and its message as ``gs list`` shows it.
+Row = tuple[int, CommitMessage]
+
+#: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
+_COUNTED = ("Turn", "Messages", "Title")
+
+
+class RowCache:
+    """Rows of ``gs list`` by tip commit, kept between lists. This one keeps none.
+
+    A backend's cache (the git store's ``<repo>/gs/rows``) refines both methods. A row is
+    only ever what :func:`live_rows` gave for its commit, so a cache is never stale, only
+    incomplete; keeping rows is optional (a read-only repo lists at the speed of git).
+    """
+
+    def read(self) -> dict[str, Row]:
+        """Return the rows kept, by commit."""
+        return {}
+
+    def update(self, rows: Mapping[str, Row], known: Mapping[str, Row], live: Iterable[str]) -> None:
+        """Keep ``rows`` just read from git (``known``: what :meth:`read` gave; ``live``: every tip)."""
+
+
+def trusted(message: CommitMessage) -> bool:
+    """True when ``message`` carries the counts ``gs list`` shows (gs wrote its ``Turn`` and ``Messages``)."""
+    fields = message.fields
+    return fields.turn is not None and fields.messages is not None
+
+
+def counted(session_id: str, message: CommitMessage, events: list[Event]) -> CommitMessage:
+    """Return ``message`` with its ``Turn``, ``Messages`` and ``Title`` trailers derived from ``events``."""
+    derived = commit_message(session_id, events, len(events)).trailers
+    trailers = {k: v for k, v in message.trailers.items() if k not in _COUNTED}
+    trailers.update({k: derived[k] for k in _COUNTED if k in derived})
+    return CommitMessage(message.subject, trailers)
+
+
+def live_rows(store: SessionStore, cache: RowCache) -> list[SessionInfo]:
+    """Return :meth:`SessionStore.list_sessions` of ``store``, reading from git only the tips ``cache`` lacks.
+
+    Each tip's message is parsed at most once; the rows read (not those in error: a damaged
+    tip is checked again next time) go to ``cache``.
+    """
+    out = []
+    known = cache.read()
+    read: dict[str, Row] = {}
+    verified: set[str] | None = None  # read at the first tip without a row
+    tips = store.tips()
+    for sid, tip in tips.items():
+        row = known.get(tip)
+        if row is not None:
+            out.append(SessionInfo(sid, tip, row[0], row[1]))
+            continue
+        try:
+            info = store.commit_info(tip)
+        except store.unreadable as exc:
+            out.append(SessionInfo(sid, tip, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
+            continue
+        if verified is None:
+            verified = store.known_logs()
+        error, message = None, info.message
+        if tip not in verified or not trusted(message):
+            try:
+                message = counted(sid, message, store.load(sid, tip).events)
+            except (CorruptSession, UnsupportedVersion) as exc:
+                error = str(exc)
+        if error is None:
+            read[tip] = (info.time, message)
+        out.append(SessionInfo(sid, tip, info.time, message, error))
+    cache.update(read, known, tips.values())
+    return out
+
+
+def archived_rows(store: SessionStore) -> list[SessionInfo]:
+    """Return :meth:`SessionStore.archived_sessions` of ``store``: each archived tip's commit, as it is."""
+    out = []
+    for name in store.archived_ids():
+        sha = store.archive_ref(name)
+        if not sha:
+            continue
+        try:
+            info = store.commit_info(sha)
+            out.append(SessionInfo(SessionId(name), sha, info.time, info.message))
+        except store.unreadable as exc:
+            out.append(SessionInfo(SessionId(name), sha, 0, CommitMessage(""), error=f"unreadable tip: {exc}"))
+    return out
