@@ -41,6 +41,7 @@ from bench_cli import gs_cmd, gs_env
 from gitservers import init_bare
 
 from gitsessions.events import Event, encode_header, make_event, make_header
+from gitsessions.rules import commit_message
 
 N_SESSIONS, N_TURNS = 10_000, 20
 TURN_SIZE = 1200  # bytes of one turn's events, encoded
@@ -77,12 +78,12 @@ def build_archive(repo: Path, n_sessions: int, n_turns: int) -> int:
         for k in range(n_sessions):
             sid = f"s{k:05d}"
             data = encode_header(make_header(sid, created=1_735_732_800_000 + k, generator="benchmarks"))
-            seq = 0
+            seq, events = 0, []
             for t in range(1, n_turns + 1):
                 evs = _turn(seq, t, salt=k * 41 + t, planted=t == 3 and k % 100 == 0)
                 data += b"".join(ev.encode() for ev in evs)
-                msg = (f"turn {t}: {words(40, salt=k + t)}\n\nSession: {sid}\nTurn: {t}\nModel: gpt-4o-mini\n"
-                       f"Events: {seq}-{seq + len(evs) - 1}\nMessages: {2 * t}\nTitle: scale benchmark {k}\n").encode()
+                events += evs
+                msg = commit_message(sid, events, len(events) - len(evs)).encode()  # the message gs writes
                 seq += len(evs)
                 count += 1
                 yield sid, msg, 1_735_732_800 + k * 100 + t, data
@@ -93,7 +94,7 @@ def build_archive(repo: Path, n_sessions: int, n_turns: int) -> int:
 
 def fixture(s: Settings, n_sessions: int, n_turns: int) -> tuple[Path, Path]:
     """The archive (built once per size and kept in ``--fixtures``) and a scratch dir for gs's config."""
-    cache = Path(os.environ.get("GS_BENCH_FIXTURES", tempfile.gettempdir())) / f"gs-scale-{n_sessions}x{n_turns}"
+    cache = Path(os.environ.get("GS_BENCH_FIXTURES", tempfile.gettempdir())) / f"gs-scale-v2-{n_sessions}x{n_turns}"
     repo = cache / "gs.git"
     if not (cache / "done").exists():
         shutil.rmtree(cache, ignore_errors=True)
