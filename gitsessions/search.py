@@ -59,7 +59,9 @@ def read_messages(text: str, turn: int = 0, want: Callable[[str], bool] | None =
     """
     out = []
     for line in text.split("\n"):
-        is_turn = '"turn/start"' in line
+        # A line with an escape may spell "turn/start" otherwise (JSON allows "turn\/start"),
+        # unless it plainly says it is a message.
+        is_turn = '"turn/start"' in line or ("\\" in line and '/message"' not in line and '"tool/result"' not in line)
         if not is_turn and want is not None and not want(line):
             continue
         try:

@@ -145,6 +145,19 @@ def test_a_log_whose_writer_escaped_the_types_is_indexed_as_it_is_scanned(repo_p
             (1, "user"), (2, "user")]
 
 
+def test_a_turn_start_spelled_with_escapes_numbers_turns_in_the_scan_too(repo_path, plain):  # noqa: F811
+    """The scan parses only lines holding the query, and turn/start lines to number turns: one
+    whose writer escaped its type ("turn\\/start", as JSON allows) still counts."""
+    second = turn(6, 2, "second needle", "reply").replace(b'"turn/start"', b'"turn\\/start"')
+    assert b'"turn/start"' not in second
+    with GitStore(repo_path) as store:
+        store.repo(create=True)
+    plain("w", HEADER + turn(0, 1, "first", "no") + second)
+    with opened(repo_path) as store:
+        assert [(h.turn, h.role) for h in search.search(store, "needle")] == [(2, "user")]
+        assert same_as_scan(store, index_of(repo_path)) > 0
+
+
 def test_long_logs_are_indexed_in_several_chunks(repo_path, plain, monkeypatch):  # noqa: F811
     """A log of more text than a chunk holds is split: every chunk still finds what the scan finds."""
     monkeypatch.setattr("gitsessions.search_index.CHUNK_CHARS", 20)
