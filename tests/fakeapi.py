@@ -254,11 +254,14 @@ class FakeChatServer:
         base_url: ``http://127.0.0.1:<port>/v1`` once started.
         requests: every JSON body POSTed to ``/v1/chat/completions``, in order,
             including rejected ones (bad auth, invalid transcript).
+        connections: TCP connections accepted (a client that keeps its connection alive
+            sends several requests on one).
     """
 
     def __init__(self) -> None:
         self.base_url = ""
         self.requests: list[dict] = []
+        self.connections = 0
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -362,6 +365,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output quiet
+
+    def setup(self) -> None:
+        super().setup()  # once per connection: its requests are then handled in turn
+        with self.fake._lock:
+            self.fake.connections += 1
 
     # ---- plumbing
 

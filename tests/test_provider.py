@@ -4,6 +4,7 @@ through the real ``openai`` SDK: what a request carries, how the stream becomes
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -95,6 +96,41 @@ def test_a_stream_cut_mid_reply_yields_the_text_then_fails(fake_api, provider):
     assert str(failure) == (f"the connection to {fake_api.base_url} was lost mid-reply; "
                             "the partial reply is kept; try again")
     assert failure.status is None
+
+
+def test_requests_one_after_another_share_one_connection(fake_api, provider):
+    """Each reply's body is read to its end (after ``data: [DONE]``), so the SDK's pool keeps
+    the connection for the next request: no new TCP connection (TLS handshake) per request."""
+    fake_api.script(text("one"), tool_calls(("get_current_time", "{}")), text("three"))
+    for _ in range(3):
+        _pieces, [_done], failure = play(provider.stream(USER))
+        assert failure is None
+    assert len(fake_api.requests) == 3 and fake_api.connections == 1
+
+
+def test_after_a_stream_cut_mid_reply_the_next_request_connects_anew(fake_api, provider):
+    fake_api.script(drop("partial answer"), text("whole answer"))
+    pieces, done, failure = play(provider.stream(USER))
+    assert "".join(pieces) == "partial answer" and done == [] and "lost mid-reply" in str(failure)
+    _pieces, [done], failure = play(provider.stream(USER))
+    assert failure is None and done.content == "whole answer"
+    assert fake_api.connections == 2  # the cut connection is not used again
+
+
+def test_a_chat_with_a_tool_step_and_a_cut_reply_keeps_its_connections(gs, git, fake_api):
+    """Through gs chat: a turn with a tool step (two model requests) and the next turn share
+    one connection; a reply cut mid-stream is saved as interrupted, and only its connection
+    is replaced."""
+    fake_api.script(tool_calls(("get_current_time", "{}")), text("It is noon."), text("Refs are refs."),
+                    drop("Branches a"), text("Branches are refs."))
+    r = gs("chat", "work", input="what time is it?\nrefs?\nbranches?\nbranches, again?\n")
+    assert "It is noon." in r.out and "Branches are refs." in r.out, r.out + r.err
+    assert len(fake_api.requests) == 5
+    assert fake_api.connections == 2  # four requests on one; the cut one ends it, the last opens another
+    messages = [e["data"] for e in map(json.loads, git("show", "work:session.jsonl").splitlines()[1:])
+                if e["type"] == "assistant/message"]
+    assert [(m["content"], m["interrupted"]) for m in messages][-2:] == [("Branches a", True),
+                                                                         ("Branches are refs.", False)]
 
 
 def test_a_refused_connection_names_the_server():

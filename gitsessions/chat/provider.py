@@ -2,9 +2,10 @@
 
 The request goes through the client (its configuration, auth, retries, timeouts and errors);
 the body sent and the stream read are plain JSON (:mod:`.wire`), not the SDK's types, the
-stream a socket read at a time (:mod:`.body`), and the reply becomes two plain items the
-loop understands: :class:`TextDelta` (reply text as it arrives) and one final
-:class:`Completion`. Failures become :class:`~gitsessions.errors.ProviderError`, one line each.
+stream a socket read at a time and to its end, so that the client's connection serves the
+next request (:mod:`.body`), and the reply becomes two plain items the loop understands:
+:class:`TextDelta` (reply text as it arrives) and one final :class:`Completion`. Failures
+become :class:`~gitsessions.errors.ProviderError`, one line each.
 """
 
 from __future__ import annotations
@@ -145,10 +146,14 @@ class OpenAIProvider:
         except Exception as exc:
             raise _as_interrupt(exc) from None
         reply = Reply(self.model)
+        pieces = body.Body(response)
         try:
-            for data in sse_data(body.pieces(response)):
+            for data in sse_data(pieces):
                 if data.startswith(b"[DONE]"):
                     reply.ended = True
+                    # The body's end too, so that the connection serves the next request (the
+                    # next tool step, the next turn) instead of being closed.
+                    pieces.finish()
                     break
                 try:
                     chunk = decode_chunk(data)
