@@ -14,12 +14,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import view
 from .events import Event
 from .store import CommitInfo, SessionInfo, Snapshot
 from .transcript import derive_messages
 
 if TYPE_CHECKING:
+    from . import view  # imported by the renderings of items, not by a chat before its prompt
     from .tree import Node
 
 T = TypeVar("T")
@@ -176,6 +176,8 @@ def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
     results ``↳ ...`` (indented), notes sit in parentheses. Control characters are made
     visible (:func:`terminal_safe`).
     """
+    from . import view
+
     for item in view.items(events):
         out: list[str] = []
         if isinstance(item, view.TurnStart):
@@ -230,6 +232,8 @@ def compact_items(items: Sequence[view.Item]) -> list[view.Item]:
     Turn starts are left out (the compact forms name the turn otherwise), and so are empty
     assistant replies (no text, no tool call, not interrupted).
     """
+    from . import view
+
     return [i for i in items if not isinstance(i, view.TurnStart)
             and not (isinstance(i, view.Message) and i.empty)]
 
@@ -239,6 +243,8 @@ def _fork_text(item: view.Fork) -> str:
 
 
 def _note(item: view.Item) -> str | None:
+    from . import view
+
     if isinstance(item, view.TurnEnd):
         why = f": {fold(item.error)}" if item.error else ""
         return f"turn {item.turn} ended: {item.reason}{why}"
@@ -262,6 +268,8 @@ def item_json(item: view.Item) -> dict[str, Any]:
     did not complete, a title, an undo, a summary, a fork: ``content`` says what). A message
     an import kept aside has its own role (``system``, ...), ``content`` and ``imported: true``.
     """
+    from . import view
+
     base: dict[str, Any] = {"seq": item.seq, "turn": item.turn, "type": item.type}
     if isinstance(item, view.Message) and item.imported:
         return {**base, "role": item.role, "content": item.text, "imported": True}
@@ -285,6 +293,8 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
     tool calls are ``⚙ name(args)`` and results ``↳ ...`` on one clipped line, and notes (a
     turn that ended early, titles, undo) sit in parentheses.
     """
+    from . import view
+
     out: list[str] = []
 
     def block(label: str, text: str) -> None:

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .chat.loop import run_turn
 from .errors import DiskFull, GitSessionsError, SessionExists
 from .redact import Redactor
-from .redo import Attempt, attempt_at, open_attempt, turn_saves, where_both_live
-from .render import family_lines
 from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
 from .session import Session, fork, open_revision
 from .store import LockWait, Revision, SessionStore
-from .tree import Node, family
+
+if TYPE_CHECKING:  # the turn loop, /retry and /tree are imported when first used: not before the prompt
+    from .redo import Attempt
+    from .tree import Node
 
 HELP = """\
 Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
@@ -183,6 +183,8 @@ class Repl:
             mark = "✗" if is_error else "⚙"
             self.write(f"{mark} {name}({args}) → {result}\n")
 
+        from .chat.loop import run_turn
+
         try:
             result = run_turn(self.session, self.provider, prompt, system=self.system,
                               max_steps=self.max_steps, on_text=on_text, on_tool=on_tool)
@@ -295,10 +297,13 @@ class Repl:
         if at is None:
             self.write("error: nothing to try again yet: the session has no saved turns\n")
             return None
+        from .redo import attempt_at
         return attempt_at(self.store, at, turn), at.session_id
 
     def _send_attempt(self, attempt: Attempt, old: str, prompt: str, edited: bool = False) -> None:
         """Open the new attempt's fork, say where both attempts live, and send ``prompt`` there."""
+        from .redo import open_attempt, where_both_live
+
         assert self.session is not None
         past = self.session.fork_from
         if past is None:
@@ -353,6 +358,7 @@ class Repl:
         if at is None:
             self.write("(no saves yet: the tree starts with the first turn)\n")
             return
+        from .tree import family
         spots = tree_spots(self.store, family(self.store, at.session_id))
         want = None if at.is_tip else at.commit  # a tip is its session's line
         here = next((i for i, s in enumerate(spots) if s.session_id == at.session_id and s.commit == want), 0)
@@ -385,6 +391,9 @@ def tree_spots(store: SessionStore, root: Node) -> list[Spot]:
 
     Its turns are read from commit trailers (no log is read).
     """
+    from .redo import turn_saves
+    from .render import family_lines
+
     def turns(node: Node) -> list[tuple[str, str]]:
         return [(save.subject, save.commit) for save in turn_saves(store, node.tip, node.fork_commit, node.from_turn)]
 

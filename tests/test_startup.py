@@ -81,6 +81,39 @@ def _imported_all(*args: str) -> list[str]:
     return eval(line.removeprefix("IMPORTED "))
 
 
+#: Runs ``gs chat`` (argv after the script) and names gs's modules imported when its first prompt is asked for.
+_AT_PROMPT = (
+    "import sys\n"
+    "from prompt_toolkit import PromptSession\n"
+    "ask = PromptSession.prompt\n"
+    "def prompt(self, *args, **kwargs):\n"
+    "    print('IMPORTED', sorted(m for m in sys.modules if m.startswith('gitsessions')), flush=True)\n"
+    "    PromptSession.prompt = ask\n"
+    "    return ask(self, *args, **kwargs)\n"
+    "PromptSession.prompt = prompt\n"
+    "sys.argv = ['gs'] + sys.argv[1:]\n"
+    "from gitsessions.cli import main\n"
+    "main()\n"
+)
+
+
+def test_the_chat_imports_its_turns_renderings_and_model_client_after_its_prompt(chat_env, gs):
+    gs("ask", "demo", "hi")  # a session with a turn: opening it reads a log
+    child = pexpect.spawn(sys.executable, ["-c", _AT_PROMPT, "chat", "demo"], env=chat_env, dimensions=(24, 100),
+                          encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    child.expect(r"IMPORTED (\[.*?\])")
+    modules = set(eval(child.match.group(1)))  # a list literal printed by the child
+    child.expect(PROMPT)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert {"gitsessions.repl", "gitsessions.session", "gitsessions.store.git"} <= modules  # the session is open
+    later = {"gitsessions.chat.provider", "gitsessions.chat.loop", "gitsessions.view", "gitsessions.history",
+             "gitsessions.redo", "gitsessions.tree", "gitsessions.cli.picker", "gitsessions.cli.history"}
+    assert not modules & later, modules & later
+
+
 # --------------------------------------------------------------------------- the chat's background client
 
 

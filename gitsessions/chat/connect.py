@@ -5,11 +5,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import DEFAULT_MODEL, Config
 from ..errors import NoModelConfigured
-from .provider import OpenAIProvider
+
+if TYPE_CHECKING:
+    # imported by the build (in the background for a chat): its wire and body modules are
+    # no part of what a chat does before its prompt
+    from .provider import OpenAIProvider
 
 
 class BackgroundProvider:
@@ -99,12 +103,15 @@ def connect(config: Config, *, model: str | None = None,
         name = model or config.model or DEFAULT_MODEL
 
         def build() -> OpenAIProvider:
+            from .provider import OpenAIProvider
+
             return OpenAIProvider(name, config.api_key or "none", config.base_url,
                                   timeout_s=config.timeout, max_retries=config.max_retries)
 
         yield BackgroundProvider(name, build) if background else build()
         return
     from . import local
+    from .provider import OpenAIProvider
 
     if not local.local_available():
         raise NoModelConfigured()

@@ -26,8 +26,8 @@ EXIT_INTERNAL = 70
 
 #: The modules that define the commands, in the order they are registered, and the
 #: commands each defines (``hooks`` is a group of its own). ``gs NAME`` imports only NAME's
-#: module: the others cost start-up time a command does not use (a test checks this index
-#: against the modules).
+#: module and builds only NAME's command: the others cost start-up time a command does not
+#: use (a test checks this index against the modules).
 COMMANDS: dict[str, tuple[str, ...]] = {
     "chat": ("chat", "ask", "retry"),
     "history": ("list", "log", "show", "diff", "search"),
@@ -63,8 +63,13 @@ def _root(
     ctx.call_on_close(ctx.obj.print_warnings)  # also when the command fails
 
 
-def _new_app(modules: Sequence[str]) -> typer.Typer:
-    """The ``gs`` app with the commands of ``modules`` (names of :data:`COMMANDS`) registered."""
+def _new_app(modules: Sequence[str], only: str | None = None) -> typer.Typer:
+    """The ``gs`` app with the commands of ``modules`` (names of :data:`COMMANDS`) registered.
+
+    Args:
+        modules: the modules whose commands are registered.
+        only: register this command of theirs alone (None: all of them).
+    """
     new = typer.Typer(
         name="gs",
         help="gitsessions: chat with any OpenAI-compatible model; every session is a git branch "
@@ -81,9 +86,14 @@ def _new_app(modules: Sequence[str]) -> typer.Typer:
         if name == "hooks":
             new.add_typer(sub, name="hooks")  # a group: gs hooks install / gs hooks list
             continue
-        new.registered_commands.extend(sub.registered_commands)
+        new.registered_commands.extend(c for c in sub.registered_commands if only in (None, _name(c)))
         new.registered_groups.extend(sub.registered_groups)
     return new
+
+
+def _name(info: Any) -> str:
+    """The name typer gives a registered command: its own, else its function's (``_`` as ``-``)."""
+    return info.name or typer.main.get_command_name(info.callback.__name__)
 
 
 @functools.cache
@@ -99,8 +109,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _module_of(argv: Sequence[str]) -> str | None:
-    """The :data:`COMMANDS` module of the command ``argv`` names, None when it names none.
+def _command_of(argv: Sequence[str]) -> tuple[str | None, str | None]:
+    """``(module, name)``: the command ``argv`` names and its :data:`COMMANDS` module, else ``(None, None)``.
 
     Global options before the command are skipped (``gs --repo X ask ...``); anything else
     (``--help`` alone, an unknown name, ``--``) gets the whole app, so that help and usage
@@ -113,8 +123,9 @@ def _module_of(argv: Sequence[str]) -> str | None:
         elif word.startswith("-") and word != "-" and word != "--" and word not in _HELP_OPTIONS:
             continue
         else:
-            return next((m for m, names in COMMANDS.items() if word in names), None)
-    return None
+            module = next((m for m, names in COMMANDS.items() if word in names), None)
+            return (module, word) if module is not None else (None, None)
+    return None, None
 
 
 def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> int:
@@ -149,7 +160,7 @@ def _run(args: Sequence[str] | None, prog_name: str | None) -> int:
     debug = "--debug" in argv or bool(os.environ.get("GS_DEBUG"))
     try:
         # args=None lets click read sys.argv itself (on Windows it also expands globs there).
-        _command(_module_of(argv))(args=None if args is None else argv, prog_name=prog_name)
+        _command(*_command_of(argv))(args=None if args is None else argv, prog_name=prog_name)
     except SystemExit as exc:  # typer (click) always ends this way, with the status
         return _status(exc.code)
     except GitSessionsError as exc:
@@ -175,13 +186,15 @@ def _run(args: Sequence[str] | None, prog_name: str | None) -> int:
 
 
 @functools.cache
-def _command(module: str | None = None) -> Callable[..., Any]:
-    """The click command typer builds for ``module``'s commands (None: the whole ``app``), once per process.
+def _command(module: str | None = None, name: str | None = None) -> Callable[..., Any]:
+    """The click command typer builds for command ``name`` of ``module`` (None: the whole ``app``), once per process.
 
     Typer rebuilds it from every command's signature on each call of ``app()`` (tens of
-    milliseconds); a process that runs several commands (the tests) builds each once.
+    milliseconds); a process that runs several commands (the tests) builds each once. A
+    group (``hooks``) comes whole.
     """
-    command = typer.main.get_command(_full_app() if module is None else _new_app((module,)))
+    app = _full_app() if module is None else _new_app((module,), None if module == "hooks" else name)
+    command = typer.main.get_command(app)
     _defer_coercion(command)
     return command
 

@@ -166,11 +166,8 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
 
     Listing reads tip commits only (no log); the prompts are searched through the search
     index, in a thread of its own with a store of its own, once the filter has 3 characters.
+    Built before the chat's first prompt, it imports what it needs when it is first shown.
     """
-    from ..history import list_sessions
-    from ..render import local_time
-    from .picker import pick
-
     path = c.repo_path()
 
     def search(query: str) -> set[str]:
@@ -182,6 +179,10 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
         return {key[0] for key, hits in (found or {}).items() if any(hit[2] == "user" for hit in hits)}
 
     def pick_session() -> str | None:
+        from ..history import list_sessions
+        from ..render import local_time
+        from .picker import pick
+
         infos = sorted(list_sessions(store, redactor=c.redactor(), warnings=c.warnings),
                        key=lambda i: i.time, reverse=True)
         if not infos:
