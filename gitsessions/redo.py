@@ -36,8 +36,8 @@ class Attempt:
         base: the commit the new attempt forks at, named in the session it was made in when
             that session still holds it (else in the session asked about): the fork's
             lineage and name come from it, so siblings are ``work-1``, ``work-2``...
-        undo: the turns ``base`` holds from ``turn`` on, which the new attempt drops from what
-            the model sees (empty when a save before the turn exists).
+        undo: the turns the model sees at ``base`` from ``turn`` on, newest first, which the new
+            attempt drops (empty when a save before the turn exists).
     """
 
     turn: int
@@ -104,8 +104,11 @@ def attempt_at(store: SessionStore, target: Revision, turn: int | None = None) -
     if base is None:  # no save before the turn: fork where it was first saved, drop it and those after
         assert oldest is not None  # target itself holds the turn
         base = oldest
-        held_turns = turns_of(store.load(sid, base.commit).events)
-        undo = tuple(t for t in numbers if t >= turn and t in held_turns and t not in undone)
+        # What the fork drops is what the model sees at base, not at target: target's own
+        # undos are later than base, so a turn it undid is live again at base.
+        at_base = store.load(sid, base.commit).events
+        held_turns, undone_there = set(turns_of(at_base)), undone_turns(at_base)
+        undo = tuple(t for t in reversed(numbers) if t >= turn and t in held_turns and t not in undone_there)
     owner = _owner(store, sid, base.commit, base.message.fields.session)
     return Attempt(turn, prompt, Revision(SessionId(owner), base.commit, base.commit == store.tip(owner)), undo)
 
@@ -145,8 +148,8 @@ def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None =
     session, _note = open_revision(store, f"{attempt.base.session_id}@{attempt.base.commit}", fork_as=new_id,
                                    redactor=redactor, warnings=warnings, wait=wait)
     try:
-        for _ in attempt.undo:
-            session.undo()  # each drops the last turn not yet undone: exactly these, newest first
+        for turn in attempt.undo:
+            session.undo(turn)  # named: the fork's last live turn need not be one of them
     except BaseException:
         session.close()
         raise

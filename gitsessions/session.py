@@ -289,21 +289,21 @@ class Session:
                 raise DiskFull(exc.path, kept="nothing") from None
             raise
 
-    def undo(self) -> int:
-        """Drop the last turn not yet undone from what the model sees; return its number.
+    def undo(self, turn: int | None = None) -> int:
+        """Drop ``turn`` (None: the last not yet undone) from what the model sees; return its number.
 
-        Appends ``session/undo`` and commits: the log keeps everything and the branch only
-        moves forward (issue 4).
+        Appends ``session/undo`` naming it and commits; the log keeps everything (issue 4).
 
         Raises:
-            InvalidEvent: there is no turn left to undo.
+            InvalidEvent: there is no turn left to undo, or ``turn`` is not one the model sees.
         """
         undone = undone_turns(self.events)
         left = [t for t in turn_numbers(self.events) if t not in undone]
-        if not left:
-            raise InvalidEvent("there is no turn to undo")
-        self._save_one("session/undo", {"turn": left[-1]})
-        return left[-1]
+        drop = left[-1] if left and turn is None else turn
+        if drop is None or drop not in left:
+            raise InvalidEvent(f"turn {turn} is not a turn the model sees" if left else "there is no turn to undo")
+        self._save_one("session/undo", {"turn": drop})
+        return drop
 
     @property
     def in_turn(self) -> bool:

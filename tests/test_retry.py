@@ -6,6 +6,7 @@ In-process: the REPL over a real store with scripted input (tests/test_repl_inpr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,47 @@ def test_picker_adds_what_the_search_finds_and_enter_waits_for_it():
     del asked[:]
     assert picked("al\r", rows, search=search) == "alpha"  # two characters: no search
     assert asked == []
+
+
+# -- what a new attempt sends: only the turns the model should see (the undos name their turn) ----
+
+
+def sent(fake_api) -> list[str]:
+    """The contents of the last request's messages (the system prompt left out)."""
+    return [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] != "system"]
+
+
+def test_edit_of_turn_one_after_undoing_every_turn_sends_only_the_edit(gs, fake_api):
+    assert gs("ask", "u", "A").code == 0 and gs("ask", "u", "B").code == 0
+    r = gs("chat", "u", input="/undo\n/undo\n/edit 1\nA2\n")
+    assert r.code == 0, r.err
+    assert sent(fake_api) == ["A2"]
+    shown = gs("show", "u-1", "--format", "json").json()["messages"]
+    assert [m["content"] for m in shown if m["role"] == "user"] == ["A2"]
+
+
+def test_edit_of_turn_one_in_a_fork_that_undid_it_sends_only_the_edit(gs, fake_api, git):
+    assert gs("ask", "m", "A").code == 0
+    assert gs("chat", "m", input="/edit 1\nA2\n").code == 0
+    assert sent(fake_api) == ["A2"]
+    r = gs("chat", "m-1", input="/edit 1\nA3\n")
+    assert r.code == 0, r.err
+    assert "turn 1 edited in m-2" in r.err + r.out
+    assert sent(fake_api) == ["A3"]
+    assert git("log", "-1", "--skip=1", "--format=%s", "m-2").strip() == "undo: turn 1"
+
+
+@pytest.mark.parametrize(("typed", "last"), [("/edit 2\nT2-NEWER\n", "T2-NEWER"), ("/retry\n", "T2")])
+def test_an_imported_turn_tried_again_after_an_undo_drops_it_and_the_ones_after(gs, fake_api, git, tmp_path,
+                                                                                typed, last):
+    path = tmp_path / "three.json"
+    path.write_text(json.dumps([{"role": r, "content": c} for r, c in
+                                (("user", "T1"), ("assistant", "R1"), ("user", "T2"), ("assistant", "R2"),
+                                 ("user", "T3"), ("assistant", "R3"))]))
+    assert gs("import", str(path), "--as", "imp").code == 0
+    r = gs("chat", "imp", input="/undo\n" + typed)
+    assert r.code == 0, r.err
+    assert sent(fake_api) == ["T1", "R1", last]
+    added = git("log", "--format=%s", "imp..imp-1").split("\n")
+    assert added[1:3] == ["undo: turn 2", "undo: turn 3"]  # newest first: 3 was dropped, then 2
+
