@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from .errors import GitSessionsError
 from .events import Event
 from .redact import Redactor
-from .rules import SessionId, fork_name
+from .rules import SessionId
 from .session import Session, open_revision
 from .store import LockWait, Revision, SessionStore
 from .transcript import undone_turns
@@ -133,7 +133,7 @@ def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None =
     Args:
         store: the session store.
         attempt: from :func:`attempt_at`.
-        fork_as: the new session's id (default ``<base session>-<n>``, the lowest free n).
+        fork_as: the new session's id (default ``<base session>-<n>``: see :func:`open_revision`).
         redactor: replaces secrets in what enters the session.
         warnings: passed to :meth:`Session.open`.
         wait: how long to wait for the new session's writer lock.
@@ -144,9 +144,8 @@ def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None =
     Raises:
         SessionExists, InvalidSessionId, BadRevision, SessionLocked: see :func:`open_revision`.
     """
-    new_id = fork_as or fork_name(store, attempt.base.session_id)
-    session, _note = open_revision(store, f"{attempt.base.session_id}@{attempt.base.commit}", fork_as=new_id,
-                                   redactor=redactor, warnings=warnings, wait=wait)
+    session, _note = open_revision(store, f"{attempt.base.session_id}@{attempt.base.commit}", fork_as=fork_as,
+                                   always_fork=True, redactor=redactor, warnings=warnings, wait=wait)
     try:
         for turn in attempt.undo:
             session.undo(turn)  # named: the fork's last live turn need not be one of them

@@ -315,3 +315,30 @@ def test_an_imported_turn_tried_again_after_an_undo_drops_it_and_the_ones_after(
     added = git("log", "--format=%s", "imp..imp-1").split("\n")
     assert added[1:3] == ["undo: turn 2", "undo: turn 3"]  # newest first: 3 was dropped, then 2
 
+
+# -- the names and the lock of a fork gs picked itself -------------------------------------------
+
+
+def test_a_default_fork_name_whose_lock_another_writer_holds_is_passed_over(store, gs, git):
+    assert gs("ask", "cc", "one").code == 0 and gs("ask", "cc", "two").code == 0
+    assert gs("retry", "cc").code == 0  # cc-1
+    script = Script()  # its /open below holds cc-2, which it announces, while the chat runs
+    chat = repl(store, ScriptedProvider(), script, session="cc")
+    chat.command("/open cc~1")
+    assert "goes to new session cc-2" in script.text
+    try:
+        r = gs("retry", "cc")
+        assert r.code == 0, r.err
+        assert "turn 2 again in cc-3" in r.err
+        r = gs("retry", "cc", "--fork", "cc-2")  # a name the user gives waits for its lock, then is refused
+        assert r.code == 1 and "session 'cc-2' is being written by pid" in r.err
+    finally:
+        chat.session.close()
+    assert "cc-2" not in heads(git)
+
+
+def test_an_empty_fork_name_is_refused(gs, git):
+    assert gs("ask", "w", "one").code == 0
+    r = gs("retry", "w", "--fork", "")
+    assert r.code != 0 and "session id" in r.err
+    assert sorted(heads(git)) == ["w"]
