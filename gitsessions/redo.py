@@ -1,4 +1,4 @@
-"""A new attempt at a past turn (``/retry``, ``/edit``, ``gs retry``): where it starts, its prompt.
+"""A new attempt at a past turn (``/retry``, ``/edit``, ``gs retry``) and the places ``/tree`` jumps to.
 
 A new attempt is a sibling fork (issue 12): it starts at the last save before the turn, so
 the earlier attempt stays where it was and both live on as sessions. It is opened through
@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from .errors import GitSessionsError
 from .events import Event
 from .redact import Redactor
+from .render import family_lines
 from .rules import SessionId
 from .session import Session, open_revision
 from .store import LockWait, Revision, SessionStore
 from .transcript import undone_turns
+from .tree import Node
 from .turns import turns_of
 
 
@@ -209,3 +211,24 @@ def turn_saves(store: SessionStore, tip: str, fork_commit: str | None = None,
             else newest.subject
         found[turn] = TurnSave(turn, newest.commit if newest else info.commit, subject)
     return [found[t] for t in sorted(found)]
+
+
+@dataclass(frozen=True)
+class Spot:
+    """A line of ``/tree``: a session (``commit`` None: its tip) or the save after one of its turns."""
+
+    label: str
+    session_id: str
+    commit: str | None = None
+    archived: bool = False
+
+
+def tree_spots(store: SessionStore, root: Node) -> list[Spot]:
+    """The lines of ``/tree``: the family as ``gs tree`` draws it, each session's own turns under it.
+
+    Its turns are read from commit trailers (no log is read).
+    """
+    def turns(node: Node) -> list[tuple[str, str]]:
+        return [(save.subject, save.commit) for save in turn_saves(store, node.tip, node.fork_commit, node.from_turn)]
+
+    return [Spot(text, node.session_id, commit, node.archived) for text, node, commit in family_lines(root, turns)]

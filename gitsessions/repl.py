@@ -11,18 +11,16 @@ behind a pipe, ``/edit`` reads the next line as the new prompt and ``/tree`` pri
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .chat.loop import run_turn
 from .errors import DiskFull, GitSessionsError, SessionExists
 from .redact import Redactor
-from .redo import Attempt, attempt_at, open_attempt, turn_saves, where_both_live
-from .render import family_lines
+from .redo import Attempt, Spot, attempt_at, open_attempt, tree_spots, where_both_live
 from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
 from .session import Session, fork, open_revision
 from .store import LockWait, Revision, SessionStore
-from .tree import Node, family
+from .tree import family
 
 HELP = """\
 Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
@@ -46,16 +44,6 @@ saved as a git commit.
   /save          save now (turns are saved as they finish; this confirms the tip)
   /exit          leave (also /quit, Ctrl+D)
 """
-
-
-@dataclass(frozen=True)
-class Spot:
-    """A line of ``/tree``: a session (``commit`` None: its tip) or the save after one of its turns."""
-
-    label: str
-    session_id: str
-    commit: str | None = None
-    archived: bool = False
 
 
 #: ``edit(prompt, text, use_editor)``: the user's edit of ``text`` (None: cancelled).
@@ -378,14 +366,3 @@ class Repl:
         for sid in sorted(rows):
             mark = "*" if sid == self.session.id else " "
             self.write(f"{mark} {sid}  {rows[sid]} messages\n")
-
-
-def tree_spots(store: SessionStore, root: Node) -> list[Spot]:
-    """The lines of ``/tree``: the family as ``gs tree`` draws it, each session's own turns under it.
-
-    Its turns are read from commit trailers (no log is read).
-    """
-    def turns(node: Node) -> list[tuple[str, str]]:
-        return [(save.subject, save.commit) for save in turn_saves(store, node.tip, node.fork_commit, node.from_turn)]
-
-    return [Spot(text, node.session_id, commit, node.archived) for text, node, commit in family_lines(root, turns)]
