@@ -157,7 +157,8 @@ def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None =
     return session
 
 
-def where_both_live(attempt: Attempt, old: str, new: str, back: str, edited: bool = False) -> str:
+def where_both_live(attempt: Attempt, old: str, new: str, back: str, edited: bool = False,
+                    as_turn: int | None = None) -> str:
     """One line saying where the new attempt and the earlier one live, and how to go back.
 
     Args:
@@ -166,9 +167,15 @@ def where_both_live(attempt: Attempt, old: str, new: str, back: str, edited: boo
         new: the session holding the new one.
         back: what the user types to go back (``/open work``, ``gs chat work``).
         edited: the new attempt's prompt is an edit (``/edit``), not the same prompt again.
+        as_turn: the number the new attempt gets in ``new`` (its next turn). It differs from
+            ``attempt.turn`` when the fork holds the turn, undone (see the module's doc): said,
+            so a save of ``turn 2: ...`` after "turn 1 again" is explained.
     """
-    return (f"turn {attempt.turn} {'edited' if edited else 'again'} in {new}, forked from {attempt.base.session_id} at "
-            f"{attempt.base.commit[:7]}; the earlier attempt stays in {old} ({back} goes back)")
+    renumbered = "" if as_turn in (None, attempt.turn) else \
+        f" (as its turn {as_turn}; the first attempt stays undone in its log)"
+    return (f"turn {attempt.turn} {'edited' if edited else 'again'} in {new}{renumbered}, forked from "
+            f"{attempt.base.session_id} at {attempt.base.commit[:7]}; the earlier attempt stays in {old} "
+            f"({back} goes back)")
 
 
 @dataclass(frozen=True)

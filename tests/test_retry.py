@@ -342,3 +342,27 @@ def test_an_empty_fork_name_is_refused(gs, git):
     r = gs("retry", "w", "--fork", "")
     assert r.code != 0 and "session id" in r.err
     assert sorted(heads(git)) == ["w"]
+
+
+# -- turn 1 tried again: the fork holds it undone, so the new attempt is its turn 2 -----------------
+
+
+def title_trailer(git, sid: str) -> str:
+    return git("log", "-1", "--format=%(trailers:key=Title,valueonly)", sid).strip()
+
+
+def test_a_new_attempt_at_turn_one_says_its_number_and_is_titled_by_its_own_prompt(gs, git):
+    assert gs("ask", "solo", "first try").code == 0
+    r = gs("retry", "solo")
+    assert r.code == 0, r.err
+    assert "turn 1 again in solo-1 (as its turn 2; the first attempt stays undone in its log), forked" in r.err
+    assert gs("chat", "solo", input="/edit 1\nsecond try\n").code == 0
+    assert title_trailer(git, "solo-2") == "second try"  # not the undone turn 1's
+    assert title_trailer(git, "solo") == "first try"
+    assert git("log", "-1", "--format=%s", "solo-2").strip() == "turn 2: second try"
+
+
+def test_a_new_attempt_at_a_later_turn_keeps_its_number(gs):
+    assert gs("ask", "w", "one").code == 0 and gs("ask", "w", "two").code == 0
+    r = gs("retry", "w")
+    assert "turn 2 again in w-1, forked" in r.err and "as its turn" not in r.err

@@ -305,7 +305,8 @@ def retry(
         attempt = attempt_at(store, target)
         session = open_attempt(store, attempt, fork_as=fork_as, redactor=c.redactor(), warnings=c.warnings,
                                wait=c.lock_wait(wait))
-        err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}"))
+        err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}",
+                            as_turn=session.next_turn))
         _send_one(c, store, session, attempt.prompt, model)
 
 
