@@ -265,11 +265,20 @@ class Repl:
     def _go(self, rev: str) -> None:
         """Switch to ``rev`` (``/open``, the pickers, ``/tree``); the current session is already open."""
         assert self.session is not None
-        if rev == self.session.id and self.session.fork_from is None:
-            self.write(f"(already in {rev})\n")  # opening it again would find its lock taken: by us
+        if self.session.fork_from is None and (rev == self.session.id or self._is_our_tip(rev)):
+            self.write(f"(already in {self.session.id})\n")  # opening it again would find its lock taken: by us
             return
         self._open(rev, create=False)
         self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
+
+    def _is_our_tip(self, rev: str) -> bool:
+        """True when ``rev`` (``work~0``, ``work@{0}``) names the current session's tip."""
+        assert self.session is not None
+        try:
+            at = self.store.resolve(rev) if self.session.tip else None
+        except GitSessionsError:
+            return False  # opening it says what is wrong
+        return at is not None and at.session_id == self.session.id and at.commit == self.session.tip
 
     def _standing(self) -> Revision | None:
         """The revision the current session stands at (None: nothing saved yet)."""

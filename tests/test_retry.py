@@ -366,3 +366,13 @@ def test_a_new_attempt_at_a_later_turn_keeps_its_number(gs):
     assert gs("ask", "w", "one").code == 0 and gs("ask", "w", "two").code == 0
     r = gs("retry", "w")
     assert "turn 2 again in w-1, forked" in r.err and "as its turn" not in r.err
+
+
+# -- the chat's own session, /edit's input behind a pipe, the messages ---------------------------
+
+
+def test_opening_the_current_sessions_tip_by_a_revision_is_already_being_there(store):
+    run(store, "one")
+    _r, script = run(store, "/open work~0", "/open work@{0}", "/open work")
+    assert script.text.count("(already in work)") == 3
+    assert "error" not in script.text
