@@ -61,7 +61,7 @@ def _prompt_of(events: list[Event], turn: int) -> tuple[int, str]:
     return start, prompt or ""
 
 
-def attempt_at(store: SessionStore, target: Revision, turn: int | None = None) -> Attempt:
+def attempt_at(store: SessionStore, target: Revision, turn: int | None = None, name: str | None = None) -> Attempt:
     """Find where a new attempt at ``turn`` of ``target`` starts.
 
     Walks ``target``'s first parents (trailers only; a commit without gs's ``Events``
@@ -71,6 +71,8 @@ def attempt_at(store: SessionStore, target: Revision, turn: int | None = None) -
         store: the session store.
         target: the revision whose turn is tried again (a session's tip, usually).
         turn: the turn number (None: the last turn not undone).
+        name: what the user calls ``target`` in messages (default its session: a past
+            revision opened in the chat is named as the prompt shows it, ``work-3``).
 
     Returns:
         The :class:`Attempt`.
@@ -80,17 +82,18 @@ def attempt_at(store: SessionStore, target: Revision, turn: int | None = None) -
         CorruptSession: the log cannot be read.
     """
     sid = target.session_id
+    name = name or sid
     events = store.load(sid, target.commit).events
     undone = undone_turns(events)
     numbers = sorted({t for ev, t in zip(events, turns_of(events), strict=True) if ev.type == "turn/start"})
     live = [t for t in numbers if t not in undone]
     if turn is None:
         if not live:
-            raise GitSessionsError(f"{sid} has no turn to try again yet: send a prompt first")
+            raise GitSessionsError(f"{name} has no turn to try again yet: send a prompt first")
         turn = live[-1]
     if turn not in numbers:
         known = f"its turns are {numbers[0]} to {numbers[-1]}" if numbers else "it has no turns yet"
-        raise GitSessionsError(f"{sid} has no turn {turn}: {known}")
+        raise GitSessionsError(f"{name} has no turn {turn}: {known}")
     start, prompt = _prompt_of(events, turn)
     base, oldest = None, None
     for info in store.first_parents(target.commit):

@@ -218,9 +218,12 @@ class Repl:
         elif name == "/retry":
             self.retry(arg)
         elif name == "/edit":
-            self.edit_turn(arg)
+            return self.edit_turn(arg)
         elif name == "/tree":
-            self.tree()
+            if arg:
+                self.write("usage: /tree (it shows this session's family)\n")
+            else:
+                self.tree()
         elif name == "/sessions":
             self.sessions()
         elif name == "/fork":
@@ -287,15 +290,16 @@ class Repl:
             return self.session.fork_from  # a past revision, not yet written to
         return self.store.resolve(self.session.id) if self.session.tip else None
 
-    def _attempt(self, turn: int | None) -> tuple[Attempt, str] | None:
+    def _attempt(self, turn: int | None, verb: str) -> tuple[Attempt, str] | None:
         at = self._standing()
         if at is None:
-            self.write("error: nothing to try again yet: the session has no saved turns\n")
+            self.write(f"error: nothing to {verb} yet: the session has no saved turns\n")
             return None
-        return attempt_at(self.store, at, turn), at.session_id
+        assert self.session is not None
+        return attempt_at(self.store, at, turn, name=self.session.id), at.session_id
 
-    def _send_attempt(self, attempt: Attempt, old: str, prompt: str, edited: bool = False) -> None:
-        """Open the new attempt's fork, say where both attempts live, and send ``prompt`` there."""
+    def _send_attempt(self, attempt: Attempt, old: str, prompt: str, edited: bool = False, label: str = "") -> None:
+        """Open the new attempt's fork, say where both attempts live (after ``label``), send ``prompt`` there."""
         assert self.session is not None
         past = self.session.fork_from
         if past is None:
@@ -309,7 +313,8 @@ class Repl:
                 self._open(f"{past.session_id}@{past.commit}", create=False, fork_as=unwritten.id)
                 raise
         self._switch(session, None)
-        self.write(f"({where_both_live(attempt, old, session.id, f'/open {old}', edited)})\n")
+        line = where_both_live(attempt, old, session.id, f"/open {old}", edited, session.next_turn)
+        self.write(f"({label}{line})\n")
         self.turn(prompt)
 
     def retry(self, arg: str) -> None:
@@ -317,21 +322,25 @@ class Repl:
         if arg:
             self.write("usage: /retry (it tries the last turn again; /edit N changes an earlier one)\n")
             return
-        found = self._attempt(None)
+        found = self._attempt(None, "try again")
         if found is not None:
             self._send_attempt(found[0], found[1], found[0].prompt)
 
-    def edit_turn(self, arg: str) -> None:
-        """``/edit [N] [--editor]``: edit turn N's prompt; sending it forks at turn N-1."""
+    def edit_turn(self, arg: str) -> bool:
+        """``/edit [N] [--editor]``: edit turn N's prompt; sending it forks at turn N-1.
+
+        Returns:
+            False when the REPL should end (a ``/exit`` read in place of the new prompt).
+        """
         words = arg.split()
         use_editor = "--editor" in words
         rest = [w for w in words if w != "--editor"]
         if len(rest) > 1 or (rest and not rest[0].isdigit()):
             self.write("usage: /edit [N] [--editor]  (N: a turn number, default the last)\n")
-            return
-        found = self._attempt(int(rest[0]) if rest else None)
+            return True
+        found = self._attempt(int(rest[0]) if rest else None, "edit")
         if found is None:
-            return
+            return True
         attempt, old = found
         label = f"edit turn {attempt.turn} › "
         if self.edit is not None:
@@ -339,10 +348,17 @@ class Repl:
         else:
             self.write(f"(turn {attempt.turn} was: {attempt.prompt}; the next line replaces it)\n")
             text = self.read_line(label)
+            if text is not None and text.strip().startswith("/"):  # a command, as the prompt reads it
+                self.write(f"(edit cancelled: {text.split()[0]} is a command; nothing was sent)\n")
+                return self.command(text.strip())
         if text is None or not text.strip():
             self.write("(edit cancelled: nothing was sent)\n")
-            return
-        self._send_attempt(attempt, old, text, edited=True)
+            return True
+        if text.strip() == attempt.prompt.strip():  # nothing changed: the same prompt again, said so
+            self._send_attempt(attempt, old, attempt.prompt, label="unchanged: ")
+        else:
+            self._send_attempt(attempt, old, text, edited=True)
+        return True
 
     def tree(self) -> None:
         """``/tree``: the current session's family; the spot picked is opened (a past turn read-only)."""

@@ -121,7 +121,8 @@ def test_edit_behind_a_pipe_reads_the_next_line(store, git):
 
 def test_nothing_to_retry_in_a_new_session(store):
     _r, script = run(store, "/retry", "/edit")
-    assert script.text.count("error: nothing to try again yet: the session has no saved turns") == 2
+    assert script.text.splitlines() == ["error: nothing to try again yet: the session has no saved turns",
+                                        "error: nothing to edit yet: the session has no saved turns"]
     assert store.tip("work") is None
 
 
@@ -376,3 +377,35 @@ def test_opening_the_current_sessions_tip_by_a_revision_is_already_being_there(s
     _r, script = run(store, "/open work~0", "/open work@{0}", "/open work")
     assert script.text.count("(already in work)") == 3
     assert "error" not in script.text
+
+
+def test_a_command_read_in_place_of_an_edited_prompt_cancels_the_edit_and_runs(store, git):
+    run(store, "one", "two")
+    model = ScriptedProvider()
+    r, script = run(store, "/edit 1", "/retry", "/edit 1", "/exit", "never read", model=model)
+    out = script.text
+    assert "(edit cancelled: /retry is a command; nothing was sent)" in out
+    assert "(turn 2 again in work-1" in out
+    assert [m["content"] for m in model.requests[-1][0] if m["role"] == "user"] == ["one", "two"]
+    assert "(edit cancelled: /exit is a command; nothing was sent)" in out
+    assert script.lines == ["never read"]  # /exit ended the chat
+    assert sorted(heads(git)) == ["work", "work-1"]
+
+
+def test_an_edit_that_changes_nothing_is_the_same_prompt_again(store):
+    run(store, "one", "two")
+    script = Script("/edit 2", "/exit")
+    repl(store, ScriptedProvider(), script, edit=lambda _p, text, _e: text + "\n").run()
+    assert "(unchanged: turn 2 again in work-1, forked from work at " in script.text
+    assert "edited" not in script.text
+    _r, piped = run(store, "/edit 2", "two")
+    assert "(unchanged: turn 2 again in work-2" in piped.text
+    assert user_prompts(store, "work-2") == ["one", "two"]
+
+
+def test_messages_name_the_session_in_the_prompt_and_tree_takes_no_argument(store):
+    run(store, "one", "two")
+    _r, script = run(store, "/open work~1", "/edit 3", "/tree foo")
+    assert script.prompts[1:3] == ["work-1 › ", "work-1 › "]
+    assert "error: work-1 has no turn 3: its turns are 1 to 1" in script.text
+    assert "usage: /tree (it shows this session's family)" in script.text
