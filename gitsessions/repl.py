@@ -208,7 +208,7 @@ class Repl:
                 self._open(sid, create=True)
                 self.write(f"(new session {sid})\n")
         elif name == "/open":
-            picked = self.pick_session() if not arg and self.pick_session is not None else arg
+            picked = _cancelled_by_ctrl_c(self.pick_session) if not arg and self.pick_session is not None else arg
             if not arg and self.pick_session is None:
                 self.write("usage: /open <id>\n")
             elif not picked:
@@ -278,10 +278,10 @@ class Repl:
         """True when ``rev`` (``work~0``, ``work@{0}``) names the current session's tip."""
         assert self.session is not None
         try:
-            at = self.store.resolve(rev) if self.session.tip else None
+            at = self.store.resolve(rev)
         except GitSessionsError:
             return False  # opening it says what is wrong
-        return at is not None and at.session_id == self.session.id and at.commit == self.session.tip
+        return at.session_id == self.session.id and at.commit == self.session.tip
 
     def _standing(self) -> Revision | None:
         """The revision the current session stands at (None: nothing saved yet)."""
@@ -295,8 +295,7 @@ class Repl:
         if at is None:
             self.write(f"error: nothing to {verb} yet: the session has no saved turns\n")
             return None
-        assert self.session is not None
-        return attempt_at(self.store, at, turn, name=self.session.id), at.session_id
+        return attempt_at(self.store, at, turn, name=self.session.id if self.session else None), at.session_id
 
     def _send_attempt(self, attempt: Attempt, old: str, prompt: str, edited: bool = False, label: str = "") -> None:
         """Open the new attempt's fork, say where both attempts live (after ``label``), send ``prompt`` there."""
@@ -372,7 +371,7 @@ class Repl:
         if self.pick_spot is None:
             self.write("".join(f"{'>' if i == here else ' '} {s.label}\n" for i, s in enumerate(spots)))
             return
-        spot = self.pick_spot(spots, here)
+        spot = _cancelled_by_ctrl_c(self.pick_spot, spots, here)
         if spot is None:
             return
         if spot.archived:
@@ -391,3 +390,11 @@ class Repl:
         for sid in sorted(rows):
             mark = "*" if sid == self.session.id else " "
             self.write(f"{mark} {sid}  {rows[sid]} messages\n")
+
+
+def _cancelled_by_ctrl_c(pick: Callable[..., Any], *args: Any) -> Any:
+    """``pick(*args)``; None when Ctrl+C interrupted it (in the chat it cancels the list, as Esc does)."""
+    try:
+        return pick(*args)
+    except KeyboardInterrupt:
+        return None

@@ -256,7 +256,8 @@ def test_picker_moves_filters_and_cancels():
     assert picked("0999\x1b[B\r", rows) == "session-09990"  # session-00999, then 09990: the second
     assert picked("\r", rows, selected=7) == "session-00007"
     assert picked("no such\r\x1b", rows) is None  # Enter on nothing does nothing; Esc cancels
-    assert picked("\x03", rows) is None  # Ctrl+C
+    with pytest.raises(KeyboardInterrupt):  # Ctrl+C interrupts, as everywhere in gs (exit 130)
+        picked("\x03", rows)
 
 
 def test_picker_adds_what_the_search_finds_and_enter_waits_for_it():
@@ -409,3 +410,16 @@ def test_messages_name_the_session_in_the_prompt_and_tree_takes_no_argument(stor
     assert script.prompts[1:3] == ["work-1 › ", "work-1 › "]
     assert "error: work-1 has no turn 3: its turns are 1 to 1" in script.text
     assert "usage: /tree (it shows this session's family)" in script.text
+
+
+def test_ctrl_c_in_a_picker_of_the_chat_cancels_the_list_not_the_chat(store):
+    run(store, "one")
+
+    def interrupted(*_args):
+        raise KeyboardInterrupt
+
+    script = Script("/open", "/tree", "two", "/exit")
+    repl(store, ScriptedProvider(), script, pick_session=interrupted, pick_spot=interrupted).run()
+    assert "(nothing opened)" in script.text
+    assert script.prompts == ["work › "] * 4  # the chat went on: "two" was sent
+    assert user_prompts(store, "work") == ["one", "two"]

@@ -1,8 +1,9 @@
 """A list to pick from on the terminal: ``gs chat -r``, ``/open`` with no argument, ``/tree``.
 
 One prompt_toolkit application below the cursor (not full screen): a filter line, and the
-rows that match it. The arrow keys (and Page Up/Down, Home/End) move, Enter picks, Esc or
-Ctrl+C cancels; typing filters. Only the rows on screen are drawn, and the filter is a
+rows that match it. The arrow keys (and Page Up/Down, Home/End) move, Enter picks, Esc
+cancels, Ctrl+C interrupts (KeyboardInterrupt: ``gs chat -r`` exits 130, the chat's pickers
+go back to the prompt); typing filters. Only the rows on screen are drawn, and the filter is a
 substring test per row, so ten thousand rows stay quick; a slower search (a session's
 prompts, through the search index) runs in a background thread once the filter has three
 characters, and the rows it finds join when it answers (Enter while nothing matches yet
@@ -63,6 +64,12 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
         key: a row's key for ``search`` (default: ``line``).
         search: ``search(query) -> keys`` of rows matching beyond ``match`` (run in a
             background thread; it must not share state with the caller's thread).
+
+    Returns:
+        The row picked; None when Esc cancelled.
+
+    Raises:
+        KeyboardInterrupt: Ctrl+C.
     """
     from prompt_toolkit.application import Application
     from prompt_toolkit.buffer import Buffer
@@ -166,10 +173,13 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
                 start_search(q, 0)
 
     @kb.add("escape", eager=True)
-    @kb.add("c-c")
     @kb.add("c-d")
     def _cancel(event: Any) -> None:
         event.app.exit(result=None)
+
+    @kb.add("c-c")
+    def _interrupt(event: Any) -> None:
+        event.app.exit(exception=KeyboardInterrupt())
 
     app: Application[T | None] = Application(
         layout=Layout(HSplit([
