@@ -168,7 +168,8 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
     index, in a thread of its own with a store of its own, once the filter has 3 characters.
     """
     from ..history import list_sessions
-    from ..render import local_time
+    from ..render import fork_label, local_time, plural
+    from ..tree import _first_prompt  # gs tree's own rule for a fork's first prompt
     from .picker import pick
 
     path = c.repo_path()
@@ -192,10 +193,21 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
         def title(info: SessionInfo) -> str:  # the trailer as it is: no parse of every row's trailers
             return info.message.trailers.get("Title", "")
 
+        titles = {i.session_id: title(i) for i in infos}
+        labels: dict[str, str] = {}
+
+        def label(info: SessionInfo) -> str:  # as gs tree names it: a fork by its own first prompt
+            if info.session_id not in labels:
+                lineage = info.message.fields.forked_from
+                up = titles.get(lineage.session_id) if lineage else None
+                own = _first_prompt(store, info.tip, lineage.commit) if lineage and up == title(info) else None
+                labels[info.session_id] = fork_label(title(info), own, up)
+            return labels[info.session_id]
+
         def line(info: SessionInfo) -> str:  # drawn for the rows on screen only
-            turns = info.message.fields.turn or 0
+            turns = plural(info.message.fields.turn or 0, "turn")
             return (f"{info.session_id:<{width}}  {local_time(info.time) if info.time else '-':<16}  "
-                    f"{turns:>3} turns  {terminal_safe(title(info))}")
+                    f"{turns:>9}  {terminal_safe(label(info))}")
 
         chosen = pick(infos, line, title="Open which session? ↑↓ move · Enter opens · Esc cancels · type to filter",
                       match=lambda i: f"{i.session_id} {title(i)}", key=lambda i: i.session_id, search=search)

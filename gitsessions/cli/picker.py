@@ -93,6 +93,9 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
     def folded() -> str:
         return query.text.casefold().strip()
 
+    def columns() -> int:  # the terminal's width now (prompt_toolkit follows a resize; $COLUMNS does not)
+        return app.output.get_size().columns
+
     def searched(q: str) -> None:  # in the background thread
         assert search is not None
         started.add(q)
@@ -135,20 +138,25 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
         elif state.cursor >= state.top + height:
             state.top = state.cursor - height + 1
         out: StyleAndTextTuples = []
-        width = max(10, shutil.get_terminal_size().columns - 3)
+        width = max(10, columns() - 3)
         for pos in range(state.top, min(state.top + height, len(state.shown))):
             text = line(rows[state.shown[pos]])
             text = text if len(text) <= width else text[:width - 1] + "…"
             here = pos == state.cursor
             out.append(("reverse" if here else "", f"{'›' if here else ' '} {text}\n"))
         if not state.shown:
-            out.append(("", "  (nothing matches)\n"))
+            short = search is not None and 0 < len(folded()) < SEARCH_MIN  # too short for the prompts' search
+            note = f"; the prompts are searched from {SEARCH_MIN} characters on" if short else ""
+            out.append(("", f"  (nothing matches{note})\n"))
         return out
 
     def status() -> StyleAndTextTuples:
         busy = "  searching the prompts…" if search is not None and folded() not in state.found \
             and len(folded()) >= SEARCH_MIN else ""
-        return [("bold", title), ("", f"  {len(state.shown)}/{len(rows)}{busy}")]
+        count = f"  {len(state.shown)}/{len(rows)}{busy}"
+        room = columns() - len(count) - 1  # the count stays whole: the title gives way
+        head = title if len(title) <= room else title[:max(room - 1, 0)] + "…"
+        return [("bold", head), ("", count)]
 
     kb = KeyBindings()
 
