@@ -5,7 +5,7 @@ per prompt) run the same loop (style.md). Slash commands follow the seed tutoria
 ``/help``, ``/new <id>``, ``/sessions``, ``/open <id>``, ``/save``, ``/exit``; the tree of a
 conversation (issue 12) adds ``/retry``, ``/edit [N]`` and ``/tree``. What needs a real
 terminal (editing a prompt in place, picking from a list) is given by the face as callables;
-behind a pipe, ``/edit`` reads the next line as the new prompt and ``/tree`` prints the tree.
+behind a pipe, ``/edit`` takes the next line as the prompt (a command: runs) and ``/tree`` prints.
 """
 
 from __future__ import annotations
