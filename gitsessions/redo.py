@@ -1,4 +1,4 @@
-"""A new attempt at a past turn (``/retry``, ``/edit``, ``gs retry``): where it starts, its prompt.
+"""A new attempt at a past turn (``/retry``, ``/edit``, ``gs retry``) and the places ``/tree`` jumps to.
 
 A new attempt is a sibling fork (issue 12): it starts at the last save before the turn, so
 the earlier attempt stays where it was and both live on as sessions. It is opened through
@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from .errors import GitSessionsError
 from .events import Event
 from .redact import Redactor
-from .rules import SessionId, fork_name
+from .render import family_lines
+from .rules import SessionId
 from .session import Session, open_revision
 from .store import LockWait, Revision, SessionStore
 from .transcript import undone_turns
+from .tree import Node
 from .turns import turns_of
 
 
@@ -36,8 +38,8 @@ class Attempt:
         base: the commit the new attempt forks at, named in the session it was made in when
             that session still holds it (else in the session asked about): the fork's
             lineage and name come from it, so siblings are ``work-1``, ``work-2``...
-        undo: the turns ``base`` holds from ``turn`` on, which the new attempt drops from what
-            the model sees (empty when a save before the turn exists).
+        undo: the turns the model sees at ``base`` from ``turn`` on, newest first, which the new
+            attempt drops (empty when a save before the turn exists).
     """
 
     turn: int
@@ -59,7 +61,7 @@ def _prompt_of(events: list[Event], turn: int) -> tuple[int, str]:
     return start, prompt or ""
 
 
-def attempt_at(store: SessionStore, target: Revision, turn: int | None = None) -> Attempt:
+def attempt_at(store: SessionStore, target: Revision, turn: int | None = None, name: str | None = None) -> Attempt:
     """Find where a new attempt at ``turn`` of ``target`` starts.
 
     Walks ``target``'s first parents (trailers only; a commit without gs's ``Events``
@@ -69,6 +71,8 @@ def attempt_at(store: SessionStore, target: Revision, turn: int | None = None) -
         store: the session store.
         target: the revision whose turn is tried again (a session's tip, usually).
         turn: the turn number (None: the last turn not undone).
+        name: what the user calls ``target`` in messages (default its session: a past
+            revision opened in the chat is named as the prompt shows it, ``work-3``).
 
     Returns:
         The :class:`Attempt`.
@@ -78,17 +82,18 @@ def attempt_at(store: SessionStore, target: Revision, turn: int | None = None) -
         CorruptSession: the log cannot be read.
     """
     sid = target.session_id
+    name = name or sid
     events = store.load(sid, target.commit).events
     undone = undone_turns(events)
     numbers = sorted({t for ev, t in zip(events, turns_of(events), strict=True) if ev.type == "turn/start"})
     live = [t for t in numbers if t not in undone]
     if turn is None:
         if not live:
-            raise GitSessionsError(f"{sid} has no turn to try again yet: send a prompt first")
+            raise GitSessionsError(f"{name} has no turn to try again yet: send a prompt first")
         turn = live[-1]
     if turn not in numbers:
         known = f"its turns are {numbers[0]} to {numbers[-1]}" if numbers else "it has no turns yet"
-        raise GitSessionsError(f"{sid} has no turn {turn}: {known}")
+        raise GitSessionsError(f"{name} has no turn {turn}: {known}")
     start, prompt = _prompt_of(events, turn)
     base, oldest = None, None
     for info in store.first_parents(target.commit):
@@ -104,8 +109,11 @@ def attempt_at(store: SessionStore, target: Revision, turn: int | None = None) -
     if base is None:  # no save before the turn: fork where it was first saved, drop it and those after
         assert oldest is not None  # target itself holds the turn
         base = oldest
-        held_turns = turns_of(store.load(sid, base.commit).events)
-        undo = tuple(t for t in numbers if t >= turn and t in held_turns and t not in undone)
+        # What the fork drops is what the model sees at base, not at target: target's own
+        # undos are later than base, so a turn it undid is live again at base.
+        at_base = store.load(sid, base.commit).events
+        held_turns, undone_there = set(turns_of(at_base)), undone_turns(at_base)
+        undo = tuple(t for t in reversed(numbers) if t >= turn and t in held_turns and t not in undone_there)
     owner = _owner(store, sid, base.commit, base.message.fields.session)
     return Attempt(turn, prompt, Revision(SessionId(owner), base.commit, base.commit == store.tip(owner)), undo)
 
@@ -130,7 +138,7 @@ def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None =
     Args:
         store: the session store.
         attempt: from :func:`attempt_at`.
-        fork_as: the new session's id (default ``<base session>-<n>``, the lowest free n).
+        fork_as: the new session's id (default ``<base session>-<n>``: see :func:`open_revision`).
         redactor: replaces secrets in what enters the session.
         warnings: passed to :meth:`Session.open`.
         wait: how long to wait for the new session's writer lock.
@@ -141,19 +149,19 @@ def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None =
     Raises:
         SessionExists, InvalidSessionId, BadRevision, SessionLocked: see :func:`open_revision`.
     """
-    new_id = fork_as or fork_name(store, attempt.base.session_id)
-    session, _note = open_revision(store, f"{attempt.base.session_id}@{attempt.base.commit}", fork_as=new_id,
-                                   redactor=redactor, warnings=warnings, wait=wait)
+    session, _note = open_revision(store, f"{attempt.base.session_id}@{attempt.base.commit}", fork_as=fork_as,
+                                   always_fork=True, redactor=redactor, warnings=warnings, wait=wait)
     try:
-        for _ in attempt.undo:
-            session.undo()  # each drops the last turn not yet undone: exactly these, newest first
+        for turn in attempt.undo:
+            session.undo(turn)  # named: the fork's last live turn need not be one of them
     except BaseException:
         session.close()
         raise
     return session
 
 
-def where_both_live(attempt: Attempt, old: str, new: str, back: str, edited: bool = False) -> str:
+def where_both_live(attempt: Attempt, old: str, new: str, back: str, edited: bool = False,
+                    as_turn: int | None = None) -> str:
     """One line saying where the new attempt and the earlier one live, and how to go back.
 
     Args:
@@ -162,9 +170,15 @@ def where_both_live(attempt: Attempt, old: str, new: str, back: str, edited: boo
         new: the session holding the new one.
         back: what the user types to go back (``/open work``, ``gs chat work``).
         edited: the new attempt's prompt is an edit (``/edit``), not the same prompt again.
+        as_turn: the number the new attempt gets in ``new`` (its next turn). It differs from
+            ``attempt.turn`` when the fork holds the turn, undone (see the module's doc): said,
+            so a save of ``turn 2: ...`` after "turn 1 again" is explained.
     """
-    return (f"turn {attempt.turn} {'edited' if edited else 'again'} in {new}, forked from {attempt.base.session_id} at "
-            f"{attempt.base.commit[:7]}; the earlier attempt stays in {old} ({back} goes back)")
+    renumbered = "" if as_turn in (None, attempt.turn) else \
+        f" (as its turn {as_turn}; the first attempt stays undone in its log)"
+    return (f"turn {attempt.turn} {'edited' if edited else 'again'} in {new}{renumbered}, forked from "
+            f"{attempt.base.session_id} at {attempt.base.commit[:7]}; the earlier attempt stays in {old} "
+            f"({back} goes back)")
 
 
 @dataclass(frozen=True)
@@ -207,3 +221,24 @@ def turn_saves(store: SessionStore, tip: str, fork_commit: str | None = None,
             else newest.subject
         found[turn] = TurnSave(turn, newest.commit if newest else info.commit, subject)
     return [found[t] for t in sorted(found)]
+
+
+@dataclass(frozen=True)
+class Spot:
+    """A line of ``/tree``: a session (``commit`` None: its tip) or the save after one of its turns."""
+
+    label: str
+    session_id: str
+    commit: str | None = None
+    archived: bool = False
+
+
+def tree_spots(store: SessionStore, root: Node) -> list[Spot]:
+    """The lines of ``/tree``: the family as ``gs tree`` draws it, each session's own turns under it.
+
+    Its turns are read from commit trailers (no log is read).
+    """
+    def turns(node: Node) -> list[tuple[str, str]]:
+        return [(save.subject, save.commit) for save in turn_saves(store, node.tip, node.fork_commit, node.from_turn)]
+
+    return [Spot(text, node.session_id, commit, node.archived) for text, node, commit in family_lines(root, turns)]

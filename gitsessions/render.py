@@ -68,9 +68,9 @@ def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | 
     def draw(node: Node, lead: str, branch: str, up_title: str | None) -> None:
         where = f"  (from {node.parent} at turn {node.from_turn})" if node.parent and node.from_turn is not None \
             else f"  (from {node.parent})" if node.parent else ""
-        label = node.prompt if node.parent and node.prompt and node.title == up_title else node.title
+        label = fork_label(node.title, node.prompt, up_title if node.parent else None)
         marks = ("  [archived]" if node.archived else "") + ("  ← current" if node.current else "")
-        turns = f"{node.turns} turn{'' if node.turns == 1 else 's'}"
+        turns = plural(node.turns, "turn")
         out.append((f"{lead}{branch}{node.session_id}{where}" + (f'  "{label}"' if label else "")
                     + f"  {turns} · {local_time(node.saved)} · {node.tip[:7]}{marks}", node, None))
         below = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
@@ -82,6 +82,25 @@ def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | 
 
     draw(root, "", "", None)
     return out
+
+
+def fork_label(title: str, prompt: str | None, parent_title: str | None) -> str:
+    """What names a session among its family (``gs tree``, ``/tree``, the session picker).
+
+    Its title, or a fork's first own prompt while its title is still its parent's (a fork
+    starts with its parent's title, so every fork of ``work`` would read the same).
+
+    Args:
+        title: the session's title.
+        prompt: the first line of the first prompt it sent after leaving its parent (None: none yet).
+        parent_title: its parent's title (None: no parent, a root).
+    """
+    return prompt if parent_title is not None and prompt and title == parent_title else title
+
+
+def plural(n: int, word: str) -> str:
+    """``1 turn``, ``2 turns``: ``n`` and ``word``, with an ``s`` unless n is 1."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def session_row(info: SessionInfo) -> dict[str, Any]:

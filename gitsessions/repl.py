@@ -5,13 +5,12 @@ per prompt) run the same loop (style.md). Slash commands follow the seed tutoria
 ``/help``, ``/new <id>``, ``/sessions``, ``/open <id>``, ``/save``, ``/exit``; the tree of a
 conversation (issue 12) adds ``/retry``, ``/edit [N]`` and ``/tree``. What needs a real
 terminal (editing a prompt in place, picking from a list) is given by the face as callables;
-behind a pipe, ``/edit`` reads the next line as the new prompt and ``/tree`` prints the tree.
+behind a pipe, ``/edit`` takes the next line as the prompt (a command: runs) and ``/tree`` prints.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import DiskFull, GitSessionsError, SessionExists
@@ -21,8 +20,7 @@ from .session import Session, fork, open_revision
 from .store import LockWait, Revision, SessionStore
 
 if TYPE_CHECKING:  # the turn loop, /retry and /tree are imported when first used: not before the prompt
-    from .redo import Attempt
-    from .tree import Node
+    from .redo import Attempt, Spot
 
 HELP = """\
 Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
@@ -48,22 +46,12 @@ saved as a git commit.
 """
 
 
-@dataclass(frozen=True)
-class Spot:
-    """A line of ``/tree``: a session (``commit`` None: its tip) or the save after one of its turns."""
-
-    label: str
-    session_id: str
-    commit: str | None = None
-    archived: bool = False
-
-
 #: ``edit(prompt, text, use_editor)``: the user's edit of ``text`` (None: cancelled).
 Edit = Callable[[str, str, bool], "str | None"]
 #: ``pick_session()``: the id the user picked (None: cancelled).
 PickSession = Callable[[], "str | None"]
 #: ``pick_spot(spots, selected)``: the spot picked, starting at index ``selected`` (None: cancelled).
-PickSpot = Callable[[Sequence[Spot], int], "Spot | None"]
+PickSpot = Callable[[Sequence["Spot"], int], "Spot | None"]
 
 
 class Repl:
@@ -232,9 +220,12 @@ class Repl:
         elif name == "/retry":
             self.retry(arg)
         elif name == "/edit":
-            self.edit_turn(arg)
+            return self.edit_turn(arg)
         elif name == "/tree":
-            self.tree()
+            if arg:
+                self.write("usage: /tree (it shows this session's family)\n")
+            else:
+                self.tree()
         elif name == "/sessions":
             self.sessions()
         elif name == "/fork":
@@ -279,11 +270,20 @@ class Repl:
     def _go(self, rev: str) -> None:
         """Switch to ``rev`` (``/open``, the pickers, ``/tree``); the current session is already open."""
         assert self.session is not None
-        if rev == self.session.id and self.session.fork_from is None:
-            self.write(f"(already in {rev})\n")  # opening it again would find its lock taken: by us
+        if self.session.fork_from is None and (rev == self.session.id or self._is_our_tip(rev)):
+            self.write(f"(already in {self.session.id})\n")  # opening it again would find its lock taken: by us
             return
         self._open(rev, create=False)
         self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
+
+    def _is_our_tip(self, rev: str) -> bool:
+        """True when ``rev`` (``work~0``, ``work@{0}``) names the current session's tip."""
+        assert self.session is not None
+        try:
+            at = self.store.resolve(rev)
+        except GitSessionsError:
+            return False  # opening it says what is wrong
+        return at.session_id == self.session.id and at.commit == self.session.tip
 
     def _standing(self) -> Revision | None:
         """The revision the current session stands at (None: nothing saved yet)."""
@@ -292,16 +292,16 @@ class Repl:
             return self.session.fork_from  # a past revision, not yet written to
         return self.store.resolve(self.session.id) if self.session.tip else None
 
-    def _attempt(self, turn: int | None) -> tuple[Attempt, str] | None:
+    def _attempt(self, turn: int | None, verb: str) -> tuple[Attempt, str] | None:
         at = self._standing()
         if at is None:
-            self.write("error: nothing to try again yet: the session has no saved turns\n")
+            self.write(f"error: nothing to {verb} yet: the session has no saved turns\n")
             return None
         from .redo import attempt_at
-        return attempt_at(self.store, at, turn), at.session_id
+        return attempt_at(self.store, at, turn, name=self.session.id if self.session else None), at.session_id
 
-    def _send_attempt(self, attempt: Attempt, old: str, prompt: str, edited: bool = False) -> None:
-        """Open the new attempt's fork, say where both attempts live, and send ``prompt`` there."""
+    def _send_attempt(self, attempt: Attempt, old: str, prompt: str, edited: bool = False, label: str = "") -> None:
+        """Open the new attempt's fork, say where both attempts live (after ``label``), send ``prompt`` there."""
         from .redo import open_attempt, where_both_live
 
         assert self.session is not None
@@ -317,7 +317,8 @@ class Repl:
                 self._open(f"{past.session_id}@{past.commit}", create=False, fork_as=unwritten.id)
                 raise
         self._switch(session, None)
-        self.write(f"({where_both_live(attempt, old, session.id, f'/open {old}', edited)})\n")
+        line = where_both_live(attempt, old, session.id, f"/open {old}", edited, session.next_turn)
+        self.write(f"({label}{line})\n")
         self.turn(prompt)
 
     def retry(self, arg: str) -> None:
@@ -325,21 +326,25 @@ class Repl:
         if arg:
             self.write("usage: /retry (it tries the last turn again; /edit N changes an earlier one)\n")
             return
-        found = self._attempt(None)
+        found = self._attempt(None, "try again")
         if found is not None:
             self._send_attempt(found[0], found[1], found[0].prompt)
 
-    def edit_turn(self, arg: str) -> None:
-        """``/edit [N] [--editor]``: edit turn N's prompt; sending it forks at turn N-1."""
+    def edit_turn(self, arg: str) -> bool:
+        """``/edit [N] [--editor]``: edit turn N's prompt; sending it forks at turn N-1.
+
+        Returns:
+            False when the REPL should end (a ``/exit`` read in place of the new prompt).
+        """
         words = arg.split()
         use_editor = "--editor" in words
         rest = [w for w in words if w != "--editor"]
         if len(rest) > 1 or (rest and not rest[0].isdigit()):
             self.write("usage: /edit [N] [--editor]  (N: a turn number, default the last)\n")
-            return
-        found = self._attempt(int(rest[0]) if rest else None)
+            return True
+        found = self._attempt(int(rest[0]) if rest else None, "edit")
         if found is None:
-            return
+            return True
         attempt, old = found
         label = f"edit turn {attempt.turn} › "
         if self.edit is not None:
@@ -347,10 +352,17 @@ class Repl:
         else:
             self.write(f"(turn {attempt.turn} was: {attempt.prompt}; the next line replaces it)\n")
             text = self.read_line(label)
+            if text is not None and text.strip().startswith("/"):  # a command, as the prompt reads it
+                self.write(f"(edit cancelled: {text.split()[0]} is a command; nothing was sent)\n")
+                return self.command(text.strip())
         if text is None or not text.strip():
             self.write("(edit cancelled: nothing was sent)\n")
-            return
-        self._send_attempt(attempt, old, text, edited=True)
+            return True
+        if text.strip() == attempt.prompt.strip():  # nothing changed: the same prompt again, said so
+            self._send_attempt(attempt, old, attempt.prompt, label="unchanged: ")
+        else:
+            self._send_attempt(attempt, old, text, edited=True)
+        return True
 
     def tree(self) -> None:
         """``/tree``: the current session's family; the spot picked is opened (a past turn read-only)."""
@@ -358,6 +370,7 @@ class Repl:
         if at is None:
             self.write("(no saves yet: the tree starts with the first turn)\n")
             return
+        from .redo import tree_spots
         from .tree import family
         spots = tree_spots(self.store, family(self.store, at.session_id))
         want = None if at.is_tip else at.commit  # a tip is its session's line
@@ -385,16 +398,3 @@ class Repl:
             mark = "*" if sid == self.session.id else " "
             self.write(f"{mark} {sid}  {rows[sid]} messages\n")
 
-
-def tree_spots(store: SessionStore, root: Node) -> list[Spot]:
-    """The lines of ``/tree``: the family as ``gs tree`` draws it, each session's own turns under it.
-
-    Its turns are read from commit trailers (no log is read).
-    """
-    from .redo import turn_saves
-    from .render import family_lines
-
-    def turns(node: Node) -> list[tuple[str, str]]:
-        return [(save.subject, save.commit) for save in turn_saves(store, node.tip, node.fork_commit, node.from_turn)]
-
-    return [Spot(text, node.session_id, commit, node.archived) for text, node, commit in family_lines(root, turns)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
@@ -121,7 +121,7 @@ def new_session_id(ids: KnownIds, token_hex: Callable[[int], str] = secrets.toke
             return SessionId(sid)
 
 
-def fork_name(ids: KnownIds, session_id: str, kind: str = "") -> SessionId:
+def fork_name(ids: KnownIds, session_id: str, kind: str = "", skip: Collection[str] = ()) -> SessionId:
     """Return ``<id>-<n>`` (``<id>-<kind>-<n>`` with ``kind``), the lowest free n >= 1.
 
     The id part is shortened so the result stays within the 64-character id limit.
@@ -130,11 +130,12 @@ def fork_name(ids: KnownIds, session_id: str, kind: str = "") -> SessionId:
         ids: the store.
         session_id: the session forked.
         kind: why (``recovered`` for a turn kept apart by a recovery), or "".
+        skip: names taken although no session has them yet (another writer holds their lock).
     """
     prefix = f"{session_id[:50]}-{kind}" if kind else session_id[:60]
     live, archived = ids.session_ids(), ids.archived_ids()
     n = 1
-    while _taken_in(f"{prefix}-{n}", live, archived) is not None:
+    while _taken_in(f"{prefix}-{n}", live, archived) is not None or f"{prefix}-{n}" in skip:
         n += 1
     return SessionId(f"{prefix}-{n}")
 

@@ -9,22 +9,14 @@ crashed writer left is committed by :mod:`gitsessions.recovery`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
-from .errors import BadRevision, DiskFull, InvalidEvent, SessionExists, SessionNotFound
+from .errors import BadRevision, DiskFull, InvalidEvent, SessionExists, SessionLocked, SessionNotFound
 from .events import Event, make_event
 from .recovery import recover_journal
 from .redact import Redactor, StreamRedactor
-from .rules import (
-    SESSION_ID_RE,
-    CommitId,
-    Lineage,
-    SessionId,
-    check_free,
-    check_session_id,
-    commit_message,
-    fork_name,
-)
+from .rules import SESSION_ID_RE, CommitId, Lineage, SessionId, check_free, check_session_id, commit_message, fork_name
 from .store import LockWait, Revision, SessionStore, TurnJournal
 from .transcript import closing_events, derive_messages, derived, open_turn, undone_turns
 from .turns import turn_numbers
@@ -90,9 +82,8 @@ class Session:
         self._lock = lock
         self._journal = store.journal(session_id) if journal is None else journal
         self._journal_open = journal_open
-        # How many of ``events`` the journal (or the tip) holds. Fewer than all once the disk
-        # refused a record mid-turn: the journal keeps the whole records before it, memory
-        # the rest; the next append writes the missing ones first, the next save commits all.
+        # How many of ``events`` the journal (or the tip) holds: fewer once the disk refused a record
+        # mid-turn (memory keeps the rest; the next append writes them first, the next save commits all).
         self._journaled = len(events)
         self._deltas_refused = False  # streamed text is journaled in order or not at all
 
@@ -289,21 +280,19 @@ class Session:
                 raise DiskFull(exc.path, kept="nothing") from None
             raise
 
-    def undo(self) -> int:
-        """Drop the last turn not yet undone from what the model sees; return its number.
-
-        Appends ``session/undo`` and commits: the log keeps everything and the branch only
-        moves forward (issue 4).
+    def undo(self, turn: int | None = None) -> int:
+        """Commit a ``session/undo`` of ``turn`` (None: the last not undone; the log keeps it); return it.
 
         Raises:
-            InvalidEvent: there is no turn left to undo.
+            InvalidEvent: there is no turn left to undo, or ``turn`` is not one the model sees.
         """
         undone = undone_turns(self.events)
         left = [t for t in turn_numbers(self.events) if t not in undone]
-        if not left:
-            raise InvalidEvent("there is no turn to undo")
-        self._save_one("session/undo", {"turn": left[-1]})
-        return left[-1]
+        drop = left[-1] if left and turn is None else turn
+        if drop is None or drop not in left:
+            raise InvalidEvent(f"turn {turn} is not a turn the model sees" if left else "there is no turn to undo")
+        self._save_one("session/undo", {"turn": drop})
+        return drop
 
     @property
     def in_turn(self) -> bool:
@@ -343,7 +332,7 @@ def fork(store: SessionStore, rev: Revision, new_id: str) -> str:
     return store.branch_from(new_id, rev.commit, commit_message(new_id, snap.events, kind="fork", lineage=lineage))
 
 
-def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
+def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, always_fork: bool = False,
                   new_header: Callable[[str], dict] | None = None,
                   redactor: Redactor | None = None, warnings: list[str] | None = None,
                   wait: LockWait | None = None) -> tuple[Session, str | None]:
@@ -351,13 +340,14 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
 
     A plain id that names no session is created (when ``new_header`` is given). A revision
     that is not its session's tip — or any revision when ``fork_as`` is given — is first
-    forked to ``fork_as`` (default ``<id>-<n>``, the lowest free n): sending from the past
-    never moves the original branch (issue 4).
+    forked to ``fork_as`` (default ``<id>-<n>``, the lowest free n whose lock no other writer
+    holds): sending from the past never moves the original branch (issue 4).
 
     Args:
         store: the session store.
         rev: ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT``.
         fork_as: always fork, to this id.
+        always_fork: fork even at a tip, to the default name when ``fork_as`` is None.
         new_header: builds the header of a new session from its id (None: it must exist).
         redactor: replaces secrets in what enters the session (see :class:`Session`).
         warnings: passed to :meth:`Session.open`.
@@ -367,34 +357,43 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None,
         ``(session, note)``: the open session and, when a fork was made, a line saying so.
 
     Raises:
-        BadRevision, SessionNotFound, SessionExists, SessionLocked, CorruptSession.
+        BadRevision, SessionNotFound, SessionExists, SessionLocked, CorruptSession, InvalidSessionId.
     """
-    if not any(c in rev for c in "~^@"):
-        check_session_id(rev)  # a plain id: say what is wrong with it, not with a revision
+    for sid in ([] if any(c in rev for c in "~^@") else [rev]) + ([] if fork_as is None else [fork_as]):
+        check_session_id(sid)  # a plain id or the fork's ("" too): say what is wrong with it
     if SESSION_ID_RE.match(rev) and store.tip(rev) is None:
         existing: str | None = store.find(rev)
         if existing is not None:
             raise SessionExists(rev, existing)  # differs only by case from an existing id
     else:
         existing = rev  # a revision, or a session that exists
-    if existing is None and not fork_as:
+    if existing is None and fork_as is None:
         if new_header is None:
             raise SessionNotFound(rev, store.session_ids())
         check_free(store, rev)  # an archived session keeps its id
         return Session.open(store, rev, new_header=new_header(rev), redactor=redactor, warnings=warnings,
                             wait=wait), None
     target = store.resolve(rev)
-    if target.is_tip and not fork_as:
+    if target.is_tip and fork_as is None and not always_fork:
         return Session.open(store, target.session_id, redactor=redactor, warnings=warnings, wait=wait), None
-    new_id = fork_as or fork_name(store, target.session_id)
-    check_session_id(new_id)
-    check_free(store, new_id)
     snap = store.load(target.session_id, target.commit)
     if open_turn(snap.events) is not None:
         raise BadRevision(rev, "the fork point is inside an unfinished turn")
-    lock = store.lock(new_id).acquire(wait)
-    # The branch is made by the first write (see append): opening the past writes nothing.
-    session = Session(store, new_id, snap.header, list(snap.events), None, lock, redactor, fork_from=target)
+    held: list[str] = []  # default names whose lock another writer holds: theirs, so take the next
+    while True:
+        new_id = fork_as if fork_as is not None else fork_name(store, target.session_id, skip=held)
+        check_free(store, new_id)
+        if fork_as is not None:
+            lock = store.lock(new_id).acquire(wait)
+            break
+        with suppress(SessionLocked):
+            lock = store.lock(new_id).acquire(None)
+            if store.tip(new_id) is None:
+                break
+            lock.release()  # its holder made it meanwhile
+        held.append(new_id)
+    session = Session(store, new_id, snap.header, list(snap.events), None, lock, redactor,
+                      fork_from=target)  # the branch is made by the first write: opening the past writes nothing
     note = (f"{rev} is not the tip of {target.session_id}: " if not target.is_tip else "") + \
         f"what you send goes to new session {new_id}, forked from {target.session_id} at {target.commit[:7]}"
     return session, note

@@ -130,7 +130,8 @@ class Derivation:
             self.turn = turn_number(ev.data, self.turn)
             self._top = self.turn if self._top is None else max(self._top, self.turn)
         self.turns.append(self.turn)
-        self.title = _titled(self.title, ev)
+        if ev.type != "user/message" or self.turn not in self.undone:  # an undone prompt is no title
+            self.title = _titled(self.title, ev)
         if ev.type == "turn/start" or self.turn in self.undone:
             return
         d = ev.data
@@ -292,11 +293,12 @@ def closing_events(events: Sequence[Event], reason: str) -> list[tuple[str, dict
 
 
 def title_of(events: Sequence[Event]) -> str:
-    """Return the session title: the last ``session/title``, else the first prompt's first line."""
-    title = ""
-    for ev in events:
-        title = _titled(title, ev)
-    return title
+    """Return the session title: the last ``session/title``, else the first prompt's first line.
+
+    An undone turn's prompt is no title: a new attempt at turn 1 undoes it (see :mod:`gitsessions.redo`)
+    and is titled by its own prompt.
+    """
+    return derived(events).title
 
 
 def _titled(title: str, ev: Event) -> str:

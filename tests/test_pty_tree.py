@@ -160,3 +160,23 @@ def test_retry_edit_tree_and_a_send_from_the_first_attempt(spawn_gs, git, gs):
     assert prompts(gs, "work-1") == ["first", "second"]
     assert prompts(gs, "work-2") == ["first changed"]
     assert prompts(gs, "work-3") == ["first", "from the first attempt"]
+
+
+def test_resume_picker_names_forks_by_their_own_prompt_says_why_nothing_matches_and_ctrl_c_is_130(gs, spawn_gs):
+    assert gs("ask", "work", "first question about YAML").code == 0
+    assert gs("ask", "work", "second").code == 0
+    assert gs("ask", "work~1", "--fork", "alt", "in one line?").code == 0  # alt keeps work's title
+    assert gs("ask", "solo", "only").code == 0
+    child = spawn_gs("chat", "-r")
+    child.expect_exact("3/3")
+    child.expect_exact("2 turns  first question about YAML")  # work, the oldest: the last row
+    rows = child.before
+    assert "2 turns  in one line?" in rows  # alt: by its own first prompt, as gs tree names it
+    assert "   1 turn  only" in rows  # solo
+    child.send("q3")  # too short for the prompts' search: it says so
+    child.expect_exact("(nothing matches; the prompts are searched from 3 characters on)")
+    child.setwinsize(24, 50)
+    child.expect(r"…(\x1b\[[0-9;?]*[A-Za-z])*  0/3")  # a narrow terminal cuts the title, not the count
+    child.sendcontrol("c")
+    finish(child)
+    assert child.exitstatus == 130  # as Ctrl+C anywhere else in gs

@@ -6,6 +6,7 @@ In-process: the REPL over a real store with scripted input (tests/test_repl_inpr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -120,7 +121,8 @@ def test_edit_behind_a_pipe_reads_the_next_line(store, git):
 
 def test_nothing_to_retry_in_a_new_session(store):
     _r, script = run(store, "/retry", "/edit")
-    assert script.text.count("error: nothing to try again yet: the session has no saved turns") == 2
+    assert script.text.splitlines() == ["error: nothing to try again yet: the session has no saved turns",
+                                        "error: nothing to edit yet: the session has no saved turns"]
     assert store.tip("work") is None
 
 
@@ -254,7 +256,8 @@ def test_picker_moves_filters_and_cancels():
     assert picked("0999\x1b[B\r", rows) == "session-09990"  # session-00999, then 09990: the second
     assert picked("\r", rows, selected=7) == "session-00007"
     assert picked("no such\r\x1b", rows) is None  # Enter on nothing does nothing; Esc cancels
-    assert picked("\x03", rows) is None  # Ctrl+C
+    with pytest.raises(KeyboardInterrupt):  # Ctrl+C interrupts, as everywhere in gs (exit 130)
+        picked("\x03", rows)
 
 
 def test_picker_adds_what_the_search_finds_and_enter_waits_for_it():
@@ -270,3 +273,156 @@ def test_picker_adds_what_the_search_finds_and_enter_waits_for_it():
     del asked[:]
     assert picked("al\r", rows, search=search) == "alpha"  # two characters: no search
     assert asked == []
+
+
+# -- what a new attempt sends: only the turns the model should see (the undos name their turn) ----
+
+
+def sent(fake_api) -> list[str]:
+    """The contents of the last request's messages (the system prompt left out)."""
+    return [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] != "system"]
+
+
+def test_edit_of_turn_one_after_undoing_every_turn_sends_only_the_edit(gs, fake_api):
+    assert gs("ask", "u", "A").code == 0 and gs("ask", "u", "B").code == 0
+    r = gs("chat", "u", input="/undo\n/undo\n/edit 1\nA2\n")
+    assert r.code == 0, r.err
+    assert sent(fake_api) == ["A2"]
+    shown = gs("show", "u-1", "--format", "json").json()["messages"]
+    assert [m["content"] for m in shown if m["role"] == "user"] == ["A2"]
+
+
+def test_edit_of_turn_one_in_a_fork_that_undid_it_sends_only_the_edit(gs, fake_api, git):
+    assert gs("ask", "m", "A").code == 0
+    assert gs("chat", "m", input="/edit 1\nA2\n").code == 0
+    assert sent(fake_api) == ["A2"]
+    r = gs("chat", "m-1", input="/edit 1\nA3\n")
+    assert r.code == 0, r.err
+    assert "turn 1 edited in m-2" in r.err + r.out
+    assert sent(fake_api) == ["A3"]
+    assert git("log", "-1", "--skip=1", "--format=%s", "m-2").strip() == "undo: turn 1"
+
+
+@pytest.mark.parametrize(("typed", "last"), [("/edit 2\nT2-NEWER\n", "T2-NEWER"), ("/retry\n", "T2")])
+def test_an_imported_turn_tried_again_after_an_undo_drops_it_and_the_ones_after(gs, fake_api, git, tmp_path,
+                                                                                typed, last):
+    path = tmp_path / "three.json"
+    path.write_text(json.dumps([{"role": r, "content": c} for r, c in
+                                (("user", "T1"), ("assistant", "R1"), ("user", "T2"), ("assistant", "R2"),
+                                 ("user", "T3"), ("assistant", "R3"))]))
+    assert gs("import", str(path), "--as", "imp").code == 0
+    r = gs("chat", "imp", input="/undo\n" + typed)
+    assert r.code == 0, r.err
+    assert sent(fake_api) == ["T1", "R1", last]
+    added = git("log", "--format=%s", "imp..imp-1").split("\n")
+    assert added[1:3] == ["undo: turn 2", "undo: turn 3"]  # newest first: 3 was dropped, then 2
+
+
+# -- the names and the lock of a fork gs picked itself -------------------------------------------
+
+
+def test_a_default_fork_name_whose_lock_another_writer_holds_is_passed_over(store, gs, git):
+    assert gs("ask", "cc", "one").code == 0 and gs("ask", "cc", "two").code == 0
+    assert gs("retry", "cc").code == 0  # cc-1
+    script = Script()  # its /open below holds cc-2, which it announces, while the chat runs
+    chat = repl(store, ScriptedProvider(), script, session="cc")
+    chat.command("/open cc~1")
+    assert "goes to new session cc-2" in script.text
+    try:
+        r = gs("retry", "cc")
+        assert r.code == 0, r.err
+        assert "turn 2 again in cc-3" in r.err
+        r = gs("retry", "cc", "--fork", "cc-2")  # a name the user gives waits for its lock, then is refused
+        assert r.code == 1 and "session 'cc-2' is being written by pid" in r.err
+    finally:
+        chat.session.close()
+    assert "cc-2" not in heads(git)
+
+
+def test_an_empty_fork_name_is_refused(gs, git):
+    assert gs("ask", "w", "one").code == 0
+    r = gs("retry", "w", "--fork", "")
+    assert r.code != 0 and "session id" in r.err
+    assert sorted(heads(git)) == ["w"]
+
+
+# -- turn 1 tried again: the fork holds it undone, so the new attempt is its turn 2 -----------------
+
+
+def title_trailer(git, sid: str) -> str:
+    return git("log", "-1", "--format=%(trailers:key=Title,valueonly)", sid).strip()
+
+
+def test_a_new_attempt_at_turn_one_says_its_number_and_is_titled_by_its_own_prompt(gs, git):
+    assert gs("ask", "solo", "first try").code == 0
+    r = gs("retry", "solo")
+    assert r.code == 0, r.err
+    assert "turn 1 again in solo-1 (as its turn 2; the first attempt stays undone in its log), forked" in r.err
+    assert gs("chat", "solo", input="/edit 1\nsecond try\n").code == 0
+    assert title_trailer(git, "solo-2") == "second try"  # not the undone turn 1's
+    assert title_trailer(git, "solo") == "first try"
+    assert git("log", "-1", "--format=%s", "solo-2").strip() == "turn 2: second try"
+
+
+def test_a_new_attempt_at_a_later_turn_keeps_its_number(gs):
+    assert gs("ask", "w", "one").code == 0 and gs("ask", "w", "two").code == 0
+    r = gs("retry", "w")
+    assert "turn 2 again in w-1, forked" in r.err and "as its turn" not in r.err
+
+
+# -- the chat's own session, /edit's input behind a pipe, the messages ---------------------------
+
+
+def test_opening_the_current_sessions_tip_by_a_revision_is_already_being_there(store):
+    run(store, "one")
+    _r, script = run(store, "/open work~0", "/open work@{0}", "/open work")
+    assert script.text.count("(already in work)") == 3
+    assert "error" not in script.text
+
+
+def test_a_command_read_in_place_of_an_edited_prompt_cancels_the_edit_and_runs(store, git):
+    run(store, "one", "two")
+    model = ScriptedProvider()
+    r, script = run(store, "/edit 1", "/retry", "/edit 1", "/exit", "never read", model=model)
+    out = script.text
+    assert "(edit cancelled: /retry is a command; nothing was sent)" in out
+    assert "(turn 2 again in work-1" in out
+    assert [m["content"] for m in model.requests[-1][0] if m["role"] == "user"] == ["one", "two"]
+    assert "(edit cancelled: /exit is a command; nothing was sent)" in out
+    assert script.lines == ["never read"]  # /exit ended the chat
+    assert sorted(heads(git)) == ["work", "work-1"]
+
+
+def test_an_edit_that_changes_nothing_is_the_same_prompt_again(store):
+    run(store, "one", "two")
+    script = Script("/edit 2", "/exit")
+    repl(store, ScriptedProvider(), script, edit=lambda _p, text, _e: text + "\n").run()
+    assert "(unchanged: turn 2 again in work-1, forked from work at " in script.text
+    assert "edited" not in script.text
+    _r, piped = run(store, "/edit 2", "two")
+    assert "(unchanged: turn 2 again in work-2" in piped.text
+    assert user_prompts(store, "work-2") == ["one", "two"]
+
+
+def test_messages_name_the_session_in_the_prompt_and_tree_takes_no_argument(store):
+    run(store, "one", "two")
+    _r, script = run(store, "/open work~1", "/edit 3", "/tree foo")
+    assert script.prompts[1:3] == ["work-1 › ", "work-1 › "]
+    assert "error: work-1 has no turn 3: its turns are 1 to 1" in script.text
+    assert "usage: /tree (it shows this session's family)" in script.text
+
+
+def test_ctrl_c_in_a_picker_of_the_chat_cancels_the_list_not_the_chat(store):
+    run(store, "one")
+
+    def interrupted(*_args):
+        raise KeyboardInterrupt
+
+    from gitsessions.cli.chat import _ctrl_c_cancels  # how gs chat hands its pickers to the chat
+
+    script = Script("/open", "/tree", "two", "/exit")
+    repl(store, ScriptedProvider(), script, pick_session=_ctrl_c_cancels(interrupted),
+         pick_spot=_ctrl_c_cancels(interrupted)).run()
+    assert "(nothing opened)" in script.text
+    assert script.prompts == ["work › "] * 4  # the chat went on: "two" was sent
+    assert user_prompts(store, "work") == ["one", "two"]

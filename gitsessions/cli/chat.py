@@ -22,7 +22,7 @@ from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
 
 if TYPE_CHECKING:
-    from ..repl import Spot
+    from ..redo import Spot
     from ..session import Session
     from ..store import SessionInfo
 
@@ -114,7 +114,8 @@ def chat(
         faces: dict = {}  # what the chat asks of a terminal: editing a prompt, the pickers
         if interactive:
             faces = {"pick_session": _session_picker(c, store), "pick_spot": _spot_picker}
-        picked = faces["pick_session"]() if resume else None
+        picked = faces["pick_session"]() if resume else None  # Ctrl+C here: gs exits 130
+        faces = {name: _ctrl_c_cancels(pick) for name, pick in faces.items()}  # in the chat it cancels the list
         if resume and picked is None:
             err("nothing opened (gs chat -r lists the sessions again)")
             return
@@ -180,7 +181,8 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
 
     def pick_session() -> str | None:
         from ..history import list_sessions
-        from ..render import local_time
+        from ..render import fork_label, local_time, plural
+        from ..tree import _first_prompt  # gs tree's own rule for a fork's first prompt
         from .picker import pick
 
         infos = sorted(list_sessions(store, redactor=c.redactor(), warnings=c.warnings),
@@ -193,16 +195,37 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
         def title(info: SessionInfo) -> str:  # the trailer as it is: no parse of every row's trailers
             return info.message.trailers.get("Title", "")
 
+        titles = {i.session_id: title(i) for i in infos}
+        labels: dict[str, str] = {}
+
+        def label(info: SessionInfo) -> str:  # as gs tree names it: a fork by its own first prompt
+            if info.session_id not in labels:
+                lineage = info.message.fields.forked_from
+                up = titles.get(lineage.session_id) if lineage else None
+                own = _first_prompt(store, info.tip, lineage.commit) if lineage and up == title(info) else None
+                labels[info.session_id] = fork_label(title(info), own, up)
+            return labels[info.session_id]
+
         def line(info: SessionInfo) -> str:  # drawn for the rows on screen only
-            turns = info.message.fields.turn or 0
+            turns = plural(info.message.fields.turn or 0, "turn")
             return (f"{info.session_id:<{width}}  {local_time(info.time) if info.time else '-':<16}  "
-                    f"{turns:>3} turns  {terminal_safe(title(info))}")
+                    f"{turns:>9}  {terminal_safe(label(info))}")
 
         chosen = pick(infos, line, title="Open which session? ↑↓ move · Enter opens · Esc cancels · type to filter",
                       match=lambda i: f"{i.session_id} {title(i)}", key=lambda i: i.session_id, search=search)
         return chosen.session_id if chosen is not None else None
 
     return pick_session
+
+
+def _ctrl_c_cancels(pick: Callable[..., object]) -> Callable[..., object]:
+    """``pick`` for the chat: Ctrl+C in the list cancels it as Esc does (None), the chat goes on."""
+    def cancellable(*args: object) -> object:
+        try:
+            return pick(*args)
+        except KeyboardInterrupt:
+            return None
+    return cancellable
 
 
 def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
@@ -306,7 +329,8 @@ def retry(
         attempt = attempt_at(store, target)
         session = open_attempt(store, attempt, fork_as=fork_as, redactor=c.redactor(), warnings=c.warnings,
                                wait=c.lock_wait(wait))
-        err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}"))
+        err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}",
+                            as_turn=session.next_turn))
         _send_one(c, store, session, attempt.prompt, model)
 
 

@@ -1,8 +1,9 @@
 """A list to pick from on the terminal: ``gs chat -r``, ``/open`` with no argument, ``/tree``.
 
 One prompt_toolkit application below the cursor (not full screen): a filter line, and the
-rows that match it. The arrow keys (and Page Up/Down, Home/End) move, Enter picks, Esc or
-Ctrl+C cancels; typing filters. Only the rows on screen are drawn, and the filter is a
+rows that match it. The arrow keys (and Page Up/Down, Home/End) move, Enter picks, Esc
+cancels, Ctrl+C interrupts (KeyboardInterrupt: ``gs chat -r`` exits 130, the chat's pickers
+go back to the prompt); typing filters. Only the rows on screen are drawn, and the filter is a
 substring test per row, so ten thousand rows stay quick; a slower search (a session's
 prompts, through the search index) runs in a background thread once the filter has three
 characters, and the rows it finds join when it answers (Enter while nothing matches yet
@@ -63,6 +64,12 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
         key: a row's key for ``search`` (default: ``line``).
         search: ``search(query) -> keys`` of rows matching beyond ``match`` (run in a
             background thread; it must not share state with the caller's thread).
+
+    Returns:
+        The row picked; None when Esc cancelled.
+
+    Raises:
+        KeyboardInterrupt: Ctrl+C.
     """
     from prompt_toolkit.application import Application
     from prompt_toolkit.buffer import Buffer
@@ -85,6 +92,9 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
 
     def folded() -> str:
         return query.text.casefold().strip()
+
+    def columns() -> int:  # the terminal's width now (prompt_toolkit follows a resize; $COLUMNS does not)
+        return app.output.get_size().columns
 
     def searched(q: str) -> None:  # in the background thread
         assert search is not None
@@ -128,20 +138,25 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
         elif state.cursor >= state.top + height:
             state.top = state.cursor - height + 1
         out: StyleAndTextTuples = []
-        width = max(10, shutil.get_terminal_size().columns - 3)
+        width = max(10, columns() - 3)
         for pos in range(state.top, min(state.top + height, len(state.shown))):
             text = line(rows[state.shown[pos]])
             text = text if len(text) <= width else text[:width - 1] + "…"
             here = pos == state.cursor
             out.append(("reverse" if here else "", f"{'›' if here else ' '} {text}\n"))
         if not state.shown:
-            out.append(("", "  (nothing matches)\n"))
+            short = search is not None and 0 < len(folded()) < SEARCH_MIN  # too short for the prompts' search
+            note = f"; the prompts are searched from {SEARCH_MIN} characters on" if short else ""
+            out.append(("", f"  (nothing matches{note})\n"))
         return out
 
     def status() -> StyleAndTextTuples:
         busy = "  searching the prompts…" if search is not None and folded() not in state.found \
             and len(folded()) >= SEARCH_MIN else ""
-        return [("bold", title), ("", f"  {len(state.shown)}/{len(rows)}{busy}")]
+        count = f"  {len(state.shown)}/{len(rows)}{busy}"
+        room = columns() - len(count) - 1  # the count stays whole: the title gives way
+        head = title if len(title) <= room else title[:max(room - 1, 0)] + "…"
+        return [("bold", head), ("", count)]
 
     kb = KeyBindings()
 
@@ -166,10 +181,13 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
                 start_search(q, 0)
 
     @kb.add("escape", eager=True)
-    @kb.add("c-c")
     @kb.add("c-d")
     def _cancel(event: Any) -> None:
         event.app.exit(result=None)
+
+    @kb.add("c-c")
+    def _interrupt(event: Any) -> None:
+        event.app.exit(exception=KeyboardInterrupt())
 
     app: Application[T | None] = Application(
         layout=Layout(HSplit([
