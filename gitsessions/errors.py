@@ -47,12 +47,34 @@ class SessionNotFound(GitSessionsError):
 
 
 class NoCurrentSession(GitSessionsError):
-    """A command without a session found no current one (the repo's ``HEAD`` names none)."""
+    """A command without a session found no current one (the repo's ``HEAD`` names none).
 
-    def __init__(self, command: str):
+    Args:
+        command: the command run (``show``), for the way out.
+        head: the ref ``HEAD`` names (``refs/heads/master``), None when it is detached.
+        archived: the archive name of the session ``HEAD`` names, when that one was archived.
+        sessions: whether any live session exists.
+    """
+
+    def __init__(self, command: str, head: str | None = "", archived: str | None = None, sessions: bool = True):
         self.command = command
-        super().__init__(f"no current session (HEAD names none yet): name one, as in 'gs {command} SESSION' "
-                         "('gs list' shows them), or start one with 'gs chat'")
+        self.head = head
+        self.archived = archived
+        name = f"name one, as in 'gs {command} SESSION' ('gs list' shows them)"
+        if archived is not None:
+            shown = head.rsplit("/", 1)[-1] if head else archived
+            why = (f"the current session {shown} was archived (gs rm); bring it back with 'gs restore {archived}', "
+                   f"or {name}")
+        elif not sessions:
+            why = f"no current session: there are no sessions yet; start one with 'gs chat' (then 'gs {command} " \
+                  "SESSION' or plain 'gs " + command + "' works on it)"
+        elif head is None:
+            why = f"no current session: HEAD is detached (it names a commit, not a session); {name}, " \
+                  "and 'gs chat SESSION' makes it current"
+        else:
+            why = f"no current session: HEAD names {head or 'nothing'}, which is no session; {name}, " \
+                  "and 'gs chat SESSION' makes it current"
+        super().__init__(why)
 
 
 class SessionExists(GitSessionsError):

@@ -108,14 +108,28 @@ def rev_or_current(store: SessionStore, rev: str | None, command: str) -> str:
         command: the command's name, for the message.
 
     Raises:
-        NoCurrentSession: ``rev`` is None and ``HEAD`` names no session.
+        NoCurrentSession: ``rev`` is None and ``HEAD`` names no session (the error says why:
+            archived, detached, no sessions yet, or a ref that is no session).
     """
     if rev is not None:
         return rev
     current = store.current()
     if current is None:
-        raise NoCurrentSession(command)
+        raise no_current(store, command)
     return current
+
+
+def no_current(store: SessionStore, command: str) -> NoCurrentSession:
+    """Return the :class:`NoCurrentSession` that says why ``HEAD`` names no session, and what to do."""
+    head = store.head_ref()
+    name = head.rsplit("/", 1)[-1] if head and head.startswith(("refs/heads/", "refs/archive/")) else None
+    archived = None
+    if head and name and head.startswith("refs/archive/"):
+        archived = name if store.archive_ref(name) is not None else None
+    elif name:  # archived as <name>, or <name>-N when that was taken: the latest archive
+        numbered = [n for n in store.archived_ids() if n == name or re.fullmatch(re.escape(name) + r"-\d+", n)]
+        archived = max(numbered, key=lambda n: (n != name, len(n), n), default=None)
+    return NoCurrentSession(command, head, archived, sessions=bool(store.session_ids()))
 
 
 @dataclass

@@ -240,3 +240,46 @@ def test_a_diverged_pull_stays_in_the_family(machine, tmp_path: Path):
     assert root["id"] == "w" and root["turns"] == 2  # the remote's side keeps the name
     (mine,) = root["children"]
     assert mine["id"].startswith("w-") and (mine["from_turn"], mine["turns"], mine["prompt"]) == (1, 3, "two on a")
+
+
+def test_archiving_the_current_session_makes_the_one_saved_last_current(gs, git, tmp_path: Path):
+    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "e", "echo").code == 0
+    r = gs("rm", "e")
+    now = git("symbolic-ref", "--short", "HEAD").strip()
+    assert now in ("work", "other")  # saved last (within one second: either)
+    assert r.code == 0 and f"the current session is now {now}" in r.err, r.err
+    assert git("log", "--format=%s", "-1").strip() == git("log", "--format=%s", "-1", now).strip()
+    clone = tmp_path / "clone"
+    r2 = subprocess.run(["git", "clone", "-q", git("rev-parse", "--absolute-git-dir").strip(), str(clone)],
+                        capture_output=True, text=True, check=True)
+    assert "warning" not in r2.stderr
+    assert gs("rename", now, "renamed").code == 0  # a rename: HEAD follows the new name
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/renamed"
+    assert gs("show").out == gs("show", "renamed").out
+    git("fsck", "--strict")
+
+
+def test_without_a_current_session_the_message_says_why(gs, git):
+    assert gs("ask", "e", "echo").code == 0
+    assert gs("rm", "e").code == 0  # the last session: HEAD still names it
+    for command in ("show", "log", "status", "tree", "reflog", "export"):
+        r = gs(command)
+        assert r.code == 1 and "the current session e was archived" in r.err and "gs restore e" in r.err, r.err
+        assert "yet" not in r.err
+    assert gs("ask", "w", "hi").code == 0
+    git("update-ref", "--no-deref", "HEAD", git("rev-parse", "w").strip())
+    r = gs("show")
+    assert r.code == 1 and "HEAD is detached" in r.err and "gs show SESSION" in r.err, r.err
+    git("symbolic-ref", "HEAD", "refs/archive/e")
+    r = gs("tree")
+    assert r.code == 1 and "the current session e was archived" in r.err and "gs restore e" in r.err, r.err
+    git("symbolic-ref", "HEAD", "refs/heads/master")
+    assert "HEAD names refs/heads/master, which is no session" in gs("log").err
+
+
+def test_an_empty_repo_says_there_are_no_sessions_yet(gs):
+    for args in (("show",), ("status",)):
+        r = gs(*args)
+        assert r.code == 1 and "no sessions yet" in r.err and "gs chat" in r.err, r.err

@@ -65,8 +65,11 @@ def rm(
     c: Context = ctx.obj
     with c.store() as store, store.lock(session).acquire(c.lock_wait(wait)):
         recover_journal(store, session, c.redactor(), c.warnings)  # a pending turn is archived with it
+        was_current = store.current() == session
         name = store.archive(session)
-    err(f"archived {session} as refs/archive/{name}; restore it with: gs restore {name}")
+        now = store.current() if was_current else None
+    moved = f"; the current session is now {now}" if now else ""
+    err(f"archived {session} as refs/archive/{name}; restore it with: gs restore {name}{moved}")
 
 
 @app.command()

@@ -140,6 +140,10 @@ class SessionStore(abc.ABC):
         """Return the current session (git: the one ``HEAD`` names), None when none is."""
         return None
 
+    def head_ref(self) -> str | None:
+        """Return the ref naming the current session (git: ``HEAD``'s target, existing or not), or None."""
+        return None
+
     def set_current(self, session_id: str) -> None:  # noqa: B027 - a backend may keep no current session
         """Make ``session_id`` the current session (cosmetic: never fails a save)."""
 
@@ -327,8 +331,22 @@ class SessionStore(abc.ABC):
         while self.archive_ref(name):
             n += 1
             name = f"{session_id}-{n}"
+        was_current = self.current() == session_id
         self._move(session_id, name, sha, f"archive: {session_id}", to_archive=True)
+        if was_current:
+            self._current_after_archive()
         return name
+
+    def _current_after_archive(self) -> None:
+        """Make the session saved last current once the current one was archived (none left: as it was).
+
+        So the repo's ``HEAD`` names a session again: ``git clone`` checks it out, and ``gs show``
+        without a REV shows it; with no live session left, ``HEAD`` keeps naming the archived one,
+        whose commands then say how to restore it (:class:`~gitsessions.errors.NoCurrentSession`).
+        """
+        rows = [row for row in self.list_sessions() if row.error is None]
+        if rows:
+            self.set_current(max(rows, key=lambda row: (row.time, row.session_id)).session_id)
 
     def restore(self, name: str, as_id: str | None = None) -> SessionId:
         """Bring archived session ``name`` back (as ``as_id`` or ``name``); return its id.
