@@ -46,6 +46,26 @@ class SessionNotFound(GitSessionsError):
         super().__init__(f"no session {session_id!r}{hint}")
 
 
+class SessionArchived(SessionNotFound):
+    """No live session of that id: it was archived (``gs rm``) and waits under ``refs/archive/``."""
+
+    def __init__(self, session_id: str, name: str | None = None):
+        self.session_id = session_id
+        self.known = []
+        self.name = name or session_id
+        GitSessionsError.__init__(self, f"session {session_id!r} is archived (gs rm); bring it back with "
+                                        f"'gs restore {self.name}'")
+
+
+class NotASessionId(GitSessionsError):
+    """A command that takes a session id was given a revision of one (``work@{1}``, ``work~1``)."""
+
+    def __init__(self, command: str, rev: str, next_step: str):
+        self.command = command
+        self.rev = rev
+        super().__init__(f"gs {command} takes a session id, not a revision: {rev!r}; {next_step}")
+
+
 class NoCurrentSession(GitSessionsError):
     """A command without a session found no current one (the repo's ``HEAD`` names none).
 

@@ -157,3 +157,11 @@ def test_moves_plain_git_made_are_read_too(three, git, repo_path: Path):
     assert three("show", "@{1}").out == three("show", "work@{1}").out  # git's @{1}: the current session's
     assert git("reflog", "show", "--format=%h", "refs/heads/work").split()[:2] == [top[:7], before[:7]]
     git("fsck", "--strict")
+
+
+def test_an_archived_restore_is_drawn_in_its_family(three):
+    assert three("restore", "work@{1}").code == 0
+    assert three("rm", "work-1").code == 0
+    r = three("tree", "work-1")
+    assert r.code == 0, r.err
+    assert "work-1  (from work at turn 2)" in r.out and "[archived]" in r.out

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.events import Event, make_header
 from gitsessions.store import GitStore
 from gitsessions.tree import Node, current_session, family
 
@@ -283,3 +284,30 @@ def test_an_empty_repo_says_there_are_no_sessions_yet(gs):
     for args in (("show",), ("status",)):
         r = gs(*args)
         assert r.code == 1 and "no sessions yet" in r.err and "gs chat" in r.err, r.err
+
+
+def test_status_sees_a_first_turn_that_is_only_in_the_journal(gs, repo_path: Path):
+    assert gs("ask", "work", "hi").code == 0
+    with GitStore(repo_path) as store:  # what kill -9 during the first turn of 'gs ask jr "kill me"' leaves
+        journal = store.journal("jr")
+        journal.begin(None, make_header("jr", created=1))
+        for i, (kind, data) in enumerate([("turn/start", {"turn": 0}), ("user/message", {"content": "kill me"})]):
+            journal.append_event(Event(i, 1_700_000_000_000 + i, kind, data))
+        journal.close()
+    r = gs("status", "jr")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[:3] == ["session: jr (the current session is work)",
+                                      "tip: none yet (its first turn is not saved)",
+                                      "journal: a turn not yet saved (opening the session saves it: gs chat jr)"]
+    row = gs("status", "jr", "--json").json()
+    assert (row["tip"], row["subject"], row["saved"], row["journal"]) == (None, None, None, True)
+
+
+def test_tree_reflog_and_status_take_a_session_id_and_know_archived_ones(forked):
+    for command in ("tree", "reflog", "status"):
+        r = forked(command, "work@{1}")
+        assert r.code == 1 and f"gs {command} takes a session id, not a revision: 'work@{{1}}'" in r.err, r.err
+        assert f"gs {command} work" in r.err
+    r = forked("status", "alt")
+    assert r.code == 1 and "session 'alt' is archived" in r.err and "gs restore alt" in r.err, r.err
+    assert forked("tree", "alt").out == forked("tree", "work").out  # its family, drawn with it
