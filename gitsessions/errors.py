@@ -66,6 +66,29 @@ class NotASessionId(GitSessionsError):
         super().__init__(f"gs {command} takes a session id, not a revision: {rev!r}; {next_step}")
 
 
+class NothingToRestore(SessionNotFound):
+    """``gs restore NAME`` where NAME is no archived session: a live one, or none at all.
+
+    Args:
+        name: what was given.
+        live: NAME is a live session (its past states are its reflog entries).
+        archived: the archived sessions' names.
+    """
+
+    def __init__(self, name: str, live: bool = False, archived: Sequence[str] = ()):
+        self.session_id = self.name = name
+        self.known = list(archived)
+        self.live = live
+        if live:
+            why = (f"session {name!r} is live, not archived: there is nothing to restore; a past state of it comes "
+                   f"back as a session of its own with 'gs restore {name}@{{N}}' (see 'gs reflog {name}')")
+        else:
+            shown = ", ".join(archived[:8]) + (" ..." if len(archived) > 8 else "")
+            why = f"no archived session {name!r}; " + (f"archived: {shown}" if archived else
+                                                       "none is archived ('gs rm SESSION' archives one)")
+        GitSessionsError.__init__(self, why)
+
+
 class NoCurrentSession(GitSessionsError):
     """A command without a session found no current one (the repo's ``HEAD`` names none).
 

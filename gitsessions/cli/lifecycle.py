@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ..errors import SessionExists
+from ..errors import BadRevision, NotASessionId, NothingToRestore, SessionExists
 from ..recovery import recover_journal
-from ..rules import fork_name, taken_by
+from ..rules import REV_RE, fork_name, taken_by
 from ..session import Session
 from ..session import fork as fork_session
 from .common import Context, WaitCommand, WaitOption, err, short
@@ -76,8 +76,8 @@ def rm(
 def restore(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(
-        help="Archived session name (see gs list --archived), or a reflog entry SESSION@{N} / SESSION@{DATE} "
-        "(see gs reflog).")],
+        metavar="NAME", help="Archived session name (see gs list --archived), or a reflog entry SESSION@{N} / "
+        "SESSION@{DATE} (see gs reflog).")],
     as_id: Annotated[str | None, typer.Option("--as", help="Restore under another id.")] = None,
 ) -> None:
     """Bring an archived session back, or any past position of a session's name as a session of its own.
@@ -89,13 +89,25 @@ def restore(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        if "@{" in name:
+        if "@{" in name:  # a reflog entry (also git's @{N}: the current session's)
             target = store.resolve(name)
+            if target.is_tip:
+                raise BadRevision(name, f"it is {target.session_id} as it stands (its tip): there is nothing to "
+                                  f"restore; its past states are in 'gs reflog {target.session_id}'")
             new = as_id or (target.session_id if taken_by(store, target.session_id) is None
                             else fork_name(store, target.session_id))
             fork_session(store, target, new)
-            err(f"restored {name} ({short(target.commit)}) as {new}; continue with: gs chat {new}")
+            state = "its oldest recorded state" if target.note else "that state"
+            if target.note:
+                c.warnings.append(target.note)
+            err(f"restored {name} ({short(target.commit)}, {state}) as {new}; continue with: gs chat {new}")
             return
+        m = REV_RE.match(name)
+        if m and m.group("suffix"):
+            raise NotASessionId("restore", name, "it brings back an archived session (gs list --archived) or a "
+                                f"reflog entry (SESSION@{{N}}); to start a session at {name}: gs fork {name} NEW")
+        if not name:
+            raise NothingToRestore(name, archived=store.archived_ids())
         try:
             sid = store.restore(name, as_id)
         except SessionExists as exc:

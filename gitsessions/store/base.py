@@ -12,9 +12,9 @@ import itertools
 from collections.abc import Iterator
 from typing import TypeVar
 
-from ..errors import InvalidEvent, SessionExists, SessionNotFound
+from ..errors import InvalidEvent, NothingToRestore, SessionExists, SessionNotFound
 from ..events import Event, check_event, encode_header, parse_log
-from ..rules import CommitId, CommitMessage, SessionId, check_free, check_session_id
+from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
 from . import listing
 from .revisions import resolve as resolve_revision
 from .values import CommitInfo, ReflogEntry, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
@@ -352,11 +352,13 @@ class SessionStore(abc.ABC):
         """Bring archived session ``name`` back (as ``as_id`` or ``name``); return its id.
 
         Raises:
-            SessionNotFound, SessionExists, InvalidSessionId, ConcurrentUpdate.
+            NothingToRestore: ``name`` is no archived session (a live one, or none).
+            SessionExists, InvalidSessionId, ConcurrentUpdate.
         """
         sha = self.archive_ref(name)
         if sha is None:
-            raise SessionNotFound(name, self.archived_ids())
+            live = SESSION_ID_RE.match(name) is not None and self.tip(name) is not None
+            raise NothingToRestore(name, live, self.archived_ids())
         sid = check_session_id(as_id or name)
         existing = self.find(sid)
         if existing is not None:
