@@ -51,9 +51,10 @@ def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | 
     """Return the lines of a family drawn as a tree of fork points (``gs tree``, the chat's ``/tree``).
 
     A session's line: ``├─ work-2  (from work at turn 4)  "shorter answer please"  5 turns ·
-    2026-12-01 13:05 · a1b2c3d``. The quoted text is its title, or a fork's first own prompt
-    while its title is still its parent's; the current session ends with ``← current``, an
-    archived one is marked ``[archived]``.
+    2026-12-01 13:05 · a1b2c3d``. The quoted text is the session's own: its title, or a fork's
+    first own prompt while its title is still its parent's; a fork with neither (no turn of its
+    own yet) shows the inherited title unquoted. The current session ends with ``← current``,
+    an archived one is marked ``[archived]``, one whose log cannot be read ``[unreadable: why]``.
 
     Args:
         root: the family's root (:func:`gitsessions.tree.family`).
@@ -68,10 +69,13 @@ def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | 
     def draw(node: Node, lead: str, branch: str, up_title: str | None) -> None:
         where = f"  (from {node.parent} at turn {node.from_turn})" if node.parent and node.from_turn is not None \
             else f"  (from {node.parent})" if node.parent else ""
-        label = node.prompt if node.parent and node.prompt and node.title == up_title else node.title
-        marks = ("  [archived]" if node.archived else "") + ("  ← current" if node.current else "")
+        inherited = bool(node.parent) and node.title == up_title  # its title is still its parent's
+        label = node.prompt if inherited and node.prompt else node.title
+        shown = f'  "{label}"' if label and not (inherited and not node.prompt) else f"  {label}" if label else ""
+        marks = ("  [archived]" if node.archived else "") + ("  ← current" if node.current else "") \
+            + (f"  [unreadable: {node.error}]" if node.error else "")
         turns = f"{node.turns} turn{'' if node.turns == 1 else 's'}"
-        out.append((f"{lead}{branch}{node.session_id}{where}" + (f'  "{label}"' if label else "")
+        out.append((f"{lead}{branch}{node.session_id}{where}" + shown
                     + f"  {turns} · {local_time(node.saved)} · {node.tip[:7]}{marks}", node, None))
         below = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
         bar = "│  " if node.children else "   "

@@ -120,7 +120,7 @@ def test_gs_tree_draws_the_family(forked):
     assert [re.match(r"[│├└─ ]*\S+", line).group() for line in lines] == [  # type: ignore[union-attr]
         "work", "├─ alt", "└─ work-2", "   └─ work-2-1"]
     assert lines[0].startswith('work  "first question"  3 turns · ')
-    assert '├─ alt  (from work at turn 1)  "first question"  1 turn · ' in lines[1] and lines[1].endswith("[archived]")
+    assert "├─ alt  (from work at turn 1)  first question  1 turn · " in lines[1] and lines[1].endswith("[archived]")
     assert '└─ work-2  (from work at turn 2)  "shorter answer please"  4 turns' in lines[2]
     assert lines[3].startswith("   └─ work-2-1  (from work-2 at turn 3)") and lines[3].endswith("← current")
     assert forked("tree").out == r.out  # no SESSION: the current one's family (HEAD names work-2-1)
@@ -141,7 +141,7 @@ def test_gs_tree_json_is_the_same_tree(forked, git):
     leaf = work2["children"][0]
     assert (leaf["id"], leaf["current"], leaf["children"]) == ("work-2-1", True, [])
     assert set(leaf) == {"id", "title", "turns", "saved", "tip", "parent", "from_turn", "fork_commit", "archived",
-                         "current", "prompt", "children"}
+                         "current", "prompt", "error", "children"}
 
 
 def test_commands_without_a_rev_use_the_current_session(forked, git):
@@ -311,3 +311,40 @@ def test_tree_reflog_and_status_take_a_session_id_and_know_archived_ones(forked)
     r = forked("status", "alt")
     assert r.code == 1 and "session 'alt' is archived" in r.err and "gs restore alt" in r.err, r.err
     assert forked("tree", "alt").out == forked("tree", "work").out  # its family, drawn with it
+
+
+def _commit_by_hand(repo: Path, tree: str, parent: str, message: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "commit-tree", tree, "-p", parent, "-m", message],
+                          capture_output=True, text=True, check=True,
+                          env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+                               "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"}).stdout.strip()
+
+
+def test_the_tree_orders_forks_as_people_count_and_places_plain_branches(gs, git, repo_path: Path):
+    assert gs("ask", "work", "one").code == 0
+    for i in (2, 10, 3):
+        assert gs("fork", "work", f"work-{i}").code == 0
+    assert gs("ask", "work", "two").code == 0 and gs("fork", "work", "kid").code == 0
+    assert gs("ask", "kid", "kid turn").code == 0
+    git("branch", "plain", "kid")  # plain git on a fork's tip: a branch of kid, not of work
+    blob = subprocess.run(["git", "-C", str(repo_path), "hash-object", "-w", "--stdin"], input="{not json\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    broken = subprocess.run(["git", "-C", str(repo_path), "mktree"], input=f"100644 blob {blob}\tsession.jsonl\n",
+                            capture_output=True, text=True, check=True).stdout.strip()
+    git("update-ref", "refs/heads/junk", _commit_by_hand(repo_path, broken, git("rev-parse", "kid").strip(), "oops"))
+    root = gs("tree", "work", "--json").json()
+    assert [c["id"] for c in root["children"]] == ["work-2", "work-3", "work-10", "kid"]
+    kid = root["children"][3]
+    assert sorted(c["id"] for c in kid["children"]) == ["junk", "plain"]
+    junk = next(c for c in kid["children"] if c["id"] == "junk")
+    assert junk["error"] and junk["parent"] == "kid"
+    r = gs("tree", "junk")
+    assert r.code == 0, r.err
+    assert "junk  (from kid at turn 3)" in r.out and "[unreadable: " in r.out, r.out
+
+
+def test_a_fork_without_turns_of_its_own_shows_its_inherited_title_unquoted(gs):
+    assert gs("ask", "work", "first question").code == 0 and gs("ask", "work", "second").code == 0
+    assert gs("restore", "work@{1}").code == 0
+    line = next(line for line in gs("tree", "work").out.splitlines() if "work-1" in line)
+    assert "(from work at turn 1)  first question  1 turn" in line and '"' not in line, line
