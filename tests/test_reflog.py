@@ -127,6 +127,7 @@ def test_restore_brings_a_reflog_entry_back_as_a_session(three, git):
     assert (node["id"], node["from_turn"], node["fork_commit"]) == ("work-1", 2, before)
     assert three("restore", "work@{2}", "--as", "first").code == 0
     assert git("rev-parse", "first^").strip() == git("rev-parse", "work~2").strip()
+    assert git("reflog", "show", "--format=%gs", "first").split("\n")[0] == "restore: work@{2} as first"  # not a fork
     git("fsck", "--strict")
 
 

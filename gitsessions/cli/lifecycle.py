@@ -96,7 +96,7 @@ def restore(
                                   f"restore; its past states are in 'gs reflog {target.session_id}'")
             new = as_id or (target.session_id if taken_by(store, target.session_id) is None
                             else fork_name(store, target.session_id))
-            fork_session(store, target, new)
+            fork_session(store, target, new, reason=f"restore: {name} as {new}")
             state = "its oldest recorded state" if target.note else "that state"
             if target.note:
                 c.warnings.append(target.note)
