@@ -348,3 +348,9 @@ def test_a_fork_without_turns_of_its_own_shows_its_inherited_title_unquoted(gs):
     assert gs("restore", "work@{1}").code == 0
     line = next(line for line in gs("tree", "work").out.splitlines() if "work-1" in line)
     assert "(from work at turn 1)  first question  1 turn" in line and '"' not in line, line
+
+
+def test_help_names_the_optional_session_once(gs):
+    for command in ("tree", "reflog", "status"):
+        r = gs(command, "--help")
+        assert r.code == 0 and f"{command} [OPTIONS] [SESSION]" in r.out and "[[SESSION]]" not in r.out, r.out

@@ -62,7 +62,7 @@ def _missing(store: GitStore, sid: str) -> SessionNotFound:
 @app.command()
 def tree(
     ctx: typer.Context,
-    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="[SESSION]")] = None,
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="SESSION")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The root session as an object, children nested.")] = False,
 ) -> None:
     """Show the family of a session: every session sharing its history, as a tree of fork points.
@@ -94,7 +94,7 @@ def _entry_row(name: str, n: int, e: ReflogEntry) -> dict[str, Any]:
 @app.command()
 def reflog(
     ctx: typer.Context,
-    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="[SESSION]")] = None,
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="SESSION")] = None,
     n: Annotated[int | None, typer.Option("-n", "--max-count", min=1, help="Show at most N moves.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON array, newest first.")] = False,
 ) -> None:
@@ -140,7 +140,7 @@ def _against(store: GitStore, tip: str, theirs: str) -> tuple[int, int] | None:
 @app.command()
 def status(
     ctx: typer.Context,
-    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="[SESSION]")] = None,
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="SESSION")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One object, stable keys.")] = False,
 ) -> None:
     """Say which session is current, its tip, whether a turn waits in its journal, and how it stands with each remote.
