@@ -109,8 +109,7 @@ class NoCurrentSession(GitSessionsError):
             why = (f"the current session {shown} was archived (gs rm); bring it back with 'gs restore {archived}', "
                    f"or {name}")
         elif not sessions:
-            why = f"no current session: there are no sessions yet; start one with 'gs chat' (then 'gs {command} " \
-                  "SESSION' or plain 'gs " + command + "' works on it)"
+            why = f"there are no sessions yet: start one with 'gs chat' (then 'gs {command}' works on it)"
         elif head is None:
             why = f"no current session: HEAD is detached (it names a commit, not a session); {name}, " \
                   "and 'gs chat SESSION' makes it current"

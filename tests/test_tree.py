@@ -281,9 +281,10 @@ def test_without_a_current_session_the_message_says_why(gs, git):
 
 
 def test_an_empty_repo_says_there_are_no_sessions_yet(gs):
-    for args in (("show",), ("status",)):
+    for args in (("show",), ("status",), ("chat", "-c")):
         r = gs(*args)
-        assert r.code == 1 and "no sessions yet" in r.err and "gs chat" in r.err, r.err
+        assert r.code == 1 and "there are no sessions yet: start one with 'gs chat'" in r.err, r.err
+        assert "(most recent)" not in r.err
 
 
 def test_status_sees_a_first_turn_that_is_only_in_the_journal(gs, repo_path: Path):
