@@ -19,8 +19,9 @@ app = typer.Typer()
 @app.command()
 def fork(
     ctx: typer.Context,
-    rev: Annotated[str, typer.Argument(help="Where to fork: SESSION, SESSION~N, SESSION^ or SESSION@COMMIT.")],
-    new: Annotated[str, typer.Argument(help="Id of the new session.")],
+    rev: Annotated[str, typer.Argument(metavar="REV", help="Where to fork: SESSION, SESSION~N, SESSION^, "
+                                       "SESSION@COMMIT or a reflog entry SESSION@{N} / SESSION@{DATE}.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="Id of the new session.")],
 ) -> None:
     """Start session NEW at revision REV (O(1): nothing is copied; the original is untouched).
 
@@ -37,8 +38,8 @@ def fork(
 @app.command(cls=WaitCommand)
 def rename(
     ctx: typer.Context,
-    old: Annotated[str, typer.Argument(help="Current session id.")],
-    new: Annotated[str, typer.Argument(help="New session id.")],
+    old: Annotated[str, typer.Argument(metavar="OLD", help="Current session id.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="New session id.")],
     wait: WaitOption = 0.0,
 ) -> None:
     """Rename a session (its branch and reflog move; its history is unchanged).
@@ -55,7 +56,7 @@ def rename(
 @app.command("rm", cls=WaitCommand)
 def rm(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id to archive.")],
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="Session id to archive.")],
     wait: WaitOption = 0.0,
 ) -> None:
     """Archive a session under refs/archive/ (nothing is deleted; 'gs restore' brings it back).
@@ -121,8 +122,8 @@ def restore(
 @app.command(cls=WaitCommand)
 def title(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id.")],
-    text: Annotated[str, typer.Argument(help="The new title (any Unicode).")],
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="Session id.")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The new title (any Unicode).")],
     wait: WaitOption = 0.0,
 ) -> None:
     """Set a session's title (shown by gs list instead of the first prompt).
