@@ -130,10 +130,23 @@ def no_current(store: SessionStore, command: str) -> NoCurrentSession:
     archived = None
     if head and name and head.startswith("refs/archive/"):
         archived = name if store.archive_ref(name) is not None else None
-    elif name:  # archived as <name>, or <name>-N when that was taken: the latest archive
-        numbered = [n for n in store.archived_ids() if n == name or re.fullmatch(re.escape(name) + r"-\d+", n)]
-        archived = max(numbered, key=lambda n: (n != name, len(n), n), default=None)
+    elif name:  # archived as <name>, or <name>-N when that was taken: the latest archive of it
+        archived = _archive_of(store, name)
     return NoCurrentSession(command, head, archived, sessions=bool(store.session_ids()))
+
+
+def _archive_of(store: SessionStore, session_id: str) -> str | None:
+    """The archive name of the latest ``gs rm`` of ``session_id`` (its reflog says ``archive: <id>``), or None."""
+    moves = []
+    for n in store.archived_ids():
+        if n == session_id or re.fullmatch(re.escape(session_id) + r"-\d+", n):
+            log = store.reflog(n, archived=True)
+            last = log[-1] if log else None
+            if last is not None and last.reason == f"archive: {session_id}":
+                moves.append((last.time, _natural(n), n))
+    if moves:
+        return max(moves)[2]
+    return session_id if store.archive_ref(session_id) is not None else None
 
 
 @dataclass

@@ -280,6 +280,17 @@ def test_without_a_current_session_the_message_says_why(gs, git):
     assert "HEAD names refs/heads/master, which is no session" in gs("log").err
 
 
+def test_the_archive_named_is_the_current_session_s_own(gs, git):
+    assert gs("ask", "work", "hi").code == 0 and gs("fork", "work", "work-1").code == 0
+    assert gs("rm", "work-1").code == 0 and gs("rm", "work").code == 0  # both archived, work-1 is another session
+    r = gs("show")
+    assert "the current session work was archived" in r.err and "'gs restore work'" in r.err, r.err
+    git("branch", "work", "refs/archive/work")  # a work again (plain git may reuse an archived name)
+    assert gs("rm", "work").code == 0  # archived too: as work-2
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/work"
+    assert "'gs restore work-2'" in gs("show").err
+
+
 def test_an_empty_repo_says_there_are_no_sessions_yet(gs):
     for args in (("show",), ("status",), ("chat", "-c")):
         r = gs(*args)
