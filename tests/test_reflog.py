@@ -178,6 +178,8 @@ def test_a_date_before_the_reflog_began_warns_as_git_does(gs, git):
     assert "only goes back" not in gs("show", "work@{now}").err
     r = gs("restore", "work@{yesterday}")
     assert r.code == 0 and "its oldest recorded state" in r.err and "only goes back to" in r.err, r.err
+    r = gs("fork", "work@{yesterday}", "old")
+    assert r.code == 0 and "only goes back to" in r.err, r.err
 
 
 def test_restore_says_what_cannot_be_restored(three, git):

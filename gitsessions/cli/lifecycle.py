@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ..errors import BadRevision, NotASessionId, NothingToRestore, SessionExists
+from ..history import read_revision
 from ..recovery import recover_journal
 from ..rules import REV_RE, fork_name, taken_by
 from ..session import Session
@@ -29,7 +30,7 @@ def fork(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = store.resolve(rev)
+        target = read_revision(store, rev, c.redactor(), c.warnings)  # a date before the reflog began: warned
         commit = fork_session(store, target, new)
     err(f"forked {new} from {target.session_id} at {short(target.commit)} ({short(commit)}); "
         f"continue with: gs chat {new}")
