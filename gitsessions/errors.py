@@ -46,13 +46,77 @@ class SessionNotFound(GitSessionsError):
         super().__init__(f"no session {session_id!r}{hint}")
 
 
-class NoCurrentSession(GitSessionsError):
-    """A command without a session found no current one (the repo's ``HEAD`` names none)."""
+class SessionArchived(SessionNotFound):
+    """No live session of that id: it was archived (``gs rm``) and waits under ``refs/archive/``."""
 
-    def __init__(self, command: str):
+    def __init__(self, session_id: str, name: str | None = None):
+        self.session_id = session_id
+        self.known = []
+        self.name = name or session_id
+        GitSessionsError.__init__(self, f"session {session_id!r} is archived (gs rm); bring it back with "
+                                        f"'gs restore {self.name}'")
+
+
+class NotASessionId(GitSessionsError):
+    """A command that takes a session id was given a revision of one (``work@{1}``, ``work~1``)."""
+
+    def __init__(self, command: str, rev: str, next_step: str):
         self.command = command
-        super().__init__(f"no current session (HEAD names none yet): name one, as in 'gs {command} SESSION' "
-                         "('gs list' shows them), or start one with 'gs chat'")
+        self.rev = rev
+        super().__init__(f"gs {command} takes a session id, not a revision: {rev!r}; {next_step}")
+
+
+class NothingToRestore(SessionNotFound):
+    """``gs restore NAME`` where NAME is no archived session: a live one, or none at all.
+
+    Args:
+        name: what was given.
+        live: NAME is a live session (its past states are its reflog entries).
+        archived: the archived sessions' names.
+    """
+
+    def __init__(self, name: str, live: bool = False, archived: Sequence[str] = ()):
+        self.session_id = self.name = name
+        self.known = list(archived)
+        self.live = live
+        if live:
+            why = (f"session {name!r} is live, not archived: there is nothing to restore; a past state of it comes "
+                   f"back as a session of its own with 'gs restore {name}@{{N}}' (see 'gs reflog {name}')")
+        else:
+            shown = ", ".join(archived[:8]) + (" ..." if len(archived) > 8 else "")
+            why = f"no archived session {name!r}; " + (f"archived: {shown}" if archived else
+                                                       "none is archived ('gs rm SESSION' archives one)")
+        GitSessionsError.__init__(self, why)
+
+
+class NoCurrentSession(GitSessionsError):
+    """A command without a session found no current one (the repo's ``HEAD`` names none).
+
+    Args:
+        command: the command run (``show``), for the way out.
+        head: the ref ``HEAD`` names (``refs/heads/master``), None when it is detached.
+        archived: the archive name of the session ``HEAD`` names, when that one was archived.
+        sessions: whether any live session exists.
+    """
+
+    def __init__(self, command: str, head: str | None = "", archived: str | None = None, sessions: bool = True):
+        self.command = command
+        self.head = head
+        self.archived = archived
+        name = f"name one, as in 'gs {command} SESSION' ('gs list' shows them)"
+        if archived is not None:
+            shown = head.rsplit("/", 1)[-1] if head else archived
+            why = (f"the current session {shown} was archived (gs rm); bring it back with 'gs restore {archived}', "
+                   f"or {name}")
+        elif not sessions:
+            why = f"there are no sessions yet: start one with 'gs chat' (then 'gs {command}' works on it)"
+        elif head is None:
+            why = f"no current session: HEAD is detached (it names a commit, not a session); {name}, " \
+                  "and 'gs chat SESSION' makes it current"
+        else:
+            why = f"no current session: HEAD names {head or 'nothing'}, which is no session; {name}, " \
+                  "and 'gs chat SESSION' makes it current"
+        super().__init__(why)
 
 
 class SessionExists(GitSessionsError):

@@ -46,7 +46,8 @@ def read_revision(store: SessionStore, rev: str, redactor: Redactor | None = Non
         store: the session store.
         rev: ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT``.
         redactor: replaces secrets in a recovered turn (see :func:`~gitsessions.recovery.recover_journal`).
-        warnings: gets a line per recovery a hook refused (see :func:`~gitsessions.recovery.try_recover`).
+        warnings: gets a line per recovery a hook refused (see :func:`~gitsessions.recovery.try_recover`),
+            and the revision's note (a date before its reflog began).
 
     Returns:
         The revision ``rev`` names.
@@ -62,7 +63,10 @@ def read_revision(store: SessionStore, rev: str, redactor: Redactor | None = Non
             try_recover(store, sid, redactor, warnings)
         except InvalidSessionId:
             pass  # resolve() says what is wrong with it
-    return store.resolve(rev)
+    revision = store.resolve(rev)
+    if revision.note and warnings is not None:
+        warnings.append(revision.note)
+    return revision
 
 
 def list_sessions(store: SessionStore, *, archived: bool = False, redactor: Redactor | None = None,

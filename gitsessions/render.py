@@ -51,9 +51,10 @@ def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | 
     """Return the lines of a family drawn as a tree of fork points (``gs tree``, the chat's ``/tree``).
 
     A session's line: ``├─ work-2  (from work at turn 4)  "shorter answer please"  5 turns ·
-    2026-12-01 13:05 · a1b2c3d``. The quoted text is its title, or a fork's first own prompt
-    while its title is still its parent's; the current session ends with ``← current``, an
-    archived one is marked ``[archived]``.
+    2026-12-01 13:05 · a1b2c3d``. The quoted text is the session's own: its title, or a fork's
+    first own prompt while its title is still its parent's; a fork with neither (no turn of its
+    own yet) shows the inherited title unquoted. The current session ends with ``← current``,
+    an archived one is marked ``[archived]``, one whose log cannot be read ``[unreadable: why]``.
 
     Args:
         root: the family's root (:func:`gitsessions.tree.family`).
@@ -69,9 +70,12 @@ def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | 
         where = f"  (from {node.parent} at turn {node.from_turn})" if node.parent and node.from_turn is not None \
             else f"  (from {node.parent})" if node.parent else ""
         label = fork_label(node.title, node.prompt, up_title if node.parent else None)
-        marks = ("  [archived]" if node.archived else "") + ("  ← current" if node.current else "")
+        inherited = bool(node.parent) and node.title == up_title and not node.prompt  # no text of its own yet
+        shown = (f"  {label}" if inherited else f'  "{label}"') if label else ""
+        marks = ("  [archived]" if node.archived else "") + ("  ← current" if node.current else "") \
+            + (f"  [unreadable: {node.error}]" if node.error else "")
         turns = plural(node.turns, "turn")
-        out.append((f"{lead}{branch}{node.session_id}{where}" + (f'  "{label}"' if label else "")
+        out.append((f"{lead}{branch}{node.session_id}{where}" + shown
                     + f"  {turns} · {local_time(node.saved)} · {node.tip[:7]}{marks}", node, None))
         below = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
         bar = "│  " if node.children else "   "

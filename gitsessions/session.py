@@ -311,11 +311,12 @@ class Session:
             self._lock.release()
 
 
-def fork(store: SessionStore, rev: Revision, new_id: str) -> str:
+def fork(store: SessionStore, rev: Revision, new_id: str, reason: str | None = None) -> str:
     """Create session ``new_id`` starting at ``rev`` in O(1) (one commit, no content copied).
 
     The fork's commits carry ``Forked-From: <session>@<commit>``, and its first commit's
-    parent is the fork point, so ``git merge-base`` finds it after push and clone.
+    parent is the fork point, so ``git merge-base`` finds it after push and clone. ``reason``:
+    the new name's first reflog line (default ``branch: <subject>``; a restore says so).
 
     Returns:
         The fork's first commit id.
@@ -329,7 +330,8 @@ def fork(store: SessionStore, rev: Revision, new_id: str) -> str:
     if open_turn(snap.events) is not None:
         raise BadRevision(f"{rev.session_id}@{rev.commit[:7]}", "the fork point is inside an unfinished turn")
     lineage = Lineage(SessionId(rev.session_id), CommitId(rev.commit))
-    return store.branch_from(new_id, rev.commit, commit_message(new_id, snap.events, kind="fork", lineage=lineage))
+    return store.branch_from(new_id, rev.commit, commit_message(new_id, snap.events, kind="fork", lineage=lineage),
+                             reason=reason)
 
 
 def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, always_fork: bool = False,

@@ -30,7 +30,7 @@ from typing import Any
 from .errors import NoCurrentSession, SessionNotFound
 from .history import merge_base
 from .render import iso_time
-from .rules import Trailers
+from .rules import Lineage, Trailers
 from .store import SessionInfo, SessionStore
 
 #: Commits plain git may have made on top of a session's last gs commit, stepped over to find it.
@@ -54,8 +54,11 @@ class Node:
         fork_commit: the commit of ``parent`` it left at.
         archived: it is archived (``gs rm``; ``gs restore`` brings it back).
         current: it is the repo's current session (``HEAD``).
-        children: the sessions that left this one, by fork point, then id.
+        children: the sessions that left this one, by fork point, then id (digits as numbers: work-2
+            before work-10).
         prompt: the first line of the first prompt it added after leaving ``parent`` (None: none yet).
+        error: why its log cannot be read (a branch plain git made with a damaged ``session.jsonl``),
+            else None; it is drawn all the same, marked.
     """
 
     session_id: str
@@ -70,6 +73,7 @@ class Node:
     current: bool = False
     children: list[Node] = field(default_factory=list)
     prompt: str | None = None
+    error: str | None = None
 
     def walk(self) -> Iterable[tuple[int, Node]]:
         """Yield ``(depth, node)`` for this node and every descendant, depth first, in order."""
@@ -88,7 +92,7 @@ class Node:
         return {"id": self.session_id, "title": self.title, "turns": self.turns, "saved": iso_time(self.saved),
                 "tip": self.tip, "parent": self.parent, "from_turn": self.from_turn,
                 "fork_commit": self.fork_commit, "archived": self.archived, "current": self.current,
-                "prompt": self.prompt, "children": [c.to_json() for c in self.children]}
+                "prompt": self.prompt, "error": self.error, "children": [c.to_json() for c in self.children]}
 
 
 def current_session(store: SessionStore) -> str | None:
@@ -108,14 +112,41 @@ def rev_or_current(store: SessionStore, rev: str | None, command: str) -> str:
         command: the command's name, for the message.
 
     Raises:
-        NoCurrentSession: ``rev`` is None and ``HEAD`` names no session.
+        NoCurrentSession: ``rev`` is None and ``HEAD`` names no session (the error says why:
+            archived, detached, no sessions yet, or a ref that is no session).
     """
     if rev is not None:
         return rev
     current = store.current()
     if current is None:
-        raise NoCurrentSession(command)
+        raise no_current(store, command)
     return current
+
+
+def no_current(store: SessionStore, command: str) -> NoCurrentSession:
+    """Return the :class:`NoCurrentSession` that says why ``HEAD`` names no session, and what to do."""
+    head = store.head_ref()
+    name = head.rsplit("/", 1)[-1] if head and head.startswith(("refs/heads/", "refs/archive/")) else None
+    archived = None
+    if head and name and head.startswith("refs/archive/"):
+        archived = name if store.archive_ref(name) is not None else None
+    elif name:  # archived as <name>, or <name>-N when that was taken: the latest archive of it
+        archived = _archive_of(store, name)
+    return NoCurrentSession(command, head, archived, sessions=bool(store.session_ids()))
+
+
+def _archive_of(store: SessionStore, session_id: str) -> str | None:
+    """The archive name of the latest ``gs rm`` of ``session_id`` (its reflog says ``archive: <id>``), or None."""
+    moves = []
+    for n in store.archived_ids():
+        if n == session_id or re.fullmatch(re.escape(session_id) + r"-\d+", n):
+            log = store.reflog(n, archived=True)
+            last = log[-1] if log else None
+            if last is not None and last.reason == f"archive: {session_id}":
+                moves.append((last.time, _natural(n), n))
+    if moves:
+        return max(moves)[2]
+    return session_id if store.archive_ref(session_id) is not None else None
 
 
 @dataclass
@@ -167,8 +198,8 @@ def family(store: SessionStore, session_id: str, rows: Sequence[SessionInfo] | N
         SessionNotFound: no live or archived session of that name.
     """
     live = list(rows) if rows is not None else store.list_sessions()
-    members = [_member(store, i, False) for i in live if i.error is None]
-    members += [_member(store, i, True) for i in store.archived_sessions() if i.error is None]
+    members = [_member(store, i, False) for i in live]  # unreadable ones too: drawn, marked
+    members += [_member(store, i, True) for i in store.archived_sessions()]
     by_key = {m.key: m for m in members}
     start = by_key.get((session_id, False)) or by_key.get((session_id, True))
     if start is None:
@@ -198,16 +229,30 @@ def family(store: SessionStore, session_id: str, rows: Sequence[SessionInfo] | N
 
 def _parent_of(store: SessionStore, m: _Member, named: dict[str, list[_Member]],
                saved_in: dict[str, list[_Member]]) -> tuple[_Member, str | None] | None:
-    """The session ``m`` left and the commit it left at (None: their merge base), or None for a root."""
+    """The session ``m`` left and the commit it left at (None: their merge base), or None for a root.
+
+    A tip saved in another session (a branch plain git made on its commit) left that session,
+    even when that session is itself a fork (its commits carry its ``Forked-From``); otherwise
+    the tip's lineage says where it left.
+    """
     lineage = m.fields.forked_from
-    hint, fork = (lineage.session_id, lineage.commit) if lineage else (m.fields.session, None)
-    if hint is None or (lineage is None and hint == m.info.session_id):
-        return None
+    session = m.fields.session
+    if session is not None and session != m.info.session_id:
+        found = _holder(store, m, session, None, lineage, named, saved_in)
+        if found is not None or lineage is None:
+            return found
+    return _holder(store, m, lineage.session_id, lineage.commit, lineage, named, saved_in) if lineage else None
+
+
+def _holder(store: SessionStore, m: _Member, hint: str, fork: str | None, lineage: Lineage | None,
+            named: dict[str, list[_Member]], saved_in: dict[str, list[_Member]]) -> tuple[_Member, str | None] | None:
+    """The session named ``hint`` that ``m`` left (at ``fork``; None: their merge base), or None."""
+    plain = fork is None  # a branch on a session's commit, found through its Session trailer
     candidates = [c for c in named.get(hint, []) if c is not m]
     if not candidates:  # renamed since: whoever's tip was still saved under that name (not a sibling fork)
         candidates = [c for c in saved_in.get(hint, [])
                       if c is not m and not (lineage is not None and c.fields.forked_from == lineage)]
-        if lineage is None:  # m too was saved under that name, as its renamed original: a longer one is the parent
+        if plain:  # m too was saved under that name, as its renamed original: a longer one is the parent
             candidates = [c for c in candidates if _rank(c) > _rank(m)]
     if len(candidates) > 1:  # one holding the fork point (for a plain branch: its tip), the longest first
         holding = [c for c in candidates if _holds(store, c.info.tip, fork or m.info.tip)] or candidates
@@ -232,7 +277,8 @@ def _build(store: SessionStore, m: _Member, up: _Member | None, parent: _Links,
     done.add(m.key)
     info = m.info
     node = Node(info.session_id, m.turn_fields.title or m.fields.title or "", m.turn_fields.turn or m.fields.turn or 0,
-                info.time, info.tip, archived=m.archived, current=not m.archived and info.session_id == current)
+                info.time, info.tip, archived=m.archived, current=not m.archived and info.session_id == current,
+                error=info.error)
     if up is not None:
         fork = parent[m.key][1]
         try:
@@ -245,9 +291,14 @@ def _build(store: SessionStore, m: _Member, up: _Member | None, parent: _Links,
         except store.unreadable:
             node.parent = up.info.session_id
     kids = [_build(store, c, m, parent, children, current, done) for c in children.get(m.key, []) if c.key not in done]
-    node.children = sorted(kids, key=lambda n: (n.from_turn if n.from_turn is not None else -1, n.session_id,
-                                                n.archived))
+    node.children = sorted(kids, key=lambda n: (n.from_turn if n.from_turn is not None else -1,
+                                                _natural(n.session_id), n.archived))
     return node
+
+
+def _natural(text: str) -> list[tuple[int, int | str]]:
+    """A sort key reading digits as numbers: work-2 before work-10 (as people count forks)."""
+    return [(1, int(part)) if part.isdigit() else (0, part) for part in re.split(r"(\d+)", text) if part]
 
 
 def _first_prompt(store: SessionStore, tip: str, fork: str) -> str | None:

@@ -81,7 +81,7 @@ def test_a_reflog_revision_takes_suffixes_and_shows(three, git):
 
 def test_reflog_revisions_that_name_nothing_say_what_exists(three):
     r = three("show", "work@{3}")
-    assert r.code == 1 and "only has 3 entries" in r.err and "gs reflog work" in r.err
+    assert r.code == 1 and "only has 3 entries, so work@{0} to work@{2} exist" in r.err and "gs reflog work" in r.err
     r = three("show", "work@{soon}")
     assert r.code == 1 and "work@{yesterday}" in r.err
     r = three("show", "work@{1")
@@ -127,6 +127,7 @@ def test_restore_brings_a_reflog_entry_back_as_a_session(three, git):
     assert (node["id"], node["from_turn"], node["fork_commit"]) == ("work-1", 2, before)
     assert three("restore", "work@{2}", "--as", "first").code == 0
     assert git("rev-parse", "first^").strip() == git("rev-parse", "work~2").strip()
+    assert git("reflog", "show", "--format=%gs", "first").split("\n")[0] == "restore: work@{2} as first"  # not a fork
     git("fsck", "--strict")
 
 
@@ -157,3 +158,48 @@ def test_moves_plain_git_made_are_read_too(three, git, repo_path: Path):
     assert three("show", "@{1}").out == three("show", "work@{1}").out  # git's @{1}: the current session's
     assert git("reflog", "show", "--format=%h", "refs/heads/work").split()[:2] == [top[:7], before[:7]]
     git("fsck", "--strict")
+
+
+def test_an_archived_restore_is_drawn_in_its_family(three):
+    assert three("restore", "work@{1}").code == 0
+    assert three("rm", "work-1").code == 0
+    r = three("tree", "work-1")
+    assert r.code == 0, r.err
+    assert "work-1  (from work at turn 2)" in r.out and "[archived]" in r.out
+
+
+def test_a_date_before_the_reflog_began_warns_as_git_does(gs, git):
+    assert gs("ask", "work", "one").code == 0 and gs("ask", "work", "two").code == 0
+    for at in ("yesterday", "1 year ago"):
+        r = gs("show", f"work@{{{at}}}", "--format", "jsonl")
+        assert r.code == 0, r.err
+        assert "the reflog of 'work' only goes back to" in r.err and f"not one from {at}" in r.err, r.err
+        assert r.out == gs("show", "work~1", "--format", "jsonl").out  # the oldest state, as git names it
+    assert "only goes back" not in gs("show", "work@{now}").err
+    r = gs("restore", "work@{yesterday}")
+    assert r.code == 0 and "its oldest recorded state" in r.err and "only goes back to" in r.err, r.err
+    r = gs("fork", "work@{yesterday}", "old")
+    assert r.code == 0 and "only goes back to" in r.err, r.err
+
+
+def test_restore_says_what_cannot_be_restored(three, git):
+    tips = git("for-each-ref")
+    r = three("restore", "work@{0}")
+    assert r.code == 1 and "it is work as it stands" in r.err and "gs reflog work" in r.err, r.err
+    r = three("restore", "work")
+    assert r.code == 1 and "'work' is live, not archived" in r.err and "gs restore work@{N}" in r.err, r.err
+    r = three("restore", "work~1")
+    assert r.code == 1 and "gs restore takes a session id, not a revision" in r.err and "gs fork work~1" in r.err
+    r = three("restore", "nothing")
+    assert r.code == 1 and "no archived session 'nothing'; none is archived" in r.err, r.err
+    r = three("restore", "")
+    assert r.code == 1 and "no archived session ''" in r.err, r.err
+    assert git("for-each-ref") == tips  # nothing was made
+
+
+def test_revision_messages_count_right(gs):
+    assert gs("ask", "work", "one").code == 0
+    r = gs("show", "work@{0}~1")
+    assert r.code == 1 and "'work@{0}' has 1 save, so only work@{0}~0 exists" in r.err, r.err
+    r = gs("show", "work@{2}")
+    assert r.code == 1 and "only has 1 entry, so only work@{0} exists" in r.err, r.err

@@ -138,7 +138,9 @@ class StoreContract:
         stores().rename("one", "uno")
         assert stores().current() == "uno"  # the current session follows its name
         stores().archive("uno")
-        assert stores().current() is None  # an archived session is no current one
+        assert stores().current() == "two"  # an archived session is no current one: the one saved last is
+        stores().archive("two")
+        assert stores().current() is None  # none is left
 
     def test_invalid_ids_are_refused(self, stores: Stores):
         for bad in ("", "-x", "a/b", "HEAD", "x" * 65):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.events import Event, make_header
 from gitsessions.store import GitStore
 from gitsessions.tree import Node, current_session, family
 
@@ -119,7 +120,7 @@ def test_gs_tree_draws_the_family(forked):
     assert [re.match(r"[│├└─ ]*\S+", line).group() for line in lines] == [  # type: ignore[union-attr]
         "work", "├─ alt", "└─ work-2", "   └─ work-2-1"]
     assert lines[0].startswith('work  "first question"  3 turns · ')
-    assert '├─ alt  (from work at turn 1)  "first question"  1 turn · ' in lines[1] and lines[1].endswith("[archived]")
+    assert "├─ alt  (from work at turn 1)  first question  1 turn · " in lines[1] and lines[1].endswith("[archived]")
     assert '└─ work-2  (from work at turn 2)  "shorter answer please"  4 turns' in lines[2]
     assert lines[3].startswith("   └─ work-2-1  (from work-2 at turn 3)") and lines[3].endswith("← current")
     assert forked("tree").out == r.out  # no SESSION: the current one's family (HEAD names work-2-1)
@@ -140,7 +141,7 @@ def test_gs_tree_json_is_the_same_tree(forked, git):
     leaf = work2["children"][0]
     assert (leaf["id"], leaf["current"], leaf["children"]) == ("work-2-1", True, [])
     assert set(leaf) == {"id", "title", "turns", "saved", "tip", "parent", "from_turn", "fork_commit", "archived",
-                         "current", "prompt", "children"}
+                         "current", "prompt", "error", "children"}
 
 
 def test_commands_without_a_rev_use_the_current_session(forked, git):
@@ -240,3 +241,128 @@ def test_a_diverged_pull_stays_in_the_family(machine, tmp_path: Path):
     assert root["id"] == "w" and root["turns"] == 2  # the remote's side keeps the name
     (mine,) = root["children"]
     assert mine["id"].startswith("w-") and (mine["from_turn"], mine["turns"], mine["prompt"]) == (1, 3, "two on a")
+
+
+def test_archiving_the_current_session_makes_the_one_saved_last_current(gs, git, tmp_path: Path):
+    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "e", "echo").code == 0
+    r = gs("rm", "e")
+    now = git("symbolic-ref", "--short", "HEAD").strip()
+    assert now in ("work", "other")  # saved last (within one second: either)
+    assert r.code == 0 and f"the current session is now {now}" in r.err, r.err
+    assert git("log", "--format=%s", "-1").strip() == git("log", "--format=%s", "-1", now).strip()
+    clone = tmp_path / "clone"
+    r2 = subprocess.run(["git", "clone", "-q", git("rev-parse", "--absolute-git-dir").strip(), str(clone)],
+                        capture_output=True, text=True, check=True)
+    assert "warning" not in r2.stderr
+    assert gs("rename", now, "renamed").code == 0  # a rename: HEAD follows the new name
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/renamed"
+    assert gs("show").out == gs("show", "renamed").out
+    git("fsck", "--strict")
+
+
+def test_without_a_current_session_the_message_says_why(gs, git):
+    assert gs("ask", "e", "echo").code == 0
+    assert gs("rm", "e").code == 0  # the last session: HEAD still names it
+    for command in ("show", "log", "status", "tree", "reflog", "export"):
+        r = gs(command)
+        assert r.code == 1 and "the current session e was archived" in r.err and "gs restore e" in r.err, r.err
+        assert "yet" not in r.err
+    assert gs("ask", "w", "hi").code == 0
+    git("update-ref", "--no-deref", "HEAD", git("rev-parse", "w").strip())
+    r = gs("show")
+    assert r.code == 1 and "HEAD is detached" in r.err and "gs show SESSION" in r.err, r.err
+    git("symbolic-ref", "HEAD", "refs/archive/e")
+    r = gs("tree")
+    assert r.code == 1 and "the current session e was archived" in r.err and "gs restore e" in r.err, r.err
+    git("symbolic-ref", "HEAD", "refs/heads/master")
+    assert "HEAD names refs/heads/master, which is no session" in gs("log").err
+
+
+def test_the_archive_named_is_the_current_session_s_own(gs, git):
+    assert gs("ask", "work", "hi").code == 0 and gs("fork", "work", "work-1").code == 0
+    assert gs("rm", "work-1").code == 0 and gs("rm", "work").code == 0  # both archived, work-1 is another session
+    r = gs("show")
+    assert "the current session work was archived" in r.err and "'gs restore work'" in r.err, r.err
+    git("branch", "work", "refs/archive/work")  # a work again (plain git may reuse an archived name)
+    assert gs("rm", "work").code == 0  # archived too: as work-2
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/work"
+    assert "'gs restore work-2'" in gs("show").err
+
+
+def test_an_empty_repo_says_there_are_no_sessions_yet(gs):
+    for args in (("show",), ("status",), ("chat", "-c")):
+        r = gs(*args)
+        assert r.code == 1 and "there are no sessions yet: start one with 'gs chat'" in r.err, r.err
+        assert "(most recent)" not in r.err
+
+
+def test_status_sees_a_first_turn_that_is_only_in_the_journal(gs, repo_path: Path):
+    assert gs("ask", "work", "hi").code == 0
+    with GitStore(repo_path) as store:  # what kill -9 during the first turn of 'gs ask jr "kill me"' leaves
+        journal = store.journal("jr")
+        journal.begin(None, make_header("jr", created=1))
+        for i, (kind, data) in enumerate([("turn/start", {"turn": 0}), ("user/message", {"content": "kill me"})]):
+            journal.append_event(Event(i, 1_700_000_000_000 + i, kind, data))
+        journal.close()
+    r = gs("status", "jr")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[:3] == ["session: jr (the current session is work)",
+                                      "tip: none yet (its first turn is not saved)",
+                                      "journal: a turn not yet saved (opening the session saves it: gs chat jr)"]
+    row = gs("status", "jr", "--json").json()
+    assert (row["tip"], row["subject"], row["saved"], row["journal"]) == (None, None, None, True)
+
+
+def test_tree_reflog_and_status_take_a_session_id_and_know_archived_ones(forked):
+    for command in ("tree", "reflog", "status"):
+        r = forked(command, "work@{1}")
+        assert r.code == 1 and f"gs {command} takes a session id, not a revision: 'work@{{1}}'" in r.err, r.err
+        assert f"gs {command} work" in r.err
+    r = forked("status", "alt")
+    assert r.code == 1 and "session 'alt' is archived" in r.err and "gs restore alt" in r.err, r.err
+    assert forked("tree", "alt").out == forked("tree", "work").out  # its family, drawn with it
+
+
+def _commit_by_hand(repo: Path, tree: str, parent: str, message: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "commit-tree", tree, "-p", parent, "-m", message],
+                          capture_output=True, text=True, check=True,
+                          env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+                               "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"}).stdout.strip()
+
+
+def test_the_tree_orders_forks_as_people_count_and_places_plain_branches(gs, git, repo_path: Path):
+    assert gs("ask", "work", "one").code == 0
+    for i in (2, 10, 3):
+        assert gs("fork", "work", f"work-{i}").code == 0
+    assert gs("ask", "work", "two").code == 0 and gs("fork", "work", "kid").code == 0
+    assert gs("ask", "kid", "kid turn").code == 0
+    git("branch", "plain", "kid")  # plain git on a fork's tip: a branch of kid, not of work
+    blob = subprocess.run(["git", "-C", str(repo_path), "hash-object", "-w", "--stdin"], input="{not json\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    broken = subprocess.run(["git", "-C", str(repo_path), "mktree"], input=f"100644 blob {blob}\tsession.jsonl\n",
+                            capture_output=True, text=True, check=True).stdout.strip()
+    git("update-ref", "refs/heads/junk", _commit_by_hand(repo_path, broken, git("rev-parse", "kid").strip(), "oops"))
+    root = gs("tree", "work", "--json").json()
+    assert [c["id"] for c in root["children"]] == ["work-2", "work-3", "work-10", "kid"]
+    kid = root["children"][3]
+    assert sorted(c["id"] for c in kid["children"]) == ["junk", "plain"]
+    junk = next(c for c in kid["children"] if c["id"] == "junk")
+    assert junk["error"] and junk["parent"] == "kid"
+    r = gs("tree", "junk")
+    assert r.code == 0, r.err
+    assert "junk  (from kid at turn 3)" in r.out and "[unreadable: " in r.out, r.out
+
+
+def test_a_fork_without_turns_of_its_own_shows_its_inherited_title_unquoted(gs):
+    assert gs("ask", "work", "first question").code == 0 and gs("ask", "work", "second").code == 0
+    assert gs("restore", "work@{1}").code == 0
+    line = next(line for line in gs("tree", "work").out.splitlines() if "work-1" in line)
+    assert "(from work at turn 1)  first question  1 turn" in line and '"' not in line, line
+
+
+def test_help_names_the_optional_session_once(gs):
+    for command in ("tree", "reflog", "status"):
+        r = gs(command, "--help")
+        assert r.code == 0 and f"{command} [OPTIONS] [SESSION]" in r.out and "[[SESSION]]" not in r.out, r.out

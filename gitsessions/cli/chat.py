@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import __version__
-from ..errors import DiskFull, GitSessionsError, RemoteError, SessionNotFound
+from ..errors import DiskFull, GitSessionsError, NoCurrentSession, RemoteError
 from ..events import clean_text, make_header
 from ..render import terminal_safe
 from ..store import GitStore
@@ -41,7 +41,7 @@ def _latest_session(ctx: Context) -> str:
             return current
         infos = store.list_sessions()
     if not infos:
-        raise SessionNotFound("(most recent)", [])
+        raise NoCurrentSession("chat -c", sessions=False)
     return max(infos, key=lambda i: i.time).session_id
 
 

@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
-from ..errors import SessionExists
+from ..errors import BadRevision, NotASessionId, NothingToRestore, SessionExists
+from ..history import read_revision
 from ..recovery import recover_journal
-from ..rules import fork_name, taken_by
+from ..rules import REV_RE, fork_name, taken_by
 from ..session import Session
 from ..session import fork as fork_session
 from .common import Context, WaitCommand, WaitOption, err, short
@@ -19,8 +20,9 @@ app = typer.Typer()
 @app.command()
 def fork(
     ctx: typer.Context,
-    rev: Annotated[str, typer.Argument(help="Where to fork: SESSION, SESSION~N, SESSION^ or SESSION@COMMIT.")],
-    new: Annotated[str, typer.Argument(help="Id of the new session.")],
+    rev: Annotated[str, typer.Argument(metavar="REV", help="Where to fork: SESSION, SESSION~N, SESSION^, "
+                                       "SESSION@COMMIT or a reflog entry SESSION@{N} / SESSION@{DATE}.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="Id of the new session.")],
 ) -> None:
     """Start session NEW at revision REV (O(1): nothing is copied; the original is untouched).
 
@@ -28,7 +30,7 @@ def fork(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        target = store.resolve(rev)
+        target = read_revision(store, rev, c.redactor(), c.warnings)  # a date before the reflog began: warned
         commit = fork_session(store, target, new)
     err(f"forked {new} from {target.session_id} at {short(target.commit)} ({short(commit)}); "
         f"continue with: gs chat {new}")
@@ -37,8 +39,8 @@ def fork(
 @app.command(cls=WaitCommand)
 def rename(
     ctx: typer.Context,
-    old: Annotated[str, typer.Argument(help="Current session id.")],
-    new: Annotated[str, typer.Argument(help="New session id.")],
+    old: Annotated[str, typer.Argument(metavar="OLD", help="Current session id.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="New session id.")],
     wait: WaitOption = 0.0,
 ) -> None:
     """Rename a session (its branch and reflog move; its history is unchanged).
@@ -55,7 +57,7 @@ def rename(
 @app.command("rm", cls=WaitCommand)
 def rm(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id to archive.")],
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="Session id to archive.")],
     wait: WaitOption = 0.0,
 ) -> None:
     """Archive a session under refs/archive/ (nothing is deleted; 'gs restore' brings it back).
@@ -65,16 +67,19 @@ def rm(
     c: Context = ctx.obj
     with c.store() as store, store.lock(session).acquire(c.lock_wait(wait)):
         recover_journal(store, session, c.redactor(), c.warnings)  # a pending turn is archived with it
+        was_current = store.current() == session
         name = store.archive(session)
-    err(f"archived {session} as refs/archive/{name}; restore it with: gs restore {name}")
+        now = store.current() if was_current else None
+    moved = f"; the current session is now {now}" if now else ""
+    err(f"archived {session} as refs/archive/{name}; restore it with: gs restore {name}{moved}")
 
 
 @app.command()
 def restore(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(
-        help="Archived session name (see gs list --archived), or a reflog entry SESSION@{N} / SESSION@{DATE} "
-        "(see gs reflog).")],
+        metavar="NAME", help="Archived session name (see gs list --archived), or a reflog entry SESSION@{N} / "
+        "SESSION@{DATE} (see gs reflog).")],
     as_id: Annotated[str | None, typer.Option("--as", help="Restore under another id.")] = None,
 ) -> None:
     """Bring an archived session back, or any past position of a session's name as a session of its own.
@@ -86,13 +91,25 @@ def restore(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        if "@{" in name:
+        if "@{" in name:  # a reflog entry (also git's @{N}: the current session's)
             target = store.resolve(name)
+            if target.is_tip:
+                raise BadRevision(name, f"it is {target.session_id} as it stands (its tip): there is nothing to "
+                                  f"restore; its past states are in 'gs reflog {target.session_id}'")
             new = as_id or (target.session_id if taken_by(store, target.session_id) is None
                             else fork_name(store, target.session_id))
-            fork_session(store, target, new)
-            err(f"restored {name} ({short(target.commit)}) as {new}; continue with: gs chat {new}")
+            fork_session(store, target, new, reason=f"restore: {name} as {new}")
+            state = "its oldest recorded state" if target.note else "that state"
+            if target.note:
+                c.warnings.append(target.note)
+            err(f"restored {name} ({short(target.commit)}, {state}) as {new}; continue with: gs chat {new}")
             return
+        m = REV_RE.match(name)
+        if m and m.group("suffix"):
+            raise NotASessionId("restore", name, "it brings back an archived session (gs list --archived) or a "
+                                f"reflog entry (SESSION@{{N}}); to start a session at {name}: gs fork {name} NEW")
+        if not name:
+            raise NothingToRestore(name, archived=store.archived_ids())
         try:
             sid = store.restore(name, as_id)
         except SessionExists as exc:
@@ -106,8 +123,8 @@ def restore(
 @app.command(cls=WaitCommand)
 def title(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id.")],
-    text: Annotated[str, typer.Argument(help="The new title (any Unicode).")],
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="Session id.")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The new title (any Unicode).")],
     wait: WaitOption = 0.0,
 ) -> None:
     """Set a session's title (shown by gs list instead of the first prompt).

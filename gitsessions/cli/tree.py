@@ -13,8 +13,9 @@ from typing import Annotated, Any
 import typer
 
 from .. import render
-from ..errors import SessionNotFound
+from ..errors import NotASessionId, SessionArchived, SessionNotFound
 from ..history import list_sessions, merge_base
+from ..rules import REV_RE, check_session_id
 from ..store import GitStore, ReflogEntry
 from ..tree import family, rev_or_current
 from .common import Context, short
@@ -33,13 +34,35 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _session(store: GitStore, given: str | None, command: str) -> str:
+    """The session a SESSION argument names (the current one without it), checked as an id.
+
+    Raises:
+        NotASessionId: a revision (``work@{1}``, ``work~1``) where a session id belongs.
+        InvalidSessionId: no valid id.
+        NoCurrentSession: none given and ``HEAD`` names no session.
+    """
+    sid = rev_or_current(store, given, command)
+    m = REV_RE.match(sid)
+    if m and m.group("suffix"):
+        raise NotASessionId(command, sid, f"try 'gs {command} {m.group('id')}' (a past state: gs show {sid})")
+    return check_session_id(sid)
+
+
+def _missing(store: GitStore, sid: str) -> SessionNotFound:
+    """Why ``sid`` has no tip: archived (restore it), else no such session."""
+    if store.archive_ref(sid) is not None:
+        return SessionArchived(sid)
+    return SessionNotFound(sid, store.session_ids())
+
+
 # -- tree ------------------------------------------------------------------------------------
 
 
 @app.command()
 def tree(
     ctx: typer.Context,
-    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="[SESSION]")] = None,
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="SESSION")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The root session as an object, children nested.")] = False,
 ) -> None:
     """Show the family of a session: every session sharing its history, as a tree of fork points.
@@ -52,7 +75,7 @@ def tree(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        sid = rev_or_current(store, session, "tree")
+        sid = _session(store, session, "tree")
         root = family(store, sid, list_sessions(store, redactor=c.redactor(), warnings=c.warnings))
     if as_json:
         print(render.dumps(root.to_json()))
@@ -71,7 +94,7 @@ def _entry_row(name: str, n: int, e: ReflogEntry) -> dict[str, Any]:
 @app.command()
 def reflog(
     ctx: typer.Context,
-    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="[SESSION]")] = None,
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="SESSION")] = None,
     n: Annotated[int | None, typer.Option("-n", "--max-count", min=1, help="Show at most N moves.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON array, newest first.")] = False,
 ) -> None:
@@ -85,7 +108,7 @@ def reflog(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        sid = rev_or_current(store, session, "reflog")
+        sid = _session(store, session, "reflog")
         archived = store.tip(sid) is None and store.archive_ref(sid) is not None
         if not archived and store.tip(sid) is None:
             raise SessionNotFound(sid, store.session_ids())
@@ -117,7 +140,7 @@ def _against(store: GitStore, tip: str, theirs: str) -> tuple[int, int] | None:
 @app.command()
 def status(
     ctx: typer.Context,
-    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="[SESSION]")] = None,
+    session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="SESSION")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One object, stable keys.")] = False,
 ) -> None:
     """Say which session is current, its tip, whether a turn waits in its journal, and how it stands with each remote.
@@ -130,15 +153,16 @@ def status(
     c: Context = ctx.obj
     with c.store() as store:
         current = store.current()
-        sid = rev_or_current(store, session, "status")
+        sid = _session(store, session, "status")
         tip = store.tip(sid)
-        if tip is None:
-            raise SessionNotFound(sid, store.session_ids())
-        info = store.commit_info(tip)
         journal = store.journal(sid).exists()
-        remotes = {name: (theirs, _against(store, tip, theirs)) for name, theirs in store.tracking(sid).items()}
-    row = {"session": sid, "current": sid == current, "tip": tip, "subject": info.message.subject,
-           "saved": render.iso_time(info.time, info.tz_offset), "journal": journal,
+        if tip is None and not journal:
+            raise _missing(store, sid)
+        info = store.commit_info(tip) if tip is not None else None  # None: the first turn waits in the journal
+        remotes = {name: (theirs, _against(store, tip, theirs) if tip is not None else None)
+                   for name, theirs in store.tracking(sid).items()}
+    row = {"session": sid, "current": sid == current, "tip": tip, "subject": info.message.subject if info else None,
+           "saved": render.iso_time(info.time, info.tz_offset) if info else None, "journal": journal,
            "remotes": {name: {"tip": theirs, "ahead": ab[0] if ab else None, "behind": ab[1] if ab else None,
                               "shared_history": ab is not None} for name, (theirs, ab) in remotes.items()}}
     if as_json:
@@ -146,7 +170,8 @@ def status(
         return
     lines = [f"{'current session' if sid == current else 'session'}: {sid}"
              + ("" if sid == current else f" (the current session is {current or 'none'})"),
-             f"tip: {short(tip)} {info.message.subject} ({render.local_time(info.time)})",
+             f"tip: {short(tip)} {info.message.subject} ({render.local_time(info.time)})" if tip and info
+             else "tip: none yet (its first turn is not saved)",
              "journal: a turn not yet saved (opening the session saves it: gs chat " + sid + ")" if journal
              else "journal: empty (every turn is saved)"]
     for name, (theirs, ab) in remotes.items():

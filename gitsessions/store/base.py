@@ -12,9 +12,9 @@ import itertools
 from collections.abc import Iterator
 from typing import TypeVar
 
-from ..errors import InvalidEvent, SessionExists, SessionNotFound
+from ..errors import InvalidEvent, NothingToRestore, SessionExists, SessionNotFound
 from ..events import Event, check_event, encode_header, parse_log
-from ..rules import CommitId, CommitMessage, SessionId, check_free, check_session_id
+from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
 from . import listing
 from .revisions import resolve as resolve_revision
 from .values import CommitInfo, ReflogEntry, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
@@ -95,10 +95,13 @@ class SessionStore(abc.ABC):
         """
 
     @abc.abstractmethod
-    def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> CommitId:
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
+                    reason: str | None = None) -> CommitId:
         """Create session ``session_id`` starting at ``commit`` in O(1) (a fork); return its first commit.
 
-        ``message`` comes ready from :func:`gitsessions.rules.commit_message` (kind ``fork``).
+        ``message`` comes ready from :func:`gitsessions.rules.commit_message` (kind ``fork``);
+        ``reason`` is the move's line in the new ref's reflog (default ``branch: <subject>``;
+        ``gs restore`` of a reflog entry says ``restore: ...``).
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).
@@ -138,6 +141,10 @@ class SessionStore(abc.ABC):
 
     def current(self) -> SessionId | None:
         """Return the current session (git: the one ``HEAD`` names), None when none is."""
+        return None
+
+    def head_ref(self) -> str | None:
+        """Return the ref naming the current session (git: ``HEAD``'s target, existing or not), or None."""
         return None
 
     def set_current(self, session_id: str) -> None:  # noqa: B027 - a backend may keep no current session
@@ -327,18 +334,34 @@ class SessionStore(abc.ABC):
         while self.archive_ref(name):
             n += 1
             name = f"{session_id}-{n}"
+        was_current = self.current() == session_id
         self._move(session_id, name, sha, f"archive: {session_id}", to_archive=True)
+        if was_current:
+            self._current_after_archive()
         return name
+
+    def _current_after_archive(self) -> None:
+        """Make the session saved last current once the current one was archived (none left: as it was).
+
+        So the repo's ``HEAD`` names a session again: ``git clone`` checks it out, and ``gs show``
+        without a REV shows it; with no live session left, ``HEAD`` keeps naming the archived one,
+        whose commands then say how to restore it (:class:`~gitsessions.errors.NoCurrentSession`).
+        """
+        rows = [row for row in self.list_sessions() if row.error is None]
+        if rows:
+            self.set_current(max(rows, key=lambda row: (row.time, row.session_id)).session_id)
 
     def restore(self, name: str, as_id: str | None = None) -> SessionId:
         """Bring archived session ``name`` back (as ``as_id`` or ``name``); return its id.
 
         Raises:
-            SessionNotFound, SessionExists, InvalidSessionId, ConcurrentUpdate.
+            NothingToRestore: ``name`` is no archived session (a live one, or none).
+            SessionExists, InvalidSessionId, ConcurrentUpdate.
         """
         sha = self.archive_ref(name)
         if sha is None:
-            raise SessionNotFound(name, self.archived_ids())
+            live = SESSION_ID_RE.match(name) is not None and self.tip(name) is not None
+            raise NothingToRestore(name, live, self.archived_ids())
         sid = check_session_id(as_id or name)
         existing = self.find(sid)
         if existing is not None:

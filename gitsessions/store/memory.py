@@ -226,8 +226,9 @@ class MemoryStore(SessionStore):
         self._current = sid
         return sha
 
-    def branch_from(self, session_id: str, commit: str, message: CommitMessage) -> CommitId:
-        """Create session ``session_id`` whose first commit sits on ``commit`` (same log)."""
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
+                    reason: str | None = None) -> CommitId:
+        """Create session ``session_id`` whose first commit sits on ``commit`` (same log; no reflog kept)."""
         sid = check_session_id(session_id)
         check_free(self, sid)
         parent = self._commits[CommitId(commit)]

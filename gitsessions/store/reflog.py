@@ -87,6 +87,14 @@ class RefLogs:
             return None
         return SessionId(name)
 
+    def head_ref(self) -> str | None:
+        """Return the ref ``HEAD`` names (``refs/heads/work``), existing or not; None when detached or missing."""
+        try:
+            text = (self.path / "HEAD").read_bytes().strip()
+        except OSError:
+            return None
+        return text[5:].decode("utf-8", "replace") if text.startswith(b"ref: ") else None
+
     def set_current(self, session_id: str) -> None:
         """Point ``HEAD`` at ``refs/heads/<session_id>`` (one read when it already does; never fails).
 

@@ -6,7 +6,8 @@ forms ``SESSION@{N}`` (the N-th previous value of the session's ref) and ``SESSI
 (its value at that time), which ``~N`` and ``^`` may follow (``work@{1}~2``). The reflog rules
 are git's (``git rev-parse`` agrees, a test checks): ``@{N}`` counts the ref's values newest
 first, the oldest entry's old value last; ``@{DATE}`` takes the newest entry made at or before
-DATE, and the oldest value when DATE is before the log began.
+DATE, and the oldest value when DATE is before the log began (with git's warning that the
+log only goes back so far, as the :class:`Revision`'s ``note``).
 """
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ def parse_date(text: str, now: float) -> float | None:
     return when
 
 
-def entry_at(name: str, entries: Sequence[ReflogEntry], at: str, now: float, tip: str | None) -> CommitId:
-    """Return the commit ``NAME@{AT}`` names in a reflog (git's rule, see the module doc).
+def entry_at(name: str, entries: Sequence[ReflogEntry], at: str, now: float,
+             tip: str | None) -> tuple[CommitId, str | None]:
+    """Return the commit ``NAME@{AT}`` names in a reflog (git's rule, see the module doc) and a warning.
 
     Args:
         name: the session (for messages).
@@ -95,6 +97,10 @@ def entry_at(name: str, entries: Sequence[ReflogEntry], at: str, now: float, tip
         at: what stood between the braces: a number or a date.
         now: the current time, epoch seconds.
         tip: the ref's value (``@{0}`` of a ref without a reflog).
+
+    Returns:
+        The commit, and None or the warning that DATE is before the log began (git's "log for
+        'work' only goes back to ...": the commit is the oldest state recorded, not DATE's).
 
     Raises:
         ValueError: no such entry, or ``at`` is neither a number nor a date (the reason).
@@ -104,8 +110,13 @@ def entry_at(name: str, entries: Sequence[ReflogEntry], at: str, now: float, tip
         n = int(at)
         found = values[n] if n < len(values) else None
         if found is not None:
-            return CommitId(found)
-        raise ValueError(f"the reflog of {name!r} only has {len(entries)} entries (see 'gs reflog {name}')")
+            return CommitId(found), None
+        if not entries:
+            raise ValueError(f"{name!r} has no reflog, so only {name}@{{0}} (its tip) exists")
+        have = len(values) - (values[-1] is None)  # the states @{0} to @{have-1} name
+        exist = f"{name}@{{0}} to {name}@{{{have - 1}}}" if have > 1 else f"only {name}@{{0}}"
+        raise ValueError(f"the reflog of {name!r} only has {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
+                         f"so {exist} exist{'s' if have == 1 else ''} (see 'gs reflog {name}')")
     when = parse_date(at, now)
     if when is None:
         raise ValueError(f"{at!r} is neither an entry number nor a date (try {name}@{{1}}, {name}@{{yesterday}}, "
@@ -114,12 +125,14 @@ def entry_at(name: str, entries: Sequence[ReflogEntry], at: str, now: float, tip
         raise ValueError(f"{name!r} has no reflog")
     for entry in reversed(entries):
         if entry.time <= when and entry.new is not None:
-            return entry.new
+            return entry.new, None
     oldest = entries[0]
     found = oldest.old or oldest.new
     if found is None:
         raise ValueError(f"the reflog of {name!r} holds no commit")
-    return found
+    began = datetime.fromtimestamp(oldest.time).strftime("%Y-%m-%d %H:%M")
+    return found, (f"the reflog of {name!r} only goes back to {began}: {name}@{{{at}}} is its oldest recorded "
+                   f"state, from then, not one from {at}")
 
 
 def resolve(store: SessionStore, rev: str) -> Revision:
@@ -145,15 +158,17 @@ def resolve(store: SessionStore, rev: str) -> Revision:
             raise BadRevision(rev, f"session {sid!r} is archived; restore it with 'gs restore {sid}'")
         raise SessionNotFound(sid, store.session_ids())
     start: str | None = tip
+    note = None
     if suffix.startswith("@{"):
         at, _brace, suffix = suffix[2:].partition("}")
         try:
-            start = entry_at(sid, store.reflog(sid, archived=archived), at, time.time(), tip or store.archive_ref(sid))
+            start, note = entry_at(sid, store.reflog(sid, archived=archived), at, time.time(),
+                                   tip or store.archive_ref(sid))
         except ValueError as exc:
             raise BadRevision(rev, str(exc)) from None
     assert start is not None
     if not suffix:
-        return Revision(SessionId(sid), CommitId(start), start == tip)
+        return Revision(SessionId(sid), CommitId(start), start == tip, note)
     if suffix.startswith("@"):
         prefix = suffix[1:].lower()
         if not re.fullmatch(r"[0-9a-f]{4,40}", prefix):
@@ -171,5 +186,6 @@ def resolve(store: SessionStore, rev: str) -> Revision:
     if len(history) <= back:
         n = sum(1 for _ in store.first_parents(start))
         base = rev[: len(rev) - len(suffix)]
-        raise BadRevision(rev, f"{base!r} has {n} save{'s' if n != 1 else ''}, so {base}~0 to {base}~{n - 1} exist")
-    return Revision(sid, history[back].commit, history[back].commit == tip)
+        exist = f"so {base}~0 to {base}~{n - 1} exist" if n > 1 else f"so only {base}~0 exists"
+        raise BadRevision(rev, f"{base!r} has {n} save{'s' if n != 1 else ''}, {exist}")
+    return Revision(sid, history[back].commit, history[back].commit == tip, note)

@@ -24,11 +24,14 @@ class Revision:
         session_id: the session named.
         commit: the commit id (hex).
         is_tip: True when it is the session's current tip.
+        note: a warning for the user about what it names (``work@{yesterday}`` before the reflog
+            began names the oldest state it recorded, as git warns), else None.
     """
 
     session_id: SessionId
     commit: CommitId
     is_tip: bool
+    note: str | None = None
 
 
 @dataclass(frozen=True)
