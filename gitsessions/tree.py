@@ -287,7 +287,7 @@ def _build(store: SessionStore, m: _Member, up: _Member | None, parent: _Links,
             node.parent, node.fork_commit = up.info.session_id, fork
             if fork is not None:
                 node.from_turn = store.commit_info(fork).message.fields.turn or 0
-                node.prompt = _first_prompt(store, info.tip, fork)
+                node.prompt = first_prompt(store, info.tip, fork)
         except store.unreadable:
             node.parent = up.info.session_id
     kids = [_build(store, c, m, parent, children, current, done) for c in children.get(m.key, []) if c.key not in done]
@@ -301,7 +301,7 @@ def _natural(text: str) -> list[tuple[int, int | str]]:
     return [(1, int(part)) if part.isdigit() else (0, part) for part in re.split(r"(\d+)", text) if part]
 
 
-def _first_prompt(store: SessionStore, tip: str, fork: str) -> str | None:
+def first_prompt(store: SessionStore, tip: str, fork: str) -> str | None:
     """The first line of the oldest prompt in the commits from ``tip`` back to ``fork`` (exclusive)."""
     prompt = None
     for ci in store.first_parents(tip):

@@ -182,7 +182,7 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
     def pick_session() -> str | None:
         from ..history import list_sessions
         from ..render import fork_label, local_time, plural
-        from ..tree import _first_prompt  # gs tree's own rule for a fork's first prompt
+        from ..tree import first_prompt  # gs tree's own rule for a fork's first prompt
         from .picker import pick
 
         infos = sorted(list_sessions(store, redactor=c.redactor(), warnings=c.warnings),
@@ -202,7 +202,7 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
             if info.session_id not in labels:
                 lineage = info.message.fields.forked_from
                 up = titles.get(lineage.session_id) if lineage else None
-                own = _first_prompt(store, info.tip, lineage.commit) if lineage and up == title(info) else None
+                own = first_prompt(store, info.tip, lineage.commit) if lineage and up == title(info) else None
                 labels[info.session_id] = fork_label(title(info), own, up)
             return labels[info.session_id]
 

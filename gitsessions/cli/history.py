@@ -34,10 +34,6 @@ CURRENT_REV_HELP = ("Revision: SESSION, SESSION~N, SESSION^, SESSION@COMMIT, SES
                     "(default: the current session).")
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _lineage(forked_from: str | None) -> str | None:
     """``w@<40 hex>`` -> ``w@72beab6`` for tables."""
     if not forked_from:
@@ -170,7 +166,7 @@ def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[hi
     for b in branches:
         if b.how == "points here":
             continue
-        out.append(f"| * {b.session_id} ({b.how}, {_plural(b.turns_since, 'turn')} since; tip {short(b.tip)})")
+        out.append(f"| * {b.session_id} ({b.how}, {render.plural(b.turns_since, 'turn')} since; tip {short(b.tip)})")
     if len(here) < len(branches):
         out.append("|/")
     names = ([target.session_id] if first and target.is_tip else []) + [b.session_id for b in here]
@@ -255,7 +251,7 @@ def diff(
     out = [f"common ancestor: {short(d.base.commit)} {d.base.message.subject}" if d.base
            else "no common ancestor: the two sessions share no history"]
     for mark, s in (("---", sa), ("+++", sb)):
-        out.append(f"{mark} only in {s['rev']} ({_plural(s['count'], 'message')})")
+        out.append(f"{mark} only in {s['rev']} ({render.plural(s['count'], 'message')})")
         turn = None
         for item in s["messages"]:
             if item.turn != turn:

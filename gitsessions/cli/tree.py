@@ -30,10 +30,6 @@ def _write_lines(lines: Iterable[str]) -> None:
     sys.stdout.flush()
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _session(store: GitStore, given: str | None, command: str) -> str:
     """The session a SESSION argument names (the current one without it), checked as an id.
 
@@ -181,7 +177,7 @@ def status(
         elif ab == (0, 0):
             lines.append(f"{name}: up to date with {where}")
         else:
-            lines.append(f"{name}: {_plural(ab[0], 'save')} ahead, {ab[1]} behind {where} (gs sync {name})")
+            lines.append(f"{name}: {render.plural(ab[0], 'save')} ahead, {ab[1]} behind {where} (gs sync {name})")
     if not remotes:
         lines.append("remotes: none track this session (gs push sends it)")
     _write_lines(lines)
