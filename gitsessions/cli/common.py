@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -142,6 +143,14 @@ class Context:
 def err(message: str) -> None:
     """Print a one-line message for the user on stderr."""
     print(message, file=sys.stderr, flush=True)
+
+
+def write_lines(lines: Iterable[str]) -> None:
+    """Print ``lines`` on stdout, each ended by a newline, control characters shown (render.terminal_safe)."""
+    from ..render import terminal_safe
+
+    sys.stdout.write(terminal_safe("".join(line + "\n" for line in lines)))
+    sys.stdout.flush()
 
 
 def short(commit: str | None) -> str:

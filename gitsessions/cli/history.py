@@ -10,7 +10,6 @@ this module only parses arguments and prints.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
 from enum import Enum
 from typing import Annotated, Any
 
@@ -24,7 +23,7 @@ from ..search import search as search_sessions
 from ..store import CommitInfo, Revision
 from ..tree import rev_or_current
 from ..view import Item, is_message
-from .common import Context, err, short
+from .common import Context, err, short, write_lines
 
 app = typer.Typer()
 
@@ -43,11 +42,6 @@ def _lineage(forked_from: str | None) -> str | None:
     except ValueError:
         return forked_from  # not gs's shape: shown as it is
     return f"{lineage.session_id}@{short(lineage.commit)}"
-
-
-def _write_lines(lines: Iterable[str]) -> None:
-    sys.stdout.write(render.terminal_safe("".join(line + "\n" for line in lines)))
-    sys.stdout.flush()
 
 
 # -- list ------------------------------------------------------------------------------------
@@ -84,7 +78,7 @@ def list_(
         title = r["title"] if not r["error"] else f"[unreadable: {r['error']}]"
         lines.append(f"{names[r['id']]:<{width}}  {r['turns']:>5}  {r['messages']:>5}  {saved:<16}  "
                      f"{short(r['commit'])}  {title[:60]}")
-    _write_lines(lines)
+    write_lines(lines)
 
 
 # -- log -------------------------------------------------------------------------------------
@@ -157,7 +151,7 @@ def log(
             if lines:
                 out.extend(lines)
                 out.append("")
-    _write_lines(out)
+    write_lines(out)
 
 
 def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[hist.Branch], *, first: bool,
@@ -258,7 +252,7 @@ def diff(
                 turn = item.turn
                 out.append(f"  turn {turn}:")
             out.extend(render.compact_lines([item]))
-    _write_lines(out)
+    write_lines(out)
 
 
 # -- search ----------------------------------------------------------------------------------
@@ -298,7 +292,7 @@ def search(
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:
-        _write_lines(
+        write_lines(
             f"{h.session}@{short(h.commit.commit) if h.commit else '?'}{' (archived)' if h.archived else ''}"
             f"  turn {h.turn}  {h.role}: {h.snippet}" for h in hits)
     if not hits:

@@ -6,8 +6,6 @@ arguments and prints. Without a SESSION each works on the current session (the r
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterable
 from typing import Annotated, Any
 
 import typer
@@ -18,16 +16,11 @@ from ..history import list_sessions, merge_base
 from ..rules import REV_RE, check_session_id
 from ..store import GitStore, ReflogEntry
 from ..tree import family, rev_or_current
-from .common import Context, short
+from .common import Context, short, write_lines
 
 app = typer.Typer()
 
 SESSION_HELP = "Session id (default: the current session, the one HEAD names)."
-
-
-def _write_lines(lines: Iterable[str]) -> None:
-    sys.stdout.write(render.terminal_safe("".join(line + "\n" for line in lines)))
-    sys.stdout.flush()
 
 
 def _session(store: GitStore, given: str | None, command: str) -> str:
@@ -76,7 +69,7 @@ def tree(
     if as_json:
         print(render.dumps(root.to_json()))
     else:
-        _write_lines(text for text, _, _ in render.family_lines(root))
+        write_lines(text for text, _, _ in render.family_lines(root))
 
 
 # -- reflog ----------------------------------------------------------------------------------
@@ -117,7 +110,7 @@ def reflog(
              for r, e in zip(rows, entries, strict=True)]
     if archived:
         lines.insert(0, f"({sid} is archived; gs restore {sid} brings it back)")
-    _write_lines(lines or [f"no reflog for {sid} (a branch made by a tool that keeps none)"])
+    write_lines(lines or [f"no reflog for {sid} (a branch made by a tool that keeps none)"])
 
 
 # -- status ----------------------------------------------------------------------------------
@@ -180,4 +173,4 @@ def status(
             lines.append(f"{name}: {render.plural(ab[0], 'save')} ahead, {ab[1]} behind {where} (gs sync {name})")
     if not remotes:
         lines.append("remotes: none track this session (gs push sends it)")
-    _write_lines(lines)
+    write_lines(lines)
