@@ -110,8 +110,22 @@ def test_the_chat_imports_its_turns_renderings_and_model_client_after_its_prompt
     assert child.exitstatus == 0, child.before
     assert {"gitsessions.repl", "gitsessions.session", "gitsessions.store.git"} <= modules  # the session is open
     later = {"gitsessions.chat.provider", "gitsessions.chat.loop", "gitsessions.view", "gitsessions.history",
-             "gitsessions.redo", "gitsessions.tree", "gitsessions.cli.picker", "gitsessions.cli.history"}
+             "gitsessions.redo", "gitsessions.tree", "gitsessions.cli.picker", "gitsessions.cli.history",
+             "gitsessions.store.memory", "gitsessions.store.reports"}  # tests' backend; what sync reports
     assert not modules & later, modules & later
+
+
+def test_the_store_package_still_gives_its_in_memory_backend_and_sync_still_its_reports():
+    import gitsessions.store
+    from gitsessions.store import MemoryStore
+    from gitsessions.store.memory import MemoryStore as defined
+    from gitsessions.store.remote import PullReport, PushReport, SyncReport
+
+    assert MemoryStore is defined is gitsessions.store.MemoryStore
+    assert "MemoryStore" in gitsessions.store.__all__
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchStore'"):
+        gitsessions.store.NoSuchStore  # noqa: B018 (the module's __getattr__ refuses other names)
+    assert SyncReport().pull == PullReport() and SyncReport().push == PushReport()
 
 
 # --------------------------------------------------------------------------- the chat's background client

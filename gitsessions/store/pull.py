@@ -16,8 +16,8 @@ from ..errors import CorruptSession, GitSessionsError, UnsupportedVersion
 from ..rules import CommitId, Lineage, SessionId, commit_message, pull_fork_name
 from .faults import writes_to
 from .git import GitStore
+from .reports import PullReport
 from .sync import ARCHIVE, HEADS, Sides, Step, holder, label
-from .values import PullReport
 
 _HEAD = Ref(b"HEAD")
 

@@ -30,6 +30,7 @@ from .clients import DEFAULT_TIMEOUT_S, connect, strip_password
 from .faults import writes_to
 from .git import GitStore
 from .pull import pull_steps
+from .reports import Credentials, PullReport, PushReport, SyncReport
 from .sync import (
     Sides,
     holder,
@@ -48,7 +49,6 @@ from .sync import (
 from .thinpack import PushPack
 from .transport import accepted, fetch_sessions, one_by_one, refuses_deletions, request
 from .urls import looks_like_url, remote_named
-from .values import Credentials, PullReport, PushReport, SyncReport
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Rounds of pull + push one sync runs at most while the remote keeps moving in between.

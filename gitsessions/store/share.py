@@ -28,8 +28,9 @@ from ..turns import turn_count
 from .faults import writes_to
 from .git import GitStore
 from .remote import Remotes
+from .reports import PushReport
 from .urls import repository_key
-from .values import PushReport, Revision
+from .values import Revision
 
 #: The repo config section (with the URL as subsection) that remembers where sessions were shared.
 SECTION = b"gs-share"

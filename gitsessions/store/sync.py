@@ -38,7 +38,7 @@ from dulwich.repo import Repo
 from ..rules import SESSION_ID_RE
 from .git import SESSION_FILE
 from .repo import read_refs
-from .values import PushReport
+from .reports import PushReport
 
 HEADS = b"refs/heads/"
 ARCHIVE = b"refs/archive/"

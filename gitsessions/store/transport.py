@@ -31,8 +31,8 @@ from ..errors import RemoteError
 from .clients import answering, limit_of, strip_password
 from .faults import local_fault
 from .repo import read_refs
+from .reports import PushReport
 from .sync import SYNCED, label, named_like_a_session
-from .values import PushReport
 
 #: What dulwich raises when the remote cannot be reached or read.
 NETWORK_ERRORS = (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized)
