@@ -49,6 +49,9 @@ def _tail(model: str, prompt_tokens: int, completion_tokens: int) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Each write leaves at once (TCP_NODELAY), as from the servers models run behind (uvicorn,
+    # Go's net/http): else a kept connection holds a small write ~40 ms for a delayed ACK.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: object) -> None:
         pass

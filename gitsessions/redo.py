@@ -89,7 +89,8 @@ def attempt_at(store: SessionStore, target: Revision, turn: int | None = None, n
     live = [t for t in numbers if t not in undone]
     if turn is None:
         if not live:
-            raise GitSessionsError(f"{name} has no turn to try again yet: send a prompt first")
+            raise GitSessionsError(f"{name} has no turn to try again or edit (none was sent, or all are undone): "
+                                   "send a prompt first")
         turn = live[-1]
     if turn not in numbers:
         known = f"its turns are {numbers[0]} to {numbers[-1]}" if numbers else "it has no turns yet"

@@ -92,14 +92,15 @@ def fork_label(title: str, prompt: str | None, parent_title: str | None) -> str:
     """What names a session among its family (``gs tree``, ``/tree``, the session picker).
 
     Its title, or a fork's first own prompt while its title is still its parent's (a fork
-    starts with its parent's title, so every fork of ``work`` would read the same).
+    starts with its parent's title, so every fork of ``work`` would read the same) or empty
+    (every turn it had is undone).
 
     Args:
         title: the session's title.
         prompt: the first line of the first prompt it sent after leaving its parent (None: none yet).
         parent_title: its parent's title (None: no parent, a root).
     """
-    return prompt if parent_title is not None and prompt and title == parent_title else title
+    return prompt if prompt and (not title or (parent_title is not None and title == parent_title)) else title
 
 
 def plural(n: int, word: str) -> str:

@@ -157,6 +157,7 @@ class _Member:
     archived: bool
     fields: Trailers  # of the newest commit gs wrote (the tip, unless plain git committed on top)
     turn_fields: Trailers  # what gs's counts say (the list row's, derived from the log when needed)
+    gs_tip: str  # the commit ``fields`` are read from
 
     @property
     def key(self) -> _Key:
@@ -172,15 +173,16 @@ _Links = dict[_Key, tuple[_Member, "str | None"]]
 def _member(store: SessionStore, info: SessionInfo, archived: bool) -> _Member:
     """``info`` with the trailers of the newest commit gs wrote in its history (stepping over plain git's)."""
     tip_fields = fields = info.message.fields  # parsed on each access: once here
+    gs_tip = info.tip
     if fields.session is None and fields.forked_from is None:
         try:
             for n, ci in enumerate(store.first_parents(info.tip)):
-                fields = ci.message.fields
+                fields, gs_tip = ci.message.fields, ci.commit
                 if fields.session is not None or fields.forked_from is not None or n >= _GIT_COMMITS_MAX:
                     break
         except store.unreadable:
-            fields = tip_fields
-    return _Member(info, archived, fields, tip_fields)
+            fields, gs_tip = tip_fields, info.tip
+    return _Member(info, archived, fields, tip_fields, gs_tip)
 
 
 def family(store: SessionStore, session_id: str, rows: Sequence[SessionInfo] | None = None) -> Node:
@@ -246,18 +248,21 @@ def _parent_of(store: SessionStore, m: _Member, named: dict[str, list[_Member]],
 
 def _holder(store: SessionStore, m: _Member, hint: str, fork: str | None, lineage: Lineage | None,
             named: dict[str, list[_Member]], saved_in: dict[str, list[_Member]]) -> tuple[_Member, str | None] | None:
-    """The session named ``hint`` that ``m`` left (at ``fork``; None: their merge base), or None."""
+    """The session named ``hint`` that ``m`` left (at ``fork``; None: their merge base), or None.
+
+    The parent holds the fork point (for a plain branch: the newest commit gs wrote on it), so a
+    name used again after a rename is not taken for the session that had it.
+    """
     plain = fork is None  # a branch on a session's commit, found through its Session trailer
-    candidates = [c for c in named.get(hint, []) if c is not m]
+    point = fork or m.gs_tip
+    candidates = [c for c in named.get(hint, []) if c is not m and _holds(store, c.info.tip, point)]
     if not candidates:  # renamed since: whoever's tip was still saved under that name (not a sibling fork)
         candidates = [c for c in saved_in.get(hint, [])
                       if c is not m and not (lineage is not None and c.fields.forked_from == lineage)]
         if plain:  # m too was saved under that name, as its renamed original: a longer one is the parent
             candidates = [c for c in candidates if _rank(c) > _rank(m)]
-    if len(candidates) > 1:  # one holding the fork point (for a plain branch: its tip), the longest first
-        holding = [c for c in candidates if _holds(store, c.info.tip, fork or m.info.tip)] or candidates
-        candidates = sorted(holding, key=_rank, reverse=True)
-    return (candidates[0], fork) if candidates else None
+        candidates = [c for c in candidates if _holds(store, c.info.tip, point)]
+    return (max(candidates, key=_rank), fork) if candidates else None
 
 
 def _rank(m: _Member) -> tuple[int, str]:

@@ -362,6 +362,9 @@ class _Handler(BaseHTTPRequestHandler):
     fake: FakeChatServer
     protocol_version = "HTTP/1.1"
     _chunked = True  # False while streaming a body delimited by closing the connection
+    # Each write leaves at once (TCP_NODELAY), as from the servers models run behind (uvicorn,
+    # Go's net/http): else a kept connection holds a small write ~40 ms for a delayed ACK.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output quiet

@@ -97,3 +97,13 @@ def test_find_folded_maps_back_to_the_original_text(text, needle, span):
     assert render.find_folded(text, needle) == span
     if span:
         assert text[span[0]:span[1]].casefold() == needle
+
+
+def test_a_session_is_named_by_its_title_or_else_its_own_first_prompt():
+    from gitsessions.render import fork_label
+
+    assert fork_label("yaml", None, None) == "yaml"  # a root
+    assert fork_label("yaml", "shorter please", "yaml") == "shorter please"  # a fork with its parent's title
+    assert fork_label("toml", "shorter please", "yaml") == "toml"  # a fork titled since
+    assert fork_label("", "from the past", "yaml") == "from the past"  # every turn it had is undone
+    assert fork_label("", None, "yaml") == ""

@@ -426,3 +426,10 @@ def test_ctrl_c_in_a_picker_of_the_chat_cancels_the_list_not_the_chat(store):
     assert "(nothing opened)" in script.text
     assert script.prompts == ["work › "] * 4  # the chat went on: "two" was sent
     assert user_prompts(store, "work") == ["one", "two"]
+
+
+def test_with_every_turn_undone_edit_and_retry_say_so_in_their_own_words(store):
+    _r, script = run(store, "one", "/undo", "/edit", "/retry")
+    lines = [line for line in script.text.splitlines() if line.startswith("error:")]
+    assert lines == ["error: work has no turn to try again or edit (none was sent, or all are undone): "
+                     "send a prompt first"] * 2

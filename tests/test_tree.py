@@ -113,6 +113,18 @@ def test_a_renamed_parent_is_still_the_parent(forked, git, repo_path: Path):
         ("work-2-1", "work-2", 3)]
 
 
+def test_a_name_used_again_after_a_rename_is_not_the_old_sessions_parent(forked, repo_path: Path):
+    """work-2-1 left work-2, renamed w2 since; a new work-2 (a fork of work at turn 1) does not
+    hold work-2-1's fork point, so w2 is still its parent."""
+    assert forked("rename", "work-2", "w2").code == 0
+    assert forked("ask", "work~2", "a new one", "--fork", "work-2").code == 0
+    with GitStore(repo_path) as store:
+        root = family(store, "work")
+    assert [(n.session_id, n.parent, n.from_turn) for _d, n in root.walk()] == [
+        ("work", None, None), ("alt", "work", 1), ("work-2", "work", 1), ("w2", "work", 2),
+        ("work-2-1", "w2", 3)]
+
+
 def test_gs_tree_draws_the_family(forked):
     r = forked("tree", "work-2-1")
     assert r.code == 0, r.err
