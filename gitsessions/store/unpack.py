@@ -139,9 +139,14 @@ def _packed_blob(view: memoryview, offset: int, index) -> bytes | None:  # noqa:
     return content
 
 
+#: Bases up to this size go through dulwich's compiled applier (most logs: fast); larger ones
+#: through :func:`apply_delta`, whose copies a 100 MB session's peak memory cannot afford.
+_COMPILED_UP_TO = 4 << 20
+
+
 def _apply(base: bytes, delta: bytes) -> bytes:
-    """:func:`apply_delta`, by dulwich's compiled one when there is one (its one piece, joined: no copy)."""
-    if _compiled_apply_delta is None:
+    """:func:`apply_delta`, by dulwich's compiled one when there is one and ``base`` is small."""
+    if _compiled_apply_delta is None or len(base) > _COMPILED_UP_TO:
         return apply_delta(base, delta)
     try:
         return b"".join(_compiled_apply_delta(base, delta))
