@@ -386,7 +386,7 @@ class Repl:
         elif spot.commit is None or spot.commit == self.store.tip(spot.session_id):
             self._go(spot.session_id)
         else:
-            self._go(f"{spot.session_id}@{spot.commit}")  # its note says where a send goes
+            self._go(f"{spot.session_id}@{spot.commit[:12]}")  # its note says where a send goes
 
     def sessions(self) -> None:
         """Print session ids with message counts; ``*`` marks the current one."""

@@ -188,6 +188,7 @@ def test_tree_lists_the_family_and_jumps_to_a_past_turn(store, git):
     spots, selected = offered[0]
     assert spots[selected].session_id == "work-1" and spots[selected].commit is None
     assert "what you send goes to new session work-2, forked from work at" in script.text
+    assert f"(work@{git('rev-parse', 'work~1').strip()[:12]} is not the tip of work" in script.text  # not 40 hex
     assert script.prompts == ["work-1 › ", "work-2 › ", "work-2 › "]
     after = heads(git)
     assert {k: after[k] for k in before} == before  # nothing moved
