@@ -2,7 +2,7 @@
 
 A new attempt is a sibling fork (issue 12): it starts at the last save before the turn, so
 the earlier attempt stays where it was and both live on as sessions. It is opened through
-:func:`gitsessions.session.open_revision`, the one way of writing from the past that
+:func:`gitsessions.forking.open_revision`, the one way of writing from the past that
 ``gs ask REV~k --fork NEW`` and ``/open REV`` use too, so the fork, its lineage and its name
 follow one rule.
 
@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from .errors import GitSessionsError
 from .events import Event
+from .forking import open_revision
 from .redact import Redactor
 from .render import family_lines
 from .rules import SessionId
-from .session import Session, open_revision
+from .session import Session
 from .store import LockWait, Revision, SessionStore
 from .transcript import undone_turns
 from .tree import Node

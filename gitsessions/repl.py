@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import DiskFull, GitSessionsError, SessionExists
+from .forking import open_revision
 from .redact import Redactor
 from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
-from .session import Session, fork, open_revision
+from .session import Session, fork
 from .store import LockWait, Revision, SessionStore
 
 if TYPE_CHECKING:  # the turn loop, /retry and /tree are imported when first used: not before the prompt

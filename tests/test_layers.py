@@ -45,6 +45,7 @@ MODULES = {
     "gitsessions.cli": "face",
     "gitsessions.repl": "face",
     "gitsessions.session": "services",
+    "gitsessions.forking": "services",
     "gitsessions.recovery": "services",
     "gitsessions.history": "services",
     "gitsessions.redo": "services",

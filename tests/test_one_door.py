@@ -17,6 +17,7 @@ from gitsessions.chat.loop import run_turn
 from gitsessions.chat.provider import Completion, TextDelta
 from gitsessions.errors import HookRefused, SessionExists
 from gitsessions.events import make_event, make_header
+from gitsessions.forking import open_revision
 from gitsessions.recovery import try_recover
 from gitsessions.redact import Redactor, StreamRedactor, from_environment
 from gitsessions.rules import (
@@ -30,7 +31,7 @@ from gitsessions.rules import (
     rev_session_id,
     taken_by,
 )
-from gitsessions.session import Session, fork, open_revision
+from gitsessions.session import Session, fork
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
 from gitsessions.store.remote import Remotes

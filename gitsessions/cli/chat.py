@@ -280,8 +280,8 @@ def ask(
 
     Example: gs ask work "What is a git ref?"
     """
+    from ..forking import open_revision
     from ..rules import new_session_id
-    from ..session import open_revision
 
     c: Context = ctx.obj
     if len(args) not in (1, 2):
