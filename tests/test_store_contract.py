@@ -128,12 +128,15 @@ class StoreContract:
         with pytest.raises(CorruptSession):
             stores().load("other", "0" * 40)  # no such commit
 
-    def test_the_session_saved_last_is_current(self, stores: Stores):
+    def test_the_session_made_last_is_current(self, stores: Stores):
         assert stores().current() is None
         Writer(stores, "one").save_turn("a")
-        Writer(stores, "two").save_turn("b")
+        two = Writer(stores, "two")
+        two.save_turn("b")
         assert stores().current() == "two"
         stores().set_current("one")
+        assert stores().current() == "one"
+        two.save_turn("c")  # a save of an old session (a recovery, say) leaves HEAD alone
         assert stores().current() == "one"
         stores().rename("one", "uno")
         assert stores().current() == "uno"  # the current session follows its name

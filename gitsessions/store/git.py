@@ -139,8 +139,7 @@ class GitStore(RefLogs, SessionStore):
     def lock(self, session_id: str) -> SessionLock:
         """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<id>.lock``).
 
-        Raises:
-            RepoError: the repo path is a file or a folder holding something else.
+        Raises RepoError: the repo path is a file or a folder holding something else.
         """
         self.check_path()
         return self.state.lock(session_id)
@@ -285,7 +284,8 @@ class GitStore(RefLogs, SessionStore):
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
         self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
                    commit.commit_timezone)
-        self.set_current(session_id)  # the session last written is the current one
+        if expected_tip is None:  # a new session is current; an old one became so when opened (Session.open)
+            self.set_current(session_id)
         sha = _hex(commit.id)
         self._kept.put(sha, buf, count + len(events), deflated, size)
         self._mark_verified(sha, commit)  # and its list row

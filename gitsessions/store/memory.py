@@ -223,7 +223,8 @@ class MemoryStore(SessionStore):
         raw = prefix + self._new_lines(events, count)
         sha = self._commit([CommitId(expected_tip)] if expected_tip else [], message.encode(), raw)
         self._swap(self._heads, sid, expected_tip, sha)
-        self._current = sid
+        if expected_tip is None:
+            self._current = sid  # a new session is current (an open makes an old one so: Session.open)
         return sha
 
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
