@@ -95,13 +95,6 @@ class Node:
                 "prompt": self.prompt, "error": self.error, "children": [c.to_json() for c in self.children]}
 
 
-def current_session(store: SessionStore) -> str | None:
-    """Return the repo's current session (the one ``HEAD`` names), or None when it names none.
-
-    Used by ``gs chat -c``, ``gs show``/``log``/``export``/``tree`` without a REV, and ``/tree``.
-    """
-    return store.current()
-
 
 def rev_or_current(store: SessionStore, rev: str | None, command: str) -> str:
     """Return ``rev``, or the current session when it is None (a command run without REV).

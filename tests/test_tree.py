@@ -10,7 +10,7 @@ import pytest
 
 from gitsessions.events import Event, make_header
 from gitsessions.store import GitStore
-from gitsessions.tree import Node, current_session, family
+from gitsessions.tree import Node, family
 
 
 def _shape(node: Node) -> list[tuple[int, str, str | None, int | None, bool]]:
@@ -55,7 +55,7 @@ def test_head_names_the_session_last_saved(gs, git, repo_path: Path):
     assert gs("ask", "work", "again").code == 0
     assert git("symbolic-ref", "HEAD").strip() == "refs/heads/work"
     with GitStore(repo_path) as store:
-        assert current_session(store) == "work"
+        assert store.current() == "work"
         assert family(store, "work").current
     assert git("log", "--format=%s", "-1").strip() == "turn 2: again"  # git reads HEAD as the session
     git("fsck", "--strict")
@@ -65,10 +65,10 @@ def test_a_head_that_names_no_session_is_no_current_session(gs, git, repo_path: 
     assert gs("ask", "work", "hi").code == 0
     git("symbolic-ref", "HEAD", "refs/heads/master")
     with GitStore(repo_path) as store:
-        assert current_session(store) is None
+        assert store.current() is None
     git("update-ref", "--no-deref", "HEAD", git("rev-parse", "work").strip())  # detached
     with GitStore(repo_path) as store:
-        assert current_session(store) is None
+        assert store.current() is None
 
 
 def test_a_read_only_head_never_fails_a_save(gs, git, repo_path: Path):
