@@ -67,8 +67,9 @@ def init_repo(path: Path) -> Repo:
     """Create the bare session repo at ``path`` with its settings (once, whoever races) and open it."""
     # Several processes may make their first save at once: one initialises, under a lock.
     lock_path = path / "gs" / "locks" / "init.lock"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # private whatever the umask (store/privacy.py)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if not is_repo(path):
@@ -112,6 +113,11 @@ def swap(repo: Repo, ref: Ref, old: ObjectID | None, new: ObjectID, *, committer
     if not ok:
         found = repo.refs.read_ref(ref)
         raise ConcurrentUpdate(ref.decode(), expected, found.decode() if found else None)
+    shared = repo.object_store.shared_perm
+    if shared is not None:  # dulwich's refs do not widen themselves; git's do (core.sharedRepository)
+        for path in (os.path.join(repo.controldir().encode(), part, ref) for part in (b"", b"logs")):
+            with contextlib.suppress(FileNotFoundError):
+                adjust_shared_perm(path, shared)
 
 
 def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes, message: bytes) -> None:
