@@ -1,4 +1,4 @@
-"""Private by default (issue 16): the session repo is its owner's alone.
+"""Private by default (issue 16): the session repo and a config file with a key are the owner's alone.
 
 Checked with the real ``find -perm`` and ``git``, under the usual ``umask 022``.
 """
@@ -68,6 +68,28 @@ def test_an_exposed_repo_is_warned_of_once_and_doctor_fixes_it(gs, repo_path, gi
     assert "warning" not in gs("list").err
     git("fsck", "--strict")
     assert gs("ask", "work", "two").code == 0
+
+
+def test_a_config_file_with_a_key_that_others_can_read_is_warned_of(gs, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("api_key: sk-test-0123456789abcdefghijkl\n")
+    config.chmod(0o644)
+    r = gs("list")
+    assert r.code == 0
+    assert f"warning: {config} holds an API key and other accounts can read it; fix with: chmod 600 {config}" in r.err
+    assert "sk-test" not in r.err
+    r = gs("doctor")
+    assert r.code == 1 and f"problem: {config} holds an API key" in r.out
+    assert gs("doctor", "--fix").code == 0
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert "warning" not in gs("list").err
+
+
+def test_a_config_file_without_a_key_may_be_readable(gs, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("model: gpt-4o-mini\n")
+    config.chmod(0o644)
+    assert "warning" not in gs("list").err
 
 
 def test_nothing_executable_arrives_from_a_remote(gs, tmp_path, repo_path):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
 
+from ..config import key_file_exposed
 from ..store import GitStore, privacy
 from .background import run_in_background
 from .common import Context, err
@@ -45,12 +47,12 @@ def doctor(
     ctx: typer.Context,
     fix: Annotated[bool, typer.Option("--fix", help="Make private what others can read.")] = False,
 ) -> None:
-    """Check that your conversations are private: the session repo is yours alone.
+    """Check that your conversations are private: the session repo and a config file with a key.
 
     Every file and folder of the session repo should be yours alone (directories 700, files
     600 or 400), unless the repo is shared with git's own setting (git config
-    core.sharedRepository group), which is honoured as git honours it. Exits 1 when a
-    problem is left.
+    core.sharedRepository group), which is honoured as git honours it. A config.yaml
+    holding api_key should be readable by you alone. Exits 1 when a problem is left.
 
     Example: gs doctor --fix
     """
@@ -69,6 +71,16 @@ def doctor(
         problems += 1
         print(f"problem: other accounts can read {len(found.paths)} files and folders under {path} "
               f"(such as {found.paths[0]}); fix with: {privacy.fix_advice(path, perm)}")
+    config = c.config
+    if not key_file_exposed(config):
+        print(f"ok: {config.path} holds no API key others can read")
+    elif fix:
+        os.chmod(config.path, config.path.stat().st_mode & 0o700)
+        print(f"fixed: {config.path} (it holds an API key) is readable by you alone")
+    else:
+        problems += 1
+        print(f"problem: {config.path} holds an API key and other accounts can read it; "
+              f"fix with: gs doctor --fix (or: chmod 600 {config.path})")
     if problems:
         raise typer.Exit(1)
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from ..config import Config, default_repo_path, load_config
+from ..config import Config, default_repo_path, key_file_exposed, load_config
 from ..redact import Redactor
 from ..store import GitStore, privacy
 from ..store.git import DEFAULT_IDENTITY
@@ -70,6 +70,9 @@ class Context:
         """The merged configuration, read once."""
         if self._config is None:
             self._config = load_config(os.environ)
+            if key_file_exposed(self._config) and not self.quiet_privacy:
+                err(f"warning: {self._config.path} holds an API key and other accounts can read it; "
+                    f"fix with: chmod 600 {self._config.path}")
         return self._config
 
     def repo_path(self) -> Path:
