@@ -16,6 +16,7 @@ import typer.main
 
 from .. import __version__
 from ..errors import GitSessionsError
+from ..store.privacy import PRIVATE_UMASK
 from . import background
 from .common import Context, err
 
@@ -35,7 +36,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "lifecycle": ("fork", "rename", "rm", "restore", "title"),
     "remote": ("push", "pull", "sync", "clone", "remote"),
     "share": ("share",),
-    "admin": ("gc",),
+    "admin": ("gc", "doctor"),
     "transfer": ("export", "import"),
     "hooks": ("hooks",),
 }
@@ -148,10 +149,14 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
     Raises:
         Exception: an unexpected error, when ``--debug`` or ``$GS_DEBUG`` asks to see it.
     """
-    log = background.started_in_background()  # a gs run after a save: its failure is kept
-    status = _run(args, prog_name)
-    background.finish(log, status)
-    return status
+    umask = os.umask(PRIVATE_UMASK)  # conversations are private (store/privacy.py); widened for a shared repo
+    try:
+        log = background.started_in_background()  # a gs run after a save: its failure is kept
+        status = _run(args, prog_name)
+        background.finish(log, status)
+        return status
+    finally:
+        os.umask(umask)  # an in-process caller gets its own back
 
 
 def _run(args: Sequence[str] | None, prog_name: str | None) -> int:

@@ -274,8 +274,7 @@ class GitStore(RefLogs, SessionStore):
         repo = self.repo(create=True)
         assert repo is not None
         kept = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level)
-        deflated = kept.grown(memoryview(buf)[:size])  # compresses the new lines only; no view of buf stays
-        blob = add_blob(repo, memoryview(buf)[:size], deflated)
+        blob, deflated = add_blob(repo, memoryview(buf)[:size], kept)  # no view of buf stays
         tree = Tree()
         tree.add(SESSION_FILE, 0o100644, blob)
         tree.check()
