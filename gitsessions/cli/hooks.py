@@ -14,8 +14,10 @@ from .. import render
 from ..redact import PATTERNS
 from ..store.hook_install import backup_remote, hook_status, install_hooks, shipped_hooks
 from .common import Context, err
+from .help import Group
 
 app = typer.Typer(
+    cls=Group,
     help="Git hooks of the session repo: gs runs pre-commit, commit-msg and post-commit around "
     "every save (only executable ones; chmod -x disables a hook).",
     no_args_is_help=True,

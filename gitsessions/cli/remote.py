@@ -15,9 +15,10 @@ if TYPE_CHECKING:  # the module itself is imported lazily: dulwich's transports 
     from ..store.remote import Credentials
 from .admin import pack_in_background, run_in_background
 from .common import Context, err, short
+from .help import Group
 
 app = typer.Typer()
-remote_app = typer.Typer(help="Manage the session repo's git remotes.", no_args_is_help=True)
+remote_app = typer.Typer(cls=Group, help="Manage the session repo's git remotes.", no_args_is_help=True)
 app.add_typer(remote_app, name="remote")
 
 RemoteArg = Annotated[str | None, typer.Argument(

@@ -1,0 +1,156 @@
+"""How ``gs`` help reads: plain text laid out as git and gh lay theirs out.
+
+typer's own help shows Python types (``--model <str>``, ``<list[str]>``), click's range
+notes (``[x>=1]``) and usage pieces such as ``{[SESSION] PROMPT}...`` or ``[[REV]]``. The
+classes here draw every command's help instead, from its parameters and docstring, in
+the order git and gh use: the usage line (``Usage: gs log [OPTIONS] [REV]``), the
+description, the arguments, the options (``-n, --max-count N``, long-only ones lined up
+under the others), the examples.
+
+A value's name is its ``metavar`` (capitals: REV, PROMPT, NAME), else its parameter name
+in capitals; an optional argument is ``[NAME]``, a repeated one ``NAME...``. A docstring's
+paragraph ``Examples:`` starts the examples, shown line for line (they are never rewrapped).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from typer.core import TyperCommand, TyperGroup
+
+#: The line of a docstring that starts its examples (the rest of the docstring).
+_EXAMPLES = re.compile(r"^Examples?:[ \t]*$", re.MULTILINE)
+#: The help option's own line (click's "Show this message and exit.").
+HELP_OPTION_HELP = "Show this help."
+
+
+def split_help(text: str | None) -> tuple[str, list[str]]:
+    """Split a command's docstring into its description and its example lines.
+
+    Args:
+        text: the docstring (None: no help); a form feed ends it, as in click.
+
+    Returns:
+        ``(description, examples)``: the text before the ``Examples:`` line, and the lines
+        after it, dedented, blank ones dropped.
+    """
+    text = inspect.cleandoc(text or "").partition("\f")[0]
+    found = _EXAMPLES.search(text)
+    if found is None:
+        return text.strip(), []
+    lines = inspect.cleandoc(text[found.end():]).splitlines()
+    return text[:found.start()].strip(), [line for line in lines if line.strip()]
+
+
+def value_name(param: Any) -> str:
+    """The name a parameter's value is shown by: its metavar, else its name in capitals."""
+    return param.metavar or (param.name or "").upper()
+
+
+def usage_piece(param: Any) -> str:
+    """How an argument appears in the usage line: ``REV``, ``[REV]``, ``NAME...``, ``[NAME...]``."""
+    name = value_name(param)
+    if param.nargs != 1 and not name.endswith("..."):
+        name += "..."
+    return name if param.required or name.startswith("[") else f"[{name}]"
+
+
+def option_names(param: Any) -> str:
+    """An option's left column: ``-m, --model NAME``, ``    --fork NEW``, ``--wait[=SECONDS]``."""
+    opts = sorted([*param.opts, *param.secondary_opts], key=lambda o: (o.startswith("--"), o))
+    shown = ", ".join(opts)
+    if opts[0].startswith("--"):
+        shown = "    " + shown  # long options line up under those with a short one
+    if not (param.is_flag or param.count):
+        name = value_name(param)
+        shown += name if name.startswith("[=") else f" {name}"
+    return shown
+
+
+def summary(command: Any) -> str:
+    """A command's line in its group's list: its ``short_help``, else its docstring's first sentence.
+
+    The sentence stops before a ``: ``, ``; `` or `` (`` (what follows explains it), so that
+    the list reads as a list ("Show a session's commits newest first").
+    """
+    if command.short_help:
+        return str(command.short_help)
+    first = split_help(command.help)[0].split("\n\n")[0].replace("\n", " ")
+    first = re.split(r"(?<=[a-z0-9)'])\.(?:\s|$)", first)[0].rstrip(".")
+    return re.split(r": |; | \(", first)[0]
+
+
+def _option_help(param: Any) -> str:
+    if param.name == "help":
+        return HELP_OPTION_HELP
+    help_text = param.help or ""
+    if isinstance(param.show_default, str):
+        help_text += f" (default: {param.show_default})"
+    return help_text
+
+
+def _write_rows(formatter: Any, heading: str, rows: Sequence[tuple[str, str]]) -> None:
+    if rows:
+        with formatter.section(heading):
+            formatter.write_dl(rows)
+
+
+def _write_common(command: Any, ctx: Any, formatter: Any) -> list[str]:
+    """Usage, description, arguments and options of ``command``; returns its example lines."""
+    formatter.write_usage(ctx.command_path, " ".join(command.collect_usage_pieces(ctx)))
+    description, examples = split_help(command.help)
+    if description:
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(description)
+    params = [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)]
+    _write_rows(formatter, "Arguments", [(value_name(p), p.help or "") for p in params
+                                         if p.param_type_name == "argument" and p.help])
+    _write_rows(formatter, "Options", [(option_names(p), _option_help(p)) for p in params
+                                       if p.param_type_name == "option"])
+    return examples
+
+
+def _write_examples(formatter: Any, examples: Sequence[str]) -> None:
+    if examples:
+        formatter.write_paragraph()
+        formatter.write_heading("Examples")
+        for line in examples:
+            formatter.write(f"{'':>{formatter.current_indent}}  {line}\n")
+
+
+class Command(TyperCommand):
+    """A ``gs`` command whose help reads as described in this module."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """``[OPTIONS]`` then each argument as :func:`usage_piece` shows it."""
+        return ["[OPTIONS]", *(usage_piece(p) for p in self.get_params(ctx) if p.param_type_name == "argument")]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Write the help: usage, description, arguments, options, examples."""
+        _write_examples(formatter, _write_common(self, ctx, formatter))
+
+
+class Group(TyperGroup):
+    """A group of ``gs`` commands (``gs`` itself, ``gs hooks``, ``gs remote``), its help as :class:`Command`'s.
+
+    Its commands are listed under headings when :attr:`sections` names them (``gs``:
+    chat, read, ...), else under ``Commands``.
+    """
+
+    #: ``(heading, command names)`` in the order shown; a command in none is shown last.
+    sections: Sequence[tuple[str, Sequence[str]]] = ()
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Write the help: usage, description, options, the commands, examples."""
+        examples = _write_common(self, ctx, formatter)
+        commands = {name: self.get_command(ctx, name) for name in self.list_commands(ctx)}
+        shown = {name: cmd for name, cmd in commands.items() if cmd is not None and not cmd.hidden}
+        left = dict(shown)
+        for heading, names in [*self.sections, ("Commands" if not self.sections else "Other commands", list(shown))]:
+            rows = [(name, summary(left.pop(name))) for name in names if name in left]
+            _write_rows(formatter, heading, rows)
+        _write_examples(formatter, examples)
