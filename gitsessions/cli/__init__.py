@@ -19,7 +19,7 @@ from ..errors import GitSessionsError
 from ..store.privacy import PRIVATE_UMASK
 from . import background
 from .common import Context, err
-from .help import Command, Group
+from .help import Command, Group, choose, enum_of
 
 #: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
 #: EX_SOFTWARE of sysexits(3). The others: 0 success, 1 a failure the user can act on
@@ -271,8 +271,9 @@ class _DeferredCoercion:
     it builds on first use: importing pydantic and building the schemas costs ``gs chat``
     tens of milliseconds before its prompt, for values that come out as they went in. Those
     are answered here as typer answers them: None (``()`` for a multi-value parameter),
-    the parameter's own default, a plain ``str`` for a ``str`` parameter. Every other value
-    goes to typer's own adapter (its conversions and messages unchanged).
+    the parameter's own default, a plain ``str`` for a ``str`` parameter. A choice (an
+    ``Enum``) is made by :func:`~.help.choose`; every other value goes to typer's own
+    adapter (its conversions and messages, less pydantic's "Value error, ").
     """
 
     def __init__(self, param: Any):
@@ -280,6 +281,7 @@ class _DeferredCoercion:
         self._param = param
         self._multi = bool(param.multiple or param.nargs == -1)
         self._text = desc.annotation is str and desc.parameter_info.parser is None and not self._multi
+        self._enum = enum_of(desc.annotation) if not self._multi else None
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
         """Return ``value`` as typer's coercion would, building typer's adapter only when needed."""
@@ -290,8 +292,14 @@ class _DeferredCoercion:
             return value
         if self._text and type(value) is str:
             return value
+        if self._enum is not None:
+            return choose(self._enum, value, param, ctx)  # aliases (-f md) and the choices listed
         self._param._runtime_param = None  # typer's own, built now (see typer.core._TyperParameter)
-        return self._param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+        try:
+            return self._param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+        except typer.BadParameter as exc:
+            exc.message = exc.message.removeprefix("Value error, ")  # pydantic's prefix says nothing
+            raise
 
 
 def _defer_coercion(command: Any) -> None:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Sequence
-from typing import Any
+from enum import Enum
+from typing import Any, get_args
 
+import typer
 from typer.core import TyperCommand, TyperGroup
 
 #: The line of a docstring that starts its examples (the rest of the docstring).
@@ -81,6 +83,36 @@ def summary(command: Any) -> str:
     first = split_help(command.help)[0].split("\n\n")[0].replace("\n", " ")
     first = re.split(r"(?<=[a-z0-9)'])\.(?:\s|$)", first)[0].rstrip(".")
     return re.split(r": |; | \(", first)[0]
+
+
+def enum_of(annotation: Any) -> type[Enum] | None:
+    """The ``Enum`` whose members a parameter's value is one of (``ExportFormat | None`` too), else None."""
+    for candidate in (annotation, *get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, Enum):
+            return candidate
+    return None
+
+
+def choose(choices: type[Enum], value: Any, param: Any = None, ctx: Any = None) -> Enum:
+    """The member of ``choices`` that ``value`` names: by its value or by one of its names, any case.
+
+    A member's other names are aliases (``md = "markdown"`` in the class makes ``-f md`` mean
+    markdown); they are listed with it when the value names none.
+
+    Raises:
+        typer.BadParameter: ``value`` names no member; the message lists them all.
+    """
+    if isinstance(value, choices):
+        return value
+    text = str(value).casefold()
+    for name, member in choices.__members__.items():
+        if text in (name.casefold(), str(member.value).casefold()):
+            return member
+    listed = []
+    for member in choices:
+        aliases = [n for n, m in choices.__members__.items() if m is member and n != member.value]
+        listed.append(f"{member.value} ({', '.join(aliases)})" if aliases else str(member.value))
+    raise typer.BadParameter(f"{str(value)!r} is not one of: {', '.join(listed)}", ctx=ctx, param=param)
 
 
 def _option_help(param: Any) -> str:

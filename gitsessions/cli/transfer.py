@@ -23,6 +23,7 @@ class ExportFormat(str, Enum):
     """``gs export --format`` values."""
 
     markdown = "markdown"
+    md = "markdown"  # an alias (-f md), as the .md suffix
     json = "json"
     jsonl = "jsonl"
     html = "html"
