@@ -56,7 +56,7 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     repo: Annotated[Path | None, typer.Option(
-        "--repo", help="Session repo path (default: $GS_REPO, config, platform data dir).")] = None,
+        "--repo", metavar="PATH", help="Session repo path (default: $GS_REPO, config, platform data dir).")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")] = False,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the version.")] = False,
@@ -83,8 +83,6 @@ def _new_app(modules: Sequence[str], only: str | None = None) -> typer.Typer:
         context_settings={"help_option_names": list(_HELP_OPTIONS)},
     )
     new.callback()(_root)
-    if only in (None, "help"):
-        new.command("help", cls=Command)(_help)
     for name in modules:
         sub = importlib.import_module(f"{__name__}.{name}").app
         _use_help_classes(sub)
@@ -159,7 +157,9 @@ def _name(info: Any) -> str:
 
 @functools.cache
 def _full_app() -> typer.Typer:
-    return _new_app(tuple(COMMANDS))
+    app = _new_app(tuple(COMMANDS))
+    app.command("help", cls=Command)(_help)  # no module of its own: `gs help` gets the whole app
+    return app
 
 
 def __getattr__(name: str) -> Any:

@@ -26,7 +26,9 @@ def gc(
 
     Runs by itself in the background after enough saves; this runs it now.
 
-    Example: gs gc
+    Examples:
+        gs gc
+        gs gc --auto                        # only when enough saves piled up
     """
     c: Context = ctx.obj
     with c.store() as store:
