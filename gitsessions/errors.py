@@ -128,7 +128,7 @@ class SessionExists(GitSessionsError):
         if existing.startswith("archive/"):
             same = f" as an archived session (gs restore {existing[8:]} brings it back)"
         elif existing != session_id:
-            same = f" (as {existing!r}; ids may not differ only by case)"
+            same = f" as {existing!r} (ids may not differ only by case)"
         else:
             same = ""
         super().__init__(f"session {session_id!r} already exists{same}; {next_step}")
