@@ -184,6 +184,17 @@ class InvalidEvent(GitSessionsError):
         super().__init__(f"event refused: {reason}")
 
 
+class NothingToSave(InvalidEvent):
+    """A change that would mean nothing: an empty title, an undo with no turn left to undo.
+
+    The message is the reason alone, in the user's words (no "event refused").
+    """
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        GitSessionsError.__init__(self, reason)
+
+
 class ConcurrentUpdate(GitSessionsError):
     """The branch moved under us (another writer saved first); nothing of theirs was dropped."""
 

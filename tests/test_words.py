@@ -14,3 +14,12 @@ def test_a_case_clash_names_the_real_id_instead_of_sending_the_user_round(gs):
     assert r.code == 1 and "did you mean 'work'?" in r.err, r.err
     r = gs("fork", "work", "WORK")
     assert r.code == 1 and "already exists as 'work'" in r.err and "choose another id" in r.err, r.err
+
+
+def test_an_empty_title_is_refused_in_plain_words(gs):
+    assert gs("ask", "work", "hi").code == 0
+    for text in ("", "   "):
+        r = gs("title", "work", text)
+        assert r.code == 1 and r.err == "gs: a title needs some text; this one is empty or only spaces\n", r.err
+    r = gs("chat", "work", input="/title  \n/undo\n/undo\n/exit\n")
+    assert "event refused" not in r.out and "error: there is no turn to undo" in r.out, r.out
