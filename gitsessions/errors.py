@@ -84,8 +84,9 @@ class NothingToRestore(SessionNotFound):
                    f"back as a session of its own with 'gs restore {name}@{{N}}' (see 'gs reflog {name}')")
         else:
             shown = ", ".join(archived[:8]) + (" ..." if len(archived) > 8 else "")
-            why = f"no archived session {name!r}; " + (f"archived: {shown}" if archived else
-                                                       "none is archived ('gs rm SESSION' archives one)")
+            why = f"no archived session {name!r}; " + (
+                f"archived: {shown} ('gs list --archived' shows them)" if archived
+                else "none is archived ('gs rm SESSION' archives one)")
         GitSessionsError.__init__(self, why)
 
 

@@ -23,3 +23,10 @@ def test_an_empty_title_is_refused_in_plain_words(gs):
         assert r.code == 1 and r.err == "gs: a title needs some text; this one is empty or only spaces\n", r.err
     r = gs("chat", "work", input="/title  \n/undo\n/undo\n/exit\n")
     assert "event refused" not in r.out and "error: there is no turn to undo" in r.out, r.out
+
+
+def test_restoring_what_is_not_archived_points_at_the_archived_list(gs):
+    assert gs("ask", "old", "hi").code == 0 and gs("rm", "old").code == 0
+    r = gs("restore", "nope")
+    assert r.code == 1
+    assert "no archived session 'nope'; archived: old ('gs list --archived' shows them)" in r.err, r.err
