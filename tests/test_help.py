@@ -109,6 +109,18 @@ def test_a_bad_choice_lists_the_choices(gs):
     assert r.code == 2 and "'yaml' is not one of: text, json, jsonl" in r.err, r.err
 
 
+def test_a_value_that_is_no_number_is_refused_in_plain_words(gs):
+    r = gs("log", "-n", "x")
+    assert r.code == 2 and "expected a whole number, not 'x'" in r.err and "parse string" not in r.err, r.err
+    r = gs("sync", "--watch", "--interval", "soon")
+    assert r.code == 2 and "expected a number, not 'soon'" in r.err, r.err
+
+
+def test_a_missing_argument_is_named_as_the_help_names_it(gs):
+    r = gs("remote", "add")
+    assert r.code == 2 and "Missing argument 'NAME'" in r.err, r.err
+
+
 def test_usage_errors_are_plain_lines(gs):
     r = gs("log", "--bogus")
     assert r.code == 2 and "╭" not in r.err

@@ -19,7 +19,7 @@ from ..errors import GitSessionsError
 from ..store.privacy import PRIVATE_UMASK
 from . import background
 from .common import Context, err
-from .help import Command, Group, choose, enum_of
+from .help import Command, Group, choose, enum_of, plain_message
 
 #: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
 #: EX_SOFTWARE of sysexits(3). The others: 0 success, 1 a failure the user can act on
@@ -273,7 +273,7 @@ class _DeferredCoercion:
     are answered here as typer answers them: None (``()`` for a multi-value parameter),
     the parameter's own default, a plain ``str`` for a ``str`` parameter. A choice (an
     ``Enum``) is made by :func:`~.help.choose`; every other value goes to typer's own
-    adapter (its conversions and messages, less pydantic's "Value error, ").
+    adapter (its conversions, and its messages in plain words: :func:`~.help.plain_message`).
     """
 
     def __init__(self, param: Any):
@@ -298,7 +298,7 @@ class _DeferredCoercion:
         try:
             return self._param.get_runtime_param().coerce(value, param=param, ctx=ctx)
         except typer.BadParameter as exc:
-            exc.message = exc.message.removeprefix("Value error, ")  # pydantic's prefix says nothing
+            exc.message = plain_message(exc.message, value)
             raise
 
 

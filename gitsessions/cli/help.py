@@ -115,6 +115,19 @@ def choose(choices: type[Enum], value: Any, param: Any = None, ctx: Any = None) 
     raise typer.BadParameter(f"{str(value)!r} is not one of: {', '.join(listed)}", ctx=ctx, param=param)
 
 
+#: pydantic's words for a value typer could not convert, and gs's: (pattern, replacement).
+_PLAIN = ((re.compile(r"^Value error, "), ""),
+          (re.compile(r"^Input should be a valid integer\b.*"), "expected a whole number, not {value!r}"),
+          (re.compile(r"^Input should be a valid number\b.*"), "expected a number, not {value!r}"))
+
+
+def plain_message(message: str, value: Any) -> str:
+    """``message`` of a value typer refused, without pydantic's wording ("Value error, ", "unable to parse string")."""
+    for pattern, words in _PLAIN:
+        message = pattern.sub(words.format(value=value).replace("\\", "\\\\"), message)
+    return message
+
+
 def _option_help(param: Any) -> str:
     if param.name == "help":
         return HELP_OPTION_HELP
@@ -154,8 +167,22 @@ def _write_examples(formatter: Any, examples: Sequence[str]) -> None:
             formatter.write(f"{'':>{formatter.current_indent}}  {line}\n")
 
 
+def _name_arguments(params: Sequence[Any]) -> None:
+    """Give each argument without a metavar its name in capitals, so that errors name it as help does.
+
+    click's "Missing argument 'name'" reads the metavar, else the parameter's own name.
+    """
+    for param in params:
+        if param.param_type_name == "argument" and param.metavar is None:
+            param.metavar = value_name(param)
+
+
 class Command(TyperCommand):
     """A ``gs`` command whose help reads as described in this module."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        _name_arguments(self.params)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         """``[OPTIONS]`` then each argument as :func:`usage_piece` shows it."""
@@ -175,6 +202,10 @@ class Group(TyperGroup):
 
     #: ``(heading, command names)`` in the order shown; a command in none is shown last.
     sections: Sequence[tuple[str, Sequence[str]]] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        _name_arguments(self.params)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """Write the help: usage, description, options, the commands, examples."""
