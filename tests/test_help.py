@@ -54,6 +54,7 @@ def test_help_reads_like_git(gs, path):
     assert not _TYPER_NOISE.search(r.out), _TYPER_NOISE.search(r.out)
     sections = _sections(r.out)
     usage = sections[""][0]
+    assert not [line for line in sections[""] if re.search(r"\w-$", line)], "a word split at its hyphen"
     head = " ".join(("Usage: gs", *path, "[OPTIONS]"))
     assert usage.startswith(head), usage
     pieces = usage[len(head):].split()

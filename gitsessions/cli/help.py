@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import textwrap
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any, get_args
@@ -143,14 +144,26 @@ def _write_rows(formatter: Any, heading: str, rows: Sequence[tuple[str, str]]) -
             formatter.write_dl(rows)
 
 
+def _write_description(formatter: Any, text: str) -> None:
+    """Write ``text``'s paragraphs indented by 2 and rewrapped to the width, words whole.
+
+    click's own rewrap breaks at hyphens ("post-" / "commit", "chat-" / "completions").
+    """
+    indent = " " * (formatter.current_indent + 2)
+    width = max(formatter.width - len(indent), 20) + len(indent)
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
+    formatter.write("\n\n".join(textwrap.fill(p, width, initial_indent=indent, subsequent_indent=indent,
+                                              break_on_hyphens=False, break_long_words=False)
+                                for p in paragraphs) + "\n")
+
+
 def _write_common(command: Any, ctx: Any, formatter: Any) -> list[str]:
     """Usage, description, arguments and options of ``command``; returns its example lines."""
     formatter.write_usage(ctx.command_path, " ".join(command.collect_usage_pieces(ctx)))
     description, examples = split_help(command.help)
     if description:
         formatter.write_paragraph()
-        with formatter.indentation():
-            formatter.write_text(description)
+        _write_description(formatter, description)
     params = [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)]
     _write_rows(formatter, "Arguments", [(value_name(p), p.help or "") for p in params
                                          if p.param_type_name == "argument" and p.help])
