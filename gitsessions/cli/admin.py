@@ -26,7 +26,9 @@ def gc(
 
     Runs by itself in the background after enough saves; this runs it now.
 
-    Example: gs gc
+    Examples:
+        gs gc
+        gs gc --auto                        # only when enough saves piled up
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -54,7 +56,9 @@ def doctor(
     core.sharedRepository group), which is honoured as git honours it. A config.yaml
     holding api_key should be readable by you alone. Exits 1 when a problem is left.
 
-    Example: gs doctor --fix
+    Examples:
+        gs doctor                           # report what others can read
+        gs doctor --fix                     # and make it private
     """
     c: Context = ctx.obj
     c.quiet_privacy = True  # reported here, not warned of

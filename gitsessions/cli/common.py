@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand
 
 from ..config import Config, default_repo_path, key_file_exposed, load_config
 from ..redact import Redactor
@@ -23,6 +22,7 @@ from ..store.git import DEFAULT_IDENTITY
 from ..store.hooks import CommitHooks
 from ..store.lock import LockWait
 from .background import take_failures
+from .help import Command
 
 #: How long a bare ``--wait`` waits for another writer of the session (seconds).
 DEFAULT_WAIT_S = 60.0
@@ -34,7 +34,7 @@ WaitOption = Annotated[float, typer.Option(
          "instead of giving up at once.")]
 
 
-class WaitCommand(TyperCommand):
+class WaitCommand(Command):
     """A command with :data:`WaitOption`, whose value comes only after ``=`` (git's way).
 
     click would take the word after a bare ``--wait`` as its value (``gs chat --wait work``
