@@ -12,8 +12,9 @@ from scripted import ScriptedProvider, call, cut, say
 
 from gitsessions.errors import ProviderError
 from gitsessions.events import make_header
-from gitsessions.repl import HELP, Repl
+from gitsessions.repl import Repl
 from gitsessions.session import Session
+from gitsessions.slash import HELP
 from gitsessions.store import GitStore
 
 
