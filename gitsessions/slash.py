@@ -21,9 +21,10 @@ if TYPE_CHECKING:  # /retry and /tree are imported when first used: not before t
     from .repl import Repl
 
 HELP = """\
-Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
-Ctrl+C or Ctrl+D at the prompt leaves; Ctrl+Z suspends (fg resumes). Every finished turn is
-saved as a git commit.
+Type a message and press Enter to send it; Alt+Enter (or Esc Enter) starts a new line.
+Ctrl+C cancels a reply (also one not yet begun) and clears a half-typed line; on an empty
+line Ctrl+C or Ctrl+D leaves; Ctrl+Z suspends (fg resumes). Every finished turn is saved as
+a git commit.
 
   /help          this help
   /new <id>      start a new session and switch to it

@@ -156,6 +156,11 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
               ) -> tuple[Callable[[str], str | None], Callable[[str], None], Callable[[str, str, bool], str | None]]:
     """Return ``(read_line, write, edit)`` for a chat on a terminal (prompt_toolkit with history).
 
+    The prompt's keys are the shell's (:func:`_chat_keys`): Enter sends, Alt+Enter or Esc
+    Enter starts a new line (a bracketed paste is inserted as it is: one prompt), Ctrl+C
+    clears a half-typed line and on an empty one leaves (:class:`KeyboardInterrupt`), as
+    Ctrl+D does; Ctrl+Z suspends.
+
     ``edit(prompt, text, use_editor)`` is ``/edit``'s: ``text`` prefilled in an input of
     several lines (Enter sends, Alt+Enter or Esc Enter starts a new line, Ctrl+C cancels),
     or in ``$VISUAL``/``$EDITOR`` when asked or when ``text`` is long (:func:`edit_in_editor`).
@@ -171,7 +176,8 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
     from prompt_toolkit import PromptSession
 
     # enable_suspend: Ctrl+Z at the prompt stops the process (the shell's fg resumes it).
-    session: PromptSession[str] = PromptSession(history=history, enable_suspend=True)
+    session: PromptSession[str] = PromptSession(history=history, enable_suspend=True, multiline=True,
+                                                key_bindings=_chat_keys(), prompt_continuation=_continuation)
     fd = sys.stdin.fileno()
     if on_shown is not None:
         pending = [on_shown]
@@ -200,7 +206,7 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
             return clean(result) if result is not None else None
         if not editor:
             editor.append(PromptSession(multiline=True, key_bindings=_send_on_enter(), enable_suspend=True,
-                                        prompt_continuation=lambda width, _n, _soft: "…".rjust(width - 1) + " "))
+                                        prompt_continuation=_continuation))
         write("(Enter sends, Alt+Enter starts a new line, Ctrl+C cancels)\n")
         keys.prompt_starts()
         try:
@@ -217,8 +223,31 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
 LONG_PROMPT_LINES = 8
 
 
+def _continuation(width: int, _line: int, _soft: int) -> str:
+    """What stands before the second and later lines of an input: ``…`` under the prompt's end."""
+    return "…".rjust(width - 1) + " "
+
+
+def _chat_keys() -> Any:
+    """Key bindings of the chat's prompt: :func:`_send_on_enter`'s, and Ctrl+C as a shell has it.
+
+    Ctrl+C on a half-typed line clears it (bash, python and Claude Code do); on an empty
+    line it leaves the chat, as it always did.
+    """
+    kb = _send_on_enter()
+
+    @kb.add("c-c")
+    def _clear_or_leave(event: Any) -> None:
+        if event.current_buffer.text:
+            event.current_buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    return kb
+
+
 def _send_on_enter() -> Any:
-    """Key bindings of the ``/edit`` input: Enter sends it, Alt+Enter (Esc Enter) breaks the line."""
+    """Key bindings of an input of several lines: Enter sends it, Alt+Enter (Esc Enter) breaks the line."""
     from prompt_toolkit.key_binding import KeyBindings
 
     kb = KeyBindings()

@@ -1,0 +1,77 @@
+"""The chat's keys in a real pseudo-terminal (issue 13, item 5), as bash and python have them.
+
+Ctrl+C clears a half-typed line and leaves on an empty one; Alt+Enter (Esc Enter) starts a
+new line; a bracketed paste of several lines is one prompt. Driven with pexpect as
+tests/test_pty.py drives ``gs chat``; what was sent is read from the fake API's requests.
+"""
+
+from __future__ import annotations
+
+from test_pty import PROMPT, chat_env, finish, spawn_chat
+
+__all__ = ["chat_env", "spawn_chat"]  # fixtures shared with test_pty
+
+ALT_ENTER = "\x1b\r"
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"  # what a terminal sends around a paste
+
+
+def _sent(fake_api) -> list[str]:
+    """The prompt of each request the fake API received."""
+    return [r["messages"][-1]["content"] for r in fake_api.requests]
+
+
+def test_ctrl_c_clears_a_half_typed_line_and_the_chat_goes_on(fake_api, spawn_chat):
+    child = spawn_chat()
+    child.send("half a thought")
+    child.expect_exact("half a thought")
+    child.sendintr()
+    child.send("a whole one\r")
+    child.expect_exact("echo: a whole one")
+    child.expect(PROMPT)
+    child.send("more text")
+    child.expect_exact("more text")
+    child.sendintr()  # clears the line
+    child.sendintr()  # on the empty line: leaves
+    tail = finish(child)
+    assert child.exitstatus == 0, tail
+    assert "resume with: gs chat demo" in tail
+    assert _sent(fake_api) == ["a whole one"]
+
+
+def test_ctrl_d_on_the_line_a_ctrl_c_cleared_leaves(fake_api, spawn_chat):
+    child = spawn_chat()
+    child.send("never sent")
+    child.expect_exact("never sent")
+    child.sendintr()
+    child.send("/sessions\r")  # the chat is still there
+    child.expect_exact("demo  0 messages")
+    child.expect(PROMPT)
+    child.send("again")
+    child.expect_exact("again")
+    child.sendintr()
+    child.sendcontrol("d")
+    tail = finish(child)
+    assert child.exitstatus == 0, tail
+    assert "nothing was saved" in tail
+    assert fake_api.requests == []
+
+
+def test_alt_enter_and_esc_enter_start_a_new_line(fake_api, spawn_chat):
+    child = spawn_chat()
+    child.send("line one" + ALT_ENTER + "line two" + ALT_ENTER + "line three\r")
+    child.expect_exact("echo: line one")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    assert finish(child) and child.exitstatus == 0
+    assert _sent(fake_api) == ["line one\nline two\nline three"]
+
+
+def test_a_bracketed_paste_of_several_lines_is_one_prompt(fake_api, spawn_chat):
+    child = spawn_chat()
+    child.send("look: " + PASTE_START + "def f():\r\n    return 1\r\n" + PASTE_END)
+    child.send(" ok?\r")
+    child.expect_exact("echo: look:")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    assert finish(child) and child.exitstatus == 0
+    assert _sent(fake_api) == ["look: def f():\n    return 1\n ok?"]
