@@ -7,9 +7,9 @@ tests/test_pty.py drives ``gs chat``; what was sent is read from the fake API's 
 
 from __future__ import annotations
 
-from test_pty import PROMPT, chat_env, finish, spawn_chat
+from test_pty import PROMPT, chat_env, finish, spawn_chat, spawn_gs
 
-__all__ = ["chat_env", "spawn_chat"]  # fixtures shared with test_pty
+__all__ = ["chat_env", "spawn_chat", "spawn_gs"]  # fixtures shared with test_pty
 
 ALT_ENTER = "\x1b\r"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"  # what a terminal sends around a paste
@@ -75,3 +75,33 @@ def test_a_bracketed_paste_of_several_lines_is_one_prompt(fake_api, spawn_chat):
     child.sendline("/exit")
     assert finish(child) and child.exitstatus == 0
     assert _sent(fake_api) == ["look: def f():\n    return 1\n ok?"]
+
+
+UP = "\x1b[A"
+
+
+def test_up_walks_this_sessions_prompts_first_then_other_chats_lines(fake_api, spawn_chat, spawn_gs, gs):
+    child = spawn_gs("chat", "other")
+    child.expect_exact("other ›")
+    child.sendline("typed in other")
+    child.expect_exact("echo: typed in other")
+    child.expect_exact("other ›")
+    child.sendline("/exit")
+    finish(child)
+    for prompt in ("first in demo", "second in demo"):  # not typed at a prompt: in no line history
+        assert gs("ask", "demo", prompt).code == 0
+
+    child = spawn_chat()
+    child.send(UP + UP)
+    child.expect_exact("first in demo")
+    child.send("\r")
+    child.expect_exact("echo: first in demo")
+    child.expect(PROMPT)
+    child.send(UP * 4)  # first in demo (sent again: one step), second in demo, other's /exit, typed in other
+    child.expect_exact("typed in other")
+    child.send("\r")
+    child.expect_exact("echo: typed in other")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    assert finish(child) and child.exitstatus == 0
+    assert _sent(fake_api)[-2:] == ["first in demo", "typed in other"]

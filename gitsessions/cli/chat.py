@@ -23,6 +23,7 @@ from .remote import push_in_background
 
 if TYPE_CHECKING:
     from ..redo import Spot
+    from ..repl import Repl
     from ..session import Session
     from ..store import SessionInfo
 
@@ -127,8 +128,11 @@ def chat(
         sid = picked or (_latest_session(c) if cont else (session or new_session_id(store)))
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
+        built: list[Repl] = []  # the chat once built: the prompt's history reads its session
         if interactive:
-            keys, read_line, write, faces["edit"] = _terminal_io(c, on_shown=lambda: [start() for start in shown])
+            keys, read_line, write, faces["edit"] = _terminal_io(
+                c, on_shown=lambda: [start() for start in shown],
+                session=lambda: built[0].session if built else None)
         else:
             lines = _stdin_lines()
 
@@ -151,6 +155,7 @@ def chat(
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                         warnings=c.warnings, wait=c.lock_wait(wait), **faces)
+            built.append(repl)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
@@ -241,14 +246,15 @@ def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
                 title="Jump where? ↑↓ move · Enter opens (a past turn: what you send forks) · Esc cancels")
 
 
-def _terminal_io(c: Context, on_shown: Callable[[], object]):
+def _terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[], Session | None]):
     """Return ``(keys, read_line, write, edit)`` for a real terminal: prompt_toolkit with history.
 
-    ``on_shown`` is called once, when the first prompt has been drawn.
+    ``on_shown`` is called once, when the first prompt has been drawn; ``session`` gives the
+    chat's current session, whose prompts Up and Down walk first.
     """
     from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
-    from .terminal import ReplyKeys, prompt_io
+    from .terminal import ReplyKeys, SessionFirstHistory, prompt_io
 
     redactor = c.redactor()
 
@@ -264,8 +270,14 @@ def _terminal_io(c: Context, on_shown: Callable[[], object]):
         history: History = RedactedHistory(str(history_path))
     except OSError:
         history = InMemoryHistory()
+
+    def prompts() -> list[str]:
+        now = session()
+        return [] if now is None else [str(e.data.get("content", "")) for e in now.events if e.type == "user/message"]
+
     keys = ReplyKeys()
-    return (keys, *prompt_io(history, clean_text, terminal_safe, keys, on_shown=on_shown))
+    return (keys, *prompt_io(SessionFirstHistory(history, prompts), clean_text, terminal_safe, keys,
+                             on_shown=on_shown))
 
 
 @app.command(cls=WaitCommand)

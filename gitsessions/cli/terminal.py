@@ -21,9 +21,10 @@ import os
 import signal
 import sys
 import termios
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from prompt_toolkit.history import History
 from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
 from prompt_toolkit.input.vt100_parser import Vt100Parser
 from prompt_toolkit.key_binding import KeyPress
@@ -149,6 +150,52 @@ def _read_waiting(fd: int) -> bytes:
     finally:
         termios.tcsetattr(fd, termios.TCSANOW, old)
     return b"".join(chunks)
+
+
+class SessionFirstHistory(History):
+    """Up and Down at the prompt: this session's prompts first, newest first, then every chat's lines.
+
+    Read anew at each prompt, so after ``/open`` the arrows walk the session opened. A text
+    met twice is one step.
+
+    Args:
+        lines: the history of earlier lines of every chat; what is sent is appended there.
+        prompts: this session's prompts, oldest first.
+    """
+
+    def __init__(self, lines: History, prompts: Callable[[], Sequence[str]]):
+        super().__init__()
+        self.lines = lines
+        self.prompts = prompts
+
+    async def load(self) -> AsyncGenerator[str, None]:
+        """Yield this session's prompts, then the other lines, newest first (as prompt_toolkit asks)."""
+        seen: set[str] = set()
+        merged: list[str] = []
+        for text in reversed(self.prompts()):
+            if text not in seen:
+                seen.add(text)
+                merged.append(text)
+        async for text in self.lines.load():
+            if text not in seen:
+                seen.add(text)
+                merged.append(text)
+        self._loaded_strings = merged  # what get_strings() gives (Alt+. and the like)
+        for text in merged:
+            yield text
+
+    def append_string(self, string: str) -> None:
+        """Add a line sent at the prompt (kept by ``lines``)."""
+        self._loaded_strings.insert(0, string)
+        self.lines.append_string(string)
+
+    def load_history_strings(self) -> Iterable[str]:
+        """The lines of ``lines`` (:meth:`load` is what prompt_toolkit reads)."""
+        return self.lines.load_history_strings()
+
+    def store_string(self, string: str) -> None:
+        """Store ``string`` in ``lines``."""
+        self.lines.store_string(string)
 
 
 def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], str],
