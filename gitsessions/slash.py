@@ -9,6 +9,7 @@ prompt in place, the pickers). :func:`command` runs one line; the REPL's loop re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .errors import GitSessionsError, SessionExists
@@ -48,77 +49,92 @@ a git commit.
 def command(repl: Repl, line: str) -> bool:
     """Run a slash command; return False when the REPL should end."""
     name, _, arg = line.partition(" ")
-    arg = arg.strip()
-    if name in ("/exit", "/quit"):
-        return False
-    if name == "/help":
-        repl.write(HELP)
-    elif name == "/new":
-        sid = arg or new_session_id(repl.store)
-        other = taken_by(repl.store, sid)
-        if other is not None:  # named as it is (a case clash: the real id), never what was typed
-            step = "choose another id" if other.startswith("archive/") else f"use /open {other}"
-            repl.write(f"error: {SessionExists(sid, other, step)}\n")
-        else:
-            repl.open(sid, create=True)
-            repl.write(f"(new session {sid})\n")
-    elif name == "/open":
-        picked = repl.pick_session() if not arg and repl.pick_session is not None else arg
-        if not arg and repl.pick_session is None:
-            repl.write("usage: /open <id>\n")
-        elif not picked:
-            repl.write("(nothing opened)\n")
-        else:
-            _go(repl, picked)
-    elif name == "/retry":
-        retry(repl, arg)
-    elif name == "/edit":
-        return edit_turn(repl, arg)
-    elif name == "/tree":
-        if arg:
-            repl.write("usage: /tree (it shows this session's family)\n")
-        else:
-            tree(repl)
-    elif name == "/sessions":
-        sessions(repl)
-    elif name == "/fork":
-        assert repl.session is not None
-        if not arg:
-            repl.write("usage: /fork <new id>\n")
-        elif repl.session.tip is None:
-            repl.write("error: nothing to fork yet: the session has no saved turns\n")
-        else:
-            source = repl.session.id
-            fork(repl.store, repl.store.resolve(source), arg)
-            repl.open(arg, create=False)
-            repl.write(f"(forked {source} into {arg}; now in {arg})\n")
-    elif name == "/log":
-        assert repl.session is not None
-        if repl.session.tip is None:
-            repl.write("(no saves yet)\n")
-        for info in repl.store.log(repl.session.id, start=repl.session.tip, limit=20) if repl.session.tip else []:
-            repl.write(f"{info.commit[:7]} {info.message.subject}\n")
-    elif name == "/title":
-        assert repl.session is not None
-        if not arg:
-            repl.write("usage: /title <text>\n")
-        else:
-            repl.session.set_title(arg)
-            repl.write(f"(title: {' '.join(arg.split())})\n")
-    elif name == "/undo":
-        assert repl.session is not None
-        turn = repl.session.undo()
-        repl.write(f"(turn {turn} dropped from what the model sees; the log keeps it)\n")
-    elif name == "/save":
-        assert repl.session is not None
-        commit = repl.session.save() or repl.session.tip
-        if commit:
-            repl.write(f"(saved: {repl.session.id} at {commit[:7]})\n")
-        else:
-            repl.write("(nothing to save yet: the session has no turns)\n")
-    else:
+    run = COMMANDS.get(name)
+    if run is None:
         repl.write(f"unknown command {name}; /help lists the commands\n")
-    return True
+        return True
+    return run(repl, arg.strip()) is not False
+
+
+def _leave(_repl: Repl, _arg: str) -> bool:
+    return False
+
+
+def _help(repl: Repl, _arg: str) -> None:
+    repl.write(HELP)
+
+
+def _new(repl: Repl, arg: str) -> None:
+    sid = arg or new_session_id(repl.store)
+    other = taken_by(repl.store, sid)
+    if other is not None:  # named as it is (a case clash: the real id), never what was typed
+        step = "choose another id" if other.startswith("archive/") else f"use /open {other}"
+        repl.write(f"error: {SessionExists(sid, other, step)}\n")
+    else:
+        repl.open(sid, create=True)
+        repl.write(f"(new session {sid})\n")
+
+
+def _open(repl: Repl, arg: str) -> None:
+    picked = repl.pick_session() if not arg and repl.pick_session is not None else arg
+    if not arg and repl.pick_session is None:
+        repl.write("usage: /open <id>\n")
+    elif not picked:
+        repl.write("(nothing opened)\n")
+    else:
+        _go(repl, picked)
+
+
+def _tree(repl: Repl, arg: str) -> None:
+    if arg:
+        repl.write("usage: /tree (it shows this session's family)\n")
+    else:
+        tree(repl)
+
+
+def _fork(repl: Repl, arg: str) -> None:
+    assert repl.session is not None
+    if not arg:
+        repl.write("usage: /fork <new id>\n")
+    elif repl.session.tip is None:
+        repl.write("error: nothing to fork yet: the session has no saved turns\n")
+    else:
+        source = repl.session.id
+        fork(repl.store, repl.store.resolve(source), arg)
+        repl.open(arg, create=False)
+        repl.write(f"(forked {source} into {arg}; now in {arg})\n")
+
+
+def _log(repl: Repl, _arg: str) -> None:
+    assert repl.session is not None
+    if repl.session.tip is None:
+        repl.write("(no saves yet)\n")
+    for info in repl.store.log(repl.session.id, start=repl.session.tip, limit=20) if repl.session.tip else []:
+        repl.write(f"{info.commit[:7]} {info.message.subject}\n")
+
+
+def _title(repl: Repl, arg: str) -> None:
+    assert repl.session is not None
+    if not arg:
+        repl.write("usage: /title <text>\n")
+    else:
+        repl.session.set_title(arg)
+        repl.write(f"(title: {' '.join(arg.split())})\n")
+
+
+def _undo(repl: Repl, _arg: str) -> None:
+    assert repl.session is not None
+    turn = repl.session.undo()
+    repl.write(f"(turn {turn} dropped from what the model sees; the log keeps it)\n")
+
+
+def _save(repl: Repl, _arg: str) -> None:
+    assert repl.session is not None
+    commit = repl.session.save() or repl.session.tip
+    if commit:
+        repl.write(f"(saved: {repl.session.id} at {commit[:7]})\n")
+    else:
+        repl.write("(nothing to save yet: the session has no turns)\n")
 
 
 def _go(repl: Repl, rev: str) -> None:
@@ -260,3 +276,11 @@ def sessions(repl: Repl) -> None:
         mark = "*" if sid == repl.session.id else " "
         repl.write(f"{mark} {sid}  {rows[sid]} messages\n")
 
+
+#: The slash commands by name: ``run(repl, arg)``, False when the REPL should end. In the
+#: order of :data:`HELP`, which Tab completes them in.
+COMMANDS: dict[str, Callable[[Repl, str], bool | None]] = {
+    "/help": _help, "/new": _new, "/sessions": lambda repl, _arg: sessions(repl), "/open": _open,
+    "/retry": retry, "/edit": edit_turn, "/tree": _tree, "/fork": _fork, "/log": _log, "/title": _title,
+    "/undo": _undo, "/save": _save, "/exit": _leave, "/quit": _leave,
+}
