@@ -22,7 +22,8 @@ if TYPE_CHECKING:  # /retry and /tree are imported when first used: not before t
     from .repl import Repl
 
 HELP = """\
-Type a message and press Enter to send it; Alt+Enter (or Esc Enter) starts a new line.
+Type a message and press Enter to send it; Alt+Enter (or Esc Enter) starts a new line;
+Tab completes a command, and after /open a session id or a revision (work~, work@).
 Ctrl+C cancels a reply (also one not yet begun) and clears a half-typed line; on an empty
 line Ctrl+C or Ctrl+D leaves; Ctrl+Z suspends (fg resumes). Every finished turn is saved as
 a git commit.

@@ -131,7 +131,7 @@ def chat(
         built: list[Repl] = []  # the chat once built: the prompt's history reads its session
         if interactive:
             keys, read_line, write, faces["edit"] = _terminal_io(
-                c, on_shown=lambda: [start() for start in shown],
+                c, store, on_shown=lambda: [start() for start in shown],
                 session=lambda: built[0].session if built else None)
         else:
             lines = _stdin_lines()
@@ -246,14 +246,18 @@ def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
                 title="Jump where? ↑↓ move · Enter opens (a past turn: what you send forks) · Esc cancels")
 
 
-def _terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[], Session | None]):
+def _terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
+                 session: Callable[[], Session | None]):
     """Return ``(keys, read_line, write, edit)`` for a real terminal: prompt_toolkit with history.
 
     ``on_shown`` is called once, when the first prompt has been drawn; ``session`` gives the
-    chat's current session, whose prompts Up and Down walk first.
+    chat's current session, whose prompts Up and Down walk first. Tab completes the slash
+    commands and ``/open``'s revisions of ``store``.
     """
     from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
+    from ..slash import COMMANDS
+    from .complete import ChatCompleter
     from .terminal import ReplyKeys, SessionFirstHistory, prompt_io
 
     redactor = c.redactor()
@@ -277,7 +281,7 @@ def _terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[
 
     keys = ReplyKeys()
     return (keys, *prompt_io(SessionFirstHistory(history, prompts), clean_text, terminal_safe, keys,
-                             on_shown=on_shown))
+                             on_shown=on_shown, completer=ChatCompleter(store, COMMANDS)))
 
 
 @app.command(cls=WaitCommand)

@@ -199,7 +199,7 @@ class SessionFirstHistory(History):
 
 
 def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], str],
-              keys: ReplyKeys, on_shown: Callable[[], object] | None = None
+              keys: ReplyKeys, on_shown: Callable[[], object] | None = None, completer: Any = None
               ) -> tuple[Callable[[str], str | None], Callable[[str], None], Callable[[str, str, bool], str | None]]:
     """Return ``(read_line, write, edit)`` for a chat on a terminal (prompt_toolkit with history).
 
@@ -219,12 +219,14 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         keys: told when each prompt starts and ends (see :class:`ReplyKeys`).
         on_shown: called once, right after the first prompt is drawn (work that can wait
             until the user sees the prompt).
+        completer: what Tab completes (a prompt_toolkit completer; None: nothing).
     """
     from prompt_toolkit import PromptSession
 
     # enable_suspend: Ctrl+Z at the prompt stops the process (the shell's fg resumes it).
     session: PromptSession[str] = PromptSession(history=history, enable_suspend=True, multiline=True,
-                                                key_bindings=_chat_keys(), prompt_continuation=_continuation)
+                                                key_bindings=_chat_keys(), prompt_continuation=_continuation,
+                                                completer=completer, complete_while_typing=False)
     fd = sys.stdin.fileno()
     if on_shown is not None:
         pending = [on_shown]
