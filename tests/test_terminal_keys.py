@@ -110,10 +110,14 @@ def test_up_walks_this_sessions_prompts_first_then_other_chats_lines(fake_api, s
 def test_tab_completes_a_session_id_to_open(fake_api, spawn_chat, gs):
     assert gs("ask", "alpha-notes", "apples").code == 0
     child = spawn_chat()
-    child.send("/op\t")
-    child.expect_exact("/open")
-    child.send(" alp\t")
-    child.expect_exact("alpha-notes")
+    child.send("/op")
+    child.expect_exact("/op")
+    child.send("\t")
+    child.expect_exact("en")  # drawn after what was typed: the completion
+    child.send(" alp")
+    child.expect_exact("alp")
+    child.send("\t")
+    child.expect_exact("ha-notes")
     child.send("\r")
     child.expect_exact("(opened alpha-notes: 2 messages)")
     child.expect_exact("alpha-notes ›")
