@@ -130,7 +130,9 @@ def chat(
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
         built: list[Repl] = []  # the chat once built: the prompt's history reads its session
         if interactive:
-            keys, read_line, write, faces["edit"] = _terminal_io(
+            from .prompt import terminal_io
+
+            keys, read_line, write, faces["edit"] = terminal_io(
                 c, store, on_shown=lambda: [start() for start in shown],
                 session=lambda: built[0].session if built else None)
         else:
@@ -244,44 +246,6 @@ def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
 
     return pick(spots, lambda s: terminal_safe(s.label), selected=selected,
                 title="Jump where? ↑↓ move · Enter opens (a past turn: what you send forks) · Esc cancels")
-
-
-def _terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
-                 session: Callable[[], Session | None]):
-    """Return ``(keys, read_line, write, edit)`` for a real terminal: prompt_toolkit with history.
-
-    ``on_shown`` is called once, when the first prompt has been drawn; ``session`` gives the
-    chat's current session, whose prompts Up and Down walk first. Tab completes the slash
-    commands and ``/open``'s revisions of ``store``.
-    """
-    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-
-    from ..slash import COMMANDS
-    from .complete import ChatCompleter
-    from .terminal import ReplyKeys, SessionFirstHistory, prompt_io
-
-    redactor = c.redactor()
-
-    class RedactedHistory(FileHistory):
-        """Line history on disk, with secrets replaced like everything else gs stores."""
-
-        def store_string(self, string: str) -> None:
-            super().store_string(redactor.text(string) if redactor else string)
-
-    history_path = c.repo_path() / "gs" / "prompt-history"
-    try:
-        history_path.parent.mkdir(parents=True, exist_ok=True)
-        history: History = RedactedHistory(str(history_path))
-    except OSError:
-        history = InMemoryHistory()
-
-    def prompts() -> list[str]:
-        now = session()
-        return [] if now is None else [str(e.data.get("content", "")) for e in now.events if e.type == "user/message"]
-
-    keys = ReplyKeys()
-    return (keys, *prompt_io(SessionFirstHistory(history, prompts), clean_text, terminal_safe, keys,
-                             on_shown=on_shown, completer=ChatCompleter(store, COMMANDS)))
 
 
 @app.command(cls=WaitCommand)
