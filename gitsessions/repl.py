@@ -29,6 +29,8 @@ Edit = Callable[[str, str, bool], "str | None"]
 PickSession = Callable[[], "str | None"]
 #: ``pick_spot(spots, selected)``: the spot picked, starting at index ``selected`` (None: cancelled).
 PickSpot = Callable[[Sequence["Spot"], int], "Spot | None"]
+#: ``copy(text)``: puts ``text`` on the clipboard, returns the tool's name (raises GitSessionsError).
+Copy = Callable[[str], str]
 
 
 class Repl:
@@ -54,6 +56,7 @@ class Repl:
         edit: lets the user edit a prompt in place (None: ``read_line`` reads its replacement).
         pick_session: the session picker of ``/open`` with no argument (None: a usage line).
         pick_spot: the ``/tree`` picker (None: the tree is printed).
+        copy: the clipboard of ``/copy`` (None: there is none).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -62,8 +65,10 @@ class Repl:
                  max_steps: int = DEFAULT_MAX_STEPS, fork_as: str | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  wait: LockWait | None = None, edit: Edit | None = None,
-                 pick_session: PickSession | None = None, pick_spot: PickSpot | None = None):
+                 pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
+                 copy: Copy | None = None):
         self.store = store
+        self.copy = copy
         self.edit = edit
         self.pick_session = pick_session
         self.pick_spot = pick_spot

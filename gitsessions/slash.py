@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .errors import GitSessionsError, SessionExists
+from .render import plural
 from .rules import new_session_id, taken_by
 from .session import fork
 from .store import Revision
@@ -42,6 +43,7 @@ a git commit.
   /log           the current session's saves, newest first
   /title <text>  set the session title (any Unicode)
   /undo          drop the last turn from what the model sees (the log keeps it)
+  /copy          put the last reply on the clipboard (wl-copy, xclip, xsel or pbcopy)
   /save          save now (turns are saved as they finish; this confirms the tip)
   /exit          leave (also /quit, Ctrl+D)
 """
@@ -104,6 +106,21 @@ def _fork(repl: Repl, arg: str) -> None:
         fork(repl.store, repl.store.resolve(source), arg)
         repl.open(arg, create=False)
         repl.write(f"(forked {source} into {arg}; now in {arg})\n")
+
+
+def _copy(repl: Repl, arg: str) -> None:
+    assert repl.session is not None
+    reply = next((m["content"] for m in reversed(repl.session.messages())
+                  if m["role"] == "assistant" and isinstance(m.get("content"), str) and m["content"].strip()), None)
+    if arg:
+        repl.write("usage: /copy (it copies the last reply)\n")
+    elif reply is None:
+        repl.write("(nothing to copy: no reply in this session yet)\n")
+    elif repl.copy is None:
+        repl.write("error: no clipboard here; select the reply with the mouse\n")
+    else:
+        tool = repl.copy(reply)
+        repl.write(f"(copied the last reply: {plural(reply.count(chr(10)) + 1, 'line')}, with {tool})\n")
 
 
 def _log(repl: Repl, _arg: str) -> None:
@@ -283,5 +300,5 @@ def sessions(repl: Repl) -> None:
 COMMANDS: dict[str, Callable[[Repl, str], bool | None]] = {
     "/help": _help, "/new": _new, "/sessions": lambda repl, _arg: sessions(repl), "/open": _open,
     "/retry": retry, "/edit": edit_turn, "/tree": _tree, "/fork": _fork, "/log": _log, "/title": _title,
-    "/undo": _undo, "/save": _save, "/exit": _leave, "/quit": _leave,
+    "/undo": _undo, "/copy": _copy, "/save": _save, "/exit": _leave, "/quit": _leave,
 }

@@ -122,6 +122,7 @@ def chat(
             faces = {"pick_session": _session_picker(c, store), "pick_spot": _spot_picker}
         picked = faces["pick_session"]() if resume else None  # Ctrl+C here: gs exits 130
         faces = {name: _ctrl_c_cancels(pick) for name, pick in faces.items()}  # in the chat it cancels the list
+        faces["copy"] = _copy  # /copy, on a terminal or not
         if resume and picked is None:
             err("nothing opened (gs chat -r lists the sessions again)")
             return
@@ -228,6 +229,13 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
         return chosen.session_id if chosen is not None else None
 
     return pick_session
+
+
+def _copy(text: str) -> str:
+    """``/copy``'s clipboard (see :func:`.clipboard.copy`), imported when first used."""
+    from .clipboard import copy
+
+    return copy(text)
 
 
 def _ctrl_c_cancels(pick: Callable[..., object]) -> Callable[..., object]:
