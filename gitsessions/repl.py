@@ -57,6 +57,8 @@ class Repl:
         pick_session: the session picker of ``/open`` with no argument (None: a usage line).
         pick_spot: the ``/tree`` picker (None: the tree is printed).
         copy: the clipboard of ``/copy`` (None: there is none).
+        recap: how many earlier turns are shown when a session with turns is opened, at the
+            start and by ``/open`` (see :mod:`gitsessions.recap`; 0: none).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -66,9 +68,10 @@ class Repl:
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  wait: LockWait | None = None, edit: Edit | None = None,
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
-                 copy: Copy | None = None):
+                 copy: Copy | None = None, recap: int = 0):
         self.store = store
         self.copy = copy
+        self.recap = recap
         self.edit = edit
         self.pick_session = pick_session
         self.pick_spot = pick_spot
@@ -106,13 +109,22 @@ class Repl:
             self.write(f"(recovered an interrupted turn of {session.id} from its journal: "
                        f"commit {session.recovered[:7]})\n")
 
+    def show_recap(self) -> None:
+        """Show where the current session's conversation was: its last :attr:`recap` turns."""
+        if self.session is None or not self.recap or not self.session.events:
+            return
+        from .recap import recap_lines  # a session with turns only
+
+        self.write("".join(line + "\n" for line in recap_lines(self.session.events, self.recap)))
+
     def prompt_text(self) -> str:
         """The prompt shown before input: ``<session> › ``."""
         return f"{self.session.id if self.session else '?'} › "
 
     def run(self) -> None:
-        """Loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt."""
+        """Show the recap, then loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt."""
         try:
+            self.show_recap()
             while True:
                 try:
                     line = self.read_line(self.prompt_text())

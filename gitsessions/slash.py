@@ -163,6 +163,7 @@ def _go(repl: Repl, rev: str) -> None:
         return
     repl.open(rev, create=False)
     repl.write(f"(opened {repl.session.id}: {len(repl.session.messages())} messages)\n")
+    repl.show_recap()
 
 
 def _is_our_tip(repl: Repl, rev: str) -> bool:

@@ -123,3 +123,25 @@ def test_tab_completes_a_session_id_to_open(fake_api, spawn_chat, gs):
     child.expect_exact("alpha-notes ›")
     child.sendline("/exit")
     assert finish(child) and child.exitstatus == 0
+
+
+def test_resuming_shows_the_last_exchange_and_recap_n_more(fake_api, spawn_gs, gs):
+    for prompt in ("the first question", "the second question"):
+        assert gs("ask", "demo", prompt).code == 0
+    child = spawn_gs("chat", "demo")
+    child.expect_exact("/help for commands")
+    child.expect_exact("── turn 2 ──")
+    child.expect_exact("you › the second question")
+    child.expect_exact("echo: the second question")
+    child.expect(PROMPT)
+    assert "the first question" not in child.before
+    child.sendline("/exit")
+    finish(child)
+
+    child = spawn_gs("chat", "demo", "--recap", "2")
+    child.expect_exact("── turn 1 ──")
+    child.expect_exact("you › the first question")
+    child.expect_exact("── turn 2 ──")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    finish(child)

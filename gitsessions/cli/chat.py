@@ -89,6 +89,9 @@ def chat(
     resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
                                          "(newest first; type to filter by title or prompt).")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    recap: Annotated[int | None, typer.Option("--recap", min=0, metavar="N", show_default=False,
+                                              help="Show the last N turns of an earlier conversation on "
+                                              "opening it (default: 1 on a terminal, 0 when piped).")] = None,
     wait: WaitOption = 0.0,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
@@ -157,7 +160,8 @@ def chat(
             repl = Repl(store, keys.guard(provider) if keys else provider, sid,
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                        warnings=c.warnings, wait=c.lock_wait(wait), **faces)
+                        warnings=c.warnings, wait=c.lock_wait(wait),
+                        recap=(1 if interactive else 0) if recap is None else recap, **faces)
             built.append(repl)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
