@@ -33,6 +33,15 @@ PickSpot = Callable[[Sequence["Spot"], int], "Spot | None"]
 Copy = Callable[[str], str]
 
 
+def fork_origin(session: Session) -> str | None:
+    """Where a fork came from, said beside the prompt: ``forked from work at 1a2b3c4`` (None: no fork).
+
+    A past revision opened for writing (its branch is made by the first send) says it too.
+    """
+    source = session.fork_from or session.forked_from
+    return None if source is None else f"forked from {source.session_id} at {source.commit[:7]}"
+
+
 class Repl:
     """The chat REPL over one store and one provider.
 

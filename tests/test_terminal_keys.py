@@ -145,3 +145,26 @@ def test_resuming_shows_the_last_exchange_and_recap_n_more(fake_api, spawn_gs, g
     child.expect(PROMPT)
     child.sendline("/exit")
     finish(child)
+
+
+def test_the_prompt_of_a_fork_says_where_it_came_from(fake_api, spawn_gs, gs, git):
+    for prompt in ("one", "two"):
+        assert gs("ask", "work", prompt).code == 0
+    at = git("rev-parse", "--short=7", "work~1").strip()
+    child = spawn_gs("chat", "work~1")  # a past revision: what is sent goes to the fork work-1
+    child.expect_exact("work-1 ›")
+    child.expect_exact(f"forked from work at {at}")
+    child.sendline("three")
+    child.expect_exact("echo: three")
+    child.expect_exact("work-1 ›")
+    child.expect_exact(f"forked from work at {at}")
+    child.sendline("/exit")
+    finish(child)
+
+    child = spawn_gs("chat", "work-1")
+    child.expect_exact("work-1 ›")
+    child.expect_exact(f"forked from work at {at}")
+    child.sendline("/open work")
+    child.expect_exact("work ›")
+    child.sendline("/exit")
+    assert "forked from" not in finish(child)

@@ -17,6 +17,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
 from ..events import clean_text
 from ..render import terminal_safe
+from ..repl import fork_origin
 from ..slash import COMMANDS
 from .complete import ChatCompleter
 from .terminal import ReplyKeys
@@ -56,7 +57,12 @@ def terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
 
     keys = ReplyKeys()
     return (keys, *prompt_io(SessionFirstHistory(history, prompts), clean_text, terminal_safe, keys,
-                             on_shown=on_shown, completer=ChatCompleter(store, COMMANDS)))
+                             on_shown=on_shown, completer=ChatCompleter(store, COMMANDS),
+                             note=lambda: _origin(session())))
+
+
+def _origin(session: Session | None) -> str | None:
+    return None if session is None else fork_origin(session)
 
 
 class SessionFirstHistory(History):
@@ -106,7 +112,8 @@ class SessionFirstHistory(History):
 
 
 def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], str],
-              keys: ReplyKeys, on_shown: Callable[[], object] | None = None, completer: Any = None
+              keys: ReplyKeys, on_shown: Callable[[], object] | None = None, completer: Any = None,
+              note: Callable[[], str | None] | None = None
               ) -> tuple[Callable[[str], str | None], Callable[[str], None], Callable[[str, str, bool], str | None]]:
     """Return ``(read_line, write, edit)`` for a chat on a terminal (prompt_toolkit with history).
 
@@ -127,13 +134,16 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         on_shown: called once, right after the first prompt is drawn (work that can wait
             until the user sees the prompt).
         completer: what Tab completes (a prompt_toolkit completer; None: nothing).
+        note: what stands dimmed at the right of the prompt's line (read at each prompt;
+            None or "": nothing).
     """
     from prompt_toolkit import PromptSession
 
     # enable_suspend: Ctrl+Z at the prompt stops the process (the shell's fg resumes it).
     session: PromptSession[str] = PromptSession(history=history, enable_suspend=True, multiline=True,
                                                 key_bindings=_chat_keys(), prompt_continuation=_continuation,
-                                                completer=completer, complete_while_typing=False)
+                                                completer=completer, complete_while_typing=False,
+                                                rprompt=lambda: _note(note))
     fd = sys.stdin.fileno()
     if on_shown is not None:
         pending = [on_shown]
@@ -177,6 +187,12 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
 
 #: A prompt of more lines than this (or than half the terminal) is edited in ``$EDITOR``.
 LONG_PROMPT_LINES = 8
+
+
+def _note(note: Callable[[], str | None] | None) -> Any:
+    """The prompt's right side: ``note``'s text dimmed, a space short of the edge (the last column wraps)."""
+    text = note() if note is not None else None
+    return [("fg:ansibrightblack", text + " ")] if text else ""
 
 
 def _continuation(width: int, _line: int, _soft: int) -> str:
