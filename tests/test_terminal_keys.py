@@ -1,13 +1,21 @@
-"""The chat's keys in a real pseudo-terminal (issue 13, item 5), as bash and python have them.
+"""The chat's keys and prompt in a real pseudo-terminal (issue 13, items 5 and 6).
 
-Ctrl+C clears a half-typed line and leaves on an empty one; Alt+Enter (Esc Enter) starts a
-new line; a bracketed paste of several lines is one prompt. Driven with pexpect as
-tests/test_pty.py drives ``gs chat``; what was sent is read from the fake API's requests.
+As bash and python have them: Ctrl+C clears a half-typed line and leaves on an empty one;
+Alt+Enter (Esc Enter) starts a new line; a bracketed paste of several lines is one prompt;
+Up walks this session's prompts first; Tab completes a session id; Ctrl+Z mid-reply
+suspends and fg lets the reply finish. Resuming shows the last exchange, and a fork's
+prompt says where it came from. Driven with pexpect as tests/test_pty.py drives
+``gs chat``; what was sent is read from the fake API's requests.
 """
 
 from __future__ import annotations
 
-from test_pty import PROMPT, chat_env, finish, spawn_chat, spawn_gs
+import shlex
+
+import pexpect
+from conftest import GS
+from fakeapi import text
+from test_pty import PROMPT, TIMEOUT, chat_env, finish, spawn_chat, spawn_gs
 
 __all__ = ["chat_env", "spawn_chat", "spawn_gs"]  # fixtures shared with test_pty
 
@@ -168,3 +176,32 @@ def test_the_prompt_of_a_fork_says_where_it_came_from(fake_api, spawn_gs, gs, gi
     child.expect_exact("work ›")
     child.sendline("/exit")
     assert "forked from" not in finish(child)
+
+
+def test_ctrl_z_during_a_reply_suspends_and_fg_lets_it_finish(fake_api, chat_env, gs):
+    """Between prompts the kernel turns Ctrl+Z into a stop; the reply streams on after fg."""
+    words = "".join(f"word{i:02d} " for i in range(20))
+    fake_api.script(text(words, chunk_size=7, delay=0.1))
+    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env={**chat_env, "PS1": "sh$ "},
+                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    try:
+        shell.expect_exact("sh$ ")
+        shell.sendline(shlex.join([*GS, "chat", "demo"]))
+        shell.expect(PROMPT)
+        shell.sendline("a story")
+        shell.expect_exact("word02 ")
+        shell.sendcontrol("z")
+        shell.expect("Stopped")
+        shell.expect_exact("sh$ ")
+        shell.sendline("fg")
+        shell.expect_exact("word19 ")
+        shell.expect(PROMPT)
+        shell.sendline("/exit")
+        shell.expect_exact("resume with: gs chat demo")
+        shell.expect_exact("sh$ ")
+        shell.sendline("exit")
+        shell.expect(pexpect.EOF)
+    finally:
+        shell.close(force=True)
+    shown = gs("show", "demo", "--format", "json").json()
+    assert [m["content"] for m in shown["messages"] if m["role"] == "assistant"] == [words]
