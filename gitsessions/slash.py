@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .errors import GitSessionsError, SessionExists
-from .render import plural
+from .render import local_time, plural
 from .rules import new_session_id, taken_by
 from .session import fork
 from .store import Revision
@@ -31,7 +31,7 @@ a git commit.
 
   /help          this help
   /new <id>      start a new session and switch to it
-  /sessions      list sessions (* marks the current one)
+  /sessions      list sessions, newest first (* marks the current one)
   /open <rev>    switch to a session, or to a past revision (work~2, work@1a2b3c4d):
                  what you send there goes to a new fork; the original never moves
   /open          pick a session from a list, newest first (type to filter)
@@ -286,14 +286,22 @@ def tree(repl: Repl) -> None:
 
 
 def sessions(repl: Repl) -> None:
-    """Print session ids with message counts; ``*`` marks the current one."""
+    """Print the sessions, newest first, in columns: id, messages, last save, title; ``*`` marks the current one.
+
+    The current session is listed even before its first save (``not saved``).
+    """
     assert repl.session is not None
-    rows: dict[str, str] = {info.session_id: info.message.trailers.get("Messages", "0")
-            for info in repl.store.list_sessions()}
-    rows.setdefault(repl.session.id, str(len(repl.session.messages())))
-    for sid in sorted(rows):
+    infos = sorted(repl.store.list_sessions(), key=lambda i: i.time or 0, reverse=True)
+    rows: list[tuple[str, int, str, str]] = [
+        (i.session_id, i.message.fields.messages or 0, local_time(i.time) if i.time else "-",
+         i.message.fields.title or "") for i in infos]
+    if all(sid != repl.session.id for sid, *_ in rows):
+        rows.insert(0, (repl.session.id, len(repl.session.messages()), "not saved", ""))
+    width = max(len(sid) for sid, *_ in rows)
+    counts = max(len(plural(n, "message")) for _, n, *_ in rows)
+    for sid, n, saved, title in rows:
         mark = "*" if sid == repl.session.id else " "
-        repl.write(f"{mark} {sid}  {rows[sid]} messages\n")
+        repl.write(f"{mark} {sid:<{width}}  {plural(n, 'message'):>{counts}}  {saved:<16}  {title}".rstrip() + "\n")
 
 
 #: The slash commands by name: ``run(repl, arg)``, False when the REPL should end. In the

@@ -58,3 +58,4 @@ def test_open_shows_the_recap_of_the_session_it_opens(gs):
     r = gs("chat", "w", "--recap", "1", input="/open other\n/exit\n")
     assert r.code == 0, r.err
     assert "(opened other: 2 messages)\n── turn 1 ──\nyou › over there\necho: over there\n" in r.out
+
