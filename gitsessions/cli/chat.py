@@ -106,6 +106,7 @@ def chat(
         gs chat -c                          # go on where you stopped
         gs chat -r                          # pick from a list
         gs chat work~2 --fork work-b        # go on from two turns back
+        gs chat work --recap 3              # open 'work' showing its last 3 turns
     """
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
