@@ -10,12 +10,8 @@ prompt says where it came from. Driven with pexpect as tests/test_pty.py drives
 
 from __future__ import annotations
 
-import shlex
-
-import pexpect
-from conftest import GS
 from fakeapi import text
-from test_pty import PROMPT, TIMEOUT, chat_env, finish, spawn_chat, spawn_gs
+from test_pty import PROMPT, chat_env, chat_in_a_shell, finish, spawn_chat, spawn_gs
 
 __all__ = ["chat_env", "spawn_chat", "spawn_gs"]  # fixtures shared with test_pty
 
@@ -182,12 +178,7 @@ def test_ctrl_z_during_a_reply_suspends_and_fg_lets_it_finish(fake_api, chat_env
     """Between prompts the kernel turns Ctrl+Z into a stop; the reply streams on after fg."""
     words = "".join(f"word{i:02d} " for i in range(20))
     fake_api.script(text(words, chunk_size=7, delay=0.1))
-    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env={**chat_env, "PS1": "sh$ "},
-                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
-    try:
-        shell.expect_exact("sh$ ")
-        shell.sendline(shlex.join([*GS, "chat", "demo"]))
-        shell.expect(PROMPT)
+    with chat_in_a_shell(chat_env) as shell:
         shell.sendline("a story")
         shell.expect_exact("word02 ")
         shell.sendcontrol("z")
@@ -196,12 +187,5 @@ def test_ctrl_z_during_a_reply_suspends_and_fg_lets_it_finish(fake_api, chat_env
         shell.sendline("fg")
         shell.expect_exact("word19 ")
         shell.expect(PROMPT)
-        shell.sendline("/exit")
-        shell.expect_exact("resume with: gs chat demo")
-        shell.expect_exact("sh$ ")
-        shell.sendline("exit")
-        shell.expect(pexpect.EOF)
-    finally:
-        shell.close(force=True)
     shown = gs("show", "demo", "--format", "json").json()
     assert [m["content"] for m in shown["messages"] if m["role"] == "assistant"] == [words]
