@@ -30,11 +30,20 @@ if TYPE_CHECKING:
 
 def terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
                 session: Callable[[], Session | None]) -> tuple[Any, ...]:
-    """Return ``(keys, read_line, write, edit)`` for a real terminal: prompt_toolkit with history.
+    """The chat's faces on a real terminal: its keys, and a prompt_toolkit prompt with history.
 
-    ``on_shown`` is called once, when the first prompt has been drawn; ``session`` gives the
-    chat's current session, whose prompts Up and Down walk first. Tab completes the slash
-    commands and ``/open``'s revisions of ``store``.
+    The line history is ``gs/prompt-history`` in the session repo, redacted as everything
+    gs stores (in memory when it cannot be written).
+
+    Args:
+        c: the command's context (config, redactor, repo path).
+        store: the session store, whose sessions and revisions Tab completes after ``/open``.
+        on_shown: called once, when the first prompt has been drawn.
+        session: the chat's current session (None before there is one): Up and Down walk
+            its prompts first, and the prompt of a fork says where it came from.
+
+    Returns:
+        ``(keys, read_line, write, edit)``: the :class:`ReplyKeys`, then :func:`prompt_io`'s.
     """
     redactor = c.redactor()
 
