@@ -46,6 +46,39 @@ def local_time(epoch_s: int) -> str:
     return dt.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
 
 
+def relative_time(epoch_s: int, now_s: int) -> str:
+    """Return how long before ``now_s`` ``epoch_s`` was, in git's words (``3 hours ago``), for tables.
+
+    git's ``--date=relative`` rule (date.c ``show_date_relative``): seconds below 90,
+    minutes below 90, hours below 36, days below 14, weeks below 70 days, months below a
+    year, years and months below 5 years, then years; a time after ``now_s`` is
+    ``in the future``.
+    """
+    if epoch_s > now_s:
+        return "in the future"
+    diff = now_s - epoch_s
+    if diff < 90:
+        return f"{plural(diff, 'second')} ago"
+    diff = (diff + 30) // 60
+    if diff < 90:
+        return f"{plural(diff, 'minute')} ago"
+    diff = (diff + 30) // 60
+    if diff < 36:
+        return f"{plural(diff, 'hour')} ago"
+    diff = (diff + 12) // 24
+    if diff < 14:
+        return f"{plural(diff, 'day')} ago"
+    if diff < 70:
+        return f"{plural((diff + 3) // 7, 'week')} ago"
+    if diff < 365:
+        return f"{plural((diff + 15) // 30, 'month')} ago"
+    if diff < 1825:
+        months = (diff * 12 * 2 + 365) // (365 * 2)
+        years, months = divmod(months, 12)
+        return f"{plural(years, 'year')}" + (f", {plural(months, 'month')}" if months else "") + " ago"
+    return f"{plural((diff + 183) // 365, 'year')} ago"
+
+
 def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | None = None,
                  ) -> list[tuple[str, Node, T | None]]:
     """Return the lines of a family drawn as a tree of fork points (``gs tree``, the chat's ``/tree``).
