@@ -236,35 +236,42 @@ def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
     from . import view
 
     for item in view.items(events):
-        out: list[str] = []
-        if isinstance(item, view.TurnStart):
-            out.append(f"── turn {item.turn} ──")
-        elif isinstance(item, view.Message) and item.imported:
-            out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
-        elif isinstance(item, view.Message) and item.role == "user":
-            out.append("you › " + item.text)
-        elif isinstance(item, view.Message):
-            mark = "[interrupted]" if item.interrupted else ""
-            if item.text or (mark and not item.tool_calls):
-                out.append("assistant › " + " ".join(filter(None, (item.text, mark))))
-                mark = ""
-            for call in item.tool_calls:
-                out.append(f"  ⚙ {call.name}({call.arguments or ''})" + (f" {mark}" if mark else ""))
-        elif isinstance(item, view.ToolResult):
-            out.append(f"  ↳ {item.text}" + (" (error)" if item.is_error else ""))
-        elif isinstance(item, view.TurnEnd):
-            why = f": {item.error}" if item.error else ""
-            out.append(f"  (turn ended: {item.reason}{why})")
-        elif isinstance(item, view.TitleChange):
-            out.append(f"(title: {item.title})")
-        elif isinstance(item, view.Undo):
-            out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
-        elif isinstance(item, view.Summary):
-            out.append(f"(summary: {item.text})")
-        elif isinstance(item, view.Fork):
-            out.append(f"({_fork_text(item)})")
-        for line in out:
+        for line in transcript_item(item):
             yield terminal_safe(line) + "\n"
+
+
+def transcript_item(item: view.Item) -> list[str]:
+    """The lines of one item in the plain-text transcript (:func:`transcript_lines`), not yet terminal-safe."""
+    from . import view
+
+    out: list[str] = []
+    if isinstance(item, view.TurnStart):
+        out.append(f"── turn {item.turn} ──")
+    elif isinstance(item, view.Message) and item.imported:
+        out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
+    elif isinstance(item, view.Message) and item.role == "user":
+        out.append("you › " + item.text)
+    elif isinstance(item, view.Message):
+        mark = "[interrupted]" if item.interrupted else ""
+        if item.text or (mark and not item.tool_calls):
+            out.append("assistant › " + " ".join(filter(None, (item.text, mark))))
+            mark = ""
+        for call in item.tool_calls:
+            out.append(f"  ⚙ {call.name}({call.arguments or ''})" + (f" {mark}" if mark else ""))
+    elif isinstance(item, view.ToolResult):
+        out.append(f"  ↳ {item.text}" + (" (error)" if item.is_error else ""))
+    elif isinstance(item, view.TurnEnd):
+        why = f": {item.error}" if item.error else ""
+        out.append(f"  (turn ended: {item.reason}{why})")
+    elif isinstance(item, view.TitleChange):
+        out.append(f"(title: {item.title})")
+    elif isinstance(item, view.Undo):
+        out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
+    elif isinstance(item, view.Summary):
+        out.append(f"(summary: {item.text})")
+    elif isinstance(item, view.Fork):
+        out.append(f"({_fork_text(item)})")
+    return out
 
 
 # -- compact rendering of the items a commit (or one side of a diff) added -----------------

@@ -26,7 +26,7 @@ from ..store import CommitInfo, Revision
 from ..tree import rev_or_current
 from ..view import Item, is_message
 from .common import Context, err, short, write_lines
-from .output import styled
+from .output import Rendered, styled
 
 app = typer.Typer()
 
@@ -45,6 +45,11 @@ def _lineage(forked_from: str | None) -> str | None:
     except ValueError:
         return forked_from  # not gs's shape: shown as it is
     return f"{lineage.session_id}@{short(lineage.commit)}"
+
+
+def _renders(c: Context) -> bool:
+    """True when messages are shown rendered (markdown, colour): on a terminal with colour, config ``render:``."""
+    return c.config.render and c.output.color()
 
 
 # -- list ------------------------------------------------------------------------------------
@@ -118,6 +123,15 @@ def log(
     def items(info: CommitInfo) -> list[Item]:
         return render.compact_items(view.added.get(info.commit, []))
 
+    def patch_lines(info: CommitInfo) -> list[Any]:
+        """The messages a commit added: rendered on a terminal (config ``render:``), else plain."""
+        if not _renders(c):
+            return render.compact_lines(items(info))
+        from .rendered import compact
+
+        text = compact(items(info), c.output)
+        return [Rendered(text)] if text else []
+
     if as_json:
         rows = []
         for info in commits:
@@ -140,7 +154,7 @@ def log(
         if oneline:
             out.append([(short(info.commit), "yellow"), (f" {row['subject']}", "")])
             if patch:
-                out.extend(render.compact_lines(items(info)))
+                out.extend(patch_lines(info))
             continue
         head = [(f"commit {info.commit}", "yellow")]
         out.append(head + ([(" (", "yellow"), (sid, "bold green"), (")", "yellow")] if i == 0 and target.is_tip
@@ -155,7 +169,7 @@ def log(
         out.append(f"    {row['subject']}")
         out.append("")
         if patch:
-            lines = render.compact_lines(items(info))
+            lines = patch_lines(info)
             if lines:
                 out.extend(lines)
                 out.append("")
@@ -211,6 +225,10 @@ def show(
         sys.stdout.flush()
     elif fmt is ShowFormat.json:  # written as made: a 100 MB session is never one string
         c.output.paged(itertools.chain(render.iterdumps(render.show_object(snap)), ["\n"]))
+    elif _renders(c):
+        from .rendered import transcript
+
+        c.output.paged(transcript(snap.events, c.output))
     else:
         c.output.paged(render.transcript_lines(snap.events))
 

@@ -178,6 +178,10 @@ def _through_pager(command: list[str], head: list[str], rest: Iterator[str]) -> 
         signal.signal(signal.SIGINT, old)
 
 
+class Rendered(str):
+    """Text already terminal-safe and styled (rendered by rich): :func:`styled` writes it as it is."""
+
+
 def styled(lines: Iterable[str | Sequence[tuple[str, str]]], out: Output, stream: TextIO | None = None
            ) -> Iterator[str]:
     """Yield each of ``lines`` ended by a newline, control characters shown, styled when colour is on.
@@ -188,7 +192,7 @@ def styled(lines: Iterable[str | Sequence[tuple[str, str]]], out: Output, stream
 
     Args:
         lines: a line is a string (unstyled), or ``(text, styles)`` parts, ``styles`` space-separated
-            names of :data:`_SGR` ("" for none).
+            names of :data:`_SGR` ("" for none), or :class:`Rendered` text (its newlines its own).
         out: the run's output settings.
         stream: where it goes (default stdout): colour only when it is a terminal.
     """
@@ -196,6 +200,9 @@ def styled(lines: Iterable[str | Sequence[tuple[str, str]]], out: Output, stream
 
     color = out.color(stream)
     for line in lines:
+        if isinstance(line, Rendered):
+            yield line
+            continue
         if isinstance(line, str):
             yield terminal_safe(line) + "\n"
             continue
