@@ -203,7 +203,7 @@ class _Block:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.segment import Segment
 
-        lines = console.render_lines(markdown(self.text.strip("\n")), options, pad=False)
+        lines = [_rstrip(line) for line in console.render_lines(markdown(self.text.strip("\n")), options, pad=False)]
         while lines and not "".join(seg.text for seg in lines[0]):
             lines.pop(0)
         while lines and not "".join(seg.text for seg in lines[-1]):
@@ -211,7 +211,7 @@ class _Block:
         if self.gap:
             lines.insert(0, [])
         for line in lines[-self.last:] if self.last else lines:
-            yield from _rstrip(line)
+            yield from line
             yield Segment.line()
 
 
