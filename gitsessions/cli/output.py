@@ -12,16 +12,9 @@ Cheap to import: rich is imported by :func:`console` only, on the paths that ren
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import shlex
-import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -33,20 +26,23 @@ DEFAULT_PAGER = "less -FRX"
 #: SGR parameters of the few styles tables use (git's colours: a commit id is yellow).
 _SGR = {"bold": "1", "dim": "2", "italic": "3", "red": "31", "green": "32", "yellow": "33", "blue": "34",
         "magenta": "35", "cyan": "36"}
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-@dataclass(frozen=True)
 class Output:
     """How this run writes to the terminal: the global ``--no-color`` and ``--no-pager``.
+
+    (A plain class: a dataclass costs the chat milliseconds before its first prompt.)
 
     Attributes:
         no_color: ``--no-color`` was given (``NO_COLOR`` is read by :meth:`color`).
         no_pager: ``--no-pager`` was given.
     """
 
-    no_color: bool = False
-    no_pager: bool = False
+    __slots__ = ("no_color", "no_pager")
+
+    def __init__(self, no_color: bool = False, no_pager: bool = False):
+        self.no_color = no_color
+        self.no_pager = no_pager
 
     def color(self, stream: TextIO | None = None) -> bool:
         """True when colour (any escape sequence for style) may be written to ``stream`` (default stdout).
@@ -77,6 +73,8 @@ class Output:
             command = os.environ.get("PAGER")
         if command is None:
             command = DEFAULT_PAGER
+        import shlex  # here: the chat imports this module before its first prompt
+
         try:
             words = shlex.split(command)
         except ValueError:
@@ -101,6 +99,8 @@ class Output:
         if command is None:
             _write_all(chunks)
             return
+        import shutil
+
         size = shutil.get_terminal_size()
         head, rest, long = _first_screen(iter(chunks), size.lines - 1, size.columns)
         if not long:
@@ -137,12 +137,15 @@ def make_console(stream: TextIO, *, color: bool, width: int | None = None) -> Co
 
 def _first_screen(chunks: Iterator[str], rows: int, columns: int) -> tuple[list[str], Iterator[str], bool]:
     """Read ``chunks`` until they fill more than ``rows`` screen rows: ``(read, the rest, more than a screen)``."""
+    import re
+
+    ansi = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
     head: list[str] = []
     used = 0
     for chunk in chunks:
         head.append(chunk)
         for line in chunk.split("\n")[:-1] if chunk.endswith("\n") else chunk.split("\n"):
-            used += 1 + max(0, len(_ANSI.sub("", line)) - 1) // max(1, columns)
+            used += 1 + max(0, len(ansi.sub("", line)) - 1) // max(1, columns)
         if used > rows:
             return head, chunks, True
     return head, chunks, False
@@ -156,6 +159,10 @@ def _write_all(chunks: Iterable[str]) -> None:
 
 def _through_pager(command: list[str], head: list[str], rest: Iterator[str]) -> None:
     """Run ``command`` and write ``head`` then ``rest`` into it; wait for it to end."""
+    import contextlib
+    import signal
+    import subprocess
+
     env = dict(os.environ)
     env.setdefault("LESS", "FRX")
     env.setdefault("LV", "-c")

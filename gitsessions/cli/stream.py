@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..render import clip, fold, terminal_safe
 
@@ -37,17 +37,23 @@ REDRAW_S = 0.05
 BIG_TAIL = 2000
 
 
-class ReplyView(Protocol):
-    """What shows one turn's reply as it streams (:meth:`gitsessions.repl.Repl.turn`)."""
+class ReplyView:
+    """What shows one turn's reply as it streams (:meth:`gitsessions.repl.Repl.turn`).
+
+    (A plain base class, not a ``typing.Protocol``: that costs the chat time before its prompt.)
+    """
 
     def text(self, chunk: str) -> None:
         """Show the next piece of the reply's text."""
+        raise NotImplementedError
 
     def tool(self, name: str, arguments: str, result: str, is_error: bool) -> None:
         """Show a tool call that ran and its result."""
+        raise NotImplementedError
 
     def end(self) -> bool:
         """Finish the reply; True when it left a line of its own (the next text starts a line)."""
+        raise NotImplementedError
 
 
 def tool_line(name: str, arguments: str, result: str, is_error: bool, limit: int | None = None) -> str:
@@ -57,7 +63,7 @@ def tool_line(name: str, arguments: str, result: str, is_error: bool, limit: int
     return f"{'✗' if is_error else '⚙'} {name}({cut(arguments)}) → {cut(result)}"
 
 
-class PlainReply:
+class PlainReply(ReplyView):
     """The reply written as it comes, through ``write`` (a pipe, ``--raw``, ``render: false``, no colour)."""
 
     def __init__(self, write: Callable[[str], None]):
@@ -125,7 +131,7 @@ def markdown(text: str) -> Any:
     return Markdown(text, hyperlinks=False)
 
 
-class RenderedReply:
+class RenderedReply(ReplyView):
     """The reply rendered as markdown while it streams, on a rich console (see the module's docstring).
 
     Args:
