@@ -73,3 +73,11 @@ def test_list_says_how_long_ago_and_json_keeps_the_time(gs):
     assert "\x1b" not in "".join(table)  # captured: not a terminal
     assert gs("list", "--json").json()[0]["saved"][:4].isdigit()
     assert gs("--no-color", "--no-pager", "log", "w", "--oneline").out.endswith("turn 1: hi\n")
+
+
+def test_render_is_true_or_false(gs, tmp_path):
+    (tmp_path / "config.yaml").write_text("render: maybe\n")
+    r = gs("list")
+    assert r.code == 1 and "render must be true or false" in r.err
+    (tmp_path / "config.yaml").write_text("render: false\n")
+    assert gs("list").code == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from conftest import GS
-from fakeapi import text
+from fakeapi import text, tool_calls
 from test_pty import PROMPT, TIMEOUT, chat_env, finish
 from test_startup import _AT_PROMPT
 
@@ -68,6 +68,19 @@ def test_a_markdown_reply_is_rendered_on_a_terminal_and_stored_as_written(fake_a
     words = unstyled(shown)
     assert "• one" in words and "**bold**" not in words and "# Heading" not in words and "```" not in words
     assert gs("show", "demo", "--format", "json").json()["messages"][1]["content"] == REPLY
+
+
+def test_a_dim_ellipsis_waits_for_the_first_token_and_a_tool_is_one_dim_line(fake_api, start):
+    fake_api.script(tool_calls(("get_current_time", "{}")), text("It is **late**.", chunk_size=3, delay=0.3))
+    child = start("chat", "demo")
+    child.expect(PROMPT)
+    child.sendline("what time is it?")
+    child.expect_exact("\x1b[2m…")  # dim, before any text
+    child.expect(r"\x1b\[2m⚙ get_current_time\(\{\}\) → \d{4}-")  # the tool's line, dim
+    child.expect(r"\x1b\[1m(\x1b\[[0-9;]*m)*late")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    finish(child)
 
 
 @pytest.mark.parametrize("how", ["NO_COLOR", "--raw", "render: false"])
