@@ -167,14 +167,16 @@ class Repl:
 
         view = self.reply()
         try:
-            result = run_turn(self.session, self.provider, prompt, system=self.system,
-                              max_steps=self.max_steps, on_text=view.text, on_tool=view.tool)
+            try:
+                result = run_turn(self.session, self.provider, prompt, system=self.system,
+                                  max_steps=self.max_steps, on_text=view.text, on_tool=view.tool)
+            finally:
+                ended_line = view.end()  # whatever happened: the reply shown ends its line
         except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back
-            view.end()
             back = f"{prompt}\n" if exc.kept in ("prompt", "nothing") else ""
             self.write(f"error: {exc}\n" + back)
             return
-        if not view.end() and result.reason != "completed":
+        if not ended_line and result.reason != "completed":
             self.write("\n")
         if result.reason == "aborted":
             kept = "; the partial text is kept" if result.text else ""
