@@ -17,8 +17,9 @@ one for its first reply, after its first prompt is drawn.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..render import clip, fold, terminal_safe
@@ -152,34 +153,42 @@ class RenderedReply(ReplyView):
         self._live.start(refresh=True)
 
     def text(self, chunk: str) -> None:
-        """Add ``chunk``: print the blocks it completes, redraw the one being written (at most every REDRAW_S)."""
+        """Add ``chunk``: print the blocks it completes, redraw the one being written.
+
+        A block being written longer than BIG_TAIL characters is redrawn at most every REDRAW_S.
+        """
         self._text += terminal_safe(chunk)
         done, offset = blocks(self._text)
-        for block in done:
-            self._print(block)
         self._text = self._text[offset:]
         now = time.monotonic()
-        if done or len(self._text) < BIG_TAIL or now - self._drawn >= REDRAW_S:
-            self._drawn = now
-            tail = _Block(self._text, self._printed, max(1, self._console.size.height - 1)) if self._text.strip() \
-                else _NOTHING
-            self._live.update(tail, refresh=True)
+        if not (done or len(self._text) < BIG_TAIL or now - self._drawn >= REDRAW_S):
+            return
+        self._drawn = now
+        with _synchronized(self._console):
+            tail = _Block(self._text, bool(done) or self._printed, max(1, self._console.size.height - 1)) \
+                if self._text.strip() else _NOTHING
+            self._live.update(tail, refresh=True)  # (rich draws what it last refreshed under what is printed)
+            self._print(*done)  # above the live region, in the same synchronized write
 
     def tool(self, name: str, arguments: str, result: str, is_error: bool) -> None:
         """Print what text there is, then the tool's line, dimmed (red for an error)."""
-        self._flush()
-        self._printed = False  # the next text is a new message
         from rich.text import Text
 
         line = terminal_safe(tool_line(name, arguments, result, is_error, TOOL_CHARS))
-        self._console.print(Text(line, style="red dim" if is_error else "dim"), overflow="ellipsis", no_wrap=True)
+        with _synchronized(self._console):
+            self._live.update(Text("…", style="dim"), refresh=True)  # the model is asked again
+            self._flush()
+            self._console.print(Text(line, style="red dim" if is_error else "dim"), overflow="ellipsis",
+                                no_wrap=True)
+        self._printed = False  # the next text is a new message
         self._shown = True
-        self._live.update(Text("…", style="dim"), refresh=True)  # the model is asked again
 
     def end(self) -> bool:
         """Print the rest of the text and close the live region; True when anything was shown."""
-        self._live.stop()  # transient: the block being written goes, and comes back whole
-        self._flush()
+        with _synchronized(self._console):
+            self._live.update(_NOTHING, refresh=True)  # the block being written goes, printed whole in one write
+            self._flush()
+            self._live.stop()
         return self._shown
 
     def _flush(self) -> None:
@@ -187,9 +196,29 @@ class RenderedReply(ReplyView):
             self._print(self._text)
         self._text = ""
 
-    def _print(self, block: str) -> None:
-        self._console.print(_Block(block, gap=self._printed))
+    def _print(self, *done: str) -> None:
+        if not done:
+            return
+        shown = [_Block(block, gap=self._printed or i > 0) for i, block in enumerate(done)]
+        self._console.print(*shown)
         self._printed = self._shown = True
+
+
+@contextlib.contextmanager
+def _synchronized(console: Console) -> Iterator[None]:
+    """Let the terminal show what the block writes at once (DEC private mode 2026, ignored where unknown).
+
+    An erase and the redraw after it never reach the screen apart: nothing flickers.
+    """
+    if not console.is_terminal:
+        yield
+        return
+    console.file.write("\x1b[?2026h")
+    try:
+        yield
+    finally:
+        console.file.write("\x1b[?2026l")
+        console.file.flush()
 
 
 class _Block:
