@@ -67,6 +67,7 @@ class Config:
             answer) before a pull, push or sync fails.
         render: replies (and ``gs show``, ``gs log -p``) as rendered markdown on a terminal
             with colour; False: the text as the model wrote it.
+        key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
     """
 
     path: Path
@@ -87,6 +88,7 @@ class Config:
     sync_pull: str = "manual"
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT_S
     render: bool = True
+    key_in_file: bool = False
 
     @property
     def has_provider(self) -> bool:
@@ -204,4 +206,18 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         sync_pull=sync.get("pull", "manual"),
         sync_timeout=float(sync_timeout),
         render=render,
+        key_in_file=bool(data.get("api_key")),
     )
+
+
+def key_file_exposed(config: Config) -> bool:
+    """True when the config file holds an ``api_key`` and the group or others can read it.
+
+    ssh's rule for a private key file: a secret in a file others can read is worth a warning.
+    """
+    if not config.key_in_file:
+        return False
+    try:
+        return bool(config.path.stat().st_mode & 0o077)
+    except OSError:
+        return False

@@ -99,7 +99,12 @@ def chat(
     continued in a fork (--fork NEW, else work-1): the original branch never moves. When
     stdin is not a terminal, each input line is one prompt (or slash command), in order.
 
-    Example: gs chat work
+    Examples:
+        gs chat                             # a new session
+        gs chat work                        # open 'work' (made if new)
+        gs chat -c                          # go on where you stopped
+        gs chat -r                          # pick from a list
+        gs chat work~2 --fork work-b        # go on from two turns back
     """
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
@@ -285,7 +290,10 @@ def ask(
 
     Without SESSION a new session is created and its id printed on stderr.
 
-    Example: gs ask work "What is a git ref?"
+    Examples:
+        gs ask "What is a git ref?"         # a new session; its id on stderr
+        gs ask work "And a tag?"            # the next turn of work
+        gs ask work - < question.txt        # the prompt from stdin
     """
     from ..forking import open_revision
     from ..rules import new_session_id
@@ -324,7 +332,9 @@ def retry(
     The new attempt forks at the save before that turn, so the earlier attempt stays where it
     was; stderr says where both live. The reply is printed on stdout, as gs ask prints it.
 
-    Example: gs retry work
+    Examples:
+        gs retry work                       # the last turn again, in work-1
+        gs retry work~1 --fork work-b       # the turn before, as work-b
     """
     from ..history import read_revision
     from ..redo import attempt_at, open_attempt, where_both_live
