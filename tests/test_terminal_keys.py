@@ -185,7 +185,7 @@ def test_ctrl_z_during_a_reply_suspends_and_fg_lets_it_finish(fake_api, chat_env
         shell.expect("Stopped")
         shell.expect_exact("sh$ ")
         shell.sendline("fg")
-        shell.expect_exact("word19 ")
+        shell.expect_exact("word19")
         shell.expect(PROMPT)
     shown = gs("show", "demo", "--format", "json").json()
     assert [m["content"] for m in shown["messages"] if m["role"] == "assistant"] == [words]

@@ -20,6 +20,7 @@ from ..store import GitStore
 from .admin import pack_in_background
 from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
+from .stream import PlainReply, rendered_replies
 
 if TYPE_CHECKING:
     from ..redo import Spot
@@ -89,6 +90,8 @@ def chat(
     resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
                                          "(newest first; type to filter by title or prompt).")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    raw: Annotated[bool, typer.Option("--raw", help="Replies as the model wrote them, not rendered "
+                                      "(also config render: false).")] = False,
     recap: Annotated[int | None, typer.Option("--recap", min=0, metavar="N", show_default=False,
                                               help="Show the last N turns of an earlier conversation on "
                                               "opening it (default: 1 on a terminal, 0 when piped).")] = None,
@@ -162,6 +165,7 @@ def chat(
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                         warnings=c.warnings, wait=c.lock_wait(wait),
+                        reply=rendered_replies(c.output, c.config.render and not raw) if interactive else None,
                         recap=(1 if interactive else 0) if recap is None else recap, **faces)
             built.append(repl)
             if interactive and repl.session is not None:
@@ -270,6 +274,8 @@ def ask(
     fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
+                                      "(also config render: false; never rendered when piped).")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
@@ -300,7 +306,7 @@ def ask(
                                       warnings=c.warnings, wait=c.lock_wait(wait))
         if note:
             err(note)
-        _send_one(c, store, session, prompt, model)
+        _send_one(c, store, session, prompt, model, raw)
 
 
 @app.command(cls=WaitCommand)
@@ -337,10 +343,12 @@ def retry(
         _send_one(c, store, session, attempt.prompt, model)
 
 
-def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None) -> None:
+def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None,
+              raw: bool = False) -> None:
     """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
 
-    The one turn of ``gs ask`` and ``gs retry``.
+    The one turn of ``gs ask`` and ``gs retry``. On a terminal the reply is rendered
+    (:func:`.stream.rendered_replies`) unless ``raw``.
 
     Raises:
         GitSessionsError: the model answered with an error (the prompt is saved).
@@ -350,28 +358,29 @@ def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model:
     from ..chat.loop import run_turn
 
     sid = session.id
-    shown: list[str] = []
+    tty = sys.stdout.isatty()
+
+    def write(text: str) -> None:
+        sys.stdout.write(terminal_safe(text) if tty else text)
+        sys.stdout.flush()
+
+    rendered = rendered_replies(c.output, c.config.render and not raw)
     try:
         with connect(c.config, model=model, notify=err) as provider:
-            tty = sys.stdout.isatty()
-
-            def on_text(text: str) -> None:
-                shown.append(text)
-                sys.stdout.write(terminal_safe(text) if tty else text)
-                sys.stdout.flush()
-
-            result = run_turn(session, provider, prompt, system=c.config.system,
-                              max_steps=c.config.max_steps, on_text=on_text)
+            view = rendered() if rendered is not None else PlainReply(write)
+            try:
+                result = run_turn(session, provider, prompt, system=c.config.system,
+                                  max_steps=c.config.max_steps, on_text=view.text)
+            finally:
+                view.end()  # the reply shown ends its line
     except DiskFull as exc:
-        # the reply shown ends its line; a prompt not even journaled is handed back
-        sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept in ("prompt", "nothing") else ""))
+        if exc.kept in ("prompt", "nothing"):  # a prompt not even journaled is handed back
+            sys.stdout.write(prompt + "\n")
         raise
     finally:
         session.close()
     pack_in_background(store)
     push_in_background(c, store)
-    if result.text:
-        sys.stdout.write("\n")
     sys.stdout.flush()
     if result.commit:
         err(f"[{sid} {short(result.commit)}] turn saved ({result.reason})")
