@@ -44,6 +44,7 @@ MODULES = {
     "gitsessions.__main__": "face",
     "gitsessions.cli": "face",
     "gitsessions.repl": "face",
+    "gitsessions.slash": "face",
     "gitsessions.session": "services",
     "gitsessions.forking": "services",
     "gitsessions.recovery": "services",

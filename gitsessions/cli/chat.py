@@ -24,6 +24,7 @@ from .stream import PlainReply, rendered_replies
 
 if TYPE_CHECKING:
     from ..redo import Spot
+    from ..repl import Repl
     from ..session import Session
     from ..store import SessionInfo
 
@@ -91,6 +92,9 @@ def chat(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="Replies as the model wrote them, not rendered "
                                       "(also config render: false).")] = False,
+    recap: Annotated[int | None, typer.Option("--recap", min=0, metavar="N", show_default=False,
+                                              help="Show the last N turns of an earlier conversation on "
+                                              "opening it (default: 1 on a terminal, 0 when piped).")] = None,
     wait: WaitOption = 0.0,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
@@ -105,6 +109,7 @@ def chat(
         gs chat -c                          # go on where you stopped
         gs chat -r                          # pick from a list
         gs chat work~2 --fork work-b        # go on from two turns back
+        gs chat work --recap 3              # open 'work' showing its last 3 turns
     """
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
@@ -124,14 +129,20 @@ def chat(
             faces = {"pick_session": _session_picker(c, store), "pick_spot": _spot_picker}
         picked = faces["pick_session"]() if resume else None  # Ctrl+C here: gs exits 130
         faces = {name: _ctrl_c_cancels(pick) for name, pick in faces.items()}  # in the chat it cancels the list
+        faces["copy"] = _copy  # /copy, on a terminal or not
         if resume and picked is None:
             err("nothing opened (gs chat -r lists the sessions again)")
             return
         sid = picked or (_latest_session(c) if cont else (session or new_session_id(store)))
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
+        built: list[Repl] = []  # the chat once built: the prompt's history reads its session
         if interactive:
-            keys, read_line, write, faces["edit"] = _terminal_io(c, on_shown=lambda: [start() for start in shown])
+            from .prompt import terminal_io
+
+            keys, read_line, write, faces["edit"] = terminal_io(
+                c, store, on_shown=lambda: [start() for start in shown],
+                session=lambda: built[0].session if built else None)
         else:
             lines = _stdin_lines()
 
@@ -155,7 +166,8 @@ def chat(
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                         warnings=c.warnings, wait=c.lock_wait(wait),
                         reply=rendered_replies(c.output, c.config.render and not raw) if interactive else None,
-                        **faces)
+                        recap=(1 if interactive else 0) if recap is None else recap, **faces)
+            built.append(repl)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
@@ -228,6 +240,13 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
     return pick_session
 
 
+def _copy(text: str) -> str:
+    """``/copy``'s clipboard (see :func:`.clipboard.copy`), imported when first used."""
+    from .clipboard import copy
+
+    return copy(text)
+
+
 def _ctrl_c_cancels(pick: Callable[..., object]) -> Callable[..., object]:
     """``pick`` for the chat: Ctrl+C in the list cancels it as Esc does (None), the chat goes on."""
     def cancellable(*args: object) -> object:
@@ -244,33 +263,6 @@ def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
 
     return pick(spots, lambda s: terminal_safe(s.label), selected=selected,
                 title="Jump where? ↑↓ move · Enter opens (a past turn: what you send forks) · Esc cancels")
-
-
-def _terminal_io(c: Context, on_shown: Callable[[], object]):
-    """Return ``(keys, read_line, write, edit)`` for a real terminal: prompt_toolkit with history.
-
-    ``on_shown`` is called once, when the first prompt has been drawn.
-    """
-    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-
-    from .terminal import ReplyKeys, prompt_io
-
-    redactor = c.redactor()
-
-    class RedactedHistory(FileHistory):
-        """Line history on disk, with secrets replaced like everything else gs stores."""
-
-        def store_string(self, string: str) -> None:
-            super().store_string(redactor.text(string) if redactor else string)
-
-    history_path = c.repo_path() / "gs" / "prompt-history"
-    try:
-        history_path.parent.mkdir(parents=True, exist_ok=True)
-        history: History = RedactedHistory(str(history_path))
-    except OSError:
-        history = InMemoryHistory()
-    keys = ReplyKeys()
-    return (keys, *prompt_io(history, clean_text, terminal_safe, keys, on_shown=on_shown))
 
 
 @app.command(cls=WaitCommand)
