@@ -348,6 +348,18 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
     return out
 
 
+def fence(text: str, info: str = "") -> str:
+    """Return ``text`` in a markdown code fence longer than any backtick run inside it.
+
+    Args:
+        text: the fenced text (its own fences stay inside).
+        info: the info string after the opening fence (a language: ``json``).
+    """
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    bar = "`" * max(3, longest + 1)
+    return f"{bar}{info}\n{text}\n{bar}"
+
+
 def snippet(text: str, start: int, end: int, context: int = 40) -> str:
     """Return ``text[start:end]`` with ``context`` characters either side, on one line.
 
