@@ -266,9 +266,14 @@ def _terminal_io(c: Context, on_shown: Callable[[], object]):
 @app.command(cls=WaitCommand)
 def ask(
     ctx: typer.Context,
-    args: Annotated[list[str], typer.Argument(
-        help="[SESSION] PROMPT; SESSION may be a revision (work~1); PROMPT '-' reads stdin.", show_default=False,
-        metavar="[SESSION] PROMPT")],
+    words: Annotated[list[str] | None, typer.Argument(
+        help="The session (or a revision: work~1) and the prompt, as the rules above read them; "
+        "PROMPT '-' is stdin alone.", show_default=False, metavar="[SESSION] [PROMPT]")] = None,
+    system: Annotated[str | None, typer.Option("--system", "-s", metavar="TEXT", help=(
+        "The system prompt, saved in the session: for this turn and the session's next ones."))] = None,
+    attach: Annotated[list[str] | None, typer.Option("--attach", "-a", metavar="FILE", show_default=False, help=(
+        "Add FILE's text after the prompt, under its name (text files only; repeatable)."))] = None,
+    new: Annotated[bool, typer.Option("--new", help="Start a new session: every word is the prompt.")] = False,
     fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
@@ -276,30 +281,42 @@ def ask(
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
 
-    Without SESSION a new session is created and its id printed on stderr.
+    \b
+    How the words are read (as llm reads them):
+      gs ask PROMPT            a new session (its id is printed on stderr)
+      gs ask SESSION PROMPT    SESSION new or existing, or a revision (work~1)
+      gs ask SESSION W1 W2...  an existing SESSION: the other words are the
+                               prompt (otherwise quote the prompt)
+      ... | gs ask PROMPT      stdin follows PROMPT after a blank line
+      ... | gs ask SESSION     an existing SESSION: stdin is the prompt
 
-    Example: gs ask work "What is a git ref?"
-    """
+    Trailing newlines are trimmed. stdin is read whenever it is not a terminal:
+    in a loop that reads stdin itself, give gs ask </dev/null. --new makes every
+    word the prompt of a new session; --attach adds a file's text at the end,
+    under its name; --system is saved in the session and stays for its next turns.
+
+    \b
+    Examples:
+      gs ask work "What is a git ref?"
+      cat notes.md | gs ask "Summarize this"
+      git diff | gs ask work -s "You review code tersely." "Review this diff"
+      gs ask -a setup.py -a README.md "Why does the install fail?"
+    """  # noqa: D301 (\b is click's mark of a paragraph kept as it is)
     from ..forking import open_revision
     from ..rules import new_session_id
+    from .ask_prompt import ask_input, names_session
 
     c: Context = ctx.obj
-    if len(args) not in (1, 2):
-        raise typer.BadParameter("expected [SESSION] PROMPT")
-    prompt = args[-1]
-    if prompt == "-":
-        prompt = sys.stdin.buffer.read().decode("utf-8", "replace")
-    prompt = clean_text(prompt)
-    if not prompt.strip():
-        raise typer.BadParameter("the prompt is empty")
     with c.store() as store:
         _pull_on_open(c, store)
-        rev = args[0] if len(args) == 2 else new_session_id(store)
-        session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, redactor=c.redactor(),
-                                      warnings=c.warnings, wait=c.lock_wait(wait))
+        rev, prompt = ask_input(words or (), attach or (), new=new, fork_as=fork_as,
+                                names_session=lambda word: names_session(store, word))
+        session, note = open_revision(store, rev or new_session_id(store), fork_as=fork_as,
+                                      new_header=_header, redactor=c.redactor(), warnings=c.warnings,
+                                      wait=c.lock_wait(wait))
         if note:
             err(note)
-        _send_one(c, store, session, prompt, model)
+        _send_one(c, store, session, prompt, model, system=system)
 
 
 @app.command(cls=WaitCommand)
@@ -334,10 +351,11 @@ def retry(
         _send_one(c, store, session, attempt.prompt, model)
 
 
-def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None) -> None:
+def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None, *,
+              system: str | None = None) -> None:
     """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
 
-    The one turn of ``gs ask`` and ``gs retry``.
+    The one turn of ``gs ask`` and ``gs retry``; ``system`` is saved first (:meth:`Session.set_system`).
 
     Raises:
         GitSessionsError: the model answered with an error (the prompt is saved).
@@ -349,6 +367,8 @@ def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model:
     sid = session.id
     shown: list[str] = []
     try:
+        if system is not None:
+            session.set_system(system)
         with connect(c.config, model=model, notify=err) as provider:
             tty = sys.stdout.isatty()
 
