@@ -18,7 +18,7 @@ import typer
 from .. import history as hist
 from .. import render
 from ..rules import Lineage
-from ..search import Hit
+from ..search import Hit, marked
 from ..search import search as search_sessions
 from ..store import CommitInfo, Revision
 from ..tree import rev_or_current
@@ -261,7 +261,16 @@ def diff(
 def _hit_row(h: Hit) -> dict[str, Any]:
     """The ``gs search --json`` object of one hit."""
     return {"session": h.session, "turn": h.turn, "commit": h.commit.commit if h.commit else None,
-            "seq": h.seq, "role": h.role, "snippet": h.snippet, "archived": h.archived}
+            "seq": h.seq, "role": h.role, "snippet": h.snippet, "archived": h.archived,
+            "also": [{"session": s, "archived": a} for s, a in h.also]}
+
+
+def _hit_line(h: Hit, query: str) -> str:
+    """The ``gs search`` row of one hit: where, the turn, the role, the text around the match, who else holds it."""
+    where = f"{h.session}@{short(h.commit.commit) if h.commit else '?'}{' (archived)' if h.archived else ''}"
+    also = ", ".join(f"{s} (archived)" if a else s for s, a in h.also)
+    before, match, after = marked(h.snippet, query)  # the match: for a terminal to highlight
+    return f"{where}  turn {h.turn}  {h.role}: {before}{match}{after}" + (f"  (also in {also})" if also else "")
 
 
 @app.command()
@@ -270,15 +279,16 @@ def search(
     query: Annotated[str, typer.Argument(help="Text to find (any case).", metavar="QUERY")],
     session: Annotated[str | None, typer.Option("--session", "-s", help="Search only this session.")] = None,
     all_revisions: Annotated[bool, typer.Option(
-        "--all-revisions", help="Also search archived sessions; report each message once, at the commit "
-        "that added it.")] = False,
+        "--all-revisions", help="Also search archived sessions.")] = False,
     as_json: Annotated[bool, typer.Option(
-        "--json", help='List of {"session", "turn", "commit", "seq", "role", "snippet", "archived"}.')] = False,
+        "--json", help='List of {"session", "turn", "commit", "seq", "role", "snippet", "archived", '
+        '"also"}.')] = False,
 ) -> None:
     """Search message contents (user, assistant, tool results) of every session, any case.
 
     Prints SESSION@COMMIT (the commit that added the message), the turn, the role and the
-    text around the match. Exit status 1 when nothing matches (as grep).
+    text around the match: one row per message, however many forks share it (named at the
+    row's end). Exit status 1 when nothing matches (as grep).
 
     Example: gs search "yaml" --session work
     """
@@ -292,9 +302,7 @@ def search(
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:
-        write_lines(
-            f"{h.session}@{short(h.commit.commit) if h.commit else '?'}{' (archived)' if h.archived else ''}"
-            f"  turn {h.turn}  {h.role}: {h.snippet}" for h in hits)
+        write_lines(_hit_line(h, query) for h in hits)
     if not hits:
         if not as_json:
             err(f"no match for {query!r}")
