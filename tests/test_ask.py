@@ -177,3 +177,15 @@ def test_help_writes_the_rules(gs):
     for words in ("stdin", "blank line", "--new", "--attach", "--system", "Trailing newlines", "quote",
                   "cat notes.md | gs ask"):
         assert words in r.out, words
+
+
+def test_which_words_name_a_session(gs, repo_path):
+    from gitsessions.cli.ask_prompt import names_session
+    from gitsessions.store import GitStore
+
+    assert gs("ask", "work", "one").code == 0 and gs("ask", "work", "two").code == 0
+    with GitStore(repo_path) as store:
+        named = {w: names_session(store, w) for w in ("work", "work~1", "work^", "work@{1}", "@{1}", "Work",
+                                                         "nope", "nope~1", "work~9", "what's 2^3?", "ada@example.com")}
+    assert named == {"work": True, "work~1": True, "work^": True, "work@{1}": True, "@{1}": True, "Work": False,
+                     "nope": False, "nope~1": False, "work~9": False, "what's 2^3?": False, "ada@example.com": False}

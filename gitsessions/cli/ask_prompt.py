@@ -28,7 +28,7 @@ import typer
 from ..errors import GitSessionsError
 from ..events import clean_text
 from ..render import fence
-from ..rules import SESSION_ID_RE
+from ..rules import rev_session_id
 from ..store import SessionStore
 
 
@@ -117,11 +117,11 @@ def join_prompt(prompt: str | None, stdin: str | None, attached: Sequence[str] =
 
 
 def names_session(store: SessionStore, word: str) -> bool:
-    """True when ``word`` names an existing session, or a revision of one (``work~1``, ``work@1a2b``)."""
-    if SESSION_ID_RE.match(word):
+    """True when ``word`` names an existing session, or a revision of one (``work~1``, ``work@1a2b``, ``@{1}``)."""
+    if word == rev_session_id(word):
         return store.tip(word) is not None
-    if not any(c in word for c in "~^@"):
-        return False  # a prompt's word ("what's up?")
+    if rev_session_id(word) is None and not word.startswith("@{"):
+        return False  # no revision's syntax: a prompt's word ("what's up?")
     try:
         store.resolve(word)
     except GitSessionsError:
