@@ -145,6 +145,7 @@ def test_a_system_prompt_is_saved_and_the_session_continues_with_it(gs, git, fak
     # a session that saved none gets the config's, as before
     assert gs("ask", "other", "hi").code == 0
     assert _sent(fake_api)[0] == {"role": "system", "content": "the config's default"}
+    assert "system prompt: You are terse." in git("log", "--format=%s", "work")  # its own save, said in words
     shown = gs("show", "work").out
     assert "system prompt › You are a pirate." in shown and "system prompt › You are terse." in shown
     git("fsck", "--strict")
