@@ -191,7 +191,7 @@ def dedupe(hits: list[Hit]) -> list[Hit]:
     """Keep one hit per (commit, seq): sessions that share history (forks) hold the same messages.
 
     Prefer the session the commit was made in (its ``Session`` trailer); the others that hold
-    the message are named in the kept hit's ``also``.
+    the message are named in the kept hit's ``also``, in order of their names.
 
     Args:
         hits: attributed hits, in the order to show them.
@@ -212,6 +212,8 @@ def dedupe(hits: list[Hit]) -> list[Hit]:
             best[key] = h
         else:
             kept.also.append((h.session, h.archived))
+    for h in best.values():
+        h.also.sort()
     return [best[k] for k in order]
 
 

@@ -7,7 +7,7 @@ from gitsessions.search import marked
 
 def test_forks_sharing_a_message_make_one_row_naming_them(gs, git):
     assert gs("ask", "w", "the apples question").code == 0
-    for fork in ("w-a", "w-b", "w-c"):
+    for fork in ("w-b", "w-c", "w-a", "a-first"):
         assert gs("fork", "w", fork).code == 0
     assert gs("ask", "w-b", "more apples").code == 0
     assert gs("rm", "w-c").code == 0
@@ -15,13 +15,14 @@ def test_forks_sharing_a_message_make_one_row_naming_them(gs, git):
     assert r.code == 0, r.err
     w1, b1 = (git("rev-parse", "--short=7", rev).strip() for rev in ("w", "w-b"))
     assert r.out.splitlines() == [
-        f"w@{w1}  turn 1  user: the apples question  (also in w-a, w-b)",
-        f"w@{w1}  turn 1  assistant: echo: the apples question  (also in w-a, w-b)",
+        f"w@{w1}  turn 1  user: the apples question  (also in a-first, w-a, w-b)",
+        f"w@{w1}  turn 1  assistant: echo: the apples question  (also in a-first, w-a, w-b)",
         f"w-b@{b1}  turn 2  user: more apples",
         f"w-b@{b1}  turn 2  assistant: echo: more apples",
     ]
     rows = gs("search", "apples question", "--all-revisions", "--json").json()
-    assert [(h["session"], [a["session"] for a in h["also"]]) for h in rows] == [("w", ["w-a", "w-b", "w-c"])] * 2
+    also = ["a-first", "w-a", "w-b", "w-c"]
+    assert [(h["session"], [a["session"] for a in h["also"]]) for h in rows] == [("w", also)] * 2
     assert "w-c (archived)" in gs("search", "apples question", "--all-revisions").out
 
 
