@@ -50,7 +50,7 @@ def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: 
 
     Args:
         words: the positional arguments, in order.
-        piped: stdin is not a terminal (it is read as part of the prompt).
+        piped: text came in on stdin (it is part of the prompt).
         new: ``--new`` was given: no word is a session.
         names_session: True for a word naming an existing session or a revision of one.
 
