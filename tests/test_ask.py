@@ -105,6 +105,16 @@ def test_attached_text_files_are_inlined_under_their_names(gs, fake_api, tmp_pat
                                  "b.txt:\n```\nbee\n```")
 
 
+def test_an_attachment_alone_is_the_prompt_as_piped_text_is(gs, fake_api, tmp_path: Path):
+    (tmp_path / "f.py").write_text("x = 1\n")
+    assert gs("ask", "work", "first").code == 0
+    r = gs("ask", "-a", str(tmp_path / "f.py"), "work")
+    assert r.code == 0, r.err
+    assert [m["content"] for m in _sent(fake_api)] == ["first", "echo: first", "f.py:\n```\nx = 1\n```"]
+    assert gs("ask", "-a", str(tmp_path / "f.py")).code == 0
+    assert [m["content"] for m in _sent(fake_api)] == ["f.py:\n```\nx = 1\n```"]
+
+
 def test_a_binary_or_missing_attachment_is_refused_with_the_reason(gs, fake_api, tmp_path: Path):
     (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))

@@ -9,8 +9,9 @@ The rules are ``llm``'s, whose users pipe files in all the time (``cat notes.md 
   with two words the first is the session even when it is new (``gs ask work "hi"``
   creates ``work``), as it always was; with one word and no stdin that word is the prompt.
 - ``--new``: every word is prompt, in a new session.
-- each ``--attach FILE`` is inlined after the rest, under its name, in a code fence; a file
-  that is not UTF-8 text is refused, saying so.
+- each ``--attach FILE`` is inlined after the rest, under its name, in a code fence, and
+  counts as piped text (``gs ask -a f.py work`` sends it in session ``work``); a file that
+  is not UTF-8 text is refused, saying so.
 
 This is the face (it reads stdin and files); the text it builds enters the session by the
 one door (:meth:`gitsessions.session.Session.append`), redacted there like any prompt.
@@ -50,7 +51,7 @@ def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: 
 
     Args:
         words: the positional arguments, in order.
-        piped: text came in on stdin (it is part of the prompt).
+        piped: text came in on stdin, or is attached (it is part of the prompt).
         new: ``--new`` was given: no word is a session.
         names_session: True for a word naming an existing session or a revision of one.
 
@@ -156,7 +157,8 @@ def ask_input(words: Sequence[str], attach: Sequence[str], *, new: bool, fork_as
     dash = bool(words) and words[-1] == "-"  # stdin is the prompt: read it from a terminal too
     stdin = read_stdin() if dash or not sys.stdin.isatty() else None
     attached = [attachment(Path(name)) for name in attach]
-    split = split_words(words, piped=bool(stdin and stdin.strip()), new=new, names_session=names_session)
+    piped = bool(stdin and stdin.strip()) or bool(attached)  # an attachment reads as piped text does
+    split = split_words(words, piped=piped, new=new, names_session=names_session)
     prompt = join_prompt(None if split.prompt == "-" else split.prompt, stdin, attached)
     if not prompt.strip():
         raise typer.BadParameter("the prompt is empty")

@@ -290,10 +290,10 @@ def ask(
       ... | gs ask PROMPT      stdin follows PROMPT after a blank line
       ... | gs ask SESSION     an existing SESSION: stdin is the prompt
 
-    Trailing newlines are trimmed. stdin is read whenever it is not a terminal:
-    in a loop that reads stdin itself, give gs ask </dev/null. --new makes every
-    word the prompt of a new session; --attach adds a file's text at the end,
-    under its name; --system is saved in the session and stays for its next turns.
+    Trailing newlines are trimmed; stdin is read whenever it is not a terminal
+    (in a loop reading stdin, give gs ask </dev/null). --new: every word is the
+    prompt of a new session. --attach: a file's text at the end, under its name,
+    read as piped text. --system is saved in the session, for its next turns too.
 
     \b
     Examples:
