@@ -64,6 +64,7 @@ class Config:
         sync_pull: ``on-open`` pulls when ``gs chat``/``gs ask`` opens a session; else ``manual``.
         sync_timeout: seconds a remote may stay silent (to connect, between two pieces of an
             answer) before a pull, push or sync fails.
+        key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
     """
 
     path: Path
@@ -83,6 +84,7 @@ class Config:
     sync_push: str = "manual"
     sync_pull: str = "manual"
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT_S
+    key_in_file: bool = False
 
     @property
     def has_provider(self) -> bool:
@@ -196,4 +198,18 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         sync_push=sync.get("push", "manual"),
         sync_pull=sync.get("pull", "manual"),
         sync_timeout=float(sync_timeout),
+        key_in_file=bool(data.get("api_key")),
     )
+
+
+def key_file_exposed(config: Config) -> bool:
+    """True when the config file holds an ``api_key`` and the group or others can read it.
+
+    ssh's rule for a private key file: a secret in a file others can read is worth a warning.
+    """
+    if not config.key_in_file:
+        return False
+    try:
+        return bool(config.path.stat().st_mode & 0o077)
+    except OSError:
+        return False

@@ -203,10 +203,9 @@ class Repl:
         elif name == "/new":
             sid = arg or new_session_id(self.store)
             other = taken_by(self.store, sid)
-            if other is not None and other.startswith("archive/"):
-                self.write(f"error: {SessionExists(sid, other)}\n")
-            elif other is not None:
-                self.write(f"error: session {sid!r} already exists; use /open {sid}\n")
+            if other is not None:  # named as it is (a case clash: the real id), never what was typed
+                step = "choose another id" if other.startswith("archive/") else f"use /open {other}"
+                self.write(f"error: {SessionExists(sid, other, step)}\n")
             else:
                 self._open(sid, create=True)
                 self.write(f"(new session {sid})\n")

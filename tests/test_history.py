@@ -338,4 +338,4 @@ def test_search_over_a_thousand_sessions(gs, repo_path, monkeypatch):
 @pytest.mark.parametrize("cmd", ["list", "log", "show", "diff", "search"])
 def test_help_has_an_example(gs, cmd):
     r = gs(cmd, "--help")
-    assert r.code == 0 and "Example:" in r.out
+    assert r.code == 0 and "Examples:" in r.out

@@ -129,7 +129,7 @@ def test_history_commands(store):
 
 def test_undo_with_nothing_to_undo(store):
     _r, script = run(store, "/undo")
-    assert "error: event refused: there is no turn to undo\n" == script.text
+    assert "error: there is no turn to undo\n" == script.text
 
 
 def test_a_past_revision_is_forked_on_the_first_message_only(store):

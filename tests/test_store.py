@@ -207,6 +207,18 @@ class TestGitRepository:
         for foreign in ("feature/x", "v1.0"):
             assert foreign not in listed or listed[foreign].error
 
+    def test_a_commit_without_the_log_is_named_in_words(self, stores: Stores, repo_path: Path):
+        """Not as Python's bytes repr of the missing name (``b'session.jsonl'``)."""
+        Writer(stores, "good").save_turn("one")  # the repo exists
+        blob = git_bytes(repo_path, "hash-object", "-w", "--stdin", input=b"notes\n").strip().decode()
+        tree = git_bytes(repo_path, "mktree", input=f"100644 blob {blob}\tnotes.txt\n".encode()).strip().decode()
+        who = ("-c", "user.name=A", "-c", "user.email=a@example.com")
+        commit = git_bytes(repo_path, *who, "commit-tree", tree, "-m", "notes").strip().decode()
+        with pytest.raises(CorruptSession) as info:
+            stores().read_raw("notes", commit)
+        assert f"commit {commit[:12]} has no session.jsonl;" in str(info.value), str(info.value)
+        assert "b'" not in str(info.value)
+
     def test_log_newest_first_with_parents(self, stores: Stores, git):
         w = Writer(stores, "s")
         commits = [w.save_turn(f"prompt {i}") for i in range(1, 5)]

@@ -96,7 +96,12 @@ def chat(
     continued in a fork (--fork NEW, else work-1): the original branch never moves. When
     stdin is not a terminal, each input line is one prompt (or slash command), in order.
 
-    Example: gs chat work
+    Examples:
+        gs chat                             # a new session
+        gs chat work                        # open 'work' (made if new)
+        gs chat -c                          # go on where you stopped
+        gs chat -r                          # pick from a list
+        gs chat work~2 --fork work-b        # go on from two turns back
     """
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
@@ -281,27 +286,26 @@ def ask(
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
 
-    \b
-    How the words are read (as llm reads them):
-      gs ask PROMPT            a new session (its id is printed on stderr)
-      gs ask SESSION PROMPT    SESSION new or existing, or a revision (work~1)
-      gs ask SESSION W1 W2...  an existing SESSION: the other words are the
-                               prompt (otherwise quote the prompt)
-      ... | gs ask PROMPT      stdin follows PROMPT after a blank line
-      ... | gs ask SESSION     an existing SESSION: stdin is the prompt
+    The words are read as llm reads them. One word is the prompt, in a new session (its id is
+    printed on stderr). Two are SESSION PROMPT: a session, new or existing, or a revision
+    (work~1). With more, the first must be an existing session and the others are the prompt;
+    else quote the prompt. --new makes every word the prompt of a new session.
 
-    Trailing newlines are trimmed; stdin is read whenever it is not a terminal
-    (in a loop reading stdin, give gs ask </dev/null). --new: every word is the
-    prompt of a new session. --attach: a file's text at the end, under its name,
-    read as piped text. --system is saved in the session, for its next turns too.
+    Text piped into stdin follows the prompt after a blank line; piped into gs ask SESSION, an
+    existing one, it is the prompt. PROMPT - is stdin alone. Trailing newlines are trimmed.
+    stdin is read whenever it is not a terminal: in a loop that reads stdin, give </dev/null.
 
-    \b
+    --attach adds a text file at the end, under its name, as piped text is (a binary one is
+    refused). --system is saved in the session: sent with this turn and its next ones.
+
     Examples:
-      gs ask work "What is a git ref?"
-      cat notes.md | gs ask "Summarize this"
-      git diff | gs ask work -s "You review code tersely." "Review this diff"
-      gs ask -a setup.py -a README.md "Why does the install fail?"
-    """  # noqa: D301 (\b is click's mark of a paragraph kept as it is)
+        gs ask "What is a git ref?"         # a new session; its id on stderr
+        gs ask work "And a tag?"            # the next turn of work
+        gs ask work and a tag               # more words: the prompt, as work exists
+        cat f.py | gs ask "explain"         # the prompt, a blank line, the file
+        git diff | gs ask work              # what is piped in is the prompt in work
+        gs ask -s "Be terse." -a notes.md work "summarize"
+    """
     from ..forking import open_revision
     from ..rules import new_session_id
     from .ask_prompt import ask_input, names_session
@@ -334,7 +338,9 @@ def retry(
     The new attempt forks at the save before that turn, so the earlier attempt stays where it
     was; stderr says where both live. The reply is printed on stdout, as gs ask prints it.
 
-    Example: gs retry work
+    Examples:
+        gs retry work                       # the last turn again, in work-1
+        gs retry work~1 --fork work-b       # the turn before, as work-b
     """
     from ..history import read_revision
     from ..redo import attempt_at, open_attempt, where_both_live

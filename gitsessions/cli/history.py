@@ -57,7 +57,10 @@ def list_(
 
     A fork shows where it came from (alt ← w@72beab6; "forked_from" in JSON).
 
-    Example: gs list --json
+    Examples:
+        gs list
+        gs list --archived                  # what gs rm put away
+        gs list --json
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -87,7 +90,7 @@ def list_(
 @app.command()
 def log(
     ctx: typer.Context,
-    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="[REV]")] = None,
+    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="REV")] = None,
     n: Annotated[int | None, typer.Option("-n", "--max-count", min=1, help="Show at most N commits.")] = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per commit.")] = False,
     patch: Annotated[bool, typer.Option("-p", "--patch", help="Under each commit, the messages it added.")] = False,
@@ -100,7 +103,10 @@ def log(
     commit the messages it added (user, assistant, ⚙ tool calls, ↳ results, turns that did
     not complete, titles, undo). --graph draws where other sessions forked off this history.
 
-    Example: gs log work -n 5 --oneline -p
+    Examples:
+        gs log work
+        gs log work -n 5 --oneline -p
+        gs log work~2 --graph
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -184,15 +190,19 @@ class ShowFormat(str, Enum):
 @app.command()
 def show(
     ctx: typer.Context,
-    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="[REV]")] = None,
-    fmt: Annotated[ShowFormat, typer.Option("--format", "-f", help="text, json or jsonl.")] = ShowFormat.text,
+    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="REV")] = None,
+    fmt: Annotated[ShowFormat, typer.Option(
+        "--format", "-f", metavar="FORMAT", help="text (to read), json or jsonl.")] = ShowFormat.text,
 ) -> None:
-    """Show a session's transcript at a revision (default: its tip; no REV: the current session).
+    """Show a session's transcript as of REV (default: the current session, as last saved).
 
     json: an object with id, commit, header, events and messages (the derived
     chat-completions messages); jsonl: session.jsonl exactly as stored.
 
-    Example: gs show work~1 --format json
+    Examples:
+        gs show work
+        gs show work~1 --format json
+        gs show work@{2.hours.ago}
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -223,7 +233,9 @@ def diff(
     Prints '--- only in REV_A (N messages)' and its messages, then '+++ only in REV_B'
     likewise (the common ancestor is the merge base along parents, as git merge-base).
 
-    Example: gs diff work alt
+    Examples:
+        gs diff work work-1
+        gs diff work~3 work --json
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -290,7 +302,10 @@ def search(
     text around the match: one row per message, however many forks share it (named at the
     row's end). Exit status 1 when nothing matches (as grep).
 
-    Example: gs search "yaml" --session work
+    Examples:
+        gs search yaml
+        gs search "yaml" --session work
+        gs search yaml --all-revisions --json
     """
     if not query:
         raise typer.BadParameter("the query is empty")

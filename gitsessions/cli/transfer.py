@@ -23,6 +23,7 @@ class ExportFormat(str, Enum):
     """``gs export --format`` values."""
 
     markdown = "markdown"
+    md = "markdown"  # an alias (-f md), as the .md suffix
     json = "json"
     jsonl = "jsonl"
     html = "html"
@@ -37,10 +38,10 @@ def export(
     ctx: typer.Context,
     rev: Annotated[str | None, typer.Argument(
         help="What to export: SESSION, SESSION~N, SESSION^, SESSION@COMMIT, SESSION@{N} or SESSION@{DATE} "
-        "(default: the current session).", metavar="[REV]")] = None,
+        "(default: the current session).", metavar="REV")] = None,
     fmt: Annotated[ExportFormat | None, typer.Option(
-        "--format", "-f", help="markdown or html (to read), json (as gs show --format json) or jsonl "
-        "(session.jsonl byte for byte). Default: from the -o suffix, else markdown.")] = None,
+        "--format", "-f", metavar="FORMAT", help="markdown (or md) or html to read, json (as gs show --format json) "
+        "or jsonl (session.jsonl byte for byte). Default: from the -o suffix, else markdown.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.",
                                                 metavar="FILE")] = None,
 ) -> None:
@@ -48,7 +49,10 @@ def export(
 
     The json and jsonl exports can be read back with 'gs import'.
 
-    Example: gs export work --format html -o work.html
+    Examples:
+        gs export work                      # Markdown on stdout
+        gs export work --format html -o work.html
+        gs export work -f md > work.md
     """
     c: Context = ctx.obj
     if fmt is None:
@@ -85,7 +89,10 @@ def import_(
     written; a taken id is never overwritten (it is reported, and the exit status is 1).
     Prints the id of each imported session on stdout.
 
-    Example: gs import .geekagent/sessions.json
+    Examples:
+        gs import .geekagent/sessions.json
+        gs import work.jsonl --as work-copy
+        gs import - < chat.json
     """
     c: Context = ctx.obj
     if file == "-":

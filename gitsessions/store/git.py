@@ -225,8 +225,10 @@ class GitStore(RefLogs, SessionStore):
             _mode, blob_id = tree[SESSION_FILE]
             # fewer copies of a 100 MB log alive than dulwich holds (it reads what this does not)
             raw = read_blob(repo, blob_id) or repo[blob_id].as_raw_string()
-        except KeyError as exc:
-            raise CorruptSession(session_id, 0, f"commit {commit[:12]} lacks session.jsonl ({exc})") from None
+        except KeyError as exc:  # no such tree entry, or a missing object
+            gone = exc.args[0] if exc.args else b""
+            what = "has no session.jsonl" if gone == SESSION_FILE else f"lacks object {os.fsdecode(gone)}"
+            raise CorruptSession(session_id, 0, f"commit {commit[:12]} {what}") from None
         except (NotCommitError, ObjectFormatException) as exc:
             raise CorruptSession(session_id, 0, f"commit {commit[:12]} is unreadable ({exc})") from None
         return raw
@@ -274,8 +276,7 @@ class GitStore(RefLogs, SessionStore):
         repo = self.repo(create=True)
         assert repo is not None
         kept = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level)
-        deflated = kept.grown(memoryview(buf)[:size])  # compresses the new lines only; no view of buf stays
-        blob = add_blob(repo, memoryview(buf)[:size], deflated)
+        blob, deflated = add_blob(repo, memoryview(buf)[:size], kept)  # no view of buf stays
         tree = Tree()
         tree.add(SESSION_FILE, 0o100644, blob)
         tree.check()
@@ -394,7 +395,5 @@ class GitStore(RefLogs, SessionStore):
         self.close()  # reopen with a fresh pack list next time
         return result
 
-    def _swap(self, repo: Repo, ref: Ref, old: str | None, new: ObjectID, msg: bytes,
-              now: int, tz: int) -> None:
-        swap(repo, ref, _oid(old) if old is not None else None, new, committer=self.identity, message=msg,
-             now=now, tz=tz)
+    def _swap(self, repo: Repo, ref: Ref, old: str | None, new: ObjectID, msg: bytes, now: int, tz: int) -> None:
+        swap(repo, ref, None if old is None else _oid(old), new, committer=self.identity, message=msg, now=now, tz=tz)
