@@ -273,7 +273,7 @@ def ask(
     ctx: typer.Context,
     words: Annotated[list[str] | None, typer.Argument(
         help="The session (or a revision: work~1) and the prompt, as the rules above read them; "
-        "PROMPT '-' is stdin alone.", show_default=False, metavar="[SESSION] [PROMPT]")] = None,
+        "PROMPT '-' is stdin alone.", show_default=False, metavar="[SESSION] PROMPT")] = None,
     system: Annotated[str | None, typer.Option("--system", "-s", metavar="TEXT", help=(
         "The system prompt, saved in the session: for this turn and the session's next ones."))] = None,
     attach: Annotated[list[str] | None, typer.Option("--attach", "-a", metavar="FILE", show_default=False, help=(
@@ -302,8 +302,8 @@ def ask(
         gs ask "What is a git ref?"         # a new session; its id on stderr
         gs ask work "And a tag?"            # the next turn of work
         gs ask work and a tag               # more words: the prompt, as work exists
-        cat f.py | gs ask "explain"         # the prompt, a blank line, the file
-        git diff | gs ask work              # what is piped in is the prompt in work
+        gs ask "explain" < f.py             # as cat f.py | gs ask "explain": the prompt, a blank line, the file
+        gs ask work < diff.txt              # what is piped in is the prompt, in work
         gs ask -s "Be terse." -a notes.md work "summarize"
     """
     from ..forking import open_revision
