@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import __version__
-from ..errors import DiskFull, GitSessionsError, NoCurrentSession, RemoteError
+from ..errors import NoCurrentSession, RemoteError
 from ..events import clean_text, make_header
 from ..render import terminal_safe
 from ..store import GitStore
@@ -23,7 +23,6 @@ from .remote import push_in_background
 
 if TYPE_CHECKING:
     from ..redo import Spot
-    from ..session import Session
     from ..store import SessionInfo
 
 app = typer.Typer()
@@ -309,6 +308,7 @@ def ask(
     from ..forking import open_revision
     from ..rules import new_session_id
     from .ask_prompt import ask_input, names_session
+    from .one_turn import send_one
 
     c: Context = ctx.obj
     with c.store() as store:
@@ -320,7 +320,7 @@ def ask(
                                       wait=c.lock_wait(wait))
         if note:
             err(note)
-        _send_one(c, store, session, prompt, model, system=system)
+        send_one(c, store, session, prompt, model, system=system)
 
 
 @app.command(cls=WaitCommand)
@@ -344,6 +344,7 @@ def retry(
     """
     from ..history import read_revision
     from ..redo import attempt_at, open_attempt, where_both_live
+    from .one_turn import send_one
 
     c: Context = ctx.obj
     with c.store() as store:
@@ -354,53 +355,4 @@ def retry(
                                wait=c.lock_wait(wait))
         err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}",
                             as_turn=session.next_turn))
-        _send_one(c, store, session, attempt.prompt, model)
-
-
-def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None, *,
-              system: str | None = None) -> None:
-    """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
-
-    The one turn of ``gs ask`` and ``gs retry``; ``system`` is saved first (:meth:`Session.set_system`).
-
-    Raises:
-        GitSessionsError: the model answered with an error (the prompt is saved).
-        typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
-    """
-    from ..chat.connect import connect
-    from ..chat.loop import run_turn
-
-    sid = session.id
-    shown: list[str] = []
-    try:
-        if system is not None:
-            session.set_system(system)
-        with connect(c.config, model=model, notify=err) as provider:
-            tty = sys.stdout.isatty()
-
-            def on_text(text: str) -> None:
-                shown.append(text)
-                sys.stdout.write(terminal_safe(text) if tty else text)
-                sys.stdout.flush()
-
-            result = run_turn(session, provider, prompt, system=c.config.system,
-                              max_steps=c.config.max_steps, on_text=on_text)
-    except DiskFull as exc:
-        # the reply shown ends its line; a prompt not even journaled is handed back
-        sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept in ("prompt", "nothing") else ""))
-        raise
-    finally:
-        session.close()
-    pack_in_background(store)
-    push_in_background(c, store)
-    if result.text:
-        sys.stdout.write("\n")
-    sys.stdout.flush()
-    if result.commit:
-        err(f"[{sid} {short(result.commit)}] turn saved ({result.reason})")
-    if result.reason == "error":
-        raise GitSessionsError(f"{result.error} (the prompt is saved in session {sid})")
-    if result.reason == "aborted":
-        raise typer.Exit(130)  # Ctrl+C cancelled the reply (the turn is saved, marked)
-    if result.reason != "completed":
-        raise typer.Exit(1)
+        send_one(c, store, session, attempt.prompt, model)
