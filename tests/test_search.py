@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 from gitsessions.search import marked
 
 
@@ -31,3 +33,20 @@ def test_marked_splits_the_snippet_around_the_match_in_any_case_and_spacing():
     assert marked("the Orange quoted thing", "orange\n  QUOTED") == ("the ", "Orange quoted", " thing")
     assert marked("Straße", "STRASSE") == ("", "Straße", "")
     assert marked("no such text", "zebra") == ("no such text", "", "")
+
+
+def test_a_branch_without_a_session_log_is_skipped_in_words(gs, git, repo_path):
+    assert gs("ask", "w", "find the needle").code == 0
+
+    def run(*args: str, data: bytes = b"") -> str:
+        return subprocess.run(["git", "-C", str(repo_path), *args], input=data, capture_output=True, check=True,
+                              env={"GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@y", "GIT_COMMITTER_NAME": "x",
+                                   "GIT_COMMITTER_EMAIL": "x@y", "PATH": "/usr/bin:/bin"}).stdout.decode().strip()
+    blob = run("hash-object", "-w", "--stdin", data=b"needle in notes\n")
+    tree = run("mktree", data=f"100644 blob {blob}\tnotes.txt\n".encode())
+    git("update-ref", "refs/heads/notes", run("commit-tree", tree, "-m", "plain git"))
+    r = gs("search", "needle")
+    assert r.code == 0 and r.out.startswith("w@"), r.err
+    [skipped] = [line for line in r.err.splitlines() if "skipped" in line]
+    assert "notes" in skipped and "session.jsonl" in skipped
+    assert "b'" not in skipped and "(b" not in skipped, skipped  # no Python bytes repr (issue 13)
