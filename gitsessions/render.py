@@ -46,6 +46,39 @@ def local_time(epoch_s: int) -> str:
     return dt.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
 
 
+def relative_time(epoch_s: int, now_s: int) -> str:
+    """Return how long before ``now_s`` ``epoch_s`` was, in git's words (``3 hours ago``), for tables.
+
+    git's ``--date=relative`` rule (date.c ``show_date_relative``): seconds below 90,
+    minutes below 90, hours below 36, days below 14, weeks below 70 days, months below a
+    year, years and months below 5 years, then years; a time after ``now_s`` is
+    ``in the future``.
+    """
+    if epoch_s > now_s:
+        return "in the future"
+    diff = now_s - epoch_s
+    if diff < 90:
+        return f"{plural(diff, 'second')} ago"
+    diff = (diff + 30) // 60
+    if diff < 90:
+        return f"{plural(diff, 'minute')} ago"
+    diff = (diff + 30) // 60
+    if diff < 36:
+        return f"{plural(diff, 'hour')} ago"
+    diff = (diff + 12) // 24
+    if diff < 14:
+        return f"{plural(diff, 'day')} ago"
+    if diff < 70:
+        return f"{plural((diff + 3) // 7, 'week')} ago"
+    if diff < 365:
+        return f"{plural((diff + 15) // 30, 'month')} ago"
+    if diff < 1825:
+        months = (diff * 12 * 2 + 365) // (365 * 2)
+        years, months = divmod(months, 12)
+        return f"{plural(years, 'year')}" + (f", {plural(months, 'month')}" if months else "") + " ago"
+    return f"{plural((diff + 183) // 365, 'year')} ago"
+
+
 def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | None = None,
                  ) -> list[tuple[str, Node, T | None]]:
     """Return the lines of a family drawn as a tree of fork points (``gs tree``, the chat's ``/tree``).
@@ -203,35 +236,42 @@ def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
     from . import view
 
     for item in view.items(events):
-        out: list[str] = []
-        if isinstance(item, view.TurnStart):
-            out.append(f"── turn {item.turn} ──")
-        elif isinstance(item, view.Message) and item.imported:
-            out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
-        elif isinstance(item, view.Message) and item.role in ("user", "system"):
-            out.append(("you" if item.role == "user" else "system prompt") + " › " + item.text)
-        elif isinstance(item, view.Message):
-            mark = "[interrupted]" if item.interrupted else ""
-            if item.text or (mark and not item.tool_calls):
-                out.append("assistant › " + " ".join(filter(None, (item.text, mark))))
-                mark = ""
-            for call in item.tool_calls:
-                out.append(f"  ⚙ {call.name}({call.arguments or ''})" + (f" {mark}" if mark else ""))
-        elif isinstance(item, view.ToolResult):
-            out.append(f"  ↳ {item.text}" + (" (error)" if item.is_error else ""))
-        elif isinstance(item, view.TurnEnd):
-            why = f": {item.error}" if item.error else ""
-            out.append(f"  (turn ended: {item.reason}{why})")
-        elif isinstance(item, view.TitleChange):
-            out.append(f"(title: {item.title})")
-        elif isinstance(item, view.Undo):
-            out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
-        elif isinstance(item, view.Summary):
-            out.append(f"(summary: {item.text})")
-        elif isinstance(item, view.Fork):
-            out.append(f"({_fork_text(item)})")
-        for line in out:
+        for line in transcript_item(item):
             yield terminal_safe(line) + "\n"
+
+
+def transcript_item(item: view.Item) -> list[str]:
+    """The lines of one item in the plain-text transcript (:func:`transcript_lines`), not yet terminal-safe."""
+    from . import view
+
+    out: list[str] = []
+    if isinstance(item, view.TurnStart):
+        out.append(f"── turn {item.turn} ──")
+    elif isinstance(item, view.Message) and item.imported:
+        out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
+    elif isinstance(item, view.Message) and item.role in ("user", "system"):
+        out.append(("you" if item.role == "user" else "system prompt") + " › " + item.text)
+    elif isinstance(item, view.Message):
+        mark = "[interrupted]" if item.interrupted else ""
+        if item.text or (mark and not item.tool_calls):
+            out.append("assistant › " + " ".join(filter(None, (item.text, mark))))
+            mark = ""
+        for call in item.tool_calls:
+            out.append(f"  ⚙ {call.name}({call.arguments or ''})" + (f" {mark}" if mark else ""))
+    elif isinstance(item, view.ToolResult):
+        out.append(f"  ↳ {item.text}" + (" (error)" if item.is_error else ""))
+    elif isinstance(item, view.TurnEnd):
+        why = f": {item.error}" if item.error else ""
+        out.append(f"  (turn ended: {item.reason}{why})")
+    elif isinstance(item, view.TitleChange):
+        out.append(f"(title: {item.title})")
+    elif isinstance(item, view.Undo):
+        out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
+    elif isinstance(item, view.Summary):
+        out.append(f"(summary: {item.text})")
+    elif isinstance(item, view.Fork):
+        out.append(f"({_fork_text(item)})")
+    return out
 
 
 # -- compact rendering of the items a commit (or one side of a diff) added -----------------

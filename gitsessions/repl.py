@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .cli.stream import PlainReply, ReplyView
 from .errors import DiskFull, GitSessionsError, SessionExists
 from .forking import open_revision
 from .redact import Redactor
@@ -78,6 +79,7 @@ class Repl:
         edit: lets the user edit a prompt in place (None: ``read_line`` reads its replacement).
         pick_session: the session picker of ``/open`` with no argument (None: a usage line).
         pick_spot: the ``/tree`` picker (None: the tree is printed).
+        reply: makes what shows each reply as it streams (None: its text through ``write``).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -86,8 +88,10 @@ class Repl:
                  max_steps: int = DEFAULT_MAX_STEPS, fork_as: str | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  wait: LockWait | None = None, edit: Edit | None = None,
-                 pick_session: PickSession | None = None, pick_spot: PickSpot | None = None):
+                 pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
+                 reply: Callable[[], ReplyView] | None = None):
         self.store = store
+        self.reply = reply or (lambda: PlainReply(self.write))
         self.edit = edit
         self.pick_session = pick_session
         self.pick_spot = pick_spot
@@ -157,31 +161,22 @@ class Repl:
                 self.session.close()
 
     def turn(self, prompt: str) -> None:
-        """Send ``prompt`` and stream the reply; the turn is saved whatever happens."""
+        """Send ``prompt`` and show the reply as it streams (:attr:`reply`); the turn is saved whatever happens."""
         assert self.session is not None
-        started = [False]
-
-        def on_text(text: str) -> None:
-            started[0] = True
-            self.write(text)
-
-        def on_tool(name: str, args: str, result: str, is_error: bool) -> None:
-            if started[0]:
-                self.write("\n")
-                started[0] = False
-            mark = "✗" if is_error else "⚙"
-            self.write(f"{mark} {name}({args}) → {result}\n")
-
         from .chat.loop import run_turn
 
+        view = self.reply()
         try:
-            result = run_turn(self.session, self.provider, prompt, system=self.system,
-                              max_steps=self.max_steps, on_text=on_text, on_tool=on_tool)
+            try:
+                result = run_turn(self.session, self.provider, prompt, system=self.system,
+                                  max_steps=self.max_steps, on_text=view.text, on_tool=view.tool)
+            finally:
+                ended_line = view.end()  # whatever happened: the reply shown ends its line
         except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back
             back = f"{prompt}\n" if exc.kept in ("prompt", "nothing") else ""
-            self.write(("\n" if started[0] else "") + f"error: {exc}\n" + back)
+            self.write(f"error: {exc}\n" + back)
             return
-        if started[0] or result.reason != "completed":
+        if not ended_line and result.reason != "completed":
             self.write("\n")
         if result.reason == "aborted":
             kept = "; the partial text is kept" if result.text else ""

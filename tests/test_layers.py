@@ -76,6 +76,7 @@ LIBRARIES = {
     "click": "face",
     "prompt_toolkit": "face",
     "rich": "face",
+    "markdown_it": "face",  # rich's markdown parser: a streaming reply is cut into blocks with it
     "watchfiles": "face",  # gs sync --watch: the process waits on the repo folder
     "dulwich": "store",
     "urllib3": "store",  # dulwich's http transport, whose pool the store sets up

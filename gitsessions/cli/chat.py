@@ -20,6 +20,7 @@ from ..store import GitStore
 from .admin import pack_in_background
 from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
+from .stream import rendered_replies
 
 if TYPE_CHECKING:
     from ..redo import Spot
@@ -87,6 +88,8 @@ def chat(
     resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
                                          "(newest first; type to filter by title or prompt).")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    raw: Annotated[bool, typer.Option("--raw", help="Replies as the model wrote them, not rendered "
+                                      "(also config render: false).")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
@@ -149,7 +152,9 @@ def chat(
             repl = Repl(store, keys.guard(provider) if keys else provider, sid,
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                        warnings=c.warnings, wait=c.lock_wait(wait), **faces)
+                        warnings=c.warnings, wait=c.lock_wait(wait),
+                        reply=rendered_replies(c.output, c.config.render and not raw) if interactive else None,
+                        **faces)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
@@ -281,6 +286,8 @@ def ask(
     fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
+                                      "(also config render: false; never rendered when piped).")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
@@ -320,7 +327,7 @@ def ask(
                                       wait=c.lock_wait(wait))
         if note:
             err(note)
-        send_one(c, store, session, prompt, model, system=system)
+        send_one(c, store, session, prompt, model, raw=raw, system=system)
 
 
 @app.command(cls=WaitCommand)
