@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import subprocess
 
-from gitsessions.search import marked
+import pexpect
+from test_pty import TIMEOUT
+from test_pty_render import chat_env, start, unstyled
+
+from gitsessions.cli.history import hit_parts
+from gitsessions.search import Hit, marked
+
+__all__ = ["chat_env", "start"]  # fixtures shared with test_pty_render
 
 
 def test_forks_sharing_a_message_make_one_row_naming_them(gs, git):
@@ -50,3 +57,24 @@ def test_a_branch_without_a_session_log_is_skipped_in_words(gs, git, repo_path):
     [skipped] = [line for line in r.err.splitlines() if "skipped" in line]
     assert "notes" in skipped and "session.jsonl" in skipped
     assert "b'" not in skipped and "(b" not in skipped, skipped  # no Python bytes repr (issue 13)
+
+
+def test_the_match_is_bold_red_on_a_terminal_and_plain_with_no_color(gs, start):
+    assert gs("ask", "w", "tell me about APPLES and pears").code == 0
+    child = start("search", "apples")
+    child.expect(pexpect.EOF, timeout=TIMEOUT)
+    shown = child.before
+    assert "\x1b[1;31mAPPLES\x1b[0m" in shown, repr(shown)  # git grep's colour for a match
+    assert "w@" in unstyled(shown) and "user: tell me about APPLES and pears" in unstyled(shown)
+    child = start("search", "apples", NO_COLOR="1")
+    child.expect(pexpect.EOF, timeout=TIMEOUT)
+    assert "\x1b[" not in child.before and "tell me about APPLES and pears" in child.before
+
+
+def test_hit_parts_style_the_commit_and_the_match_only():
+    hit = Hit("w", False, 1, 2, "user", "…about APPLES and pears", also=[("w-1", False), ("old", True)])
+    parts = hit_parts(hit, "apples")
+    row = "w@?  turn 2  user: …about APPLES and pears  (also in w-1, old (archived))"
+    assert "".join(text for text, _ in parts) == row
+    assert [(text, style) for text, style in parts if style] == [("?", "yellow"), ("APPLES", "bold red")]
+    assert [style for text, style in hit_parts(hit, "zebra") if style] == ["yellow"]  # no match: nothing in red

@@ -25,7 +25,7 @@ from ..search import search as search_sessions
 from ..store import CommitInfo, Revision
 from ..tree import rev_or_current
 from ..view import Item, is_message
-from .common import Context, err, short, write_lines
+from .common import Context, err, short
 from .output import Rendered, styled
 
 app = typer.Typer()
@@ -302,12 +302,18 @@ def _hit_row(h: Hit) -> dict[str, Any]:
             "also": [{"session": s, "archived": a} for s, a in h.also]}
 
 
-def _hit_line(h: Hit, query: str) -> str:
-    """The ``gs search`` row of one hit: where, the turn, the role, the text around the match, who else holds it."""
-    where = f"{h.session}@{short(h.commit.commit) if h.commit else '?'}{' (archived)' if h.archived else ''}"
+def hit_parts(h: Hit, query: str) -> list[tuple[str, str]]:
+    """The ``gs search`` row of one hit as styled parts (:func:`.output.styled`).
+
+    Where (the commit in yellow, as ``gs log`` shows it), the turn, the role, the text around
+    the match with the match in bold red (git grep's colour), and the other sessions that
+    hold the message.
+    """
     also = ", ".join(f"{s} (archived)" if a else s for s, a in h.also)
-    before, match, after = marked(h.snippet, query)  # the match: for a terminal to highlight
-    return f"{where}  turn {h.turn}  {h.role}: {before}{match}{after}" + (f"  (also in {also})" if also else "")
+    before, match, after = marked(h.snippet, query)
+    where = [(f"{h.session}@", ""), (short(h.commit.commit) if h.commit else "?", "yellow")]
+    return [*where, (f"{' (archived)' if h.archived else ''}  turn {h.turn}  {h.role}: {before}", ""),
+            (match, "bold red" if match else ""), (after + (f"  (also in {also})" if also else ""), "")]
 
 
 @app.command()
@@ -342,7 +348,7 @@ def search(
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:
-        write_lines(_hit_line(h, query) for h in hits)
+        c.output.paged(styled((hit_parts(h, query) for h in hits), c.output))
     if not hits:
         if not as_json:
             err(f"no match for {query!r}")
