@@ -228,7 +228,7 @@ def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
     One block at a time, so a 100 MB session's transcript is never held whole (nor twice,
     as the joined text and its terminal-safe copy).
 
-    ``── turn N ──`` heads each turn, ``you ›`` and ``assistant ›`` the messages (an imported
+    ``── turn N ──`` heads each turn, ``you ›``, ``system prompt ›`` and ``assistant ›`` the messages (an imported
     one: ``<role> (imported, not sent to the model) ›``), tool calls are ``⚙ name(args)`` and
     results ``↳ ...`` (indented), notes sit in parentheses. Control characters are made
     visible (:func:`terminal_safe`).
@@ -249,8 +249,8 @@ def transcript_item(item: view.Item) -> list[str]:
         out.append(f"── turn {item.turn} ──")
     elif isinstance(item, view.Message) and item.imported:
         out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
-    elif isinstance(item, view.Message) and item.role == "user":
-        out.append("you › " + item.text)
+    elif isinstance(item, view.Message) and item.role in ("user", "system"):
+        out.append(("you" if item.role == "user" else "system prompt") + " › " + item.text)
     elif isinstance(item, view.Message):
         mark = "[interrupted]" if item.interrupted else ""
         if item.text or (mark and not item.tool_calls):
@@ -326,8 +326,8 @@ def _note(item: view.Item) -> str | None:
 def item_json(item: view.Item) -> dict[str, Any]:
     """Return one item of :func:`compact_items` as JSON (``gs diff --json``, ``log -p --json``).
 
-    Each object has ``seq``, ``turn``, ``type`` (the event type) and ``role``: ``user``,
-    ``assistant`` (``content``, ``tool_calls`` [{id, name, arguments}], ``interrupted``),
+    Each object has ``seq``, ``turn``, ``type`` (the event type) and ``role``: ``user`` or
+    ``system`` (``content``), ``assistant`` (``content``, ``tool_calls`` [{id, name, arguments}], ``interrupted``),
     ``tool`` (``tool_call_id``, ``name``, ``content``, ``is_error``) or ``note`` (a turn that
     did not complete, a title, an undo, a summary, a fork: ``content`` says what). A message
     an import kept aside has its own role (``system``, ...), ``content`` and ``imported: true``.
@@ -337,8 +337,8 @@ def item_json(item: view.Item) -> dict[str, Any]:
     base: dict[str, Any] = {"seq": item.seq, "turn": item.turn, "type": item.type}
     if isinstance(item, view.Message) and item.imported:
         return {**base, "role": item.role, "content": item.text, "imported": True}
-    if isinstance(item, view.Message) and item.role == "user":
-        return {**base, "role": "user", "content": item.text}
+    if isinstance(item, view.Message) and item.role in ("user", "system"):
+        return {**base, "role": item.role, "content": item.text}
     if isinstance(item, view.Message):
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in item.tool_calls]
         return {**base, "role": "assistant", "content": item.text, "tool_calls": calls,
@@ -370,8 +370,8 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
     for item in items:
         if isinstance(item, view.Message) and item.imported:
             block(f"{item.role} (imported): ", item.text)
-        elif isinstance(item, view.Message) and item.role == "user":
-            block("user: ", item.text)
+        elif isinstance(item, view.Message) and item.role in ("user", "system"):
+            block(f"{item.role}: ", item.text)
         elif isinstance(item, view.Message):
             mark = "[interrupted]" if item.interrupted else ""
             if item.text or not item.tool_calls:
@@ -386,6 +386,18 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
         else:
             out.append(f"{indent}({_note(item)})")
     return out
+
+
+def fence(text: str, info: str = "") -> str:
+    """Return ``text`` in a markdown code fence longer than any backtick run inside it.
+
+    Args:
+        text: the fenced text (its own fences stay inside).
+        info: the info string after the opening fence (a language: ``json``).
+    """
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    bar = "`" * max(3, longest + 1)
+    return f"{bar}{info}\n{text}\n{bar}"
 
 
 def snippet(text: str, start: int, end: int, context: int = 40) -> str:

@@ -13,19 +13,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import __version__
-from ..errors import DiskFull, GitSessionsError, NoCurrentSession, RemoteError
-from ..events import clean_text, make_header
+from ..errors import NoCurrentSession, RemoteError
+from ..events import make_header
 from ..render import terminal_safe
 from ..store import GitStore
 from .admin import pack_in_background
 from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
-from .stream import PlainReply, rendered_replies
+from .stream import rendered_replies
 
 if TYPE_CHECKING:
     from ..redo import Spot
     from ..repl import Repl
-    from ..session import Session
     from ..store import SessionInfo
 
 app = typer.Typer()
@@ -268,9 +267,14 @@ def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
 @app.command(cls=WaitCommand)
 def ask(
     ctx: typer.Context,
-    args: Annotated[list[str], typer.Argument(
-        help="[SESSION] PROMPT; SESSION may be a revision (work~1); PROMPT '-' reads stdin.", show_default=False,
-        metavar="[SESSION] PROMPT")],
+    words: Annotated[list[str] | None, typer.Argument(
+        help="The session (or a revision: work~1) and the prompt, as the rules above read them; "
+        "PROMPT '-' is stdin alone.", show_default=False, metavar="[SESSION] PROMPT")] = None,
+    system: Annotated[str | None, typer.Option("--system", "-s", metavar="TEXT", help=(
+        "The system prompt, saved in the session: for this turn and the session's next ones."))] = None,
+    attach: Annotated[list[str] | None, typer.Option("--attach", "-a", metavar="FILE", show_default=False, help=(
+        "Add FILE's text after the prompt, under its name (text files only; repeatable)."))] = None,
+    new: Annotated[bool, typer.Option("--new", help="Start a new session: every word is the prompt.")] = False,
     fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
@@ -280,33 +284,42 @@ def ask(
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
 
-    Without SESSION a new session is created and its id printed on stderr.
+    The words are read as llm reads them. One word is the prompt, in a new session (its id is
+    printed on stderr). Two are SESSION PROMPT: a session, new or existing, or a revision
+    (work~1). With more, the first must be an existing session and the others are the prompt;
+    else quote the prompt. --new makes every word the prompt of a new session.
+
+    Text piped into stdin follows the prompt after a blank line; piped into gs ask SESSION, an
+    existing one, it is the prompt. PROMPT - is stdin alone. Trailing newlines are trimmed.
+    stdin is read whenever it is not a terminal: in a loop that reads stdin, give </dev/null.
+
+    --attach adds a text file at the end, under its name, as piped text is (a binary one is
+    refused). --system is saved in the session: sent with this turn and its next ones.
 
     Examples:
         gs ask "What is a git ref?"         # a new session; its id on stderr
         gs ask work "And a tag?"            # the next turn of work
-        gs ask work - < question.txt        # the prompt from stdin
+        gs ask work and a tag               # more words: the prompt, as work exists
+        gs ask "explain" < f.py             # as cat f.py | gs ask "explain": the prompt, a blank line, the file
+        gs ask work < diff.txt              # what is piped in is the prompt, in work
+        gs ask -s "Be terse." -a notes.md work "summarize"
     """
     from ..forking import open_revision
     from ..rules import new_session_id
+    from .ask_prompt import ask_input, names_session
+    from .one_turn import send_one
 
     c: Context = ctx.obj
-    if len(args) not in (1, 2):
-        raise typer.BadParameter("expected [SESSION] PROMPT")
-    prompt = args[-1]
-    if prompt == "-":
-        prompt = sys.stdin.buffer.read().decode("utf-8", "replace")
-    prompt = clean_text(prompt)
-    if not prompt.strip():
-        raise typer.BadParameter("the prompt is empty")
     with c.store() as store:
         _pull_on_open(c, store)
-        rev = args[0] if len(args) == 2 else new_session_id(store)
-        session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, redactor=c.redactor(),
-                                      warnings=c.warnings, wait=c.lock_wait(wait))
+        rev, prompt = ask_input(words or (), attach or (), new=new, fork_as=fork_as,
+                                names_session=lambda word: names_session(store, word))
+        session, note = open_revision(store, rev or new_session_id(store), fork_as=fork_as,
+                                      new_header=_header, redactor=c.redactor(), warnings=c.warnings,
+                                      wait=c.lock_wait(wait))
         if note:
             err(note)
-        _send_one(c, store, session, prompt, model, raw)
+        send_one(c, store, session, prompt, model, raw=raw, system=system)
 
 
 @app.command(cls=WaitCommand)
@@ -330,6 +343,7 @@ def retry(
     """
     from ..history import read_revision
     from ..redo import attempt_at, open_attempt, where_both_live
+    from .one_turn import send_one
 
     c: Context = ctx.obj
     with c.store() as store:
@@ -340,53 +354,4 @@ def retry(
                                wait=c.lock_wait(wait))
         err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}",
                             as_turn=session.next_turn))
-        _send_one(c, store, session, attempt.prompt, model)
-
-
-def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None,
-              raw: bool = False) -> None:
-    """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
-
-    The one turn of ``gs ask`` and ``gs retry``. On a terminal the reply is rendered
-    (:func:`.stream.rendered_replies`) unless ``raw``.
-
-    Raises:
-        GitSessionsError: the model answered with an error (the prompt is saved).
-        typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
-    """
-    from ..chat.connect import connect
-    from ..chat.loop import run_turn
-
-    sid = session.id
-    tty = sys.stdout.isatty()
-
-    def write(text: str) -> None:
-        sys.stdout.write(terminal_safe(text) if tty else text)
-        sys.stdout.flush()
-
-    rendered = rendered_replies(c.output, c.config.render and not raw)
-    try:
-        with connect(c.config, model=model, notify=err) as provider:
-            view = rendered() if rendered is not None else PlainReply(write)
-            try:
-                result = run_turn(session, provider, prompt, system=c.config.system,
-                                  max_steps=c.config.max_steps, on_text=view.text)
-            finally:
-                view.end()  # the reply shown ends its line
-    except DiskFull as exc:
-        if exc.kept in ("prompt", "nothing"):  # a prompt not even journaled is handed back
-            sys.stdout.write(prompt + "\n")
-        raise
-    finally:
-        session.close()
-    pack_in_background(store)
-    push_in_background(c, store)
-    sys.stdout.flush()
-    if result.commit:
-        err(f"[{sid} {short(result.commit)}] turn saved ({result.reason})")
-    if result.reason == "error":
-        raise GitSessionsError(f"{result.error} (the prompt is saved in session {sid})")
-    if result.reason == "aborted":
-        raise typer.Exit(130)  # Ctrl+C cancelled the reply (the turn is saved, marked)
-    if result.reason != "completed":
-        raise typer.Exit(1)
+        send_one(c, store, session, attempt.prompt, model)

@@ -20,12 +20,12 @@ import typer
 from .. import history as hist
 from .. import render
 from ..rules import Lineage
-from ..search import Hit
+from ..search import Hit, marked
 from ..search import search as search_sessions
 from ..store import CommitInfo, Revision
 from ..tree import rev_or_current
 from ..view import Item, is_message
-from .common import Context, err, short, write_lines
+from .common import Context, err, short
 from .output import Rendered, styled
 
 app = typer.Typer()
@@ -298,7 +298,22 @@ def diff(
 def _hit_row(h: Hit) -> dict[str, Any]:
     """The ``gs search --json`` object of one hit."""
     return {"session": h.session, "turn": h.turn, "commit": h.commit.commit if h.commit else None,
-            "seq": h.seq, "role": h.role, "snippet": h.snippet, "archived": h.archived}
+            "seq": h.seq, "role": h.role, "snippet": h.snippet, "archived": h.archived,
+            "also": [{"session": s, "archived": a} for s, a in h.also]}
+
+
+def hit_parts(h: Hit, query: str) -> list[tuple[str, str]]:
+    """The ``gs search`` row of one hit as styled parts (:func:`.output.styled`).
+
+    Where (the commit in yellow, as ``gs log`` shows it), the turn, the role, the text around
+    the match with the match in bold red (git grep's colour), and the other sessions that
+    hold the message.
+    """
+    also = ", ".join(f"{s} (archived)" if a else s for s, a in h.also)
+    before, match, after = marked(h.snippet, query)
+    where = [(f"{h.session}@", ""), (short(h.commit.commit) if h.commit else "?", "yellow")]
+    return [*where, (f"{' (archived)' if h.archived else ''}  turn {h.turn}  {h.role}: {before}", ""),
+            (match, "bold red" if match else ""), (after + (f"  (also in {also})" if also else ""), "")]
 
 
 @app.command()
@@ -307,15 +322,16 @@ def search(
     query: Annotated[str, typer.Argument(help="Text to find (any case).", metavar="QUERY")],
     session: Annotated[str | None, typer.Option("--session", "-s", help="Search only this session.")] = None,
     all_revisions: Annotated[bool, typer.Option(
-        "--all-revisions", help="Also search archived sessions; report each message once, at the commit "
-        "that added it.")] = False,
+        "--all-revisions", help="Also search archived sessions.")] = False,
     as_json: Annotated[bool, typer.Option(
-        "--json", help='List of {"session", "turn", "commit", "seq", "role", "snippet", "archived"}.')] = False,
+        "--json", help='List of {"session", "turn", "commit", "seq", "role", "snippet", "archived", '
+        '"also"}.')] = False,
 ) -> None:
     """Search message contents (user, assistant, tool results) of every session, any case.
 
     Prints SESSION@COMMIT (the commit that added the message), the turn, the role and the
-    text around the match. Exit status 1 when nothing matches (as grep).
+    text around the match: one row per message, however many forks share it (named at the
+    row's end). Exit status 1 when nothing matches (as grep).
 
     Examples:
         gs search yaml
@@ -332,9 +348,7 @@ def search(
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:
-        write_lines(
-            f"{h.session}@{short(h.commit.commit) if h.commit else '?'}{' (archived)' if h.archived else ''}"
-            f"  turn {h.turn}  {h.role}: {h.snippet}" for h in hits)
+        c.output.paged(styled((hit_parts(h, query) for h in hits), c.output))
     if not hits:
         if not as_json:
             err(f"no match for {query!r}")
