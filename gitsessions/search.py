@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import render
 from .errors import CorruptSession, SessionNotFound, UnsupportedVersion
 from .events import loads_line
 from .history import EventRanges
 from .recovery import try_recover
 from .redact import Redactor
 from .store import CommitInfo, SessionStore
+from .text import find_folded, fold, snippet
 from .turns import turn_number
 
 #: Event types whose ``content`` search looks at, and the role shown for each.
@@ -45,10 +45,10 @@ class Hit:
 def marked(snippet: str, query: str) -> tuple[str, str, str]:
     """Split a hit's snippet around the match, for a terminal to highlight: ``(before, match, after)``.
 
-    The snippet's white space is folded (:func:`gitsessions.render.snippet`), so the query is
+    The snippet's white space is folded (:func:`gitsessions.text.snippet`), so the query is
     looked for folded too, in any case; ``(snippet, "", "")`` when it is not there.
     """
-    span = render.find_folded(snippet, render.fold(query).casefold())
+    span = find_folded(snippet, fold(query).casefold())
     if span is None:
         return snippet, "", ""
     return snippet[:span[0]], snippet[span[0]:span[1]], snippet[span[1]:]
@@ -128,9 +128,9 @@ def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
     want = None if loose else (lambda line: stored_q in line.casefold())
     hits = []
     for seq, turn, role, content in read_messages(text, want=want)[0]:
-        span = render.find_folded(content, folded_q)
+        span = find_folded(content, folded_q)
         if span is not None:
-            hits.append((seq, turn, role, render.snippet(content, *span)))
+            hits.append((seq, turn, role, snippet(content, *span)))
     return hits
 
 

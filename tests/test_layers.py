@@ -66,6 +66,7 @@ MODULES = {
     "gitsessions.transcript": "model",
     "gitsessions.rules": "model",
     "gitsessions.turns": "model",
+    "gitsessions.text": "model",
     "gitsessions.redact": "model",
     "gitsessions.view": "model",
     "gitsessions.config": "model",

@@ -28,9 +28,9 @@ import typer
 
 from ..errors import GitSessionsError
 from ..events import clean_text
-from ..render import fence
 from ..rules import rev_session_id
 from ..store import SessionStore
+from ..text import fence
 
 
 @dataclass(frozen=True)

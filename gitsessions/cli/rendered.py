@@ -13,7 +13,8 @@ import io
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from ..render import COMPACT_TOOL_CHARS, clip, compact_lines, fold, terminal_safe, transcript_item
+from ..render import COMPACT_TOOL_CHARS, compact_lines, terminal_safe, transcript_item
+from ..text import clip, fold
 from .stream import _Block
 
 if TYPE_CHECKING:

@@ -22,7 +22,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..render import clip, fold, terminal_safe
+from ..render import terminal_safe
+from ..text import clip, fold
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult

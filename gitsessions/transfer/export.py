@@ -14,8 +14,9 @@ import re
 
 from .. import view
 from ..events import clean_text
-from ..render import dumps, fence, show_object
+from ..render import dumps, show_object
 from ..store import Snapshot
+from ..text import fence
 from ..transcript import derive_messages, title_of
 from ..turns import turn_count
 
