@@ -54,6 +54,26 @@ def test_streamed_piece_by_piece_it_prints_what_the_whole_reply_renders_to():
     assert "• one" in render_at_once(REPLY) and "**" not in render_at_once(REPLY)
 
 
+FENCES = ("Code:\n\n````markdown\nA fence inside:\n```\nnot the end\n```\n````\n\nAfter one.\n\n"
+          "  ~~~\n  tilde\n  ~~~~~\nAfter two.\n\n```\n" + "".join(f"line {i}\n" for i in range(60)) + "```\nThe end.")
+
+
+def test_a_code_fence_ends_only_at_its_own_closing_fence_however_it_streams():
+    """A fence being written is not parsed again for each line; it still ends where markdown ends it."""
+    assert [b.split("\n")[0] for b in blocks(FENCES + "\n\nx\n")[0]] == \
+        ["Code:", "````markdown", "After one.", "  ~~~", "After two.", "```", "The end."]
+    for size in (1, 4, 9, len(FENCES)):
+        out = io.StringIO()
+        view = RenderedReply(make_console(out, color=False, width=60))
+        mark = FENCES.index("line 1\n")  # by then the fences before are closed and followed: printed
+        for i in range(0, len(FENCES), size):
+            view.text(FENCES[i:i + size])
+            if i <= mark < i + size:
+                assert "not the end" in out.getvalue() and "After two." in out.getvalue(), size
+        view.end()
+        assert nonblank(out.getvalue()) == nonblank(render_at_once(FENCES)), size
+
+
 def test_tools_are_one_clipped_line_each_and_control_characters_never_reach_the_terminal():
     out = io.StringIO()
     view = RenderedReply(make_console(out, color=False, width=200))

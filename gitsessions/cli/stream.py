@@ -18,6 +18,7 @@ one for its first reply, after its first prompt is drawn.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -32,11 +33,15 @@ if TYPE_CHECKING:
 
 #: Longest tool argument / result shown on a tool's line, characters.
 TOOL_CHARS = 120
-#: Shortest time between two redraws of a block being written that is longer than
-#: BIG_TAIL characters, seconds: rendering it again for every token would fall behind a fast
-#: model (its text is kept, and printed whole when the block is done).
+#: Shortest time between two redraws of the block being written, seconds: rendering it for
+#: every token would fall behind a fast model (a 50-line code block streamed in 4-character
+#: chunks took 7 s of highlighting); its text is kept, and printed whole when the block is
+#: done. A redraw that took long waits REDRAW_FACTOR times as long before the next, so
+#: drawing stays a small share of the time however large the block grows.
 REDRAW_S = 0.05
-BIG_TAIL = 2000
+REDRAW_FACTOR = 4
+#: A fenced code block's opening line (CommonMark: up to 3 spaces, 3+ backticks or tildes).
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[^\n]*\n")
 
 
 class ReplyView:
@@ -148,28 +153,50 @@ class RenderedReply(ReplyView):
         self._text = ""  # this message's text not printed yet, terminal-safe
         self._printed = False  # a block of this message is on the screen
         self._shown = False  # anything of the reply is
-        self._drawn = 0.0
+        self._next_draw = 0.0  # time.monotonic() after which the block being written is drawn again
+        self._scanned = 0  # of a code fence being written: how far its lines were looked at...
+        self._closed = False  # ...and whether its closing fence came
         self._live = Live(Text("…", style="dim"), console=console, auto_refresh=False, transient=True,
                           redirect_stdout=False, redirect_stderr=False, vertical_overflow="visible")
         self._live.start(refresh=True)
 
     def text(self, chunk: str) -> None:
-        """Add ``chunk``: print the blocks it completes, redraw the one being written.
+        """Add ``chunk``: print the blocks it completes, redraw the one being written (see REDRAW_S).
 
-        A block being written longer than BIG_TAIL characters is redrawn at most every REDRAW_S.
+        A block can only be done once a line ends, so the text is parsed again only then.
         """
         self._text += terminal_safe(chunk)
-        done, offset = blocks(self._text)
-        self._text = self._text[offset:]
+        done: list[str] = []
+        if "\n" in chunk and not self._in_open_fence():
+            done, offset = blocks(self._text)
+            if offset:
+                self._text, self._scanned, self._closed = self._text[offset:], 0, False
         now = time.monotonic()
-        if not (done or len(self._text) < BIG_TAIL or now - self._drawn >= REDRAW_S):
+        if not done and now < self._next_draw:
             return
-        self._drawn = now
         with _synchronized(self._console):
-            tail = _Block(self._text, bool(done) or self._printed, max(1, self._console.size.height - 1)) \
+            rows = max(1, self._console.size.height - 1)
+            tail = _Block(_visible_end(self._text, rows), bool(done) or self._printed, rows) \
                 if self._text.strip() else _NOTHING
             self._live.update(tail, refresh=True)  # (rich draws what it last refreshed under what is printed)
             self._print(*done)  # above the live region, in the same synchronized write
+        self._next_draw = now + max(REDRAW_S, REDRAW_FACTOR * (time.monotonic() - now))
+
+    def _in_open_fence(self) -> bool:
+        """True while the block being written is a code fence not closed yet.
+
+        No line but its closing fence can end it, so parsing it again for every line (O(size)
+        each: quadratic in a long code block) is skipped; only its new lines are looked at.
+        """
+        opened = None if self._closed else _FENCE.match(self._text)
+        if not opened:
+            return False
+        marker = opened.group(1)
+        start, end = max(self._scanned, opened.end()), self._text.rfind("\n") + 1
+        self._scanned = max(self._scanned, end)
+        closing = re.compile(rf"^ {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$", re.M)
+        self._closed = closing.search(self._text, start, end) is not None  # then parsed as any block
+        return not self._closed
 
     def tool(self, name: str, arguments: str, result: str, is_error: bool) -> None:
         """Print what text there is, then the tool's line, dimmed (red for an error)."""
@@ -220,6 +247,19 @@ def _synchronized(console: Console) -> Iterator[None]:
     finally:
         console.file.write("\x1b[?2026l")
         console.file.flush()
+
+
+def _visible_end(text: str, rows: int) -> str:
+    """The end of a block being written that fills ``rows`` screen rows (what the live region shows).
+
+    Rendering a long block whole for every redraw costs O(size) (pygments, for code); its end
+    is rendered instead, with a code fence's opening line kept for the language.
+    """
+    lines = text.split("\n")
+    if len(lines) <= 2 * rows:
+        return text
+    opened = _FENCE.match(text)
+    return "\n".join(([lines[0]] if opened else []) + lines[-rows:])
 
 
 class _Block:
