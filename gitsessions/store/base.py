@@ -78,7 +78,7 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
-               expected_tip: str | None, header: dict | None = None) -> CommitId:
+               expected_tip: str | None, header: dict | None = None, author_time: int | None = None) -> CommitId:
         """Save ``events`` after those at ``expected_tip`` as one commit; return its id.
 
         Args:
@@ -87,6 +87,8 @@ class SessionStore(abc.ABC):
             message: the commit message.
             expected_tip: the tip the caller built on; None creates the session.
             header: the header, required when creating.
+            author_time: the commit's author date, epoch seconds (an import gives each turn
+                its original time); None: now. The committer date is always the time of the save.
 
         Raises:
             InvalidEvent: seq not contiguous, or values that are not plain JSON.
