@@ -7,13 +7,13 @@ from here. Where a rule comes from: design.md, "On disk" (ids, subject, trailers
 
 from __future__ import annotations
 
-import functools
 import re
 import secrets
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
+from .commitmsg import CommitMessage
 from .errors import InvalidSessionId, SessionExists
 from .transcript import derived
 
@@ -202,7 +202,6 @@ TITLE_TRAILER_MAX = 200
 
 
 _EVENTS_RE = re.compile(r"(\d+)-(\d+)")
-_KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 
 
 def _int(value: str | None) -> int | None:
@@ -274,51 +273,6 @@ class Trailers:
         if self.imported_from:
             out["Imported-From"] = self.imported_from
         return out
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _one_line(text: str) -> str:
-    """Fold ``text`` to one line without control characters (git fsck refuses NUL in commits)."""
-    return " ".join(_CONTROL.sub(" ", text).split())
-
-
-@dataclass(frozen=True)
-class CommitMessage:
-    """A save's commit message: a subject line and ``Key: value`` trailers (git's format)."""
-
-    subject: str
-    trailers: dict[str, str] = field(default_factory=dict)
-
-    def encode(self) -> bytes:
-        """Return the message as git stores it: subject, blank line, trailers, final newline."""
-        subject = _one_line(self.subject) or "save"
-        if len(subject) > 72:
-            subject = subject[:71] + "…"
-        lines = [subject, ""]
-        for key, value in self.trailers.items():
-            lines.append(f"{key}: {_one_line(str(value))}")
-        return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8", "replace")
-
-    @classmethod
-    def decode(cls, raw: bytes) -> CommitMessage:
-        """Parse a commit message written by :meth:`encode` (or any git commit message)."""
-        text = raw.decode("utf-8", "replace")
-        parts = text.split("\n\n")
-        subject = parts[0].strip()
-        trailers: dict[str, str] = {}
-        if len(parts) > 1:
-            for line in parts[-1].splitlines():
-                key, sep, value = line.partition(": ")
-                if sep and _KEY_RE.fullmatch(key):
-                    trailers[key] = value.strip()
-        return cls(subject, trailers)
-
-    @functools.cached_property
-    def fields(self) -> Trailers:
-        """The typed view of :attr:`trailers` (see :class:`Trailers`), parsed on first use."""
-        return Trailers.parse(self.trailers)
 
 
 #: What kind of save a commit is: a turn (or any save of new events, a recovery too), an

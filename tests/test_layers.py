@@ -64,6 +64,7 @@ MODULES = {
     "gitsessions.events": "model",
     "gitsessions.transcript": "model",
     "gitsessions.rules": "model",
+    "gitsessions.commitmsg": "model",
     "gitsessions.turns": "model",
     "gitsessions.redact": "model",
     "gitsessions.view": "model",
