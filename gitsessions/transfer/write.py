@@ -1,4 +1,8 @@
-"""Writing an import plan into the store: one commit per session, taken ids never touched."""
+"""Writing an import plan into the store: one commit per session, taken ids never touched.
+
+Another tool's conversations (ChatGPT's) are written a commit per turn, incrementally, by
+:func:`~.branches.write_conversation`.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from ..recovery import recover_journal
 from ..redact import Redactor
 from ..rules import check_session_id, commit_message, new_session_id, taken_by
 from ..store import SessionStore
+from .branches import ImportedConversation, Outcome, write_conversation
 from .read import ImportedSession, ImportPlan
 
 
@@ -21,10 +26,12 @@ class ImportResult:
     Attributes:
         imported: ``(id, commit, session)`` per session written.
         clashes: ``(id, reason)`` per session not written because its id is taken.
+        conversations: per conversation of another tool, what each of its branches became.
     """
 
     imported: list[tuple[str, str, ImportedSession]] = field(default_factory=list)
     clashes: list[tuple[str, str]] = field(default_factory=list)
+    conversations: list[tuple[ImportedConversation, list[Outcome]]] = field(default_factory=list)
 
 
 def _clash_text(session_id: str, other: str) -> str:
@@ -42,6 +49,13 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
         TransferError: ``--as`` with an archive of several sessions, an invalid ``--as``,
             or a plan with nothing to import.
     """
+    if as_id is not None and plan.kind == "chatgpt":
+        raise TransferError(plan.source, "--as does not apply to ChatGPT's export: each conversation's id comes "
+                            "from its own id (the same on every machine); import without --as")
+    if plan.kind == "chatgpt":
+        if not plan.conversations:
+            raise TransferError(plan.source, "it holds no conversation with a prompt")
+        return
     if as_id is not None:
         try:
             check_session_id(as_id)
@@ -58,7 +72,8 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
 
 def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
                  header_extra: dict[str, Any] | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None) -> ImportResult:
+                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 keep_paths: bool = False) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -75,6 +90,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         header_extra: fields of headers made here (``cwd``, ``generator``).
         redactor: replaces secrets in what is written (None: redaction is off).
         warnings: gets a line per orphaned journal recovered into a new session.
+        keep_paths: keep ``cwd`` in the headers of another tool's conversations (local paths
+            are left out of what may be shared unless asked for).
 
     Returns:
         What was written and what was skipped.
@@ -85,6 +102,11 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         SessionLocked: never; a session being written by another process counts as a clash.
     """
     check_plan(plan, as_id)
+    if plan.conversations:
+        extra = {k: v for k, v in (header_extra or {}).items() if keep_paths or k != "cwd"}
+        return ImportResult(conversations=[(conv, write_conversation(store, conv, header_extra=extra,
+                                                                     redactor=redactor))
+                                           for conv in plan.conversations])
     result = ImportResult(clashes=[(sid, _clash_text(sid, other) + " in the same file")
                                    for sid, other in plan.clashes])
     single = plan.kind != "geekagent"
