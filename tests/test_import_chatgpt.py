@@ -10,6 +10,8 @@ fields an importer ignores. Checked with the real git CLI and the strict fake AP
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -212,3 +214,26 @@ def test_an_imported_session_continues_against_the_strict_server(gs, fake_api):
         assert validate_messages(messages) is None
         assert messages[-1] == {"role": "user", "content": "one more question"}
         assert any(m.get("tool_calls") for m in messages) == (sid == MAIN)
+
+
+def test_a_session_another_writer_holds_is_reported_and_the_rest_imported(gs, git, repo_path, tmp_path):
+    convs = _fixture()
+    assert gs("import", str(_export(tmp_path, convs))).code == 0
+    tip = git("rev-parse", MAIN).strip()
+    _add(convs[0], "n-u4", "n-a3b", "user", "Thanks! And JSON?", T + 400)
+    _add(convs[1], "b-u2", "b-a1", "user", "Again", T + 10**7)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from gitsessions.store import GitStore; "
+         f"lock = GitStore(sys.argv[1]).lock({MAIN!r}); assert lock.try_acquire(); print('held', flush=True); "
+         "sys.stdin.read()", str(repo_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        r = gs("import", str(_export(tmp_path, convs)))
+    finally:
+        holder.communicate("")
+    assert r.code == 1
+    assert f"gs: not imported chatgpt conversation {YAML_ID}: session '{MAIN}' is being written by pid" in r.err
+    assert r.out.split() == [GREETING] and git("rev-parse", MAIN).strip() == tip
+    assert "1 session written, 1 turn, 1 skipped" in r.err
+    assert gs("import", str(_export(tmp_path, convs))).out.split() == [MAIN]  # the next run takes it up

@@ -20,6 +20,7 @@ Titles are left out of the matching: a conversation renamed in its tool is the s
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,11 +118,10 @@ def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
 class _Writer:
     """Writes the branches of one conversation (the caller redacted them)."""
 
-    def __init__(self, store: SessionStore, conv: ImportedConversation, title: str, header: dict,
-                 redactor: Redactor | None):
-        self.store, self.conv, self.header, self.redactor = store, conv, header, redactor
+    def __init__(self, store: SessionStore, conv: ImportedConversation, header: dict):
+        self.store, self.conv, self.header = store, conv, header
         self.source = {"tool": conv.tool, "id": conv.source_id}
-        self.base: str = imported_session_id(conv.tool, conv.source_id, title)
+        self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
         self.lines = _lines(store, self.source, self.base)
         self.subject_source = f"{conv.tool} {conv.source_id}"
         named = [ln.session_id for ln in self.lines if re.fullmatch(rf".*-{self.base[-8:]}", ln.session_id)]
@@ -145,8 +145,6 @@ class _Writer:
 
     def _new(self, sid: str, chunks: list[list[Event]], flat: list[Event]) -> _Line:
         header = make_header(sid, created=self.conv.created, **self.header)
-        if self.redactor is not None:
-            header = self.redactor.value(header)
         first = chunks[0]
         message = commit_message(sid, first, 0, kind="import", source=self.subject_source)
         tip = self.store.append(sid, first, message, expected_tip=None, header=header,
@@ -200,8 +198,9 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *, heade
                        redactor: Redactor | None = None) -> list[Outcome]:
     """Write one conversation's branches, incrementally (see the module's rules).
 
-    This is the door its text enters by: the title and every event are redacted first, and
-    the session id is made from the redacted title.
+    This is the door its text enters by: the title, the source id and every event are
+    redacted first (the header is made of them and ``header_extra``, which holds no text
+    of the file), and the session id is made from the redacted title.
 
     Args:
         store: the session store.
@@ -219,13 +218,12 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *, heade
         HookRefused: a commit hook refused (what was written before stays, and is found
             again by the next import).
     """
-    title = conv.title
-    branches = conv.branches
-    if redactor is not None:
-        title = redactor.text(title)
-        branches = [(key, [[redactor.event(ev) for ev in chunk] for chunk in chunks]) for key, chunks in branches]
+    if redactor is not None:  # the ids too: they go into headers and trailers
+        branches = [(key, [[redactor.event(ev) for ev in chunk] for chunk in chunks]) for key, chunks in conv.branches]
+        conv = dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
+                                   branches=branches)
     header = {"imported_from": conv.tool, "source": {"tool": conv.tool, "id": conv.source_id}, **header_extra}
-    writer = _Writer(store, conv, title, header, redactor)
+    writer = _Writer(store, conv, header)
     locks = []
     try:
         for line_sid in dict.fromkeys([writer.base, *(ln.session_id for ln in writer.lines)]):
@@ -235,7 +233,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *, heade
                                     f"session {line_sid!r} is being written by {lock.holder()}",
                                     "run the import again when it is done")
             locks.append(lock)
-        return [writer.branch(key, chunks, i == 0) for i, (key, chunks) in enumerate(branches)]
+        return [writer.branch(key, chunks, i == 0) for i, (key, chunks) in enumerate(conv.branches)]
     except (ConcurrentUpdate, SessionExists) as exc:
         raise TransferError(f"{conv.tool} conversation {conv.source_id}", str(exc),
                             "run the import again: what was written is found again") from None

@@ -104,9 +104,14 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
     check_plan(plan, as_id)
     if plan.conversations:
         extra = {k: v for k, v in (header_extra or {}).items() if keep_paths or k != "cwd"}
-        return ImportResult(conversations=[(conv, write_conversation(store, conv, header_extra=extra,
-                                                                     redactor=redactor))
-                                           for conv in plan.conversations])
+        done = ImportResult()
+        for conv in plan.conversations:
+            try:
+                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra,
+                                                                    redactor=redactor)))
+            except TransferError as exc:  # another writer holds one of its sessions: the others go on
+                done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
+        return done
     result = ImportResult(clashes=[(sid, _clash_text(sid, other) + " in the same file")
                                    for sid, other in plan.clashes])
     single = plan.kind != "geekagent"
