@@ -298,13 +298,13 @@ class GitStore(RefLogs, SessionStore):
 
     @writes
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
-                    reason: str | None = None) -> CommitId:
+                    reason: str | None = None, author_time: int | None = None) -> CommitId:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same tree).
 
         O(1): one commit object, no content copied. Lineage lives in the parent link and the
         message's ``Forked-From`` trailer, so it survives push and clone; the caller derives
         the message (:func:`gitsessions.rules.commit_message`, kind ``fork``). ``reason`` is the
-        reflog line (default ``branch: <subject>``).
+        reflog line (default ``branch: <subject>``); ``author_time`` as in :meth:`append`.
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).
@@ -318,7 +318,7 @@ class GitStore(RefLogs, SessionStore):
         hooks = self.hooks
         text = hooks.before(session_id, message.encode(), lambda: self.read_raw(session_id, commit), b"",
                             action="fork")
-        new = write_commit(repo, self.identity, parent.tree, [commit], text)
+        new = write_commit(repo, self.identity, parent.tree, [commit], text, author_time)
         self._swap(repo, self._ref(session_id), None, new.id, (reason or f"branch: {subject_of(text)}").encode(),
                    new.commit_time, new.commit_timezone)
         self.set_current(session_id)

@@ -229,12 +229,12 @@ class MemoryStore(SessionStore):
         return sha
 
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
-                    reason: str | None = None) -> CommitId:
+                    reason: str | None = None, author_time: int | None = None) -> CommitId:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same log; no reflog kept)."""
         sid = check_session_id(session_id)
         check_free(self, sid)
         parent = self._commits[CommitId(commit)]
-        sha = self._commit([CommitId(commit)], message.encode(), parent.raw)
+        sha = self._commit([CommitId(commit)], message.encode(), parent.raw, author_time)
         self._swap(self._heads, sid, None, sha)
         self._current = sid
         return sha
