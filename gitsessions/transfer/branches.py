@@ -185,7 +185,7 @@ class _Writer:
         lineage = Lineage(SessionId(line.session_id), point)
         message = commit_message(sid, flat[:ends[k - 1]], kind="fork", lineage=lineage,
                                  why=f"a branch in {self.conv.tool}")
-        tip = self.store.branch_from(sid, point, message)
+        tip = self.store.branch_from(sid, point, message, author_time=chunks[k][0].time // 1000)  # when it began
         inherited = {end: c for end, c in line.at.items() if end <= ends[k - 1]}
         fork = _Line(sid, flat[:ends[k - 1]], inherited, tip, lineage)
         fork.at[ends[k - 1]] = tip
