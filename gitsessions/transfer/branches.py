@@ -20,14 +20,12 @@ Titles are left out of the matching: a conversation renamed in its tool is the s
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConcurrentUpdate, HookRefused, SessionExists, TransferError
 from ..events import Event, make_header
-from ..redact import Redactor
 from ..rules import (
     CommitId,
     Lineage,
@@ -194,19 +192,18 @@ class _Writer:
         return (sid, "fork", turns(k))
 
 
-def write_conversation(store: SessionStore, conv: ImportedConversation, *, header_extra: dict[str, Any],
-                       redactor: Redactor | None = None) -> list[Outcome]:
+def write_conversation(store: SessionStore, conv: ImportedConversation, *,
+                       header_extra: dict[str, Any]) -> list[Outcome]:
     """Write one conversation's branches, incrementally (see the module's rules).
 
-    This is the door its text enters by: the title, the source id and every event are
-    redacted first (the header is made of them and ``header_extra``, which holds no text
-    of the file), and the session id is made from the redacted title.
+    ``conv`` comes redacted (:func:`~.write.write_import` is the door the file's text enters
+    by), so the header, the id (from the title) and every commit message are made of
+    redacted text.
 
     Args:
         store: the session store.
-        conv: from a reader (:mod:`.chatgpt`).
+        conv: from a reader (:mod:`.chatgpt`), redacted.
         header_extra: fields of the header (``generator``; ``cwd`` only when paths are kept).
-        redactor: replaces secrets (None: redaction is off).
 
     Returns:
         ``(session, what, turns added)`` per branch, ``what`` one of ``new``, ``grew``,
@@ -218,10 +215,6 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *, heade
         HookRefused: a commit hook refused (what was written before stays, and is found
             again by the next import).
     """
-    if redactor is not None:  # the ids too: they go into headers and trailers
-        branches = [(key, [[redactor.event(ev) for ev in chunk] for chunk in chunks]) for key, chunks in conv.branches]
-        conv = dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
-                                   branches=branches)
     header = {"imported_from": conv.tool, "source": {"tool": conv.tool, "id": conv.source_id}, **header_extra}
     writer = _Writer(store, conv, header)
     locks = []

@@ -6,6 +6,7 @@ Another tool's conversations (ChatGPT's) are written a commit per turn, incremen
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,15 @@ def _clash_text(session_id: str, other: str) -> str:
     if other == session_id:
         return f"session {session_id!r} already exists"
     return f"session {session_id!r} would differ only by case from the existing {other!r}"
+
+
+def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> ImportedConversation:
+    """The conversation with secrets replaced: title, source id (they name the session) and every event."""
+    if redactor is None:
+        return conv
+    branches = [(key, [[redactor.event(ev) for ev in chunk] for chunk in chunks]) for key, chunks in conv.branches]
+    return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
+                               branches=branches)
 
 
 def check_plan(plan: ImportPlan, as_id: str | None) -> None:
@@ -81,7 +91,9 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
     session is skipped and reported in :attr:`ImportResult.clashes`, and the others are written.
 
     The file's text enters a session here, so this is its door: events, header and source
-    name are redacted first, and the commit message is derived from the redacted events.
+    name are redacted first, and the commit message is derived from the redacted events;
+    another tool's conversations (title, source id, every event) too, before
+    :func:`~.branches.write_conversation` writes them a commit per turn.
 
     Args:
         store: the session store.
@@ -107,8 +119,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         done = ImportResult()
         for conv in plan.conversations:
             try:
-                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra,
-                                                                    redactor=redactor)))
+                done.conversations.append((conv, write_conversation(store, _redacted(conv, redactor),
+                                                                    header_extra=extra)))
             except TransferError as exc:  # another writer holds one of its sessions: the others go on
                 done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
         return done
