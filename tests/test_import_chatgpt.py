@@ -238,3 +238,17 @@ def test_a_session_another_writer_holds_is_reported_and_the_rest_imported(gs, gi
     assert r.out.split() == [GREETING] and git("rev-parse", MAIN).strip() == tip
     assert "1 session written, 1 turn, 1 skipped" in r.err
     assert gs("import", str(_export(tmp_path, convs))).out.split() == [MAIN]  # the next run takes it up
+
+
+def test_odd_trees_a_dangling_child_and_a_current_node_with_children(gs, git, tmp_path):
+    convs = _fixture()[1:]
+    convs[0]["mapping"]["b-a1"]["children"] = ["never-exported"]  # passed over, not a refusal
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and r.out.split() == [GREETING], r.err
+    # current_node may sit above the newest message: its line goes on to the newest child.
+    convs = _fixture()[1:]
+    _add(convs[0], "b-u2", "b-a1", "user", "Again", T + 10**7)
+    convs[0]["current_node"] = "b-a1"
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and r.out.split() == [GREETING] and f"{GREETING}: 1 turn new" in r.err
+    assert git("log", "-1", "--format=%s", GREETING).strip() == "turn 2: Again"

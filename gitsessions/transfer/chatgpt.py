@@ -112,8 +112,8 @@ class _Conversation:
             parent, children = node.get("parent"), node.get("children", [])
             if parent is not None and parent not in mapping:
                 raise _Bad(f"{self.at}, node {key!r}: its parent {parent!r} is not in the mapping")
-            if not isinstance(children, list) or any(c not in mapping for c in children if isinstance(c, str)):
-                raise _Bad(f"{self.at}, node {key!r}: \"children\" names nodes that are not in the mapping")
+            if not isinstance(children, list):
+                raise _Bad(f"{self.at}, node {key!r}: \"children\" is {_kind(children)}, not an array")
         self.mapping = mapping
         self.notes: list[str] = []
 
