@@ -252,3 +252,12 @@ def test_odd_trees_a_dangling_child_and_a_current_node_with_children(gs, git, tm
     r = gs("import", str(_export(tmp_path, convs)))
     assert r.code == 0 and r.out.split() == [GREETING] and f"{GREETING}: 1 turn new" in r.err
     assert git("log", "-1", "--format=%s", GREETING).strip() == "turn 2: Again"
+
+
+def test_local_paths_only_with_keep_paths_and_no_as(gs, repo_path, tmp_path):
+    path = _export(tmp_path, _fixture()[1:])
+    r = gs("import", "--as", "mine", str(path))
+    assert r.code == 1 and "--as does not apply to chatgpt conversations" in r.err and not repo_path.exists()
+    assert gs("import", "--keep-paths", str(path)).code == 0
+    with GitStore(repo_path) as store:
+        assert store.load(GREETING).header["cwd"]

@@ -105,8 +105,10 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+#: Other tools whose files hold conversations (a plan's ``conversations``, written a commit per turn).
+TOOLS = (chatgpt.TOOL,)
 #: What ``gs import --from`` names (``auto``: detect from the content).
-FORMATS = ("auto", "gs", "messages", "geekagent", "chatgpt")
+FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
 
 
 def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: str = "auto") -> ImportPlan:
@@ -127,7 +129,7 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
     """
     t = now_ms() if time_ms is None else time_ms
     try:
-        if data.startswith(b"PK\x03\x04") and fmt in ("auto", "chatgpt"):  # a zip: ChatGPT's data export
+        if data.startswith(b"PK\x03\x04") and fmt in ("auto", chatgpt.TOOL):  # a zip: ChatGPT's data export
             data = chatgpt.from_zip(data)
         plan = _read(data, source, t, fmt)
         if fmt not in ("auto", "gs" if plan.kind in ("jsonl", "json") else plan.kind):
@@ -155,8 +157,8 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
             return _read_jsonl(text, source, t)
         raise _Bad(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if isinstance(obj, list):
-        if chatgpt.is_export(obj) or (fmt == "chatgpt" and not obj):
-            return ImportPlan("chatgpt", source, [], conversations=chatgpt.read_export(obj))
+        if chatgpt.is_export(obj) or (fmt == chatgpt.TOOL and not obj):
+            return ImportPlan(chatgpt.TOOL, source, [], conversations=chatgpt.read_export(obj))
         return _read_messages(obj, source, t, model=None)
     if isinstance(obj, dict):
         if obj.get("type") == "session":

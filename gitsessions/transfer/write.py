@@ -17,7 +17,7 @@ from ..redact import Redactor
 from ..rules import check_session_id, commit_message, new_session_id, taken_by
 from ..store import SessionStore
 from .branches import ImportedConversation, Outcome, write_conversation
-from .read import ImportedSession, ImportPlan
+from .read import TOOLS, ImportedSession, ImportPlan
 
 
 @dataclass
@@ -59,10 +59,10 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
         TransferError: ``--as`` with an archive of several sessions, an invalid ``--as``,
             or a plan with nothing to import.
     """
-    if as_id is not None and plan.kind == "chatgpt":
-        raise TransferError(plan.source, "--as does not apply to ChatGPT's export: each conversation's id comes "
+    if as_id is not None and plan.kind in TOOLS:
+        raise TransferError(plan.source, f"--as does not apply to {plan.kind} conversations: each one's id comes "
                             "from its own id (the same on every machine); import without --as")
-    if plan.kind == "chatgpt":
+    if plan.kind in TOOLS:
         if not plan.conversations:
             raise TransferError(plan.source, "it holds no conversation with a prompt")
         return
