@@ -261,3 +261,17 @@ def test_local_paths_only_with_keep_paths_and_no_as(gs, repo_path, tmp_path):
     assert gs("import", "--keep-paths", str(path)).code == 0
     with GitStore(repo_path) as store:
         assert store.load(GREETING).header["cwd"]
+
+
+def test_a_session_continued_in_gs_is_kept_and_chatgpt_growth_forks_from_it(gs, git, tmp_path):
+    convs = _fixture()[1:]
+    assert gs("import", str(_export(tmp_path, convs))).code == 0
+    assert gs("ask", GREETING, "continued in gs").code == 0
+    tip = git("rev-parse", GREETING).strip()
+    assert "nothing new" in gs("import", str(_export(tmp_path, convs))).err
+    _add(convs[0], "b-u2", "b-a1", "user", "Continued in ChatGPT", T + 10**7)
+    r = gs("import", str(_export(tmp_path, convs)))
+    fork = imported_fork_id(GREETING, "b-u2")
+    assert r.code == 0 and r.out.split() == [fork], r.err
+    assert git("rev-parse", GREETING).strip() == tip
+    assert git("merge-base", GREETING, fork).strip() == git("rev-parse", f"{GREETING}~1").strip()
