@@ -275,3 +275,20 @@ def test_a_session_continued_in_gs_is_kept_and_chatgpt_growth_forks_from_it(gs, 
     assert r.code == 0 and r.out.split() == [fork], r.err
     assert git("rev-parse", GREETING).strip() == tip
     assert git("merge-base", GREETING, fork).strip() == git("rev-parse", f"{GREETING}~1").strip()
+
+
+def test_a_damaged_session_with_a_like_name_is_passed_over(gs, git, repo_path, tmp_path):
+    convs = _fixture()[1:]
+    assert gs("import", str(_export(tmp_path, convs))).code == 0
+
+    def plumbing(*args: str, input: str) -> str:
+        return subprocess.run(["git", "-C", str(repo_path), *args], input=input, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    blob = plumbing("hash-object", "-w", "--stdin", input="not a session log\n")
+    tree = plumbing("mktree", input=f"100644 blob {blob}\tsession.jsonl\n")
+    commit = git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit-tree", tree, "-m", "by plain git")
+    git("update-ref", f"refs/heads/{GREETING}-abcdef", commit.strip())
+    _add(convs[0], "b-u2", "b-a1", "user", "Again", T + 10**7)
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and r.out.split() == [GREETING], r.err

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConcurrentUpdate, HookRefused, SessionExists, TransferError
+from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExists, TransferError
 from ..events import Event, make_header
 from ..rules import (
     CommitId,
@@ -98,7 +98,12 @@ def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
     for sid in store.session_ids():
         if not pattern.fullmatch(sid):
             continue
-        snap = store.load(sid)
+        try:
+            snap = store.load(sid)
+        except CorruptSession:  # a damaged session is no line to build on
+            continue
+        except store.unreadable:
+            continue
         if snap.header.get("source") != source:
             continue
         at: dict[int, CommitId] = {}
