@@ -167,6 +167,10 @@ def test_from_chatgpt_refuses_another_format(gs, repo_path, tmp_path):
     (lambda c: c[0]["mapping"]["n-a1"].update(parent="gone"), "node 'n-a1': its parent 'gone' is not in the mapping"),
     (lambda c: c[1].update(current_node="nowhere"), "conversation 1 ('6770ffff"),
     (lambda c: c[1]["mapping"]["b-a1"]["message"]["author"].update(role="robot"), "node 'b-a1': author role 'robot'"),
+    (lambda c: c[1]["mapping"]["b-a1"].update(children=["b-u1"]), "node 'b-a1': the children links form a loop"),
+    (lambda c: c[1]["mapping"]["b-a1"].update(children=[{"id": "x"}], parent=["b-u1"]), "node 'b-a1': its parent"),
+    (lambda c: c[1].update(mapping={"a": {"parent": "b", "children": ["b"]}, "b": {"parent": "a", "children": ["a"]}},
+                           current_node=None), "conversation 1 ('6770ffff"),
 ])
 def test_a_malformed_file_names_where_and_writes_nothing_of_it(gs, git, repo_path, tmp_path, break_it, where):
     convs = _fixture()
@@ -241,6 +245,11 @@ def test_a_session_another_writer_holds_is_reported_and_the_rest_imported(gs, gi
 
 
 def test_odd_trees_a_dangling_child_and_a_current_node_with_children(gs, git, tmp_path):
+    convs = _fixture()[1:]
+    del convs[0]["current_node"]  # the newest line is the session, and the user is told
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and r.out.split() == [GREETING] and "names no current_node" in r.err, r.err
+    git("update-ref", "-d", f"refs/heads/{GREETING}")
     convs = _fixture()[1:]
     convs[0]["mapping"]["b-a1"]["children"] = ["never-exported"]  # passed over, not a refusal
     r = gs("import", str(_export(tmp_path, convs)))

@@ -110,12 +110,25 @@ class _Conversation:
             if not isinstance(node, dict):
                 raise _Bad(f"{self.at}, node {key!r} is {_kind(node)}, not an object")
             parent, children = node.get("parent"), node.get("children", [])
-            if parent is not None and parent not in mapping:
+            if parent is not None and (not isinstance(parent, str) or parent not in mapping):
                 raise _Bad(f"{self.at}, node {key!r}: its parent {parent!r} is not in the mapping")
             if not isinstance(children, list):
                 raise _Bad(f"{self.at}, node {key!r}: \"children\" is {_kind(children)}, not an array")
         self.mapping = mapping
         self.notes: list[str] = []
+
+    def kids(self, key: str) -> list[str]:
+        """The children of node ``key`` that are in the mapping (an export may name some it left out)."""
+        return [c for c in self.mapping[key].get("children") or [] if isinstance(c, str) and c in self.mapping]
+
+    def newest_leaf(self) -> str | None:
+        """The leaf whose message is newest: the conversation as last seen, when ``current_node`` is missing."""
+        def said(key: str) -> float:
+            msg = self.mapping[key].get("message")
+            t = msg.get("create_time") if isinstance(msg, dict) else None
+            return t if isinstance(t, (int, float)) else 0.0
+
+        return max((k for k in self.mapping if not self.kids(k)), key=said, default=None)
 
     def path(self, leaf: str) -> list[str]:
         """The node ids from the root to ``leaf``."""
@@ -130,10 +143,13 @@ class _Conversation:
 
     def leaves(self, current: str) -> list[str]:
         """Every leaf, the one ``current_node`` leads to first (its first child's line when it has children)."""
-        others = [k for k, n in self.mapping.items() if not [c for c in n.get("children") or [] if c in self.mapping]]
-        node = current
-        while kids := [c for c in self.mapping[node].get("children") or [] if c in self.mapping]:
+        others = [k for k in self.mapping if not self.kids(k)]
+        node, seen = current, {current}
+        while kids := self.kids(node):
             node = kids[-1]  # the newest child: ChatGPT shows the last one
+            if node in seen:
+                raise _Bad(f"{self.at}, node {node!r}: the children links form a loop")
+            seen.add(node)
         return [node, *[k for k in others if k != node]]
 
     def messages(self, nodes: list[str]) -> tuple[list[dict], list[int]]:
@@ -187,6 +203,9 @@ def read_export(obj: list) -> list[ImportedConversation]:
     for i, raw in enumerate(obj):
         conv = _Conversation(raw, i)
         current = raw.get("current_node")
+        if current is None:
+            current = conv.newest_leaf()
+            conv.notes.append(f"{conv.at} names no current_node; its newest message's line is the session")
         if not isinstance(current, str) or current not in conv.mapping:
             raise _Bad(f"{conv.at}: \"current_node\" {current!r} is not a node of the mapping")
         branches: list[tuple[str, list[list[Event]]]] = []
