@@ -7,10 +7,8 @@ from here. Where a rule comes from: design.md, "On disk" (ids, subject, trailers
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
-import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NewType, Protocol
@@ -172,6 +170,8 @@ IMPORT_SLUG_MAX = 40
 
 
 def _digest(text: str, digits: int) -> str:
+    import hashlib  # here: every command imports this module, few make an imported id (hashlib costs ~5 ms)
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:digits]
 
 
@@ -189,6 +189,8 @@ def imported_session_id(tool: str, source_id: str, title: str = "") -> SessionId
         source_id: the conversation's id in that tool.
         title: its title, already redacted (the id is stored in ref names and trailers).
     """
+    import unicodedata
+
     ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
     if len(slug) > IMPORT_SLUG_MAX:
