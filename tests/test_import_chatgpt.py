@@ -91,6 +91,9 @@ def test_each_turn_is_a_commit_dated_when_it_was_said_and_branches_are_forks(gs,
     assert ("import/message", True) in kinds  # the hidden user context: kept, never sent
     hidden = next(e for e in snap.events if e.type == "import/message")
     assert "Be brief." in hidden.data["content"]
+    thoughts = [e.data for e in snap.events if e.data.get("name") == "assistant thoughts"]
+    assert thoughts and "safe_load is the usual answer" in thoughts[0]["content"]  # kept, not said
+    assert not any("usual answer" in str(e.data) for e in snap.events if e.type == "assistant/message")
     prompts = [e.data["content"] for e in snap.events if e.type == "user/message"]
     assert "[image 812x430 file-service://file-7Qm2exampleAsset: not imported]" in prompts[2]
     calls = [e.data for e in snap.events if e.type == "tool/result"]

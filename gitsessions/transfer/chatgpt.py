@@ -8,8 +8,9 @@ conversation as last seen) comes first and becomes the session, the others its f
 What becomes what:
 
 - ``message: null`` nodes and blank system messages are skipped; messages hidden from the
-  conversation (``metadata.is_visually_hidden_from_conversation``) are kept as ignorable
-  system messages (stored, never sent to the model).
+  conversation (``metadata.is_visually_hidden_from_conversation``) and the model's thoughts
+  and context notes (``thoughts``, ``reasoning_recap``, ``*_editable_context``) are kept
+  as ignorable system messages (stored, never sent to the model).
 - An assistant message to a tool (``recipient`` other than ``all``) is a tool call, the
   next ``tool`` message of that name its result; a tool message that answers no call is
   kept aside.
@@ -33,6 +34,8 @@ TOOL = "chatgpt"
 #: The one file of the export that holds conversations.
 CONVERSATIONS = "conversations.json"
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+#: Content types that are the model's own notes or context, not what it said: kept aside.
+_ASIDE = ("thoughts", "reasoning_recap", "model_editable_context", "user_editable_context")
 
 
 def is_export(obj: Any) -> bool:
@@ -87,6 +90,10 @@ def _text(content: Any, at: str) -> str:
         quoted = [content[k] for k in ("title", "url") if isinstance(content.get(k), str)]
         return "\n".join([*quoted, content["text"]])
     strings = [v for k, v in content.items() if k != "content_type" and isinstance(v, str) and v.strip()]
+    for value in content.values():  # o-series thoughts: [{"summary", "content"}]
+        if isinstance(value, list):
+            strings += [t[k] for t in value if isinstance(t, dict) for k in ("summary", "content")
+                        if isinstance(t.get(k), str)]
     return "\n".join(strings) or f"[{content.get('content_type') or 'content'} not imported]"
 
 
@@ -176,8 +183,10 @@ class _Conversation:
             recipient = msg.get("recipient")
             if role == "system" and not text.strip():
                 continue
-            if meta.get("is_visually_hidden_from_conversation") and role != "tool":
-                out = {"role": "system", "content": text, "name": f"hidden {role} message"}
+            kind = msg["content"].get("content_type")
+            if role != "tool" and (meta.get("is_visually_hidden_from_conversation") or kind in _ASIDE):
+                why = f"{role} {kind}" if kind in _ASIDE else f"hidden {role} message"
+                out = {"role": "system", "content": text, "name": why}
             elif role == "assistant" and isinstance(recipient, str) and recipient != "all":
                 name = _TOOL_NAME.sub("_", recipient)
                 calls[name] = str(msg.get("id") or key)
