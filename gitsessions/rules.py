@@ -334,7 +334,7 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
     nothing here can bring a secret back into history.
 
     Subjects (design.md): a turn ``turn N: <first line of the prompt>``, else ``title: T``,
-    ``undo: turn N`` or ``save: <event types>``; an import ``import: <source>``; a fork
+    ``system prompt: S``, ``undo: turn N`` or ``save: <event types>``; an import ``import: <source>``; a fork
     ``fork: <id> from <source or session> at <short commit>[ (<why>)]``. Trailers: see
     :class:`Trailers` (a fork adds no events, so it has no ``Events`` and no ``Model``).
 
@@ -378,8 +378,8 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
             first, prompt = prompts[0]
             numbers = f"turn {first}" if prompts[-1][0] == first else f"turns {first}-{prompts[-1][0]}"
             subject = f"{numbers}: " + (prompt.strip().split("\n", 1)[0] or "(empty prompt)")
-        elif any(e.type == "session/title" for e in new):
-            subject = "title: " + title
+        elif named := next((e.type for e in new if e.type in ("session/title", "session/system")), None):
+            subject = f"title: {title}" if named == "session/title" else f"system prompt: {log.system or '(none)'}"
         elif any(e.type == "session/undo" for e in new):
             subject = "undo: turn " + ", ".join(str(e.data.get("turn")) for e in new if e.type == "session/undo")
         else:

@@ -265,6 +265,20 @@ class Session:
         assert commit is not None  # an event is pending
         return commit
 
+    def set_system(self, text: str) -> str | None:
+        """Save ``text`` as the system prompt (a ``session/system`` event; ``""`` removes it); commit it.
+
+        What the model sees is derived from the log (design.md): the request of this turn and
+        of every later one, from here or from a fork, begins with it.
+
+        Returns:
+            The commit, or None when ``text`` (redacted) is the system prompt already.
+        """
+        content = self.redactor.text(text) if self.redactor is not None else text
+        if content.strip() == derived(self.events).system.strip():
+            return None
+        return self._save_one("session/system", {"content": text})
+
     def _save_one(self, type: str, data: dict[str, Any]) -> str | None:
         """Append one event outside a turn (a title, an undo) and commit it at once.
 

@@ -20,6 +20,7 @@ from ..store.privacy import PRIVATE_UMASK
 from . import background
 from .common import Context, err
 from .help import Command, Group, choose, enum_of, plain_message
+from .output import Output
 
 #: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
 #: EX_SOFTWARE of sysexits(3). The others: 0 success, 1 a failure the user can act on
@@ -58,10 +59,13 @@ def _root(
     repo: Annotated[Path | None, typer.Option(
         "--repo", metavar="PATH", help="Session repo path (default: $GS_REPO, config, platform data dir).")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colour or styles (also NO_COLOR=1).")] = False,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="Never page long output.")] = False,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
-    ctx.obj = Context(repo=repo, debug=debug or bool(os.environ.get("GS_DEBUG")))
+    ctx.obj = Context(repo=repo, debug=debug or bool(os.environ.get("GS_DEBUG")),
+                      output=Output(no_color=no_color, no_pager=no_pager))
     ctx.call_on_close(ctx.obj.print_warnings)  # also when the command fails
 
 

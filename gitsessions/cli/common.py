@@ -23,6 +23,7 @@ from ..store.hooks import CommitHooks
 from ..store.lock import LockWait
 from .background import take_failures
 from .help import Command
+from .output import Output
 
 #: How long a bare ``--wait`` waits for another writer of the session (seconds).
 DEFAULT_WAIT_S = 60.0
@@ -54,6 +55,8 @@ class Context:
 
     repo: Path | None = None
     debug: bool = False
+    #: How output looks: colour, the pager (``--no-color``, ``--no-pager``).
+    output: Output = field(default_factory=Output)
     _config: Config | None = None
     _redactor: Redactor | None = None
     #: Warnings for the user collected during this run (a failed post-commit hook, a turn
