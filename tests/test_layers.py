@@ -65,6 +65,7 @@ MODULES = {
     "gitsessions.events": "model",
     "gitsessions.transcript": "model",
     "gitsessions.rules": "model",
+    "gitsessions.commitmsg": "model",
     "gitsessions.turns": "model",
     "gitsessions.text": "model",
     "gitsessions.redact": "model",

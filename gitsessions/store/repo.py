@@ -175,7 +175,8 @@ def clear_stale_lock(lockfile: str | bytes) -> None:
         pass
 
 
-def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str], message: bytes) -> Commit:
+def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str], message: bytes,
+                 author_time: int | None = None) -> Commit:
     """Build, check and store a commit object made now (author = committer = ``identity``).
 
     Args:
@@ -184,6 +185,8 @@ def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str]
         tree: the commit's tree.
         parents: parent commit ids (hex).
         message: the encoded message.
+        author_time: the author date, epoch seconds (an imported turn's original time, so
+            ``git log`` shows when it was said); None: now. The committer date is always now.
 
     Returns:
         The stored commit.
@@ -193,8 +196,10 @@ def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str]
     commit.tree = tree
     commit.parents = [ObjectID(p.encode("ascii")) for p in parents]
     commit.author = commit.committer = identity
-    commit.author_time = commit.commit_time = now
-    commit.author_timezone = commit.commit_timezone = time.localtime(now).tm_gmtoff
+    commit.commit_time = now
+    commit.commit_timezone = time.localtime(now).tm_gmtoff
+    commit.author_time = now if author_time is None else author_time
+    commit.author_timezone = time.localtime(commit.author_time).tm_gmtoff
     commit.message = message
     commit.check()  # dulwich writes malformed objects without complaint
     add_object(repo, commit)
