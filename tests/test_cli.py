@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from fakeapi import drop, error, text, tool_calls, validate_messages
 
 
@@ -366,3 +367,12 @@ def test_piped_chat_exits_1_when_a_turn_failed(gs, fake_api):
     r = gs("chat", "p", input="first\nsecond\n")
     assert r.code == 1
     assert "context too long" in r.out and "echo: second" in r.out
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_a_piped_chat_closes_its_reader_of_stdin_when_it_ends(gs):
+    """Not whenever the garbage collector finds it: by then stdin is closed, and detaching it failed."""
+    import gc
+
+    assert gs("chat", "work", input="hello\n/exit\nnever read\n").code == 0
+    gc.collect()

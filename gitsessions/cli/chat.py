@@ -170,8 +170,9 @@ def chat(
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
-            with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext():
-                repl.run()
+            with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
+                    contextlib.closing(lines) if not interactive else contextlib.nullcontext():
+                repl.run()  # a pipe's reader is closed (sys.stdin detached) here, not whenever it is collected
         pack_in_background(store)
         push_in_background(c, store)
         saved = [s for s in repl.visited if store.tip(s)]
