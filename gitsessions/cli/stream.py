@@ -36,10 +36,12 @@ TOOL_CHARS = 120
 #: Shortest time between two redraws of the block being written, seconds: rendering it for
 #: every token would fall behind a fast model (a 50-line code block streamed in 4-character
 #: chunks took 7 s of highlighting); its text is kept, and printed whole when the block is
-#: done. A redraw that took long waits REDRAW_FACTOR times as long before the next, so
-#: drawing stays a small share of the time however large the block grows.
+#: done. A redraw that took long waits REDRAW_FACTOR times as long before the next (at most
+#: REDRAW_MAX_S, and not after the first, which loads rich and pygments), so drawing stays a
+#: small share of the time however large the block grows.
 REDRAW_S = 0.05
 REDRAW_FACTOR = 4
+REDRAW_MAX_S = 0.5
 #: A fenced code block's opening line (CommonMark: up to 3 spaces, 3+ backticks or tildes).
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[^\n]*\n")
 
@@ -180,7 +182,8 @@ class RenderedReply(ReplyView):
                 if self._text.strip() else _NOTHING
             self._live.update(tail, refresh=True)  # (rich draws what it last refreshed under what is printed)
             self._print(*done)  # above the live region, in the same synchronized write
-        self._next_draw = now + max(REDRAW_S, REDRAW_FACTOR * (time.monotonic() - now))
+        took = time.monotonic() - now if self._next_draw else 0.0
+        self._next_draw = now + min(REDRAW_MAX_S, max(REDRAW_S, REDRAW_FACTOR * took))
 
     def _in_open_fence(self) -> bool:
         """True while the block being written is a code fence not closed yet.
