@@ -55,7 +55,6 @@ def _add(conv: dict, node_id: str, parent: str, role: str, text: str, t: float) 
 
 
 def test_each_turn_is_a_commit_dated_when_it_was_said_and_branches_are_forks(gs, git, repo_path):
-    started = int(time.time())
     r = gs("import", str(FIXTURE))
     assert r.code == 0, r.err
     assert sorted(r.out.split()) == sorted([MAIN, EDITED, REGENERATED, GREETING])
@@ -69,7 +68,9 @@ def test_each_turn_is_a_commit_dated_when_it_was_said_and_branches_are_forks(gs,
         "turn 1: How do I parse YAML in Python?",
         f"import: chatgpt {YAML_ID}",
     ]
-    assert all(int(ct) >= started - 1 for ct in git("log", "--format=%ct", MAIN).split())  # committed now
+    # Committed as said too, in UTC: the same import elsewhere makes the same commits.
+    assert git("log", "--format=%ct %ai", MAIN).split("\n")[0] == f"{T + 300} " + time.strftime(
+        "%Y-%m-%d %H:%M:%S +0000", time.gmtime(T + 300))
     assert f"Imported-From: chatgpt {YAML_ID}" in git("log", "-1", "--format=%B", MAIN)
     # Both alternatives leave the session after turn 1, as in ChatGPT's tree.
     turn1 = git("rev-parse", f"{MAIN}~2").strip()
@@ -99,6 +100,17 @@ def test_each_turn_is_a_commit_dated_when_it_was_said_and_branches_are_forks(gs,
     calls = [e.data for e in snap.events if e.type == "tool/result"]
     assert calls == [{"id": "n-a3", "name": "python", "content": "ok", "is_error": False}]
     assert [e.data["content"] for e in edited.events if e.type == "user/message"][-1] == "And how do I write it back?"
+
+
+def test_the_same_export_imported_on_two_machines_makes_the_same_commits(gs, git, tmp_path):
+    """So that a sync between them finds the sessions equal, not each one made on both machines."""
+    assert gs("import", str(FIXTURE)).code == 0
+    other = tmp_path / "other.git"
+    time.sleep(1.1)  # another second: a date taken from the clock would differ
+    assert gs("--repo", str(other), "import", str(FIXTURE)).code == 0
+    theirs = subprocess.run(["git", "-C", str(other), "for-each-ref", "--format=%(refname) %(objectname)",
+                             "refs/heads/"], capture_output=True, text=True, check=True).stdout
+    assert theirs == git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/")
 
 
 def test_the_same_import_again_writes_nothing(gs, git):

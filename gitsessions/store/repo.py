@@ -186,20 +186,22 @@ def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str]
         parents: parent commit ids (hex).
         message: the encoded message.
         author_time: the author date, epoch seconds (an imported turn's original time, so
-            ``git log`` shows when it was said); None: now. The committer date is always now.
+            ``git log`` shows when it was said); None: now. When given it is the committer
+            date too, both in UTC: the same import on two machines makes the same commits, so
+            a sync finds them equal instead of two sessions made on both (as ``git
+            fast-import`` takes both dates from the source).
 
     Returns:
         The stored commit.
     """
-    now = int(time.time())
+    when = int(time.time()) if author_time is None else author_time
+    tz = time.localtime(when).tm_gmtoff if author_time is None else 0
     commit = Commit()
     commit.tree = tree
     commit.parents = [ObjectID(p.encode("ascii")) for p in parents]
     commit.author = commit.committer = identity
-    commit.commit_time = now
-    commit.commit_timezone = time.localtime(now).tm_gmtoff
-    commit.author_time = now if author_time is None else author_time
-    commit.author_timezone = time.localtime(commit.author_time).tm_gmtoff
+    commit.commit_time = commit.author_time = when
+    commit.commit_timezone = commit.author_timezone = tz
     commit.message = message
     commit.check()  # dulwich writes malformed objects without complaint
     add_object(repo, commit)
