@@ -201,3 +201,14 @@ def test_which_words_name_a_session(gs, repo_path):
                                                          "nope", "nope~1", "work~9", "what's 2^3?", "ada@example.com")}
     assert named == {"work": True, "work~1": True, "work^": True, "work@{1}": True, "@{1}": True, "Work": False,
                      "nope": False, "nope~1": False, "work~9": False, "what's 2^3?": False, "ada@example.com": False}
+
+
+def test_a_session_with_nothing_piped_is_a_missing_prompt_not_a_prompt(gs, fake_api):
+    """``echo | gs ask work`` (an empty diff piped in, a forgotten prompt) sent "work" to a new session."""
+    assert gs("ask", "work", "hi").code == 0
+    for piped in ("\n", "", "  \n\n"):
+        r = gs("ask", "work", input=piped)
+        assert r.code == 2, (piped, r.err)
+        assert "'work' is a session and nothing came in on stdin" in r.err and 'gs ask work "..."' in r.err
+    assert [s["id"] for s in gs("list", "--json").json()] == ["work"]  # no session made of its name
+    assert len(fake_api.requests) == 1

@@ -7,7 +7,8 @@ The rules are ``llm``'s, whose users pipe files in all the time (``cat notes.md 
   argument and the stdin text are joined by a blank line; trailing newlines are trimmed.
 - the first word names the session when it is an existing session or a revision of one;
   with two words the first is the session even when it is new (``gs ask work "hi"``
-  creates ``work``), as it always was; with one word and no stdin that word is the prompt.
+  creates ``work``), as it always was; with one word and no stdin that word is the prompt,
+  unless it names a session (then the prompt is missing: an empty pipe, a forgotten prompt).
 - ``--new``: every word is prompt, in a new session.
 - each ``--attach FILE`` is inlined after the rest, under its name, in a code fence, and
   counts as piped text (``gs ask -a f.py work`` sends it in session ``work``); a file that
@@ -68,8 +69,11 @@ def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: 
         return AskWords(None, " ".join(words) if words else None)
     first, rest = words[0], list(words[1:])
     if not rest:
-        if piped and names_session(first):
-            return AskWords(first, None)  # echo hi | gs ask work
+        if names_session(first):
+            if piped:
+                return AskWords(first, None)  # echo hi | gs ask work
+            raise typer.BadParameter(f"{first!r} is a session and nothing came in on stdin: give the PROMPT "
+                                     f"after it (gs ask {first} \"...\"), or pipe text in")
         return AskWords(None, first)
     if len(rest) == 1 or names_session(first):
         return AskWords(first, " ".join(rest))
