@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 import zipfile
 from typing import Any
 
@@ -84,8 +85,10 @@ def _text(content: Any, at: str) -> str:
     parts = content.get("parts")
     if isinstance(parts, list):  # the words first (a commit subject shows them), then what was attached
         texts = [_part(p) for p in parts]
-        return "\n".join([t for p, t in zip(parts, texts, strict=True) if t and isinstance(p, str)]
-                         + [t for p, t in zip(parts, texts, strict=True) if t and not isinstance(p, str)])
+        joined = "\n".join([t for p, t in zip(parts, texts, strict=True) if t and isinstance(p, str)]
+                            + [t for p, t in zip(parts, texts, strict=True) if t and not isinstance(p, str)])
+        if joined or content.get("content_type") not in _ASIDE:
+            return joined  # (thoughts come with "parts": [] beside what they hold)
     if isinstance(content.get("text"), str):  # code, execution_output, tether_quote
         quoted = [content[k] for k in ("title", "url") if isinstance(content.get(k), str)]
         return "\n".join([*quoted, content["text"]])
@@ -109,7 +112,8 @@ class _Conversation:
             raise _Bad(f"{self.at} has no \"id\" or \"conversation_id\"")
         self.cid = cid
         self.title: str = conv["title"] if isinstance(conv.get("title"), str) else ""
-        self.created = _ms(conv.get("create_time"), 0)
+        # A conversation without times is dated by its last update, else now (never 1970).
+        self.created = _ms(conv.get("create_time"), _ms(conv.get("update_time"), int(time.time() * 1000)))
         mapping = conv.get("mapping")
         if not isinstance(mapping, dict) or not mapping:
             raise _Bad(f"{self.at}: \"mapping\" is {_kind(mapping)}, not an object of message nodes")
