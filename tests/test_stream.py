@@ -118,3 +118,20 @@ def test_a_turn_that_fails_midway_closes_its_rendered_reply_and_the_next_one_ren
              new_header=lambda sid: make_header(sid, created=1), reply=lambda: RenderedReply(console)).run()
     assert "error: the disk went away\n" in written  # the chat went on to the second prompt
     assert nonblank(out.getvalue()) == ["Half a reply", "Whole reply."]
+
+
+def test_a_long_list_is_parsed_a_bounded_number_of_times_not_once_a_line(monkeypatch):
+    """Parsing the block being written costs its size: once a line made a long list quadratic."""
+    import gitsessions.cli.stream as stream
+
+    calls: list[int] = []
+    real = stream.blocks
+    monkeypatch.setattr(stream, "blocks", lambda text: calls.append(len(text)) or real(text))  # counted, not changed
+    reply = "".join(f"- item {i}\n" for i in range(2000)) + "\nThe end.\n"
+    out = io.StringIO()
+    view = RenderedReply(make_console(out, color=False, width=60))
+    for i in range(0, len(reply), 7):
+        view.text(reply[i:i + 7])
+    view.end()
+    assert nonblank(out.getvalue()) == nonblank(render_at_once(reply))
+    assert len(calls) < 100 and sum(calls) < 20 * len(reply), (len(calls), sum(calls))

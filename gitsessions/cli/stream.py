@@ -42,6 +42,10 @@ TOOL_CHARS = 120
 REDRAW_S = 0.05
 REDRAW_FACTOR = 4
 REDRAW_MAX_S = 0.5
+#: The block being written is parsed again (O(its size)) once it gained this share of the
+#: lines it had (and at least one): a long list or table costs linear time in all, and its
+#: end is seen within an eighth of its length.
+PARSE_SHARE = 8
 #: A fenced code block's opening line (CommonMark: up to 3 spaces, 3+ backticks or tildes).
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[^\n]*\n")
 
@@ -158,6 +162,7 @@ class RenderedReply(ReplyView):
         self._next_draw = 0.0  # time.monotonic() after which the block being written is drawn again
         self._scanned = 0  # of a code fence being written: how far its lines were looked at...
         self._closed = False  # ...and whether its closing fence came
+        self._lines = self._new_lines = 0  # lines of the block being written; those since it was parsed
         self._live = Live(Text("…", style="dim"), console=console, auto_refresh=False, transient=True,
                           redirect_stdout=False, redirect_stderr=False, vertical_overflow="visible")
         self._live.start(refresh=True)
@@ -165,14 +170,19 @@ class RenderedReply(ReplyView):
     def text(self, chunk: str) -> None:
         """Add ``chunk``: print the blocks it completes, redraw the one being written (see REDRAW_S).
 
-        A block can only be done once a line ends, so the text is parsed again only then.
+        A block can only be done once a line ends, so the text is parsed again only then, and
+        only once enough lines came (PARSE_SHARE); an open code fence only at its closing fence.
         """
         self._text += terminal_safe(chunk)
         done: list[str] = []
-        if "\n" in chunk and not self._in_open_fence():
+        ended = chunk.count("\n")
+        self._lines, self._new_lines = self._lines + ended, self._new_lines + ended
+        if ended and self._new_lines >= max(1, self._lines // PARSE_SHARE) and not self._in_open_fence():
             done, offset = blocks(self._text)
+            self._new_lines = 0
             if offset:
                 self._text, self._scanned, self._closed = self._text[offset:], 0, False
+                self._lines = self._text.count("\n")
         now = time.monotonic()
         if not done and now < self._next_draw:
             return
