@@ -81,6 +81,30 @@ def test_a_bracketed_paste_of_several_lines_is_one_prompt(fake_api, spawn_chat):
     assert _sent(fake_api) == ["look: def f():\n    return 1\n ok?"]
 
 
+def test_a_paste_and_alt_enter_while_a_reply_streams_stay_one_draft(fake_api, spawn_chat):
+    """Between prompts the terminal is in its usual mode, where Enter becomes a line feed and a
+    paste arrives unmarked unless the chat asks for marks: each line was sent on its own."""
+    fake_api.script(text("a slow reply, word by word", chunk_size=3, delay=0.15),
+                    text("another slow one, word by word", chunk_size=3, delay=0.15))
+    child = spawn_chat()
+    child.send("first\r")
+    child.expect_exact("\x1b[?2004h")  # the chat asks the terminal to mark a paste while it streams
+    child.send(PASTE_START + "pasteA\rpasteB\rpasteC" + PASTE_END)  # as a terminal sends it, marked
+    child.expect_exact("word by word")
+    child.expect(PROMPT)
+    child.send("\r")
+    child.expect_exact("another slow")
+    child.send("draft one" + ALT_ENTER + "draft two")  # typed while the second reply streams
+    child.expect_exact("word by word")
+    child.expect(PROMPT)
+    child.send("\r")
+    child.expect_exact("echo: draft one")
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    assert finish(child) and child.exitstatus == 0
+    assert _sent(fake_api) == ["first", "pasteA\npasteB\npasteC", "draft one\ndraft two"]
+
+
 UP = "\x1b[A"
 
 

@@ -238,6 +238,7 @@ def _send_on_enter() -> Any:
         event.current_buffer.validate_and_handle()
 
     @kb.add("escape", "enter")
+    @kb.add("escape", "c-j")  # the same keys typed while a reply streams: the terminal made Enter a line feed
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
 

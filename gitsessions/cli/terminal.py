@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import termios
 from collections.abc import Iterator
 from typing import Any
@@ -59,6 +60,7 @@ class ReplyKeys:
         try:
             yield self
         finally:
+            _bracketed_paste(False)
             signal.signal(signal.SIGINT, old_handler)
             with contextlib.suppress(termios.error):  # the terminal may be gone (hang-up)
                 termios.tcsetattr(fd, termios.TCSANOW, old_mode)
@@ -93,6 +95,7 @@ class ReplyKeys:
         if any(k.key == Keys.ControlC for k in keys):
             self.pending = True
         store_typeahead(input, [k for k in keys if k.key != Keys.ControlC])
+        _bracketed_paste(True)  # prompt_toolkit turned it off: a paste during the reply stays one prompt
 
     def guard(self, provider: Any) -> _Guarded:
         """Wrap ``provider`` so that each request it streams can be cancelled by Ctrl+C."""
@@ -130,6 +133,17 @@ class _Guarded:
     def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[Any]:
         """Stream as the wrapped provider does (see :meth:`ReplyKeys.stream`)."""
         return self._keys.stream(self._provider, messages, tools)
+
+
+def _bracketed_paste(on: bool) -> None:
+    """Ask the terminal to mark pasted text (``ESC [200~ ... ESC [201~``), or to stop.
+
+    Between prompts, a paste of several lines would otherwise reach the next prompt as lines,
+    each one sent by its newline; marked, prompt_toolkit reads it as one paste.
+    """
+    with contextlib.suppress(OSError, ValueError):  # no terminal left (a hang-up)
+        sys.stdout.write("\x1b[?2004h" if on else "\x1b[?2004l")
+        sys.stdout.flush()
 
 
 def _read_waiting(fd: int) -> bytes:
