@@ -212,3 +212,16 @@ def test_a_session_with_nothing_piped_is_a_missing_prompt_not_a_prompt(gs, fake_
         assert "'work' is a session and nothing came in on stdin" in r.err and 'gs ask work "..."' in r.err
     assert [s["id"] for s in gs("list", "--json").json()] == ["work"]  # no session made of its name
     assert len(fake_api.requests) == 1
+
+
+def test_a_closed_stdin_reads_as_empty(gs_env, fake_api):
+    """``gs ask hi <&-`` was an internal error (exit 70): Python gives no sys.stdin at all then."""
+    import os
+    import subprocess
+
+    from conftest import GS
+
+    proc = subprocess.run([*GS, "ask", "hi"], preexec_fn=lambda: os.close(0), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "echo: hi\n"

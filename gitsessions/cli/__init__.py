@@ -336,6 +336,8 @@ def main() -> None:
     # Most commands live well under a second and make little cyclic garbage, while the
     # cyclic collector costs ~10% of importing the model SDK; `gs chat` turns it back on.
     gc.disable()
+    if sys.stdin is None:  # started with stdin closed (gs ask hi <&-): it reads as empty, as /dev/null
+        sys.stdin = open(os.devnull)  # noqa: SIM115 (open for the whole process)
     status = run()
     # The interpreter's exit runs one last collection over every object the imports made
     # (tens of ms after importing the model SDK); frozen objects are left to the OS.
