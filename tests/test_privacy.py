@@ -110,3 +110,33 @@ def test_nothing_executable_arrives_from_a_remote(gs, tmp_path, repo_path):
     hooks = other / "hooks"
     assert not [p.name for p in hooks.iterdir() if os.access(p, os.X_OK)] if hooks.is_dir() else True
     assert find(other, "-perm", "/077") == []  # a clone is as private as a new repo
+
+
+def test_doctor_fix_mends_what_it_can_and_names_what_it_cannot(gs, repo_path, tmp_path):
+    import shutil
+
+    if shutil.which("chattr") is None:
+        pytest.skip("no chattr here to make a file that even its owner cannot chmod")
+    assert gs("ask", "work", "one").code == 0
+    subprocess.run(["chmod", "-R", "go+rX", str(repo_path)], check=True)
+    stuck = repo_path / "description"
+    if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode != 0:
+        pytest.skip("this file system has no immutable files")
+    try:
+        r = gs("doctor", "--fix")
+        assert r.code == 1, r.out + r.err
+        assert f"problem: could not change {stuck}" in r.out and "Traceback" not in r.err
+        assert find(repo_path, "-perm", "/077") == [str(stuck)]  # everything else was mended
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], check=True)
+
+
+def test_a_sharing_mode_git_refuses_is_refused_before_anything_is_written(gs, repo_path, git):
+    assert gs("ask", "work", "one").code == 0
+    git("config", "core.sharedRepository", "0006")
+    before = find(repo_path)
+    r = gs("ask", "work", "two")
+    assert r.code == 1
+    assert "core.sharedRepository=0006 leaves the owner unable to read and write" in r.err
+    assert find(repo_path) == before  # not even a journal
+    assert find(repo_path, "-perm", "/077") == []

@@ -70,7 +70,11 @@ def doctor(
     if not found.paths:
         print(f"ok: the session repo {path} is {whom}" if path.exists() else f"ok: no session repo at {path} yet")
     elif fix:
-        print(f"fixed: {privacy.make_private(found)} files and folders under {path}; the repo is {whom}")
+        changed, failed = privacy.make_private(found)
+        print(f"fixed: {changed} files and folders under {path}" + ("" if failed else f"; the repo is {whom}"))
+        for where, why in failed:
+            problems += 1
+            print(f"problem: could not change {where} ({why}); its owner can, or copy the repo to a place of yours")
     else:
         problems += 1
         print(f"problem: other accounts can read {len(found.paths)} files and folders under {path} "
@@ -79,8 +83,12 @@ def doctor(
     if not key_file_exposed(config):
         print(f"ok: {config.path} holds no API key others can read")
     elif fix:
-        os.chmod(config.path, config.path.stat().st_mode & 0o700)
-        print(f"fixed: {config.path} (it holds an API key) is readable by you alone")
+        try:
+            os.chmod(config.path, config.path.stat().st_mode & 0o700)
+            print(f"fixed: {config.path} (it holds an API key) is readable by you alone")
+        except OSError as exc:
+            problems += 1
+            print(f"problem: could not change {config.path} ({exc.strerror or exc}); chmod 600 it as its owner")
     else:
         problems += 1
         print(f"problem: {config.path} holds an API key and other accounts can read it; "

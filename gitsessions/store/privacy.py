@@ -30,15 +30,26 @@ def sharing(repo_path: Path) -> SharedPerm | None:
     """Return the repo's ``core.sharedRepository`` as dulwich parses it (None: not shared).
 
     A repo not created yet, or whose config cannot be read, is not shared.
+
+    Raises:
+        RepoError: a mode that leaves the owner unable to read and write (``0006``), which git
+            refuses too ("the owner of files must always have read and write permissions").
     """
     from dulwich.config import ConfigFile
     from dulwich.repo import parse_shared_repository
+
+    from ..errors import RepoError
 
     try:
         value = ConfigFile.from_path(str(repo_path / "config")).get((b"core",), b"sharedRepository")
     except (KeyError, OSError, ValueError):
         return None
-    return parse_shared_repository(value)
+    perm = parse_shared_repository(value)
+    if perm is not None and perm.replace and perm.tweak & 0o600 != 0o600:
+        raise RepoError(str(repo_path), f"its core.sharedRepository={value.decode(errors='replace')} leaves "
+                        "the owner unable to read and write (git refuses it too); set one git accepts: "
+                        "git config core.sharedRepository group")
+    return perm
 
 
 def allowed_bits(perm: SharedPerm | None) -> int:
@@ -53,9 +64,17 @@ def allowed_bits(perm: SharedPerm | None) -> int:
 
 
 def new_file_mode(mode: int = 0o666) -> int:
-    """The mode ``os.open(path, flags, mode)`` gives a new file under this process's umask."""
-    umask = os.umask(0o077)
-    os.umask(umask)
+    """The mode ``os.open(path, flags, mode)`` gives a new file under this process's umask.
+
+    Read from ``/proc/self/status`` where there is one: setting the umask to read it back
+    would change it for every thread meanwhile (a file another thread makes then gets it).
+    """
+    try:
+        with open("/proc/self/status", "rb") as f:
+            umask = next(int(line.split()[1], 8) for line in f if line.startswith(b"Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0o077)
+        os.umask(umask)
     return mode & ~umask
 
 
@@ -130,21 +149,24 @@ def tighten_packs(repo: Repo) -> None:
                          allowed_bits(store.shared_perm)))
 
 
-def make_private(found: Exposed) -> int:
+def make_private(found: Exposed) -> tuple[int, list[tuple[Path, str]]]:
     """Take from each of ``found.paths`` the group and other bits its sharing does not allow.
 
-    Returns:
-        How many paths were changed.
+    A path that cannot be changed (another account's file, a read-only disk) is passed over
+    and named, with why; the others are changed all the same.
 
-    Raises:
-        OSError: a path could not be changed (another owner's file, a read-only disk).
+    Returns:
+        ``(changed, failed)``: how many paths were changed, and ``(path, reason)`` of each not.
     """
-    changed = 0
+    changed, failed = 0, []
     for path in found.paths:
-        mode = stat.S_IMODE(os.lstat(path).st_mode)
-        os.chmod(path, mode & ~(0o077 & ~found.allowed))
-        changed += 1
-    return changed
+        try:
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+            os.chmod(path, mode & ~(0o077 & ~found.allowed))
+            changed += 1
+        except OSError as exc:
+            failed.append((path, exc.strerror or str(exc)))
+    return changed, failed
 
 
 def fix_advice(repo_path: Path, perm: SharedPerm | None) -> str:
