@@ -20,6 +20,7 @@ Titles are left out of the matching: a conversation renamed in its tool is the s
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,8 +138,10 @@ class _Writer:
     def _commit(self, line: _Line, chunks: list[list[Event]], flat: list[Event], start: int) -> None:
         """Append ``chunks[start:]`` to ``line``, a commit each, dated when each turn began."""
         done = sum(len(c) for c in chunks[:start])
+        so_far = flat[:done]  # one growing list: commit_message derives only what each turn adds to it
         for chunk in chunks[start:]:
-            message = commit_message(line.session_id, flat[:done + len(chunk)], done, lineage=line.lineage,
+            so_far += chunk
+            message = commit_message(line.session_id, so_far, done, lineage=line.lineage,
                                      source=self.subject_source)
             line.tip = self.store.append(line.session_id, chunk, message, expected_tip=line.tip,
                                          author_time=chunk[0].time // 1000)
@@ -159,7 +162,7 @@ class _Writer:
     def branch(self, key: str, chunks: list[list[Event]], first: bool) -> Outcome:
         """Write one branch where it belongs; return ``(session, what, turns added)``."""
         flat = [ev for chunk in chunks for ev in chunk]
-        ends = [sum(len(c) for c in chunks[:j + 1]) for j in range(len(chunks))]
+        ends = list(itertools.accumulate(len(c) for c in chunks))
         best: tuple[int, bool, _Line] | None = None
         for line in self.lines:
             shared = _shared(flat, line.events)
