@@ -316,3 +316,22 @@ def test_a_damaged_session_with_a_like_name_is_passed_over(gs, git, repo_path, t
     _add(convs[0], "b-u2", "b-a1", "user", "Again", T + 10**7)
     r = gs("import", str(_export(tmp_path, convs)))
     assert r.code == 0 and r.out.split() == [GREETING], r.err
+
+
+def test_times_no_commit_can_hold_and_thoughts_with_empty_parts(gs, git, tmp_path):
+    """A negative or huge create_time fell into git's badDateOverflow or an internal error; a
+    conversation without times was dated 1970; thoughts beside an empty "parts" lost their text."""
+    convs = _fixture()[:1]
+    conv = convs[0]
+    conv["create_time"], conv["update_time"] = -5, 1_700_000_000
+    leaf = conv["current_node"]
+    _add(conv, "late", leaf, "user", "a prompt from far ahead", 1e300)
+    _add(conv, "th", "late", "assistant", "", 1_700_000_100)
+    conv["mapping"]["th"]["message"]["content"] = {"content_type": "thoughts", "parts": [],
+                                                   "thoughts": [{"summary": "s", "content": "thinking here"}]}
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0, r.err
+    git("fsck", "--strict")
+    dates = [int(t) for t in git("log", "--format=%at", MAIN).split()]
+    assert all(1_600_000_000 < t < 2**32 for t in dates), dates
+    assert "thinking here" in gs("export", MAIN, "-f", "jsonl").out

@@ -193,7 +193,12 @@ def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str]
 
     Returns:
         The stored commit.
+
+    Raises:
+        ValueError: ``author_time`` before 1970 or past 2106 (a caller's bug: readers check it).
     """
+    if author_time is not None and not 0 <= author_time < 2**32:  # git fsck: badDateOverflow
+        raise ValueError(f"author time {author_time} is outside what a git commit can hold")
     when = int(time.time()) if author_time is None else author_time
     tz = time.localtime(when).tm_gmtoff if author_time is None else 0
     commit = Commit()

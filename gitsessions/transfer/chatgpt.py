@@ -60,8 +60,14 @@ def from_zip(data: bytes) -> bytes:
         raise _Bad(f"not a readable zip ({exc})") from None
 
 
+#: Times outside these (epoch seconds) are no times a conversation was had: git cannot date a
+#: commit before 1970, and a huge one would overflow.
+_TIMES = (0, 2**32)
+
+
 def _ms(value: Any, fallback: int) -> int:
-    return int(value * 1000) if isinstance(value, (int, float)) and not isinstance(value, bool) else fallback
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and _TIMES[0] <= value < _TIMES[1]
+    return int(value * 1000) if ok else fallback
 
 
 def _part(part: Any) -> str:
