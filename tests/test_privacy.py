@@ -140,3 +140,28 @@ def test_a_sharing_mode_git_refuses_is_refused_before_anything_is_written(gs, re
     assert "core.sharedRepository=0006 leaves the owner unable to read and write" in r.err
     assert find(repo_path) == before  # not even a journal
     assert find(repo_path, "-perm", "/077") == []
+
+
+def test_a_repo_another_account_owns_is_refused_unless_git_is_told_it_is_safe(gs, repo_path, tmp_path):
+    """gs writes there and runs its hooks as you: an account that made the folder could put a
+    hook in it (git's "dubious ownership"); git's own safe.directory is honoured."""
+    repo_path.mkdir(mode=0o777)
+    try:
+        os.chown(repo_path, 54321, 54321)
+    except PermissionError:
+        pytest.skip("only root can hand a folder to another account")
+    hooks = repo_path / "hooks"
+    hooks.mkdir()
+    marker = tmp_path / "ran"
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (hooks / "pre-commit").chmod(0o755)
+    r = gs("ask", "work", "hi")
+    assert r.code == 1
+    assert "belongs to another account (" in r.err and "dubious ownership" in r.err
+    assert f"git config --global --add safe.directory {repo_path}" in r.err
+    assert not marker.exists() and not (repo_path / "objects").exists()
+    subprocess.run(["git", "config", "--global", "--add", "safe.directory", str(repo_path)], check=True)
+    (hooks / "pre-commit").unlink()
+    hooks.rmdir()
+    r = gs("ask", "work", "hi")
+    assert r.code == 0, r.err  # trusted as git trusts it

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from ..config import Config, default_repo_path, key_file_exposed, load_config
+from ..errors import RepoError
 from ..redact import Redactor
 from ..store import GitStore, privacy
 from ..store.git import DEFAULT_IDENTITY
@@ -136,6 +137,11 @@ class Context:
         The umask :func:`gitsessions.cli.run` set is private; a repo shared with git's
         ``core.sharedRepository`` widens it as git would (:mod:`gitsessions.store.privacy`).
         """
+        owner = privacy.foreign_owner(path)
+        if owner is not None and not self._trusted(path):
+            raise RepoError(str(path), f"it belongs to another account ({owner}), and gs writes there and runs its "
+                            "hooks as you (git calls this dubious ownership); use a repo of your own, or, if you "
+                            f"trust it, say so as for git: git config --global --add safe.directory {path}")
         perm = privacy.sharing(path)
         os.umask(privacy.umask_for(perm))
         if self._privacy_checked or self.quiet_privacy:
@@ -144,6 +150,18 @@ class Context:
         if privacy.exposed(path, perm, walk=False).paths:
             err(f"warning: other accounts on this machine can read the session repo {path}; "
                 f"fix with: {privacy.fix_advice(path, perm)}")
+
+    @staticmethod
+    def _trusted(path: Path) -> bool:
+        """True when git's ``safe.directory`` (in the user's git config) names ``path``, or is ``*``."""
+        from dulwich.config import StackedConfig
+
+        try:
+            values = [v.decode("utf-8", "replace") for v in StackedConfig.default().get_multivar(
+                (b"safe",), b"directory")]
+        except (KeyError, OSError, ValueError):
+            return False
+        return "*" in values or any(Path(v).expanduser().resolve() == path.resolve() for v in values)
 
     def lock_wait(self, seconds: float) -> LockWait:
         """How a write waits ``seconds`` for another writer, saying so on stderr when it does."""

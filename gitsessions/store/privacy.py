@@ -52,6 +52,27 @@ def sharing(repo_path: Path) -> SharedPerm | None:
     return perm
 
 
+def foreign_owner(repo_path: Path) -> str | None:
+    """The account that owns the repo's folder when it is not this process's (None: ours, or no repo yet).
+
+    gs writes there and runs the repo's hooks as this account, so a repo another account
+    owns (or made ready for one: an empty folder of theirs) is refused, as git refuses a
+    repository of "dubious ownership".
+    """
+    try:
+        uid = repo_path.stat().st_uid
+    except OSError:
+        return None
+    if uid == os.geteuid():
+        return None
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
 def allowed_bits(perm: SharedPerm | None) -> int:
     """The permission bits the group and others may have under ``perm`` (0 when not shared).
 
