@@ -234,12 +234,18 @@ class SessionLocked(GitSessionsError):
 
 
 class ConfigError(GitSessionsError):
-    """A config file that cannot be read or has a bad value."""
+    """A config file that cannot be read or has a bad value, or an environment variable with one.
 
-    def __init__(self, path: str, reason: str):
+    Args:
+        path: the config file; None when the value came from the environment (the reason
+            names the variable).
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, path: str | None, reason: str):
         self.path = path
         self.reason = reason
-        super().__init__(f"config {path}: {reason}")
+        super().__init__(reason if path is None else f"config {path}: {reason}")
 
 
 class ProviderError(GitSessionsError):
