@@ -7,7 +7,7 @@ and an exit status; nothing below the CLI prints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 
 class GitSessionsError(Exception):
@@ -33,14 +33,31 @@ class InvalidSessionId(GitSessionsError):
         )
 
 
+def case_variant(name: str, known: Iterable[str]) -> str | None:
+    """The one of ``known`` that is ``name`` in another case, else None: what "did you mean" names.
+
+    Ids may not differ only by case (design.md, "On disk"), so a name that matches one
+    ignoring case means that one; saying so beats a list (or "already exists").
+
+    Args:
+        name: what the user typed.
+        known: the ids (or archived names) there are.
+    """
+    folded = name.casefold()
+    return next((k for k in known if k != name and k.casefold() == folded), None)
+
+
 class SessionNotFound(GitSessionsError):
-    """No session branch with that id (``refs/heads/<id>``)."""
+    """No session branch with that id (``refs/heads/<id>``); one in another case is named (did you mean)."""
 
     def __init__(self, session_id: str, known: Sequence[str] | None = None):
         self.session_id = session_id
         self.known = list(known or [])
         hint = "; run 'gs list' to see the sessions"
-        if self.known:
+        variant = case_variant(session_id, self.known)
+        if variant is not None:
+            hint = f"; did you mean {variant!r}?"
+        elif self.known:
             shown = ", ".join(self.known[:8]) + (" ..." if len(self.known) > 8 else "")
             hint = f"; sessions: {shown}"
         super().__init__(f"no session {session_id!r}{hint}")
@@ -84,8 +101,10 @@ class NothingToRestore(SessionNotFound):
                    f"back as a session of its own with 'gs restore {name}@{{N}}' (see 'gs reflog {name}')")
         else:
             shown = ", ".join(archived[:8]) + (" ..." if len(archived) > 8 else "")
+            variant = case_variant(name, archived)
             why = f"no archived session {name!r}; " + (
-                f"archived: {shown} ('gs list --archived' shows them)" if archived
+                f"did you mean {variant!r}?" if variant is not None
+                else f"archived: {shown} ('gs list --archived' shows them)" if archived
                 else "none is archived ('gs rm SESSION' archives one)")
         GitSessionsError.__init__(self, why)
 
@@ -234,12 +253,18 @@ class SessionLocked(GitSessionsError):
 
 
 class ConfigError(GitSessionsError):
-    """A config file that cannot be read or has a bad value."""
+    """A config file that cannot be read or has a bad value, or an environment variable with one.
 
-    def __init__(self, path: str, reason: str):
+    Args:
+        path: the config file; None when the value came from the environment (the reason
+            names the variable).
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, path: str | None, reason: str):
         self.path = path
         self.reason = reason
-        super().__init__(f"config {path}: {reason}")
+        super().__init__(reason if path is None else f"config {path}: {reason}")
 
 
 class ProviderError(GitSessionsError):
