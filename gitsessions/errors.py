@@ -7,7 +7,9 @@ and an exit status; nothing below the CLI prints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+
+from .text import case_variant
 
 
 class GitSessionsError(Exception):
@@ -31,20 +33,6 @@ class InvalidSessionId(GitSessionsError):
             f"invalid session id {session_id!r}: {reason}; use 1-64 letters, digits, '-' or '_', "
             "starting with a letter or digit"
         )
-
-
-def case_variant(name: str, known: Iterable[str]) -> str | None:
-    """The one of ``known`` that is ``name`` in another case, else None: what "did you mean" names.
-
-    Ids may not differ only by case (design.md, "On disk"), so a name that matches one
-    ignoring case means that one; saying so beats a list (or "already exists").
-
-    Args:
-        name: what the user typed.
-        known: the ids (or archived names) there are.
-    """
-    folded = name.casefold()
-    return next((k for k in known if k != name and k.casefold() == folded), None)
 
 
 class SessionNotFound(GitSessionsError):
@@ -253,13 +241,7 @@ class SessionLocked(GitSessionsError):
 
 
 class ConfigError(GitSessionsError):
-    """A config file that cannot be read or has a bad value, or an environment variable with one.
-
-    Args:
-        path: the config file; None when the value came from the environment (the reason
-            names the variable).
-        reason: what is wrong with it.
-    """
+    """A config file (``path``) with a bad value, or an environment variable (``path`` None)."""
 
     def __init__(self, path: str | None, reason: str):
         self.path = path

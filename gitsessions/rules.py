@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
 from .commitmsg import CommitMessage
-from .errors import InvalidSessionId, SessionExists, case_variant
+from .errors import InvalidSessionId, SessionExists
+from .text import case_variant
 from .transcript import derived
 
 if TYPE_CHECKING:
