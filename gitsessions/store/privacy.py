@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -122,17 +122,20 @@ class Exposed:
     perm: SharedPerm | None = None
 
 
-def _over(paths: Iterable[Path], allowed: int) -> list[Path]:
-    """The ``paths`` whose group or other bits go beyond ``allowed`` (symbolic links skipped)."""
-    found = []
+def _stats(paths: Iterable[Path]) -> Iterator[tuple[Path, os.stat_result]]:
+    """Each of ``paths`` that is there and no symbolic link, with its ``lstat``."""
     for path in paths:
         try:
             st = os.lstat(path)
         except OSError:
             continue
-        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077 & ~allowed:
-            found.append(path)
-    return found
+        if not stat.S_ISLNK(st.st_mode):
+            yield path, st
+
+
+def _over(paths: Iterable[Path], allowed: int) -> list[Path]:
+    """The ``paths`` whose group or other bits go beyond ``allowed`` (symbolic links skipped)."""
+    return [path for path, st in _stats(paths) if stat.S_IMODE(st.st_mode) & 0o077 & ~allowed]
 
 
 def exposed(repo_path: Path, perm: SharedPerm | None, *, walk: bool = True) -> Exposed:
@@ -175,16 +178,8 @@ def _shared_mode(mode: int, is_dir: bool, perm: SharedPerm) -> int:
 
 def _under(paths: Iterable[Path], perm: SharedPerm) -> list[Path]:
     """The ``paths`` lacking bits git's sharing ``perm`` gives them (symbolic links skipped)."""
-    found = []
-    for path in paths:
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        mode = stat.S_IMODE(st.st_mode)
-        if not stat.S_ISLNK(st.st_mode) and _shared_mode(mode, stat.S_ISDIR(st.st_mode), perm) & ~mode:
-            found.append(path)
-    return found
+    return [path for path, st in _stats(paths)
+            if _shared_mode(stat.S_IMODE(st.st_mode), stat.S_ISDIR(st.st_mode), perm) & ~stat.S_IMODE(st.st_mode)]
 
 
 def tighten_packs(repo: Repo) -> None:
