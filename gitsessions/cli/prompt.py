@@ -8,28 +8,43 @@ that act while a reply is on its way are :mod:`.terminal`'s.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
 from ..events import clean_text
 from ..render import terminal_safe
-from ..repl import fork_origin
-from ..slash import COMMANDS
-from .complete import ChatCompleter
 from .terminal import ReplyKeys
 
 if TYPE_CHECKING:
+    from prompt_toolkit.completion import Completer
+
     from ..session import Session
-    from ..store import GitStore
     from .common import Context
 
 
-def terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
-                session: Callable[[], Session | None]) -> tuple[Any, ...]:
+class PromptFaces(NamedTuple):
+    """What the chat's prompt gives the chat on a terminal (:func:`prompt_io`)."""
+
+    #: ``read_line(prompt)``: the line typed (raises KeyboardInterrupt or EOFError to leave).
+    read_line: Callable[[str], str | None]
+    #: ``write(text)``: text for the user, control characters made visible.
+    write: Callable[[str], None]
+    #: ``edit(prompt, text, use_editor)``: ``/edit``'s input (None: cancelled).
+    edit: Callable[[str, str, bool], str | None]
+    #: ``show(text)``: text as it is (terminal escapes kept: a rendered recap).
+    show: Callable[[str], None]
+    #: ``leave()``: ends the prompt on the screen, as Ctrl+D does (from any thread).
+    leave: Callable[[], None]
+
+
+def terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[], Session | None],
+                completer: Callable[[], Completer | None]) -> tuple[ReplyKeys, PromptFaces]:
     """The chat's faces on a real terminal: its keys, and a prompt_toolkit prompt with history.
 
     The line history is ``gs/prompt-history`` in the session repo, redacted as everything
@@ -37,13 +52,13 @@ def terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
 
     Args:
         c: the command's context (config, redactor, repo path).
-        store: the session store, whose sessions and revisions Tab completes after ``/open``.
         on_shown: called once, when the first prompt has been drawn.
         session: the chat's current session (None before there is one): Up and Down walk
             its prompts first, and the prompt of a fork says where it came from.
+        completer: what Tab completes (None until the chat has opened its store).
 
     Returns:
-        ``(keys, read_line, write, edit)``: the :class:`ReplyKeys`, then :func:`prompt_io`'s.
+        ``(keys, faces)``: the :class:`ReplyKeys`, and :func:`prompt_io`'s faces.
     """
     redactor = c.redactor()
 
@@ -64,14 +79,20 @@ def terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
         now = session()
         return [] if now is None else [str(e.data.get("content", "")) for e in now.events if e.type == "user/message"]
 
+    from prompt_toolkit.completion import DynamicCompleter
+
     keys = ReplyKeys()
-    return (keys, *prompt_io(SessionFirstHistory(history, prompts), clean_text, terminal_safe, keys,
-                             on_shown=on_shown, completer=ChatCompleter(store, COMMANDS),
-                             note=lambda: _origin(session())))
+    return keys, prompt_io(SessionFirstHistory(history, prompts), clean_text, terminal_safe, keys,
+                           on_shown=on_shown, completer=DynamicCompleter(completer),
+                           note=lambda: _origin(session()))
 
 
 def _origin(session: Session | None) -> str | None:
-    return None if session is None else fork_origin(session)
+    if session is None:
+        return None
+    from ..repl import fork_origin  # imported by then (the session is open)
+
+    return fork_origin(session)
 
 
 class SessionFirstHistory(History):
@@ -122,9 +143,8 @@ class SessionFirstHistory(History):
 
 def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], str],
               keys: ReplyKeys, on_shown: Callable[[], object] | None = None, completer: Any = None,
-              note: Callable[[], str | None] | None = None
-              ) -> tuple[Callable[[str], str | None], Callable[[str], None], Callable[[str, str, bool], str | None]]:
-    """Return ``(read_line, write, edit)`` for a chat on a terminal (prompt_toolkit with history).
+              note: Callable[[], str | None] | None = None) -> PromptFaces:
+    """Return the faces of a chat on a terminal (prompt_toolkit with history; see :class:`PromptFaces`).
 
     The prompt's keys are the shell's (:func:`_chat_keys`): Enter sends, Alt+Enter or Esc
     Enter starts a new line (a bracketed paste is inserted as it is: one prompt), Ctrl+C
@@ -134,6 +154,11 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
     ``edit(prompt, text, use_editor)`` is ``/edit``'s: ``text`` prefilled in an input of
     several lines (Enter sends, Alt+Enter or Esc Enter starts a new line, Ctrl+C cancels),
     or in ``$VISUAL``/``$EDITOR`` when asked or when ``text`` is long (:func:`edit_in_editor`).
+
+    ``write``, ``show`` and ``leave`` may be called from another thread (the chat opens its
+    session behind its first prompt): what is written while a prompt is up is printed above
+    it, in the prompt's own thread (prompt_toolkit's ``run_in_terminal``), else before the
+    next prompt or write of this thread.
 
     Args:
         history: the prompt_toolkit history of earlier lines.
@@ -163,15 +188,58 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
 
         session.app.after_render += after_render
 
+    owner = threading.current_thread()
+    waiting: list[str] = []  # text another thread wrote, printed by this one
+
+    def flush() -> None:
+        while waiting:
+            sys.stdout.write(waiting.pop(0))
+        sys.stdout.flush()
+
+    def in_prompt(call: Callable[[], object]) -> None:
+        """Run ``call`` in the prompt's thread if a prompt is up (else it is not run)."""
+        loop = session.app.loop
+        if loop is not None and session.app.is_running:
+            with contextlib.suppress(RuntimeError):  # the prompt ended and its loop closed meanwhile
+                loop.call_soon_threadsafe(call)
+
+    def above() -> None:  # in the prompt's thread
+        from prompt_toolkit.application import run_in_terminal
+        from prompt_toolkit.application.current import set_app
+
+        if waiting and session.app.is_running:
+            with set_app(session.app):  # (a callback from another thread runs outside the prompt's context)
+                run_in_terminal(flush)
+
+    def show(text: str) -> None:
+        if threading.current_thread() is not owner:
+            waiting.append(text)
+            in_prompt(above)
+            return
+        flush()
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def leave() -> None:
+        def end() -> None:
+            future = session.app.future
+            if session.app.is_running and future is not None and not future.done():
+                session.app.exit(exception=EOFError)
+
+        in_prompt(end)
+
     def read_line(prompt: str) -> str | None:
+        flush()
         keys.prompt_starts()
-        line = session.prompt(prompt)
+        try:
+            line = session.prompt(prompt)
+        finally:
+            flush()
         keys.prompt_ended(session.input, fd)
         return clean(line)
 
     def write(text: str) -> None:
-        sys.stdout.write(safe(text))
-        sys.stdout.flush()
+        show(safe(text))
 
     editor: list[PromptSession[str]] = []  # its own session: prompt() remembers its options
 
@@ -191,7 +259,7 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         keys.prompt_ended(editor[0].input, fd)
         return clean(line)
 
-    return read_line, write, edit
+    return PromptFaces(read_line, write, edit, show, leave)
 
 
 #: A prompt of more lines than this (or than half the terminal) is edited in ``$EDITOR``.
