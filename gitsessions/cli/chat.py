@@ -8,6 +8,7 @@ import io
 import os
 import secrets
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
@@ -140,13 +141,19 @@ def chat(
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
         built: list[Repl] = []  # the chat once built: the prompt's history reads its session
-        tab: list[Completer] = []
+        tab: list[Completer] = []  # what Tab completes, once the store is open
+        ready = threading.Event()  # set when the session is open, or failed to open
+
+        def completer() -> Completer | None:
+            ready.wait()  # a Tab right after the prompt is drawn: for the little the opening takes
+            return tab[0] if tab else None
+
         if interactive:
             from .prompt import terminal_io
 
             keys, faces = terminal_io(c, on_shown=lambda: [start() for start in shown],
                                       session=lambda: built[0].session if built else None,
-                                      completer=lambda: tab[0] if tab else None)
+                                      completer=completer, opened=ready.wait)
             read_line, write, show = faces.read_line, faces.write, faces.show
         else:
             lines = _stdin_lines()
@@ -194,6 +201,8 @@ def chat(
                 if behind:
                     faces.leave()  # the prompt ends; the error is raised where the chat waits for it
                 raise
+            finally:
+                ready.set()
             return opened
 
         opening = Later(open_chat, name="gs-open")

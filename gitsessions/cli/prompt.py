@@ -44,7 +44,8 @@ class PromptFaces(NamedTuple):
 
 
 def terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[], Session | None],
-                completer: Callable[[], Completer | None]) -> tuple[ReplyKeys, PromptFaces]:
+                completer: Callable[[], Completer | None],
+                opened: Callable[[], object] = lambda: None) -> tuple[ReplyKeys, PromptFaces]:
     """The chat's faces on a real terminal: its keys, and a prompt_toolkit prompt with history.
 
     The line history is ``gs/prompt-history`` in the session repo, redacted as everything
@@ -55,7 +56,9 @@ def terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[]
         on_shown: called once, when the first prompt has been drawn.
         session: the chat's current session (None before there is one): Up and Down walk
             its prompts first, and the prompt of a fork says where it came from.
-        completer: what Tab completes (None until the chat has opened its store).
+        completer: what Tab completes (None: nothing).
+        opened: waits until the chat's session is open (or failed to open): the line history
+            waits for it, in a thread of its own, before it gives this session's prompts.
 
     Returns:
         ``(keys, faces)``: the :class:`ReplyKeys`, and :func:`prompt_io`'s faces.
@@ -76,6 +79,7 @@ def terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[]
         history = InMemoryHistory()
 
     def prompts() -> list[str]:
+        opened()
         now = session()
         return [] if now is None else [str(e.data.get("content", "")) for e in now.events if e.type == "user/message"]
 
@@ -110,12 +114,18 @@ class SessionFirstHistory(History):
         super().__init__()
         self.lines = lines
         self.prompts = prompts
+        #: Whether the lines of this prompt are all given (Up and Down wait for them).
+        self.loaded = False
 
     async def load(self) -> AsyncGenerator[str, None]:
         """Yield this session's prompts, then the other lines, newest first (as prompt_toolkit asks)."""
+        import asyncio
+
+        self.loaded = False
         seen: set[str] = set()
         merged: list[str] = []
-        for text in reversed(self.prompts()):
+        prompts = await asyncio.get_running_loop().run_in_executor(None, self.prompts)  # may wait for the session
+        for text in reversed(prompts):
             if text not in seen:
                 seen.add(text)
                 merged.append(text)
@@ -126,6 +136,7 @@ class SessionFirstHistory(History):
         self._loaded_strings = merged  # what get_strings() gives (Alt+. and the like)
         for text in merged:
             yield text
+        self.loaded = True
 
     def append_string(self, string: str) -> None:
         """Add a line sent at the prompt (kept by ``lines``)."""
@@ -175,7 +186,8 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
 
     # enable_suspend: Ctrl+Z at the prompt stops the process (the shell's fg resumes it).
     session: PromptSession[str] = PromptSession(history=history, enable_suspend=True, multiline=True,
-                                                key_bindings=_chat_keys(), prompt_continuation=_continuation,
+                                                key_bindings=_chat_keys(lambda: getattr(history, "loaded", True)),
+                                                prompt_continuation=_continuation,
                                                 completer=completer, complete_while_typing=False,
                                                 rprompt=lambda: _note(note))
     fd = sys.stdin.fileno()
@@ -277,13 +289,26 @@ def _continuation(width: int, _line: int, _soft: int) -> str:
     return "…".rjust(width - 1) + " "
 
 
-def _chat_keys() -> Any:
+def _chat_keys(loaded: Callable[[], bool]) -> Any:
     """Key bindings of the chat's prompt: :func:`_send_on_enter`'s, and Ctrl+C as a shell has it.
 
     Ctrl+C on a half-typed line clears it (bash, python and Claude Code do); on an empty
-    line it leaves the chat, as it always did.
+    line it leaves the chat, as it always did. Up and Down pressed before the line history
+    is ``loaded`` (at the first prompt, it waits for the session being opened) wait for it.
     """
+    from prompt_toolkit.filters import Condition
+
     kb = _send_on_enter()
+
+    @kb.add("up", filter=Condition(lambda: not loaded()))
+    @kb.add("down", filter=Condition(lambda: not loaded()))
+    async def _walk_when_loaded(event: Any) -> None:
+        import asyncio
+
+        while not loaded():
+            await asyncio.sleep(0.01)
+        buffer = event.current_buffer
+        (buffer.auto_up if event.key_sequence[0].key == "up" else buffer.auto_down)(count=event.arg)
 
     @kb.add("c-c")
     def _clear_or_leave(event: Any) -> None:
