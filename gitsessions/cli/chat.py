@@ -19,8 +19,6 @@ from ..errors import NoCurrentSession, RemoteError
 from ..events import make_header
 from .common import Context, WaitCommand, WaitOption, err, short
 from .faces import FirstLine, chat_faces, drawn_first, session_picker
-from .rendered import recap_drawer
-from .stream import rendered_replies
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
@@ -174,6 +172,8 @@ def chat(
         def open_chat() -> Repl:  # in a thread when behind the prompt: what it writes is shown above it
             from ..repl import Repl
             from ..rules import new_session_id
+            from .rendered import recap_drawer
+            from .stream import rendered_replies
 
             store = None
             try:
