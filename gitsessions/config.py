@@ -15,6 +15,9 @@ Keys (all optional)::
     redact: true               # replace secrets before anything is stored (default on)
     redact_patterns: {my-token: "tok_[a-z0-9]{24}"}   # more credential shapes to replace
     render: true               # replies as rendered markdown on a terminal (false: as typed)
+    models: {gpt-4o-mini: {context: 128000}}   # per model: its context window, in tokens
+    compact_at: 0.8            # compact the history first when a request would pass this share
+                               # of the model's window (false: never; /compact still works)
     sync: {remote: origin, push: on-save, pull: on-open, timeout: 30}
                                # push after every save; pull when gs chat/ask opens a session
                                # (each default: manual); seconds a remote may stay silent
@@ -36,11 +39,13 @@ from .rules import DEFAULT_MAX_STEPS
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
-                        "author", "redact", "redact_patterns", "sync", "render"})
+                        "author", "redact", "redact_patterns", "sync", "render", "models", "compact_at"})
 #: Keys of ``sync:`` (a typo there is an error too).
 SYNC_KEYS = frozenset({"remote", "push", "pull", "timeout"})
 #: Seconds a remote may stay silent before a request to it fails (``sync: {timeout: ...}``).
 DEFAULT_SYNC_TIMEOUT_S = 30.0
+#: The share of a model's context window a request may fill before the history is compacted first.
+DEFAULT_COMPACT_AT = 0.8
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
 APP_NAME = "gitsessions"
@@ -68,6 +73,9 @@ class Config:
         render: replies (and ``gs show``, ``gs log -p``) as rendered markdown on a terminal
             with colour; False: the text as the model wrote it.
         key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
+        models: per model name, what config says of it (``context``: its window in tokens).
+        compact_at: the share of a model's window a request may fill before the history is
+            compacted first (None: never).
     """
 
     path: Path
@@ -89,6 +97,8 @@ class Config:
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT_S
     render: bool = True
     key_in_file: bool = False
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    compact_at: float | None = DEFAULT_COMPACT_AT
 
     @property
     def has_provider(self) -> bool:
@@ -216,6 +226,18 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     sync_timeout = sync.get("timeout", DEFAULT_SYNC_TIMEOUT_S)
     if not isinstance(sync_timeout, (int, float)) or isinstance(sync_timeout, bool) or not 0 < sync_timeout <= 3600:
         raise ConfigError(str(path), "sync.timeout must be a number of seconds above 0 and at most 3600")
+    models = data.get("models") or {}
+    if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
+        raise ConfigError(str(path), "models must map model names to settings, like {gpt-4o-mini: {context: 128000}}")
+    for name, entry in models.items():
+        window = entry.get("context")
+        if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
+            raise ConfigError(str(path), f"models.{name}.context must be a whole number of tokens above 0")
+    compact_at = data.get("compact_at", DEFAULT_COMPACT_AT)
+    if compact_at is not False and (not isinstance(compact_at, (int, float)) or isinstance(compact_at, bool)
+                                    or not 0 < compact_at <= 1):
+        raise ConfigError(str(path), "compact_at must be a share of the window above 0 and at most 1 "
+                                     "(0.8: at 80 %), or false")
     return Config(
         path=path,
         api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
@@ -236,6 +258,8 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         sync_timeout=float(sync_timeout),
         render=render,
         key_in_file=bool(data.get("api_key")),
+        models={str(k): v for k, v in models.items()},
+        compact_at=None if compact_at is False else float(compact_at),
     )
 
 

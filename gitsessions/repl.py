@@ -22,6 +22,7 @@ from .session import Session
 from .store import LockWait, SessionStore
 
 if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
+    from .chat.compaction import AutoCompact
     from .redo import Spot
 
 #: ``edit(prompt, text, use_editor)``: the user's edit of ``text`` (None: cancelled).
@@ -73,6 +74,8 @@ class Repl:
         recap: how many earlier turns are shown when a session with turns is opened, at the
             start and by ``/open`` (see :mod:`gitsessions.recap`; 0: none).
         draw_recap: shows a recap's entries (None: as plain lines through ``write``).
+        compaction: compacts the history before a turn that would fill the model's window
+            (None: never; ``/compact`` still does).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -83,8 +86,9 @@ class Repl:
                  wait: LockWait | None = None, edit: Edit | None = None,
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
-                 draw_recap: DrawRecap | None = None):
+                 draw_recap: DrawRecap | None = None, compaction: AutoCompact | None = None):
         self.store = store
+        self.compaction = compaction
         self.reply = reply or (lambda: PlainReply(self.write))
         self.copy = copy
         self.recap = recap
@@ -176,6 +180,8 @@ class Repl:
         assert self.session is not None
         from .chat.loop import run_turn
 
+        if self.compaction is not None and (note := self.compaction.before_turn(self.session, self.provider, prompt)):
+            self.write(f"({note})\n")
         view = self.reply()
         try:
             try:

@@ -16,6 +16,7 @@ from .errors import GitSessionsError, SessionExists
 from .render import local_time, plural
 from .rules import new_session_id, taken_by
 from .session import fork
+from .slash_compact import compact_command
 from .store import Revision
 
 if TYPE_CHECKING:  # /retry and /tree are imported when first used: not before the prompt
@@ -43,6 +44,8 @@ a git commit.
   /log           the current session's saves, newest first
   /title <text>  set the session title (any Unicode)
   /undo          drop the last turn from what the model sees (the log keeps it)
+  /compact [how] replace the conversation so far with the model's summary of it, in what the
+                 model sees (the log keeps every message); [how]: what the summary should keep
   /copy          put the last reply on the clipboard (wl-copy, xclip, xsel or pbcopy)
   /save          save now (turns are saved as they finish; this confirms the tip)
   /exit          leave (also /quit, Ctrl+D)
@@ -309,5 +312,5 @@ def sessions(repl: Repl) -> None:
 COMMANDS: dict[str, Callable[[Repl, str], bool | None]] = {
     "/help": _help, "/new": _new, "/sessions": lambda repl, _arg: sessions(repl), "/open": _open,
     "/retry": retry, "/edit": edit_turn, "/tree": _tree, "/fork": _fork, "/log": _log, "/title": _title,
-    "/undo": _undo, "/copy": _copy, "/save": _save, "/exit": _leave, "/quit": _leave,
+    "/undo": _undo, "/compact": compact_command, "/copy": _copy, "/save": _save, "/exit": _leave, "/quit": _leave,
 }

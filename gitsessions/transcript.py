@@ -20,7 +20,7 @@ from .turns import turn_count, turn_number
 
 __all__ = [
     "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "closing_events", "derive_messages", "open_turn",
-    "title_of", "turn_count", "undone_turns",
+    "summary_through", "title_of", "turn_count", "undone_turns",
 ]
 
 #: ``tool/result.error_code`` for a call the assistant asked for that never started.
@@ -46,6 +46,14 @@ _SYNTHETIC_CONTENT = {
 def undone_turns(events: Sequence[Event]) -> set[int]:
     """Return the turn numbers that ``session/undo`` events dropped from the transcript."""
     return {e.data["turn"] for e in events if e.type == "session/undo" and isinstance(e.data.get("turn"), int)}
+
+
+def summary_through(ev: Event) -> int:
+    """Return the seq of the last event a ``compaction/summary`` covers: its ``through``, else the one before it."""
+    through = ev.data.get("through")
+    if isinstance(through, int) and not isinstance(through, bool) and 0 <= through < ev.seq:
+        return through
+    return ev.seq - 1
 
 
 def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -213,9 +221,7 @@ class Derivation:
         A tool message goes with the call it answers (kept or replaced together), so what is
         left is a valid transcript wherever ``through`` falls.
         """
-        through = ev.data.get("through")
-        if not isinstance(through, int) or isinstance(through, bool) or not 0 <= through < ev.seq:
-            through = ev.seq - 1
+        through = summary_through(ev)
         if set(self.turns[:through + 1]) & (self.undone - self._undone_before):
             return  # a turn it covers was undone after it: what it covers is sent as the log has it
         if self._asked <= through:  # the calls still unanswered are replaced with the message asking

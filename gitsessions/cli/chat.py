@@ -111,6 +111,7 @@ def chat(
         gs chat work~2 --fork work-b        # go on from two turns back
         gs chat work --recap 3              # open 'work' showing its last 3 turns
     """
+    from ..chat.compaction import auto_compaction
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
     from ..rules import new_session_id
@@ -168,7 +169,8 @@ def chat(
                         warnings=c.warnings, wait=c.lock_wait(wait),
                         reply=rendered_replies(c.output, render) if interactive else None,
                         recap=(1 if interactive else 0) if recap is None else recap,
-                        draw_recap=recap_drawer(c.output, render) if interactive else None, **faces)
+                        draw_recap=recap_drawer(c.output, render) if interactive else None,
+                        compaction=auto_compaction(c.config), **faces)
             built.append(repl)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "

@@ -25,12 +25,14 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
 
     The one turn of ``gs ask`` and ``gs retry``. On a terminal the reply is rendered
     (:func:`.stream.rendered_replies`) unless ``raw``; ``system`` is saved in the session
-    first (:meth:`Session.set_system`).
+    first (:meth:`Session.set_system`); the history is compacted first when the request would
+    fill the model's window (:class:`gitsessions.chat.compaction.AutoCompact`).
 
     Raises:
         GitSessionsError: the model answered with an error (the prompt is saved).
         typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
     """
+    from ..chat.compaction import auto_compaction
     from ..chat.connect import connect
     from ..chat.loop import run_turn
 
@@ -46,6 +48,9 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
         if system is not None:
             session.set_system(system)
         with connect(c.config, model=model, notify=err) as provider:
+            compaction = auto_compaction(c.config)
+            if compaction is not None and (note := compaction.before_turn(session, provider, prompt)):
+                err(f"({note})")  # stdout is the reply's
             view = rendered() if rendered is not None else PlainReply(write)
             try:
                 result = run_turn(session, provider, prompt, system=c.config.system,
