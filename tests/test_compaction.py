@@ -12,9 +12,14 @@ from typing import Any
 
 import pytest
 from fakeapi import cut, error, text
+from scripted import ScriptedProvider, say
+from scripted import cut as cut_with
 from test_transcript import Log, call, turn
 
-from gitsessions.chat.compaction import PROMPT
+from gitsessions.chat.compaction import PROMPT, AutoCompact, request_tokens
+from gitsessions.events import make_header
+from gitsessions.repl import Repl
+from gitsessions.store import GitStore
 from gitsessions.transcript import SUMMARY_LEAD, derive_messages
 
 
@@ -200,3 +205,41 @@ def test_gs_ask_compacts_first_too_and_says_so_on_stderr(gs, fake_api, tmp_path)
     assert r.code == 0 and r.out == "a2\n"
     assert "compacted turn 1 (2 messages) into a summary" in r.err
     assert sent(fake_api.requests[2]) == [("user", SUMMARY_LEAD + "the summary"), ("user", "next")]
+
+
+# -- in-process: Ctrl+C, and the count of a request not yet sent ----------------------------
+
+
+def test_ctrl_c_while_the_summary_streams_changes_nothing(repo_path):
+    model = ScriptedProvider(say("a1"), cut_with("half a summ", KeyboardInterrupt()), say("a2"))
+    out: list[str] = []
+    lines = iter(["q1", "/compact", "q2"])
+    with GitStore(repo_path) as store:
+        Repl(store, model, "work", read_line=lambda _p: next(lines, None), write=out.append,
+             new_header=lambda sid: make_header(sid, created=1)).run()
+        assert [i.message.subject for i in store.log("work")] == ["turn 2: q2", "turn 1: q1"]
+    assert "(compaction cancelled; nothing changed)\n" in out
+    assert [m["content"] for m in model.requests[-1][0]] == ["q1", "a1", "q2"]
+
+
+def test_ctrl_c_while_an_automatic_compaction_streams_lets_the_turn_go_as_it_is(repo_path):
+    model = ScriptedProvider(say("a1"), cut_with("half", KeyboardInterrupt()), say("a2"))
+    out: list[str] = []
+    lines = iter(["q1", "q2"])
+    with GitStore(repo_path) as store:
+        Repl(store, model, "work", read_line=lambda _p: next(lines, None), write=out.append,
+             new_header=lambda sid: make_header(sid, created=1),
+             compaction=AutoCompact(0.5, lambda _name: 10)).run()  # a reply's usage: 5 tokens
+    assert any("compaction cancelled, it goes as it is" in line for line in out)
+    assert [m["content"] for m in model.requests[-1][0]] == ["q1", "a1", "q2"]
+
+
+def test_a_request_is_counted_from_the_last_reply_usage_plus_what_came_after_it():
+    log = done(Log(), 1, "q1", "a1")
+    log.events[2].data["usage"] = {"prompt_tokens": 1000, "completion_tokens": 200}
+    assert request_tokens(log.events) == 1200
+    assert request_tokens(log.events, "x" * 40) == 1200 + 4 + 10  # a message's 4, ~4 bytes a token
+    turn(log, 2, "y" * 40)  # a prompt sent since, not yet answered
+    assert request_tokens(log.events) == 1200 + 4 + 10
+    log.add("session/undo", turn=2)  # what is sent changed since: all of it is estimated
+    assert request_tokens(log.events) == (4 + 1) + (4 + 1)  # "q1" and "a1"
