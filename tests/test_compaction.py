@@ -243,3 +243,12 @@ def test_a_request_is_counted_from_the_last_reply_usage_plus_what_came_after_it(
     assert request_tokens(log.events) == 1200 + 4 + 10
     log.add("session/undo", turn=2)  # what is sent changed since: all of it is estimated
     assert request_tokens(log.events) == (4 + 1) + (4 + 1)  # "q1" and "a1"
+
+
+def test_a_secret_in_the_instructions_reaches_neither_the_model_nor_the_log(gs, fake_api):
+    token = "ghp_" + "Q7w8E9r0T1y2U3i4O5p6" + "A7s8D9f0G1h2"
+    fake_api.script(text("a1"), text("the summary"))
+    chat(gs, "q1", f"/compact mention {token}")
+    ask = fake_api.requests[1]
+    assert token not in json.dumps(ask) and "mention" in ask["messages"][-1]["content"]
+    assert token not in gs("show", "work", "--format", "jsonl").out

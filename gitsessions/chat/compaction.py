@@ -152,6 +152,8 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, aut
         raise NothingToSave("nothing to compact: the model sees no messages beyond a summary yet")
     through = events[-1].seq
     live = sorted({t for t in log.turns if t and t not in log.undone})
+    if session.redactor is not None:  # text the model is sent enters the session's way: redacted
+        instructions = session.redactor.text(instructions)
     ask = PROMPT + (f"\n\nAlso: {instructions.strip()}" if instructions.strip() else "")
     completion = _ask(provider, [*log.messages(), {"role": "user", "content": ask}])
     data: dict[str, Any] = {"summary": completion.content, "through": through,
