@@ -269,7 +269,7 @@ def transcript_item(item: view.Item) -> list[str]:
     elif isinstance(item, view.Undo):
         out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
     elif isinstance(item, view.Summary):
-        out.append(f"(summary of the conversation up to turn {item.upto}, sent in its place: {item.text})")
+        out.append(f"(summary of the conversation up to turn {item.upto}: {item.text})")
     elif isinstance(item, view.Fork):
         out.append(f"({_fork_text(item)})")
     return out

@@ -113,7 +113,7 @@ def test_compact_sends_the_summary_instead_of_what_it_covers_and_the_log_keeps_i
     assert summary["data"]["usage"]["prompt_tokens"] > 0
     shown = gs("show", "work").out
     assert "you › q1 about apples" in shown.splitlines()
-    assert "(summary of the conversation up to turn 2, sent in its place: they asked about apples)" in shown
+    assert "(summary of the conversation up to turn 2: they asked about apples)" in shown
     assert "    (summary up to turn 2: they asked about apples)" in gs("log", "work", "-p").out.splitlines()
     assert "q1 about apples" in gs("search", "apples").out
     assert "q1 about apples" in gs("export", "work", "-f", "markdown").out
@@ -252,3 +252,13 @@ def test_a_secret_in_the_instructions_reaches_neither_the_model_nor_the_log(gs, 
     ask = fake_api.requests[1]
     assert token not in json.dumps(ask) and "mention" in ask["messages"][-1]["content"]
     assert token not in gs("show", "work", "--format", "jsonl").out
+
+
+def test_every_display_says_up_to_which_turn_a_summary_stands():
+    from gitsessions import view
+
+    log = done(done(Log(), 1, "q1", "a1"), 2, "q2", "a2")
+    log.add("compaction/summary", summary="one", through=3).add("compaction/summary", summary="both")
+    log.add("compaction/summary", summary="odd range", through=99)  # out of range: all before it
+    assert [(i.text, i.upto) for i in view.items(log.events) if isinstance(i, view.Summary)] == [
+        ("one", 1), ("both", 2), ("odd range", 2)]
