@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..session import Session
     from .loop import Provider
+    from .wire import Completion
 
 #: What the model is asked for (the user's instructions, if any, follow it).
 PROMPT = (
@@ -103,20 +104,21 @@ def request_tokens(events: Sequence[Event], prompt: str = "") -> int:
     Returns:
         The count, in tokens.
     """
-    added = [{"role": "user", "content": prompt}] if prompt else []
+    asked = tokens_of([{"role": "user", "content": prompt}]) if prompt else 0
+    since: list[dict[str, Any]] = []  # the messages after the last reply
     for ev in reversed(events):
         if ev.type == "assistant/message":
             usage = ev.data.get("usage")
             counted = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")] if isinstance(usage, dict) else []
             numbers = [n for n in counted if isinstance(n, int) and not isinstance(n, bool)]
             if len(numbers) == 2:
-                return sum(numbers) + tokens_of(added)
+                return sum(numbers) + tokens_of(since) + asked
             break
         if ev.type in ("user/message", "tool/result"):
-            added.append({"role": "user", "content": str(ev.data.get("content", ""))})
+            since.append({"role": "user", "content": str(ev.data.get("content", ""))})
         elif ev.type in ("compaction/summary", "session/undo", "session/system"):
             break
-    return tokens_of(derived(events).messages()) + (tokens_of(added[:1]) if prompt else 0)
+    return tokens_of(derived(events).messages()) + asked
 
 
 def compact(session: Session, provider: Provider, instructions: str = "", *, auto: bool = False) -> Compacted:
@@ -167,11 +169,11 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, aut
     return Compacted(commit, through, (live[0], live[-1]) if live else (0, 0), len(seen), summary)
 
 
-def _ask(provider: Provider, messages: list[dict[str, Any]]) -> Any:
+def _ask(provider: Provider, messages: list[dict[str, Any]]) -> Completion:
     """Stream one request to its end; return its completion, which must hold a whole summary."""
     from .wire import Completion
 
-    completion = Completion()
+    completion = Completion()  # none at all: no summary
     stream = provider.stream(messages, None)
     try:
         for item in stream:
