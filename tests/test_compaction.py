@@ -262,3 +262,15 @@ def test_every_display_says_up_to_which_turn_a_summary_stands():
     log.add("compaction/summary", summary="odd range", through=99)  # out of range: all before it
     assert [(i.text, i.upto) for i in view.items(log.events) if isinstance(i, view.Summary)] == [
         ("one", 1), ("both", 2), ("odd range", 2)]
+
+
+def test_compacting_a_past_revision_writes_a_fork_and_the_original_never_moves(gs, fake_api):
+    fake_api.script(text("a1"), text("a2"), text("the summary of turn 1"))
+    chat(gs, "q1", "q2")
+    tip = gs("show", "work", "--format", "json").json()["commit"]
+    r = gs("chat", "work~1", "--fork", "short", input="/compact\n")
+    assert r.code == 0 and "compacted turn 1 (2 messages)" in r.out
+    assert gs("show", "work", "--format", "json").json()["commit"] == tip
+    fake_api.reset()
+    chat(gs, "q3", session="short")
+    assert sent(fake_api.requests[0]) == [("user", SUMMARY_LEAD + "the summary of turn 1"), ("user", "q3")]
