@@ -1,12 +1,14 @@
 """Keeping secrets out of history: replace them before anything is journaled or committed.
 
-Two sources (issue 5, "Secrets never enter history"):
+Three sources (issue 5, "Secrets never enter history"; issue 16):
 
 - values of environment variables whose names contain KEY, TOKEN, SECRET or PASSWORD, when
   at least :data:`MIN_SECRET_LEN` characters long (shorter values would mangle ordinary
   text), replaced by ``[REDACTED:<variable name>]``;
-- strings shaped like common credentials (:data:`PATTERNS`), replaced by
-  ``[REDACTED:<pattern name>]``.
+- the user's own ``redact_patterns`` and gs's :data:`PATTERNS`;
+- the detect-secrets detector set (:mod:`gitsessions.detectors`): credential shapes,
+  ``password = "..."`` assignments and random-looking tokens, each replaced by
+  ``[REDACTED:<kind>]`` (never by anything of the value).
 
 This module never reads the environment itself: the CLI passes it in.
 """
@@ -25,6 +27,7 @@ except ImportError:  # Python 3.10
     _sre = importlib.import_module("sre_constants")
     _sre_parse = importlib.import_module("sre_parse")
 
+from .detectors import OWN_PATTERNS, Shape, library_shapes, own_shapes
 from .events import Event
 
 #: Environment variable values shorter than this are never redacted.
@@ -32,18 +35,8 @@ MIN_SECRET_LEN = 8
 #: Name fragments that mark an environment variable as secret (matched case-insensitively).
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 
-#: Credential shapes: name -> regular expression.
-PATTERNS: dict[str, str] = {
-    # OpenAI (sk-..., sk-proj-...) and DeepSeek (sk-<32 hex>) API keys
-    "api-key": r"\bsk-[A-Za-z0-9_-]{20,}",
-    # GitHub personal, OAuth, user-to-server, server-to-server and refresh tokens
-    "github-token": r"\bgh[pousr]_[A-Za-z0-9]{30,}",
-    "github-token-fine-grained": r"\bgithub_pat_[A-Za-z0-9_]{40,}",
-    # AWS access key ids
-    "aws-access-key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    # PEM private key blocks (an unterminated block is redacted to the end of the text)
-    "private-key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)",
-}
+#: gs's own credential shapes, name -> regular expression (those detect-secrets lacks).
+PATTERNS: dict[str, str] = OWN_PATTERNS
 
 
 class Redactor:
@@ -51,22 +44,35 @@ class Redactor:
 
     Args:
         secrets: secret value -> the name shown in its place.
-        patterns: pattern name -> regular expression.
+        patterns: pattern name -> regular expression (compiled at once: a bad one raises
+            ``re.error`` here).
+        detectors: also look for the detect-secrets shapes (loaded on first use, as the
+            library is slow to import), after ``patterns``.
     """
 
-    def __init__(self, secrets: Mapping[str, str] | None = None, patterns: Mapping[str, str] | None = None):
+    def __init__(self, secrets: Mapping[str, str] | None = None, patterns: Mapping[str, str] | None = None,
+                 detectors: bool = False):
         self.secrets = dict(secrets or {})
         # Longest values first, so a secret containing another is replaced whole.
         self._values = sorted(self.secrets, key=len, reverse=True)
-        self._patterns = [(name, re.compile(rx, re.DOTALL)) for name, rx in (patterns or {}).items()]
+        self._own = own_shapes(dict(patterns or {}))
+        self._detectors = detectors
+        self._shapes: list[Shape] | None = None
+
+    @property
+    def shapes(self) -> list[Shape]:
+        """The shapes looked for, in order: the patterns given, then the detectors'."""
+        if self._shapes is None:
+            self._shapes = [*self._own, *(library_shapes() if self._detectors else ())]
+        return self._shapes
 
     def text(self, text: str) -> str:
         """Return ``text`` with every secret replaced by ``[REDACTED:<name>]``."""
         for value in self._values:
             if value in text:
                 text = text.replace(value, f"[REDACTED:{self.secrets[value]}]")
-        for name, rx in self._patterns:
-            text = rx.sub(f"[REDACTED:{name}]", text)
+        for shape in self.shapes:
+            text = shape.sub(text, f"[REDACTED:{shape.name}]")
         return text
 
     def value(self, value: Any) -> Any:
@@ -94,14 +100,17 @@ def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] |
 
     Returns:
         A redactor for secret-named variables with values of at least MIN_SECRET_LEN
-        characters, and for :data:`PATTERNS` plus ``extra_patterns``.
+        characters, for :data:`PATTERNS` plus ``extra_patterns``, and for the detector set.
+
+    Raises:
+        re.error: an ``extra_patterns`` regex that does not compile.
     """
     secrets = {
         value: name
         for name, value in env.items()
         if any(part in name.upper() for part in SECRET_NAME_PARTS) and len(value.strip()) >= MIN_SECRET_LEN
     }
-    return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})})
+    return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True)
 
 
 #: Streamed text a pattern is assumed to need before it can match, when its shape cannot be
@@ -138,23 +147,59 @@ def _literal_starts(items: list) -> set[str] | None:
     return None
 
 
-def _shape(rx: str) -> tuple[set[str] | None, int]:
+_SPACES = (9, 10, 11, 12, 13, 32)  # the ASCII whitespace a character range may take in
+
+
+def _may_hold_space(items: list) -> bool:
+    """Whether a match of parsed pattern items may contain whitespace (True when unsure)."""
+    c = _sre
+    for op, av in items:
+        if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+            continue  # no characters
+        if op == c.LITERAL:
+            if chr(av).isspace():
+                return True
+        elif op == c.IN:
+            for kind, arg in av:
+                if kind == c.NEGATE or (kind == c.LITERAL and chr(arg).isspace()) or (
+                        kind == c.RANGE and any(arg[0] <= x <= arg[1] for x in _SPACES)) or (
+                        kind == c.CATEGORY and arg not in (c.CATEGORY_DIGIT, c.CATEGORY_WORD, c.CATEGORY_NOT_SPACE)):
+                    return True
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
+            if _may_hold_space(list(av[2])):
+                return True
+        elif op == c.SUBPATTERN:
+            if _may_hold_space(list(av[-1])):
+                return True
+        elif op == c.BRANCH:
+            if any(_may_hold_space(list(branch)) for branch in av[1]):
+                return True
+        else:  # any character, a back reference, ...: anything
+            return True
+    return False
+
+
+def _shape(rx: re.Pattern[str]) -> tuple[set[str] | None, int, bool, bool]:
     """Return how a partial match of ``rx`` can start, and how long it may stay short of matching.
 
-    Read from the parsed pattern: its literal starts (None when unknown: then the last
-    characters are always held) and the length below which text that starts like it may
-    still become a match (its longest match when bounded, else its shortest).
+    Read from the parsed pattern: its literal starts (None when unknown), the length below
+    which text that starts like it may still become a match (its longest match when
+    bounded, else its shortest), whether the starts are to be compared ignoring (ASCII)
+    case, and whether a match may contain whitespace (when it cannot, a partial match is
+    within the last run of non-space characters).
     """
     c = _sre
     try:
-        parsed = _sre_parse.parse(rx, re.DOTALL)
+        parsed = _sre_parse.parse(rx.pattern, rx.flags)
         lo, hi = parsed.getwidth()
     except Exception:  # an engine detail changed: be careful, not clever
-        return None, STREAM_WINDOW
+        return None, STREAM_WINDOW, False, True
     hold = min(hi if hi < c.MAXREPEAT else max(lo, 1), _MAX_HOLD)
-    if parsed.state.flags & re.IGNORECASE:
-        return None, hold
-    return _literal_starts(list(parsed)), hold
+    return _literal_starts(list(parsed)), hold, bool(parsed.state.flags & re.IGNORECASE), _may_hold_space(list(parsed))
+
+
+#: ASCII letters to lower case, nothing else (so indexes stay those of the text).
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 class StreamRedactor:
@@ -165,14 +210,17 @@ class StreamRedactor:
 
     - any tail that is the start of a secret value;
     - any tail that starts like a credential pattern and is still shorter than the pattern
-      needs (a pattern whose start cannot be read holds that many characters always);
+      needs; for a pattern whose start cannot be read, the last run of non-space characters
+      when its matches hold no space, else that many characters always;
+    - any tail from where a shape says a match still arriving may begin (its ``tail``: a
+      keyword on the last line, a run of token characters);
     - any match that reaches the end (it may go on; an unterminated PEM block holds to the
       end).
 
     Matches are looked for with the released text just before as context, so ``\b`` and a
     match whose first characters were released before it matched still count: what follows
     is replaced. Ordinary text is released at once, so a crash loses no more of it than
-    before.
+    before. The shapes are read on the first chunk (the detector set loads then).
 
     Args:
         redactor: the secrets and patterns to replace.
@@ -180,19 +228,34 @@ class StreamRedactor:
 
     def __init__(self, redactor: Redactor):
         self.redactor = redactor
-        shapes = [_shape(rx.pattern) for _name, rx in redactor._patterns]
-        # A pattern whose every match starts with a known text is only run where that text is.
-        self._patterns = [(name, rx, lits) for (name, rx), (lits, _hold) in zip(redactor._patterns, shapes,
-                                                                              strict=True)]
-        # (text a secret starts with, length below which a tail starting so is held)
-        self._starts = [(v, len(v)) for v in redactor._values]
-        self._starts += [(lit, hold) for lits, hold in shapes if lits is not None for lit in lits]
-        self._always = max((hold - 1 for lits, hold in shapes if lits is None), default=0)
-        holds = [hold for _starts, hold in shapes] + [len(v) for v in redactor._values]
-        self.context = max([STREAM_WINDOW, *(2 * h for h in holds)])
+        self._ready = False
         self._pending = ""  # arrived, not yet released
         self._context = ""  # the last released characters, as they arrived (not redacted)
         self._next = STREAM_BATCH  # look again once this much is held
+
+    def _setup(self) -> None:
+        redactor = self.redactor
+        # (shape, the literal texts every match starts with or None, compared ignoring case)
+        self._patterns: list[tuple[Shape, set[str] | None, bool]] = []
+        # (text a secret starts with, length below which a tail starting so is held, ignoring case)
+        self._starts = [(v, len(v), False) for v in redactor._values]
+        self._tails: list[tuple[re.Pattern[str], int]] = []  # (where a match may begin, how far back)
+        self._always = 0
+        holds = [len(v) for v in redactor._values]
+        for shape in redactor.shapes:
+            lits, hold, icase, spaces = _shape(shape.rx)
+            holds.append(hold)
+            self._patterns.append((shape, lits, icase))
+            if shape.tail is not None:
+                self._tails.append((shape.tail, _MAX_HOLD))
+            elif lits is not None:
+                self._starts += [(lit.translate(_ASCII_LOWER) if icase else lit, hold, icase) for lit in lits]
+            elif not spaces:
+                self._tails.append((re.compile(rf"\S{{1,{max(hold - 1, 1)}}}\Z"), hold))
+            else:
+                self._always = max(self._always, hold - 1)
+        self.context = max([STREAM_WINDOW, *(2 * h for h in holds)])
+        self._ready = True
 
     def _spans(self, text: str, pos: int = 0) -> list[tuple[int, int, str]]:
         r"""Every secret in ``text`` from ``pos`` on as ``(start, end, name)``, overlaps merged, in order.
@@ -216,12 +279,11 @@ class StreamRedactor:
             while at >= 0:
                 mask(at, at + len(value), self.redactor.secrets[value])
                 at = masked.find(value, at + len(value))
-        for name, rx, lits in self._patterns:
-            if lits is not None and not any(lit in masked for lit in lits):
+        for shape, lits, icase in self._patterns:
+            if lits is not None and not icase and not any(lit in masked for lit in lits):
                 continue
-            for m in list(rx.finditer(masked, pos)):
-                if m.end() > m.start():
-                    mask(m.start(), m.end(), name)
+            for start, end in list(shape.spans(masked, pos)):
+                mask(start, end, shape.name)
         found.sort()
         merged: list[tuple[int, int, str]] = []
         for start, end, name in found:
@@ -235,14 +297,22 @@ class StreamRedactor:
         """Return where the tail that may still become a secret starts (``len(text)``: none)."""
         n = len(text)
         cut = n - self._always
-        for lit, hold in self._starts:
-            j = text.find(lit[0], max(0, n - hold + 1))
+        lowered = None
+        for lit, hold, icase in self._starts:
+            if icase and lowered is None:
+                lowered = text.translate(_ASCII_LOWER)
+            seen = lowered if icase and lowered is not None else text
+            j = seen.find(lit[0], max(0, n - hold + 1))
             while 0 <= j < cut:
-                tail = text[j:]
+                tail = seen[j:]
                 if lit.startswith(tail) or tail.startswith(lit):
                     cut = j
                     break
-                j = text.find(lit[0], j + 1)
+                j = seen.find(lit[0], j + 1)
+        for tail_rx, window in self._tails:
+            m = tail_rx.search(text, max(0, n - window))
+            if m is not None and m.start() < cut:
+                cut = m.start()
         return cut
 
     def _release(self, final: bool) -> str:
@@ -283,6 +353,8 @@ class StreamRedactor:
 
     def feed(self, text: str) -> str:
         """Take the next chunk; return the redacted text that is now safe to journal (maybe "")."""
+        if not self._ready:
+            self._setup()
         self._pending += text
         if len(self._pending) < self._next:
             return ""
@@ -290,6 +362,8 @@ class StreamRedactor:
 
     def flush(self) -> str:
         """Return the rest, redacted (the stream ended), and start over."""
+        if not self._ready:
+            self._setup()
         out = self._release(final=True)
         self.reset()
         return out

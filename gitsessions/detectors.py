@@ -1,0 +1,192 @@
+"""The credential shapes redaction looks for: a maintained detector set, and the few it lacks.
+
+The shapes come from the ``detect-secrets`` library (issue 16, "Redaction from a maintained
+detector set"): every regex-based plugin's ``denylist`` (Slack, Stripe, JWT, URLs with a
+password, GitHub, GitLab, AWS, private keys, OpenAI, npm, PyPI, SendGrid, Twilio, ...), its
+``KeywordDetector`` for ``password = "..."``-style assignments, and its Base64 high-entropy
+string entropy for random-looking tokens. A new release of the library brings its new
+detectors without a change here. :data:`OWN_PATTERNS` adds what it lacks (Anthropic and
+Google keys, OpenAI keys without the legacy marker, fine-grained GitHub tokens, whole PEM
+blocks).
+
+detect-secrets is slow to import (it brings ``requests``), so nothing here imports it until
+the first text is redacted: see :func:`shapes`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: Credential shapes detect-secrets lacks or matches too narrowly, name -> regex (compiled
+#: with ``re.DOTALL``). Looked for before the library's, so the more precise name wins.
+OWN_PATTERNS: dict[str, str] = {
+    # Anthropic API keys (sk-ant-api03-..., sk-ant-admin01-...), before the generic sk- rule
+    "anthropic-api-key": r"\bsk-ant-[A-Za-z0-9_-]{20,}",
+    # OpenAI (sk-..., sk-proj-...) and DeepSeek (sk-<32 hex>) API keys; the library's OpenAI
+    # detector wants the legacy T3BlbkFJ marker that project keys do not carry
+    "api-key": r"\bsk-[A-Za-z0-9_-]{20,}",
+    # GitHub personal, OAuth, user-to-server, server-to-server and refresh tokens (the
+    # library's wants exactly 36 characters after the prefix)
+    "github-token": r"\bgh[pousr]_[A-Za-z0-9]{30,}",
+    "github-token-fine-grained": r"\bgithub_pat_[A-Za-z0-9_]{40,}",
+    # AWS access key ids
+    "aws-access-key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    # Google API keys (Maps, Gemini, Firebase, ...)
+    "google-api-key": r"\bAIza[0-9A-Za-z_-]{35}",
+    # PEM private key blocks, whole (the library matches the BEGIN line only); an
+    # unterminated block is redacted to the end of the text
+    "private-key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)",
+}
+
+#: detect-secrets secret types left out, and why: an IP address is not a credential; hex
+#: strings (commit ids, hashes, UUIDs) fill every chat about code; the vendor-keyword
+#: detectors need a vendor name, a keyword and the value, and may start anywhere, so the
+#: stream would hold ~70 characters of every reply (the KeywordDetector covers their
+#: ``key = "..."`` form).
+SKIPPED_TYPES = frozenset({"Public IP (ipv4)", "Hex High Entropy String", "Cloudant Credentials",
+                           "IBM Cloud IAM Key", "IBM COS HMAC Credentials", "SoftLayer Credentials"})
+
+#: The name shown in ``[REDACTED:<name>]`` for a detect-secrets secret type, where the type's
+#: own name (lower case, words joined by ``-``) would read badly.
+KIND_NAMES = {"JSON Web Token": "jwt", "Basic Auth Credentials": "url-password",
+              "Secret Keyword": "assigned-secret", "Base64 High Entropy String": "high-entropy-string",
+              "NPM tokens": "npm-token"}
+
+#: Shannon entropy (bits per character) above which a token is random-looking: the limit
+#: detect-secrets' Base64HighEntropyString uses by default. Tokens shorter than 24
+#: characters cannot reach it (log2(20) < 4.5), so ordinary identifiers never do.
+ENTROPY_LIMIT = 4.5
+#: A high-entropy candidate: a run of base64 (and url-safe base64) characters, at least 20 long.
+_TOKEN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])"
+#: Where a token still arriving may begin (the stream redactor holds it back).
+_TOKEN_TAIL = r"[A-Za-z0-9+/=_-]+\Z"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One credential shape.
+
+    Attributes:
+        name: shown in its place: ``[REDACTED:<name>]``.
+        rx: the compiled pattern.
+        group: the group holding the secret (0: the whole match); the rest of the match
+            is context that stays, such as ``password = "`` before a value.
+        accept: a match is a secret only when this returns True for the secret's text
+            (None: every match is).
+        tail: where a match still arriving may begin, searched in the last characters of a
+            stream (None: read from the pattern itself; see :class:`~gitsessions.redact.StreamRedactor`).
+    """
+
+    name: str
+    rx: re.Pattern[str]
+    group: int = 0
+    accept: Callable[[str], bool] | None = None
+    tail: re.Pattern[str] | None = None
+
+    def spans(self, text: str, pos: int = 0):
+        """Yield ``(start, end)`` of each secret this shape finds in ``text`` from ``pos`` on."""
+        for m in self.rx.finditer(text, pos):
+            start, end = m.span(self.group)
+            if end > start and (self.accept is None or self.accept(text[start:end])):
+                yield start, end
+
+    def sub(self, text: str, replacement: str) -> str:
+        """Return ``text`` with every secret this shape finds replaced by ``replacement``."""
+        if self.group == 0 and self.accept is None:
+            return self.rx.sub(lambda _m: replacement, text)
+        out, at = [], 0
+        for start, end in self.spans(text):
+            out.append(text[at:start] + replacement)
+            at = end
+        return "".join(out) + text[at:] if out else text
+
+
+def own_shapes(patterns: dict[str, str]) -> list[Shape]:
+    """Compile name -> regex pairs (``re.DOTALL``, as a key block spans lines) into shapes.
+
+    Raises:
+        re.error: a pattern that does not compile.
+    """
+    return [Shape(name, re.compile(rx, re.DOTALL)) for name, rx in patterns.items()]
+
+
+def _kind(secret_type: str) -> str:
+    return KIND_NAMES.get(secret_type) or re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
+
+
+def _value_group(rx: re.Pattern[str]) -> int:
+    # A pattern with one group that does not open it (``://user:(pass)@``) names the secret
+    # by that group; a leading group (``(ghp|gho)_...``) is only an alternation.
+    return 1 if rx.groups == 1 and not (rx.pattern.startswith("(") and not rx.pattern.startswith("(?")) else 0
+
+
+@functools.cache
+def library_shapes() -> tuple[Shape, ...]:
+    """Return the shapes of detect-secrets' plugins, in its order, the high-entropy rule last.
+
+    Imports detect-secrets (a few hundred milliseconds, once per process).
+    """
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins import keyword
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+
+    out: list[Shape] = []
+    plugins: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
+    for secret_type, plugin in plugins.items():
+        if secret_type in SKIPPED_TYPES or not issubclass(plugin, RegexBasedDetector):
+            continue
+        for rx in plugin().denylist:
+            out.append(Shape(_kind(secret_type), rx, _value_group(rx)))
+    # KeywordDetector: the quoted forms it checks in text of unknown type (``password = "x"``,
+    # ``"secret": "x"``), and an unquoted ``password=x`` built from its keyword list. A value
+    # that is a call or an index (``password = input(...)``, ``os.environ["X"]``) is code, and ``==`` a comparison.
+    assigned = _kind(keyword.KeywordDetector.secret_type)
+    keyword_tail = re.compile(rf"(?i)(?:{keyword.DENYLIST_REGEX})[^\n]*\Z")
+    for rx, group in keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items():
+        out.append(Shape(assigned, rx, group, tail=keyword_tail))
+    value = r"([^\s'\"`,;()\[\]{}<>]{4,})(?![\w(\[])"
+    unquoted = re.compile(rf"(?i)\b{keyword.DENYLIST_REGEX}\s*(?<![=!<>])=(?!=)\s*{value}")
+    out.append(Shape(assigned, unquoted, unquoted.groups, tail=keyword_tail))
+    entropy = Base64HighEntropyString(limit=ENTROPY_LIMIT)
+
+    def random_looking(token: str) -> bool:
+        # Mixed case and a digit, as generated keys have: words, paths and hex ids do not.
+        return (any(c.isdigit() for c in token) and any(c.isupper() for c in token) and any(c.islower() for c in token)
+                and entropy.calculate_shannon_entropy(token) > entropy.entropy_limit)
+
+    out.append(Shape(_kind(Base64HighEntropyString.secret_type), re.compile(_TOKEN), accept=random_looking,
+                     tail=re.compile(_TOKEN_TAIL)))
+    return tuple(out)
+
+
+def _inline(rx: re.Pattern[str]) -> str:
+    flags = "".join(c for flag, c in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.VERBOSE, "x"))
+                    if rx.flags & flag)
+    return f"(?{flags}){rx.pattern}" if flags else rx.pattern
+
+
+def hook_patterns(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Return every shape as a plain regex, name -> regex, for the shipped pre-commit hook.
+
+    The hook needs only python3: it gets the same shapes as text (flags written inline, a
+    name repeated as ``name #2``). What a regex cannot say is left out: the entropy test of
+    the high-entropy rule, and the value group (the hook refuses the whole match).
+
+    Args:
+        extra: the config's ``redact_patterns``, looked for after gs's own.
+    """
+    out: dict[str, str] = {}
+    for shape in [*own_shapes({**OWN_PATTERNS, **(extra or {})}), *library_shapes()]:
+        if shape.accept is not None:
+            continue
+        name, n = shape.name, 1
+        while name in out:
+            n += 1
+            name = f"{shape.name} #{n}"
+        out[name] = _inline(shape.rx)
+    return out
