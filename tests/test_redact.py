@@ -3,11 +3,13 @@ committed, and no git object holds them."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 from fakeapi import drop, text
+from test_pty import chat_env, spawn_chat  # noqa: F401 (fixtures: a gs chat in a pty)
 
-from gitsessions.redact import PATTERNS, Redactor, from_environment
+from gitsessions.redact import PATTERNS, Redactor, StreamRedactor, from_environment
 
 KEY = "test-key-0123456789abcdef"  # the OPENAI_API_KEY the gs runs use here
 SK = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
@@ -71,3 +73,126 @@ def test_redactor_unit():
     nested = Redactor({}, PATTERNS).value({"x": [SK, {"y": GHP}], "n": 3})
     assert nested == {"x": ["[REDACTED:api-key]", {"y": "[REDACTED:github-token]"}], "n": 3}
     assert Redactor({}, PATTERNS).text("ask-me about sk-short") == "ask-me about sk-short"
+
+
+# -- the detector set (issue 16 item 3) -----------------------------------------------------
+
+#: One of each shape issue 16 lists, by the kind its replacement names; none is real (each
+#: is built from pieces so that no scanner takes this file for a leak).
+SHAPES = {
+    "slack-token": "xoxb-" + "1234567890-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx",
+    "google-api-key": "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+    "stripe-access-key": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "anthropic-api-key": "sk-ant-api03-" + "Xy12Ab34Cd56Ef78Gh90Ij12Kl34Mn56",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+    "url-password": "S3cretPassw0rd",  # in postgres://admin:<it>@db.example.com/app
+    "assigned-secret": "hunter2hunter2",  # in password = "<it>"
+    "github-token": "ghp_" + "a1B2c3D4e5" * 4,
+    "aws-access-key": "AKIA" + "IOSFODNN7EXAMPL3",
+    "private-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+    "api-key": "sk-proj-" + "abc123DEF456ghi789JKL012mno",
+    "high-entropy-string": "Zx8Qp2Lm9Rt4Vb7" + "Nc1Kd5Hf3Js6Ga0Wq",
+}
+#: Each shape in the text it comes in.
+IN_TEXT = {**{kind: f"here: {value} ok" for kind, value in SHAPES.items()},
+           "url-password": f"db at postgres://admin:{SHAPES['url-password']}@db.example.com/app ok",
+           "assigned-secret": f'config: password = "{SHAPES["assigned-secret"]}" ok'}
+#: What stays as it is: prose, code, hex commit ids, paths, UUIDs, identifiers.
+ORDINARY = [
+    "The commit 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f7a8b9c0d1 fixed it; see abc1234 and 9fceb02.",
+    "Open /home/alice/Projects/gitsessions2/README.md or https://github.com/Owner/Repo2/blob/main/src/File.py",
+    "The password is something you choose: password = input('Password: ') or password = getpass()",
+    "if password == secret_value: return; api_key = os.environ['OPENAI_API_KEY']",
+    "uuid 123e4567-e89b-12d3-a456-426614174000, base64 SGVsbG8gd29ybGQ= and sha256 " + "ab12" * 16,
+    "internationalization, ConfigurationManagerFactory2, task-runner-configuration-files-and-more",
+    "MyVeryLongCamelCaseIdentifierName123 and get_user_by_id_and_name_v2 at 127.0.0.1:8080",
+    "The secret: keep it short. Here is the key: nothing at all. sk-short, AKIA lowercase.",
+]
+
+
+def test_every_listed_shape_is_replaced_by_its_kind():
+    r = from_environment({})
+    for kind, sample in IN_TEXT.items():
+        out = r.text(sample)
+        assert f"[REDACTED:{kind}]" in out, (kind, out)
+        assert SHAPES[kind] not in out and out.endswith(" ok"), (kind, out)
+    assert r.text(IN_TEXT["url-password"]) == "db at postgres://admin:[REDACTED:url-password]@db.example.com/app ok"
+    assert r.text(IN_TEXT["assigned-secret"]) == 'config: password = "[REDACTED:assigned-secret]" ok'
+    assert r.text("PASSWORD=hunter2x then") == "PASSWORD=[REDACTED:assigned-secret] then"
+
+
+def test_ordinary_text_is_left_alone():
+    r = from_environment({})
+    for sample in ORDINARY:
+        assert r.text(sample) == sample
+
+
+def test_the_detectors_are_those_of_detect_secrets():
+    from detect_secrets.plugins.slack import SlackDetector
+
+    from gitsessions.detectors import library_shapes
+
+    slack = [s.rx for s in library_shapes() if s.name == "slack-token"]
+    assert slack == list(SlackDetector().denylist)  # its regexes, not a copy of them
+    assert "assigned-secret" in {s.name for s in library_shapes()}
+
+
+def _streamed(redactor, chunks) -> str:
+    stream = StreamRedactor(redactor)
+    return "".join(stream.feed(c) for c in chunks) + stream.flush()
+
+
+def test_a_shape_split_at_every_position_is_never_released():
+    r = from_environment({})
+    for kind in ("slack-token", "assigned-secret", "high-entropy-string", "url-password"):
+        text = "lead-in text, " + IN_TEXT[kind] + " and the rest of the reply."
+        whole = r.text(text)
+        for at in range(1, len(text)):
+            stream = StreamRedactor(r)
+            first = stream.feed(text[:at])
+            assert SHAPES[kind][:6] not in first or text.index(SHAPES[kind]) + 6 > at, (kind, at, first)
+            out = first + stream.feed(text[at:]) + stream.flush()
+            assert out == whole, (kind, at)
+    for kind, text in IN_TEXT.items():  # and one character at a time
+        released = []
+        stream = StreamRedactor(r)
+        for ch in text:
+            released.append(stream.feed(ch))
+            assert SHAPES[kind].splitlines()[0][:8] not in "".join(released), kind
+        assert "".join(released) + stream.flush() == r.text(text), kind
+    for text in ORDINARY:
+        assert _streamed(r, [text[i:i + 3] for i in range(0, len(text), 3)]) == text
+
+
+def test_every_shape_stays_out_of_objects_journal_and_model_request(gs, git, repo_path, fake_api):
+    prompt = "\n".join(IN_TEXT.values())
+    fake_api.script(text("you said:\n" + prompt, chunk_size=3))
+    assert gs("ask", "shapes", prompt).code == 0
+    fake_api.script(drop("cut off: " + prompt))  # a reply cut mid-stream goes through the journal
+    gs("ask", "shapes", "again")
+    journals = b"".join(p.read_bytes() for p in (repo_path / "gs").rglob("*.jsonl"))
+    gs("gc")
+    stored = _all_object_bytes(repo_path) + journals
+    sent = json.dumps(fake_api.requests)
+    for kind, secret in SHAPES.items():
+        piece = secret.splitlines()[-2] if kind == "private-key" else secret
+        assert piece.encode() not in stored, kind
+        assert piece not in sent, kind
+    shown = gs("show", "shapes", "--format", "json").json()["messages"]
+    for kind in SHAPES:
+        assert f"[REDACTED:{kind}]" in shown[0]["content"] and f"[REDACTED:{kind}]" in shown[1]["content"], kind
+    git("fsck", "--strict")
+
+
+def test_every_shape_stays_out_of_the_prompt_history(spawn_chat, fake_api, repo_path):  # noqa: F811
+    from test_pty import PROMPT, finish
+
+    child = spawn_chat()
+    child.sendline(" ".join(v for k, v in IN_TEXT.items() if k != "private-key"))
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    finish(child)
+    history = (repo_path / "gs" / "prompt-history").read_text()
+    for kind, secret in SHAPES.items():
+        if kind != "private-key":
+            assert secret not in history and f"[REDACTED:{kind}]" in history, kind
