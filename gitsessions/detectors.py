@@ -16,10 +16,114 @@ the first text is redacted: see :func:`shapes`.
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+try:  # the regex parser, to read a pattern's shape (its modules were renamed in Python 3.11)
+    _sre = importlib.import_module("re._constants")
+    _sre_parse = importlib.import_module("re._parser")
+except ImportError:  # Python 3.10
+    _sre = importlib.import_module("sre_constants")
+    _sre_parse = importlib.import_module("sre_parse")
+
+#: The longest partial match held back for one pattern (characters).
+MAX_HOLD = 256
+#: How long a partial match is held when its pattern cannot be read (characters).
+UNKNOWN_HOLD = 64
+#: ASCII letters to lower case, nothing else (so indexes stay those of the text).
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+class Form(NamedTuple):
+    """How the matches of a pattern look, as far as its parse tells.
+
+    Attributes:
+        starts: the literal texts every match starts with (None: unknown).
+        hold: the length below which text that starts like a match may still become one
+            (its longest match when bounded, else its shortest; at most :data:`MAX_HOLD`).
+        icase: the starts are compared ignoring ASCII case.
+        spaces: a match may contain whitespace (when it cannot, a partial match is within
+            the last run of non-space characters).
+    """
+
+    starts: set[str] | None
+    hold: int
+    icase: bool
+    spaces: bool
+
+
+def _literal_starts(items: list) -> set[str] | None:
+    """The literal texts every match of a parsed pattern starts with (None: cannot tell)."""
+    c = _sre
+    i = 0
+    while i < len(items) and items[i][0] == c.AT:
+        i += 1  # \b, ^: no characters
+    lit = ""
+    while i < len(items) and items[i][0] == c.LITERAL:
+        lit += chr(items[i][1])
+        i += 1
+    if lit:
+        return {lit}
+    if i < len(items) and items[i][0] == c.SUBPATTERN:
+        return _literal_starts(list(items[i][1][-1]))
+    if i < len(items) and items[i][0] == c.BRANCH:
+        out: set[str] = set()
+        for branch in items[i][1][1]:
+            starts = _literal_starts(list(branch))
+            if not starts:
+                return None
+            out |= starts
+        return out
+    return None
+
+
+_SPACES = (9, 10, 11, 12, 13, 32)  # the ASCII whitespace a character range may take in
+
+
+def _may_hold_space(items: list) -> bool:
+    """Whether a match of parsed pattern items may contain whitespace (True when unsure)."""
+    c = _sre
+    for op, av in items:
+        if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+            continue  # no characters
+        if op == c.LITERAL:
+            if chr(av).isspace():
+                return True
+        elif op == c.IN:
+            for kind, arg in av:
+                if kind == c.NEGATE or (kind == c.LITERAL and chr(arg).isspace()) or (
+                        kind == c.RANGE and any(arg[0] <= x <= arg[1] for x in _SPACES)) or (
+                        kind == c.CATEGORY and arg not in (c.CATEGORY_DIGIT, c.CATEGORY_WORD, c.CATEGORY_NOT_SPACE)):
+                    return True
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
+            if _may_hold_space(list(av[2])):
+                return True
+        elif op == c.SUBPATTERN:
+            if _may_hold_space(list(av[-1])):
+                return True
+        elif op == c.BRANCH:
+            if any(_may_hold_space(list(branch)) for branch in av[1]):
+                return True
+        else:  # any character, a back reference, ...: anything
+            return True
+    return False
+
+
+def form_of(rx: re.Pattern[str]) -> Form:
+    """Return how matches of ``rx`` look, read from the parsed pattern (see :class:`Form`)."""
+    c = _sre
+    try:
+        parsed = _sre_parse.parse(rx.pattern, rx.flags)
+        lo, hi = parsed.getwidth()
+    except Exception:  # an engine detail changed: be careful, not clever
+        return Form(None, UNKNOWN_HOLD, False, True)
+    hold = min(hi if hi < c.MAXREPEAT else max(lo, 1), MAX_HOLD)
+    icase = bool(parsed.state.flags & re.IGNORECASE)
+    return Form(_literal_starts(list(parsed)), hold, icase, _may_hold_space(list(parsed)))
+
 
 #: Credential shapes detect-secrets lacks or matches too narrowly, name -> regex (compiled
 #: with ``re.DOTALL``). Looked for before the library's, so the more precise name wins.
@@ -66,6 +170,10 @@ _TOKEN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])"
 _TOKEN_TAIL = r"[A-Za-z0-9+/=_-]+\Z"
 
 
+#: How far from its keyword a keyword regex is tried (characters, each side; within the line).
+NEAR = 1024
+
+
 @dataclass(frozen=True)
 class Shape:
     """One credential shape.
@@ -79,6 +187,10 @@ class Shape:
             (None: every match is).
         tail: where a match still arriving may begin, searched in the last characters of a
             stream (None: read from the pattern itself; see :class:`~gitsessions.redact.StreamRedactor`).
+        near: when set, ``rx`` is only tried where one of these (lower-case) keywords is, on
+            its line (at most :data:`NEAR` characters either side), as detect-secrets tries
+            its keyword regexes line by line: they backtrack over all text up to the next
+            quote, which would make a long text cost its length squared.
     """
 
     name: str
@@ -86,20 +198,97 @@ class Shape:
     group: int = 0
     accept: Callable[[str], bool] | None = None
     tail: re.Pattern[str] | None = None
+    near: tuple[str, ...] | None = None
 
-    def spans(self, text: str, pos: int = 0):
-        """Yield ``(start, end)`` of each secret this shape finds in ``text`` from ``pos`` on."""
-        for m in self.rx.finditer(text, pos):
+    @functools.cached_property
+    def form(self) -> Form:
+        """How this shape's matches look (see :func:`form_of`)."""
+        return form_of(self.rx)
+
+    @functools.cached_property
+    def _needles(self) -> tuple[tuple[str, ...], bool] | None:
+        # Texts one of which every match holds (its literal starts, or those of ``near``):
+        # a text holding none is passed over without running the pattern, in C speed.
+        if self.near is not None:
+            return self.near, True
+        if self.form.starts:
+            return tuple(s.translate(ASCII_LOWER) if self.form.icase else s for s in self.form.starts), self.form.icase
+        return None
+
+    def may_match(self, text: str, lowered: str | None = None) -> bool:
+        """Whether ``text`` may hold a match (False only when it surely holds none).
+
+        Args:
+            text: the text.
+            lowered: ``text.translate(ASCII_LOWER)``, when the caller has it.
+        """
+        if self._needles is None:
+            return True
+        needles, icase = self._needles
+        if icase:
+            text = lowered if lowered is not None else text.translate(ASCII_LOWER)
+        return any(needle in text for needle in needles)
+
+    def _near(self, text: str, pos: int, lowered: str | None):
+        # The matches near a keyword: found with str.find on the lower-cased text (C speed),
+        # then the pattern is matched at the keyword (when it starts with one) or searched
+        # in the line around it.
+        assert self.near is not None
+        lowered = lowered if lowered is not None else text.translate(ASCII_LOWER)
+        hits = set()
+        for needle in self.near:
+            j = lowered.find(needle, pos)
+            while j >= 0:
+                hits.add(j)
+                j = lowered.find(needle, j + 1)
+        anchored = self.form.starts is not None
+        last = pos
+        for hit in sorted(hits):
+            end = text.find("\n", hit)
+            end = min(len(text) if end < 0 else end, hit + NEAR)
+            if anchored:
+                m = self.rx.match(text, hit, end)
+                if m is not None:
+                    yield m
+                continue
+            if hit < last:
+                continue  # within the window just searched
+            start = max(text.rfind("\n", 0, hit) + 1, hit - NEAR, last)
+            yield from self.rx.finditer(text, start, end)
+            last = end
+
+    def spans(self, text: str, pos: int = 0, lowered: str | None = None):
+        r"""Yield ``(start, end)`` of each secret this shape finds in ``text`` from ``pos`` on, in order.
+
+        Args:
+            text: the text.
+            pos: where to start (what is before is only looked at, for ``\b``).
+            lowered: ``text.translate(ASCII_LOWER)``, when the caller has it.
+        """
+        matches = self.rx.finditer(text, pos) if self.near is None else self._near(text, pos, lowered)
+        last = pos
+        for m in matches:
+            if m.start() < last:
+                continue  # overlaps a match already taken
             start, end = m.span(self.group)
             if end > start and (self.accept is None or self.accept(text[start:end])):
+                last = m.end()
                 yield start, end
 
-    def sub(self, text: str, replacement: str) -> str:
-        """Return ``text`` with every secret this shape finds replaced by ``replacement``."""
-        if self.group == 0 and self.accept is None:
+    def sub(self, text: str, replacement: str, lowered: str | None = None) -> str:
+        """Return ``text`` with every secret this shape finds replaced by ``replacement``.
+
+        Args:
+            text: the text.
+            replacement: what each secret is replaced by.
+            lowered: ``text.translate(ASCII_LOWER)``, when the caller has it.
+        """
+        if not self.may_match(text, lowered):
+            return text
+        if self.group == 0 and self.accept is None and self.near is None:
             return self.rx.sub(lambda _m: replacement, text)
         out, at = [], 0
-        for start, end in self.spans(text):
+        for start, end in self.spans(text, 0, lowered):
             out.append(text[at:start] + replacement)
             at = end
         return "".join(out) + text[at:] if out else text
@@ -147,11 +336,12 @@ def library_shapes() -> tuple[Shape, ...]:
     # that is a call or an index (``password = input(...)``, ``os.environ["X"]``) is code, and ``==`` a comparison.
     assigned = _kind(keyword.KeywordDetector.secret_type)
     keyword_tail = re.compile(rf"(?i)(?:{keyword.DENYLIST_REGEX})[^\n]*\Z")
+    keyword_near = tuple(sorted(form_of(re.compile(f"(?i){keyword.DENYLIST_REGEX}")).starts or ()))
     for rx, group in keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items():
-        out.append(Shape(assigned, rx, group, tail=keyword_tail))
+        out.append(Shape(assigned, rx, group, tail=keyword_tail, near=keyword_near))
     value = r"([^\s'\"`,;()\[\]{}<>]{4,})(?![\w(\[])"
     unquoted = re.compile(rf"(?i)\b{keyword.DENYLIST_REGEX}\s*(?<![=!<>])=(?!=)\s*{value}")
-    out.append(Shape(assigned, unquoted, unquoted.groups, tail=keyword_tail))
+    out.append(Shape(assigned, unquoted, unquoted.groups, tail=keyword_tail, near=keyword_near))
     entropy = Base64HighEntropyString(limit=ENTROPY_LIMIT)
 
     def random_looking(token: str) -> bool:

@@ -15,19 +15,11 @@ This module never reads the environment itself: the CLI passes it in.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Mapping
 from typing import Any
 
-try:  # the regex parser, to read a pattern's shape (its modules were renamed in Python 3.11)
-    _sre = importlib.import_module("re._constants")
-    _sre_parse = importlib.import_module("re._parser")
-except ImportError:  # Python 3.10
-    _sre = importlib.import_module("sre_constants")
-    _sre_parse = importlib.import_module("sre_parse")
-
-from .detectors import OWN_PATTERNS, Shape, library_shapes, own_shapes
+from .detectors import ASCII_LOWER, MAX_HOLD, OWN_PATTERNS, Shape, library_shapes, own_shapes
 from .events import Event
 
 #: Environment variable values shorter than this are never redacted.
@@ -71,8 +63,13 @@ class Redactor:
         for value in self._values:
             if value in text:
                 text = text.replace(value, f"[REDACTED:{self.secrets[value]}]")
+        lowered = None
         for shape in self.shapes:
-            text = shape.sub(text, f"[REDACTED:{shape.name}]")
+            if lowered is None:
+                lowered = text.translate(ASCII_LOWER)
+            out = shape.sub(text, f"[REDACTED:{shape.name}]", lowered)
+            if out is not text:
+                text, lowered = out, None
         return text
 
     def value(self, value: Any) -> Any:
@@ -113,93 +110,11 @@ def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] |
     return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True)
 
 
-#: Streamed text a pattern is assumed to need before it can match, when its shape cannot be
-#: read (characters); also the least released text kept as context for later matches.
+#: The least released text kept as context for later matches (characters).
 STREAM_WINDOW = 64
 #: Held text is looked at again only once this many more characters arrived (bounds the
 #: work per chunk; the journal lags the screen by at most this plus what is held).
 STREAM_BATCH = 32
-_MAX_HOLD = 256
-
-
-def _literal_starts(items: list) -> set[str] | None:
-    """The literal texts every match of a parsed pattern starts with (None: cannot tell)."""
-    c = _sre
-    i = 0
-    while i < len(items) and items[i][0] == c.AT:
-        i += 1  # \b, ^: no characters
-    lit = ""
-    while i < len(items) and items[i][0] == c.LITERAL:
-        lit += chr(items[i][1])
-        i += 1
-    if lit:
-        return {lit}
-    if i < len(items) and items[i][0] == c.SUBPATTERN:
-        return _literal_starts(list(items[i][1][-1]))
-    if i < len(items) and items[i][0] == c.BRANCH:
-        out: set[str] = set()
-        for branch in items[i][1][1]:
-            starts = _literal_starts(list(branch))
-            if not starts:
-                return None
-            out |= starts
-        return out
-    return None
-
-
-_SPACES = (9, 10, 11, 12, 13, 32)  # the ASCII whitespace a character range may take in
-
-
-def _may_hold_space(items: list) -> bool:
-    """Whether a match of parsed pattern items may contain whitespace (True when unsure)."""
-    c = _sre
-    for op, av in items:
-        if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
-            continue  # no characters
-        if op == c.LITERAL:
-            if chr(av).isspace():
-                return True
-        elif op == c.IN:
-            for kind, arg in av:
-                if kind == c.NEGATE or (kind == c.LITERAL and chr(arg).isspace()) or (
-                        kind == c.RANGE and any(arg[0] <= x <= arg[1] for x in _SPACES)) or (
-                        kind == c.CATEGORY and arg not in (c.CATEGORY_DIGIT, c.CATEGORY_WORD, c.CATEGORY_NOT_SPACE)):
-                    return True
-        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
-            if _may_hold_space(list(av[2])):
-                return True
-        elif op == c.SUBPATTERN:
-            if _may_hold_space(list(av[-1])):
-                return True
-        elif op == c.BRANCH:
-            if any(_may_hold_space(list(branch)) for branch in av[1]):
-                return True
-        else:  # any character, a back reference, ...: anything
-            return True
-    return False
-
-
-def _shape(rx: re.Pattern[str]) -> tuple[set[str] | None, int, bool, bool]:
-    """Return how a partial match of ``rx`` can start, and how long it may stay short of matching.
-
-    Read from the parsed pattern: its literal starts (None when unknown), the length below
-    which text that starts like it may still become a match (its longest match when
-    bounded, else its shortest), whether the starts are to be compared ignoring (ASCII)
-    case, and whether a match may contain whitespace (when it cannot, a partial match is
-    within the last run of non-space characters).
-    """
-    c = _sre
-    try:
-        parsed = _sre_parse.parse(rx.pattern, rx.flags)
-        lo, hi = parsed.getwidth()
-    except Exception:  # an engine detail changed: be careful, not clever
-        return None, STREAM_WINDOW, False, True
-    hold = min(hi if hi < c.MAXREPEAT else max(lo, 1), _MAX_HOLD)
-    return _literal_starts(list(parsed)), hold, bool(parsed.state.flags & re.IGNORECASE), _may_hold_space(list(parsed))
-
-
-#: ASCII letters to lower case, nothing else (so indexes stay those of the text).
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 class StreamRedactor:
@@ -235,21 +150,20 @@ class StreamRedactor:
 
     def _setup(self) -> None:
         redactor = self.redactor
-        # (shape, the literal texts every match starts with or None, compared ignoring case)
-        self._patterns: list[tuple[Shape, set[str] | None, bool]] = []
+        self._patterns = list(redactor.shapes)
         # (text a secret starts with, length below which a tail starting so is held, ignoring case)
         self._starts = [(v, len(v), False) for v in redactor._values]
         self._tails: list[tuple[re.Pattern[str], int]] = []  # (where a match may begin, how far back)
         self._always = 0
         holds = [len(v) for v in redactor._values]
         for shape in redactor.shapes:
-            lits, hold, icase, spaces = _shape(shape.rx)
+            lits, hold, icase, spaces = shape.form
             holds.append(hold)
-            self._patterns.append((shape, lits, icase))
             if shape.tail is not None:
-                self._tails.append((shape.tail, _MAX_HOLD))
+                if (shape.tail, MAX_HOLD) not in self._tails:  # the keyword shapes share theirs
+                    self._tails.append((shape.tail, MAX_HOLD))
             elif lits is not None:
-                self._starts += [(lit.translate(_ASCII_LOWER) if icase else lit, hold, icase) for lit in lits]
+                self._starts += [(lit.translate(ASCII_LOWER) if icase else lit, hold, icase) for lit in lits]
             elif not spaces:
                 self._tails.append((re.compile(rf"\S{{1,{max(hold - 1, 1)}}}\Z"), hold))
             else:
@@ -279,11 +193,15 @@ class StreamRedactor:
             while at >= 0:
                 mask(at, at + len(value), self.redactor.secrets[value])
                 at = masked.find(value, at + len(value))
-        for shape, lits, icase in self._patterns:
-            if lits is not None and not icase and not any(lit in masked for lit in lits):
+        lowered = None
+        for shape in self._patterns:
+            if lowered is None:
+                lowered = masked.translate(ASCII_LOWER)
+            if not shape.may_match(masked, lowered):
                 continue
-            for start, end in list(shape.spans(masked, pos)):
+            for start, end in list(shape.spans(masked, pos, lowered)):
                 mask(start, end, shape.name)
+                lowered = None
         found.sort()
         merged: list[tuple[int, int, str]] = []
         for start, end, name in found:
@@ -300,7 +218,7 @@ class StreamRedactor:
         lowered = None
         for lit, hold, icase in self._starts:
             if icase and lowered is None:
-                lowered = text.translate(_ASCII_LOWER)
+                lowered = text.translate(ASCII_LOWER)
             seen = lowered if icase and lowered is not None else text
             j = seen.find(lit[0], max(0, n - hold + 1))
             while 0 <= j < cut:
