@@ -355,9 +355,11 @@ def library_shapes() -> tuple[Shape, ...]:
 
 
 def _inline(rx: re.Pattern[str]) -> str:
+    # The pattern's flags written at its start, where Python wants them (once).
     flags = "".join(c for flag, c in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.VERBOSE, "x"))
                     if rx.flags & flag)
-    return f"(?{flags}){rx.pattern}" if flags else rx.pattern
+    pattern = re.sub(r"\A\(\?[aiLmsux]+\)", "", rx.pattern)
+    return f"(?{flags}){pattern}" if flags else pattern
 
 
 def hook_patterns(extra: dict[str, str] | None = None) -> dict[str, str]:

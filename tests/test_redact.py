@@ -196,3 +196,19 @@ def test_every_shape_stays_out_of_the_prompt_history(spawn_chat, fake_api, repo_
     for kind, secret in SHAPES.items():
         if kind != "private-key":
             assert secret not in history and f"[REDACTED:{kind}]" in history, kind
+
+
+def test_the_shipped_pre_commit_refuses_the_same_shapes(gs, repo_path, tmp_path):
+    from test_hooks import _pre_commit
+
+    (tmp_path / "config.yaml").write_text('redact_patterns: {acme-token: "acme_[0-9]{6}"}\n')
+    assert gs("hooks", "install", "pre-commit").code == 0
+    hook = repo_path / "hooks" / "pre-commit"
+    for kind, sample in {**IN_TEXT, "acme-token": "see acme_123456 here"}.items():
+        if kind == "high-entropy-string":
+            continue  # entropy is not a regex: only the redactor finds these
+        refused, err = _pre_commit(hook, f"first line\n{sample}", tmp_path)
+        assert refused and f"the pattern {kind}" in err, (kind, err)
+        assert SHAPES.get(kind, "acme_123456").splitlines()[-1] not in err
+    for sample in ORDINARY:
+        assert _pre_commit(hook, sample, tmp_path) == (False, ""), sample
