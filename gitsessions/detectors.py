@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -47,12 +48,14 @@ class Form(NamedTuple):
         icase: the starts are compared ignoring ASCII case.
         spaces: a match may contain whitespace (when it cannot, a partial match is within
             the last run of non-space characters).
+        longest: the longest match, when bounded and at most :data:`MAX_HOLD` (else None).
     """
 
     starts: set[str] | None
     hold: int
     icase: bool
     spaces: bool
+    longest: int | None = None
 
 
 def _literal_starts(items: list) -> set[str] | None:
@@ -67,6 +70,13 @@ def _literal_starts(items: list) -> set[str] | None:
         i += 1
     if lit:
         return {lit}
+    if i < len(items) and items[i][0] == c.IN and all(kind == c.LITERAL for kind, _ in items[i][1]):
+        # a class of a few characters then literals (``[rs]k_live_``): one start per character
+        rest = _literal_starts(list(items[i + 1:])) or set()
+        firsts = [chr(code) for _, code in items[i][1]]
+        if len(firsts) <= 4 and rest and min(map(len, rest)) >= 2:
+            return {first + tail for first in firsts for tail in rest}
+        return None
     if i < len(items) and items[i][0] == c.SUBPATTERN:
         return _literal_starts(list(items[i][1][-1]))
     if i < len(items) and items[i][0] == c.BRANCH:
@@ -122,7 +132,8 @@ def form_of(rx: re.Pattern[str]) -> Form:
         return Form(None, UNKNOWN_HOLD, False, True)
     hold = min(hi if hi < c.MAXREPEAT else max(lo, 1), MAX_HOLD)
     icase = bool(parsed.state.flags & re.IGNORECASE)
-    return Form(_literal_starts(list(parsed)), hold, icase, _may_hold_space(list(parsed)))
+    longest = hi if hi <= MAX_HOLD else None
+    return Form(_literal_starts(list(parsed)), hold, icase, _may_hold_space(list(parsed)), longest)
 
 
 #: Credential shapes detect-secrets lacks or matches too narrowly, name -> regex (compiled
@@ -166,8 +177,52 @@ KIND_NAMES = {"JSON Web Token": "jwt", "Basic Auth Credentials": "url-password",
 ENTROPY_LIMIT = 4.5
 #: A high-entropy candidate: a run of base64 (and url-safe base64) characters, at least 20 long.
 _TOKEN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])"
+_DIGITS, _UPPER, _LOWER = frozenset("0123456789"), frozenset(string.ascii_uppercase), frozenset(string.ascii_lowercase)
 #: Where a token still arriving may begin (the stream redactor holds it back).
 _TOKEN_TAIL = r"[A-Za-z0-9+/=_-]+\Z"
+
+
+class Scan:
+    """One text looked through by many shapes: what they all ask of it is worked out once.
+
+    Args:
+        text: the text (not changed: a shape that replaces something makes a new text).
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self._lowered: str | None = None
+        self._has: dict[tuple[str, bool], bool] = {}
+        self._hits: dict[tuple[str, ...], list[int]] = {}
+
+    @property
+    def lowered(self) -> str:
+        """The text with ASCII letters in lower case (same length, same indexes)."""
+        if self._lowered is None:
+            self._lowered = self.text.translate(ASCII_LOWER)
+        return self._lowered
+
+    def has(self, needle: str, icase: bool) -> bool:
+        """Whether the text holds ``needle`` (lower case, compared ignoring ASCII case when ``icase``)."""
+        key = (needle, icase)
+        found = self._has.get(key)
+        if found is None:
+            found = self._has[key] = needle in (self.lowered if icase else self.text)
+        return found
+
+    def hits(self, needles: tuple[str, ...]) -> list[int]:
+        """Where any of ``needles`` (lower case) is in the text ignoring ASCII case, in order."""
+        found = self._hits.get(needles)
+        if found is None:
+            lowered, at = self.lowered, set()
+            for needle in needles:
+                if self.has(needle, True):
+                    j = lowered.find(needle)
+                    while j >= 0:
+                        at.add(j)
+                        j = lowered.find(needle, j + 1)
+            found = self._hits[needles] = sorted(at)
+        return found
 
 
 #: How far from its keyword a keyword regex is tried (characters, each side; within the line).
@@ -186,7 +241,8 @@ class Shape:
         accept: a match is a secret only when this returns True for the secret's text
             (None: every match is).
         tail: where a match still arriving may begin, searched in the last characters of a
-            stream (None: read from the pattern itself; see :class:`~gitsessions.redact.StreamRedactor`).
+            stream (None: read from the pattern itself, or from ``near``: a keyword on the
+            last line; see :class:`~gitsessions.redact.StreamRedactor`).
         near: when set, ``rx`` is only tried where one of these (lower-case) keywords is, on
             its line (at most :data:`NEAR` characters either side), as detect-secrets tries
             its keyword regexes line by line: they backtrack over all text up to the next
@@ -206,44 +262,36 @@ class Shape:
         return form_of(self.rx)
 
     @functools.cached_property
-    def _needles(self) -> tuple[tuple[str, ...], bool] | None:
-        # Texts one of which every match holds (its literal starts, or those of ``near``):
-        # a text holding none is passed over without running the pattern, in C speed.
+    def needles(self) -> tuple[tuple[str, ...], bool] | None:
+        """Texts one of which every match holds (its literal starts, or ``near``); None: unknown.
+
+        With them, whether they are lower case, to be compared ignoring ASCII case. A text
+        holding none is passed over without running the pattern, at C speed.
+        """
         if self.near is not None:
             return self.near, True
         if self.form.starts:
             return tuple(s.translate(ASCII_LOWER) if self.form.icase else s for s in self.form.starts), self.form.icase
         return None
 
-    def may_match(self, text: str, lowered: str | None = None) -> bool:
-        """Whether ``text`` may hold a match (False only when it surely holds none).
-
-        Args:
-            text: the text.
-            lowered: ``text.translate(ASCII_LOWER)``, when the caller has it.
-        """
-        if self._needles is None:
+    def may_match(self, scan: Scan) -> bool:
+        """Whether the text may hold a match (False only when it surely holds none)."""
+        if self.needles is None:
             return True
-        needles, icase = self._needles
-        if icase:
-            text = lowered if lowered is not None else text.translate(ASCII_LOWER)
-        return any(needle in text for needle in needles)
+        needles, icase = self.needles
+        return any(scan.has(needle, icase) for needle in needles)
 
-    def _near(self, text: str, pos: int, lowered: str | None):
-        # The matches near a keyword: found with str.find on the lower-cased text (C speed),
-        # then the pattern is matched at the keyword (when it starts with one) or searched
-        # in the line around it.
+    def _near(self, scan: Scan, pos: int):
+        # The matches near a keyword: the keywords found with str.find on the lower-cased
+        # text (C speed), then the pattern matched at the keyword (when it starts with one)
+        # or searched in the line around it.
         assert self.near is not None
-        lowered = lowered if lowered is not None else text.translate(ASCII_LOWER)
-        hits = set()
-        for needle in self.near:
-            j = lowered.find(needle, pos)
-            while j >= 0:
-                hits.add(j)
-                j = lowered.find(needle, j + 1)
+        text = scan.text
         anchored = self.form.starts is not None
         last = pos
-        for hit in sorted(hits):
+        for hit in scan.hits(self.near):
+            if hit < pos:
+                continue
             end = text.find("\n", hit)
             end = min(len(text) if end < 0 else end, hit + NEAR)
             if anchored:
@@ -257,15 +305,19 @@ class Shape:
             yield from self.rx.finditer(text, start, end)
             last = end
 
-    def spans(self, text: str, pos: int = 0, lowered: str | None = None):
+    def spans(self, text: str | Scan, pos: int = 0, checked: bool = False):
         r"""Yield ``(start, end)`` of each secret this shape finds in ``text`` from ``pos`` on, in order.
 
         Args:
-            text: the text.
+            text: the text (or a :class:`Scan` of it, shared with other shapes).
             pos: where to start (what is before is only looked at, for ``\b``).
-            lowered: ``text.translate(ASCII_LOWER)``, when the caller has it.
+            checked: the caller knows the text holds one of :attr:`needles`.
         """
-        matches = self.rx.finditer(text, pos) if self.near is None else self._near(text, pos, lowered)
+        scan = text if isinstance(text, Scan) else Scan(text)
+        text = scan.text
+        if not checked and not self.may_match(scan):
+            return
+        matches = self.rx.finditer(text, pos) if self.near is None else self._near(scan, pos)
         last = pos
         for m in matches:
             if m.start() < last:
@@ -275,20 +327,21 @@ class Shape:
                 last = m.end()
                 yield start, end
 
-    def sub(self, text: str, replacement: str, lowered: str | None = None) -> str:
+    def sub(self, text: str | Scan, replacement: str) -> str:
         """Return ``text`` with every secret this shape finds replaced by ``replacement``.
 
         Args:
-            text: the text.
+            text: the text (or a :class:`Scan` of it, shared with other shapes).
             replacement: what each secret is replaced by.
-            lowered: ``text.translate(ASCII_LOWER)``, when the caller has it.
         """
-        if not self.may_match(text, lowered):
+        scan = text if isinstance(text, Scan) else Scan(text)
+        text = scan.text
+        if not self.may_match(scan):
             return text
         if self.group == 0 and self.accept is None and self.near is None:
             return self.rx.sub(lambda _m: replacement, text)
         out, at = [], 0
-        for start, end in self.spans(text, 0, lowered):
+        for start, end in self.spans(scan):
             out.append(text[at:start] + replacement)
             at = end
         return "".join(out) + text[at:] if out else text
@@ -335,18 +388,17 @@ def library_shapes() -> tuple[Shape, ...]:
     # ``"secret": "x"``), and an unquoted ``password=x`` built from its keyword list. A value
     # that is a call or an index (``password = input(...)``, ``os.environ["X"]``) is code, and ``==`` a comparison.
     assigned = _kind(keyword.KeywordDetector.secret_type)
-    keyword_tail = re.compile(rf"(?i)(?:{keyword.DENYLIST_REGEX})[^\n]*\Z")
     keyword_near = tuple(sorted(form_of(re.compile(f"(?i){keyword.DENYLIST_REGEX}")).starts or ()))
     for rx, group in keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items():
-        out.append(Shape(assigned, rx, group, tail=keyword_tail, near=keyword_near))
+        out.append(Shape(assigned, rx, group, near=keyword_near))
     value = r"([^\s'\"`,;()\[\]{}<>]{4,})(?![\w(\[])"
     unquoted = re.compile(rf"(?i)\b{keyword.DENYLIST_REGEX}\s*(?<![=!<>])=(?!=)\s*{value}")
-    out.append(Shape(assigned, unquoted, unquoted.groups, tail=keyword_tail, near=keyword_near))
+    out.append(Shape(assigned, unquoted, unquoted.groups, near=keyword_near))
     entropy = Base64HighEntropyString(limit=ENTROPY_LIMIT)
 
     def random_looking(token: str) -> bool:
         # Mixed case and a digit, as generated keys have: words, paths and hex ids do not.
-        return (any(c.isdigit() for c in token) and any(c.isupper() for c in token) and any(c.islower() for c in token)
+        return (not _DIGITS.isdisjoint(token) and not _UPPER.isdisjoint(token) and not _LOWER.isdisjoint(token)
                 and entropy.calculate_shannon_entropy(token) > entropy.entropy_limit)
 
     out.append(Shape(_kind(Base64HighEntropyString.secret_type), re.compile(_TOKEN), accept=random_looking,

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .detectors import ASCII_LOWER, MAX_HOLD, OWN_PATTERNS, Shape, library_shapes, own_shapes
+from .detectors import ASCII_LOWER, MAX_HOLD, OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
 from .events import Event
 
 #: Environment variable values shorter than this are never redacted.
@@ -63,14 +63,12 @@ class Redactor:
         for value in self._values:
             if value in text:
                 text = text.replace(value, f"[REDACTED:{self.secrets[value]}]")
-        lowered = None
+        scan = Scan(text)
         for shape in self.shapes:
-            if lowered is None:
-                lowered = text.translate(ASCII_LOWER)
-            out = shape.sub(text, f"[REDACTED:{shape.name}]", lowered)
-            if out is not text:
-                text, lowered = out, None
-        return text
+            out = shape.sub(scan, f"[REDACTED:{shape.name}]")
+            if out is not scan.text:
+                scan = Scan(out)
+        return scan.text
 
     def value(self, value: Any) -> Any:
         """Return a copy of a JSON value with :meth:`text` applied to every string (keys too)."""
@@ -127,8 +125,8 @@ class StreamRedactor:
     - any tail that starts like a credential pattern and is still shorter than the pattern
       needs; for a pattern whose start cannot be read, the last run of non-space characters
       when its matches hold no space, else that many characters always;
-    - any tail from where a shape says a match still arriving may begin (its ``tail``: a
-      keyword on the last line, a run of token characters);
+    - any tail from where a shape says a match still arriving may begin: a keyword of its
+      ``near`` on the last line, or its ``tail`` (a run of token characters);
     - any match that reaches the end (it may go on; an unterminated PEM block holds to the
       end).
 
@@ -154,14 +152,17 @@ class StreamRedactor:
         # (text a secret starts with, length below which a tail starting so is held, ignoring case)
         self._starts = [(v, len(v), False) for v in redactor._values]
         self._tails: list[tuple[re.Pattern[str], int]] = []  # (where a match may begin, how far back)
+        self._keywords: list[tuple[str, ...]] = []  # a match may begin at one on the last line
         self._always = 0
         holds = [len(v) for v in redactor._values]
         for shape in redactor.shapes:
-            lits, hold, icase, spaces = shape.form
+            lits, hold, icase, spaces, _longest = shape.form
             holds.append(hold)
-            if shape.tail is not None:
-                if (shape.tail, MAX_HOLD) not in self._tails:  # the keyword shapes share theirs
-                    self._tails.append((shape.tail, MAX_HOLD))
+            if shape.near is not None:
+                if shape.near not in self._keywords:  # the keyword shapes share theirs
+                    self._keywords.append(shape.near)
+            elif shape.tail is not None:
+                self._tails.append((shape.tail, MAX_HOLD))
             elif lits is not None:
                 self._starts += [(lit.translate(ASCII_LOWER) if icase else lit, hold, icase) for lit in lits]
             elif not spaces:
@@ -169,12 +170,27 @@ class StreamRedactor:
             else:
                 self._always = max(self._always, hold - 1)
         self.context = max([STREAM_WINDOW, *(2 * h for h in holds)])
+        # Which shapes a needle (a text every match holds) lets run, and those run always:
+        # per chunk, a few str searches in C instead of every shape in Python.
+        by_needle: dict[tuple[str, bool], list[int]] = {}
+        self._unfiltered = set()
+        for i, shape in enumerate(self._patterns):
+            if shape.needles is None:
+                self._unfiltered.add(i)
+            else:
+                for needle in shape.needles[0]:
+                    by_needle.setdefault((needle, shape.needles[1]), []).append(i)
+        self._by_needle = list(by_needle.items())
+        # How far before the new text a shape's match may start (None: anywhere).
+        self._reach = [None if shape.near is not None else shape.form.longest for shape in self._patterns]
         self._ready = True
 
-    def _spans(self, text: str, pos: int = 0) -> list[tuple[int, int, str]]:
+    def _spans(self, text: str, pos: int = 0, since: int = 0) -> list[tuple[int, int, str]]:
         r"""Every secret in ``text`` from ``pos`` on as ``(start, end, name)``, overlaps merged, in order.
 
-        ``text[:pos]`` is only looked at, as what comes before (for ``\b``).
+        ``text[:pos]`` is only looked at, as what comes before (for ``\b``). Only secrets
+        that end after ``since`` are wanted: a shape whose matches are short is looked for
+        from its longest match before ``since`` on, not in all the text (the work per chunk).
 
         Found in the order :meth:`Redactor.text` replaces them, each on the text with the
         earlier finds masked (same length, non-word characters, as the ``[REDACTED:...]``
@@ -193,15 +209,19 @@ class StreamRedactor:
             while at >= 0:
                 mask(at, at + len(value), self.redactor.secrets[value])
                 at = masked.find(value, at + len(value))
-        lowered = None
-        for shape in self._patterns:
-            if lowered is None:
-                lowered = masked.translate(ASCII_LOWER)
-            if not shape.may_match(masked, lowered):
-                continue
-            for start, end in list(shape.spans(masked, pos, lowered)):
+        scan = Scan(masked)
+        live = set(self._unfiltered)
+        lowered = scan.lowered
+        for (needle, icase), shapes in self._by_needle:
+            if needle in (lowered if icase else masked):
+                live.update(shapes)
+        for i in sorted(live):
+            shape, reach = self._patterns[i], self._reach[i]
+            start_at = pos if reach is None else max(pos, since - reach)
+            for start, end in list(shape.spans(scan, start_at, checked=True)):  # live: a needle is there
                 mask(start, end, shape.name)
-                lowered = None
+            if masked is not scan.text:
+                scan = Scan(masked)
         found.sort()
         merged: list[tuple[int, int, str]] = []
         for start, end, name in found:
@@ -231,6 +251,14 @@ class StreamRedactor:
             m = tail_rx.search(text, max(0, n - window))
             if m is not None and m.start() < cut:
                 cut = m.start()
+        if self._keywords:
+            lo = max(text.rfind("\n") + 1, n - MAX_HOLD)
+            line = text[lo:].translate(ASCII_LOWER)
+            for keywords in self._keywords:
+                for keyword in keywords:
+                    j = line.find(keyword)
+                    if 0 <= j and lo + j < cut:
+                        cut = lo + j
         return cut
 
     def _release(self, final: bool) -> str:
@@ -240,7 +268,7 @@ class StreamRedactor:
         pos = 1 if base > self.context else 0
 
         def spans(of: str) -> list[tuple[int, int, str]]:
-            return [(max(s, base) - base, e - base, name) for s, e, name in self._spans(of, pos) if e > base]
+            return [(max(s, base) - base, e - base, name) for s, e, name in self._spans(of, pos, base) if e > base]
 
         found = spans(text)
         cut, touching = n, list(found)
