@@ -19,8 +19,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .detectors import ASCII_LOWER, MAX_HOLD, OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
+from .detectors import OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
 from .events import Event
+from .regex_form import ASCII_LOWER, MAX_HOLD
 
 #: Environment variable values shorter than this are never redacted.
 MIN_SECRET_LEN = 8

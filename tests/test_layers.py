@@ -67,6 +67,7 @@ MODULES = {
     "gitsessions.turns": "model",
     "gitsessions.redact": "model",
     "gitsessions.detectors": "model",
+    "gitsessions.regex_form": "model",
     "gitsessions.view": "model",
     "gitsessions.config": "model",
 }

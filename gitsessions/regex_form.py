@@ -1,0 +1,126 @@
+"""What a regular expression's matches look like, read from its parse.
+
+How they start, how long they are, whether they may hold whitespace.
+
+The stream redactor (:class:`~gitsessions.redact.StreamRedactor`) uses it to know which tail
+of a streamed reply may still become a secret, and the shapes (:mod:`gitsessions.detectors`)
+to pass over, at C speed, a text that holds none of the literals a match must start with.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import NamedTuple
+
+try:  # the regex parser, to read a pattern's shape (its modules were renamed in Python 3.11)
+    _sre = importlib.import_module("re._constants")
+    _sre_parse = importlib.import_module("re._parser")
+except ImportError:  # Python 3.10
+    _sre = importlib.import_module("sre_constants")
+    _sre_parse = importlib.import_module("sre_parse")
+
+#: The longest partial match held back for one pattern (characters).
+MAX_HOLD = 256
+#: How long a partial match is held when its pattern cannot be read (characters).
+UNKNOWN_HOLD = 64
+#: ASCII letters to lower case, nothing else (so indexes stay those of the text).
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+class Form(NamedTuple):
+    """How the matches of a pattern look, as far as its parse tells.
+
+    Attributes:
+        starts: the literal texts every match starts with (None: unknown).
+        hold: the length below which text that starts like a match may still become one
+            (its longest match when bounded, else its shortest; at most :data:`MAX_HOLD`).
+        icase: the starts are compared ignoring ASCII case.
+        spaces: a match may contain whitespace (when it cannot, a partial match is within
+            the last run of non-space characters).
+        longest: the longest match, when bounded and at most :data:`MAX_HOLD` (else None).
+    """
+
+    starts: set[str] | None
+    hold: int
+    icase: bool
+    spaces: bool
+    longest: int | None = None
+
+
+def _literal_starts(items: list) -> set[str] | None:
+    """The literal texts every match of a parsed pattern starts with (None: cannot tell)."""
+    c = _sre
+    i = 0
+    while i < len(items) and items[i][0] == c.AT:
+        i += 1  # \b, ^: no characters
+    lit = ""
+    while i < len(items) and items[i][0] == c.LITERAL:
+        lit += chr(items[i][1])
+        i += 1
+    if lit:
+        return {lit}
+    if i < len(items) and items[i][0] == c.IN and all(kind == c.LITERAL for kind, _ in items[i][1]):
+        # a class of a few characters then literals (``[rs]k_live_``): one start per character
+        rest = _literal_starts(list(items[i + 1:])) or set()
+        firsts = [chr(code) for _, code in items[i][1]]
+        if len(firsts) <= 4 and rest and min(map(len, rest)) >= 2:
+            return {first + tail for first in firsts for tail in rest}
+        return None
+    if i < len(items) and items[i][0] == c.SUBPATTERN:
+        return _literal_starts(list(items[i][1][-1]))
+    if i < len(items) and items[i][0] == c.BRANCH:
+        out: set[str] = set()
+        for branch in items[i][1][1]:
+            starts = _literal_starts(list(branch))
+            if not starts:
+                return None
+            out |= starts
+        return out
+    return None
+
+
+_SPACES = (9, 10, 11, 12, 13, 32)  # the ASCII whitespace a character range may take in
+
+
+def _may_hold_space(items: list) -> bool:
+    """Whether a match of parsed pattern items may contain whitespace (True when unsure)."""
+    c = _sre
+    for op, av in items:
+        if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+            continue  # no characters
+        if op == c.LITERAL:
+            if chr(av).isspace():
+                return True
+        elif op == c.IN:
+            for kind, arg in av:
+                if kind == c.NEGATE or (kind == c.LITERAL and chr(arg).isspace()) or (
+                        kind == c.RANGE and any(arg[0] <= x <= arg[1] for x in _SPACES)) or (
+                        kind == c.CATEGORY and arg not in (c.CATEGORY_DIGIT, c.CATEGORY_WORD, c.CATEGORY_NOT_SPACE)):
+                    return True
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
+            if _may_hold_space(list(av[2])):
+                return True
+        elif op == c.SUBPATTERN:
+            if _may_hold_space(list(av[-1])):
+                return True
+        elif op == c.BRANCH:
+            if any(_may_hold_space(list(branch)) for branch in av[1]):
+                return True
+        else:  # any character, a back reference, ...: anything
+            return True
+    return False
+
+
+def form_of(rx: re.Pattern[str]) -> Form:
+    """Return how matches of ``rx`` look, read from the parsed pattern (see :class:`Form`)."""
+    c = _sre
+    try:
+        parsed = _sre_parse.parse(rx.pattern, rx.flags)
+        lo, hi = parsed.getwidth()
+    except Exception:  # an engine detail changed: be careful, not clever
+        return Form(None, UNKNOWN_HOLD, False, True)
+    hold = min(hi if hi < c.MAXREPEAT else max(lo, 1), MAX_HOLD)
+    icase = bool(parsed.state.flags & re.IGNORECASE)
+    longest = hi if hi <= MAX_HOLD else None
+    return Form(_literal_starts(list(parsed)), hold, icase, _may_hold_space(list(parsed)), longest)
