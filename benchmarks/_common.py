@@ -145,8 +145,13 @@ def measure_interleaved(fns: dict[str, Callable[[], object]], reps: int, warmup:
 
 def run_cmd(argv: list[str], env: dict[str, str] | None = None, input: bytes | None = None,
             check: bool = True) -> subprocess.CompletedProcess:
-    """Run a command, capturing output; raise with its stderr when it fails."""
-    proc = subprocess.run(argv, env=env, input=input, capture_output=True)
+    """Run a command, capturing output; raise with its stderr when it fails.
+
+    With no ``input``, stdin is ``/dev/null``: ``gs ask`` (as ``llm``) reads a stdin that is
+    not a terminal, and would wait on the one this process was given.
+    """
+    proc = subprocess.run(argv, env=env, input=input, capture_output=True,
+                          stdin=subprocess.DEVNULL if input is None else None)
     if check and proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): "
                            f"{proc.stderr.decode(errors='replace')[-2000:]}")

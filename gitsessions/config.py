@@ -6,7 +6,7 @@ Keys (all optional)::
     api_key: sk-...            # overridden by OPENAI_API_KEY
     base_url: https://...      # overridden by OPENAI_BASE_URL
     model: gpt-4o-mini         # overridden by OPENAI_MODEL
-    system: You are terse.     # system prompt sent before the transcript (not stored)
+    system: You are terse.     # for a session that saved none (gs ask -s); not stored
     max_steps: 8               # model requests per turn before it stops
     timeout: 120               # seconds the model may stay silent before the request fails
     max_retries: 2             # retries of a request that failed before its reply began
@@ -14,6 +14,7 @@ Keys (all optional)::
     author: {name: Ada, email: ada@example.com}   # commit identity (else git's user.*)
     redact: true               # replace secrets before anything is stored (default on)
     redact_patterns: {my-token: "tok_[a-z0-9]{24}"}   # more credential shapes to replace
+    render: true               # replies as rendered markdown on a terminal (false: as typed)
     sync: {remote: origin, push: on-save, pull: on-open, timeout: 30}
                                # push after every save; pull when gs chat/ask opens a session
                                # (each default: manual); seconds a remote may stay silent
@@ -35,7 +36,7 @@ from .rules import DEFAULT_MAX_STEPS
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
-                        "author", "redact", "redact_patterns", "sync"})
+                        "author", "redact", "redact_patterns", "sync", "render"})
 #: Keys of ``sync:`` (a typo there is an error too).
 SYNC_KEYS = frozenset({"remote", "push", "pull", "timeout"})
 #: Seconds a remote may stay silent before a request to it fails (``sync: {timeout: ...}``).
@@ -64,6 +65,9 @@ class Config:
         sync_pull: ``on-open`` pulls when ``gs chat``/``gs ask`` opens a session; else ``manual``.
         sync_timeout: seconds a remote may stay silent (to connect, between two pieces of an
             answer) before a pull, push or sync fails.
+        render: replies (and ``gs show``, ``gs log -p``) as rendered markdown on a terminal
+            with colour; False: the text as the model wrote it.
+        key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
     """
 
     path: Path
@@ -83,6 +87,8 @@ class Config:
     sync_push: str = "manual"
     sync_pull: str = "manual"
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT_S
+    render: bool = True
+    key_in_file: bool = False
 
     @property
     def has_provider(self) -> bool:
@@ -170,6 +176,9 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
             re.compile(rx)
         except re.error as exc:
             raise ConfigError(str(path), f"redact_patterns.{name} is not a valid regular expression ({exc})") from None
+    render = data.get("render", True)
+    if not isinstance(render, bool):
+        raise ConfigError(str(path), "render must be true or false")
     sync = data.get("sync") or {}
     if (not isinstance(sync, dict) or set(sync) - SYNC_KEYS or sync.get("push", "manual") not in ("manual", "on-save")
             or sync.get("pull", "manual") not in ("manual", "on-open")):
@@ -196,4 +205,19 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         sync_push=sync.get("push", "manual"),
         sync_pull=sync.get("pull", "manual"),
         sync_timeout=float(sync_timeout),
+        render=render,
+        key_in_file=bool(data.get("api_key")),
     )
+
+
+def key_file_exposed(config: Config) -> bool:
+    """True when the config file holds an ``api_key`` and the group or others can read it.
+
+    ssh's rule for a private key file: a secret in a file others can read is worth a warning.
+    """
+    if not config.key_in_file:
+        return False
+    try:
+        return bool(config.path.stat().st_mode & 0o077)
+    except OSError:
+        return False

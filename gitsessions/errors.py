@@ -84,8 +84,9 @@ class NothingToRestore(SessionNotFound):
                    f"back as a session of its own with 'gs restore {name}@{{N}}' (see 'gs reflog {name}')")
         else:
             shown = ", ".join(archived[:8]) + (" ..." if len(archived) > 8 else "")
-            why = f"no archived session {name!r}; " + (f"archived: {shown}" if archived else
-                                                       "none is archived ('gs rm SESSION' archives one)")
+            why = f"no archived session {name!r}; " + (
+                f"archived: {shown} ('gs list --archived' shows them)" if archived
+                else "none is archived ('gs rm SESSION' archives one)")
         GitSessionsError.__init__(self, why)
 
 
@@ -128,7 +129,7 @@ class SessionExists(GitSessionsError):
         if existing.startswith("archive/"):
             same = f" as an archived session (gs restore {existing[8:]} brings it back)"
         elif existing != session_id:
-            same = f" (as {existing!r}; ids may not differ only by case)"
+            same = f" as {existing!r} (ids may not differ only by case)"
         else:
             same = ""
         super().__init__(f"session {session_id!r} already exists{same}; {next_step}")
@@ -182,6 +183,17 @@ class InvalidEvent(GitSessionsError):
     def __init__(self, reason: str):
         self.reason = reason
         super().__init__(f"event refused: {reason}")
+
+
+class NothingToSave(InvalidEvent):
+    """A change that would mean nothing: an empty title, an undo with no turn left to undo.
+
+    The message is the reason alone, in the user's words (no "event refused").
+    """
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        GitSessionsError.__init__(self, reason)
 
 
 class ConcurrentUpdate(GitSessionsError):

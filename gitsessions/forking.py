@@ -51,7 +51,7 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
     if SESSION_ID_RE.match(rev) and store.tip(rev) is None:
         existing: str | None = store.find(rev)
         if existing is not None:
-            raise SessionExists(rev, existing)  # differs only by case from an existing id
+            raise SessionExists(rev, existing, f"did you mean {existing!r}?")  # differs only by case
     else:
         existing = rev  # a revision, or a session that exists
     if existing is None and fork_as is None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .events import Event
 from .store import CommitInfo, SessionInfo, Snapshot
+from .text import clip, fold
 from .transcript import derive_messages
 
 if TYPE_CHECKING:
@@ -44,6 +45,39 @@ def iso_time(epoch_s: int, tz_offset_s: int = 0) -> str:
 def local_time(epoch_s: int) -> str:
     """Return ``epoch_s`` as ``YYYY-MM-DD HH:MM`` local time, for tables."""
     return dt.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
+
+
+def relative_time(epoch_s: int, now_s: int) -> str:
+    """Return how long before ``now_s`` ``epoch_s`` was, in git's words (``3 hours ago``), for tables.
+
+    git's ``--date=relative`` rule (date.c ``show_date_relative``): seconds below 90,
+    minutes below 90, hours below 36, days below 14, weeks below 70 days, months below a
+    year, years and months below 5 years, then years; a time after ``now_s`` is
+    ``in the future``.
+    """
+    if epoch_s > now_s:
+        return "in the future"
+    diff = now_s - epoch_s
+    if diff < 90:
+        return f"{plural(diff, 'second')} ago"
+    diff = (diff + 30) // 60
+    if diff < 90:
+        return f"{plural(diff, 'minute')} ago"
+    diff = (diff + 30) // 60
+    if diff < 36:
+        return f"{plural(diff, 'hour')} ago"
+    diff = (diff + 12) // 24
+    if diff < 14:
+        return f"{plural(diff, 'day')} ago"
+    if diff < 70:
+        return f"{plural((diff + 3) // 7, 'week')} ago"
+    if diff < 365:
+        return f"{plural((diff + 15) // 30, 'month')} ago"
+    if diff < 1825:
+        months = (diff * 12 * 2 + 365) // (365 * 2)
+        years, months = divmod(months, 12)
+        return f"{plural(years, 'year')}" + (f", {plural(months, 'month')}" if months else "") + " ago"
+    return f"{plural((diff + 183) // 365, 'year')} ago"
 
 
 def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | None = None,
@@ -195,7 +229,7 @@ def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
     One block at a time, so a 100 MB session's transcript is never held whole (nor twice,
     as the joined text and its terminal-safe copy).
 
-    ``── turn N ──`` heads each turn, ``you ›`` and ``assistant ›`` the messages (an imported
+    ``── turn N ──`` heads each turn, ``you ›``, ``system prompt ›`` and ``assistant ›`` the messages (an imported
     one: ``<role> (imported, not sent to the model) ›``), tool calls are ``⚙ name(args)`` and
     results ``↳ ...`` (indented), notes sit in parentheses. Control characters are made
     visible (:func:`terminal_safe`).
@@ -203,51 +237,48 @@ def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
     from . import view
 
     for item in view.items(events):
-        out: list[str] = []
-        if isinstance(item, view.TurnStart):
-            out.append(f"── turn {item.turn} ──")
-        elif isinstance(item, view.Message) and item.imported:
-            out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
-        elif isinstance(item, view.Message) and item.role == "user":
-            out.append("you › " + item.text)
-        elif isinstance(item, view.Message):
-            mark = "[interrupted]" if item.interrupted else ""
-            if item.text or (mark and not item.tool_calls):
-                out.append("assistant › " + " ".join(filter(None, (item.text, mark))))
-                mark = ""
-            for call in item.tool_calls:
-                out.append(f"  ⚙ {call.name}({call.arguments or ''})" + (f" {mark}" if mark else ""))
-        elif isinstance(item, view.ToolResult):
-            out.append(f"  ↳ {item.text}" + (" (error)" if item.is_error else ""))
-        elif isinstance(item, view.TurnEnd):
-            why = f": {item.error}" if item.error else ""
-            out.append(f"  (turn ended: {item.reason}{why})")
-        elif isinstance(item, view.TitleChange):
-            out.append(f"(title: {item.title})")
-        elif isinstance(item, view.Undo):
-            out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
-        elif isinstance(item, view.Summary):
-            out.append(f"(summary: {item.text})")
-        elif isinstance(item, view.Fork):
-            out.append(f"({_fork_text(item)})")
-        for line in out:
+        for line in transcript_item(item):
             yield terminal_safe(line) + "\n"
+
+
+def transcript_item(item: view.Item) -> list[str]:
+    """The lines of one item in the plain-text transcript (:func:`transcript_lines`), not yet terminal-safe."""
+    from . import view
+
+    out: list[str] = []
+    if isinstance(item, view.TurnStart):
+        out.append(f"── turn {item.turn} ──")
+    elif isinstance(item, view.Message) and item.imported:
+        out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
+    elif isinstance(item, view.Message) and item.role in ("user", "system"):
+        out.append(("you" if item.role == "user" else "system prompt") + " › " + item.text)
+    elif isinstance(item, view.Message):
+        mark = "[interrupted]" if item.interrupted else ""
+        if item.text or (mark and not item.tool_calls):
+            out.append("assistant › " + " ".join(filter(None, (item.text, mark))))
+            mark = ""
+        for call in item.tool_calls:
+            out.append(f"  ⚙ {call.name}({call.arguments or ''})" + (f" {mark}" if mark else ""))
+    elif isinstance(item, view.ToolResult):
+        out.append(f"  ↳ {item.text}" + (" (error)" if item.is_error else ""))
+    elif isinstance(item, view.TurnEnd):
+        why = f": {item.error}" if item.error else ""
+        out.append(f"  (turn ended: {item.reason}{why})")
+    elif isinstance(item, view.TitleChange):
+        out.append(f"(title: {item.title})")
+    elif isinstance(item, view.Undo):
+        out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
+    elif isinstance(item, view.Summary):
+        out.append(f"(summary: {item.text})")
+    elif isinstance(item, view.Fork):
+        out.append(f"({_fork_text(item)})")
+    return out
 
 
 # -- compact rendering of the items a commit (or one side of a diff) added -----------------
 
 #: Longest tool result / tool-call argument shown by the compact rendering, characters.
 COMPACT_TOOL_CHARS = 200
-
-
-def fold(text: str) -> str:
-    """Return ``text`` on one line: every run of whitespace (newlines too) becomes one space."""
-    return " ".join(text.split())
-
-
-def clip(text: str, limit: int) -> str:
-    """Return ``text`` cut to ``limit`` characters, ending in ``…`` when cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def compact_items(items: Sequence[view.Item]) -> list[view.Item]:
@@ -286,8 +317,8 @@ def _note(item: view.Item) -> str | None:
 def item_json(item: view.Item) -> dict[str, Any]:
     """Return one item of :func:`compact_items` as JSON (``gs diff --json``, ``log -p --json``).
 
-    Each object has ``seq``, ``turn``, ``type`` (the event type) and ``role``: ``user``,
-    ``assistant`` (``content``, ``tool_calls`` [{id, name, arguments}], ``interrupted``),
+    Each object has ``seq``, ``turn``, ``type`` (the event type) and ``role``: ``user`` or
+    ``system`` (``content``), ``assistant`` (``content``, ``tool_calls`` [{id, name, arguments}], ``interrupted``),
     ``tool`` (``tool_call_id``, ``name``, ``content``, ``is_error``) or ``note`` (a turn that
     did not complete, a title, an undo, a summary, a fork: ``content`` says what). A message
     an import kept aside has its own role (``system``, ...), ``content`` and ``imported: true``.
@@ -297,8 +328,8 @@ def item_json(item: view.Item) -> dict[str, Any]:
     base: dict[str, Any] = {"seq": item.seq, "turn": item.turn, "type": item.type}
     if isinstance(item, view.Message) and item.imported:
         return {**base, "role": item.role, "content": item.text, "imported": True}
-    if isinstance(item, view.Message) and item.role == "user":
-        return {**base, "role": "user", "content": item.text}
+    if isinstance(item, view.Message) and item.role in ("user", "system"):
+        return {**base, "role": item.role, "content": item.text}
     if isinstance(item, view.Message):
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in item.tool_calls]
         return {**base, "role": "assistant", "content": item.text, "tool_calls": calls,
@@ -330,8 +361,8 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
     for item in items:
         if isinstance(item, view.Message) and item.imported:
             block(f"{item.role} (imported): ", item.text)
-        elif isinstance(item, view.Message) and item.role == "user":
-            block("user: ", item.text)
+        elif isinstance(item, view.Message) and item.role in ("user", "system"):
+            block(f"{item.role}: ", item.text)
         elif isinstance(item, view.Message):
             mark = "[interrupted]" if item.interrupted else ""
             if item.text or not item.tool_calls:
@@ -346,41 +377,3 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
         else:
             out.append(f"{indent}({_note(item)})")
     return out
-
-
-def snippet(text: str, start: int, end: int, context: int = 40) -> str:
-    """Return ``text[start:end]`` with ``context`` characters either side, on one line.
-
-    Newlines (and every whitespace run) are folded to one space; ``…`` marks a cut.
-    """
-    lo, hi = max(0, start - context), min(len(text), end + context)
-    head = "…" if lo > 0 else ""
-    tail = "…" if hi < len(text) else ""
-    return head + fold(text[lo:hi]) + tail
-
-
-def find_folded(text: str, needle_folded: str) -> tuple[int, int] | None:
-    """Find ``needle_folded`` (already casefolded) in ``text`` ignoring case.
-
-    Returns:
-        ``(start, end)`` indexes into ``text`` itself (casefolding may change lengths, as
-        ``ß`` -> ``ss``), or None.
-    """
-    if not needle_folded:
-        return None
-    flat = text.casefold()  # casefolding is per character, and no character folds to nothing:
-    if len(flat) == len(text):  # so at the same length, every index of flat is one of text
-        pos = flat.find(needle_folded)
-        return None if pos < 0 else (pos, pos + len(needle_folded))
-    folded: list[str] = []
-    origin: list[int] = []  # index in text of each folded character
-    for i, ch in enumerate(text):
-        f = ch.casefold()
-        folded.append(f)
-        origin.extend([i] * len(f))
-    flat = "".join(folded)
-    pos = flat.find(needle_folded)
-    if pos < 0:
-        return None
-    last = pos + len(needle_folded) - 1
-    return origin[pos], origin[last] + 1

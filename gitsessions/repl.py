@@ -1,11 +1,10 @@
 """The interactive chat: read a line, run a turn or a slash command, repeat.
 
 Input and output are callables, so the real terminal (prompt_toolkit) and a pipe (one line
-per prompt) run the same loop (style.md). Slash commands follow the seed tutorial:
-``/help``, ``/new <id>``, ``/sessions``, ``/open <id>``, ``/save``, ``/exit``; the tree of a
-conversation (issue 12) adds ``/retry``, ``/edit [N]`` and ``/tree``. What needs a real
-terminal (editing a prompt in place, picking from a list) is given by the face as callables;
-behind a pipe, ``/edit`` takes the next line as the prompt (a command: runs) and ``/tree`` prints.
+per prompt) run the same loop (style.md). The slash commands are in :mod:`gitsessions.slash`.
+What needs a real terminal (editing a prompt in place, picking from a list) is given by the
+face as callables; behind a pipe, ``/edit`` takes the next line as the prompt (a command:
+runs) and ``/tree`` prints.
 """
 
 from __future__ import annotations
@@ -13,39 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import DiskFull, GitSessionsError, SessionExists
+from . import slash
+from .cli.stream import PlainReply, ReplyView
+from .errors import DiskFull, GitSessionsError
 from .forking import open_revision
 from .redact import Redactor
-from .rules import DEFAULT_MAX_STEPS, new_session_id, taken_by
-from .session import Session, fork
-from .store import LockWait, Revision, SessionStore
+from .rules import DEFAULT_MAX_STEPS
+from .session import Session
+from .store import LockWait, SessionStore
 
-if TYPE_CHECKING:  # the turn loop, /retry and /tree are imported when first used: not before the prompt
-    from .redo import Attempt, Spot
-
-HELP = """\
-Type a message and press Enter to send it. Ctrl+C cancels a reply (also one not yet begun);
-Ctrl+C or Ctrl+D at the prompt leaves; Ctrl+Z suspends (fg resumes). Every finished turn is
-saved as a git commit.
-
-  /help          this help
-  /new <id>      start a new session and switch to it
-  /sessions      list sessions (* marks the current one)
-  /open <rev>    switch to a session, or to a past revision (work~2, work@1a2b3c4d):
-                 what you send there goes to a new fork; the original never moves
-  /open          pick a session from a list, newest first (type to filter)
-  /retry         ask again for the last turn's prompt, in a new sibling fork
-  /edit [N]      edit turn N's prompt (default: the last) and send it in a fork at turn N-1;
-                 /edit N --editor edits it in $EDITOR
-  /tree          this session's family: pick a session or a turn and jump there
-  /fork <new>    copy the current session (at its tip) into a new session and switch
-  /log           the current session's saves, newest first
-  /title <text>  set the session title (any Unicode)
-  /undo          drop the last turn from what the model sees (the log keeps it)
-  /save          save now (turns are saved as they finish; this confirms the tip)
-  /exit          leave (also /quit, Ctrl+D)
-"""
-
+if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
+    from .redo import Spot
 
 #: ``edit(prompt, text, use_editor)``: the user's edit of ``text`` (None: cancelled).
 Edit = Callable[[str, str, bool], "str | None"]
@@ -53,6 +30,17 @@ Edit = Callable[[str, str, bool], "str | None"]
 PickSession = Callable[[], "str | None"]
 #: ``pick_spot(spots, selected)``: the spot picked, starting at index ``selected`` (None: cancelled).
 PickSpot = Callable[[Sequence["Spot"], int], "Spot | None"]
+#: ``copy(text)``: puts ``text`` on the clipboard, returns the tool's name (raises GitSessionsError).
+Copy = Callable[[str], str]
+
+
+def fork_origin(session: Session) -> str | None:
+    """Where a fork came from, said beside the prompt: ``forked from work at 1a2b3c4`` (None: no fork).
+
+    A past revision opened for writing (its branch is made by the first send) says it too.
+    """
+    source = session.fork_from or session.forked_from
+    return None if source is None else f"forked from {source.session_id} at {source.commit[:7]}"
 
 
 class Repl:
@@ -78,6 +66,10 @@ class Repl:
         edit: lets the user edit a prompt in place (None: ``read_line`` reads its replacement).
         pick_session: the session picker of ``/open`` with no argument (None: a usage line).
         pick_spot: the ``/tree`` picker (None: the tree is printed).
+        reply: makes what shows each reply as it streams (None: its text through ``write``).
+        copy: the clipboard of ``/copy`` (None: there is none).
+        recap: how many earlier turns are shown when a session with turns is opened, at the
+            start and by ``/open`` (see :mod:`gitsessions.recap`; 0: none).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -86,8 +78,12 @@ class Repl:
                  max_steps: int = DEFAULT_MAX_STEPS, fork_as: str | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  wait: LockWait | None = None, edit: Edit | None = None,
-                 pick_session: PickSession | None = None, pick_spot: PickSpot | None = None):
+                 pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
+                 reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0):
         self.store = store
+        self.reply = reply or (lambda: PlainReply(self.write))
+        self.copy = copy
+        self.recap = recap
         self.edit = edit
         self.pick_session = pick_session
         self.pick_spot = pick_spot
@@ -103,15 +99,16 @@ class Repl:
         self.visited: list[str] = []
         #: Turns that ended with an API error (a piped chat exits 1 when there were any).
         self.failed_turns = 0
-        self._open(session_id, create=True, fork_as=fork_as, wait=wait)
+        self.open(session_id, create=True, fork_as=fork_as, wait=wait)
 
-    def _open(self, rev: str, create: bool, fork_as: str | None = None, wait: LockWait | None = None) -> None:
+    def open(self, rev: str, create: bool, fork_as: str | None = None, wait: LockWait | None = None) -> None:
+        """Open revision ``rev`` (created when ``create``; see :func:`open_revision`) and switch to it."""
         session, note = open_revision(self.store, rev, fork_as=fork_as,
                                       new_header=self.new_header if create else None, redactor=self.redactor,
                                       warnings=self.warnings, wait=wait)
-        self._switch(session, note)
+        self.switch(session, note)
 
-    def _switch(self, session: Session, note: str | None) -> None:
+    def switch(self, session: Session, note: str | None) -> None:
         """Make ``session`` the current one (the one left is closed: what it holds is saved)."""
         if self.session is not None:
             self.session.close()
@@ -124,13 +121,22 @@ class Repl:
             self.write(f"(recovered an interrupted turn of {session.id} from its journal: "
                        f"commit {session.recovered[:7]})\n")
 
+    def show_recap(self) -> None:
+        """Show where the current session's conversation was: its last :attr:`recap` turns."""
+        if self.session is None or not self.recap or not self.session.events:
+            return
+        from .recap import recap_lines  # a session with turns only
+
+        self.write("".join(line + "\n" for line in recap_lines(self.session.events, self.recap)))
+
     def prompt_text(self) -> str:
         """The prompt shown before input: ``<session> › ``."""
         return f"{self.session.id if self.session else '?'} › "
 
     def run(self) -> None:
-        """Loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt."""
+        """Show the recap, then loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt."""
         try:
+            self.show_recap()
             while True:
                 try:
                     line = self.read_line(self.prompt_text())
@@ -157,31 +163,22 @@ class Repl:
                 self.session.close()
 
     def turn(self, prompt: str) -> None:
-        """Send ``prompt`` and stream the reply; the turn is saved whatever happens."""
+        """Send ``prompt`` and show the reply as it streams (:attr:`reply`); the turn is saved whatever happens."""
         assert self.session is not None
-        started = [False]
-
-        def on_text(text: str) -> None:
-            started[0] = True
-            self.write(text)
-
-        def on_tool(name: str, args: str, result: str, is_error: bool) -> None:
-            if started[0]:
-                self.write("\n")
-                started[0] = False
-            mark = "✗" if is_error else "⚙"
-            self.write(f"{mark} {name}({args}) → {result}\n")
-
         from .chat.loop import run_turn
 
+        view = self.reply()
         try:
-            result = run_turn(self.session, self.provider, prompt, system=self.system,
-                              max_steps=self.max_steps, on_text=on_text, on_tool=on_tool)
+            try:
+                result = run_turn(self.session, self.provider, prompt, system=self.system,
+                                  max_steps=self.max_steps, on_text=view.text, on_tool=view.tool)
+            finally:
+                ended_line = view.end()  # whatever happened: the reply shown ends its line
         except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back
             back = f"{prompt}\n" if exc.kept in ("prompt", "nothing") else ""
-            self.write(("\n" if started[0] else "") + f"error: {exc}\n" + back)
+            self.write(f"error: {exc}\n" + back)
             return
-        if started[0] or result.reason != "completed":
+        if not ended_line and result.reason != "completed":
             self.write("\n")
         if result.reason == "aborted":
             kept = "; the partial text is kept" if result.text else ""
@@ -193,209 +190,5 @@ class Repl:
             self.write(f"(stopped after {self.max_steps} model requests in one turn)\n")
 
     def command(self, line: str) -> bool:
-        """Run a slash command; return False when the REPL should end."""
-        name, _, arg = line.partition(" ")
-        arg = arg.strip()
-        if name in ("/exit", "/quit"):
-            return False
-        if name == "/help":
-            self.write(HELP)
-        elif name == "/new":
-            sid = arg or new_session_id(self.store)
-            other = taken_by(self.store, sid)
-            if other is not None and other.startswith("archive/"):
-                self.write(f"error: {SessionExists(sid, other)}\n")
-            elif other is not None:
-                self.write(f"error: session {sid!r} already exists; use /open {sid}\n")
-            else:
-                self._open(sid, create=True)
-                self.write(f"(new session {sid})\n")
-        elif name == "/open":
-            picked = self.pick_session() if not arg and self.pick_session is not None else arg
-            if not arg and self.pick_session is None:
-                self.write("usage: /open <id>\n")
-            elif not picked:
-                self.write("(nothing opened)\n")
-            else:
-                self._go(picked)
-        elif name == "/retry":
-            self.retry(arg)
-        elif name == "/edit":
-            return self.edit_turn(arg)
-        elif name == "/tree":
-            if arg:
-                self.write("usage: /tree (it shows this session's family)\n")
-            else:
-                self.tree()
-        elif name == "/sessions":
-            self.sessions()
-        elif name == "/fork":
-            assert self.session is not None
-            if not arg:
-                self.write("usage: /fork <new id>\n")
-            elif self.session.tip is None:
-                self.write("error: nothing to fork yet: the session has no saved turns\n")
-            else:
-                source = self.session.id
-                fork(self.store, self.store.resolve(source), arg)
-                self._open(arg, create=False)
-                self.write(f"(forked {source} into {arg}; now in {arg})\n")
-        elif name == "/log":
-            assert self.session is not None
-            if self.session.tip is None:
-                self.write("(no saves yet)\n")
-            for info in self.store.log(self.session.id, start=self.session.tip, limit=20) if self.session.tip else []:
-                self.write(f"{info.commit[:7]} {info.message.subject}\n")
-        elif name == "/title":
-            assert self.session is not None
-            if not arg:
-                self.write("usage: /title <text>\n")
-            else:
-                self.session.set_title(arg)
-                self.write(f"(title: {' '.join(arg.split())})\n")
-        elif name == "/undo":
-            assert self.session is not None
-            turn = self.session.undo()
-            self.write(f"(turn {turn} dropped from what the model sees; the log keeps it)\n")
-        elif name == "/save":
-            assert self.session is not None
-            commit = self.session.save() or self.session.tip
-            if commit:
-                self.write(f"(saved: {self.session.id} at {commit[:7]})\n")
-            else:
-                self.write("(nothing to save yet: the session has no turns)\n")
-        else:
-            self.write(f"unknown command {name}; /help lists the commands\n")
-        return True
-
-    def _go(self, rev: str) -> None:
-        """Switch to ``rev`` (``/open``, the pickers, ``/tree``); the current session is already open."""
-        assert self.session is not None
-        if self.session.fork_from is None and (rev == self.session.id or self._is_our_tip(rev)):
-            self.write(f"(already in {self.session.id})\n")  # opening it again would find its lock taken: by us
-            return
-        self._open(rev, create=False)
-        self.write(f"(opened {self.session.id}: {len(self.session.messages())} messages)\n")
-
-    def _is_our_tip(self, rev: str) -> bool:
-        """True when ``rev`` (``work~0``, ``work@{0}``) names the current session's tip."""
-        assert self.session is not None
-        try:
-            at = self.store.resolve(rev)
-        except GitSessionsError:
-            return False  # opening it says what is wrong
-        return at.session_id == self.session.id and at.commit == self.session.tip
-
-    def _standing(self) -> Revision | None:
-        """The revision the current session stands at (None: nothing saved yet)."""
-        assert self.session is not None
-        if self.session.fork_from is not None:
-            return self.session.fork_from  # a past revision, not yet written to
-        return self.store.resolve(self.session.id) if self.session.tip else None
-
-    def _attempt(self, turn: int | None, verb: str) -> tuple[Attempt, str] | None:
-        at = self._standing()
-        if at is None:
-            self.write(f"error: nothing to {verb} yet: the session has no saved turns\n")
-            return None
-        from .redo import attempt_at
-        return attempt_at(self.store, at, turn, name=self.session.id if self.session else None), at.session_id
-
-    def _send_attempt(self, attempt: Attempt, old: str, prompt: str, edited: bool = False, label: str = "") -> None:
-        """Open the new attempt's fork, say where both attempts live (after ``label``), send ``prompt`` there."""
-        from .redo import open_attempt, where_both_live
-
-        assert self.session is not None
-        past = self.session.fork_from
-        if past is None:
-            session = open_attempt(self.store, attempt, redactor=self.redactor, warnings=self.warnings)
-        else:  # a past revision not yet written to holds the fork name the attempt takes: let it go
-            unwritten, self.session = self.session, None
-            unwritten.close()
-            try:
-                session = open_attempt(self.store, attempt, redactor=self.redactor, warnings=self.warnings)
-            except BaseException:
-                self._open(f"{past.session_id}@{past.commit}", create=False, fork_as=unwritten.id)
-                raise
-        self._switch(session, None)
-        line = where_both_live(attempt, old, session.id, f"/open {old}", edited, session.next_turn)
-        self.write(f"({label}{line})\n")
-        self.turn(prompt)
-
-    def retry(self, arg: str) -> None:
-        """``/retry``: the last turn's prompt again, in a sibling fork at the turn's parent commit."""
-        if arg:
-            self.write("usage: /retry (it tries the last turn again; /edit N changes an earlier one)\n")
-            return
-        found = self._attempt(None, "try again")
-        if found is not None:
-            self._send_attempt(found[0], found[1], found[0].prompt)
-
-    def edit_turn(self, arg: str) -> bool:
-        """``/edit [N] [--editor]``: edit turn N's prompt; sending it forks at turn N-1.
-
-        Returns:
-            False when the REPL should end (a ``/exit`` read in place of the new prompt).
-        """
-        words = arg.split()
-        use_editor = "--editor" in words
-        rest = [w for w in words if w != "--editor"]
-        if len(rest) > 1 or (rest and not rest[0].isdigit()):
-            self.write("usage: /edit [N] [--editor]  (N: a turn number, default the last)\n")
-            return True
-        found = self._attempt(int(rest[0]) if rest else None, "edit")
-        if found is None:
-            return True
-        attempt, old = found
-        label = f"edit turn {attempt.turn} › "
-        if self.edit is not None:
-            text = self.edit(label, attempt.prompt, use_editor)
-        else:
-            self.write(f"(turn {attempt.turn} was: {attempt.prompt}; the next line replaces it)\n")
-            text = self.read_line(label)
-            if text is not None and text.strip().startswith("/"):  # a command, as the prompt reads it
-                self.write(f"(edit cancelled: {text.split()[0]} is a command; nothing was sent)\n")
-                return self.command(text.strip())
-        if text is None or not text.strip():
-            self.write("(edit cancelled: nothing was sent)\n")
-            return True
-        if text.strip() == attempt.prompt.strip():  # nothing changed: the same prompt again, said so
-            self._send_attempt(attempt, old, attempt.prompt, label="unchanged: ")
-        else:
-            self._send_attempt(attempt, old, text, edited=True)
-        return True
-
-    def tree(self) -> None:
-        """``/tree``: the current session's family; the spot picked is opened (a past turn read-only)."""
-        at = self._standing()
-        if at is None:
-            self.write("(no saves yet: the tree starts with the first turn)\n")
-            return
-        from .redo import tree_spots
-        from .tree import family
-        spots = tree_spots(self.store, family(self.store, at.session_id))
-        want = None if at.is_tip else at.commit  # a tip is its session's line
-        here = next((i for i, s in enumerate(spots) if s.session_id == at.session_id and s.commit == want), 0)
-        if self.pick_spot is None:
-            self.write("".join(f"{'>' if i == here else ' '} {s.label}\n" for i, s in enumerate(spots)))
-            return
-        spot = self.pick_spot(spots, here)
-        if spot is None:
-            return
-        if spot.archived:
-            self.write(f"error: {spot.session_id} is archived; gs restore {spot.session_id} brings it back\n")
-        elif spot.commit is None or spot.commit == self.store.tip(spot.session_id):
-            self._go(spot.session_id)
-        else:
-            self._go(f"{spot.session_id}@{spot.commit[:12]}")  # its note says where a send goes
-
-    def sessions(self) -> None:
-        """Print session ids with message counts; ``*`` marks the current one."""
-        assert self.session is not None
-        rows: dict[str, str] = {info.session_id: info.message.trailers.get("Messages", "0")
-                for info in self.store.list_sessions()}
-        rows.setdefault(self.session.id, str(len(self.session.messages())))
-        for sid in sorted(rows):
-            mark = "*" if sid == self.session.id else " "
-            self.write(f"{mark} {sid}  {rows[sid]} messages\n")
-
+        """Run a slash command (see :mod:`gitsessions.slash`); return False when the REPL should end."""
+        return slash.command(self, line)

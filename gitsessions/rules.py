@@ -7,13 +7,13 @@ from here. Where a rule comes from: design.md, "On disk" (ids, subject, trailers
 
 from __future__ import annotations
 
-import functools
 import re
 import secrets
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
+from .commitmsg import CommitMessage
 from .errors import InvalidSessionId, SessionExists
 from .transcript import derived
 
@@ -165,6 +165,51 @@ def pull_fork_name(ids: KnownIds, session_id: str, commit: str,
     raise ValueError(f"no free fork name for {session_id} at {commit}")
 
 
+#: Longest title slug in an imported session's id, characters (the hash follows it).
+IMPORT_SLUG_MAX = 40
+
+
+def _digest(text: str, digits: int) -> str:
+    import hashlib  # here: every command imports this module, few make an imported id (hashlib costs ~5 ms)
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:digits]
+
+
+def imported_session_id(tool: str, source_id: str, title: str = "") -> SessionId:
+    """Return the id of a conversation imported from another tool: ``<title slug>-<8 hex>``.
+
+    Deterministic (issue 14, "Faithful history"): the hash is of ``<tool>:<source id>``, so
+    the same conversation imported on two machines gets the same name and a re-import finds
+    it; the slug (lowercase ASCII letters and digits, ``-`` between words, at most
+    :data:`IMPORT_SLUG_MAX` characters) only makes it readable. A title without letters
+    or digits gives the tool's name.
+
+    Args:
+        tool: the source tool (``chatgpt``).
+        source_id: the conversation's id in that tool.
+        title: its title, already redacted (the id is stored in ref names and trailers).
+    """
+    import unicodedata
+
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
+    if len(slug) > IMPORT_SLUG_MAX:
+        cut = slug[:IMPORT_SLUG_MAX + 1]
+        slug = (cut.rsplit("-", 1)[0] if "-" in cut else cut[:IMPORT_SLUG_MAX]).strip("-")
+    slug = slug or re.sub(r"[^a-z0-9]+", "-", tool.lower()).strip("-") or "imported"
+    return check_session_id(f"{slug}-{_digest(f'{tool}:{source_id}', 8)}")
+
+
+def imported_fork_id(session_id: str, branch: str) -> SessionId:
+    """Return the id of a branch of an imported conversation: ``<session id>-<6 hex of branch>``.
+
+    Args:
+        session_id: the conversation's :func:`imported_session_id`.
+        branch: what names the branch in the source (ChatGPT: the leaf message's id).
+    """
+    return check_session_id(f"{session_id[:57]}-{_digest(branch, 6)}")
+
+
 # -- lineage and trailers --------------------------------------------------------------------
 
 
@@ -202,7 +247,6 @@ TITLE_TRAILER_MAX = 200
 
 
 _EVENTS_RE = re.compile(r"(\d+)-(\d+)")
-_KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 
 
 def _int(value: str | None) -> int | None:
@@ -276,51 +320,6 @@ class Trailers:
         return out
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _one_line(text: str) -> str:
-    """Fold ``text`` to one line without control characters (git fsck refuses NUL in commits)."""
-    return " ".join(_CONTROL.sub(" ", text).split())
-
-
-@dataclass(frozen=True)
-class CommitMessage:
-    """A save's commit message: a subject line and ``Key: value`` trailers (git's format)."""
-
-    subject: str
-    trailers: dict[str, str] = field(default_factory=dict)
-
-    def encode(self) -> bytes:
-        """Return the message as git stores it: subject, blank line, trailers, final newline."""
-        subject = _one_line(self.subject) or "save"
-        if len(subject) > 72:
-            subject = subject[:71] + "…"
-        lines = [subject, ""]
-        for key, value in self.trailers.items():
-            lines.append(f"{key}: {_one_line(str(value))}")
-        return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8", "replace")
-
-    @classmethod
-    def decode(cls, raw: bytes) -> CommitMessage:
-        """Parse a commit message written by :meth:`encode` (or any git commit message)."""
-        text = raw.decode("utf-8", "replace")
-        parts = text.split("\n\n")
-        subject = parts[0].strip()
-        trailers: dict[str, str] = {}
-        if len(parts) > 1:
-            for line in parts[-1].splitlines():
-                key, sep, value = line.partition(": ")
-                if sep and _KEY_RE.fullmatch(key):
-                    trailers[key] = value.strip()
-        return cls(subject, trailers)
-
-    @functools.cached_property
-    def fields(self) -> Trailers:
-        """The typed view of :attr:`trailers` (see :class:`Trailers`), parsed on first use."""
-        return Trailers.parse(self.trailers)
-
-
 #: What kind of save a commit is: a turn (or any save of new events, a recovery too), an
 #: import, or a fork (a new branch on an existing commit, adding no events).
 SaveKind = Literal["turn", "import", "fork"]
@@ -335,7 +334,7 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
     nothing here can bring a secret back into history.
 
     Subjects (design.md): a turn ``turn N: <first line of the prompt>``, else ``title: T``,
-    ``undo: turn N`` or ``save: <event types>``; an import ``import: <source>``; a fork
+    ``system prompt: S``, ``undo: turn N`` or ``save: <event types>``; an import ``import: <source>``; a fork
     ``fork: <id> from <source or session> at <short commit>[ (<why>)]``. Trailers: see
     :class:`Trailers` (a fork adds no events, so it has no ``Events`` and no ``Model``).
 
@@ -346,7 +345,8 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
         kind: ``turn``, ``import`` or ``fork``.
         lineage: the fork point; required for ``fork``, carried by every commit of a fork.
         source: for ``import`` the file read; for ``fork`` how to name where it came from
-            (``origin/work`` for a pull), default the lineage's session.
+            (``origin/work`` for a pull), default the lineage's session; for a ``turn``
+            saved by an import, the conversation it came from (an ``Imported-From`` trailer).
         why: for ``fork``, a note in parentheses (``diverged``).
 
     Returns:
@@ -378,8 +378,8 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
             first, prompt = prompts[0]
             numbers = f"turn {first}" if prompts[-1][0] == first else f"turns {first}-{prompts[-1][0]}"
             subject = f"{numbers}: " + (prompt.strip().split("\n", 1)[0] or "(empty prompt)")
-        elif any(e.type == "session/title" for e in new):
-            subject = "title: " + title
+        elif named := next((e.type for e in new if e.type in ("session/title", "session/system")), None):
+            subject = f"title: {title}" if named == "session/title" else f"system prompt: {log.system or '(none)'}"
         elif any(e.type == "session/undo" for e in new):
             subject = "undo: turn " + ", ".join(str(e.data.get("turn")) for e in new if e.type == "session/undo")
         else:
@@ -393,7 +393,7 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
         messages=len(log.messages()),
         title=title or None,
         forked_from=lineage,
-        imported_from=source if kind == "import" else None,
+        imported_from=source if kind != "fork" else None,
     )
     return CommitMessage(subject, trailers.format())
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import render
 from .errors import CorruptSession, SessionNotFound, UnsupportedVersion
 from .events import loads_line
 from .history import EventRanges
 from .recovery import try_recover
 from .redact import Redactor
 from .store import CommitInfo, SessionStore
+from .text import find_folded, fold, snippet
 from .turns import turn_number
 
 #: Event types whose ``content`` search looks at, and the role shown for each.
@@ -38,6 +38,20 @@ class Hit:
     snippet: str
     #: The commit that added the message (None until attributed, or if that failed).
     commit: CommitInfo | None = None
+    #: The other sessions that hold the same message (forks share history): (session, archived).
+    also: list[tuple[str, bool]] = field(default_factory=list)
+
+
+def marked(snippet: str, query: str) -> tuple[str, str, str]:
+    """Split a hit's snippet around the match, for a terminal to highlight: ``(before, match, after)``.
+
+    The snippet's white space is folded (:func:`gitsessions.text.snippet`), so the query is
+    looked for folded too, in any case; ``(snippet, "", "")`` when it is not there.
+    """
+    span = find_folded(snippet, fold(query).casefold())
+    if span is None:
+        return snippet, "", ""
+    return snippet[:span[0]], snippet[span[0]:span[1]], snippet[span[1]:]
 
 
 def read_messages(text: str, turn: int = 0, want: Callable[[str], bool] | None = None
@@ -114,9 +128,9 @@ def scan_log(raw: bytes, query: str) -> list[tuple[int, int, str, str]]:
     want = None if loose else (lambda line: stored_q in line.casefold())
     hits = []
     for seq, turn, role, content in read_messages(text, want=want)[0]:
-        span = render.find_folded(content, folded_q)
+        span = find_folded(content, folded_q)
         if span is not None:
-            hits.append((seq, turn, role, render.snippet(content, *span)))
+            hits.append((seq, turn, role, snippet(content, *span)))
     return hits
 
 
@@ -176,7 +190,8 @@ def _attribute_all(store: SessionStore, sid: str, tip: str, found: list[Hit], kn
 def dedupe(hits: list[Hit]) -> list[Hit]:
     """Keep one hit per (commit, seq): sessions that share history (forks) hold the same messages.
 
-    Prefer the session the commit was made in (its ``Session`` trailer).
+    Prefer the session the commit was made in (its ``Session`` trailer); the others that hold
+    the message are named in the kept hit's ``also``, in order of their names.
 
     Args:
         hits: attributed hits, in the order to show them.
@@ -188,11 +203,17 @@ def dedupe(hits: list[Hit]) -> list[Hit]:
     order: list[tuple[str | None, int]] = []
     for h in hits:
         key = (h.commit.commit if h.commit else f"{h.session}?", h.seq)
-        if key not in best:
+        kept = best.get(key)
+        if kept is None:
             best[key] = h
             order.append(key)
-        elif h.commit and h.commit.message.trailers.get("Session") == h.session != best[key].session:
+        elif h.commit and h.commit.message.trailers.get("Session") == h.session != kept.session:
+            h.also = [*kept.also, (kept.session, kept.archived)]
             best[key] = h
+        else:
+            kept.also.append((h.session, h.archived))
+    for h in best.values():
+        h.also.sort()
     return [best[k] for k in order]
 
 
@@ -209,8 +230,7 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
         store: the session store.
         query: the text to find (non-empty).
         session: search only this session (None: every live session).
-        all_revisions: also search archived sessions, and report each message once, at the
-            commit that added it (see :func:`dedupe`).
+        all_revisions: also search archived sessions.
         on_skip: called with the session id and the error for each session whose log cannot
             be read (it is skipped), as it is met.
         redactor: replaces secrets in recovered turns.
@@ -219,7 +239,9 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
             date and used when it can be; None (or an index that cannot be used) scans every log.
 
     Returns:
-        The hits, session by session, in the order of the messages.
+        The hits, session by session, in the order of the messages: one per message, at the
+        commit that added it, in the session it was written in when several (forks) hold it
+        (the others in its ``also``; see :func:`dedupe`).
 
     Raises:
         SessionNotFound: ``session`` names no session (nor, with ``all_revisions``, an
@@ -267,4 +289,4 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
         if found:
             _attribute_all(store, sid, tip, found, known, index if indexed is not None else None)
             hits.extend(found)
-    return dedupe(hits) if all_revisions else hits
+    return dedupe(hits)

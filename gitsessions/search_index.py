@@ -13,7 +13,7 @@ fewer, larger documents (a trigram common to a session's messages is listed once
 faster and take less room, and a query's candidates are the chunks holding all its trigrams.
 
 It is never the source of truth: the index only narrows which messages to look at, each
-candidate is matched again exactly as the scan matches (:func:`gitsessions.render.find_folded`),
+candidate is matched again exactly as the scan matches (:func:`gitsessions.text.find_folded`),
 and whenever the index cannot be used — a read-only repo with an index that is missing or
 stale, a file another writer holds locked, a damaged file, a query too short for its
 trigrams — :func:`lookup` returns None and the caller scans git (:mod:`gitsessions.search`).
@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
 
-from . import render
 from .errors import CorruptSession
 from .search import body_text, read_messages
 from .store import SessionStore
+from .text import find_folded, snippet
 
 #: Bumped when what is stored changes: an index of another version is rebuilt.
 VERSION = "4"
@@ -276,7 +276,7 @@ def _folded(rows: list[Row]) -> str:
 
 def _query(con: sqlite3.Connection, targets: list[tuple[str, str, bool]], folded_q: str,
            skipped: dict[Key, tuple[str, CorruptSession]]) -> dict[Key, list[Found]]:
-    """The messages holding ``folded_q``, by target: the index narrows, :func:`render.find_folded` decides."""
+    """The messages holding ``folded_q``, by target: the index narrows, :func:`text.find_folded` decides."""
     wanted = {(sid, arch) for sid, _tip, arch in targets} - set(skipped)
     # Every trigram of the query (no positions are kept, which makes the index small): a
     # superset of the messages that hold the query, narrowed by find_folded below.
@@ -290,9 +290,9 @@ def _query(con: sqlite3.Connection, targets: list[tuple[str, str, bool]], folded
         for seq, turn, role, content in _unpack(data):
             if folded_q not in content.casefold():  # casefold is per character: the same test, in C
                 continue
-            span = render.find_folded(content, folded_q)
+            span = find_folded(content, folded_q)
             if span is not None:
-                found.setdefault(key, []).append((seq, turn, role, render.snippet(content, *span), None))
+                found.setdefault(key, []).append((seq, turn, role, snippet(content, *span), None))
     for key, hits in found.items():
         added = dict(con.execute("select seq, commit_id from added where name = ? and archived = ?", key))
         hits[:] = sorted(((*h[:4], added.get(h[0])) for h in hits), key=lambda h: h[0])

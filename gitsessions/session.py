@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import BadRevision, DiskFull, InvalidEvent, SessionNotFound
+from .errors import BadRevision, DiskFull, NothingToSave, SessionNotFound
 from .events import Event, make_event
 from .recovery import recover_journal
 from .redact import Redactor, StreamRedactor
@@ -253,13 +253,31 @@ class Session:
         return commit
 
     def set_title(self, title: str) -> str:
-        """Set the session title (any Unicode, one line) with a ``session/title`` event; commit it."""
+        """Set the session title (any Unicode, one line) with a ``session/title`` event; commit it.
+
+        Raises:
+            NothingToSave: the title is empty, or only white space.
+        """
         title = " ".join(title.split())
         if not title:
-            raise InvalidEvent("the title is empty")
+            raise NothingToSave("a title needs some text; this one is empty or only spaces")
         commit = self._save_one("session/title", {"title": title})
         assert commit is not None  # an event is pending
         return commit
+
+    def set_system(self, text: str) -> str | None:
+        """Save ``text`` as the system prompt (a ``session/system`` event; ``""`` removes it); commit it.
+
+        What the model sees is derived from the log (design.md): the request of this turn and
+        of every later one, from here or from a fork, begins with it.
+
+        Returns:
+            The commit, or None when ``text`` (redacted) is the system prompt already.
+        """
+        content = self.redactor.text(text) if self.redactor is not None else text
+        if content.strip() == derived(self.events).system.strip():
+            return None
+        return self._save_one("session/system", {"content": text})
 
     def _save_one(self, type: str, data: dict[str, Any]) -> str | None:
         """Append one event outside a turn (a title, an undo) and commit it at once.
@@ -282,13 +300,14 @@ class Session:
         """Commit a ``session/undo`` of ``turn`` (None: the last not undone; the log keeps it); return it.
 
         Raises:
-            InvalidEvent: there is no turn left to undo, or ``turn`` is not one the model sees.
+            NothingToSave: there is no turn left to undo, or ``turn`` is not one the model sees.
         """
         undone = undone_turns(self.events)
         left = [t for t in turn_numbers(self.events) if t not in undone]
         drop = left[-1] if left and turn is None else turn
         if drop is None or drop not in left:
-            raise InvalidEvent(f"turn {turn} is not a turn the model sees" if left else "there is no turn to undo")
+            raise NothingToSave(f"turn {turn} cannot be undone: it is undone already or does not exist (/log lists "
+                                "the turns)" if left else "there is no turn to undo")
         self._save_one("session/undo", {"turn": drop})
         return drop
 

@@ -60,7 +60,9 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
         only when non-empty, in the API's ``{"id", "type": "function", "function": {"name",
         "arguments"}}`` shape) and ``{"role": "tool", "tool_call_id": str, "content": str}``.
         A ``compaction/summary`` replaces what it covers with one user message holding the
-        summary. Undone turns are left out. The dicts may be shared with later calls: read
+        summary. Undone turns are left out. The last ``session/system`` (a setting: no undo
+        drops it) is the first message, ``{"role": "system", "content": str}``; an empty one
+        removes it. The dicts may be shared with later calls: read
         them, do not change them.
     """
     return derived(events).messages()
@@ -90,6 +92,7 @@ class Derivation:
         self.turns: list[int] = []
         self.title = ""
         self._top: int | None = None  # the highest turn number started
+        self._system: dict[str, Any] | None = None  # the system message of the last session/system
         self._messages: list[dict[str, Any]] = []
         self._pending: list[str] = []  # call ids awaiting a result, in call order
         self._results: dict[Any, str] = {}
@@ -101,9 +104,14 @@ class Derivation:
         """The number the next turn gets: one more than any turn started (see :mod:`gitsessions.turns`)."""
         return 1 + (self._top if self._top is not None else 0)
 
+    @property
+    def system(self) -> str:
+        """The system prompt in effect after the events taken (``""``: none)."""
+        return str(self._system["content"]) if self._system else ""
+
     def messages(self) -> list[dict[str, Any]]:
         """The messages of the events taken (calls still unanswered get synthetic results)."""
-        return self._messages + self._answers()
+        return ([self._system] if self._system else []) + self._messages + self._answers()
 
     def _answers(self) -> list[dict[str, Any]]:
         """The tool messages answering the pending calls: their results, else a synthetic error."""
@@ -132,6 +140,9 @@ class Derivation:
         self.turns.append(self.turn)
         if ev.type != "user/message" or self.turn not in self.undone:  # an undone prompt is no title
             self.title = _titled(self.title, ev)
+        if ev.type == "session/system":  # a setting, not part of a turn: an undo leaves it
+            system = clean_text(str(ev.data.get("content", "")))
+            self._system = {"role": "system", "content": system} if system.strip() else None
         if ev.type == "turn/start" or self.turn in self.undone:
             return
         d = ev.data

@@ -6,9 +6,10 @@ order, each with the number of the turn it belongs to. The renderers only choose
 layout; which events are visible, and what they mean, is decided here once.
 
 Shown: the start of each turn (and whether ``session/undo`` dropped it), user and assistant
-messages (tool calls, ``interrupted``), tool results (``is_error``, error code), messages an
-import kept aside (``import/message``: stored, never sent to the model), and notes: a turn
-that ended other than ``completed``, a title change, an undo, a fork, a compaction summary.
+messages (tool calls, ``interrupted``), the system prompt where ``session/system`` set it,
+tool results (``is_error``, error code), messages an import kept aside (``import/message``:
+stored, never sent to the model), and notes: a turn that ended other than ``completed``, a
+title change, an undo, a fork, a compaction summary.
 Not shown: ``step/*``, ``tool/call`` (the call is shown with its assistant message) and a
 completed ``turn/end``.
 
@@ -75,8 +76,8 @@ class Message(Item):
     """A message: the user's prompt, an assistant reply, or one an import kept aside.
 
     Attributes:
-        role: ``user`` or ``assistant``; for an imported message its own role (``system``,
-            ``developer``, ``tool``, ...).
+        role: ``user``, ``assistant`` or ``system`` (the system prompt from there on); for an
+            imported message its own role (``system``, ``developer``, ``tool``, ...).
         text: the message text (``""`` when it has none).
         tool_calls: the tool calls of an assistant message, in order.
         model: the model that wrote an assistant message, if recorded.
@@ -212,6 +213,8 @@ def _item(ev: Event, turn: int, undone: set[int]) -> Item | None:
     if t == "turn/end" and d.get("reason") != "completed":
         error = d.get("error")
         return TurnEnd(*base, reason=_text(d.get("reason")), error=_text(error) if error else None)
+    if t == "session/system":
+        return Message(*base, role="system", text=_text(d.get("content")))
     if t == "session/title":
         return TitleChange(*base, title=_text(d.get("title")))
     if t == "session/undo":

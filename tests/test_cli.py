@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from fakeapi import drop, error, text, tool_calls, validate_messages
 
 
@@ -282,7 +283,7 @@ def test_read_commands_do_not_import_the_model_client(gs):
 def test_help_on_every_command(gs):
     for cmd in ("chat", "ask", "list", "log", "show"):
         r = gs(cmd, "--help")
-        assert r.code == 0 and "Example:" in r.out, cmd
+        assert r.code == 0 and "Examples:" in r.out, cmd
     r = gs("--version")
     assert r.code == 0 and r.out.startswith("gitsessions ")
 
@@ -366,3 +367,12 @@ def test_piped_chat_exits_1_when_a_turn_failed(gs, fake_api):
     r = gs("chat", "p", input="first\nsecond\n")
     assert r.code == 1
     assert "context too long" in r.out and "echo: second" in r.out
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_a_piped_chat_closes_its_reader_of_stdin_when_it_ends(gs):
+    """Not whenever the garbage collector finds it: by then stdin is closed, and detaching it failed."""
+    import gc
+
+    assert gs("chat", "work", input="hello\n/exit\nnever read\n").code == 0
+    gc.collect()

@@ -65,7 +65,7 @@ if _spec:
 
     def open(path, flags, mode=0o777, *args, **kwargs):
         p = os.fsdecode(path)
-        if _what == "object" and "/objects/" in p and p.endswith(".lock"):
+        if _what == "object" and "/objects/" in p and (p.endswith(".lock") or "/tmp_obj_" in p):
             _count()
         elif _what == "ref" and p.endswith("/refs/heads/work.lock"):
             _count()
@@ -176,6 +176,7 @@ def turn_ends(evs: list[dict]) -> list[str]:
 
 def no_leftover_locks(repo: Path) -> None:
     left = [str(p.relative_to(repo)) for p in repo.rglob("*.lock") if "gs" not in p.relative_to(repo).parts]
+    left += [str(p.relative_to(repo)) for p in (repo / "objects").glob("tmp_obj_*")]  # a blob half written
     assert left == [], left
 
 
@@ -290,6 +291,42 @@ def test_a_new_session_on_a_full_disk(gs, tmpfs):
     free(tmpfs)
     assert gs("ask", SID, "hello again").code == 0
     assert "hello again" in user_prompts(events(gs))
+    fsck(repo)
+
+
+def test_a_large_save_on_a_full_disk_leaves_no_temporary_object(tmpfs):
+    """A log large enough to be hashed in a thread beside its write (``HASH_IN_THREAD_BYTES``).
+
+    The full disk refuses the object's write: the temporary file is removed, the branch stays
+    where it was, and the same save succeeds once there is space.
+    """
+    import base64
+
+    from test_store_contract import Writer
+
+    from gitsessions.errors import DiskFull
+    from gitsessions.store import GitStore
+    from gitsessions.store.repo import HASH_IN_THREAD_BYTES
+
+    repo = tmpfs / "repo.git"
+    store = GitStore(repo)
+    w = Writer(lambda: store, SID)
+    big = base64.b64encode(os.urandom(HASH_IN_THREAD_BYTES)).decode()  # compresses little
+    w.save_turn("first", big)
+    tip = w.tip
+    fill(tmpfs)
+    with pytest.raises(DiskFull):
+        w.save_turn("second", big)
+    assert store.tip(SID) == tip
+    no_leftover_locks(repo)
+    fsck(repo)
+    free(tmpfs)
+    w.tip, w.events, w.turns = tip, w.events[:6], 1  # the refused turn was not saved
+    w.save_turn("second", big)
+    store.close()
+    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f"{SID}:session.jsonl"], capture_output=True)
+    assert proc.stdout == w.raw()
+    no_leftover_locks(repo)
     fsck(repo)
 
 

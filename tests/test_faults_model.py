@@ -78,7 +78,7 @@ class Fault:
 
 FAULTS = {
     "refused": Fault(None, "could not connect to {url} (connection refused); is the server running? "
-                           "check base_url"),
+                           "check the URL (OPENAI_BASE_URL, or base_url in config.yaml)"),
     "reset-before-first-byte": Fault(reset(), "the connection to {url} was closed before any reply"),
     "reset-mid-stream": Fault(reset("Refs are na"), "the connection to {url} was lost mid-reply; "
                                                     "the partial reply is kept; try again", "Refs are na"),
@@ -247,7 +247,7 @@ def test_an_event_that_is_not_a_chunk_is_not_a_stream(fake_api, provider, line):
     _, outcome = run(provider)
     assert isinstance(outcome, ProviderError)
     assert str(outcome).startswith(f"{fake_api.base_url} sent something that is not a chat-completions stream")
-    assert str(outcome).endswith("; check base_url")
+    assert str(outcome).endswith("; check the URL (OPENAI_BASE_URL, or base_url in config.yaml)")
 
 
 def test_a_finished_stream_is_a_completion(fake_api, provider):

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import os
 import select
-import shlex
 import subprocess
 import time
 
-import pexpect
 import pytest
 from conftest import GS
 from fakeapi import stall, text
-from test_pty import PROMPT, TIMEOUT, chat_env, finish, spawn_chat, turn_events
+from test_pty import PROMPT, TIMEOUT, chat_env, chat_in_a_shell, finish, spawn_chat, turn_events
 
 from gitsessions import cli
 
@@ -106,12 +104,7 @@ def test_ctrl_c_while_streaming_keeps_the_text_typed_ahead(fake_api, spawn_chat,
 def test_ctrl_z_suspends_and_fg_resumes_with_nothing_stored(fake_api, chat_env, repo_path, git):
     """Under a job-control shell, as a user runs it: Ctrl+Z stops gs, ``fg`` brings it back."""
     fake_api.script(text("echo back"))
-    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env={**chat_env, "PS1": "sh$ "},
-                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
-    try:
-        shell.expect_exact("sh$ ")
-        shell.sendline(shlex.join([*GS, "chat", "demo"]))
-        shell.expect(PROMPT)
+    with chat_in_a_shell(chat_env) as shell:
         shell.send("ab")
         shell.sendcontrol("z")
         shell.expect("Stopped")
@@ -121,13 +114,6 @@ def test_ctrl_z_suspends_and_fg_resumes_with_nothing_stored(fake_api, chat_env, 
         shell.send("c\r")
         shell.expect_exact("echo back")
         shell.expect(PROMPT)
-        shell.sendline("/exit")
-        shell.expect_exact("resume with: gs chat demo")
-        shell.expect_exact("sh$ ")
-        shell.sendline("exit $?")
-        shell.expect(pexpect.EOF)
-    finally:
-        shell.close(force=True)
 
     assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "abc"}
     assert "\x1a" not in git("show", "demo:session.jsonl")

@@ -299,7 +299,13 @@ def test_search_all_revisions_finds_archived_text(gs, git):
     hits = gs("search", "q1", "--all-revisions", "--json").json()
     assert [(h["session"], h["role"]) for h in hits] == [("w", "user"), ("w", "assistant")]
     assert hits[0]["commit"] == git("rev-parse", "w~2").strip()
-    assert len(gs("search", "q1", "--json").json()) == 4  # tips: alt and w both hold it
+    # without --all-revisions too: alt and w both hold q1, which is one message (issue 13), its fork named
+    hits = gs("search", "q1", "--json").json()
+    alt = [{"session": "alt", "archived": False}]
+    assert [(h["session"], h["role"], h["also"]) for h in hits] == [("w", "user", alt), ("w", "assistant", alt)]
+    w1 = git("rev-parse", "--short=7", "w~2").strip()
+    assert gs("search", "q1").out.splitlines() == [f"w@{w1}  turn 1  user: q1  (also in alt)",
+                                                   f"w@{w1}  turn 1  assistant: echo: q1  (also in alt)"]
 
 
 def _many_sessions(repo_path, n: int, monkeypatch) -> None:
@@ -332,4 +338,4 @@ def test_search_over_a_thousand_sessions(gs, repo_path, monkeypatch):
 @pytest.mark.parametrize("cmd", ["list", "log", "show", "diff", "search"])
 def test_help_has_an_example(gs, cmd):
     r = gs(cmd, "--help")
-    assert r.code == 0 and "Example:" in r.out
+    assert r.code == 0 and "Examples:" in r.out

@@ -175,7 +175,8 @@ def test_search_attributes_dedupes_and_skips_what_it_cannot_read(gs, repo_path, 
     with opened(repo_path) as store:
         skipped: list[tuple[str, CorruptSession]] = []
         hits = search.search(store, "NEEDLE", on_skip=lambda sid, exc: skipped.append((sid, exc)))
-        assert [(h.session, h.seq) for h in hits] == [("alt", 1), ("alt", 13), ("w", 1)]
+        # one hit per message: the one w and alt share is w's, where it was written, alt named
+        assert [(h.session, h.seq, h.also) for h in hits] == [("w", 1, [("alt", False)]), ("alt", 13, [])]
         assert [sid for sid, _ in skipped] == ["bad"] and isinstance(skipped[0][1], CorruptSession)
         w_first = store.log("w")[-1].commit
         assert {h.commit.commit for h in hits if h.seq == 1} == {w_first}  # the commit that added it

@@ -44,6 +44,7 @@ MODULES = {
     "gitsessions.__main__": "face",
     "gitsessions.cli": "face",
     "gitsessions.repl": "face",
+    "gitsessions.slash": "face",
     "gitsessions.session": "services",
     "gitsessions.forking": "services",
     "gitsessions.recovery": "services",
@@ -64,7 +65,9 @@ MODULES = {
     "gitsessions.events": "model",
     "gitsessions.transcript": "model",
     "gitsessions.rules": "model",
+    "gitsessions.commitmsg": "model",
     "gitsessions.turns": "model",
+    "gitsessions.text": "model",
     "gitsessions.redact": "model",
     "gitsessions.detectors": "model",
     "gitsessions.regex_form": "model",
@@ -78,6 +81,7 @@ LIBRARIES = {
     "click": "face",
     "prompt_toolkit": "face",
     "rich": "face",
+    "markdown_it": "face",  # rich's markdown parser: a streaming reply is cut into blocks with it
     "watchfiles": "face",  # gs sync --watch: the process waits on the repo folder
     "dulwich": "store",
     "urllib3": "store",  # dulwich's http transport, whose pool the store sets up

@@ -68,7 +68,14 @@ def test_streaming_chat_through_the_local_server(tmp_path):
             # Its own process group: a Ctrl+C in the terminal does not reach it.
             assert os.getpgid(pid) != os.getpgrp()
 
-        client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0,
+        # Its key, new for this run, is not on its command line (which every account can
+        # read); a request without it, or with another, is refused.
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            assert server.api_key.encode() not in f.read()
+        for wrong in ("local", "x" + server.api_key):
+            with pytest.raises(openai.AuthenticationError):
+                openai.OpenAI(base_url=server.base_url, api_key=wrong, max_retries=0, timeout=30).models.list()
+        client = openai.OpenAI(base_url=server.base_url, api_key=server.api_key, max_retries=0,
                                timeout=30)
         # The request shape gs sends: streaming, usage requested, the clock tool offered.
         stream = client.chat.completions.create(

@@ -134,6 +134,30 @@ def test_import_of_a_token_leaves_it_in_no_object_subject_or_title(store, repo_p
     git("fsck", "--strict")
 
 
+def test_chatgpt_import_redacts_titles_ids_messages_and_tool_output(store, repo_path, redactor, git):
+    def node(nid, parent, role, text, **message):
+        return {"id": nid, "parent": parent, "children": [], "message": {
+            "id": nid, "author": {"role": role, "name": message.pop("name", None)}, "create_time": 1.7e9,
+            "content": {"content_type": "text", "parts": [text]}, **message}}
+
+    mapping = {"r": {"id": "r", "parent": None, "children": ["u"], "message": None},
+               "u": node("u", "r", "user", f"deploy with {GHP}"),
+               "a": node("a", "u", "assistant", "env", recipient="python"),
+               "t": node("t", "a", "tool", f"DEPLOY_TOKEN={ENV['DEPLOY_TOKEN']}", name="python"),
+               "b": node("b", "t", "assistant", f"your key {SK} is set")}
+    for parent, child in (("r", "u"), ("u", "a"), ("a", "t"), ("t", "b")):
+        mapping[parent]["children"] = [child]
+    export = [{"id": f"conv-{SK}", "title": f"token {GHP}", "create_time": 1.7e9, "mapping": mapping,
+               "current_node": "b"}]
+    plan = read_import(json.dumps(export).encode(), "conversations.json")
+    [(conv, [(sid, how, turns)])] = write_import(store, plan, redactor=redactor).conversations
+    assert (how, turns) == ("new", 1) and sid.startswith("token-redacted-github-token-")
+    assert "[REDACTED:github-token]" in _message(store, store.tip(sid)).fields.title
+    assert store.load(sid).header["source"]["id"] == "conv-[REDACTED:api-key]"
+    _assert_no_secret(repo_path)
+    git("fsck", "--strict")
+
+
 def test_turn_recovered_after_a_refusing_hook_has_no_raw_key_in_its_subject(store, repo_path, redactor, git):
     # The first process ran with redaction off (or without the secret in its environment);
     # its hook refused the turn, which stayed in the journal. The next process recovers it

@@ -141,7 +141,8 @@ def test_a_refused_connection_names_the_server():
     provider = OpenAIProvider("m", "k", url, timeout_s=10, max_retries=0)
     pieces, done, failure = play(provider.stream(USER))
     assert (pieces, done) == ([], [])
-    assert str(failure) == f"could not connect to {url} (connection refused); is the server running? check base_url"
+    assert str(failure) == (f"could not connect to {url} (connection refused); is the server running? "
+                            "check the URL (OPENAI_BASE_URL, or base_url in config.yaml)")
 
 
 def test_the_answering_model_is_reported(fake_api):

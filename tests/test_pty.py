@@ -9,6 +9,7 @@ prompt_toolkit prints a warning after a delay and the output depends on timing.
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -78,6 +79,28 @@ def spawn_chat(chat_env: dict[str, str]):
             return child
 
         yield spawn
+
+
+@contextmanager
+def chat_in_a_shell(env: dict[str, str]) -> Iterator[pexpect.spawn]:
+    """``gs chat demo`` started by a job-control shell (bash), as a user runs it; yields the shell at the prompt.
+
+    When the block ends the chat is left with ``/exit`` and the shell with ``exit``.
+    """
+    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env={**env, "PS1": "sh$ "},
+                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    try:
+        shell.expect_exact("sh$ ")
+        shell.sendline(shlex.join([*GS, "chat", "demo"]))
+        shell.expect(PROMPT)
+        yield shell
+        shell.sendline("/exit")
+        shell.expect_exact("resume with: gs chat demo")
+        shell.expect_exact("sh$ ")
+        shell.sendline("exit $?")
+        shell.expect(pexpect.EOF)
+    finally:
+        shell.close(force=True)
 
 
 def finish(child: pexpect.spawn) -> str:

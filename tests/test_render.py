@@ -14,6 +14,7 @@ import pytest
 from gitsessions import render
 from gitsessions.rules import CommitMessage
 from gitsessions.store import GitStore
+from gitsessions.text import clip, find_folded, fold, snippet
 
 
 @pytest.mark.parametrize("raw, shown", [
@@ -74,13 +75,13 @@ def test_rows_of_list_log_and_show(gs, repo_path: Path):
 
 
 def test_fold_clip_and_snippet():
-    assert render.fold("  a\n\tb   c \n") == "a b c"
-    assert render.clip("abcdef", 6) == "abcdef" and render.clip("abcdefg", 6) == "abcde…"
+    assert fold("  a\n\tb   c \n") == "a b c"
+    assert clip("abcdef", 6) == "abcdef" and clip("abcdefg", 6) == "abcde…"
     text = "x" * 100 + " the needle\nhere " + "y" * 100
     start = text.index("needle")
-    snippet = render.snippet(text, start, start + 6, context=10)
-    assert snippet == "…xxxxx the needle here yyyy…"  # 10 characters either side
-    assert render.snippet("short needle", 6, 12) == "short needle"
+    cut = snippet(text, start, start + 6, context=10)
+    assert cut == "…xxxxx the needle here yyyy…"  # 10 characters either side
+    assert snippet("short needle", 6, 12) == "short needle"
 
 
 @pytest.mark.parametrize("text, needle, span", [
@@ -94,7 +95,7 @@ def test_fold_clip_and_snippet():
     ("anything", "", None),
 ])
 def test_find_folded_maps_back_to_the_original_text(text, needle, span):
-    assert render.find_folded(text, needle) == span
+    assert find_folded(text, needle) == span
     if span:
         assert text[span[0]:span[1]].casefold() == needle
 

@@ -1,7 +1,9 @@
-"""REPL slash commands for history (/open <rev>, /fork, /log, /title, /undo), driven through
+"""REPL slash commands for history (/open <rev>, /fork, /log, /title, /undo, /sessions), driven through
 a pipe: the same loop as the terminal, one line per prompt or command."""
 
 from __future__ import annotations
+
+import time
 
 from fakeapi import validate_messages
 
@@ -75,3 +77,15 @@ def test_repl_errors_are_one_line_and_the_loop_goes_on(gs):
 def test_undo_with_nothing_to_undo(gs):
     r = gs("chat", "fresh", input="/undo\n/exit\n")
     assert r.code == 0 and "no turn to undo" in r.out
+
+
+def test_sessions_lists_newest_first_with_titles(gs):
+    assert gs("ask", "zeta", "the older one").code == 0
+    time.sleep(1.1)  # commit times have one-second resolution
+    assert gs("ask", "alpha", "the newer one").code == 0
+    r = gs("chat", "fresh", input="/sessions\n/exit\n")
+    assert r.code == 0, r.err
+    rows = [line for line in r.out.splitlines() if line[:2] in ("* ", "  ")]
+    assert [row.split()[1 if row.startswith("*") else 0] for row in rows] == ["fresh", "alpha", "zeta"]
+    assert rows[0] == "* fresh  0 messages  not saved"
+    assert rows[1].endswith("  the newer one") and rows[2].endswith("  the older one")

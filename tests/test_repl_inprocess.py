@@ -4,6 +4,7 @@ behind a pipe (tests/test_repl.py) and a terminal (tests/test_pty.py)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,9 @@ from scripted import ScriptedProvider, call, cut, say
 
 from gitsessions.errors import ProviderError
 from gitsessions.events import make_header
-from gitsessions.repl import HELP, Repl
+from gitsessions.repl import Repl
 from gitsessions.session import Session
+from gitsessions.slash import HELP
 from gitsessions.store import GitStore
 
 
@@ -98,7 +100,8 @@ def test_session_commands(store):
     assert "error: no session 'nosuch'" in out
     assert "usage: /open <id>" in out
     assert "(opened work: 2 messages)" in out
-    assert "  other  2 messages\n* work  2 messages\n" in out
+    assert re.search(r"^  other  2 messages  \d{4}-\d\d-\d\d \d\d:\d\d  in other\n"
+                     r"\* work   2 messages  \d{4}-\d\d-\d\d \d\d:\d\d  hello\n", out, re.M)  # columns, titles
     assert "unknown command /bogus; /help lists the commands" in out
     assert script.lines == ["never read"]
     fresh = script.prompts[10]  # /new without an id: 8 hex digits
@@ -129,7 +132,7 @@ def test_history_commands(store):
 
 def test_undo_with_nothing_to_undo(store):
     _r, script = run(store, "/undo")
-    assert "error: event refused: there is no turn to undo\n" == script.text
+    assert "error: there is no turn to undo\n" == script.text
 
 
 def test_a_past_revision_is_forked_on_the_first_message_only(store):

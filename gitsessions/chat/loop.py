@@ -94,7 +94,8 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
         session: where events go.
         provider: the model.
         prompt: the user's message.
-        system: an optional system prompt sent first (not stored in the log).
+        system: a system prompt sent first when the session saved none (``session/system``,
+            which the derived messages begin with); not stored in the log.
         max_steps: bound on model requests in this turn.
         tools: tool schemas offered (default: the built-in tools).
         on_text: called with each piece of reply text as it arrives.
@@ -113,7 +114,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
             session.append("step/start", {"step": step})
             partial = []
             messages = session.messages()
-            if system:
+            if system and not (messages and messages[0]["role"] == "system"):
                 messages = [{"role": "system", "content": system}, *messages]
             completion = Completion()
             stream = provider.stream(messages, tools)

@@ -23,6 +23,9 @@ from .wire import Completion, Reply, RequestEncoder, TextDelta, decode_chunk, ss
 
 __all__ = ["Completion", "OpenAIProvider", "TextDelta"]
 
+#: The way out of a URL that is wrong, named as users set it (the variable or the config key).
+_CHECK_URL = "check the URL (OPENAI_BASE_URL, or base_url in config.yaml)"
+
 
 def _as_interrupt(exc: Exception) -> BaseException:
     """Return the ``KeyboardInterrupt`` that ``exc`` stands for, else ``exc`` itself.
@@ -217,8 +220,7 @@ class OpenAIProvider:
         timeout = isinstance(exc, openai.APITimeoutError) or isinstance(cause, httpx.TimeoutException)
         if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
             within = f" within {_seconds(self.timeout_s)}" if timeout else f" ({_reason(exc)})"
-            return ProviderError(f"could not connect to {where}{within}; is the server running? "
-                                 "check base_url")
+            return ProviderError(f"could not connect to {where}{within}; is the server running? {_CHECK_URL}")
         if timeout:
             mid = " mid-reply" if started else ""
             return ProviderError(f"no data from {where} for {_seconds(self.timeout_s)}{mid}"
@@ -240,7 +242,7 @@ class OpenAIProvider:
 
     def _not_a_stream(self, detail: str, *, kept: bool) -> ProviderError:
         return ProviderError(f"{self._where()} sent something that is not a chat-completions stream "
-                             f"({detail}){self._kept(kept)}; check base_url")
+                             f"({detail}){self._kept(kept)}; {_CHECK_URL}")
 
     @staticmethod
     def _kept(kept: bool) -> str:

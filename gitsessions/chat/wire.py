@@ -241,6 +241,8 @@ class RequestEncoder:
     def _common(self, messages: Sequence[Mapping[str, Any]]) -> int:
         """How many of ``messages`` begin as the last request's did."""
         last, n = self._messages, min(len(messages), len(self._messages))
+        if n == len(last) and last == messages[:n]:  # the usual case, at C speed (identity first, then ==)
+            return n
         at, checks = 0, self._EQUAL_CHECKS
         while at < n:
             same = list(map(operator.is_, messages[at:n], last[at:n]))
@@ -267,8 +269,10 @@ class RequestEncoder:
         if common == len(self._parts):  # the conversation went on: add the new messages' bytes
             if new:
                 self._joined += b"," + b",".join(new) if common else b",".join(new)
+            self._parts += new
         else:
-            self._joined = bytearray(b",".join(self._parts[:common] + new))
-        self._messages, self._parts = list(messages), self._parts[:common] + new
+            self._parts = self._parts[:common] + new
+            self._joined = bytearray(b",".join(self._parts))
+        self._messages = list(messages)
         rest = _dumps(fields)
         return b"".join((b'{"messages":[', self._joined, b"]," + rest[1:] if len(rest) > 2 else b"]}"))

@@ -16,8 +16,11 @@ import typer.main
 
 from .. import __version__
 from ..errors import GitSessionsError
+from ..store.privacy import PRIVATE_UMASK
 from . import background
 from .common import Context, err
+from .help import Command, Group, choose, enum_of, plain_message
+from .output import Output
 
 #: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
 #: EX_SOFTWARE of sysexits(3). The others: 0 success, 1 a failure the user can act on
@@ -35,7 +38,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "lifecycle": ("fork", "rename", "rm", "restore", "title"),
     "remote": ("push", "pull", "sync", "clone", "remote"),
     "share": ("share",),
-    "admin": ("gc",),
+    "admin": ("gc", "doctor"),
     "transfer": ("export", "import"),
     "hooks": ("hooks",),
 }
@@ -54,12 +57,15 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     repo: Annotated[Path | None, typer.Option(
-        "--repo", help="Session repo path (default: $GS_REPO, config, platform data dir).")] = None,
+        "--repo", metavar="PATH", help="Session repo path (default: $GS_REPO, config, platform data dir).")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colour or styles (also NO_COLOR=1).")] = False,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="Never page long output.")] = False,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
-    ctx.obj = Context(repo=repo, debug=debug or bool(os.environ.get("GS_DEBUG")))
+    ctx.obj = Context(repo=repo, debug=debug or bool(os.environ.get("GS_DEBUG")),
+                      output=Output(no_color=no_color, no_pager=no_pager))
     ctx.call_on_close(ctx.obj.print_warnings)  # also when the command fails
 
 
@@ -72,23 +78,80 @@ def _new_app(modules: Sequence[str], only: str | None = None) -> typer.Typer:
     """
     new = typer.Typer(
         name="gs",
-        help="gitsessions: chat with any OpenAI-compatible model; every session is a git branch "
-        "and every turn a commit. (Also installed as 'gitsessions', since 'gs' is Ghostscript on "
-        "many systems.)",
+        cls=_RootGroup,
+        help=_ROOT_HELP,
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        rich_markup_mode=None,  # plain help and usage errors (see .help), no panels
         context_settings={"help_option_names": list(_HELP_OPTIONS)},
     )
     new.callback()(_root)
     for name in modules:
         sub = importlib.import_module(f"{__name__}.{name}").app
+        _use_help_classes(sub)
         if name == "hooks":
             new.add_typer(sub, name="hooks")  # a group: gs hooks install / gs hooks list
             continue
         new.registered_commands.extend(c for c in sub.registered_commands if only in (None, _name(c)))
         new.registered_groups.extend(sub.registered_groups)
     return new
+
+
+_ROOT_HELP = """gitsessions: chat with any OpenAI-compatible model; every session is a git branch and
+every turn a commit.
+
+Also installed as 'gitsessions', since 'gs' is Ghostscript on many systems. 'gs help COMMAND'
+(or 'gs COMMAND --help') tells more about a command.
+
+Examples:
+    gs chat work                      # chat in session 'work' (made if new)
+    gs ask "What is a git ref?"       # one question, one reply, a new session
+    gs list                           # every session, newest first
+    gs log work -p                    # what each turn of 'work' added
+    gs help chat
+"""
+
+
+class _RootGroup(Group):
+    """``gs`` itself: its commands listed under what they are for (git help's way)."""
+
+    sections = (
+        ("Talk to a model", COMMANDS["chat"]),
+        ("Read sessions", COMMANDS["history"] + COMMANDS["tree"]),
+        ("Manage sessions", COMMANDS["lifecycle"]),
+        ("Share and sync", COMMANDS["remote"] + COMMANDS["share"]),
+        ("Files and upkeep", COMMANDS["transfer"] + COMMANDS["admin"] + COMMANDS["hooks"] + ("help",)),
+    )
+
+
+def _use_help_classes(sub: typer.Typer) -> None:
+    """Make the commands of ``sub`` (and of its groups) :class:`~.help.Command`s, unless they are one already."""
+    for info in sub.registered_commands:
+        if not (isinstance(info.cls, type) and issubclass(info.cls, Command)):  # typer's TyperCommand
+            info.cls = Command
+    for group in sub.registered_groups:  # each made with cls=Group (gs remote)
+        if group.typer_instance is not None:
+            _use_help_classes(group.typer_instance)
+
+
+def _help(
+    ctx: typer.Context,
+    words: Annotated[list[str] | None, typer.Argument(
+        metavar="COMMAND", help="The command (or 'hooks SUBCOMMAND') to tell about.", show_default=False)] = None,
+) -> None:
+    """Show the help of gs, or of one of its commands.
+
+    The same text as 'gs COMMAND --help'.
+
+    Examples:
+        gs help
+        gs help log
+        gs help hooks install
+    """
+    words = list(words or [])
+    prog = ctx.find_root().info_name
+    raise SystemExit(_command(*_command_of(words))(args=[*words, "--help"], prog_name=prog))
 
 
 def _name(info: Any) -> str:
@@ -98,7 +161,9 @@ def _name(info: Any) -> str:
 
 @functools.cache
 def _full_app() -> typer.Typer:
-    return _new_app(tuple(COMMANDS))
+    app = _new_app(tuple(COMMANDS))
+    app.command("help", cls=Command)(_help)  # no module of its own: `gs help` gets the whole app
+    return app
 
 
 def __getattr__(name: str) -> Any:
@@ -148,10 +213,14 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
     Raises:
         Exception: an unexpected error, when ``--debug`` or ``$GS_DEBUG`` asks to see it.
     """
-    log = background.started_in_background()  # a gs run after a save: its failure is kept
-    status = _run(args, prog_name)
-    background.finish(log, status)
-    return status
+    umask = os.umask(PRIVATE_UMASK)  # conversations are private (store/privacy.py); widened for a shared repo
+    try:
+        log = background.started_in_background()  # a gs run after a save: its failure is kept
+        status = _run(args, prog_name)
+        background.finish(log, status)
+        return status
+    finally:
+        os.umask(umask)  # an in-process caller gets its own back
 
 
 def _run(args: Sequence[str] | None, prog_name: str | None) -> int:
@@ -206,8 +275,9 @@ class _DeferredCoercion:
     it builds on first use: importing pydantic and building the schemas costs ``gs chat``
     tens of milliseconds before its prompt, for values that come out as they went in. Those
     are answered here as typer answers them: None (``()`` for a multi-value parameter),
-    the parameter's own default, a plain ``str`` for a ``str`` parameter. Every other value
-    goes to typer's own adapter (its conversions and messages unchanged).
+    the parameter's own default, a plain ``str`` for a ``str`` parameter. A choice (an
+    ``Enum``) is made by :func:`~.help.choose`; every other value goes to typer's own
+    adapter (its conversions, and its messages in plain words: :func:`~.help.plain_message`).
     """
 
     def __init__(self, param: Any):
@@ -215,6 +285,7 @@ class _DeferredCoercion:
         self._param = param
         self._multi = bool(param.multiple or param.nargs == -1)
         self._text = desc.annotation is str and desc.parameter_info.parser is None and not self._multi
+        self._enum = enum_of(desc.annotation) if not self._multi else None
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
         """Return ``value`` as typer's coercion would, building typer's adapter only when needed."""
@@ -225,8 +296,14 @@ class _DeferredCoercion:
             return value
         if self._text and type(value) is str:
             return value
+        if self._enum is not None:
+            return choose(self._enum, value, param, ctx)  # aliases (-f md) and the choices listed
         self._param._runtime_param = None  # typer's own, built now (see typer.core._TyperParameter)
-        return self._param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+        try:
+            return self._param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+        except typer.BadParameter as exc:
+            exc.message = plain_message(exc.message, value)
+            raise
 
 
 def _defer_coercion(command: Any) -> None:
@@ -259,6 +336,8 @@ def main() -> None:
     # Most commands live well under a second and make little cyclic garbage, while the
     # cyclic collector costs ~10% of importing the model SDK; `gs chat` turns it back on.
     gc.disable()
+    if sys.stdin is None:  # started with stdin closed (gs ask hi <&-): it reads as empty, as /dev/null
+        sys.stdin = open(os.devnull)  # noqa: SIM115 (open for the whole process)
     status = run()
     # The interpreter's exit runs one last collection over every object the imports made
     # (tens of ms after importing the model SDK); frozen objects are left to the OS.

@@ -1,12 +1,14 @@
-"""Repository upkeep: ``gs gc``, and starting an automatic repack in the background."""
+"""Repository upkeep: ``gs gc``, ``gs doctor``, and starting an automatic repack in the background."""
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
 
-from ..store import GitStore
+from ..config import key_file_exposed
+from ..store import GitStore, privacy
 from .background import run_in_background
 from .common import Context, err
 
@@ -24,7 +26,9 @@ def gc(
 
     Runs by itself in the background after enough saves; this runs it now.
 
-    Example: gs gc
+    Examples:
+        gs gc
+        gs gc --auto                        # only when enough saves piled up
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -38,6 +42,59 @@ def gc(
               f"into {result.pack_bytes} bytes in {result.seconds:.2f} s; removed "
               f"{result.loose_removed} loose objects and {result.packs_removed} old packs"
               + (f"; removed {result.tmp_removed} temporary packs a killed gc left" if result.tmp_removed else ""))
+
+
+@app.command()
+def doctor(
+    ctx: typer.Context,
+    fix: Annotated[bool, typer.Option("--fix", help="Make private what others can read.")] = False,
+) -> None:
+    """Check that your conversations are private: the session repo and a config file with a key.
+
+    Every file and folder of the session repo should be yours alone (directories 700, files
+    600 or 400), unless the repo is shared with git's own setting (git config
+    core.sharedRepository group), which is honoured as git honours it. A config.yaml
+    holding api_key should be readable by you alone. Exits 1 when a problem is left.
+
+    Examples:
+        gs doctor                           # report what others can read
+        gs doctor --fix                     # and make it private
+    """
+    c: Context = ctx.obj
+    c.quiet_privacy = True  # reported here, not warned of
+    problems = 0
+    path = c.repo_path()
+    perm = privacy.sharing(path)
+    found = privacy.exposed(path, perm)
+    whom = "shared as its core.sharedRepository allows" if perm is not None else "private to you"
+    if not found.paths:
+        print(f"ok: the session repo {path} is {whom}" if path.exists() else f"ok: no session repo at {path} yet")
+    elif fix:
+        changed, failed = privacy.make_private(found)
+        print(f"fixed: {changed} files and folders under {path}" + ("" if failed else f"; the repo is {whom}"))
+        for where, why in failed:
+            problems += 1
+            print(f"problem: could not change {where} ({why}); its owner can, or copy the repo to a place of yours")
+    else:
+        problems += 1
+        print(f"problem: other accounts can read {len(found.paths)} files and folders under {path} "
+              f"(such as {found.paths[0]}); fix with: {privacy.fix_advice(path, perm)}")
+    config = c.config
+    if not key_file_exposed(config):
+        print(f"ok: {config.path} holds no API key others can read")
+    elif fix:
+        try:
+            os.chmod(config.path, config.path.stat().st_mode & 0o700)
+            print(f"fixed: {config.path} (it holds an API key) is readable by you alone")
+        except OSError as exc:
+            problems += 1
+            print(f"problem: could not change {config.path} ({exc.strerror or exc}); chmod 600 it as its owner")
+    else:
+        problems += 1
+        print(f"problem: {config.path} holds an API key and other accounts can read it; "
+              f"fix with: gs doctor --fix (or: chmod 600 {config.path})")
+    if problems:
+        raise typer.Exit(1)
 
 
 def pack_in_background(store: GitStore) -> None:

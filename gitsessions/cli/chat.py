@@ -13,17 +13,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import __version__
-from ..errors import DiskFull, GitSessionsError, NoCurrentSession, RemoteError
-from ..events import clean_text, make_header
+from ..errors import NoCurrentSession, RemoteError
+from ..events import make_header
 from ..render import terminal_safe
 from ..store import GitStore
 from .admin import pack_in_background
 from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
+from .stream import rendered_replies
 
 if TYPE_CHECKING:
     from ..redo import Spot
-    from ..session import Session
+    from ..repl import Repl
     from ..store import SessionInfo
 
 app = typer.Typer()
@@ -88,6 +89,11 @@ def chat(
     resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
                                          "(newest first; type to filter by title or prompt).")] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    raw: Annotated[bool, typer.Option("--raw", help="Replies as the model wrote them, not rendered "
+                                      "(also config render: false).")] = False,
+    recap: Annotated[int | None, typer.Option("--recap", min=0, metavar="N", show_default=False,
+                                              help="Show the last N turns of an earlier conversation on "
+                                              "opening it (default: 1 on a terminal, 0 when piped).")] = None,
     wait: WaitOption = 0.0,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
@@ -96,7 +102,13 @@ def chat(
     continued in a fork (--fork NEW, else work-1): the original branch never moves. When
     stdin is not a terminal, each input line is one prompt (or slash command), in order.
 
-    Example: gs chat work
+    Examples:
+        gs chat                             # a new session
+        gs chat work                        # open 'work' (made if new)
+        gs chat -c                          # go on where you stopped
+        gs chat -r                          # pick from a list
+        gs chat work~2 --fork work-b        # go on from two turns back
+        gs chat work --recap 3              # open 'work' showing its last 3 turns
     """
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
@@ -116,14 +128,20 @@ def chat(
             faces = {"pick_session": _session_picker(c, store), "pick_spot": _spot_picker}
         picked = faces["pick_session"]() if resume else None  # Ctrl+C here: gs exits 130
         faces = {name: _ctrl_c_cancels(pick) for name, pick in faces.items()}  # in the chat it cancels the list
+        faces["copy"] = _copy  # /copy, on a terminal or not
         if resume and picked is None:
             err("nothing opened (gs chat -r lists the sessions again)")
             return
         sid = picked or (_latest_session(c) if cont else (session or new_session_id(store)))
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
+        built: list[Repl] = []  # the chat once built: the prompt's history reads its session
         if interactive:
-            keys, read_line, write, faces["edit"] = _terminal_io(c, on_shown=lambda: [start() for start in shown])
+            from .prompt import terminal_io
+
+            keys, read_line, write, faces["edit"] = terminal_io(
+                c, store, on_shown=lambda: [start() for start in shown],
+                session=lambda: built[0].session if built else None)
         else:
             lines = _stdin_lines()
 
@@ -145,12 +163,16 @@ def chat(
             repl = Repl(store, keys.guard(provider) if keys else provider, sid,
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                        warnings=c.warnings, wait=c.lock_wait(wait), **faces)
+                        warnings=c.warnings, wait=c.lock_wait(wait),
+                        reply=rendered_replies(c.output, c.config.render and not raw) if interactive else None,
+                        recap=(1 if interactive else 0) if recap is None else recap, **faces)
+            built.append(repl)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
-            with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext():
-                repl.run()
+            with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
+                    contextlib.closing(lines) if not interactive else contextlib.nullcontext():
+                repl.run()  # a pipe's reader is closed (sys.stdin detached) here, not whenever it is collected
         pack_in_background(store)
         push_in_background(c, store)
         saved = [s for s in repl.visited if store.tip(s)]
@@ -218,6 +240,13 @@ def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
     return pick_session
 
 
+def _copy(text: str) -> str:
+    """``/copy``'s clipboard (see :func:`.clipboard.copy`), imported when first used."""
+    from .clipboard import copy
+
+    return copy(text)
+
+
 def _ctrl_c_cancels(pick: Callable[..., object]) -> Callable[..., object]:
     """``pick`` for the chat: Ctrl+C in the list cancels it as Esc does (None), the chat goes on."""
     def cancellable(*args: object) -> object:
@@ -236,70 +265,62 @@ def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
                 title="Jump where? ↑↓ move · Enter opens (a past turn: what you send forks) · Esc cancels")
 
 
-def _terminal_io(c: Context, on_shown: Callable[[], object]):
-    """Return ``(keys, read_line, write, edit)`` for a real terminal: prompt_toolkit with history.
-
-    ``on_shown`` is called once, when the first prompt has been drawn.
-    """
-    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-
-    from .terminal import ReplyKeys, prompt_io
-
-    redactor = c.redactor()
-
-    class RedactedHistory(FileHistory):
-        """Line history on disk, with secrets replaced like everything else gs stores."""
-
-        def store_string(self, string: str) -> None:
-            super().store_string(redactor.text(string) if redactor else string)
-
-    history_path = c.repo_path() / "gs" / "prompt-history"
-    try:
-        history_path.parent.mkdir(parents=True, exist_ok=True)
-        history: History = RedactedHistory(str(history_path))
-    except OSError:
-        history = InMemoryHistory()
-    keys = ReplyKeys()
-    return (keys, *prompt_io(history, clean_text, terminal_safe, keys, on_shown=on_shown))
-
-
 @app.command(cls=WaitCommand)
 def ask(
     ctx: typer.Context,
-    args: Annotated[list[str], typer.Argument(
-        help="[SESSION] PROMPT; SESSION may be a revision (work~1); PROMPT '-' reads stdin.", show_default=False,
-        metavar="[SESSION] PROMPT")],
+    words: Annotated[list[str] | None, typer.Argument(
+        help="The session (or a revision: work~1) and the prompt, as the rules above read them; "
+        "PROMPT '-' is stdin alone.", show_default=False, metavar="[SESSION] PROMPT")] = None,
+    system: Annotated[str | None, typer.Option("--system", "-s", metavar="TEXT", help=(
+        "The system prompt, saved in the session: for this turn and the session's next ones."))] = None,
+    attach: Annotated[list[str] | None, typer.Option("--attach", "-a", metavar="FILE", show_default=False, help=(
+        "Add FILE's text after the prompt, under its name (text files only; repeatable)."))] = None,
+    new: Annotated[bool, typer.Option("--new", help="Start a new session: every word is the prompt.")] = False,
     fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
+                                      "(also config render: false; never rendered when piped).")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
 
-    Without SESSION a new session is created and its id printed on stderr.
+    The words are read as llm reads them. One word is the prompt, in a new session (its id is
+    printed on stderr). Two are SESSION PROMPT: a session, new or existing, or a revision
+    (work~1). With more, the first must be an existing session and the others are the prompt;
+    else quote the prompt. --new makes every word the prompt of a new session.
 
-    Example: gs ask work "What is a git ref?"
+    Text piped into stdin follows the prompt after a blank line; piped into gs ask SESSION, an
+    existing one, it is the prompt. PROMPT - is stdin alone. Trailing newlines are trimmed.
+    stdin is read whenever it is not a terminal: in a loop that reads stdin, give </dev/null.
+
+    --attach adds a text file at the end, under its name, as piped text is (a binary one is
+    refused). --system is saved in the session: sent with this turn and its next ones.
+
+    Examples:
+        gs ask "What is a git ref?"         # a new session; its id on stderr
+        gs ask work "And a tag?"            # the next turn of work
+        gs ask work and a tag               # more words: the prompt, as work exists
+        gs ask "explain" < f.py             # as cat f.py | gs ask "explain": the prompt, a blank line, the file
+        gs ask work < diff.txt              # what is piped in is the prompt, in work
+        gs ask -s "Be terse." -a notes.md work "summarize"
     """
     from ..forking import open_revision
     from ..rules import new_session_id
+    from .ask_prompt import ask_input, names_session
+    from .one_turn import send_one
 
     c: Context = ctx.obj
-    if len(args) not in (1, 2):
-        raise typer.BadParameter("expected [SESSION] PROMPT")
-    prompt = args[-1]
-    if prompt == "-":
-        prompt = sys.stdin.buffer.read().decode("utf-8", "replace")
-    prompt = clean_text(prompt)
-    if not prompt.strip():
-        raise typer.BadParameter("the prompt is empty")
     with c.store() as store:
         _pull_on_open(c, store)
-        rev = args[0] if len(args) == 2 else new_session_id(store)
-        session, note = open_revision(store, rev, fork_as=fork_as, new_header=_header, redactor=c.redactor(),
-                                      warnings=c.warnings, wait=c.lock_wait(wait))
+        rev, prompt = ask_input(words or (), attach or (), new=new, fork_as=fork_as,
+                                names_session=lambda word: names_session(store, word))
+        session, note = open_revision(store, rev or new_session_id(store), fork_as=fork_as,
+                                      new_header=_header, redactor=c.redactor(), warnings=c.warnings,
+                                      wait=c.lock_wait(wait))
         if note:
             err(note)
-        _send_one(c, store, session, prompt, model)
+        send_one(c, store, session, prompt, model, raw=raw, system=system)
 
 
 @app.command(cls=WaitCommand)
@@ -317,10 +338,13 @@ def retry(
     The new attempt forks at the save before that turn, so the earlier attempt stays where it
     was; stderr says where both live. The reply is printed on stdout, as gs ask prints it.
 
-    Example: gs retry work
+    Examples:
+        gs retry work                       # the last turn again, in work-1
+        gs retry work~1 --fork work-b       # the turn before, as work-b
     """
     from ..history import read_revision
     from ..redo import attempt_at, open_attempt, where_both_live
+    from .one_turn import send_one
 
     c: Context = ctx.obj
     with c.store() as store:
@@ -331,50 +355,4 @@ def retry(
                                wait=c.lock_wait(wait))
         err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}",
                             as_turn=session.next_turn))
-        _send_one(c, store, session, attempt.prompt, model)
-
-
-def _send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None) -> None:
-    """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
-
-    The one turn of ``gs ask`` and ``gs retry``.
-
-    Raises:
-        GitSessionsError: the model answered with an error (the prompt is saved).
-        typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
-    """
-    from ..chat.connect import connect
-    from ..chat.loop import run_turn
-
-    sid = session.id
-    shown: list[str] = []
-    try:
-        with connect(c.config, model=model, notify=err) as provider:
-            tty = sys.stdout.isatty()
-
-            def on_text(text: str) -> None:
-                shown.append(text)
-                sys.stdout.write(terminal_safe(text) if tty else text)
-                sys.stdout.flush()
-
-            result = run_turn(session, provider, prompt, system=c.config.system,
-                              max_steps=c.config.max_steps, on_text=on_text)
-    except DiskFull as exc:
-        # the reply shown ends its line; a prompt not even journaled is handed back
-        sys.stdout.write(("\n" if shown else "") + (prompt + "\n" if exc.kept in ("prompt", "nothing") else ""))
-        raise
-    finally:
-        session.close()
-    pack_in_background(store)
-    push_in_background(c, store)
-    if result.text:
-        sys.stdout.write("\n")
-    sys.stdout.flush()
-    if result.commit:
-        err(f"[{sid} {short(result.commit)}] turn saved ({result.reason})")
-    if result.reason == "error":
-        raise GitSessionsError(f"{result.error} (the prompt is saved in session {sid})")
-    if result.reason == "aborted":
-        raise typer.Exit(130)  # Ctrl+C cancelled the reply (the turn is saved, marked)
-    if result.reason != "completed":
-        raise typer.Exit(1)
+        send_one(c, store, session, attempt.prompt, model)

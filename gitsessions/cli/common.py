@@ -14,15 +14,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand
 
-from ..config import Config, default_repo_path, load_config
+from ..config import Config, default_repo_path, key_file_exposed, load_config
+from ..errors import RepoError
 from ..redact import Redactor
-from ..store import GitStore
+from ..store import GitStore, privacy
 from ..store.git import DEFAULT_IDENTITY
 from ..store.hooks import CommitHooks
 from ..store.lock import LockWait
 from .background import take_failures
+from .help import Command
+from .output import Output
 
 #: How long a bare ``--wait`` waits for another writer of the session (seconds).
 DEFAULT_WAIT_S = 60.0
@@ -34,7 +36,7 @@ WaitOption = Annotated[float, typer.Option(
          "instead of giving up at once.")]
 
 
-class WaitCommand(TyperCommand):
+class WaitCommand(Command):
     """A command with :data:`WaitOption`, whose value comes only after ``=`` (git's way).
 
     click would take the word after a bare ``--wait`` as its value (``gs chat --wait work``
@@ -54,6 +56,8 @@ class Context:
 
     repo: Path | None = None
     debug: bool = False
+    #: How output looks: colour, the pager (``--no-color``, ``--no-pager``).
+    output: Output = field(default_factory=Output)
     _config: Config | None = None
     _redactor: Redactor | None = None
     #: Warnings for the user collected during this run (a failed post-commit hook, a turn
@@ -61,12 +65,18 @@ class Context:
     warnings: list[str] = field(default_factory=list)
     #: The password a remote's URL on the command line held (sent as the HTTP password, never shown).
     url_password: str | None = None
+    _privacy_checked: bool = False
+    #: Set by ``gs doctor``, which reports these itself, rather than warning of them.
+    quiet_privacy: bool = False
 
     @property
     def config(self) -> Config:
         """The merged configuration, read once."""
         if self._config is None:
             self._config = load_config(os.environ)
+            if key_file_exposed(self._config) and not self.quiet_privacy:
+                err(f"warning: {self._config.path} holds an API key and other accounts can read it; "
+                    f"fix with: chmod 600 {self._config.path}")
         return self._config
 
     def repo_path(self) -> Path:
@@ -114,11 +124,44 @@ class Context:
         """
         self.redactor()  # a bad redact pattern is refused before anything is read or written
         path = self.repo_path()
+        self._keep_private(path)
         hooks = CommitHooks(path, os.environ, self.warnings)
         store = GitStore(path, identity=self.identity(), hooks=hooks)
         store.check_path()
         self.warnings.extend(take_failures(path))  # what a background push after a save could not do
         return store
+
+    def _keep_private(self, path: Path) -> None:
+        """Give new files what the repo's sharing allows; once a run, warn when others can read it.
+
+        The umask :func:`gitsessions.cli.run` set is private; a repo shared with git's
+        ``core.sharedRepository`` widens it as git would (:mod:`gitsessions.store.privacy`).
+        """
+        owner = privacy.foreign_owner(path)
+        if owner is not None and not self._trusted(path):
+            raise RepoError(str(path), f"it belongs to another account ({owner}), and gs writes there and runs its "
+                            "hooks as you (git calls this dubious ownership); use a repo of your own, or, if you "
+                            f"trust it, say so as for git: git config --global --add safe.directory {path}")
+        perm = privacy.sharing(path)
+        os.umask(privacy.umask_for(perm))
+        if self._privacy_checked or self.quiet_privacy:
+            return
+        self._privacy_checked = True
+        if privacy.exposed(path, perm, walk=False).paths:
+            err(f"warning: other accounts on this machine can read the session repo {path}; "
+                f"fix with: {privacy.fix_advice(path, perm)}")
+
+    @staticmethod
+    def _trusted(path: Path) -> bool:
+        """True when git's ``safe.directory`` (in the user's git config) names ``path``, or is ``*``."""
+        from dulwich.config import StackedConfig
+
+        try:
+            values = [v.decode("utf-8", "replace") for v in StackedConfig.default().get_multivar(
+                (b"safe",), b"directory")]
+        except (KeyError, OSError, ValueError):
+            return False
+        return "*" in values or any(Path(v).expanduser().resolve() == path.resolve() for v in values)
 
     def lock_wait(self, seconds: float) -> LockWait:
         """How a write waits ``seconds`` for another writer, saying so on stderr when it does."""

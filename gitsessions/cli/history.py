@@ -9,7 +9,9 @@ this module only parses arguments and prints.
 
 from __future__ import annotations
 
+import itertools
 import sys
+import time
 from enum import Enum
 from typing import Annotated, Any
 
@@ -18,12 +20,13 @@ import typer
 from .. import history as hist
 from .. import render
 from ..rules import Lineage
-from ..search import Hit
+from ..search import Hit, marked
 from ..search import search as search_sessions
 from ..store import CommitInfo, Revision
 from ..tree import rev_or_current
 from ..view import Item, is_message
-from .common import Context, err, short, write_lines
+from .common import Context, err, short
+from .output import Rendered, styled
 
 app = typer.Typer()
 
@@ -44,6 +47,11 @@ def _lineage(forked_from: str | None) -> str | None:
     return f"{lineage.session_id}@{short(lineage.commit)}"
 
 
+def _renders(c: Context) -> bool:
+    """True when messages are shown rendered (markdown, colour): on a terminal with colour, config ``render:``."""
+    return c.config.render and c.output.color()
+
+
 # -- list ------------------------------------------------------------------------------------
 
 
@@ -55,9 +63,13 @@ def list_(
 ) -> None:
     """List sessions: id, title, turns, messages, last saved, tip commit, lineage.
 
-    A fork shows where it came from (alt ← w@72beab6; "forked_from" in JSON).
+    A fork shows where it came from (alt ← w@72beab6; "forked_from" in JSON). SAVED says how
+    long ago ("3 hours ago"); the JSON has the time itself.
 
-    Example: gs list --json
+    Examples:
+        gs list
+        gs list --archived                  # what gs rm put away
+        gs list --json
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -65,20 +77,22 @@ def list_(
         rows = [render.session_row(info) for info in listed]
     rows.sort(key=lambda r: r["saved"] or "", reverse=True)
     if as_json:
-        print(render.dumps(rows))
+        c.output.paged([render.dumps(rows) + "\n"])
         return
     if not rows:
         err("no archived sessions" if archived else "no sessions yet; start one with: gs chat")
         return
     names = {r["id"]: r["id"] + (f" ← {_lineage(r['forked_from'])}" if r["forked_from"] else "") for r in rows}
-    width = max(len(n) for n in names.values())
-    lines = [f"{'SESSION':<{width}}  {'TURNS':>5}  {'MSGS':>5}  {'SAVED':<16}  COMMIT   TITLE"]
+    now = int(time.time())
+    ago = {i.session_id: render.relative_time(i.time, now) if i.time else "-" for i in listed}
+    width, when = max(len(n) for n in names.values()), max(len("SAVED"), *(len(a) for a in ago.values()))
+    lines: list[Any] = [[(f"{'SESSION':<{width}}  {'TURNS':>5}  {'MSGS':>5}  {'SAVED':<{when}}  COMMIT   TITLE",
+                          "bold")]]
     for r in rows:
-        saved = r["saved"][:16].replace("T", " ") if r["saved"] else "-"
         title = r["title"] if not r["error"] else f"[unreadable: {r['error']}]"
-        lines.append(f"{names[r['id']]:<{width}}  {r['turns']:>5}  {r['messages']:>5}  {saved:<16}  "
-                     f"{short(r['commit'])}  {title[:60]}")
-    write_lines(lines)
+        lines.append([(f"{names[r['id']]:<{width}}  {r['turns']:>5}  {r['messages']:>5}  {ago[r['id']]:<{when}}  ", ""),
+                      (short(r["commit"]), "yellow"), (f"  {title[:60]}", "")])
+    c.output.paged(styled(lines, c.output))
 
 
 # -- log -------------------------------------------------------------------------------------
@@ -87,7 +101,7 @@ def list_(
 @app.command()
 def log(
     ctx: typer.Context,
-    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="[REV]")] = None,
+    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="REV")] = None,
     n: Annotated[int | None, typer.Option("-n", "--max-count", min=1, help="Show at most N commits.")] = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per commit.")] = False,
     patch: Annotated[bool, typer.Option("-p", "--patch", help="Under each commit, the messages it added.")] = False,
@@ -100,7 +114,10 @@ def log(
     commit the messages it added (user, assistant, ⚙ tool calls, ↳ results, turns that did
     not complete, titles, undo). --graph draws where other sessions forked off this history.
 
-    Example: gs log work -n 5 --oneline -p
+    Examples:
+        gs log work
+        gs log work -n 5 --oneline -p
+        gs log work~2 --graph
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -112,6 +129,15 @@ def log(
     def items(info: CommitInfo) -> list[Item]:
         return render.compact_items(view.added.get(info.commit, []))
 
+    def patch_lines(info: CommitInfo) -> list[Any]:
+        """The messages a commit added: rendered on a terminal (config ``render:``), else plain."""
+        if not _renders(c):
+            return render.compact_lines(items(info))
+        from .rendered import compact
+
+        text = compact(items(info), c.output)
+        return [Rendered(text)] if text else []
+
     if as_json:
         rows = []
         for info in commits:
@@ -122,9 +148,9 @@ def log(
                 row["branches"] = [{"session": b.session_id, "tip": b.tip, "turns_since": b.turns_since,
                                     "how": b.how} for b in branches.get(info.commit, [])]
             rows.append(row)
-        print(render.dumps(rows))
+        c.output.paged([render.dumps(rows) + "\n"])
         return
-    out: list[str] = []
+    out: list[Any] = []
     for i, info in enumerate(commits):
         row = render.commit_row(info)
         if graph:
@@ -132,11 +158,13 @@ def log(
                           more=i < len(commits) - 1, lines=render.compact_lines(items(info)) if patch else [])
             continue
         if oneline:
-            out.append(f"{short(info.commit)} {row['subject']}")
+            out.append([(short(info.commit), "yellow"), (f" {row['subject']}", "")])
             if patch:
-                out.extend(render.compact_lines(items(info)))
+                out.extend(patch_lines(info))
             continue
-        out.append(f"commit {info.commit}" + (f" ({sid})" if i == 0 and target.is_tip else ""))
+        head = [(f"commit {info.commit}", "yellow")]
+        out.append(head + ([(" (", "yellow"), (sid, "bold green"), (")", "yellow")] if i == 0 and target.is_tip
+                           else []))
         out.append(f"Date:   {row['time']}")
         if row["model"]:
             out.append(f"Model:  {row['model']}")
@@ -147,14 +175,14 @@ def log(
         out.append(f"    {row['subject']}")
         out.append("")
         if patch:
-            lines = render.compact_lines(items(info))
+            lines = patch_lines(info)
             if lines:
                 out.extend(lines)
                 out.append("")
-    write_lines(out)
+    c.output.paged(styled(out, c.output))
 
 
-def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[hist.Branch], *, first: bool,
+def _graph_commit(out: list[Any], info: CommitInfo, row: dict, branches: list[hist.Branch], *, first: bool,
                   target: Revision, more: bool, lines: list[str]) -> None:
     here = [b for b in branches if b.how == "points here"]
     for b in branches:
@@ -165,7 +193,7 @@ def _graph_commit(out: list[str], info: CommitInfo, row: dict, branches: list[hi
         out.append("|/")
     names = ([target.session_id] if first and target.is_tip else []) + [b.session_id for b in here]
     deco = f" ({', '.join(names)})" if names else ""
-    out.append(f"* {short(info.commit)}{deco} {row['subject']}")
+    out.append([("* ", ""), (short(info.commit), "yellow"), (f"{deco} {row['subject']}", "")])
     pad = "|     " if more else "      "
     out.extend((pad + line.lstrip(" ")) if line.strip() else pad.rstrip() for line in lines)
 
@@ -184,15 +212,19 @@ class ShowFormat(str, Enum):
 @app.command()
 def show(
     ctx: typer.Context,
-    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="[REV]")] = None,
-    fmt: Annotated[ShowFormat, typer.Option("--format", "-f", help="text, json or jsonl.")] = ShowFormat.text,
+    rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="REV")] = None,
+    fmt: Annotated[ShowFormat, typer.Option(
+        "--format", "-f", metavar="FORMAT", help="text (to read), json or jsonl.")] = ShowFormat.text,
 ) -> None:
-    """Show a session's transcript at a revision (default: its tip; no REV: the current session).
+    """Show a session's transcript as of REV (default: the current session, as last saved).
 
     json: an object with id, commit, header, events and messages (the derived
     chat-completions messages); jsonl: session.jsonl exactly as stored.
 
-    Example: gs show work~1 --format json
+    Examples:
+        gs show work
+        gs show work~1 --format json
+        gs show work@{2.hours.ago}
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -202,10 +234,13 @@ def show(
         sys.stdout.buffer.write(snap.raw)
         sys.stdout.flush()
     elif fmt is ShowFormat.json:  # written as made: a 100 MB session is never one string
-        sys.stdout.writelines(render.iterdumps(render.show_object(snap)))
-        sys.stdout.write("\n")
+        c.output.paged(itertools.chain(render.iterdumps(render.show_object(snap)), ["\n"]))
+    elif _renders(c):
+        from .rendered import transcript
+
+        c.output.paged(transcript(snap.events, c.output))
     else:
-        sys.stdout.writelines(render.transcript_lines(snap.events))
+        c.output.paged(render.transcript_lines(snap.events))
 
 
 # -- diff ------------------------------------------------------------------------------------
@@ -223,7 +258,9 @@ def diff(
     Prints '--- only in REV_A (N messages)' and its messages, then '+++ only in REV_B'
     likewise (the common ancestor is the merge base along parents, as git merge-base).
 
-    Example: gs diff work alt
+    Examples:
+        gs diff work work-1
+        gs diff work~3 work --json
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -252,7 +289,7 @@ def diff(
                 turn = item.turn
                 out.append(f"  turn {turn}:")
             out.extend(render.compact_lines([item]))
-    write_lines(out)
+    c.output.paged(styled(out, c.output))
 
 
 # -- search ----------------------------------------------------------------------------------
@@ -261,7 +298,22 @@ def diff(
 def _hit_row(h: Hit) -> dict[str, Any]:
     """The ``gs search --json`` object of one hit."""
     return {"session": h.session, "turn": h.turn, "commit": h.commit.commit if h.commit else None,
-            "seq": h.seq, "role": h.role, "snippet": h.snippet, "archived": h.archived}
+            "seq": h.seq, "role": h.role, "snippet": h.snippet, "archived": h.archived,
+            "also": [{"session": s, "archived": a} for s, a in h.also]}
+
+
+def hit_parts(h: Hit, query: str) -> list[tuple[str, str]]:
+    """The ``gs search`` row of one hit as styled parts (:func:`.output.styled`).
+
+    Where (the commit in yellow, as ``gs log`` shows it), the turn, the role, the text around
+    the match with the match in bold red (git grep's colour), and the other sessions that
+    hold the message.
+    """
+    also = ", ".join(f"{s} (archived)" if a else s for s, a in h.also)
+    before, match, after = marked(h.snippet, query)
+    where = [(f"{h.session}@", ""), (short(h.commit.commit) if h.commit else "?", "yellow")]
+    return [*where, (f"{' (archived)' if h.archived else ''}  turn {h.turn}  {h.role}: {before}", ""),
+            (match, "bold red" if match else ""), (after + (f"  (also in {also})" if also else ""), "")]
 
 
 @app.command()
@@ -270,17 +322,21 @@ def search(
     query: Annotated[str, typer.Argument(help="Text to find (any case).", metavar="QUERY")],
     session: Annotated[str | None, typer.Option("--session", "-s", help="Search only this session.")] = None,
     all_revisions: Annotated[bool, typer.Option(
-        "--all-revisions", help="Also search archived sessions; report each message once, at the commit "
-        "that added it.")] = False,
+        "--all-revisions", help="Also search archived sessions.")] = False,
     as_json: Annotated[bool, typer.Option(
-        "--json", help='List of {"session", "turn", "commit", "seq", "role", "snippet", "archived"}.')] = False,
+        "--json", help='List of {"session", "turn", "commit", "seq", "role", "snippet", "archived", '
+        '"also"}.')] = False,
 ) -> None:
     """Search message contents (user, assistant, tool results) of every session, any case.
 
     Prints SESSION@COMMIT (the commit that added the message), the turn, the role and the
-    text around the match. Exit status 1 when nothing matches (as grep).
+    text around the match: one row per message, however many forks share it (named at the
+    row's end). Exit status 1 when nothing matches (as grep).
 
-    Example: gs search "yaml" --session work
+    Examples:
+        gs search yaml
+        gs search "yaml" --session work
+        gs search yaml --all-revisions --json
     """
     if not query:
         raise typer.BadParameter("the query is empty")
@@ -292,9 +348,7 @@ def search(
     if as_json:
         print(render.dumps([_hit_row(h) for h in hits]))
     else:
-        write_lines(
-            f"{h.session}@{short(h.commit.commit) if h.commit else '?'}{' (archived)' if h.archived else ''}"
-            f"  turn {h.turn}  {h.role}: {h.snippet}" for h in hits)
+        c.output.paged(styled((hit_parts(h, query) for h in hits), c.output))
     if not hits:
         if not as_json:
             err(f"no match for {query!r}")

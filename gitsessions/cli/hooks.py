@@ -14,10 +14,17 @@ from .. import render
 from ..detectors import hook_patterns
 from ..store.hook_install import backup_remote, hook_status, install_hooks, shipped_hooks
 from .common import Context, err
+from .help import Group
 
 app = typer.Typer(
-    help="Git hooks of the session repo: gs runs pre-commit, commit-msg and post-commit around "
-    "every save (only executable ones; chmod -x disables a hook).",
+    cls=Group,
+    help="""Git hooks of the session repo: gs runs pre-commit, commit-msg and post-commit around
+    every save (only executable ones; chmod -x disables a hook).
+
+    Examples:
+        gs hooks list
+        gs hooks install
+    """,
     no_args_is_help=True,
 )
 
@@ -37,7 +44,9 @@ def install(
     post-commit pushes every save to a backup remote in the background. An existing hook
     that differs is left alone unless --force. Each script's header says how to configure it.
 
-    Example: gs hooks install pre-commit
+    Examples:
+        gs hooks install                    # every hook gitsessions ships
+        gs hooks install pre-commit --force
     """
     c: Context = ctx.obj
     available = list(shipped_hooks())
@@ -78,7 +87,9 @@ def list_(
     Lists every hook file in <repo>/hooks (but *.sample) and the shipped hooks not installed.
     VERSION is 'shipped' (identical to gitsessions's), 'modified', or 'own' (not one it ships).
 
-    Example: gs hooks list
+    Examples:
+        gs hooks list
+        gs hooks list --json
     """
     c: Context = ctx.obj
     repo_path = c.repo_path()

@@ -26,7 +26,9 @@ def fork(
 ) -> None:
     """Start session NEW at revision REV (O(1): nothing is copied; the original is untouched).
 
-    Example: gs fork work~1 work-alt
+    Examples:
+        gs fork work~1 work-alt             # from the turn before the last
+        gs fork work@3f2a9c1 idea
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -45,7 +47,8 @@ def rename(
 ) -> None:
     """Rename a session (its branch and reflog move; its history is unchanged).
 
-    Example: gs rename 3f2a9c1b yaml-parsing
+    Examples:
+        gs rename 3f2a9c1b yaml-parsing
     """
     c: Context = ctx.obj
     with c.store() as store, store.lock(old).acquire(c.lock_wait(wait)):
@@ -62,7 +65,9 @@ def rm(
 ) -> None:
     """Archive a session under refs/archive/ (nothing is deleted; 'gs restore' brings it back).
 
-    Example: gs rm old-chat
+    Examples:
+        gs rm old-chat
+        gs restore old-chat                 # brings it back
     """
     c: Context = ctx.obj
     with c.store() as store, store.lock(session).acquire(c.lock_wait(wait)):
@@ -80,14 +85,16 @@ def restore(
     name: Annotated[str, typer.Argument(
         metavar="NAME", help="Archived session name (see gs list --archived), or a reflog entry SESSION@{N} / "
         "SESSION@{DATE} (see gs reflog).")],
-    as_id: Annotated[str | None, typer.Option("--as", help="Restore under another id.")] = None,
+    as_id: Annotated[str | None, typer.Option("--as", metavar="ID", help="Restore under another id.")] = None,
 ) -> None:
     """Bring an archived session back, or any past position of a session's name as a session of its own.
 
     A reflog entry (gs reflog work, then gs restore work@{3}) becomes a fork at that commit,
     named SESSION while that name is free, else SESSION-N; nothing is moved or deleted.
 
-    Example: gs restore old-chat
+    Examples:
+        gs restore old-chat                 # archived by gs rm (gs list --archived)
+        gs restore work@{1} --as before     # where work stood before its last move
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -129,7 +136,8 @@ def title(
 ) -> None:
     """Set a session's title (shown by gs list instead of the first prompt).
 
-    Example: gs title work "Parsing YAML in Python"
+    Examples:
+        gs title work "Parsing YAML in Python"
     """
     c: Context = ctx.obj
     with c.store() as store:

@@ -15,9 +15,15 @@ if TYPE_CHECKING:  # the module itself is imported lazily: dulwich's transports 
     from ..store.remote import Credentials
 from .admin import pack_in_background, run_in_background
 from .common import Context, err, short
+from .help import Group
 
 app = typer.Typer()
-remote_app = typer.Typer(help="Manage the session repo's git remotes.", no_args_is_help=True)
+remote_app = typer.Typer(cls=Group, no_args_is_help=True, help="""Manage the session repo's git remotes.
+
+    Examples:
+        gs remote add origin ssh://me@host/srv/sessions.git
+        gs remote list
+    """)
 app.add_typer(remote_app, name="remote")
 
 RemoteArg = Annotated[str | None, typer.Argument(
@@ -81,7 +87,9 @@ def remote_add(
 ) -> None:
     """Add a remote to push sessions to and pull them from.
 
-    Example: gs remote add origin ssh://me@host/srv/sessions.git
+    Examples:
+        gs remote add origin ssh://me@host/srv/sessions.git
+        gs remote add backup /mnt/usb/sessions.git
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -95,7 +103,8 @@ def remote_add(
 def remote_list(ctx: typer.Context) -> None:
     """List remotes: name and URL.
 
-    Example: gs remote list
+    Examples:
+        gs remote list
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -107,7 +116,8 @@ def remote_list(ctx: typer.Context) -> None:
 def remote_remove(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Remote name.")]) -> None:
     """Remove a remote (its remote-tracking refs go too; nothing on the server changes).
 
-    Example: gs remote remove origin
+    Examples:
+        gs remote remove origin
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -207,7 +217,9 @@ def _dropped(ref: str, kept: str, where: str) -> str:
 def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
     """Send every session and archived session the remote lacks; renames and archives go too.
 
-    Example: gs push origin
+    Examples:
+        gs push
+        gs push origin
     """
     c: Context = ctx.obj
     where = _default(c, remote)
@@ -224,7 +236,9 @@ def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
 def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
     """Fetch a remote and bring every session up to date; a diverged session keeps both sides.
 
-    Example: gs pull origin
+    Examples:
+        gs pull
+        gs pull origin
     """
     c: Context = ctx.obj
     where = _default(c, remote)
@@ -248,11 +262,13 @@ def sync(
         "--watch", help="Keep syncing: now, on every change here, every --interval seconds; Ctrl+C stops.")] = False,
     interval: Annotated[float | None, typer.Option(
         "--interval", min=0.1, metavar="SECONDS",
-        help="With --watch: seconds between looks at the remote [60]")] = None,
+        help="With --watch: seconds between looks at the remote (default: 60).")] = None,
 ) -> None:
-    """Pull, then push: every machine ends up with the same sessions (rule: README, "Sync").
+    """Pull, then push: every machine ends up with the same sessions (README, "Sync", has the rules).
 
-    Example: gs sync
+    Examples:
+        gs sync
+        gs sync origin --watch              # again on every change, until Ctrl+C
     """
     c: Context = ctx.obj
     where = _default(c, remote)
@@ -300,7 +316,9 @@ def clone(
 ) -> None:
     """Set up a session repo on a new machine from a remote: every branch becomes a session.
 
-    Example: gs clone ssh://me@host/srv/sessions.git
+    Examples:
+        gs clone ssh://me@host/srv/sessions.git
+        gs clone ssh://me@host/srv/sessions.git ~/sessions
     """
     from ..store.clone import clone as clone_store
 

@@ -48,7 +48,9 @@ def share(
     continues it with: gs clone URL DIR. A repository that already holds other sessions
     (a sync remote) gets a one-line note: only this session is added there.
 
-    Example: gs share work https://gist.github.com/0123abcd.git
+    Examples:
+        gs share work https://gist.github.com/0123abcd.git
+        gs share work~2 ssh://me@host/srv/shared.git --yes
     """
     from ..history import read_revision
     from ..store.remote import strip_password

@@ -1,4 +1,4 @@
-"""The chat on a real terminal: line editing, and the keys that act while a reply is on its way.
+"""The chat on a real terminal: the keys that act while a reply is on its way (the prompt: ``.prompt``).
 
 prompt_toolkit reads each line in raw mode, where Ctrl+C, Ctrl+Z and text typed ahead are
 plain keys; between prompts the terminal is in its usual mode, where the kernel turns Ctrl+C
@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import termios
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
@@ -60,6 +60,7 @@ class ReplyKeys:
         try:
             yield self
         finally:
+            _bracketed_paste(False)
             signal.signal(signal.SIGINT, old_handler)
             with contextlib.suppress(termios.error):  # the terminal may be gone (hang-up)
                 termios.tcsetattr(fd, termios.TCSANOW, old_mode)
@@ -94,6 +95,7 @@ class ReplyKeys:
         if any(k.key == Keys.ControlC for k in keys):
             self.pending = True
         store_typeahead(input, [k for k in keys if k.key != Keys.ControlC])
+        _bracketed_paste(True)  # prompt_toolkit turned it off: a paste during the reply stays one prompt
 
     def guard(self, provider: Any) -> _Guarded:
         """Wrap ``provider`` so that each request it streams can be cancelled by Ctrl+C."""
@@ -133,6 +135,17 @@ class _Guarded:
         return self._keys.stream(self._provider, messages, tools)
 
 
+def _bracketed_paste(on: bool) -> None:
+    """Ask the terminal to mark pasted text (``ESC [200~ ... ESC [201~``), or to stop.
+
+    Between prompts, a paste of several lines would otherwise reach the next prompt as lines,
+    each one sent by its newline; marked, prompt_toolkit reads it as one paste.
+    """
+    with contextlib.suppress(OSError, ValueError):  # no terminal left (a hang-up)
+        sys.stdout.write("\x1b[?2004h" if on else "\x1b[?2004l")
+        sys.stdout.flush()
+
+
 def _read_waiting(fd: int) -> bytes:
     """Read, without waiting, the bytes the terminal holds for us (in any mode)."""
     old = termios.tcgetattr(fd)
@@ -149,114 +162,3 @@ def _read_waiting(fd: int) -> bytes:
     finally:
         termios.tcsetattr(fd, termios.TCSANOW, old)
     return b"".join(chunks)
-
-
-def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], str],
-              keys: ReplyKeys, on_shown: Callable[[], object] | None = None
-              ) -> tuple[Callable[[str], str | None], Callable[[str], None], Callable[[str, str, bool], str | None]]:
-    """Return ``(read_line, write, edit)`` for a chat on a terminal (prompt_toolkit with history).
-
-    ``edit(prompt, text, use_editor)`` is ``/edit``'s: ``text`` prefilled in an input of
-    several lines (Enter sends, Alt+Enter or Esc Enter starts a new line, Ctrl+C cancels),
-    or in ``$VISUAL``/``$EDITOR`` when asked or when ``text`` is long (:func:`edit_in_editor`).
-
-    Args:
-        history: the prompt_toolkit history of earlier lines.
-        clean: applied to each line read (text hygiene, see :func:`gitsessions.events.clean_text`).
-        safe: applied to each text written (control characters made visible).
-        keys: told when each prompt starts and ends (see :class:`ReplyKeys`).
-        on_shown: called once, right after the first prompt is drawn (work that can wait
-            until the user sees the prompt).
-    """
-    from prompt_toolkit import PromptSession
-
-    # enable_suspend: Ctrl+Z at the prompt stops the process (the shell's fg resumes it).
-    session: PromptSession[str] = PromptSession(history=history, enable_suspend=True)
-    fd = sys.stdin.fileno()
-    if on_shown is not None:
-        pending = [on_shown]
-
-        def after_render(_app: Any) -> None:
-            while pending:
-                pending.pop()()
-
-        session.app.after_render += after_render
-
-    def read_line(prompt: str) -> str | None:
-        keys.prompt_starts()
-        line = session.prompt(prompt)
-        keys.prompt_ended(session.input, fd)
-        return clean(line)
-
-    def write(text: str) -> None:
-        sys.stdout.write(safe(text))
-        sys.stdout.flush()
-
-    editor: list[PromptSession[str]] = []  # its own session: prompt() remembers its options
-
-    def edit(prompt: str, text: str, use_editor: bool) -> str | None:
-        if use_editor or len(text.splitlines()) > max(LONG_PROMPT_LINES, os.get_terminal_size(fd).lines // 2):
-            result = edit_in_editor(text)
-            return clean(result) if result is not None else None
-        if not editor:
-            editor.append(PromptSession(multiline=True, key_bindings=_send_on_enter(), enable_suspend=True,
-                                        prompt_continuation=lambda width, _n, _soft: "…".rjust(width - 1) + " "))
-        write("(Enter sends, Alt+Enter starts a new line, Ctrl+C cancels)\n")
-        keys.prompt_starts()
-        try:
-            line = editor[0].prompt(prompt, default=text)
-        except (KeyboardInterrupt, EOFError):
-            return None
-        keys.prompt_ended(editor[0].input, fd)
-        return clean(line)
-
-    return read_line, write, edit
-
-
-#: A prompt of more lines than this (or than half the terminal) is edited in ``$EDITOR``.
-LONG_PROMPT_LINES = 8
-
-
-def _send_on_enter() -> Any:
-    """Key bindings of the ``/edit`` input: Enter sends it, Alt+Enter (Esc Enter) breaks the line."""
-    from prompt_toolkit.key_binding import KeyBindings
-
-    kb = KeyBindings()
-
-    @kb.add("enter")
-    def _send(event: Any) -> None:
-        event.current_buffer.validate_and_handle()
-
-    @kb.add("escape", "enter")
-    def _newline(event: Any) -> None:
-        event.current_buffer.insert_text("\n")
-
-    return kb
-
-
-def edit_in_editor(text: str) -> str | None:
-    """Edit ``text`` in ``$VISUAL``, else ``$EDITOR``, else ``vi``; return it (None: left empty).
-
-    Raises:
-        GitSessionsError: the editor cannot be run or exits with an error (nothing is sent).
-    """
-    import shlex
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
-    from ..errors import GitSessionsError
-
-    command = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    with tempfile.TemporaryDirectory(prefix="gs-edit-") as folder:
-        path = Path(folder) / "prompt.md"
-        path.write_text(text + "\n", encoding="utf-8")
-        try:
-            status = subprocess.call([*shlex.split(command), str(path)])
-        except (OSError, ValueError) as exc:
-            raise GitSessionsError(f"cannot run the editor {command!r} ({exc}); set $VISUAL or $EDITOR "
-                                   "to one, or edit in place with /edit N") from None
-        if status != 0:
-            raise GitSessionsError(f"the editor {command!r} exited with status {status}: nothing was sent")
-        edited = path.read_text(encoding="utf-8", errors="replace").rstrip("\n")
-    return edited if edited.strip() else None

@@ -23,6 +23,7 @@ class ExportFormat(str, Enum):
     """``gs export --format`` values."""
 
     markdown = "markdown"
+    md = "markdown"  # an alias (-f md), as the .md suffix
     json = "json"
     jsonl = "jsonl"
     html = "html"
@@ -37,10 +38,10 @@ def export(
     ctx: typer.Context,
     rev: Annotated[str | None, typer.Argument(
         help="What to export: SESSION, SESSION~N, SESSION^, SESSION@COMMIT, SESSION@{N} or SESSION@{DATE} "
-        "(default: the current session).", metavar="[REV]")] = None,
+        "(default: the current session).", metavar="REV")] = None,
     fmt: Annotated[ExportFormat | None, typer.Option(
-        "--format", "-f", help="markdown or html (to read), json (as gs show --format json) or jsonl "
-        "(session.jsonl byte for byte). Default: from the -o suffix, else markdown.")] = None,
+        "--format", "-f", metavar="FORMAT", help="markdown (or md) or html to read, json (as gs show --format json) "
+        "or jsonl (session.jsonl byte for byte). Default: from the -o suffix, else markdown.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.",
                                                 metavar="FILE")] = None,
 ) -> None:
@@ -48,7 +49,10 @@ def export(
 
     The json and jsonl exports can be read back with 'gs import'.
 
-    Example: gs export work --format html -o work.html
+    Examples:
+        gs export work                      # Markdown on stdout
+        gs export work --format html -o work.html
+        gs export work -f md > work.md
     """
     c: Context = ctx.obj
     if fmt is None:
@@ -70,54 +74,117 @@ def export(
     err(f"exported {target.session_id} at {short(target.commit)} as {fmt.value} to {output}")
 
 
+class ImportFormat(str, Enum):
+    """``gs import --from`` values (``auto``: detected from the content)."""
+
+    auto = "auto"
+    gs = "gs"
+    messages = "messages"
+    geekagent = "geekagent"
+    chatgpt = "chatgpt"
+
+
+def _read_file(file: str) -> tuple[str, bytes]:
+    if file == "-":
+        return "stdin", sys.stdin.buffer.read()
+    try:
+        return Path(file).name or file, Path(file).read_bytes()
+    except FileNotFoundError:
+        raise transfer.TransferError(file, "file not found") from None
+    except IsADirectoryError:
+        raise transfer.TransferError(file, "it is a directory, not a file") from None
+    except OSError as exc:
+        raise transfer.TransferError(file, exc.strerror or str(exc)) from None
+
+
+_SAID = {"new": "imported {sid} ({turns}) from {what}; open it with: gs chat {sid}",
+         "grew": "{sid}: {turns} new, from {what}",
+         "fork": "{sid}: a branch of {what} ({turns} of its own)"}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    file: Annotated[str, typer.Argument(help="The file to import ('-' reads stdin).")],
+    files: Annotated[list[str], typer.Argument(help="The files to import ('-' reads stdin).", metavar="FILE")],
     as_id: Annotated[str | None, typer.Option("--as", help="Id for the imported session (one-session files only).",
                                               metavar="ID")] = None,
+    fmt: Annotated[ImportFormat, typer.Option(
+        "--from", metavar="FORMAT",
+        help="What the files are: auto (detect from the content), gs, messages, geekagent or chatgpt.",
+    )] = ImportFormat.auto,
+    keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Keep local paths (the working directory) in the "
+                                             "headers of imported conversations.")] = False,
 ) -> None:
-    """Import sessions from a file; the format is detected from its content.
+    """Import sessions from files; the format is detected from the content.
 
     Reads gs's own jsonl and json exports (kept event for event), a chat-completions
-    messages array (or an object with "messages"), and GeekAgent's .geekagent/sessions.json
-    (every non-empty session keeps its id). The whole file is checked before anything is
-    written; a taken id is never overwritten (it is reported, and the exit status is 1).
-    Prints the id of each imported session on stdout.
+    messages array (or an object with "messages"), GeekAgent's .geekagent/sessions.json
+    (every non-empty session keeps its id) and ChatGPT's data export (conversations.json,
+    or the export .zip: each turn a commit dated when it was said, every edited or
+    regenerated branch a fork). Each file is checked whole before anything of it is
+    written; a taken id is never overwritten. Importing a conversation again adds only
+    what is new (nothing, new turns, or new branches as forks). Prints the id of each
+    session written on stdout; the exit status is 1 when any file failed.
 
-    Example: gs import .geekagent/sessions.json
+    Examples:
+        gs import .geekagent/sessions.json
+        gs import work.jsonl --as work-copy
+        gs import ~/Downloads/chatgpt-export.zip
+        gs import - < chat.json
     """
     c: Context = ctx.obj
-    if file == "-":
-        source, data = "stdin", sys.stdin.buffer.read()
-    else:
-        source = Path(file).name or file
-        try:
-            data = Path(file).read_bytes()
-        except FileNotFoundError:
-            raise transfer.TransferError(file, "file not found") from None
-        except IsADirectoryError:
-            raise transfer.TransferError(file, "it is a directory, not a file") from None
-        except OSError as exc:
-            raise transfer.TransferError(file, exc.strerror or str(exc)) from None
-    plan = transfer.read_import(data, source)
-    transfer.check_plan(plan, as_id)
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
-    with c.store() as store:
-        result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
-                                       redactor=c.redactor(), warnings=c.warnings)
-    for note in plan.notes:
-        err(f"note: {note}")
-    for sid, commit, item in result.imported:
-        turns = turn_count(item.events)
-        err(f"imported {sid} ({turns} turn{'s' if turns != 1 else ''}, commit {short(commit)}) from {source}; "
-            f"open it with: gs chat {sid}")
-        for note in item.notes:
-            err(f"  note: {note}")
-        print(sid)
-    for skipped in plan.skipped:
-        err(f"skipped {skipped}")
-    for sid, why in result.clashes:
-        err(f"gs: not imported {sid}: {why}")
-    if result.clashes:
+    failed = sessions = turns = skipped = 0
+    for file in files:
+        try:
+            source, data = _read_file(file)
+            plan = transfer.read_import(data, source, fmt=fmt.value)
+            transfer.check_plan(plan, as_id)
+            with c.store() as store:
+                result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
+                                               redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths)
+        except transfer.TransferError as exc:
+            if len(files) == 1:
+                raise
+            err(f"gs: {exc}")
+            failed += 1
+            continue
+        before = sessions
+        for note in plan.notes:
+            err(f"note: {note}")
+        for sid, commit, item in result.imported:
+            n = turn_count(item.events)
+            sessions, turns = sessions + 1, turns + n
+            err(f"imported {sid} ({_plural(n, 'turn')}, commit {short(commit)}) from {source}; "
+                f"open it with: gs chat {sid}")
+            for note in item.notes:
+                err(f"  note: {note}")
+            print(sid)
+        for conv, outcomes in result.conversations:
+            what = f"{conv.tool} conversation {conv.source_id}"
+            for sid, how, n in outcomes:
+                if how != "same":
+                    sessions, turns = sessions + 1, turns + n
+                    err(_SAID[how].format(sid=sid, turns=_plural(n, "turn"), what=what))
+                    print(sid)
+            if any(how != "same" for _, how, _ in outcomes):
+                for note in conv.notes:
+                    err(f"  note: {note}")
+        if result.conversations and sessions == before:
+            err(f"nothing new in {source}")
+        skipped += len(plan.skipped) + len(result.clashes)
+        for skip in plan.skipped:
+            err(f"skipped {skip}")
+        for sid, why in result.clashes:
+            err(f"gs: not imported {sid}: {why}")
+        if result.clashes:
+            failed += 1
+    if len(files) > 1 or failed or sessions != 1:
+        err(f"{_plural(len(files), 'file')}{f' ({failed} failed)' if failed else ''}, {_plural(sessions, 'session')} "
+            f"written, {_plural(turns, 'turn')}, {skipped} skipped")
+    if failed:
         raise typer.Exit(1)

@@ -60,7 +60,9 @@ def tree(
     root's title), its turns, last save and tip; the current session is marked, archived
     ones too.
 
-    Example: gs tree work
+    Examples:
+        gs tree work
+        gs tree --json
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -93,7 +95,9 @@ def reflog(
     SESSION@{N} (gs show work@{2}) and brought back as a session (gs restore work@{2});
     an archived session's reflog is kept with it.
 
-    Example: gs reflog work -n 10
+    Examples:
+        gs reflog work -n 10
+        gs restore work@{1}                 # a name's earlier position, as a session
     """
     c: Context = ctx.obj
     with c.store() as store:
@@ -132,12 +136,14 @@ def status(
     session: Annotated[str | None, typer.Argument(help=SESSION_HELP, metavar="SESSION")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One object, stable keys.")] = False,
 ) -> None:
-    """Say which session is current, its tip, whether a turn waits in its journal, and how it stands with each remote.
+    """Say which session is current and how it stands: its last save, a turn not yet saved, each remote.
 
     Ahead and behind count saves against the remote's tracking ref as the last sync left it
     (refs/remotes/<remote>/heads/<id>); run gs sync to bring both up to date.
 
-    Example: gs status
+    Examples:
+        gs status
+        gs status work --json
     """
     c: Context = ctx.obj
     with c.store() as store:

@@ -78,7 +78,7 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
-               expected_tip: str | None, header: dict | None = None) -> CommitId:
+               expected_tip: str | None, header: dict | None = None, author_time: int | None = None) -> CommitId:
         """Save ``events`` after those at ``expected_tip`` as one commit; return its id.
 
         Args:
@@ -87,6 +87,8 @@ class SessionStore(abc.ABC):
             message: the commit message.
             expected_tip: the tip the caller built on; None creates the session.
             header: the header, required when creating.
+            author_time: the commit's author date, epoch seconds (an import gives each turn
+                its original time); None: now. The committer date is always the time of the save.
 
         Raises:
             InvalidEvent: seq not contiguous, or values that are not plain JSON.
@@ -96,12 +98,13 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
-                    reason: str | None = None) -> CommitId:
+                    reason: str | None = None, author_time: int | None = None) -> CommitId:
         """Create session ``session_id`` starting at ``commit`` in O(1) (a fork); return its first commit.
 
         ``message`` comes ready from :func:`gitsessions.rules.commit_message` (kind ``fork``);
         ``reason`` is the move's line in the new ref's reflog (default ``branch: <subject>``;
-        ``gs restore`` of a reflog entry says ``restore: ...``).
+        ``gs restore`` of a reflog entry says ``restore: ...``); ``author_time`` dates the
+        commit as in :meth:`append` (an imported branch: when it began).
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).

@@ -225,8 +225,10 @@ class GitStore(RefLogs, SessionStore):
             _mode, blob_id = tree[SESSION_FILE]
             # fewer copies of a 100 MB log alive than dulwich holds (it reads what this does not)
             raw = read_blob(repo, blob_id) or repo[blob_id].as_raw_string()
-        except KeyError as exc:
-            raise CorruptSession(session_id, 0, f"commit {commit[:12]} lacks session.jsonl ({exc})") from None
+        except KeyError as exc:  # no such tree entry, or a missing object
+            gone = exc.args[0] if exc.args else b""
+            what = "has no session.jsonl" if gone == SESSION_FILE else f"lacks object {os.fsdecode(gone)}"
+            raise CorruptSession(session_id, 0, f"commit {commit[:12]} {what}") from None
         except (NotCommitError, ObjectFormatException) as exc:
             raise CorruptSession(session_id, 0, f"commit {commit[:12]} is unreadable ({exc})") from None
         return raw
@@ -247,13 +249,13 @@ class GitStore(RefLogs, SessionStore):
 
     @writes
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
-               expected_tip: str | None, header: dict | None = None) -> CommitId:
+               expected_tip: str | None, header: dict | None = None, author_time: int | None = None) -> CommitId:
         """Save ``events`` as one commit on ``refs/heads/<session_id>``; return the commit id.
 
         The new ``session.jsonl`` is the old file's bytes plus one line per event (append
         only). The branch moves by compare-and-swap; when it lost the race nothing is
         overwritten and :class:`ConcurrentUpdate` is raised (the objects written are
-        unreferenced and harmless).
+        unreferenced and harmless). ``author_time`` (epoch s) dates an imported turn; the committer date is now.
 
         Raises:
             InvalidEvent: seq does not continue the log, or a value is not plain JSON.
@@ -274,13 +276,12 @@ class GitStore(RefLogs, SessionStore):
         repo = self.repo(create=True)
         assert repo is not None
         kept = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level)
-        deflated = kept.grown(memoryview(buf)[:size])  # compresses the new lines only; no view of buf stays
-        blob = add_blob(repo, memoryview(buf)[:size], deflated)
+        blob, deflated = add_blob(repo, memoryview(buf)[:size], kept)  # no view of buf stays
         tree = Tree()
         tree.add(SESSION_FILE, 0o100644, blob)
         tree.check()
         add_object(repo, tree)
-        commit = write_commit(repo, self.identity, tree.id, [expected_tip] if expected_tip else [], text)
+        commit = write_commit(repo, self.identity, tree.id, [expected_tip] if expected_tip else [], text, author_time)
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
         self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
                    commit.commit_timezone)
@@ -297,13 +298,13 @@ class GitStore(RefLogs, SessionStore):
 
     @writes
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
-                    reason: str | None = None) -> CommitId:
+                    reason: str | None = None, author_time: int | None = None) -> CommitId:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same tree).
 
         O(1): one commit object, no content copied. Lineage lives in the parent link and the
         message's ``Forked-From`` trailer, so it survives push and clone; the caller derives
         the message (:func:`gitsessions.rules.commit_message`, kind ``fork``). ``reason`` is the
-        reflog line (default ``branch: <subject>``).
+        reflog line (default ``branch: <subject>``); ``author_time`` as in :meth:`append`.
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).
@@ -317,7 +318,7 @@ class GitStore(RefLogs, SessionStore):
         hooks = self.hooks
         text = hooks.before(session_id, message.encode(), lambda: self.read_raw(session_id, commit), b"",
                             action="fork")
-        new = write_commit(repo, self.identity, parent.tree, [commit], text)
+        new = write_commit(repo, self.identity, parent.tree, [commit], text, author_time)
         self._swap(repo, self._ref(session_id), None, new.id, (reason or f"branch: {subject_of(text)}").encode(),
                    new.commit_time, new.commit_timezone)
         self.set_current(session_id)
@@ -354,8 +355,7 @@ class GitStore(RefLogs, SessionStore):
         assert repo is not None
         now = int(time.time())
         try:
-            self._swap(repo, ref, old, _oid(new), message.encode("utf-8"), now,
-                       time.localtime(now).tm_gmtoff)
+            self._swap(repo, ref, old, _oid(new), message.encode("utf-8"), now, time.localtime(now).tm_gmtoff)
         except ConcurrentUpdate:
             return False
         if ref.startswith(_HEADS) and old is None:
@@ -394,7 +394,5 @@ class GitStore(RefLogs, SessionStore):
         self.close()  # reopen with a fresh pack list next time
         return result
 
-    def _swap(self, repo: Repo, ref: Ref, old: str | None, new: ObjectID, msg: bytes,
-              now: int, tz: int) -> None:
-        swap(repo, ref, _oid(old) if old is not None else None, new, committer=self.identity, message=msg,
-             now=now, tz=tz)
+    def _swap(self, repo: Repo, ref: Ref, old: str | None, new: ObjectID, msg: bytes, now: int, tz: int) -> None:
+        swap(repo, ref, None if old is None else _oid(old), new, committer=self.identity, message=msg, now=now, tz=tz)

@@ -178,7 +178,8 @@ def install_hooks(repo_path: Path, names: list[str] | None = None, force: bool =
             what = "unchanged" if executable_hook(folder.parent, name) else "enabled"
         if what in ("installed", "replaced"):
             _write(path, shipped[name])
-        os.chmod(path, (os.stat(path).st_mode & 0o7777) | 0o755)
+        mode = os.stat(path).st_mode & 0o7777
+        os.chmod(path, mode | (mode & 0o444) >> 2)  # chmod +x for whoever may read it (store/privacy.py)
         done.append((name, what, backup))
     return done
 

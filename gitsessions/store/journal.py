@@ -75,7 +75,7 @@ class Journal:
     def _start(self) -> None:
         """Open an empty journal for writing (truncating an old one)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o666)
 
     def _write(self, data: bytes, sync: bool) -> None:
         if self._fd is None:

@@ -14,7 +14,10 @@ arithmetically from the parts' (:func:`adler32_combine`). git, dulwich and zlib 
 any loose object; only its bytes differ from a one-stream write, never what it holds.
 
 The SHA-1 names ``header + content`` and the header comes first, so it cannot be carried
-from one save to the next: it stays O(size) (~0.7 ms per MB), as does writing the file.
+from one save to the next: it stays O(size) (~0.7 ms per MB), as does writing the file; a
+large blob's save runs the two side by side (:func:`.repo.add_blob`). Nor can a save be a
+small pack holding a delta on the previous blob: git reads a pack whose delta base lies
+outside it as corrupt ("packed object ... is corrupt"; on-disk packs are never thin).
 Nothing here is kept on disk: a store keeps the :class:`Deflated` of the logs it holds in
 memory, and a log it never compressed is compressed whole by its first save.
 """

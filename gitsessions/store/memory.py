@@ -33,6 +33,7 @@ class _Commit:
     tz_offset: int
     message: bytes
     raw: bytes
+    author_time: int
 
 
 class MemoryJournal(Journal):
@@ -196,10 +197,10 @@ class MemoryStore(SessionStore):
 
     # -- writing ---------------------------------------------------------------------------
 
-    def _commit(self, parents: list[CommitId], message: bytes, raw: bytes) -> CommitId:
+    def _commit(self, parents: list[CommitId], message: bytes, raw: bytes, author_time: int | None = None) -> CommitId:
         now = int(self._clock())
         tz = time.localtime(now).tm_gmtoff
-        c = _Commit(tuple(parents), now, tz, message, raw)
+        c = _Commit(tuple(parents), now, tz, message, raw, now if author_time is None else author_time)
         digest = hashlib.sha1(repr((c, next(self._serial))).encode("utf-8", "surrogatepass"))
         sha = CommitId(digest.hexdigest())
         self._commits[sha] = c
@@ -212,7 +213,7 @@ class MemoryStore(SessionStore):
         refs[name] = new
 
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
-               expected_tip: str | None, header: dict | None = None) -> CommitId:
+               expected_tip: str | None, header: dict | None = None, author_time: int | None = None) -> CommitId:
         """Save ``events`` as one commit of ``session_id``; see :meth:`SessionStore.append`."""
         sid = check_session_id(session_id)
         if expected_tip is None:
@@ -221,19 +222,19 @@ class MemoryStore(SessionStore):
             prefix, count = self._log_at(sid, expected_tip)
             prefix += missing_line_end(prefix)
         raw = prefix + self._new_lines(events, count)
-        sha = self._commit([CommitId(expected_tip)] if expected_tip else [], message.encode(), raw)
+        sha = self._commit([CommitId(expected_tip)] if expected_tip else [], message.encode(), raw, author_time)
         self._swap(self._heads, sid, expected_tip, sha)
         if expected_tip is None:
             self._current = sid  # a new session is current (an open makes an old one so: Session.open)
         return sha
 
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
-                    reason: str | None = None) -> CommitId:
+                    reason: str | None = None, author_time: int | None = None) -> CommitId:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same log; no reflog kept)."""
         sid = check_session_id(session_id)
         check_free(self, sid)
         parent = self._commits[CommitId(commit)]
-        sha = self._commit([CommitId(commit)], message.encode(), parent.raw)
+        sha = self._commit([CommitId(commit)], message.encode(), parent.raw, author_time)
         self._swap(self._heads, sid, None, sha)
         self._current = sid
         return sha

@@ -29,6 +29,8 @@ from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
+from .privacy import tighten_packs
+
 #: Chain positions per block (see module doc).
 BLOCK = 16
 #: git's delta copy op moves at most this many bytes (3 size bytes).
@@ -171,14 +173,15 @@ def _roots(repo: Repo) -> set[ObjectID]:
 
 
 def remove_stale_tmp_packs(pack_dir: str | os.PathLike[str], now: float | None = None) -> int:
-    """Delete the temporary pack files a killed repack or fetch left in ``pack_dir``.
+    """Delete the temporary files a killed repack, fetch or save left in ``pack_dir``.
 
-    dulwich writes a pack as ``tmp*.pack`` (``tempfile.mkstemp``) and renames it when done;
-    a process killed meanwhile leaves it behind, and nothing else ever removes it. Files
+    dulwich writes a pack as ``tmp*.pack`` (``tempfile.mkstemp``) and renames it when done,
+    and a save writes a large blob as ``objects/tmp_obj_*`` (:func:`.repo.add_blob`); a
+    process killed meanwhile leaves it behind, and nothing else of gs removes it. Files
     younger than :data:`STALE_TMP_PACK_S` may still be written and are kept.
 
     Args:
-        pack_dir: the ``objects/pack`` folder.
+        pack_dir: the ``objects/pack`` folder, or ``objects`` itself.
         now: the current time, epoch seconds (default: now).
 
     Returns:
@@ -347,7 +350,7 @@ def repack(repo: Repo) -> RepackResult:
     """
     started = time.monotonic()
     store = repo.object_store
-    tmp_removed = remove_stale_tmp_packs(store.pack_dir)
+    tmp_removed = remove_stale_tmp_packs(store.pack_dir) + remove_stale_tmp_packs(store.path)
     old_packs = list(store.packs)
     loose_before = set(store._iter_loose_objects())
     order, plan = _plan(repo)
@@ -357,6 +360,7 @@ def repack(repo: Repo) -> RepackResult:
     if pack is None:
         result.seconds = time.monotonic() - started
         return result
+    tighten_packs(repo)
     new_name = os.path.basename(pack._basename)
     result.pack_bytes = os.path.getsize(pack._data_path)
     for old in old_packs:

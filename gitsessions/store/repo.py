@@ -8,13 +8,15 @@ reflog along as ``git branch -m`` does.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dulwich.file import FileLocked, GitFile, adjust_shared_perm
+from dulwich.file import FileLocked, adjust_shared_perm
 from dulwich.object_store import PACK_MODE
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
@@ -65,8 +67,9 @@ def init_repo(path: Path) -> Repo:
     """Create the bare session repo at ``path`` with its settings (once, whoever races) and open it."""
     # Several processes may make their first save at once: one initialises, under a lock.
     lock_path = path / "gs" / "locks" / "init.lock"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # private whatever the umask (store/privacy.py)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if not is_repo(path):
@@ -110,6 +113,11 @@ def swap(repo: Repo, ref: Ref, old: ObjectID | None, new: ObjectID, *, committer
     if not ok:
         found = repo.refs.read_ref(ref)
         raise ConcurrentUpdate(ref.decode(), expected, found.decode() if found else None)
+    shared = repo.object_store.shared_perm
+    if shared is not None:  # dulwich's refs do not widen themselves; git's do (core.sharedRepository)
+        for path in (os.path.join(repo.controldir().encode(), part, ref) for part in (b"", b"logs")):
+            with contextlib.suppress(FileNotFoundError):
+                adjust_shared_perm(path, shared)
 
 
 def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes, message: bytes) -> None:
@@ -167,7 +175,8 @@ def clear_stale_lock(lockfile: str | bytes) -> None:
         pass
 
 
-def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str], message: bytes) -> Commit:
+def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str], message: bytes,
+                 author_time: int | None = None) -> Commit:
     """Build, check and store a commit object made now (author = committer = ``identity``).
 
     Args:
@@ -176,17 +185,28 @@ def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str]
         tree: the commit's tree.
         parents: parent commit ids (hex).
         message: the encoded message.
+        author_time: the author date, epoch seconds (an imported turn's original time, so
+            ``git log`` shows when it was said); None: now. When given it is the committer
+            date too, both in UTC: the same import on two machines makes the same commits, so
+            a sync finds them equal instead of two sessions made on both (as ``git
+            fast-import`` takes both dates from the source).
 
     Returns:
         The stored commit.
+
+    Raises:
+        ValueError: ``author_time`` before 1970 or past 2106 (a caller's bug: readers check it).
     """
-    now = int(time.time())
+    if author_time is not None and not 0 <= author_time < 2**32:  # git fsck: badDateOverflow
+        raise ValueError(f"author time {author_time} is outside what a git commit can hold")
+    when = int(time.time()) if author_time is None else author_time
+    tz = time.localtime(when).tm_gmtoff if author_time is None else 0
     commit = Commit()
     commit.tree = tree
     commit.parents = [ObjectID(p.encode("ascii")) for p in parents]
     commit.author = commit.committer = identity
-    commit.author_time = commit.commit_time = now
-    commit.author_timezone = commit.commit_timezone = time.localtime(now).tm_gmtoff
+    commit.commit_time = commit.author_time = when
+    commit.commit_timezone = commit.author_timezone = tz
     commit.message = message
     commit.check()  # dulwich writes malformed objects without complaint
     add_object(repo, commit)
@@ -204,47 +224,100 @@ def add_object(repo: Repo, obj: Blob | Tree | Commit) -> None:
     _unlocked(lambda: repo.object_store.add_object(obj))
 
 
-def add_blob(repo: Repo, content: bytes | memoryview, deflated: Deflated) -> ObjectID:
-    """Write the blob of ``content`` as a loose object from its kept compressed segments.
+#: Content at least this large is hashed in a thread of its own while this one compresses
+#: and writes the object (hashlib, os.write and os.fsync release the GIL): at 3.9 MB the two
+#: take ~2.5 ms each, so a save of a long session costs one of them, not both. Below this
+#: the thread costs more than the hash (~0.7 ms per MB) it moves.
+HASH_IN_THREAD_BYTES = 256 * 1024
+_TEMP_PREFIX = "tmp_obj_"  # git's name for an object being written; `git prune` removes old ones
+
+
+def add_blob(repo: Repo, content: bytes | memoryview, kept: Deflated) -> tuple[ObjectID, Deflated]:
+    """Write the blob of ``content`` as a loose object, compressing only what ``kept`` does not cover.
 
     What ``add_object`` of a :class:`~dulwich.objects.Blob` does (see :mod:`.loose` for why
-    not through it): a file already there is only freshened; else the object is written to
-    ``<object>.lock``, fsynced when the store fsyncs, and renamed into place, so a crash
-    leaves the old state or the whole object, never a part.
+    not through it), with the SHA-1 and the write side by side: the object is written to a
+    temporary file of its own in ``objects/`` (as git does: its name needs the SHA-1, which
+    a large content is still being hashed for), fsynced when the store fsyncs, and renamed
+    into place, so a crash leaves the old state or the whole object, never a part. A file
+    already in place is only freshened, and a stale ``<object>.lock`` a killed writer left
+    there is cleared.
 
     Args:
         repo: the repository.
-        content: the blob's content.
-        deflated: the compressed state of exactly ``content`` (:meth:`Deflated.grown`).
+        content: the blob's content; it must not change until this returns.
+        kept: the compressed state of a prefix of ``content`` (:meth:`Deflated.grown`).
 
     Returns:
-        The blob's id.
+        The blob's id, and the compressed state of exactly ``content``.
 
     Raises:
-        FileLocked: another live writer holds that object's lock past REF_LOCK_WAIT_S.
+        OSError: the file system refused a write (the temporary file is removed).
     """
-    assert deflated.size == len(content)
-    sha = blob_id(content)
-    store = repo.object_store
-    path = os.path.join(store.path, sha[:2].decode("ascii"), sha[2:].decode("ascii"))
+    hashed: list[ObjectID] = []
+    hashing = None
+    if len(content) >= HASH_IN_THREAD_BYTES:
+        hashing = threading.Thread(target=lambda: hashed.append(blob_id(content)), name="gs-blob-sha1")
+        hashing.start()
+    try:
+        deflated = kept.grown(content)  # only the new lines and the old tail
+        temp = _write_temp(repo, b"".join(deflated.loose_object()))  # one write: ~3x faster than one per segment
+    finally:
+        if hashing is not None:
+            hashing.join()  # even on an error: the thread holds a view of the caller's buffer
+    sha = hashed[0] if hashed else blob_id(content)
+    _place(repo, temp, sha)
+    return sha, deflated
 
-    def write() -> None:
+
+def _write_temp(repo: Repo, data: bytes) -> str:
+    """Write ``data`` to a new temporary object file in ``objects/``; return its path."""
+    store = repo.object_store
+    while True:
+        temp = os.path.join(store.path, f"{_TEMP_PREFIX}{os.urandom(6).hex()}")
         try:
-            os.mkdir(os.path.dirname(path))
-            adjust_shared_perm(os.path.dirname(path), store.shared_perm)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PACK_MODE)
+            break
+        except FileExistsError:
+            continue
+    try:
+        try:
+            view = memoryview(data)
+            while view:  # a write to a file may take less than all (a disk filling up)
+                view = view[os.write(fd, view):]
+            if store.fsync_object_files:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        adjust_shared_perm(temp, store.shared_perm)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return temp
+
+
+def _place(repo: Repo, temp: str, sha: ObjectID) -> None:
+    """Rename the object written to ``temp`` to its name; only freshen a copy already there."""
+    store = repo.object_store
+    folder = os.path.join(store.path, sha[:2].decode("ascii"))
+    path = os.path.join(folder, sha[2:].decode("ascii"))
+    try:
+        try:
+            os.mkdir(folder)
+            adjust_shared_perm(folder, store.shared_perm)
         except FileExistsError:
             pass
-        try:
+        if os.path.exists(path):
             os.utime(path, None)  # as dulwich: a fresh mtime keeps a concurrent prune off it
-            return
-        except FileNotFoundError:
-            pass
-        with GitFile(path, "wb", mask=PACK_MODE, fsync=store.fsync_object_files,
-                     shared_perm=store.shared_perm) as f:
-            f.write(b"".join(deflated.loose_object()))  # one write: ~3x faster than one per segment
-
-    _unlocked(write)
-    return sha
+            os.unlink(temp)
+        else:
+            os.rename(temp, path)  # another writer's rename of the same bytes is as good as ours
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    clear_stale_lock(path + ".lock")  # left by a killed dulwich writer of this very object
 
 
 def _unlocked(write: Callable[[], None]) -> None:

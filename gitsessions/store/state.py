@@ -23,6 +23,7 @@ from .journal import Journal
 from .listing import Row, RowCache, trusted
 from .lock import SessionLock
 from .pack import AUTO_BYTES, AUTO_PACKS, AUTO_SAVES, RepackResult, repack
+from .privacy import new_file_mode
 from .thinpack import pack_loose
 
 
@@ -73,7 +74,7 @@ class PackState:
 
     def _repack(self, repo: Repo, incremental: bool) -> RepackResult | None:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -294,7 +295,7 @@ def _replace(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, new_file_mode())  # mkstemp makes it 600 whatever the repo's sharing
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)  # a half-written copy must not stay behind
@@ -304,7 +305,7 @@ def _replace(path: Path, data: bytes) -> None:
 def _append_line(path: Path, line: bytes) -> None:
     """Append ``line`` to ``path`` with one ``O_APPEND`` write (atomic across processes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
     try:
         os.write(fd, line)
     finally:

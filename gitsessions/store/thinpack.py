@@ -35,6 +35,7 @@ from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
 from .pack import RepackResult, add_tree, base_position, records, remove_stale_tmp_packs
+from .privacy import tighten_packs
 
 #: The receive-pack capability by which a server refuses thin packs (gitprotocol-capabilities).
 NO_THIN = b"no-thin"
@@ -131,7 +132,7 @@ def pack_loose(repo: Repo) -> RepackResult:
     """
     started = time.monotonic()
     store = repo.object_store
-    result = RepackResult(tmp_removed=remove_stale_tmp_packs(store.pack_dir))
+    result = RepackResult(tmp_removed=remove_stale_tmp_packs(store.pack_dir) + remove_stale_tmp_packs(store.path))
     loose = set(store._iter_loose_objects())
     read = _reader(store)
     send = {sha for sha in loose if read(sha) is not None}
@@ -142,6 +143,7 @@ def pack_loose(repo: Repo) -> RepackResult:
     result.objects = len(order)
     pack = store.add_pack_data(len(order), records(store, order, plan, result)) if order else None
     if pack is not None:
+        tighten_packs(repo)
         result.pack_bytes = os.path.getsize(pack._data_path)
         for sha in loose:
             if sha in pack:

@@ -30,6 +30,7 @@ from dulwich.repo import Repo
 from ..errors import RemoteError
 from .clients import answering, limit_of, strip_password
 from .faults import local_fault
+from .privacy import tighten_packs
 from .repo import read_refs
 from .reports import PushReport
 from .sync import SYNCED, label, named_like_a_session
@@ -204,6 +205,7 @@ def _fetch(repo: Repo, client: Any, path: str, wants: Callable[..., list[bytes]]
             if not wants(refs):
                 return refs
     result = client.fetch(path, _Target(repo), determine_wants=wants)
+    tighten_packs(repo)
     return result.refs or {}
 
 

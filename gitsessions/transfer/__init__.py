@@ -7,23 +7,29 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
 - :mod:`.read`: detecting and validating an import file into an :class:`ImportPlan`
   (gs's own jsonl/json exports, messages arrays, GeekAgent's ``sessions.json``).
 - :mod:`.messages`: a chat-completions ``messages`` list into session events.
+- :mod:`.chatgpt`: ChatGPT's data export into conversations (a tree of branches).
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
+- :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
+  (:func:`write_conversation`).
 
 Nothing here prints or reads the environment; the CLI does.
 """
 
 from ..errors import TransferError
 from ..events import IMPORTED_MESSAGE
+from .branches import ImportedConversation, write_conversation
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
-from .read import ImportedSession, ImportPlan, read_import
+from .read import FORMATS, ImportedSession, ImportPlan, read_import
 from .write import ImportResult, check_plan, write_import
 
 __all__ = [
     "EXPORT_FORMATS",
+    "FORMATS",
     "IMPORTED_MESSAGE",
     "ROLES",
     "ImportPlan",
+    "ImportedConversation",
     "ImportResult",
     "ImportedSession",
     "TransferError",
@@ -34,5 +40,6 @@ __all__ = [
     "export_html",
     "export_markdown",
     "read_import",
+    "write_conversation",
     "write_import",
 ]

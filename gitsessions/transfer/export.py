@@ -16,6 +16,7 @@ from .. import view
 from ..events import clean_text
 from ..render import dumps, show_object
 from ..store import Snapshot
+from ..text import fence
 from ..transcript import derive_messages, title_of
 from ..turns import turn_count
 
@@ -44,13 +45,6 @@ def _meta(snap: Snapshot) -> tuple[str, list[tuple[str, str]]]:
     rows.append(("Turns", str(turn_count(snap.events))))
     rows.append(("Messages", str(len(derive_messages(snap.events)))))
     return title, rows
-
-
-def _fence(text: str, info: str = "") -> str:
-    """Return ``text`` in a code fence longer than any backtick run inside it."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    bar = "`" * max(3, longest + 1)
-    return f"{bar}{info}\n{text}\n{bar}"
 
 
 def _code(text: str) -> str:
@@ -100,12 +94,12 @@ def export_markdown(snap: Snapshot) -> str:
                 out += ["", "*[interrupted: the reply was cut short]*"]
             for call in item.tool_calls:
                 out += ["", f"**tool call** {_code(call.name or '')} ({_code(call.id or '')}) · {when}", "",
-                        _fence(call.arguments or "", "json")]
+                        fence(call.arguments or "", "json")]
         elif isinstance(item, view.ToolResult):
             flag = f" · **error** ({item.error_code})" if item.is_error and item.error_code else \
                 (" · **error**" if item.is_error else "")
             out += ["", f"**tool result** {_code(item.name or '')} ({_code(item.call_id or '')}) · {when}{flag}", "",
-                    _fence(item.text)]
+                    fence(item.text)]
         elif isinstance(item, view.TurnEnd):
             out += ["", f"> **{_turn_end_text(item)}** · {when}"]
         elif note is not None:

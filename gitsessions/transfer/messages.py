@@ -191,6 +191,42 @@ def _content(value: Any, at: str) -> str:
     raise _Bad(f"{at}: content is {_kind(value)}, not text")
 
 
+def turns_from_messages(messages: list, times: list[int], *, title: str = "",
+                        where: str = "") -> tuple[list[list[Event]], list[str]]:
+    """Convert a messages list said at known times into one list of events per commit.
+
+    An import keeps each turn as a commit dated when it was said; this is the split: the
+    first list holds what comes before the first prompt (the title, system messages; maybe
+    empty), then one list per turn. Every event carries the time of the message it comes
+    from; a turn's closing events carry the time of its last message. Seq runs on across
+    the lists, so the same messages give the same events, whichever branch they lie on.
+
+    Args:
+        messages: chat-completions messages (assistant messages may name their ``model``).
+        times: each message's time, epoch ms.
+        title: a title event opens the log when given.
+        where: prefix for messages (``"conversation 2, "``).
+
+    Returns:
+        ``(chunks, notes)``.
+
+    Raises:
+        TransferError: never; :class:`_Bad` is raised for invalid messages (wrapped by the caller).
+    """
+    builder = _Builder(times[0] if times else 0, None, where)
+    if title:
+        builder.add("session/title", {"title": title})
+    for i, msg in enumerate(messages):
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            builder.close_turn()  # at the time of the turn's last message
+        builder.t = times[i]
+        builder.message(i, msg)
+    events = builder.finish()
+    starts = [i for i, ev in enumerate(events) if ev.type == "turn/start"]
+    bounds = [0, *starts, len(events)]  # the first list is empty when the log opens with a prompt
+    return [events[a:b] for a, b in zip(bounds, bounds[1:], strict=False)], builder.notes
+
+
 def events_from_messages(messages: list, *, time_ms: int, model: str | None = None,
                          where: str = "") -> tuple[list[Event], list[str]]:
     """Convert a chat-completions ``messages`` list into session events.

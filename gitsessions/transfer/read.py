@@ -31,6 +31,8 @@ from ..errors import CorruptSession, InvalidEvent, InvalidSessionId, TransferErr
 from ..events import Event, clean_value, encode_header, make_event, now_ms, parse_log
 from ..rules import check_session_id
 from ..transcript import closing_events, derive_messages, open_turn
+from . import chatgpt
+from .branches import ImportedConversation
 from .messages import _Bad, _kind, events_from_messages
 
 #: GeekAgent's id rule (seed tutorial, ``ID_PATTERN``); gs's own rule is checked as well.
@@ -59,13 +61,15 @@ class ImportPlan:
     """What a file holds, validated as a whole before anything is written.
 
     Attributes:
-        kind: ``jsonl``, ``json``, ``messages`` or ``geekagent``.
+        kind: ``jsonl``, ``json``, ``messages``, ``geekagent`` or ``chatgpt``.
         source: the file name (for messages and commit subjects).
         sessions: the sessions to write, in file order.
         skipped: notes on sessions left out (empty ones).
         notes: notes about the file as a whole.
         clashes: ``(id, other)`` for ids in the file that differ only by case from an
             earlier id in the same file (the later one is not imported).
+        conversations: another tool's conversations (kind ``chatgpt``), written a commit
+            per turn by :func:`~.branches.write_conversation`.
     """
 
     kind: str
@@ -74,6 +78,7 @@ class ImportPlan:
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     clashes: list[tuple[str, str]] = field(default_factory=list)
+    conversations: list[ImportedConversation] = field(default_factory=list)
 
 
 def _reject_constant(name: str) -> Any:
@@ -100,13 +105,20 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def read_import(data: bytes, source: str, *, time_ms: int | None = None) -> ImportPlan:
+#: Other tools whose files hold conversations (a plan's ``conversations``, written a commit per turn).
+TOOLS = (chatgpt.TOOL,)
+#: What ``gs import --from`` names (``auto``: detect from the content).
+FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
+
+
+def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: str = "auto") -> ImportPlan:
     """Detect the format of an import file from its content, validate all of it and convert it.
 
     Args:
         data: the file's bytes.
         source: the file name, for messages.
         time_ms: the time given to events made from messages (default: now).
+        fmt: one of :data:`FORMATS`; a named format is read as that one or refused.
 
     Returns:
         The plan (nothing is written).
@@ -117,14 +129,19 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None) -> Impo
     """
     t = now_ms() if time_ms is None else time_ms
     try:
-        return _read(data, source, t)
+        if data.startswith(b"PK\x03\x04") and fmt in ("auto", chatgpt.TOOL):  # a zip: ChatGPT's data export
+            data = chatgpt.from_zip(data)
+        plan = _read(data, source, t, fmt)
+        if fmt not in ("auto", "gs" if plan.kind in ("jsonl", "json") else plan.kind):
+            raise _Bad(f"it is not a {fmt} file (it reads as {plan.kind})")
+        return plan
     except _Bad as exc:
         raise TransferError(source, str(exc)) from None
     except InvalidEvent as exc:
         raise TransferError(source, exc.reason) from None
 
 
-def _read(data: bytes, source: str, t: int) -> ImportPlan:
+def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
     text = _decode(data)
     if not text.strip():
         raise _Bad("the file is empty")
@@ -140,6 +157,8 @@ def _read(data: bytes, source: str, t: int) -> ImportPlan:
             return _read_jsonl(text, source, t)
         raise _Bad(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if isinstance(obj, list):
+        if chatgpt.is_export(obj) or (fmt == chatgpt.TOOL and not obj):
+            return ImportPlan(chatgpt.TOOL, source, [], conversations=chatgpt.read_export(obj))
         return _read_messages(obj, source, t, model=None)
     if isinstance(obj, dict):
         if obj.get("type") == "session":
@@ -153,7 +172,8 @@ def _read(data: bytes, source: str, t: int) -> ImportPlan:
             return _read_messages(obj["messages"], source, t, model=model)
     raise _Bad(
         "unknown shape: gs imports its own jsonl or json export, a chat-completions messages array "
-        "(or an object with \"messages\"), or a GeekAgent sessions.json ({\"current\", \"sessions\"}); "
+        "(or an object with \"messages\"), a GeekAgent sessions.json ({\"current\", \"sessions\"}) or "
+        "ChatGPT's data export (conversations.json or the .zip); "
         "markdown and html exports are for reading only"
     )
 

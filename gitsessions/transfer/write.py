@@ -1,7 +1,12 @@
-"""Writing an import plan into the store: one commit per session, taken ids never touched."""
+"""Writing an import plan into the store: one commit per session, taken ids never touched.
+
+Another tool's conversations (ChatGPT's) are written a commit per turn, incrementally, by
+:func:`~.branches.write_conversation`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +16,8 @@ from ..recovery import recover_journal
 from ..redact import Redactor
 from ..rules import check_session_id, commit_message, new_session_id, taken_by
 from ..store import SessionStore
-from .read import ImportedSession, ImportPlan
+from .branches import ImportedConversation, Outcome, write_conversation
+from .read import TOOLS, ImportedSession, ImportPlan
 
 
 @dataclass
@@ -21,10 +27,12 @@ class ImportResult:
     Attributes:
         imported: ``(id, commit, session)`` per session written.
         clashes: ``(id, reason)`` per session not written because its id is taken.
+        conversations: per conversation of another tool, what each of its branches became.
     """
 
     imported: list[tuple[str, str, ImportedSession]] = field(default_factory=list)
     clashes: list[tuple[str, str]] = field(default_factory=list)
+    conversations: list[tuple[ImportedConversation, list[Outcome]]] = field(default_factory=list)
 
 
 def _clash_text(session_id: str, other: str) -> str:
@@ -35,6 +43,15 @@ def _clash_text(session_id: str, other: str) -> str:
     return f"session {session_id!r} would differ only by case from the existing {other!r}"
 
 
+def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> ImportedConversation:
+    """The conversation with secrets replaced: title, source id (they name the session) and every event."""
+    if redactor is None:
+        return conv
+    branches = [(key, [[redactor.event(ev) for ev in chunk] for chunk in chunks]) for key, chunks in conv.branches]
+    return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
+                               branches=branches)
+
+
 def check_plan(plan: ImportPlan, as_id: str | None) -> None:
     """Refuse an ``--as`` that cannot apply to ``plan`` (before anything is written).
 
@@ -42,6 +59,13 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
         TransferError: ``--as`` with an archive of several sessions, an invalid ``--as``,
             or a plan with nothing to import.
     """
+    if as_id is not None and plan.kind in TOOLS:
+        raise TransferError(plan.source, f"--as does not apply to {plan.kind} conversations: each one's id comes "
+                            "from its own id (the same on every machine); import without --as")
+    if plan.kind in TOOLS:
+        if not plan.conversations:
+            raise TransferError(plan.source, "it holds no conversation with a prompt")
+        return
     if as_id is not None:
         try:
             check_session_id(as_id)
@@ -58,7 +82,8 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
 
 def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
                  header_extra: dict[str, Any] | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None) -> ImportResult:
+                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 keep_paths: bool = False) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -66,7 +91,9 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
     session is skipped and reported in :attr:`ImportResult.clashes`, and the others are written.
 
     The file's text enters a session here, so this is its door: events, header and source
-    name are redacted first, and the commit message is derived from the redacted events.
+    name are redacted first, and the commit message is derived from the redacted events;
+    another tool's conversations (title, source id, every event) too, before
+    :func:`~.branches.write_conversation` writes them a commit per turn.
 
     Args:
         store: the session store.
@@ -75,6 +102,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         header_extra: fields of headers made here (``cwd``, ``generator``).
         redactor: replaces secrets in what is written (None: redaction is off).
         warnings: gets a line per orphaned journal recovered into a new session.
+        keep_paths: keep ``cwd`` in the headers of another tool's conversations (local paths
+            are left out of what may be shared unless asked for).
 
     Returns:
         What was written and what was skipped.
@@ -85,6 +114,16 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         SessionLocked: never; a session being written by another process counts as a clash.
     """
     check_plan(plan, as_id)
+    if plan.conversations:
+        extra = {k: v for k, v in (header_extra or {}).items() if keep_paths or k != "cwd"}
+        done = ImportResult()
+        for conv in plan.conversations:
+            try:
+                done.conversations.append((conv, write_conversation(store, _redacted(conv, redactor),
+                                                                    header_extra=extra)))
+            except TransferError as exc:  # another writer holds one of its sessions: the others go on
+                done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
+        return done
     result = ImportResult(clashes=[(sid, _clash_text(sid, other) + " in the same file")
                                    for sid, other in plan.clashes])
     single = plan.kind != "geekagent"

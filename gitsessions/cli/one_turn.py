@@ -1,0 +1,71 @@
+"""One turn sent from the command line, its reply printed as it streams: ``gs ask`` and ``gs retry``."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import typer
+
+from ..errors import DiskFull, GitSessionsError
+from ..render import terminal_safe
+from ..store import GitStore
+from .admin import pack_in_background
+from .common import Context, err, short
+from .remote import push_in_background
+from .stream import PlainReply, rendered_replies
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+
+def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None, *,
+             raw: bool = False, system: str | None = None) -> None:
+    """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
+
+    The one turn of ``gs ask`` and ``gs retry``. On a terminal the reply is rendered
+    (:func:`.stream.rendered_replies`) unless ``raw``; ``system`` is saved in the session
+    first (:meth:`Session.set_system`).
+
+    Raises:
+        GitSessionsError: the model answered with an error (the prompt is saved).
+        typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
+    """
+    from ..chat.connect import connect
+    from ..chat.loop import run_turn
+
+    sid = session.id
+    tty = sys.stdout.isatty()
+
+    def write(text: str) -> None:
+        sys.stdout.write(terminal_safe(text) if tty else text)
+        sys.stdout.flush()
+
+    rendered = rendered_replies(c.output, c.config.render and not raw)
+    try:
+        if system is not None:
+            session.set_system(system)
+        with connect(c.config, model=model, notify=err) as provider:
+            view = rendered() if rendered is not None else PlainReply(write)
+            try:
+                result = run_turn(session, provider, prompt, system=c.config.system,
+                                  max_steps=c.config.max_steps, on_text=view.text)
+            finally:
+                view.end()  # the reply shown ends its line
+    except DiskFull as exc:
+        if exc.kept in ("prompt", "nothing"):  # a prompt not even journaled is handed back
+            sys.stdout.write(prompt + "\n")
+        raise
+    finally:
+        session.close()
+    pack_in_background(store)
+    push_in_background(c, store)
+    sys.stdout.flush()
+    if result.commit:
+        err(f"[{sid} {short(result.commit)}] turn saved ({result.reason})")
+    if result.reason == "error":
+        raise GitSessionsError(f"{result.error} (the prompt is saved in session {sid})")
+    if result.reason == "aborted":
+        raise typer.Exit(130)  # Ctrl+C cancelled the reply (the turn is saved, marked)
+    if result.reason != "completed":
+        raise typer.Exit(1)

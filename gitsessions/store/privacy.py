@@ -1,0 +1,197 @@
+"""Who may read the session repo: its owner only, unless the repo says it is shared.
+
+Conversations are as sensitive as ``~/.ssh`` (issue 16): what gs writes in the repo is
+created readable by its owner only (directories ``700``, files ``600``, objects ``400``),
+whatever the umask. A repo that opts into sharing with git's own setting
+(``git config core.sharedRepository group``) is honoured as git honours it: the group (or
+everybody, for ``all``) gets what git gives it. The rule lives here; the command line
+applies :func:`umask_for` to the process, so every file gs and the libraries under it
+create follows it, and the store creates the repo's folder ``700`` itself.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # dulwich is imported when a repo is read, not by the command line's start
+    from dulwich.file import SharedPerm
+    from dulwich.repo import Repo
+
+#: The umask of a repo that is not shared: nothing for the group or others.
+PRIVATE_UMASK = 0o077
+
+
+def sharing(repo_path: Path) -> SharedPerm | None:
+    """Return the repo's ``core.sharedRepository`` as dulwich parses it (None: not shared).
+
+    A repo not created yet, or whose config cannot be read, is not shared.
+
+    Raises:
+        RepoError: a mode that leaves the owner unable to read and write (``0006``), which git
+            refuses too ("the owner of files must always have read and write permissions").
+    """
+    from dulwich.config import ConfigFile
+    from dulwich.repo import parse_shared_repository
+
+    from ..errors import RepoError
+
+    try:
+        value = ConfigFile.from_path(str(repo_path / "config")).get((b"core",), b"sharedRepository")
+    except (KeyError, OSError, ValueError):
+        return None
+    perm = parse_shared_repository(value)
+    if perm is not None and perm.replace and perm.tweak & 0o600 != 0o600:
+        raise RepoError(str(repo_path), f"its core.sharedRepository={value.decode(errors='replace')} leaves "
+                        "the owner unable to read and write (git refuses it too); set one git accepts: "
+                        "git config core.sharedRepository group")
+    return perm
+
+
+def foreign_owner(repo_path: Path) -> str | None:
+    """The account that owns the repo's folder when it is not this process's (None: ours, or no repo yet).
+
+    gs writes there and runs the repo's hooks as this account, so a repo another account
+    owns (or made ready for one: an empty folder of theirs) is refused, as git refuses a
+    repository of "dubious ownership".
+    """
+    try:
+        uid = repo_path.stat().st_uid
+    except OSError:
+        return None
+    if uid == os.geteuid():
+        return None
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def allowed_bits(perm: SharedPerm | None) -> int:
+    """The permission bits the group and others may have under ``perm`` (0 when not shared).
+
+    git's rule (``calc_shared_perm``): the setting's bits, with read giving execute on
+    folders.
+    """
+    if perm is None:
+        return 0
+    return (perm.tweak | (perm.tweak & 0o444) >> 2) & 0o077
+
+
+def new_file_mode(mode: int = 0o666) -> int:
+    """The mode ``os.open(path, flags, mode)`` gives a new file under this process's umask.
+
+    Read from ``/proc/self/status`` where there is one: setting the umask to read it back
+    would change it for every thread meanwhile (a file another thread makes then gets it).
+    """
+    try:
+        with open("/proc/self/status", "rb") as f:
+            umask = next(int(line.split()[1], 8) for line in f if line.startswith(b"Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0o077)
+        os.umask(umask)
+    return mode & ~umask
+
+
+def umask_for(perm: SharedPerm | None) -> int:
+    """The umask that gives new files and folders exactly what ``perm`` allows the group and others."""
+    return PRIVATE_UMASK & ~allowed_bits(perm)
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """Paths under a repo that the group or others may use beyond what its sharing allows.
+
+    Attributes:
+        paths: the paths, folders first as found.
+        allowed: the group and other bits the repo's sharing allows.
+    """
+
+    paths: tuple[Path, ...]
+    allowed: int
+
+
+def _over(paths: Iterable[Path], allowed: int) -> list[Path]:
+    """The ``paths`` whose group or other bits go beyond ``allowed`` (symbolic links skipped)."""
+    found = []
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077 & ~allowed:
+            found.append(path)
+    return found
+
+
+def exposed(repo_path: Path, perm: SharedPerm | None, *, walk: bool = True) -> Exposed:
+    """Find what under ``repo_path`` others may read or write beyond ``perm``.
+
+    Args:
+        repo_path: the session repo (absent: nothing is exposed).
+        perm: its sharing (:func:`sharing`).
+        walk: look at every file and folder; False looks only at the repo's folder and the
+            folders that hold the conversations (``objects``, ``refs``, ``logs``, ``gs``), a
+            few stats, for the check on every run.
+
+    Returns:
+        What is exposed.
+    """
+    allowed = allowed_bits(perm)
+    if not repo_path.is_dir():
+        return Exposed((), allowed)
+    paths: Iterable[Path]
+    if walk:
+        paths = (Path(root, name) for root, _dirs, files in os.walk(repo_path) for name in ("", *files))
+    else:
+        paths = (repo_path, *(repo_path / name for name in ("objects", "refs", "logs", "gs")))
+    return Exposed(tuple(_over(paths, allowed)), allowed)
+
+
+def tighten_packs(repo: Repo) -> None:
+    """Take from the repo's packs what its sharing does not allow; call after writing a pack.
+
+    dulwich makes every pack and index it writes ``0444`` whatever the umask (a fetch, a
+    repack), where git gives ``0444`` less the umask: readable by every account.
+    """
+    store = repo.object_store
+    folder = Path(store.pack_dir)
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return
+    make_private(Exposed(tuple(_over((folder / n for n in names), allowed_bits(store.shared_perm))),
+                         allowed_bits(store.shared_perm)))
+
+
+def make_private(found: Exposed) -> tuple[int, list[tuple[Path, str]]]:
+    """Take from each of ``found.paths`` the group and other bits its sharing does not allow.
+
+    A path that cannot be changed (another account's file, a read-only disk) is passed over
+    and named, with why; the others are changed all the same.
+
+    Returns:
+        ``(changed, failed)``: how many paths were changed, and ``(path, reason)`` of each not.
+    """
+    changed, failed = 0, []
+    for path in found.paths:
+        try:
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+            os.chmod(path, mode & ~(0o077 & ~found.allowed))
+            changed += 1
+        except OSError as exc:
+            failed.append((path, exc.strerror or str(exc)))
+    return changed, failed
+
+
+def fix_advice(repo_path: Path, perm: SharedPerm | None) -> str:
+    """What to run to take the exposure away: ``gs doctor --fix``, or by hand the ``chmod`` it does."""
+    if perm is None:
+        return f"gs doctor --fix (or: chmod -R go-rwx {repo_path})"
+    return "gs doctor --fix"

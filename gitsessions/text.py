@@ -1,0 +1,69 @@
+"""Plain text helpers: one line of a text, a cut, a code fence, a match and its context.
+
+Pure functions of strings (no terminal, no git), shared by the renderings, the search and
+the imports.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def fold(text: str) -> str:
+    """Return ``text`` on one line: every run of whitespace (newlines too) becomes one space."""
+    return " ".join(text.split())
+
+
+def clip(text: str, limit: int) -> str:
+    """Return ``text`` cut to ``limit`` characters, ending in ``…`` when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def fence(text: str, info: str = "") -> str:
+    """Return ``text`` in a markdown code fence longer than any backtick run inside it.
+
+    Args:
+        text: the fenced text (its own fences stay inside).
+        info: the info string after the opening fence (a language: ``json``).
+    """
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    bar = "`" * max(3, longest + 1)
+    return f"{bar}{info}\n{text}\n{bar}"
+
+
+def snippet(text: str, start: int, end: int, context: int = 40) -> str:
+    """Return ``text[start:end]`` with ``context`` characters either side, on one line.
+
+    Newlines (and every whitespace run) are folded to one space; ``…`` marks a cut.
+    """
+    lo, hi = max(0, start - context), min(len(text), end + context)
+    head = "…" if lo > 0 else ""
+    tail = "…" if hi < len(text) else ""
+    return head + fold(text[lo:hi]) + tail
+
+
+def find_folded(text: str, needle_folded: str) -> tuple[int, int] | None:
+    """Find ``needle_folded`` (already casefolded) in ``text`` ignoring case.
+
+    Returns:
+        ``(start, end)`` indexes into ``text`` itself (casefolding may change lengths, as
+        ``ß`` -> ``ss``), or None.
+    """
+    if not needle_folded:
+        return None
+    flat = text.casefold()  # casefolding is per character, and no character folds to nothing:
+    if len(flat) == len(text):  # so at the same length, every index of flat is one of text
+        pos = flat.find(needle_folded)
+        return None if pos < 0 else (pos, pos + len(needle_folded))
+    folded: list[str] = []
+    origin: list[int] = []  # index in text of each folded character
+    for i, ch in enumerate(text):
+        f = ch.casefold()
+        folded.append(f)
+        origin.extend([i] * len(f))
+    flat = "".join(folded)
+    pos = flat.find(needle_folded)
+    if pos < 0:
+        return None
+    last = pos + len(needle_folded) - 1
+    return origin[pos], origin[last] + 1

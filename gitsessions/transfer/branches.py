@@ -1,0 +1,245 @@
+"""Writing a conversation another tool kept into sessions: a commit per turn, again and again.
+
+A conversation (:class:`ImportedConversation`) is a list of branches, each a list of
+chunks: the events before the first prompt, then one list per turn. The first branch is
+the session (named by :func:`~gitsessions.rules.imported_session_id`), the others forks at
+the turn where they leave it. Each chunk is one commit whose author date is when it was
+said; the first commit holds the header (the source tool and conversation id).
+
+Importing is incremental and idempotent (issue 14): the sessions already holding this
+conversation (their header's ``source``) are read back, and each branch is matched
+against them turn by turn:
+
+- a branch they hold already (or that a session continued in gs holds) writes nothing;
+- a branch that extends a session's whole line is appended to it (a fast-forward);
+- any other branch becomes a fork at the last turn it shares with the session closest to
+  it: the old line is never rewritten.
+
+Titles are left out of the matching: a conversation renamed in its tool is the same one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExists, TransferError
+from ..events import Event, make_header
+from ..rules import (
+    CommitId,
+    Lineage,
+    SessionId,
+    commit_message,
+    fork_name,
+    imported_fork_id,
+    imported_session_id,
+    taken_by,
+)
+from ..store import SessionStore
+
+#: What happened to one branch: ``new`` (a new session), ``grew`` (turns appended),
+#: ``fork`` (a new branch at its fork point), ``same`` (nothing new).
+Outcome = tuple[str, str, int]
+
+
+@dataclass
+class ImportedConversation:
+    """One conversation of another tool, converted and validated, not yet written.
+
+    Attributes:
+        tool: the source tool (``chatgpt``).
+        source_id: the conversation's id there.
+        title: its title (not yet redacted).
+        created: when it began, epoch ms (the first commit's author date).
+        branches: ``(key, chunks)`` per branch, the session's first; ``key`` names the branch
+            in the source (its leaf message's id), chunks are the events per commit.
+        notes: what the conversion changed or kept aside, for the user.
+    """
+
+    tool: str
+    source_id: str
+    title: str
+    created: int
+    branches: list[tuple[str, list[list[Event]]]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Line:
+    """A session holding this conversation: its events and the commit after each count of them."""
+
+    session_id: str
+    events: list[Event]
+    at: dict[int, CommitId]
+    tip: CommitId
+    lineage: Lineage | None
+    claimed: bool = False
+
+
+def _key(ev: Event) -> tuple[Any, ...]:
+    return (ev.seq, ev.type, None if ev.type == "session/title" else ev.data, ev.ignorable)
+
+
+def _shared(a: list[Event], b: list[Event]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if _key(x) != _key(y):
+            break
+        n += 1
+    return n
+
+
+def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
+    """Every live session whose header says it holds ``source``, found by the id's hash."""
+    digest = base.rsplit("-", 1)[-1]
+    pattern = re.compile(rf".*-{digest}(?:-[0-9a-f]{{6}}(?:-\d+)?)?")
+    out = []
+    for sid in store.session_ids():
+        if not pattern.fullmatch(sid):
+            continue
+        try:
+            snap = store.load(sid)
+        except CorruptSession:  # a damaged session is no line to build on
+            continue
+        except store.unreadable:
+            continue
+        if snap.header.get("source") != source:
+            continue
+        at: dict[int, CommitId] = {}
+        count = 0
+        infos = store.log(sid)
+        for info in reversed(infos):  # oldest first: a commit without Events holds its parent's count
+            events = info.message.fields.events
+            count = events[1] + 1 if events else count
+            at[count] = info.commit
+        lineage = infos[0].message.fields.forked_from if infos else None
+        out.append(_Line(sid, list(snap.events), at, snap.commit, lineage))
+    return out
+
+
+class _Writer:
+    """Writes the branches of one conversation (the caller redacted them)."""
+
+    def __init__(self, store: SessionStore, conv: ImportedConversation, header: dict):
+        self.store, self.conv, self.header = store, conv, header
+        self.source = {"tool": conv.tool, "id": conv.source_id}
+        self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
+        self.lines = _lines(store, self.source, self.base)
+        self.subject_source = f"{conv.tool} {conv.source_id}"
+        named = [ln.session_id for ln in self.lines if re.fullmatch(rf".*-{self.base[-8:]}", ln.session_id)]
+        if named:
+            self.base = named[0]  # the name an earlier import gave (the title may have changed since)
+
+    def _free(self, sid: str) -> SessionId:
+        return SessionId(sid) if taken_by(self.store, sid) is None else fork_name(self.store, sid)
+
+    def _commit(self, line: _Line, chunks: list[list[Event]], flat: list[Event], start: int) -> None:
+        """Append ``chunks[start:]`` to ``line``, a commit each, dated when each turn began."""
+        done = sum(len(c) for c in chunks[:start])
+        so_far = flat[:done]  # one growing list: commit_message derives only what each turn adds to it
+        for chunk in chunks[start:]:
+            so_far += chunk
+            message = commit_message(line.session_id, so_far, done, lineage=line.lineage,
+                                     source=self.subject_source)
+            line.tip = self.store.append(line.session_id, chunk, message, expected_tip=line.tip,
+                                         author_time=chunk[0].time // 1000)
+            done += len(chunk)
+            line.at[done] = line.tip
+        line.events, line.claimed = flat, True
+
+    def _new(self, sid: str, chunks: list[list[Event]], flat: list[Event]) -> _Line:
+        header = make_header(sid, created=self.conv.created, **self.header)
+        first = chunks[0]
+        message = commit_message(sid, first, 0, kind="import", source=self.subject_source)
+        tip = self.store.append(sid, first, message, expected_tip=None, header=header,
+                                author_time=self.conv.created // 1000)
+        line = _Line(sid, list(first), {len(first): tip}, tip, None)
+        self._commit(line, chunks, flat, 1)
+        return line
+
+    def branch(self, key: str, chunks: list[list[Event]], first: bool) -> Outcome:
+        """Write one branch where it belongs; return ``(session, what, turns added)``."""
+        flat = [ev for chunk in chunks for ev in chunk]
+        ends = list(itertools.accumulate(len(c) for c in chunks))
+        best: tuple[int, bool, _Line] | None = None
+        for line in self.lines:
+            shared = _shared(flat, line.events)
+            if shared >= len(flat):  # held already (perhaps continued in gs since)
+                line.claimed = line.claimed or len(line.events) == len(flat)
+                return (line.session_id, "same", 0)
+            k = max((j + 1 for j, end in enumerate(ends) if end <= shared and end in line.at), default=0)
+            ff = k > 0 and len(line.events) == ends[k - 1] and not line.claimed
+            if k and (best is None or (k, ff) > best[:2]):
+                best = (k, ff, line)
+
+        def turns(start: int) -> int:
+            return sum(1 for chunk in chunks[start:] for ev in chunk if ev.type == "turn/start")
+
+        if best is None:
+            line = self._new(self._free(self.base if first and not self.lines else imported_fork_id(self.base, key)),
+                             chunks, flat)
+            self.lines.append(line)
+            return (line.session_id, "new", turns(1))
+        k, ff, line = best
+        if ff:
+            self._commit(line, chunks, flat, k)
+            return (line.session_id, "grew", turns(k))
+        point = line.at[ends[k - 1]]
+        sid = self._free(imported_fork_id(self.base, key))
+        lineage = Lineage(SessionId(line.session_id), point)
+        message = commit_message(sid, flat[:ends[k - 1]], kind="fork", lineage=lineage,
+                                 why=f"a branch in {self.conv.tool}")
+        tip = self.store.branch_from(sid, point, message, author_time=chunks[k][0].time // 1000)  # when it began
+        inherited = {end: c for end, c in line.at.items() if end <= ends[k - 1]}
+        fork = _Line(sid, flat[:ends[k - 1]], inherited, tip, lineage)
+        fork.at[ends[k - 1]] = tip
+        self._commit(fork, chunks, flat, k)
+        self.lines.append(fork)
+        return (sid, "fork", turns(k))
+
+
+def write_conversation(store: SessionStore, conv: ImportedConversation, *,
+                       header_extra: dict[str, Any]) -> list[Outcome]:
+    """Write one conversation's branches, incrementally (see the module's rules).
+
+    ``conv`` comes redacted (:func:`~.write.write_import` is the door the file's text enters
+    by), so the header, the id (from the title) and every commit message are made of
+    redacted text.
+
+    Args:
+        store: the session store.
+        conv: from a reader (:mod:`.chatgpt`), redacted.
+        header_extra: fields of the header (``generator``; ``cwd`` only when paths are kept).
+
+    Returns:
+        ``(session, what, turns added)`` per branch, ``what`` one of ``new``, ``grew``,
+        ``fork``, ``same``.
+
+    Raises:
+        TransferError: a session of this conversation is being written by another process,
+            or moved while this import wrote it.
+        HookRefused: a commit hook refused (what was written before stays, and is found
+            again by the next import).
+    """
+    header = {"imported_from": conv.tool, "source": {"tool": conv.tool, "id": conv.source_id}, **header_extra}
+    writer = _Writer(store, conv, header)
+    locks = []
+    try:
+        for line_sid in dict.fromkeys([writer.base, *(ln.session_id for ln in writer.lines)]):
+            lock = store.lock(line_sid)
+            if not lock.try_acquire():
+                raise TransferError(f"{conv.tool} conversation {conv.source_id}",
+                                    f"session {line_sid!r} is being written by {lock.holder()}",
+                                    "run the import again when it is done")
+            locks.append(lock)
+        return [writer.branch(key, chunks, i == 0) for i, (key, chunks) in enumerate(conv.branches)]
+    except (ConcurrentUpdate, SessionExists) as exc:
+        raise TransferError(f"{conv.tool} conversation {conv.source_id}", str(exc),
+                            "run the import again: what was written is found again") from None
+    except HookRefused as exc:
+        raise HookRefused(exc.hook, exc.path, exc.status, exc.output, action="import") from None
+    finally:
+        for lock in locks:
+            lock.release()

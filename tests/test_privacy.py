@@ -1,0 +1,167 @@
+"""Private by default (issue 16): the session repo and a config file with a key are the owner's alone.
+
+Checked with the real ``find -perm`` and ``git``, under the usual ``umask 022``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def usual_umask() -> Iterator[None]:
+    """The umask most machines have: files 644, folders 755."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def find(repo: Path, *perm: str) -> list[str]:
+    """``find REPO -perm ...``: the paths it prints."""
+    proc = subprocess.run(["find", str(repo), *perm], capture_output=True, text=True, check=True)
+    return proc.stdout.split()
+
+
+def test_a_new_repo_is_readable_by_its_owner_only(gs, repo_path, git):
+    assert gs("ask", "work", "my card is 4111 1111 1111 1111").code == 0
+    assert gs("ask", "work", "and again").code == 0
+    assert gs("chat", "work", input="/title private\nthird\n").code == 0
+    assert (repo_path / "gs").is_dir() and list((repo_path / "objects").iterdir())
+    assert find(repo_path, "-perm", "/077") == []
+    assert os.umask(0o022) == 0o022  # the caller's umask is its own again
+    git("fsck", "--strict")
+    assert "and again" in git("log", "-p", "work")  # plain git, as the owner, reads it all
+
+
+def test_a_repo_shared_with_the_group_gives_what_git_gives(gs, repo_path, git):
+    assert gs("ask", "work", "one").code == 0
+    git("config", "core.sharedRepository", "group")
+    assert gs("ask", "work", "two").code == 0
+    new = [repo_path / "objects" / c[:2] / c[2:] for c in git("rev-list", "-1", "work").split()]
+    assert new and all(p.exists() for p in new)
+    for path in new:  # an object: read-only, for the group too (git's 0440)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o440, oct(path.stat().st_mode)
+    assert stat.S_IMODE((repo_path / "refs" / "heads" / "work").stat().st_mode) & 0o060 == 0o060
+    assert find(repo_path, "-perm", "/007") == []  # never others
+    assert "warning" not in gs("list").err  # sharing as configured is no exposure
+
+
+def test_an_exposed_repo_is_warned_of_once_and_doctor_fixes_it(gs, repo_path, git):
+    assert gs("ask", "work", "one").code == 0
+    subprocess.run(["chmod", "-R", "go+rX", str(repo_path)], check=True)
+    r = gs("list")
+    assert r.code == 0
+    assert r.err.count("warning: other accounts on this machine can read the session repo") == 1
+    assert f"chmod -R go-rwx {repo_path}" in r.err and "gs doctor --fix" in r.err
+    r = gs("doctor")
+    assert r.code == 1 and "problem: other accounts can read" in r.out and "warning" not in r.err
+    r = gs("doctor", "--fix")
+    assert r.code == 0 and "fixed:" in r.out, r.out
+    assert find(repo_path, "-perm", "/077") == []
+    assert gs("doctor").code == 0
+    assert "warning" not in gs("list").err
+    git("fsck", "--strict")
+    assert gs("ask", "work", "two").code == 0
+
+
+def test_a_config_file_with_a_key_that_others_can_read_is_warned_of(gs, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("api_key: sk-test-0123456789abcdefghijkl\n")
+    config.chmod(0o644)
+    r = gs("list")
+    assert r.code == 0
+    assert f"warning: {config} holds an API key and other accounts can read it; fix with: chmod 600 {config}" in r.err
+    assert "sk-test" not in r.err
+    r = gs("doctor")
+    assert r.code == 1 and f"problem: {config} holds an API key" in r.out
+    assert gs("doctor", "--fix").code == 0
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert "warning" not in gs("list").err
+
+
+def test_a_config_file_without_a_key_may_be_readable(gs, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("model: gpt-4o-mini\n")
+    config.chmod(0o644)
+    assert "warning" not in gs("list").err
+
+
+def test_nothing_executable_arrives_from_a_remote(gs, tmp_path, repo_path):
+    """A remote's hooks stay there: a clone and a pull install none, and a save runs none."""
+    assert gs("ask", "work", "one").code == 0
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo_path), str(remote)], check=True)
+    marker = tmp_path / "ran"
+    for name in ("pre-commit", "commit-msg", "post-commit", "post-merge", "post-checkout", "reference-transaction"):
+        hook = remote / "hooks" / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {marker}\n")
+        hook.chmod(0o755)
+    other = tmp_path / "other.git"
+    assert gs("--repo", str(other), "clone", str(remote), str(other)).code == 0
+    assert gs("--repo", str(other), "ask", "work", "two").code == 0
+    assert gs("--repo", str(other), "pull", str(remote)).code == 0
+    assert not marker.exists(), marker.read_text()
+    hooks = other / "hooks"
+    assert not [p.name for p in hooks.iterdir() if os.access(p, os.X_OK)] if hooks.is_dir() else True
+    assert find(other, "-perm", "/077") == []  # a clone is as private as a new repo
+
+
+def test_doctor_fix_mends_what_it_can_and_names_what_it_cannot(gs, repo_path, tmp_path):
+    import shutil
+
+    if shutil.which("chattr") is None:
+        pytest.skip("no chattr here to make a file that even its owner cannot chmod")
+    assert gs("ask", "work", "one").code == 0
+    subprocess.run(["chmod", "-R", "go+rX", str(repo_path)], check=True)
+    stuck = repo_path / "description"
+    if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode != 0:
+        pytest.skip("this file system has no immutable files")
+    try:
+        r = gs("doctor", "--fix")
+        assert r.code == 1, r.out + r.err
+        assert f"problem: could not change {stuck}" in r.out and "Traceback" not in r.err
+        assert find(repo_path, "-perm", "/077") == [str(stuck)]  # everything else was mended
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], check=True)
+
+
+def test_a_sharing_mode_git_refuses_is_refused_before_anything_is_written(gs, repo_path, git):
+    assert gs("ask", "work", "one").code == 0
+    git("config", "core.sharedRepository", "0006")
+    before = find(repo_path)
+    r = gs("ask", "work", "two")
+    assert r.code == 1
+    assert "core.sharedRepository=0006 leaves the owner unable to read and write" in r.err
+    assert find(repo_path) == before  # not even a journal
+    assert find(repo_path, "-perm", "/077") == []
+
+
+def test_a_repo_another_account_owns_is_refused_unless_git_is_told_it_is_safe(gs, repo_path, tmp_path):
+    """gs writes there and runs its hooks as you: an account that made the folder could put a
+    hook in it (git's "dubious ownership"); git's own safe.directory is honoured."""
+    repo_path.mkdir(mode=0o777)
+    try:
+        os.chown(repo_path, 54321, 54321)
+    except PermissionError:
+        pytest.skip("only root can hand a folder to another account")
+    hooks = repo_path / "hooks"
+    hooks.mkdir()
+    marker = tmp_path / "ran"
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (hooks / "pre-commit").chmod(0o755)
+    r = gs("ask", "work", "hi")
+    assert r.code == 1
+    assert "belongs to another account (" in r.err and "dubious ownership" in r.err
+    assert f"git config --global --add safe.directory {repo_path}" in r.err
+    assert not marker.exists() and not (repo_path / "objects").exists()
+    subprocess.run(["git", "config", "--global", "--add", "safe.directory", str(repo_path)], check=True)
+    (hooks / "pre-commit").unlink()
+    hooks.rmdir()
+    r = gs("ask", "work", "hi")
+    assert r.code == 0, r.err  # trusted as git trusts it

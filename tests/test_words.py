@@ -1,0 +1,32 @@
+"""Messages a user reads say what is wrong and what to do in plain words (issue 13, item 7)."""
+
+from __future__ import annotations
+
+
+def test_a_case_clash_names_the_real_id_instead_of_sending_the_user_round(gs):
+    assert gs("ask", "work", "hi").code == 0
+    r = gs("chat", "work", input="/new Work\n/open Work\n/exit\n")
+    assert r.code == 0, r.err
+    assert "use /open Work" not in r.out, r.out  # the advice that led back to the same refusal
+    assert "error: session 'Work' already exists as 'work' (ids may not differ only by case); use /open work" in r.out
+    assert "already exists as 'work' (ids may not differ only by case); did you mean 'work'?" in r.out, r.out
+    r = gs("chat", "Work")
+    assert r.code == 1 and "did you mean 'work'?" in r.err, r.err
+    r = gs("fork", "work", "WORK")
+    assert r.code == 1 and "already exists as 'work'" in r.err and "choose another id" in r.err, r.err
+
+
+def test_an_empty_title_is_refused_in_plain_words(gs):
+    assert gs("ask", "work", "hi").code == 0
+    for text in ("", "   "):
+        r = gs("title", "work", text)
+        assert r.code == 1 and r.err == "gs: a title needs some text; this one is empty or only spaces\n", r.err
+    r = gs("chat", "work", input="/title  \n/undo\n/undo\n/exit\n")
+    assert "event refused" not in r.out and "error: there is no turn to undo" in r.out, r.out
+
+
+def test_restoring_what_is_not_archived_points_at_the_archived_list(gs):
+    assert gs("ask", "old", "hi").code == 0 and gs("rm", "old").code == 0
+    r = gs("restore", "nope")
+    assert r.code == 1
+    assert "no archived session 'nope'; archived: old ('gs list --archived' shows them)" in r.err, r.err
