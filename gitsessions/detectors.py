@@ -66,8 +66,8 @@ ENTROPY_LIMIT = 4.5
 #: A high-entropy candidate: a run of base64 (and url-safe base64) characters, at least 20 long.
 _TOKEN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])"
 _DIGITS, _UPPER, _LOWER = frozenset("0123456789"), frozenset(string.ascii_uppercase), frozenset(string.ascii_lowercase)
-#: Where a token still arriving may begin (the stream redactor holds it back).
-_TOKEN_TAIL = r"[A-Za-z0-9+/=_-]+\Z"
+#: The characters a token still arriving ends with (the stream redactor holds back their last run).
+_TOKEN_TAIL = r"[A-Za-z0-9+/=_-]*"
 
 
 class Scan:
@@ -128,9 +128,10 @@ class Shape:
             is context that stays, such as ``password = "`` before a value.
         accept: a match is a secret only when this returns True for the secret's text
             (None: every match is).
-        tail: where a match still arriving may begin, searched in the last characters of a
-            stream (None: read from the pattern itself, or from ``near``: a keyword on the
-            last line; see :class:`~gitsessions.redact.StreamRedactor`).
+        tail: a run of the characters a match still arriving may end with, matched at the
+            start of the stream's last characters reversed: the run is held back (None: read
+            from the pattern itself, or from ``near``: a keyword on the last line; see
+            :class:`~gitsessions.redact.StreamRedactor`).
         near: when set, ``rx`` is only tried where one of these (lower-case) keywords is, on
             its line (at most :data:`NEAR` characters either side), as detect-secrets tries
             its keyword regexes line by line: they backtrack over all text up to the next
@@ -151,7 +152,7 @@ class Shape:
 
     @functools.cached_property
     def needles(self) -> tuple[tuple[str, ...], bool] | None:
-        """Texts one of which every match holds (its literal starts, or ``near``); None: unknown.
+        """Texts one of which every match holds (its literal starts, ``near``, or a literal within); None: unknown.
 
         With them, whether they are lower case, to be compared ignoring ASCII case. A text
         holding none is passed over without running the pattern, at C speed.
@@ -160,6 +161,8 @@ class Shape:
             return self.near, True
         if self.form.starts:
             return tuple(s.translate(ASCII_LOWER) if self.form.icase else s for s in self.form.starts), self.form.icase
+        if self.form.inner:
+            return (self.form.inner,), self.form.icase
         return None
 
     def may_match(self, scan: Scan) -> bool:

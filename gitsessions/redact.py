@@ -16,6 +16,7 @@ This module never reads the environment itself: the CLI passes it in.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -109,11 +110,15 @@ def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] |
     return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True)
 
 
+_NON_SPACES = re.compile(r"\S*")  # a run of them ends a match that holds no space
 #: The least released text kept as context for later matches (characters).
 STREAM_WINDOW = 64
-#: Held text is looked at again only once this many more characters arrived (bounds the
-#: work per chunk; the journal lags the screen by at most this plus what is held).
-STREAM_BATCH = 32
+#: Held text is looked at again once this many more characters arrived (bounds the work per
+#: chunk: each look costs the shapes' searches over the new text and the context before it)...
+STREAM_BATCH = 64
+#: ... or once this long passed since the last look (seconds), so that the journal lags a
+#: reply streamed at reading speed by a fraction of a second, not by a batch.
+STREAM_INTERVAL = 0.1
 
 
 class StreamRedactor:
@@ -146,18 +151,19 @@ class StreamRedactor:
         self._pending = ""  # arrived, not yet released
         self._context = ""  # the last released characters, as they arrived (not redacted)
         self._next = STREAM_BATCH  # look again once this much is held
+        self._due = time.monotonic() + STREAM_INTERVAL  # or at this time (time.monotonic())
 
     def _setup(self) -> None:
         redactor = self.redactor
         self._patterns = list(redactor.shapes)
         # (text a secret starts with, length below which a tail starting so is held, ignoring case)
         self._starts = [(v, len(v), False) for v in redactor._values]
-        self._tails: list[tuple[re.Pattern[str], int]] = []  # (where a match may begin, how far back)
+        self._tails: list[tuple[re.Pattern[str], int]] = []  # (a run held back, at most how long)
         self._keywords: list[tuple[str, ...]] = []  # a match may begin at one on the last line
         self._always = 0
         holds = [len(v) for v in redactor._values]
         for shape in redactor.shapes:
-            lits, hold, icase, spaces, _longest = shape.form
+            lits, hold, icase, spaces = shape.form.starts, shape.form.hold, shape.form.icase, shape.form.spaces
             holds.append(hold)
             if shape.near is not None:
                 if shape.near not in self._keywords:  # the keyword shapes share theirs
@@ -167,23 +173,35 @@ class StreamRedactor:
             elif lits is not None:
                 self._starts += [(lit.translate(ASCII_LOWER) if icase else lit, hold, icase) for lit in lits]
             elif not spaces:
-                self._tails.append((re.compile(rf"\S{{1,{max(hold - 1, 1)}}}\Z"), hold))
+                self._tails.append((_NON_SPACES, max(hold - 1, 1)))
             else:
                 self._always = max(self._always, hold - 1)
+        # One entry per literal: the longest hold of the shapes starting with it.
+        longest: dict[tuple[str, bool], int] = {}
+        for lit, hold, icase in self._starts:
+            longest[lit, icase] = max(hold, longest.get((lit, icase), 0))
+        self._starts = [(lit, hold, icase) for (lit, icase), hold in longest.items()]
         self.context = max([STREAM_WINDOW, *(2 * h for h in holds)])
-        # Which shapes a needle (a text every match holds) lets run, and those run always:
-        # per chunk, a few str searches in C instead of every shape in Python.
-        by_needle: dict[tuple[str, bool], list[int]] = {}
-        self._unfiltered = set()
-        for i, shape in enumerate(self._patterns):
-            if shape.needles is None:
-                self._unfiltered.add(i)
-            else:
-                for needle in shape.needles[0]:
-                    by_needle.setdefault((needle, shape.needles[1]), []).append(i)
-        self._by_needle = list(by_needle.items())
-        # How far before the new text a shape's match may start (None: anywhere).
-        self._reach = [None if shape.near is not None else shape.form.longest for shape in self._patterns]
+        # The needles (texts one of which every match holds), each searched once per look:
+        # a shape runs only when one of its is where its matches may be (str.rfind in C,
+        # instead of every shape's regex in Python).
+        needles = sorted({(n, shape.needles[1]) for shape in self._patterns if shape.needles for n in shape.needles[0]})
+        self._needles = needles
+        index = {needle: k for k, needle in enumerate(needles)}
+        self._needles_of: list[tuple[int, ...] | None] = [
+            None if shape.needles is None else tuple(index[(n, shape.needles[1])] for n in shape.needles[0])
+            for shape in self._patterns]
+        # A literal every match holds besides its needles (``=`` after ``password``), also
+        # searched: a keyword alone does not make the keyword shapes run.
+        self._inner: list[tuple[str, bool] | None] = [
+            (shape.form.inner, shape.form.icase) if shape.form.inner and shape.needles is not None
+            and (shape.form.inner,) != shape.needles[0] else None for shape in self._patterns]
+        # How far before the new text a shape's match may start: its longest match, the line
+        # (a keyword shape is tried on its keyword's line), the run of non-space characters
+        # (a shape whose matches hold none), else anywhere (None).
+        self._reach: list[int | str | None] = [
+            "line" if shape.near is not None else shape.form.longest if shape.form.longest is not None
+            else None if shape.form.spaces else "word" for shape in self._patterns]
         self._ready = True
 
     def _spans(self, text: str, pos: int = 0, since: int = 0) -> list[tuple[int, int, str]]:
@@ -211,14 +229,25 @@ class StreamRedactor:
                 mask(at, at + len(value), self.redactor.secrets[value])
                 at = masked.find(value, at + len(value))
         scan = Scan(masked)
-        live = set(self._unfiltered)
+        line = text.rfind("\n", 0, since) + 1
+        word = max(line, text.rfind(" ", 0, since) + 1, text.rfind("\t", 0, since) + 1)
+        # Where each needle is last (before any masking: a needle masked since only makes a
+        # shape run for nothing).
         lowered = scan.lowered
-        for (needle, icase), shapes in self._by_needle:
-            if needle in (lowered if icase else masked):
-                live.update(shapes)
-        for i in sorted(live):
-            shape, reach = self._patterns[i], self._reach[i]
-            start_at = pos if reach is None else max(pos, since - reach)
+        last = [(lowered if icase else masked).rfind(needle, pos) for needle, icase in self._needles]
+        lasts: dict[tuple[int, ...], int] = {}
+        starts = {"line": line, "word": word}
+        for shape, reach, needles, inner in zip(self._patterns, self._reach, self._needles_of, self._inner,
+                                                strict=True):
+            start_at = pos if reach is None else max(pos, starts[reach] if isinstance(reach, str) else since - reach)
+            if needles is not None:
+                # Every match holds one of its needles at or after its start: none there, no match.
+                hit = last[needles[0]] if len(needles) == 1 else lasts.get(needles)
+                if hit is None:
+                    hit = lasts[needles] = max(last[k] for k in needles)
+                if hit < start_at or (inner is not None
+                                        and (lowered if inner[1] else masked).find(inner[0], start_at) < 0):
+                    continue
             for start, end in list(shape.spans(scan, start_at, checked=True)):  # live: a needle is there
                 mask(start, end, shape.name)
             if masked is not scan.text:
@@ -241,17 +270,24 @@ class StreamRedactor:
             if icase and lowered is None:
                 lowered = text.translate(ASCII_LOWER)
             seen = lowered if icase and lowered is not None else text
-            j = seen.find(lit[0], max(0, n - hold + 1))
+            # The literal whole within the last ``hold`` characters, or begun at the very end.
+            j = seen.find(lit, max(0, n - hold + 1))
+            if 0 <= j < cut:
+                cut = j
+            j = seen.find(lit[0], max(0, n - len(lit) + 1), cut)
             while 0 <= j < cut:
-                tail = seen[j:]
-                if lit.startswith(tail) or tail.startswith(lit):
+                if lit.startswith(seen[j:]):
                     cut = j
                     break
-                j = seen.find(lit[0], j + 1)
-        for tail_rx, window in self._tails:
-            m = tail_rx.search(text, max(0, n - window))
-            if m is not None and m.start() < cut:
-                cut = m.start()
+                j = seen.find(lit[0], j + 1, cut)
+        if self._tails:
+            # Runs are matched on the end reversed: a regex searched for a run ending at \Z
+            # would try every start, each to the end.
+            back = text[max(0, n - MAX_HOLD):][::-1]
+            for run_rx, longest in self._tails:
+                run = run_rx.match(back).end()  # type: ignore[union-attr]  # a run may be empty
+                if run and n - min(run, longest) < cut:
+                    cut = n - min(run, longest)
         if self._keywords:
             lo = max(text.rfind("\n") + 1, n - MAX_HOLD)
             line = text[lo:].translate(ASCII_LOWER)
@@ -296,6 +332,7 @@ class StreamRedactor:
         self._context = (self._context + self._pending[:cut])[-self.context - 1:]
         self._pending = self._pending[cut:]
         self._next = len(self._pending) + STREAM_BATCH
+        self._due = time.monotonic() + STREAM_INTERVAL
         return "".join(out)
 
     def feed(self, text: str) -> str:
@@ -303,7 +340,7 @@ class StreamRedactor:
         if not self._ready:
             self._setup()
         self._pending += text
-        if len(self._pending) < self._next:
+        if len(self._pending) < self._next and time.monotonic() < self._due:
             return ""
         return self._release(final=False)
 
@@ -319,3 +356,4 @@ class StreamRedactor:
         """Drop what is held (an event now holds the whole text, redacted on its own)."""
         self._pending = self._context = ""
         self._next = STREAM_BATCH
+        self._due = time.monotonic() + STREAM_INTERVAL

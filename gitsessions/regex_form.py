@@ -39,6 +39,8 @@ class Form(NamedTuple):
         spaces: a match may contain whitespace (when it cannot, a partial match is within
             the last run of non-space characters).
         longest: the longest match, when bounded and at most :data:`MAX_HOLD` (else None).
+        inner: a literal text every match holds somewhere (the longest one the pattern's
+            top level spells out; lower case when ``icase``), or None.
     """
 
     starts: set[str] | None
@@ -46,6 +48,7 @@ class Form(NamedTuple):
     icase: bool
     spaces: bool
     longest: int | None = None
+    inner: str | None = None
 
 
 def _literal_starts(items: list) -> set[str] | None:
@@ -78,6 +81,21 @@ def _literal_starts(items: list) -> set[str] | None:
             out |= starts
         return out
     return None
+
+
+def _inner_literal(items: list, icase: bool) -> str | None:
+    """The longest run of literals at the top level of a parsed pattern (each is in every match)."""
+    best, run = "", ""
+    for op, av in [*items, (None, None)]:
+        if op == _sre.LITERAL:
+            run += chr(av)
+            continue
+        if len(run) > len(best):
+            best = run
+        run = ""
+    if not best:
+        return None
+    return best.translate(ASCII_LOWER) if icase else best
 
 
 _SPACES = (9, 10, 11, 12, 13, 32)  # the ASCII whitespace a character range may take in
@@ -123,4 +141,5 @@ def form_of(rx: re.Pattern[str]) -> Form:
     hold = min(hi if hi < c.MAXREPEAT else max(lo, 1), MAX_HOLD)
     icase = bool(parsed.state.flags & re.IGNORECASE)
     longest = hi if hi <= MAX_HOLD else None
-    return Form(_literal_starts(list(parsed)), hold, icase, _may_hold_space(list(parsed)), longest)
+    items = list(parsed)
+    return Form(_literal_starts(items), hold, icase, _may_hold_space(items), longest, _inner_literal(items, icase))

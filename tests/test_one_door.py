@@ -19,7 +19,7 @@ from gitsessions.errors import HookRefused, SessionExists
 from gitsessions.events import make_event, make_header
 from gitsessions.forking import open_revision
 from gitsessions.recovery import try_recover
-from gitsessions.redact import Redactor, StreamRedactor, from_environment
+from gitsessions.redact import STREAM_BATCH, Redactor, StreamRedactor, from_environment
 from gitsessions.rules import (
     CommitMessage,
     Lineage,
@@ -241,7 +241,7 @@ def test_stream_redactor_agrees_with_the_redactor_and_holds_little():
     # Ordinary text is journaled as it comes (in batches), not a window later.
     stream = StreamRedactor(redactor)
     released = "".join(stream.feed("lorem ipsum dolor sit amet, ") for _ in range(10))
-    assert len(released) >= 10 * 28 - 32
+    assert len(released) >= 10 * 28 - STREAM_BATCH
 
 
 # -- every path that commits derives its message from the redacted events ------------------
