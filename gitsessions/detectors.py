@@ -9,20 +9,22 @@ detectors without a change here. :data:`OWN_PATTERNS` adds what it lacks (Anthro
 Google keys, OpenAI keys without the legacy marker, fine-grained GitHub tokens, whole PEM
 blocks).
 
-detect-secrets is slow to import (it brings ``requests``), so nothing here imports it until
-the first text is redacted: see :func:`shapes`.
+detect-secrets is slow to import (it brings ``requests``), so nothing here imports it: what
+is needed of it is read once per installed version into a cache file
+(:mod:`gitsessions.detector_cache`), and loaded on the first text redacted.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
-from .regex_form import ASCII_LOWER, Form, form_of
+from .regex_form import ASCII_LOWER, Form, LazyPattern, Source, form_of
 
 #: Credential shapes detect-secrets lacks or matches too narrowly, name -> regex (compiled
 #: with ``re.DOTALL``). Looked for before the library's, so the more precise name wins.
@@ -136,19 +138,22 @@ class Shape:
             its line (at most :data:`NEAR` characters either side), as detect-secrets tries
             its keyword regexes line by line: they backtrack over all text up to the next
             quote, which would make a long text cost its length squared.
+        known_form: :attr:`form` as read before (from the detector cache: parsing every
+            pattern again costs milliseconds per process).
     """
 
     name: str
-    rx: re.Pattern[str]
+    rx: re.Pattern[str] | LazyPattern
     group: int = 0
     accept: Callable[[str], bool] | None = None
     tail: re.Pattern[str] | None = None
     near: tuple[str, ...] | None = None
+    known_form: Form | None = None
 
     @functools.cached_property
     def form(self) -> Form:
-        """How this shape's matches look (see :func:`form_of`)."""
-        return form_of(self.rx)
+        """How this shape's matches look (see :func:`form_of`; ``known_form`` when given)."""
+        return self.known_form if self.known_form is not None else form_of(self.rx)
 
     @functools.cached_property
     def needles(self) -> tuple[tuple[str, ...], bool] | None:
@@ -251,53 +256,77 @@ def _kind(secret_type: str) -> str:
     return KIND_NAMES.get(secret_type) or re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
 
 
-def _value_group(rx: re.Pattern[str]) -> int:
+def value_group(rx: re.Pattern[str]) -> int:
+    """The group of a detect-secrets regex that holds the secret (0: the whole match)."""
     # A pattern with one group that does not open it (``://user:(pass)@``) names the secret
     # by that group; a leading group (``(ghp|gho)_...``) is only an alternation.
     return 1 if rx.groups == 1 and not (rx.pattern.startswith("(") and not rx.pattern.startswith("(?")) else 0
 
 
+def unquoted_keyword(denylist: str) -> str:
+    """The regex of an unquoted ``password=x`` assignment, from the keyword rule's ``denylist`` regex.
+
+    A value that is a call or an index (``password = input(...)``, ``os.environ["X"]``) is
+    code, and ``==`` a comparison. Its last group is the value.
+    """
+    value = r"([^\s'\"`,;()\[\]{}<>]{4,})(?![\w(\[])"
+    return rf"(?i)\b{denylist}\s*(?<![=!<>])=(?!=)\s*{value}"
+
+
+def _shannon_entropy(data: str, charset: str) -> float:
+    """Bits per character of ``data`` over ``charset``, as detect-secrets' high-entropy plugins count."""
+    entropy = 0.0
+    for x in charset:
+        p_x = float(data.count(x)) / len(data)
+        if p_x > 0:
+            entropy += - p_x * math.log(p_x, 2)
+    return entropy
+
+
 @functools.cache
-def library_shapes() -> tuple[Shape, ...]:
+def library_shapes(cache: Path | None = None) -> tuple[Shape, ...]:
     """Return the shapes of detect-secrets' plugins, in its order, the high-entropy rule last.
 
-    Imports detect-secrets (a few hundred milliseconds, once per process).
+    Args:
+        cache: the cache file of what is read from the library (see
+            :mod:`gitsessions.detector_cache`): with it, the library is imported only when
+            the file is missing or stale (once per installed version), not by every process.
+            None: the library is imported (a few hundred milliseconds).
     """
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins import keyword
-    from detect_secrets.plugins.base import RegexBasedDetector
-    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+    from .detector_cache import load
 
-    out: list[Shape] = []
-    plugins: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
-    for secret_type, plugin in plugins.items():
-        if secret_type in SKIPPED_TYPES or not issubclass(plugin, RegexBasedDetector):
-            continue
-        for rx in plugin().denylist:
-            out.append(Shape(_kind(secret_type), rx, _value_group(rx)))
+    lib = load(SKIPPED_TYPES, cache)
+    forms = iter(lib["forms"])
+
+    def known() -> Form:
+        starts, *rest = next(forms)
+        return Form(None if starts is None else set(starts), *rest)
+
+    out = [Shape(_kind(secret_type), LazyPattern(pattern, flags), group, known_form=known())
+           for secret_type, pattern, flags, group in lib["regexes"]]
     # KeywordDetector: the quoted forms it checks in text of unknown type (``password = "x"``,
-    # ``"secret": "x"``), and an unquoted ``password=x`` built from its keyword list. A value
-    # that is a call or an index (``password = input(...)``, ``os.environ["X"]``) is code, and ``==`` a comparison.
-    assigned = _kind(keyword.KeywordDetector.secret_type)
-    keyword_near = tuple(sorted(form_of(re.compile(f"(?i){keyword.DENYLIST_REGEX}")).starts or ()))
-    for rx, group in keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items():
-        out.append(Shape(assigned, rx, group, near=keyword_near))
-    value = r"([^\s'\"`,;()\[\]{}<>]{4,})(?![\w(\[])"
-    unquoted = re.compile(rf"(?i)\b{keyword.DENYLIST_REGEX}\s*(?<![=!<>])=(?!=)\s*{value}")
-    out.append(Shape(assigned, unquoted, unquoted.groups, near=keyword_near))
-    entropy = Base64HighEntropyString(limit=ENTROPY_LIMIT)
+    # ``"secret": "x"``), and an unquoted ``password=x`` built from its keyword list.
+    kw = lib["keyword"]
+    assigned = _kind(kw["type"])
+    keyword_near = tuple(kw["near"])
+    for pattern, flags, group in kw["quoted"]:
+        out.append(Shape(assigned, LazyPattern(pattern, flags), group, near=keyword_near, known_form=known()))
+    unquoted = LazyPattern(unquoted_keyword(kw["denylist"]))
+    out.append(Shape(assigned, unquoted, kw["groups"] + 1, near=keyword_near,  # the value: the last group
+                     known_form=known()))
+    charset = lib["entropy"]["charset"]
 
     def random_looking(token: str) -> bool:
         # Mixed case and a digit, as generated keys have: words, paths and hex ids do not.
         return (not _DIGITS.isdisjoint(token) and not _UPPER.isdisjoint(token) and not _LOWER.isdisjoint(token)
-                and entropy.calculate_shannon_entropy(token) > entropy.entropy_limit)
+                and _shannon_entropy(token, charset) > ENTROPY_LIMIT)
 
-    out.append(Shape(_kind(Base64HighEntropyString.secret_type), re.compile(_TOKEN), accept=random_looking,
+    out.append(Shape(_kind(lib["entropy"]["type"]), re.compile(_TOKEN), accept=random_looking,
                      tail=re.compile(_TOKEN_TAIL)))
     return tuple(out)
 
 
-def _inline(rx: re.Pattern[str]) -> str:
+def _inline(rx: Source) -> str:
     # The pattern's flags written at its start, where Python wants them (once).
     flags = "".join(c for flag, c in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.VERBOSE, "x"))
                     if rx.flags & flag)
@@ -305,7 +334,7 @@ def _inline(rx: re.Pattern[str]) -> str:
     return f"(?{flags}){pattern}" if flags else pattern
 
 
-def hook_patterns(extra: dict[str, str] | None = None) -> dict[str, str]:
+def hook_patterns(extra: dict[str, str] | None = None, cache: Path | None = None) -> dict[str, str]:
     """Return every shape as a plain regex, name -> regex, for the shipped pre-commit hook.
 
     The hook needs only python3: it gets the same shapes as text (flags written inline, a
@@ -314,9 +343,10 @@ def hook_patterns(extra: dict[str, str] | None = None) -> dict[str, str]:
 
     Args:
         extra: the config's ``redact_patterns``, looked for after gs's own.
+        cache: the detector cache file (see :func:`library_shapes`).
     """
     out: dict[str, str] = {}
-    for shape in [*own_shapes({**OWN_PATTERNS, **(extra or {})}), *library_shapes()]:
+    for shape in [*own_shapes({**OWN_PATTERNS, **(extra or {})}), *library_shapes(cache)]:
         if shape.accept is not None:
             continue
         name, n = shape.name, 1

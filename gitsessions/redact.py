@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .detectors import OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
@@ -40,24 +41,26 @@ class Redactor:
         secrets: secret value -> the name shown in its place.
         patterns: pattern name -> regular expression (compiled at once: a bad one raises
             ``re.error`` here).
-        detectors: also look for the detect-secrets shapes (loaded on first use, as the
-            library is slow to import), after ``patterns``.
+        detectors: also look for the detect-secrets shapes (loaded on first use), after ``patterns``.
+        detector_cache: the file that keeps what is read from detect-secrets (see
+            :mod:`gitsessions.detector_cache`; None: the library is imported).
     """
 
     def __init__(self, secrets: Mapping[str, str] | None = None, patterns: Mapping[str, str] | None = None,
-                 detectors: bool = False):
+                 detectors: bool = False, detector_cache: Path | None = None):
         self.secrets = dict(secrets or {})
         # Longest values first, so a secret containing another is replaced whole.
         self._values = sorted(self.secrets, key=len, reverse=True)
         self._own = own_shapes(dict(patterns or {}))
         self._detectors = detectors
+        self._detector_cache = detector_cache
         self._shapes: list[Shape] | None = None
 
     @property
     def shapes(self) -> list[Shape]:
         """The shapes looked for, in order: the patterns given, then the detectors'."""
         if self._shapes is None:
-            self._shapes = [*self._own, *(library_shapes() if self._detectors else ())]
+            self._shapes = [*self._own, *(library_shapes(self._detector_cache) if self._detectors else ())]
         return self._shapes
 
     def text(self, text: str) -> str:
@@ -88,12 +91,14 @@ class Redactor:
         return event if data == event.data else Event(event.seq, event.time, event.type, data, event.ignorable)
 
 
-def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] | None = None) -> Redactor:
+def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] | None = None,
+                     detector_cache: Path | None = None) -> Redactor:
     """Build the redactor for an environment and config.
 
     Args:
         env: environment variables (the CLI passes ``os.environ``).
         extra_patterns: more name -> regex pairs from the config (``redact_patterns``).
+        detector_cache: the detector cache file (see :class:`Redactor`).
 
     Returns:
         A redactor for secret-named variables with values of at least MIN_SECRET_LEN
@@ -107,7 +112,7 @@ def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] |
         for name, value in env.items()
         if any(part in name.upper() for part in SECRET_NAME_PARTS) and len(value.strip()) >= MIN_SECRET_LEN
     }
-    return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True)
+    return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True, detector_cache=detector_cache)
 
 
 _NON_SPACES = re.compile(r"\S*")  # a run of them ends a match that holds no space

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import NamedTuple
+import sys
+from collections.abc import Callable, Iterator
+from typing import NamedTuple, Protocol
 
 try:  # the regex parser, to read a pattern's shape (its modules were renamed in Python 3.11)
     _sre = importlib.import_module("re._constants")
@@ -26,6 +28,72 @@ MAX_HOLD = 256
 UNKNOWN_HOLD = 64
 #: ASCII letters to lower case, nothing else (so indexes stay those of the text).
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+class Source(Protocol):
+    """A regex's source and flags (a compiled pattern, or one compiled later)."""
+
+    @property
+    def pattern(self) -> str:
+        """The regex source."""
+        ...
+
+    @property
+    def flags(self) -> int:
+        """Its ``re`` flags."""
+        ...
+
+
+class LazyPattern:
+    """A regular expression compiled on first use (most of a library's are never needed).
+
+    Compiling detect-secrets' ~50 regexes takes ~20 ms, more than all the rest of building
+    the redactor; a shape whose needles a text lacks never runs its regex, so most are never
+    compiled. Equal to a compiled pattern of the same source and flags, as patterns are.
+
+    Args:
+        pattern: the regex source.
+        flags: its ``re`` flags.
+    """
+
+    __slots__ = ("pattern", "flags", "_rx")
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self.pattern, self.flags = pattern, flags
+        self._rx: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern (compiled now, the first time)."""
+        if self._rx is None:
+            self._rx = re.compile(self.pattern, self.flags)
+            self.flags = self._rx.flags  # with the flags compiling adds (re.UNICODE)
+        return self._rx
+
+    @property
+    def groups(self) -> int:
+        """How many groups the pattern has."""
+        return self.compiled.groups
+
+    def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """As :meth:`re.Pattern.match`."""
+        return self.compiled.match(text, pos, endpos)
+
+    def finditer(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
+        """As :meth:`re.Pattern.finditer`."""
+        return self.compiled.finditer(text, pos, endpos)
+
+    def sub(self, repl: Callable[[re.Match[str]], str], text: str) -> str:
+        """As :meth:`re.Pattern.sub`."""
+        return self.compiled.sub(repl, text)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (re.Pattern, LazyPattern)):
+            return (self.pattern, self.compiled.flags) == (other.pattern, other.flags)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
 
 
 class Form(NamedTuple):
@@ -130,7 +198,7 @@ def _may_hold_space(items: list) -> bool:
     return False
 
 
-def form_of(rx: re.Pattern[str]) -> Form:
+def form_of(rx: Source) -> Form:
     """Return how matches of ``rx`` look, read from the parsed pattern (see :class:`Form`)."""
     c = _sre
     try:

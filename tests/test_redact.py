@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 from fakeapi import drop, text
 from test_pty import chat_env, spawn_chat  # noqa: F401 (fixtures: a gs chat in a pty)
@@ -135,6 +136,44 @@ def test_the_detectors_are_those_of_detect_secrets():
     slack = [s.rx for s in library_shapes() if s.name == "slack-token"]
     assert slack == list(SlackDetector().denylist)  # its regexes, not a copy of them
     assert "assigned-secret" in {s.name for s in library_shapes()}
+
+
+def _shapes_in_a_new_process(cache) -> dict:
+    code = ("import json, sys; from pathlib import Path; from gitsessions.detectors import library_shapes; "
+            f"shapes = library_shapes(Path({str(cache)!r})); "
+            "print(json.dumps({'imported': 'detect_secrets' in sys.modules, "
+            "'shapes': [[s.name, s.rx.pattern, s.rx.flags, s.group, s.near] for s in shapes]}))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(run.stdout)
+
+
+def test_the_detector_set_is_read_from_the_library_once_then_from_its_cache(tmp_path):
+    from gitsessions.detector_cache import library_key
+
+    cache = tmp_path / "cache" / "detectors.json"
+    first = _shapes_in_a_new_process(cache)
+    assert first["imported"] and cache.exists()
+    assert cache.stat().st_mode & 0o777 == 0o600
+    again = _shapes_in_a_new_process(cache)
+    assert not again["imported"]  # nor requests, nor the rest it brings
+    assert again["shapes"] == first["shapes"]
+    assert json.loads(cache.read_text())["key"] == library_key()
+
+
+def test_a_stale_or_damaged_detector_cache_is_read_again_from_the_library(tmp_path):
+    cache = tmp_path / "detectors.json"
+    fresh = _shapes_in_a_new_process(cache)["shapes"]
+    stale = json.loads(cache.read_text())
+    stale["key"] = "another version of detect-secrets"
+    stale["data"]["regexes"] = []
+    for text in (json.dumps(stale), "{not json", ""):
+        cache.write_text(text)
+        again = _shapes_in_a_new_process(cache)
+        assert again["imported"] and again["shapes"] == fresh
+        assert json.loads(cache.read_text())["data"]["regexes"]  # written back whole
+    cache.unlink()
+    cache.mkdir()  # cannot be read nor replaced: the shapes still come, nothing is kept
+    assert _shapes_in_a_new_process(cache)["shapes"] == fresh
 
 
 def _streamed(redactor, chunks) -> str:
