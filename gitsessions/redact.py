@@ -120,7 +120,7 @@ _NON_SPACES = re.compile(r"\S*")  # a run of them ends a match that holds no spa
 STREAM_WINDOW = 64
 #: Held text is looked at again once this many more characters arrived (bounds the work per
 #: chunk: each look costs the shapes' searches over the new text and the context before it)...
-STREAM_BATCH = 64
+STREAM_BATCH = 256
 #: ... or once this long passed since the last look (seconds), so that the journal lags a
 #: reply streamed at reading speed by a fraction of a second, not by a batch.
 STREAM_INTERVAL = 0.1
@@ -166,6 +166,10 @@ class StreamRedactor:
         self._tails: list[tuple[re.Pattern[str], int]] = []  # (a run held back, at most how long)
         self._keywords: list[tuple[str, ...]] = []  # a match may begin at one on the last line
         self._always = 0
+        # (a start, the literal its matches need later, ignoring case): a shape whose matches have
+        # no bound and may hold spaces (a PEM header still arriving) is held from its start
+        # until that literal follows, as its regex cannot match what has arrived yet.
+        self._unclosed: list[tuple[str, str, bool]] = []
         holds = [len(v) for v in redactor._values]
         for shape in redactor.shapes:
             lits, hold, icase, spaces = shape.form.starts, shape.form.hold, shape.form.icase, shape.form.spaces
@@ -177,6 +181,10 @@ class StreamRedactor:
                 self._tails.append((shape.tail, MAX_HOLD))
             elif lits is not None:
                 self._starts += [(lit.translate(ASCII_LOWER) if icase else lit, hold, icase) for lit in lits]
+                inner = shape.form.inner
+                if spaces and shape.form.longest is None and inner and inner not in lits:
+                    self._unclosed += [(lit.translate(ASCII_LOWER) if icase else lit,
+                                        inner.translate(ASCII_LOWER) if icase else inner, icase) for lit in lits]
             elif not spaces:
                 self._tails.append((_NON_SPACES, max(hold - 1, 1)))
             else:
@@ -285,6 +293,13 @@ class StreamRedactor:
                     cut = j
                     break
                 j = seen.find(lit[0], j + 1, cut)
+        for lit, inner, icase in self._unclosed:
+            if icase and lowered is None:
+                lowered = text.translate(ASCII_LOWER)
+            seen = lowered if icase and lowered is not None else text
+            j = seen.rfind(lit, max(0, n - MAX_HOLD))
+            if 0 <= j < cut and seen.find(inner, j + len(lit)) < 0:
+                cut = j
         if self._tails:
             # Runs are matched on the end reversed: a regex searched for a run ending at \Z
             # would try every start, each to the end.
@@ -309,10 +324,10 @@ class StreamRedactor:
         # The first character of a full context is only there to be looked back at.
         pos = 1 if base > self.context else 0
 
-        def spans(of: str) -> list[tuple[int, int, str]]:
-            return [(max(s, base) - base, e - base, name) for s, e, name in self._spans(of, pos, base) if e > base]
+        def spans(of: str, since: int) -> list[tuple[int, int, str]]:
+            return [(max(s, base) - base, e - base, name) for s, e, name in self._spans(of, pos, since) if e > base]
 
-        found = spans(text)
+        found = spans(text, base)
         cut, touching = n, list(found)
         if not final:
             held = max(base, self._held_from(text))
@@ -320,7 +335,9 @@ class StreamRedactor:
             if held < len(text):
                 # What is held may still become a secret, masked like one: a match its masking
                 # would make (``\b`` just before it) is held as well.
-                touching += spans(text[:held] + "\0" * (len(text) - held))
+                # Only a match reaching the held part is new: one that ends before it was
+                # found above.
+                touching += spans(text[:held] + "\0" * (len(text) - held), held)
         moved = True
         while moved:  # never split a secret, nor release one that may go on
             moved = False

@@ -186,9 +186,13 @@ def test_turn_recovered_after_a_refusing_hook_has_no_raw_key_in_its_subject(stor
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_a_key_streamed_in_small_chunks_never_sits_whole_in_the_journal(store, repo_path, redactor, seed):
+def test_a_key_streamed_in_small_chunks_never_sits_whole_in_the_journal(store, repo_path, redactor, seed,
+                                                                         monkeypatch):
     import random
 
+    from gitsessions import redact
+
+    monkeypatch.setattr(redact, "STREAM_BATCH", 8)  # looked at often: the journal is checked at many cuts
     rnd = random.Random(seed)
     text = (f"Here is the token: {GHP}, then the env one {ENV['DEPLOY_TOKEN']} and a key "
             f"\"{SK}\" and a PEM\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n"
