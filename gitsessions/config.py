@@ -4,7 +4,7 @@ File: ``$GS_CONFIG``, else ``<platform config dir>/gitsessions/config.yaml`` (ma
 Keys (all optional)::
 
     api_key: sk-...            # overridden by OPENAI_API_KEY
-    base_url: https://...      # overridden by OPENAI_BASE_URL
+    base_url: https://.../v1   # overridden by OPENAI_BASE_URL; http:// or https://
     model: gpt-4o-mini         # overridden by OPENAI_MODEL
     system: You are terse.     # for a session that saved none (gs ask -s); not stored
     max_steps: 8               # model requests per turn before it stops
@@ -128,6 +128,34 @@ def _str(data: dict[str, Any], key: str, path: Path) -> str | None:
     return str(value)
 
 
+def _base_url(env: Mapping[str, str], data: dict[str, Any], path: Path) -> str | None:
+    """The API root: ``$OPENAI_BASE_URL``, else ``base_url:``; None when neither is set.
+
+    A URL the HTTP client cannot send to is refused here, as the settings are read: later,
+    the prompt would already be saved in a session before the request failed.
+
+    Raises:
+        ConfigError: the URL is not ``http://`` or ``https://``, or names no host.
+    """
+    value, name, where = env.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL", None
+    if not value:
+        value, name, where = _str(data, "base_url", path), "base_url", str(path)
+    if not value:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+    except ValueError as exc:  # a bracketed host that is no IPv6 address
+        raise ConfigError(where, f"{name} {value!r} is not a URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ConfigError(where, f"{name} {value!r} must start with http:// or https://")
+    if not parts.hostname:
+        raise ConfigError(where, f"{name} {value!r} names no host after {parts.scheme}:// "
+                                 "(such as http://localhost:11434/v1)")
+    return value
+
+
 def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     """Read the config file and apply environment overrides.
 
@@ -139,7 +167,8 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         The merged settings.
 
     Raises:
-        ConfigError: the file is not valid YAML, not a mapping, or has a bad value.
+        ConfigError: the file is not valid YAML, not a mapping, or has a bad value; or
+            ``$OPENAI_BASE_URL`` is no HTTP URL.
     """
     path = config_path(env) if path is None else path
     data: dict[str, Any] = {}
@@ -197,7 +226,7 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     return Config(
         path=path,
         api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
-        base_url=env.get("OPENAI_BASE_URL") or _str(data, "base_url", path),
+        base_url=_base_url(env, data, path),
         model=env.get("OPENAI_MODEL") or _str(data, "model", path),
         system=_str(data, "system", path),
         max_steps=max_steps,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .text import case_variant
+
 
 class GitSessionsError(Exception):
     """Base of all gitsessions errors.
@@ -34,13 +36,16 @@ class InvalidSessionId(GitSessionsError):
 
 
 class SessionNotFound(GitSessionsError):
-    """No session branch with that id (``refs/heads/<id>``)."""
+    """No session branch with that id (``refs/heads/<id>``); one in another case is named (did you mean)."""
 
     def __init__(self, session_id: str, known: Sequence[str] | None = None):
         self.session_id = session_id
         self.known = list(known or [])
         hint = "; run 'gs list' to see the sessions"
-        if self.known:
+        variant = case_variant(session_id, self.known)
+        if variant is not None:
+            hint = f"; did you mean {variant!r}?"
+        elif self.known:
             shown = ", ".join(self.known[:8]) + (" ..." if len(self.known) > 8 else "")
             hint = f"; sessions: {shown}"
         super().__init__(f"no session {session_id!r}{hint}")
@@ -84,8 +89,10 @@ class NothingToRestore(SessionNotFound):
                    f"back as a session of its own with 'gs restore {name}@{{N}}' (see 'gs reflog {name}')")
         else:
             shown = ", ".join(archived[:8]) + (" ..." if len(archived) > 8 else "")
+            variant = case_variant(name, archived)
             why = f"no archived session {name!r}; " + (
-                f"archived: {shown} ('gs list --archived' shows them)" if archived
+                f"did you mean {variant!r}?" if variant is not None
+                else f"archived: {shown} ('gs list --archived' shows them)" if archived
                 else "none is archived ('gs rm SESSION' archives one)")
         GitSessionsError.__init__(self, why)
 
@@ -234,12 +241,12 @@ class SessionLocked(GitSessionsError):
 
 
 class ConfigError(GitSessionsError):
-    """A config file that cannot be read or has a bad value."""
+    """A config file (``path``) with a bad value, or an environment variable (``path`` None)."""
 
-    def __init__(self, path: str, reason: str):
+    def __init__(self, path: str | None, reason: str):
         self.path = path
         self.reason = reason
-        super().__init__(f"config {path}: {reason}")
+        super().__init__(reason if path is None else f"config {path}: {reason}")
 
 
 class ProviderError(GitSessionsError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import suppress
 
-from .errors import BadRevision, SessionExists, SessionLocked, SessionNotFound
+from .errors import BadRevision, SessionLocked, SessionNotFound
 from .redact import Redactor
 from .rules import SESSION_ID_RE, check_free, check_session_id, fork_name
 from .session import Session
@@ -50,8 +50,8 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
         check_session_id(sid)  # a plain id or the fork's ("" too): say what is wrong with it
     if SESSION_ID_RE.match(rev) and store.tip(rev) is None:
         existing: str | None = store.find(rev)
-        if existing is not None:
-            raise SessionExists(rev, existing, f"did you mean {existing!r}?")  # differs only by case
+        if existing is not None:  # the id in another case: not there under this name (nor can it be made)
+            raise SessionNotFound(rev, store.session_ids())  # did you mean ...?
     else:
         existing = rev  # a revision, or a session that exists
     if existing is None and fork_as is None:

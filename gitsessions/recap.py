@@ -4,7 +4,8 @@ The last turns the model sees, read from the end of the log, so a long session c
 more than a short one: ``── turn N ──``, ``you › <prompt>``, the reply, ``⚙ name(…)`` for
 each tool call, and a note for a turn that did not complete. It is drawn before the chat's
 first prompt, so it does not go through :mod:`gitsessions.view` (imported after the prompt,
-for ``gs show``, which has every turn whole). Pure: no I/O.
+for ``gs show``, which has every turn whole). Pure: no I/O; how it looks is the face's
+(:func:`recap_lines` for plain text).
 """
 
 from __future__ import annotations
@@ -18,15 +19,26 @@ from .transcript import derived
 RECAP_LINES = 20
 
 
-def recap_lines(events: Sequence[Event], turns: int) -> list[str]:
-    """Return the recap of the last ``turns`` turns of ``events`` (undone turns left out), one line each.
+#: One piece of a recap: ``(kind, text)``. Kinds: ``turn`` (``── turn N ──``), ``prompt``
+#: (``you › ...``), ``reply`` (the model's text, markdown, maybe several lines), ``more``
+#: (``… (N more lines)`` of a reply cut), ``mark`` (``[interrupted]``, said of the reply
+#: before it), ``tool`` (``⚙ name(…)``) and ``ended`` (a turn that did not complete).
+Entry = tuple[str, str]
+
+
+def recap(events: Sequence[Event], turns: int) -> list[Entry]:
+    """Return the recap of the last ``turns`` turns of ``events`` (undone turns left out), piece by piece.
+
+    A face shows each kind as it likes: :func:`recap_lines` as plain lines; on a terminal
+    with colour the replies are rendered as ``gs show`` renders them (gitsessions.cli.rendered).
 
     Args:
         events: the session's events, in log order.
         turns: how many turns, counted from the last (0: none).
 
     Returns:
-        The lines, without newlines; empty when there is no turn to show.
+        The entries, in order; empty when there is no turn to show. Text is as stored (not
+        yet terminal-safe).
     """
     log = derived(events)
     shown: list[int] = []  # the turns taken, from the last
@@ -40,29 +52,58 @@ def recap_lines(events: Sequence[Event], turns: int) -> list[str]:
                 break
             shown.append(turn)
         picked.append(i)
-    out: list[str] = []
+    out: list[Entry] = []
     for i in reversed(picked):
         ev, data = events[i], events[i].data
         if ev.type == "turn/start":
-            out.append(f"── turn {log.turns[i]} ──")
+            out.append(("turn", f"── turn {log.turns[i]} ──"))
         elif ev.type == "user/message":
-            out += _clipped("you › " + str(data.get("content", "")))
+            lines, more = _clipped("you › " + str(data.get("content", "")))
+            out.append(("prompt", "\n".join(lines + more)))
         elif ev.type == "assistant/message":
             content = data.get("content")
-            text = content if isinstance(content, str) else ""
-            mark = " [interrupted]" if data.get("interrupted") else ""
-            if text or mark:
-                out += _clipped(text.rstrip("\n") + mark)
-            out += [f"⚙ {call.get('name', '')}(…)" for call in data.get("tool_calls") or [] if isinstance(call, dict)]
+            text = content.rstrip("\n") if isinstance(content, str) else ""
+            if text:
+                lines, more = _clipped(text)
+                out.append(("reply", "\n".join(lines)))
+                out += [("more", line) for line in more]
+            if data.get("interrupted"):
+                out.append(("mark", "[interrupted]"))
+            out += [("tool", f"⚙ {call.get('name', '')}(…)") for call in data.get("tool_calls") or []
+                    if isinstance(call, dict)]
         elif ev.type == "turn/end" and data.get("reason", "completed") != "completed":
             why = f": {data['error']}" if data.get("error") else ""
-            out.append(f"(turn ended: {data.get('reason')}{why})")
+            out.append(("ended", f"(turn ended: {data.get('reason')}{why})"))
     return out
 
 
-def _clipped(text: str) -> list[str]:
+def recap_lines(events: Sequence[Event], turns: int) -> list[str]:
+    """Return :func:`recap` as plain lines (:func:`plain_lines`).
+
+    Args:
+        events: the session's events, in log order.
+        turns: how many turns, counted from the last (0: none).
+    """
+    return plain_lines(recap(events, turns))
+
+
+def plain_lines(entries: Sequence[Entry]) -> list[str]:
+    """The recap ``entries`` as plain lines (without newlines): a mark ends its reply's last line."""
+    out: list[str] = []
+    after_reply = False
+    for kind, text in entries:
+        if kind == "mark" and after_reply:
+            out[-1] += " " + text
+        else:
+            out += text.split("\n")
+        after_reply = kind in ("reply", "more")
+    return out
+
+
+def _clipped(text: str) -> tuple[list[str], list[str]]:
+    """``text``'s first RECAP_LINES lines, and the line saying how many more there are (if any)."""
     lines = text.split("\n")
     if len(lines) <= RECAP_LINES:
-        return lines
+        return lines, []
     more = len(lines) - RECAP_LINES
-    return lines[:RECAP_LINES] + [f"… ({more} more line{'s' if more != 1 else ''})"]
+    return lines[:RECAP_LINES], [f"… ({more} more line{'s' if more != 1 else ''})"]

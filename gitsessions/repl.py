@@ -32,6 +32,8 @@ PickSession = Callable[[], "str | None"]
 PickSpot = Callable[[Sequence["Spot"], int], "Spot | None"]
 #: ``copy(text)``: puts ``text`` on the clipboard, returns the tool's name (raises GitSessionsError).
 Copy = Callable[[str], str]
+#: ``draw_recap(entries)``: shows a recap (:func:`gitsessions.recap.recap`'s entries).
+DrawRecap = Callable[[Sequence[tuple[str, str]]], None]
 
 
 def fork_origin(session: Session) -> str | None:
@@ -70,6 +72,7 @@ class Repl:
         copy: the clipboard of ``/copy`` (None: there is none).
         recap: how many earlier turns are shown when a session with turns is opened, at the
             start and by ``/open`` (see :mod:`gitsessions.recap`; 0: none).
+        draw_recap: shows a recap's entries (None: as plain lines through ``write``).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -79,11 +82,13 @@ class Repl:
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  wait: LockWait | None = None, edit: Edit | None = None,
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
-                 reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0):
+                 reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
+                 draw_recap: DrawRecap | None = None):
         self.store = store
         self.reply = reply or (lambda: PlainReply(self.write))
         self.copy = copy
         self.recap = recap
+        self.draw_recap = draw_recap
         self.edit = edit
         self.pick_session = pick_session
         self.pick_spot = pick_spot
@@ -125,9 +130,13 @@ class Repl:
         """Show where the current session's conversation was: its last :attr:`recap` turns."""
         if self.session is None or not self.recap or not self.session.events:
             return
-        from .recap import recap_lines  # a session with turns only
+        from .recap import plain_lines, recap  # a session with turns only
 
-        self.write("".join(line + "\n" for line in recap_lines(self.session.events, self.recap)))
+        entries = recap(self.session.events, self.recap)
+        if self.draw_recap is not None:
+            self.draw_recap(entries)
+        else:
+            self.write("".join(line + "\n" for line in plain_lines(entries)))
 
     def prompt_text(self) -> str:
         """The prompt shown before input: ``<session> › ``."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
 from .commitmsg import CommitMessage
 from .errors import InvalidSessionId, SessionExists
+from .text import case_variant
 from .transcript import derived
 
 if TYPE_CHECKING:
@@ -70,14 +71,12 @@ class KnownIds(Protocol):
 
 
 def _taken_in(session_id: str, live: Iterable[str], archived: Iterable[str]) -> str | None:
-    folded = session_id.casefold()
-    for sid in live:
-        if sid.casefold() == folded:
-            return sid
-    for name in archived:
-        if name.casefold() == folded:
-            return f"archive/{name}"
-    return None
+    live, archived = list(live), list(archived)
+    sid = session_id if session_id in live else case_variant(session_id, live)
+    if sid is not None:
+        return sid
+    name = session_id if session_id in archived else case_variant(session_id, archived)
+    return None if name is None else f"archive/{name}"
 
 
 def taken_by(ids: KnownIds, session_id: str) -> str | None:

@@ -7,6 +7,7 @@ the imports.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 
 def fold(text: str) -> str:
@@ -67,3 +68,17 @@ def find_folded(text: str, needle_folded: str) -> tuple[int, int] | None:
         return None
     last = pos + len(needle_folded) - 1
     return origin[pos], origin[last] + 1
+
+
+def case_variant(name: str, known: Iterable[str]) -> str | None:
+    """The one of ``known`` that is ``name`` in another case, else None: what "did you mean" names.
+
+    Ids may not differ only by case (design.md, "On disk"), so a name that matches one
+    ignoring case means that one; saying so beats a list (or "already exists").
+
+    Args:
+        name: what the user typed.
+        known: the ids (or archived names) there are.
+    """
+    folded = name.casefold()
+    return next((k for k in known if k != name and k.casefold() == folded), None)

@@ -297,3 +297,27 @@ def test_timeout_and_retries_default_and_read_from_config(tmp_path):
     assert (load_config({}, path).timeout, load_config({}, path).max_retries) == (120.0, 2)
     path.write_text("timeout: 2.5\nmax_retries: 0\n", "utf-8")
     assert (load_config({}, path).timeout, load_config({}, path).max_retries) == (2.5, 0)
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("not-a-url", "must start with http:// or https://"),
+    ("ftp://example.com/v1", "must start with http:// or https://"),
+    ("localhost:11434/v1", "must start with http:// or https://"),
+    ("http:///v1", "names no host after http:// (such as http://localhost:11434/v1)"),
+])
+def test_a_base_url_without_http_is_refused_before_anything_is_saved(gs, repo_path, url, problem):
+    r = gs("ask", "hi", env={"OPENAI_BASE_URL": url})
+    assert r.code == 1 and r.out == ""
+    assert r.err == f"gs: OPENAI_BASE_URL {url!r} {problem}\n"
+    assert not repo_path.exists()  # no session made for a prompt that could never be sent
+
+
+def test_a_base_url_without_http_in_config_is_refused_naming_the_file(gs, tmp_path, repo_path):
+    (tmp_path / "config.yaml").write_text("base_url: not-a-url\n", "utf-8")
+    r = gs("ask", "hi", env={"OPENAI_BASE_URL": ""})
+    assert r.code == 1
+    assert r.err == (f"gs: config {tmp_path / 'config.yaml'}: base_url 'not-a-url' must start with "
+                     "http:// or https://\n")
+    assert not repo_path.exists()
+    for good in ("http://localhost:11434/v1", "HTTPS://api.example.com/v1"):
+        assert load_config({"OPENAI_BASE_URL": good}, tmp_path / "config.yaml").base_url == good

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 
 import pytest
+from conftest import GS
 
 from gitsessions import render
 from gitsessions.cli.output import DEFAULT_PAGER, Output, styled
@@ -81,3 +84,27 @@ def test_render_is_true_or_false(gs, tmp_path):
     assert r.code == 1 and "render must be true or false" in r.err
     (tmp_path / "config.yaml").write_text("render: false\n")
     assert gs("list").code == 0
+
+
+@pytest.mark.parametrize("args", [
+    ("search", "word"), ("search", "word", "--json"), ("log", "w"), ("log", "-p", "w"), ("list",), ("show", "w"),
+    ("log", "--help"), ("help", "log"), ("--help",),
+])
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_reader_that_closed_the_pipe_is_no_failure(gs, args, unbuffered):
+    """``gs search word | head -1``: the reader went away, which is no failure (and for search no 'no match').
+
+    The read end is closed before gs writes, so every write fails, buffered (a pipe's
+    default) or not: before, it was exit 1 (or 0 or 1, by timing, for output that fit the
+    pipe).
+    """
+    for n in range(3):
+        assert gs("ask", "w", f"a word {n}").code == 0
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([*GS, *args], stdout=write, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "PYTHONUNBUFFERED": unbuffered}, timeout=60)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr.decode()) == (0, "")

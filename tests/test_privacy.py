@@ -165,3 +165,30 @@ def test_a_repo_another_account_owns_is_refused_unless_git_is_told_it_is_safe(gs
     hooks.rmdir()
     r = gs("ask", "work", "hi")
     assert r.code == 0, r.err  # trusted as git trusts it
+
+
+def test_a_repo_shared_after_it_was_made_is_mended_by_doctor(gs, repo_path, git):
+    """Its folders and files made while it was private stay the owner's until gs doctor --fix."""
+    assert gs("ask", "work", "one").code == 0
+    git("config", "core.sharedRepository", "group")
+    r = gs("doctor")
+    assert r.code == 1 and "the group cannot use" in r.out, r.out
+    assert gs("doctor", "--fix").code == 0
+    assert gs("doctor").code == 0
+    for path in (repo_path, repo_path / "objects", repo_path / "refs" / "heads"):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o070 == 0o070, path  # the group may enter and write
+    ref = repo_path / "refs" / "heads" / "work"
+    assert stat.S_IMODE(ref.stat().st_mode) & 0o060 == 0o060
+    assert find(repo_path, "-perm", "/007") == []  # never others
+    git("fsck", "--strict")
+
+
+def test_a_repo_reached_through_a_symbolic_link_is_checked_where_it_is(gs, repo_path, tmp_path, monkeypatch):
+    assert gs("ask", "work", "one").code == 0
+    link = tmp_path / "link.git"
+    link.symlink_to(repo_path)
+    repo_path.chmod(0o755)
+    monkeypatch.setenv("GS_REPO", str(link))
+    assert gs("doctor").code == 1
+    assert gs("doctor", "--fix").code == 0
+    assert stat.S_IMODE(repo_path.stat().st_mode) == 0o700

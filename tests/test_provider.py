@@ -145,6 +145,26 @@ def test_a_refused_connection_names_the_server():
                             "check the URL (OPENAI_BASE_URL, or base_url in config.yaml)")
 
 
+_WANT_V1 = ("; check the URL (OPENAI_BASE_URL, or base_url in config.yaml): OpenAI-compatible servers "
+            "usually want one ending in /v1")
+
+
+def test_a_404_for_a_base_url_without_v1_says_to_add_it(fake_api):
+    root = fake_api.base_url.removesuffix("/v1")
+    provider = OpenAIProvider("gpt-4o-mini", "test-key", root, max_retries=0)
+    _pieces, _done, failure = play(provider.stream(USER))
+    assert str(failure) == f"the model API answered 404: Unknown path /chat/completions{_WANT_V1}, such as {root}/v1"
+    assert failure.status == 404
+
+
+def test_a_404_not_found_at_a_v1_url_says_to_check_it_and_one_naming_the_model_does_not(fake_api, provider):
+    fake_api.script(error(404, "Not Found"), error(404, "The model `gpt-4o-mini` does not exist."))
+    _pieces, _done, failure = play(provider.stream(USER))
+    assert str(failure) == f"the model API answered 404: Not Found{_WANT_V1}"
+    _pieces, _done, failure = play(provider.stream(USER))
+    assert str(failure) == "the model API answered 404: The model `gpt-4o-mini` does not exist."  # its own words
+
+
 def test_the_answering_model_is_reported(fake_api):
     provider = OpenAIProvider("fake-model", "test-key", fake_api.base_url, max_retries=0)
     _pieces, [done], _failure = play(provider.stream(USER))

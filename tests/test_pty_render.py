@@ -121,16 +121,48 @@ def test_ask_and_show_render_on_a_terminal(fake_api, start):
     assert "Some **bold** text" in out and "\x1b[" not in out, out
 
 
-def test_rich_is_imported_after_the_chats_first_prompt(chat_env, gs):
-    gs("ask", "demo", "hi")
+def test_the_recap_of_a_resumed_session_is_rendered_as_gs_show_renders_it(fake_api, start, gs):
+    fake_api.script(text(REPLY), text("Over **there**."))
+    assert gs("ask", "demo", "show me markdown").code == 0
+    assert gs("ask", "other", "and there?").code == 0
+    child = start("chat", "demo")
+    child.expect(PROMPT)
+    shown = child.before
+    assert BOLD.search(shown), shown
+    words = unstyled(shown)
+    assert "you › show me markdown" in words and "• one" in words and "The end." in words
+    assert "**bold**" not in words and "# Heading" not in words and "```" not in words
+    child.sendline("/open other")
+    child.expect("other ›")
+    assert re.search(r"\x1b\[1m(\x1b\[[0-9;]*m)*there", child.before) and "**there**" not in child.before
+    child.sendline("/exit")
+    finish(child)
+    child = start("chat", "demo", NO_COLOR="1")
+    child.expect(PROMPT)
+    assert "Some **bold** text and `code`." in child.before and "- one\r\n- two" in child.before
+    assert not BOLD.search(child.before)
+    child.sendline("/exit")
+    finish(child)
+
+
+def _imported_at_prompt(chat_env, *args: str) -> list[str]:
+    """The rich, pygments and markdown-it modules ``gs chat ARGS`` imported when its first prompt is asked for."""
     probe = _AT_PROMPT.replace("m.startswith('gitsessions')", "m.split('.')[0] in ('rich', 'pygments', 'markdown_it')")
-    child = pexpect.spawn(sys.executable, ["-c", probe, "chat", "demo"], env=chat_env, dimensions=(24, 100),
+    child = pexpect.spawn(sys.executable, ["-c", probe, "chat", *args], env=chat_env, dimensions=(24, 100),
                           encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
     child.expect(r"IMPORTED (\[.*?\])")
-    assert eval(child.match.group(1)) == []  # a list literal printed by the child
-    child.expect(PROMPT)
+    modules = eval(child.match.group(1))  # a list literal printed by the child
+    child.expect("›")
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
+    return modules
+
+
+def test_rich_is_imported_after_the_chats_first_prompt_unless_a_recap_is_rendered(chat_env, gs):
+    gs("ask", "demo", "hi")
+    assert _imported_at_prompt(chat_env, "fresh") == []  # a new session: nothing to recap
+    assert _imported_at_prompt(chat_env, "demo", "--recap", "0") == []
+    assert "rich" in _imported_at_prompt(chat_env, "demo")  # its last exchange, rendered before the prompt
 
 
 @pytest.fixture

@@ -598,3 +598,15 @@ def test_lock_of_a_dead_process_is_taken_over(repo_path: Path):
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_a_folder_holding_part_of_a_repo_is_completed_into_one(repo_path: Path, git):
+    """A killed first save (or hooks/ put there first) left folders dulwich's init refused to
+    make again: every save of that repo then failed with an internal error."""
+    (repo_path / "hooks").mkdir(parents=True)
+    (repo_path / "refs" / "heads").mkdir(parents=True)
+    w = Writer(Stores(repo_path, reopen=False), "work")
+    w.save_turn("one")
+    git("fsck", "--strict")
+    assert git("log", "--format=%s", "work").strip() == "turn 1: one"
+    assert not (repo_path / "gs" / "init-staging").exists()

@@ -16,6 +16,8 @@ from test_pty import PROMPT, chat_env, chat_in_a_shell, finish, spawn_chat, spaw
 __all__ = ["chat_env", "spawn_chat", "spawn_gs"]  # fixtures shared with test_pty
 
 ALT_ENTER = "\x1b\r"
+#: The recap's label of a prompt, styled as gs show styles it (then the prompt).
+_YOU = r"you ›(\x1b\[[0-9;]*m)* "
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"  # what a terminal sends around a paste
 
 
@@ -159,7 +161,7 @@ def test_resuming_shows_the_last_exchange_and_recap_n_more(fake_api, spawn_gs, g
     child = spawn_gs("chat", "demo")
     child.expect_exact("/help for commands")
     child.expect_exact("── turn 2 ──")
-    child.expect_exact("you › the second question")
+    child.expect(_YOU + "the second question")
     child.expect_exact("echo: the second question")
     child.expect(PROMPT)
     assert "the first question" not in child.before
@@ -168,7 +170,7 @@ def test_resuming_shows_the_last_exchange_and_recap_n_more(fake_api, spawn_gs, g
 
     child = spawn_gs("chat", "demo", "--recap", "2")
     child.expect_exact("── turn 1 ──")
-    child.expect_exact("you › the first question")
+    child.expect(_YOU + "the first question")
     child.expect_exact("── turn 2 ──")
     child.expect(PROMPT)
     child.sendline("/exit")

@@ -9,9 +9,9 @@ def test_a_case_clash_names_the_real_id_instead_of_sending_the_user_round(gs):
     assert r.code == 0, r.err
     assert "use /open Work" not in r.out, r.out  # the advice that led back to the same refusal
     assert "error: session 'Work' already exists as 'work' (ids may not differ only by case); use /open work" in r.out
-    assert "already exists as 'work' (ids may not differ only by case); did you mean 'work'?" in r.out, r.out
-    r = gs("chat", "Work")
-    assert r.code == 1 and "did you mean 'work'?" in r.err, r.err
+    assert "error: no session 'Work'; did you mean 'work'?\n" in r.out, r.out  # /open: it is not there by that name
+    r = gs("chat", "WORK")
+    assert (r.code, r.err) == (1, "gs: no session 'WORK'; did you mean 'work'?\n")
     r = gs("fork", "work", "WORK")
     assert r.code == 1 and "already exists as 'work'" in r.err and "choose another id" in r.err, r.err
 
@@ -30,3 +30,17 @@ def test_restoring_what_is_not_archived_points_at_the_archived_list(gs):
     r = gs("restore", "nope")
     assert r.code == 1
     assert "no archived session 'nope'; archived: old ('gs list --archived' shows them)" in r.err, r.err
+
+
+def test_a_name_in_the_wrong_case_is_met_with_the_real_one(gs):
+    for sid in ("work", "hello"):
+        assert gs("ask", sid, "hi").code == 0
+    assert gs("rm", "hello").code == 0
+    r = gs("restore", "HELLO")
+    assert (r.code, r.err) == (1, "gs: no archived session 'HELLO'; did you mean 'hello'?\n")
+    assert gs("rename", "work", "Work").code == 0
+    for command in ("show", "log"):
+        r = gs(command, "work")
+        assert (r.code, r.err) == (1, "gs: no session 'work'; did you mean 'Work'?\n")
+    r = gs("show", "nope")
+    assert (r.code, r.err) == (1, "gs: no session 'nope'; sessions: Work\n")  # no near name: the list, as before

@@ -14,6 +14,7 @@ import email.utils
 import math
 import re
 import time
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
@@ -213,7 +214,7 @@ class OpenAIProvider:
                 return ProviderError(f"rate limited by {where} ({said}); {when}", status)
             if status >= 500:
                 return ProviderError(f"the server at {where} failed ({said}); try again later", status)
-            return ProviderError(f"the model API answered {said}", status)  # the API's own words say why
+            return ProviderError(f"the model API answered {said}{self._not_found(status, message)}", status)
         httpx = self._httpx()
         # The SDK wraps what httpx raised before the reply; mid-reply it comes as it is.
         cause = exc if isinstance(exc, self._httpx_errors()) else exc.__cause__ or exc
@@ -233,6 +234,20 @@ class OpenAIProvider:
         # An error event inside the stream, or another API failure.
         return ProviderError(f"the model API at {where} failed{' mid-reply' if started else ''}: "
                              f"{_one_line(exc)}{self._kept(kept)}")
+
+    def _not_found(self, status: int, message: str) -> str:
+        """The way out of a 404 that is the URL's fault: the API's own words say why otherwise.
+
+        A 404 naming the model is about the model (Ollama's "model ... not found"); any other
+        is most often a base URL without the API's version (``http://localhost:11434``,
+        not ``.../v1``), the path OpenAI-compatible servers serve the API under.
+        """
+        if status != 404 or self.model in message:
+            return ""
+        hint = f"; {_CHECK_URL}: OpenAI-compatible servers usually want one ending in /v1"
+        if self.base_url and not re.search(r"/v\d", urllib.parse.urlsplit(self.base_url).path):
+            hint += f", such as {self.base_url.rstrip('/')}/v1"
+        return hint
 
     def _lost(self, *, kept: bool) -> ProviderError:
         # The cause (a reset, a truncated body, a clean end without a finish) changes nothing

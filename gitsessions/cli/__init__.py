@@ -113,6 +113,15 @@ Examples:
 """
 
 
+class _ReaderGone(Exception):
+    """stdout's reader went away (``gs log | head``): :func:`run` makes it exit 0.
+
+    typer (as click) turns a closed pipe (``EPIPE``) into exit status 1, which means "no
+    match" to ``gs search``; raised in its place, this is not an ``OSError``, so it comes out
+    of typer to :func:`_run`.
+    """
+
+
 class _RootGroup(Group):
     """``gs`` itself: its commands listed under what they are for (git help's way)."""
 
@@ -123,6 +132,20 @@ class _RootGroup(Group):
         ("Share and sync", COMMANDS["remote"] + COMMANDS["share"]),
         ("Files and upkeep", COMMANDS["transfer"] + COMMANDS["admin"] + COMMANDS["hooks"] + ("help",)),
     )
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        """Parse ``gs``'s own options (``gs --help`` writes here); a closed stdout is :class:`_ReaderGone`."""
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            raise _ReaderGone() from None
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command (and its ``--help``); a closed stdout is :class:`_ReaderGone`."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _ReaderGone() from None
 
 
 def _use_help_classes(sub: typer.Typer) -> None:
@@ -227,31 +250,41 @@ def _run(args: Sequence[str] | None, prog_name: str | None) -> int:
     """:func:`run` without the record of a background run."""
     argv = list(sys.argv[1:] if args is None else args)
     debug = "--debug" in argv or bool(os.environ.get("GS_DEBUG"))
+    status = 0
     try:
         # args=None lets click read sys.argv itself (on Windows it also expands globs there).
         _command(*_command_of(argv))(args=None if args is None else argv, prog_name=prog_name)
     except SystemExit as exc:  # typer (click) always ends this way, with the status
-        return _status(exc.code)
+        status = _status(exc.code)
     except GitSessionsError as exc:
         err(f"gs: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
         err("gs: interrupted")
         return 130
-    except BrokenPipeError:
-        # The reader went away (gs log | head): not an error. Point stdout at /dev/null so
-        # that flushing it at exit does not fail again.
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):  # stdout is no file (captured in-process): nothing to flush
-            pass
+    except (BrokenPipeError, _ReaderGone):
+        # The reader went away (gs log | head) before the command ended: it wanted no more,
+        # which is no failure.
+        _drop_stdout()
         return 0
     except Exception as exc:  # last resort: never show a user a traceback unasked
         if debug:
             raise
         err(f"gs: unexpected error: {exc.__class__.__name__}: {exc} (run with --debug for details)")
         return EXIT_INTERNAL
-    return 0
+    try:
+        sys.stdout.flush()  # what print() left buffered, now: a reader gone is no failure here either
+    except BrokenPipeError:
+        _drop_stdout()
+    return status
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail again (a closed pipe)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (captured in-process): nothing to flush
+        pass
 
 
 @functools.cache

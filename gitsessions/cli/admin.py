@@ -67,7 +67,7 @@ def doctor(
     perm = privacy.sharing(path)
     found = privacy.exposed(path, perm)
     whom = "shared as its core.sharedRepository allows" if perm is not None else "private to you"
-    if not found.paths:
+    if not found.paths and not found.unshared:
         print(f"ok: the session repo {path} is {whom}" if path.exists() else f"ok: no session repo at {path} yet")
     elif fix:
         changed, failed = privacy.make_private(found)
@@ -77,8 +77,13 @@ def doctor(
             print(f"problem: could not change {where} ({why}); its owner can, or copy the repo to a place of yours")
     else:
         problems += 1
-        print(f"problem: other accounts can read {len(found.paths)} files and folders under {path} "
-              f"(such as {found.paths[0]}); fix with: {privacy.fix_advice(path, perm)}")
+        if found.paths:
+            print(f"problem: other accounts can read {len(found.paths)} files and folders under {path} "
+                  f"(such as {found.paths[0]}); fix with: {privacy.fix_advice(path, perm)}")
+        if found.unshared:
+            print(f"problem: the repo is shared (core.sharedRepository), but the group cannot use "
+                  f"{len(found.unshared)} files and folders made before (such as {found.unshared[0]}); "
+                  "fix with: gs doctor --fix")
     config = c.config
     if not key_file_exposed(config):
         print(f"ok: {config.path} holds no API key others can read")

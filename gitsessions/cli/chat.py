@@ -20,6 +20,7 @@ from ..store import GitStore
 from .admin import pack_in_background
 from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
+from .rendered import recap_drawer
 from .stream import rendered_replies
 
 if TYPE_CHECKING:
@@ -160,12 +161,14 @@ def chat(
                 shown.append(lambda: provider.start(then=gc.enable))
             else:
                 gc.enable()
+            render = c.config.render and not raw
             repl = Repl(store, keys.guard(provider) if keys else provider, sid,
                         read_line=read_line, write=write, new_header=_header, system=c.config.system,
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                         warnings=c.warnings, wait=c.lock_wait(wait),
-                        reply=rendered_replies(c.output, c.config.render and not raw) if interactive else None,
-                        recap=(1 if interactive else 0) if recap is None else recap, **faces)
+                        reply=rendered_replies(c.output, render) if interactive else None,
+                        recap=(1 if interactive else 0) if recap is None else recap,
+                        draw_recap=recap_drawer(c.output, render) if interactive else None, **faces)
             built.append(repl)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "

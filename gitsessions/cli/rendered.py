@@ -1,4 +1,4 @@
-"""``gs show`` and ``gs log -p`` on a terminal: replies rendered as markdown, as the chat shows them.
+"""``gs show``, ``gs log -p`` and the chat's recap on a terminal: replies rendered as markdown, as the chat shows them.
 
 The words and their order are :func:`gitsessions.render.transcript_lines` (``gs show``) and
 :func:`gitsessions.render.compact_lines` (``gs log -p``, one block per item); here the
@@ -10,18 +10,19 @@ never held whole as rendered text.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ..render import COMPACT_TOOL_CHARS, compact_lines, terminal_safe, transcript_item
 from ..text import clip, fold
-from .stream import _Block
+from .stream import _Block, renders
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from .. import view
     from ..events import Event
+    from ..recap import Entry
     from .output import Output
 
 
@@ -108,3 +109,38 @@ def compact(items: Iterable[view.Item], out: Output, indent: str = "    ") -> st
                 text.stylize("cyan", len(indent), len(indent) + len(label) + 1)
             console.print(text, no_wrap=True, overflow="ellipsis" if style else "fold")
     return _take(buffer)
+
+
+def recap_drawer(out: Output, render: bool) -> Callable[[Sequence[Entry]], None] | None:
+    """What shows the chat's recap (:mod:`gitsessions.recap`) on this terminal, or None for plain lines.
+
+    Rendered as the chat renders its replies (:func:`.stream.renders`). rich is imported
+    by the first recap drawn: only a session with turns pays for it before the first prompt.
+    """
+    if not renders(out, render):
+        return None
+
+    def draw(entries: Sequence[Entry]) -> None:
+        recap(entries, out.console())
+
+    return draw
+
+
+def recap(entries: Sequence[Entry], console: Console) -> None:
+    """Print a recap's ``entries`` on ``console``, styled as ``gs show``'s transcript is.
+
+    Replies are markdown, rendered as the chat rendered them; the turn's rule is bold, the
+    prompt's label coloured, tool calls and notes dimmed, an interrupted reply said in yellow.
+    """
+    from rich.text import Text
+
+    styles = {"turn": "bold", "more": "dim", "mark": "yellow", "tool": "dim", "ended": "dim"}
+    for kind, raw in entries:
+        safe = terminal_safe(raw)
+        if kind == "reply":
+            console.print(_Block(safe, gap=False))
+            continue
+        text = Text(safe, style=styles.get(kind, ""))
+        if kind == "prompt":
+            text.stylize("bold cyan", 0, len(safe.partition(" › ")[0]) + 2)
+        console.print(text)

@@ -318,14 +318,21 @@ def _rstrip(line: list[Any]) -> list[Any]:
     return line
 
 
-def rendered_replies(out: Output, render: bool) -> Callable[[], ReplyView] | None:
-    """What shows each reply of a chat on this terminal: rendered markdown, or None for plain text.
+def renders(out: Output, render: bool) -> bool:
+    """True when the chat renders what the model wrote as markdown (its replies, the recap).
 
-    Rendered when ``render`` (config ``render:``, not ``--raw``) and colour is on for stdout
-    (a terminal; no ``NO_COLOR``, ``--no-color``, ``TERM=dumb``). rich is imported by the
-    first reply, not here.
+    When ``render`` (config ``render:``, not ``--raw``) and colour is on for stdout (a
+    terminal; no ``NO_COLOR``, ``--no-color``, ``TERM=dumb``).
     """
-    if not (render and out.color()):
+    return render and out.color()
+
+
+def rendered_replies(out: Output, render: bool) -> Callable[[], ReplyView] | None:
+    """What shows each reply of a chat on this terminal: rendered markdown (:func:`renders`), or None for plain text.
+
+    rich is imported by the first reply, not here.
+    """
+    if not renders(out, render):
         return None
     consoles: list[Console] = []
 

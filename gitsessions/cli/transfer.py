@@ -12,6 +12,7 @@ import typer
 
 from .. import __version__, transfer
 from ..history import read_revision
+from ..render import plural
 from ..tree import rev_or_current
 from ..turns import turn_count
 from .common import Context, err, short
@@ -102,10 +103,6 @@ _SAID = {"new": "imported {sid} ({turns}) from {what}; open it with: gs chat {si
          "fork": "{sid}: a branch of {what} ({turns} of its own)"}
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
 @app.command("import")
 def import_(
     ctx: typer.Context,
@@ -159,7 +156,7 @@ def import_(
         for sid, commit, item in result.imported:
             n = turn_count(item.events)
             sessions, turns = sessions + 1, turns + n
-            err(f"imported {sid} ({_plural(n, 'turn')}, commit {short(commit)}) from {source}; "
+            err(f"imported {sid} ({plural(n, 'turn')}, commit {short(commit)}) from {source}; "
                 f"open it with: gs chat {sid}")
             for note in item.notes:
                 err(f"  note: {note}")
@@ -169,7 +166,7 @@ def import_(
             for sid, how, n in outcomes:
                 if how != "same":
                     sessions, turns = sessions + 1, turns + n
-                    err(_SAID[how].format(sid=sid, turns=_plural(n, "turn"), what=what))
+                    err(_SAID[how].format(sid=sid, turns=plural(n, "turn"), what=what))
                     print(sid)
             if any(how != "same" for _, how, _ in outcomes):
                 for note in conv.notes:
@@ -184,7 +181,7 @@ def import_(
         if result.clashes:
             failed += 1
     if len(files) > 1 or failed or sessions != 1:
-        err(f"{_plural(len(files), 'file')}{f' ({failed} failed)' if failed else ''}, {_plural(sessions, 'session')} "
-            f"written, {_plural(turns, 'turn')}, {skipped} skipped")
+        err(f"{plural(len(files), 'file')}{f' ({failed} failed)' if failed else ''}, {plural(sessions, 'session')} "
+            f"written, {plural(turns, 'turn')}, {skipped} skipped")
     if failed:
         raise typer.Exit(1)

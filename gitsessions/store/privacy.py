@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -111,23 +111,31 @@ class Exposed:
     Attributes:
         paths: the paths, folders first as found.
         allowed: the group and other bits the repo's sharing allows.
+        unshared: of a shared repo, the paths that lack what git's sharing gives the group
+            (made before the repo was shared).
+        perm: the repo's sharing.
     """
 
     paths: tuple[Path, ...]
     allowed: int
+    unshared: tuple[Path, ...] = ()
+    perm: SharedPerm | None = None
 
 
-def _over(paths: Iterable[Path], allowed: int) -> list[Path]:
-    """The ``paths`` whose group or other bits go beyond ``allowed`` (symbolic links skipped)."""
-    found = []
+def _stats(paths: Iterable[Path]) -> Iterator[tuple[Path, os.stat_result]]:
+    """Each of ``paths`` that is there and no symbolic link, with its ``lstat``."""
     for path in paths:
         try:
             st = os.lstat(path)
         except OSError:
             continue
-        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077 & ~allowed:
-            found.append(path)
-    return found
+        if not stat.S_ISLNK(st.st_mode):
+            yield path, st
+
+
+def _over(paths: Iterable[Path], allowed: int) -> list[Path]:
+    """The ``paths`` whose group or other bits go beyond ``allowed`` (symbolic links skipped)."""
+    return [path for path, st in _stats(paths) if stat.S_IMODE(st.st_mode) & 0o077 & ~allowed]
 
 
 def exposed(repo_path: Path, perm: SharedPerm | None, *, walk: bool = True) -> Exposed:
@@ -144,14 +152,34 @@ def exposed(repo_path: Path, perm: SharedPerm | None, *, walk: bool = True) -> E
         What is exposed.
     """
     allowed = allowed_bits(perm)
+    repo_path = repo_path.resolve()  # a repo reached through a symbolic link: its own folder counts
     if not repo_path.is_dir():
-        return Exposed((), allowed)
-    paths: Iterable[Path]
+        return Exposed((), allowed, perm=perm)
+    paths: list[Path]
     if walk:
-        paths = (Path(root, name) for root, _dirs, files in os.walk(repo_path) for name in ("", *files))
+        paths = [Path(root, name) for root, _dirs, files in os.walk(repo_path) for name in ("", *files)]
     else:
-        paths = (repo_path, *(repo_path / name for name in ("objects", "refs", "logs", "gs")))
-    return Exposed(tuple(_over(paths, allowed)), allowed)
+        paths = [repo_path, *(repo_path / name for name in ("objects", "refs", "logs", "gs"))]
+    unshared = tuple(_under(paths, perm)) if perm is not None and walk else ()
+    return Exposed(tuple(_over(paths, allowed)), allowed, unshared, perm)
+
+
+def _shared_mode(mode: int, is_dir: bool, perm: SharedPerm) -> int:
+    """The mode git's sharing gives a path of ``mode`` (dulwich's ``adjust_shared_perm``, computed)."""
+    from dulwich.file import calc_shared_perm
+
+    new = calc_shared_perm(mode, perm)
+    if is_dir:
+        new |= (new & 0o444) >> 2
+        if new & 0o060:
+            new |= stat.S_ISGID
+    return new
+
+
+def _under(paths: Iterable[Path], perm: SharedPerm) -> list[Path]:
+    """The ``paths`` lacking bits git's sharing ``perm`` gives them (symbolic links skipped)."""
+    return [path for path, st in _stats(paths)
+            if _shared_mode(stat.S_IMODE(st.st_mode), stat.S_ISDIR(st.st_mode), perm) & ~stat.S_IMODE(st.st_mode)]
 
 
 def tighten_packs(repo: Repo) -> None:
@@ -171,7 +199,10 @@ def tighten_packs(repo: Repo) -> None:
 
 
 def make_private(found: Exposed) -> tuple[int, list[tuple[Path, str]]]:
-    """Take from each of ``found.paths`` the group and other bits its sharing does not allow.
+    """Give the paths of ``found`` what the repo's sharing says: no more, and no less.
+
+    Each of ``found.paths`` loses the group and other bits its sharing does not allow; each of
+    ``found.unshared`` gains what the sharing gives it.
 
     A path that cannot be changed (another account's file, a read-only disk) is passed over
     and named, with why; the others are changed all the same.
@@ -180,10 +211,13 @@ def make_private(found: Exposed) -> tuple[int, list[tuple[Path, str]]]:
         ``(changed, failed)``: how many paths were changed, and ``(path, reason)`` of each not.
     """
     changed, failed = 0, []
-    for path in found.paths:
+    for path in dict.fromkeys((*found.paths, *found.unshared)):
         try:
-            mode = stat.S_IMODE(os.lstat(path).st_mode)
-            os.chmod(path, mode & ~(0o077 & ~found.allowed))
+            st = os.lstat(path)
+            mode = stat.S_IMODE(st.st_mode) & ~(0o077 & ~found.allowed)
+            if found.perm is not None:  # and what a repo shared after its files were made lacks
+                mode = _shared_mode(mode, stat.S_ISDIR(st.st_mode), found.perm) & ~(0o077 & ~found.allowed)
+            os.chmod(path, mode)
             changed += 1
         except OSError as exc:
             failed.append((path, exc.strerror or str(exc)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -73,7 +74,11 @@ def init_repo(path: Path) -> Repo:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if not is_repo(path):
-            repo = Repo.init_bare(str(path), mkdir=False)
+            # Made aside and moved in, HEAD last (what makes it a repo): a folder a killed
+            # init left half made (or holding hooks/ already) is completed, not refused forever.
+            staging = path / "gs" / "init-staging"
+            shutil.rmtree(staging, ignore_errors=True)
+            repo = Repo.init_bare(str(staging), mkdir=True)
             config = repo.get_config()
             for key, value in INIT_CONFIG.items():
                 config.set((b"core",), key, value)
@@ -81,6 +86,10 @@ def init_repo(path: Path) -> Repo:
             config.set((b"core",), b"logAllRefUpdates", b"true")
             config.write_to_path()
             repo.close()
+            for name in sorted(os.listdir(staging), key=lambda n: n == "HEAD"):
+                if not (path / name).exists():
+                    os.rename(staging / name, path / name)
+            shutil.rmtree(staging, ignore_errors=True)
     finally:
         os.close(fd)
     return Repo(str(path))  # reopen so the object store reads the settings
