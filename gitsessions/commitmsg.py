@@ -82,7 +82,8 @@ class Trailers:
     Attributes:
         session: ``Session``: the session the commit was made in.
         turn: ``Turn``: the number of the last turn started (0 before the first).
-        model: ``Model``: the model of the last reply saved in this commit.
+        model: ``Model``: the model of the last reply saved in this commit (or that a ``session/model`` chose).
+        tokens: ``Tokens``: the prompt and completion tokens of the requests whose replies this commit saved.
         events: ``Events: a-b``: the seq range (inclusive) this commit added.
         messages: ``Messages``: how many messages the model would see.
         title: ``Title``: the session title (at most :data:`TITLE_TRAILER_MAX` characters).
@@ -93,6 +94,7 @@ class Trailers:
     session: str | None = None
     turn: int | None = None
     model: str | None = None
+    tokens: int | None = None
     events: tuple[int, int] | None = None
     messages: int | None = None
     title: str | None = None
@@ -116,8 +118,8 @@ class Trailers:
             except ValueError:
                 pass
         return cls(session=get("Session") or None, turn=_int(get("Turn")), model=get("Model") or None,
-                   events=events, messages=_int(get("Messages")), title=get("Title") or None,
-                   forked_from=lineage, imported_from=get("Imported-From") or None)
+                   tokens=_int(get("Tokens")), events=events, messages=_int(get("Messages")),
+                   title=get("Title") or None, forked_from=lineage, imported_from=get("Imported-From") or None)
 
     def format(self) -> dict[str, str]:
         """Return the trailers as git writes them, in gs's order (missing values left out)."""
@@ -128,6 +130,8 @@ class Trailers:
             out["Turn"] = str(self.turn)
         if self.model:
             out["Model"] = self.model
+        if self.tokens is not None:
+            out["Tokens"] = str(self.tokens)
         if self.events is not None:
             out["Events"] = f"{self.events[0]}-{self.events[1]}"
         if self.messages is not None:

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
 from .commitmsg import CommitMessage, Trailers
 from .errors import InvalidSessionId, SessionExists
+from .request import options_text
 from .text import case_variant
-from .transcript import derived
+from .transcript import Derivation, derived
+from .usage import tokens_of
 
 if TYPE_CHECKING:
     from .events import Event
@@ -241,6 +243,15 @@ class Lineage:
         return f"{self.session_id}@{self.commit}"
 
 
+#: The subject of a save that changes a setting, from the log after it.
+_SETTINGS: dict[str, Callable[[Derivation], str]] = {
+    "session/title": lambda log: f"title: {log.title}",
+    "session/system": lambda log: f"system prompt: {log.system or '(none)'}",
+    "session/model": lambda log: f"model: {log.model}",
+    "session/options": lambda log: f"options: {options_text(log.options) or '(the server defaults)'}",
+}
+
+
 #: What kind of save a commit is: a turn (or any save of new events, a recovery too), an
 #: import, or a fork (a new branch on an existing commit, adding no events).
 SaveKind = Literal["turn", "import", "fork"]
@@ -255,7 +266,8 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
     nothing here can bring a secret back into history.
 
     Subjects (design.md): a turn ``turn N: <first line of the prompt>``, else ``title: T``,
-    ``system prompt: S``, ``undo: turn N`` or ``save: <event types>``; an import ``import: <source>``; a fork
+    ``system prompt: S``, ``model: M``, ``options: temperature=0.2``, ``undo: turn N`` or
+    ``save: <event types>``; an import ``import: <source>``; a fork
     ``fork: <id> from <source or session> at <short commit>[ (<why>)]``. Trailers: see
     :class:`Trailers` (a fork adds no events, so it has no ``Events`` and no ``Model``).
 
@@ -299,17 +311,20 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
             first, prompt = prompts[0]
             numbers = f"turn {first}" if prompts[-1][0] == first else f"turns {first}-{prompts[-1][0]}"
             subject = f"{numbers}: " + (prompt.strip().split("\n", 1)[0] or "(empty prompt)")
-        elif named := next((e.type for e in new if e.type in ("session/title", "session/system")), None):
-            subject = f"title: {title}" if named == "session/title" else f"system prompt: {log.system or '(none)'}"
+        elif named := next((e.type for e in new if e.type in _SETTINGS), None):
+            subject = _SETTINGS[named](log)
         elif any(e.type == "session/undo" for e in new):
             subject = "undo: turn " + ", ".join(str(e.data.get("turn")) for e in new if e.type == "session/undo")
         else:
             subject = "save: " + ", ".join(sorted({e.type for e in new}))
-    models = [e.data.get("model") for e in new if e.type == "assistant/message" and e.data.get("model")]
+    models = [e.data.get("model") for e in new if e.type in ("assistant/message", "session/model")
+              and e.data.get("model")]
+    tokens = tokens_of(new)
     trailers = Trailers(
         session=session_id,
         turn=turn,
         model=str(models[-1]) if models else None,
+        tokens=tokens.total if tokens.requests else None,
         events=(new[0].seq, new[-1].seq) if new else None,
         messages=len(log.messages()),
         title=title or None,
