@@ -6,7 +6,7 @@ Keys (all optional)::
     api_key: sk-...            # overridden by OPENAI_API_KEY
     base_url: https://.../v1   # overridden by OPENAI_BASE_URL; http:// or https://
     model: gpt-4o-mini         # overridden by OPENAI_MODEL
-    system: You are terse.     # for a session that saved none (gs ask -s); not stored
+    system: You are terse.     # for a session that saved none (gs ask -s, gs chat -s save one); not stored
     max_steps: 8               # model requests per turn before it stops
     timeout: 120               # seconds the model may stay silent before the request fails
     max_retries: 2             # retries of a request that failed before its reply began
