@@ -128,3 +128,24 @@ def test_the_footer_after_each_reply_says_model_context_and_session_tokens(store
         "1,000 tokens this session",
         "fake-model · context 50% of 4,000 · 3,000 tokens this session",
     ]
+
+
+def test_a_model_that_cannot_call_tools_is_offered_none(store, fake_api):
+    """The embedded SmolLM2 never calls tools (issue 15, item 6): its requests carry none."""
+    for calls_tools, offered in ((True, True), (False, False)):
+        fake_api.reset()
+        lines = iter(["hi"])
+        provider = OpenAIProvider("gpt-4o-mini", "k", fake_api.base_url, calls_tools=calls_tools)
+        Repl(store, provider, f"tools-{calls_tools}", read_line=lambda _p: next(lines, None), write=lambda _t: None,
+             new_header=lambda sid: make_header(sid, created=1)).run()
+        assert ("tools" in _body(fake_api)) is offered
+
+
+def test_the_user_who_asked_for_tools_is_told_the_model_cannot_call_them():
+    from gitsessions.request import offered_tools
+
+    tools = [{"type": "function", "function": {"name": "read_file"}}]
+    assert offered_tools(True, tools, asked=True) == (tools, None)
+    assert offered_tools(False, tools) == ([], None)  # nothing asked: nothing to say
+    none, note = offered_tools(False, tools, asked=True)
+    assert none == [] and note is not None and "cannot call tools" in note
