@@ -136,7 +136,8 @@ def test_a_model_that_cannot_call_tools_is_offered_none(store, fake_api):
         fake_api.reset()
         lines = iter(["hi"])
         provider = OpenAIProvider("gpt-4o-mini", "k", fake_api.base_url, calls_tools=calls_tools)
-        Repl(store, provider, f"tools-{calls_tools}", read_line=lambda _p: next(lines, None), write=lambda _t: None,
+        Repl(store, provider, f"tools-{calls_tools}", read_line=lambda _p, lines=lines: next(lines, None),
+             write=lambda _t: None,
              new_header=lambda sid: make_header(sid, created=1)).run()
         assert ("tools" in _body(fake_api)) is offered
 
