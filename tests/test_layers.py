@@ -46,6 +46,7 @@ MODULES = {
     "gitsessions.repl": "face",
     "gitsessions.slash": "face",
     "gitsessions.slash_compact": "face",
+    "gitsessions.slash_settings": "face",
     "gitsessions.session": "services",
     "gitsessions.forking": "services",
     "gitsessions.recovery": "services",

@@ -15,7 +15,7 @@ it returns what to tell the user.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +121,8 @@ def request_tokens(events: Sequence[Event], prompt: str = "") -> int:
     return tokens_of(derived(events).messages()) + asked
 
 
-def compact(session: Session, provider: Provider, instructions: str = "", *, auto: bool = False) -> Compacted:
+def compact(session: Session, provider: Provider, instructions: str = "", *, model: str | None = None,
+            auto: bool = False) -> Compacted:
     """Ask the model for a summary of the session so far and save it as a ``compaction/summary``.
 
     The request is what the model sees now (the system prompt too) and then :data:`PROMPT`
@@ -133,6 +134,8 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, aut
         session: the open session, between turns.
         provider: the model to ask (the chat's).
         instructions: what the user wants the summary to keep or focus on (``""``: nothing).
+        model: the model the request names (the session's ``session/model`` or the run's
+            ``-m``; None: the provider's).
         auto: the compaction was automatic (the window was filling), not asked for.
 
     Returns:
@@ -157,9 +160,9 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, aut
     if session.redactor is not None:  # text the model is sent enters the session's way: redacted
         instructions = session.redactor.text(instructions)
     ask = PROMPT + (f"\n\nAlso: {instructions.strip()}" if instructions.strip() else "")
-    completion = _ask(provider, [*log.messages(), {"role": "user", "content": ask}])
+    completion = _ask(provider, [*log.messages(), {"role": "user", "content": ask}], model)
     data: dict[str, Any] = {"summary": completion.content, "through": through,
-                            "model": completion.model or provider.model, "usage": completion.usage}
+                            "model": completion.model or model or provider.model, "usage": completion.usage}
     if instructions.strip():
         data["instructions"] = instructions.strip()
     if auto:
@@ -169,12 +172,16 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, aut
     return Compacted(commit, through, (live[0], live[-1]) if live else (0, 0), len(seen), summary)
 
 
-def _ask(provider: Provider, messages: list[dict[str, Any]]) -> Completion:
-    """Stream one request to its end; return its completion, which must hold a whole summary."""
+def _ask(provider: Provider, messages: list[dict[str, Any]], model: str | None) -> Completion:
+    """Stream one request to its end; return its completion, which must hold a whole summary.
+
+    No request options are sent: a ``max_tokens`` set for replies would cut the summary.
+    """
     from .wire import Completion
 
     completion = Completion()  # none at all: no summary
-    stream = provider.stream(messages, None)
+    request: dict[str, Any] = {"model": model} if model else {}  # as the loop names one: only when set
+    stream = provider.stream(messages, None, **request)
     try:
         for item in stream:
             if isinstance(item, Completion):
@@ -197,34 +204,35 @@ class AutoCompact:
     Attributes:
         share: the share of the model's context window a request may fill (config
             ``compact_at``, default 0.8).
-        window: the context window of a model, in tokens, by its name (None: unknown, and
-            then there is no automatic compaction: ``/compact`` still works).
     """
 
     share: float
-    window: Callable[[str], int | None]
 
-    def before_turn(self, session: Session, provider: Provider, prompt: str) -> str | None:
+    def before_turn(self, session: Session, provider: Provider, prompt: str, window: int | None, *,
+                    model: str | None = None) -> str | None:
         """Compact the session first when sending ``prompt`` would pass the share of the window.
 
         Args:
             session: the open session, between turns.
             provider: the model the turn goes to.
             prompt: the turn's prompt.
+            window: the model's context window, tokens (None: unknown, and then nothing is
+                compacted automatically: ``/compact`` still is; see :func:`gitsessions.usage.context_window`).
+            model: the model the turn's requests name (None: the provider's).
 
         Returns:
             The one line to tell the user (what was compacted, or why it was not and that the
             request goes as it is), or None when the request is within the share.
         """
-        window = self.window(provider.model)
         if not window:
             return None
         used = request_tokens(session.events, prompt)
         if used <= self.share * window:
             return None
-        why = f"the request would hold ~{used:,} tokens, {used / window:.0%} of {provider.model}'s {window:,}"
+        name = model or provider.model
+        why = f"the request would hold ~{used:,} tokens, {used / window:.0%} of {name}'s {window:,}"
         try:
-            done = compact(session, provider, auto=True)
+            done = compact(session, provider, model=model, auto=True)
         except NothingToSave:
             return f"{why}; nothing is left to compact"
         except ProviderError as exc:
@@ -234,18 +242,6 @@ class AutoCompact:
         return f"{why}: {done.line()}"
 
 
-def config_window(config: Config, model: str) -> int | None:
-    """The context window config names for ``model`` (``models: {NAME: {context: N}}``), else None.
-
-    The window as config says it; the server's (llama.cpp's ``/props``) is not asked here.
-    """
-    entry = config.models.get(model)
-    value = entry.get("context") if isinstance(entry, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
 def auto_compaction(config: Config) -> AutoCompact | None:
     """The automatic compaction config asks for (None: ``compact_at: false``)."""
-    if config.compact_at is None:
-        return None
-    return AutoCompact(config.compact_at, lambda model: config_window(config, model))
+    return None if config.compact_at is None else AutoCompact(config.compact_at)
