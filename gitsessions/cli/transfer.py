@@ -83,6 +83,7 @@ class ImportFormat(str, Enum):
     messages = "messages"
     geekagent = "geekagent"
     chatgpt = "chatgpt"
+    claude_code = "claude-code"
 
 
 def _read_file(file: str) -> tuple[str, bytes]:
@@ -111,7 +112,7 @@ def import_(
                                               metavar="ID")] = None,
     fmt: Annotated[ImportFormat, typer.Option(
         "--from", metavar="FORMAT",
-        help="What the files are: auto (detect from the content), gs, messages, geekagent or chatgpt.",
+        help="What the files are: auto (detect from the content), gs, messages, geekagent, chatgpt or claude-code.",
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Keep local paths (the working directory) in the "
                                              "headers of imported conversations.")] = False,
@@ -120,9 +121,10 @@ def import_(
 
     Reads gs's own jsonl and json exports (kept event for event), a chat-completions
     messages array (or an object with "messages"), GeekAgent's .geekagent/sessions.json
-    (every non-empty session keeps its id) and ChatGPT's data export (conversations.json,
+    (every non-empty session keeps its id), ChatGPT's data export (conversations.json,
     or the export .zip: each turn a commit dated when it was said, every edited or
-    regenerated branch a fork). Each file is checked whole before anything of it is
+    regenerated branch a fork) and Claude Code's transcripts (each rewound branch a fork,
+    each sub-agent a session of its own). Each file is checked whole before anything of it is
     written; a taken id is never overwritten. Importing a conversation again adds only
     what is new (nothing, new turns, or new branches as forks). Prints the id of each
     session written on stdout; the exit status is 1 when any file failed.
@@ -131,6 +133,7 @@ def import_(
         gs import .geekagent/sessions.json
         gs import work.jsonl --as work-copy
         gs import ~/Downloads/chatgpt-export.zip
+        gs import ~/.claude/projects/*/*.jsonl
         gs import - < chat.json
     """
     c: Context = ctx.obj
