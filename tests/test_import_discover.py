@@ -1,0 +1,57 @@
+"""``gs import --from TOOL`` without a file: the tool's own folder, found as the tool finds it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_import_claude_code import AGENT, MAIN, REWOUND, SESSION, _lines, _write
+
+from gitsessions.transfer import claude_code
+
+
+def _claude_dir(root: Path) -> Path:
+    """A Claude Code folder as 2.1 lays it out: a project, its session, the session's sub-agent."""
+    project = root / "projects" / "-home-dev-proj"
+    _write(project / f"{SESSION}.jsonl", [line for line in _lines() if not line.get("isSidechain")])
+    _write(project / SESSION / "subagents" / "agent-a9f3.jsonl", [line for line in _lines() if line.get("isSidechain")])
+    _write(project / "0a0a0a0a-0000-4000-8000-000000000000.jsonl",
+           [{"type": "summary", "summary": "An old chat", "leafUuid": "gone"}])  # titles alone: nothing to import
+    return root
+
+
+def test_claude_code_default_paths_honour_its_config_dir_and_put_sessions_first(tmp_path):
+    root = _claude_dir(tmp_path / "elsewhere")
+    home = tmp_path / "home"
+    found = claude_code.default_paths({"CLAUDE_CONFIG_DIR": str(root)}, home)
+    assert [p.relative_to(root / "projects").as_posix() for p in found] == [
+        "-home-dev-proj/0a0a0a0a-0000-4000-8000-000000000000.jsonl",
+        f"-home-dev-proj/{SESSION}.jsonl",
+        f"-home-dev-proj/{SESSION}/subagents/agent-a9f3.jsonl",
+    ]
+    assert claude_code.default_paths({}, home) == []  # no ~/.claude: nothing, not an error here
+    _claude_dir(home / ".claude")
+    assert len(claude_code.default_paths({}, home)) == 3
+
+
+def test_from_claude_code_without_a_file_reads_its_folder_and_says_what_it_found(gs, git, tmp_path):
+    root = _claude_dir(tmp_path / "claude")
+    r = gs("import", "--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(root)})
+    assert r.code == 0, r.err
+    assert f"found 3 Claude Code transcripts in {root / 'projects'}" in r.err
+    assert r.out.split() == [MAIN, REWOUND, AGENT]
+    assert "3 files, 3 sessions written, 5 turns, 1 skipped" in r.err
+    turn2 = git("rev-parse", f"{MAIN}~1").strip()
+    assert f"Forked-From: {MAIN}@{turn2}" in git("log", "-1", "--format=%B", AGENT)  # its session came first
+    r = gs("import", "--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(root)})
+    assert r.code == 0 and r.out == "" and "nothing new" in r.err
+    git("fsck", "--strict")
+
+
+def test_without_the_tool_folder_or_a_file_the_user_is_told_what_to_do(gs, repo_path, tmp_path):
+    r = gs("import", "--from", "claude-code")  # HOME has no .claude
+    assert r.code == 1 and "no Claude Code folder here" in r.err and "set CLAUDE_CONFIG_DIR" in r.err, r.err
+    r = gs("import")
+    assert r.code == 2 and "name the FILEs to import" in r.err and "--from claude-code" in r.err
+    r = gs("import", "--from", "chatgpt")
+    assert r.code == 2 and "name the FILEs to import" in r.err
+    assert not repo_path.exists()
