@@ -1,12 +1,22 @@
-"""``gs import --from TOOL`` without a file: the tool's own folder, found as the tool finds it."""
+"""``gs import --from TOOL`` without a file: the tool's own folder, found as the tool finds it;
+and ``gs import --watch`` (a real process, stopped with SIGINT as Ctrl+C stops it)."""
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import time
 from pathlib import Path
 
-from test_import_claude_code import AGENT, MAIN, REWOUND, SESSION, _lines, _write
+import pytest
+from conftest import GS
+from test_import_claude_code import AGENT, GROWTH, MAIN, REWOUND, SESSION, _lines, _said, _write
 
 from gitsessions.transfer import claude_code
+
+#: How long a test waits for the watching process to do what it should (a timeout, no figure).
+WAIT_S = 60
 
 
 def _claude_dir(root: Path) -> Path:
@@ -55,3 +65,73 @@ def test_without_the_tool_folder_or_a_file_the_user_is_told_what_to_do(gs, repo_
     r = gs("import", "--from", "chatgpt")
     assert r.code == 2 and "name the FILEs to import" in r.err
     assert not repo_path.exists()
+
+
+@pytest.fixture
+def watcher(tmp_path):
+    """Start ``gs import --watch ...`` in a process; returns (proc, log path)."""
+    started = []
+
+    def start(*args, env=None):
+        import os
+
+        log = tmp_path / f"watch-{len(started)}.log"
+        proc = subprocess.Popen([*GS, "import", "--watch", *args], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log.open("w"), env={**os.environ, **(env or {})})
+        started.append(proc)
+        return proc, log
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_for(what, check):
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _stop(proc, log) -> list[str]:
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=WAIT_S) == 0, log.read_text()
+    lines = log.read_text().splitlines()
+    assert lines[-1] == "gs: stopped importing", lines
+    return lines
+
+
+def _tip(repo: Path, ref: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", ref],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_watch_imports_a_transcript_as_it_grows_and_a_new_one(gs_env, repo_path, tmp_path, watcher):
+    root = _claude_dir(tmp_path / "claude")
+    proc, log = watcher("--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(root)})
+    _wait_for("the first import", lambda: "importing again as" in log.read_text())
+    tip = _tip(repo_path, MAIN)
+    path = root / "projects" / "-home-dev-proj" / f"{SESSION}.jsonl"
+    with path.open("a", encoding="utf-8") as f:  # Claude Code appends a turn
+        for line in GROWTH:
+            f.write(json.dumps(line) + "\n")
+    _wait_for("the new turn", lambda: f"{MAIN}: 1 turn new" in log.read_text())
+    assert _tip(repo_path, f"{MAIN}^") == tip
+    other = "1b1b1b1b-0000-4000-8000-000000000000"
+    new = [_said("n-1", None, "user", "A new chat", 20, sessionId=other),
+           _said("n-2", "n-1", "assistant", "Hello.", 21, sessionId=other)]
+    _write(root / "projects" / "-home-dev-other" / f"{other}.jsonl", new)  # a new project, a new session
+    _wait_for("the new session", lambda: "imported a-new-chat-" in log.read_text())
+    lines = _stop(proc, log)
+    assert not any(line.startswith("gs:") and "stopped" not in line and "importing again" not in line
+                   for line in lines), lines
+    assert subprocess.run(["git", "-C", str(repo_path), "fsck", "--strict"]).returncode == 0
+
+
+def test_watch_refuses_stdin(gs):
+    r = gs("import", "--watch", "-")
+    assert r.code == 2 and "stdin" in r.err

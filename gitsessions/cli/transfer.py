@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -190,6 +191,48 @@ def _discovered(fmt: str) -> list[str]:
     return [str(p) for p in paths]
 
 
+def _stats(files: list[str]) -> dict[str, tuple[int, int]]:
+    out = {}
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        out[f] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _watch(roots: list[Path], wanted: Callable[[], list[str]], again: Callable[[list[str]], None]) -> None:
+    """Import again each file of ``wanted()`` that changed, whenever something changes under ``roots``, until Ctrl+C.
+
+    Which files changed is judged by their size and time, not by the events alone: a file
+    written at once into a folder just made can come before the folder is watched.
+
+    Args:
+        roots: the folders watched (with ``watchfiles``, as ``gs sync --watch`` watches the repo).
+        wanted: the files to import, in order (asked again on each change: a new transcript counts).
+        again: imports the changed files and says what they gave.
+    """
+    import watchfiles
+
+    seen = _stats(wanted())
+    try:
+        ready = False
+        for changes in watchfiles.watch(*roots, debounce=500, rust_timeout=1000, yield_on_timeout=True):
+            if not changes and ready:
+                continue
+            now = _stats(wanted())
+            todo = [f for f, stat in now.items() if seen.get(f) != stat]
+            seen = now
+            if todo:
+                again(todo)
+            if not ready:  # watching now (what changed since the first import was taken up above)
+                ready = True
+                err(f"gs: importing again as {', '.join(str(r) for r in roots)} change; Ctrl+C stops")
+    except KeyboardInterrupt:
+        err("gs: stopped importing")
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
@@ -204,6 +247,8 @@ def import_(
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Keep local paths (the working directory) in the "
                                              "headers of imported conversations.")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="Keep importing the files (or the tool's folder) as they "
+                                        "change, until Ctrl+C.")] = False,
 ) -> None:
     """Import sessions from files; the format is detected from the content.
 
@@ -224,16 +269,33 @@ def import_(
         gs import work.jsonl --as work-copy
         gs import ~/Downloads/chatgpt-export.zip
         gs import --from claude-code
+        gs import --from claude-code --watch
         gs import - < chat.json
     """
     c: Context = ctx.obj
     found = not files
     paths = _discovered(fmt.value) if found else list(files or [])
+    if watch and "-" in paths:
+        raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
     tally = _Tally()
     for file in paths:
         _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
-                     alone=len(paths) == 1 and not found, found=found)
+                     alone=len(paths) == 1 and not found and not watch, found=found)
     if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
         _summary(tally, found)
+    if watch:
+        def again(changed: list[str]) -> None:
+            round_tally = _Tally()
+            for file in changed:
+                _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
+                             alone=False, found=True)
+
+        if found:
+            where = transfer.discover.discover(fmt.value, os.environ, Path.home())[0]
+            _watch([where], lambda: [str(p) for p in transfer.discover.discover(fmt.value, os.environ,
+                                                                                Path.home())[1]], again)
+        else:
+            _watch(sorted({Path(f).resolve().parent for f in paths}), lambda: paths, again)
+        return  # Ctrl+C ends a watch: what failed was said as it happened
     if tally.failed:
         raise typer.Exit(1)
