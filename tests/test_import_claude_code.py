@@ -94,6 +94,8 @@ def test_the_active_branch_is_the_session_a_rewind_a_fork_and_the_sub_agent_its_
     # The reply split over three lines is one message with its call; the failed call stays failed.
     first = next(e.data for e in events if e.type == "assistant/message")
     assert first["content"] == "I'll read cli.py first." and first["model"] == "claude-sonnet-4-5"
+    assert first["usage"] == {"prompt_tokens": 112, "completion_tokens": 30, "total_tokens": 142,
+                              "prompt_tokens_details": {"cached_tokens": 100}}  # as the API counts
     assert first["tool_calls"] == [{"id": "toolu_01", "name": "Read",
                                     "arguments": '{"file_path": "/home/dev/proj/cli.py"}'}]
     results = [(e.data["id"], e.data["is_error"]) for e in events if e.type == "tool/result"]

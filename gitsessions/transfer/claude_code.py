@@ -292,6 +292,8 @@ class _Messages:
             if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
                 self.reply["model"] = message["model"]
         reply = self.reply
+        if isinstance(message.get("usage"), dict):  # each line of a reply repeats it: the last one holds
+            reply["usage"] = _usage(message["usage"])
         for block in blocks:
             kind = block.get("type")
             if kind in ("thinking", "redacted_thinking"):
@@ -307,6 +309,25 @@ class _Messages:
             else:
                 text = _block_text(block)
                 reply["content"] = "\n\n".join(t for t in (reply["content"], text) if t)
+
+
+def _usage(usage: dict) -> dict:
+    """Anthropic's usage as the chat-completions API reports it (what gs keeps of a reply).
+
+    Anthropic counts the prompt's cached parts apart (``cache_read_input_tokens``,
+    ``cache_creation_input_tokens``); the API's ``prompt_tokens`` holds them all.
+    """
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    cached = count("cache_read_input_tokens")
+    prompt = count("input_tokens") + cached + count("cache_creation_input_tokens")
+    out: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": count("output_tokens"),
+                           "total_tokens": prompt + count("output_tokens")}
+    if cached:
+        out["prompt_tokens_details"] = {"cached_tokens": cached}
+    return out
 
 
 def _first_prompt(messages: list[dict]) -> str:

@@ -117,7 +117,8 @@ class _Builder:
         model = msg.get("model") if isinstance(msg.get("model"), str) else self.model
         self.add("assistant/message", {"content": content, "tool_calls": calls,
                                        "finish_reason": "tool_calls" if calls else "stop",
-                                       "model": model, "usage": None, "interrupted": False})
+                                       "model": model, "interrupted": False,
+                                       "usage": msg["usage"] if isinstance(msg.get("usage"), dict) else None})
         self.step_open = True
         for call in calls:
             self.pending.setdefault(call["id"], call["name"])
@@ -206,8 +207,9 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     the lists, so the same messages give the same events, whichever branch they lie on.
 
     Args:
-        messages: chat-completions messages (assistant messages may name their ``model``, tool
-            messages say ``is_error``); a :data:`COMPACTION` message is a compaction summary.
+        messages: chat-completions messages (assistant messages may name their ``model`` and
+            ``usage``, as the API's usage object; tool messages say ``is_error``); a
+            :data:`COMPACTION` message is a compaction summary.
         times: each message's time, epoch ms.
         title: a title event opens the log when given.
         where: prefix for messages (``"conversation 2, "``).
