@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event
+from . import anthropic
 from .branches import ImportedConversation
 from .messages import COMPACTION, _Bad, _kind, turns_from_messages
 
@@ -110,38 +111,6 @@ class _Node:
     obj: dict
     message: bool  # a user or assistant line with a message: what a branch ends at
     time: int | None
-
-
-def _blocks(content: Any, at: str) -> list[dict]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if content is None:
-        return []
-    if not isinstance(content, list):
-        raise _Bad(f"{at}: message content is {_kind(content)}, not text or an array of blocks")
-    return [b if isinstance(b, dict) else {"type": "text", "text": b} if isinstance(b, str) else {"type": "?"}
-            for b in content]
-
-
-def _block_text(block: dict) -> str:
-    kind = block.get("type")
-    if kind == "text":
-        return str(block.get("text") or "")
-    if kind == "image":
-        source = block.get("source")
-        media = source.get("media_type") if isinstance(source, dict) else None
-        return f"[{media if isinstance(media, str) else 'image'}: not imported]"
-    if kind == "document":
-        return "[document: not imported]"
-    return f"[{kind or 'content'} block not imported]"
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_block_text(b) if isinstance(b, dict) else str(b) for b in content)
-    return "" if content is None else json.dumps(content, ensure_ascii=False)
 
 
 def _aside(name: str, text: str) -> dict:
@@ -257,7 +226,7 @@ class _Messages:
                     self.add(_aside(name, text))
             return  # attachments and lines of types not known yet
         message = obj["message"]
-        blocks = _blocks(message.get("content"), at)
+        blocks = anthropic.blocks(message.get("content"), at)
         if obj.get("type") == "assistant":
             self.assistant(node, message, blocks)
             return
@@ -268,10 +237,10 @@ class _Messages:
                 call = block.get("tool_use_id")
                 if not isinstance(call, str):
                     raise _Bad(f"{at}: a tool_result block without a string \"tool_use_id\"")
-                self.add({"role": "tool", "tool_call_id": call, "content": _result_text(block.get("content")),
+                self.add({"role": "tool", "tool_call_id": call, "content": anthropic.result_text(block.get("content")),
                           "is_error": block.get("is_error") is True})
             else:
-                texts.append(_block_text(block))
+                texts.append(anthropic.block_text(block))
         text = "\n".join(t for t in texts if t)
         if not text and any(b.get("type") == "tool_result" for b in blocks):
             return
@@ -293,7 +262,7 @@ class _Messages:
                 self.reply["model"] = message["model"]
         reply = self.reply
         if isinstance(message.get("usage"), dict):  # each line of a reply repeats it: the last one holds
-            reply["usage"] = _usage(message["usage"])
+            reply["usage"] = anthropic.usage(message["usage"])
         for block in blocks:
             kind = block.get("type")
             if kind in ("thinking", "redacted_thinking"):
@@ -307,27 +276,8 @@ class _Messages:
                 reply.setdefault("tool_calls", []).append({"id": call_id, "function": {"name": name,
                                                                                        "arguments": arguments}})
             else:
-                text = _block_text(block)
+                text = anthropic.block_text(block)
                 reply["content"] = "\n\n".join(t for t in (reply["content"], text) if t)
-
-
-def _usage(usage: dict) -> dict:
-    """Anthropic's usage as the chat-completions API reports it (what gs keeps of a reply).
-
-    Anthropic counts the prompt's cached parts apart (``cache_read_input_tokens``,
-    ``cache_creation_input_tokens``); the API's ``prompt_tokens`` holds them all.
-    """
-    def count(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-    cached = count("cache_read_input_tokens")
-    prompt = count("input_tokens") + cached + count("cache_creation_input_tokens")
-    out: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": count("output_tokens"),
-                           "total_tokens": prompt + count("output_tokens")}
-    if cached:
-        out["prompt_tokens_details"] = {"cached_tokens": cached}
-    return out
 
 
 def _first_prompt(messages: list[dict]) -> str:
