@@ -4,19 +4,17 @@ and ``gs import --watch`` (a real process, stopped with SIGINT as Ctrl+C stops i
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from conftest import GS
 from test_import_claude_code import AGENT, GROWTH, MAIN, REWOUND, SESSION, _lines, _said, _write
+from test_watch import WAIT_S, _wait_for
 
 from gitsessions.transfer import claude_code
-
-#: How long a test waits for the watching process to do what it should (a timeout, no figure).
-WAIT_S = 60
 
 
 def _claude_dir(root: Path) -> Path:
@@ -73,8 +71,6 @@ def watcher(tmp_path):
     started = []
 
     def start(*args, env=None):
-        import os
-
         log = tmp_path / f"watch-{len(started)}.log"
         proc = subprocess.Popen([*GS, "import", "--watch", *args], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=log.open("w"), env={**os.environ, **(env or {})})
@@ -86,15 +82,6 @@ def watcher(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-def _wait_for(what, check):
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _stop(proc, log) -> list[str]:
