@@ -150,6 +150,21 @@ def test_each_imported_session_continues_against_the_strict_server(gs, fake_api)
             assert "Add a --verbose flag" not in said
 
 
+def test_a_sub_agent_hanging_from_the_call_that_ran_it_holds_its_own_lines_alone(gs, repo_path, tmp_path):
+    """Older versions chain a sidechain's first line to the session's line that ran it."""
+    text = FIXTURE.read_text(encoding="utf-8").replace('"parentUuid":null,"isSidechain":true',
+                                                       '"parentUuid":"a-7","isSidechain":true')
+    path = tmp_path / "chained.jsonl"
+    path.write_text(text.replace('"agentId":"a9f3",', ""), encoding="utf-8")
+    r = gs("import", str(path))
+    agent = imported_session_id("claude-code", f"{SESSION}/s-1", "sub-agent: Find where the README documents "
+                                "command-line flags.")
+    assert r.code == 0 and r.out.split() == [MAIN, REWOUND, agent], r.err
+    with GitStore(repo_path) as store:
+        prompts = [e.data["content"] for e in store.load(agent).events if e.type == "user/message"]
+    assert prompts == ["Find where the README documents command-line flags."]
+
+
 def test_sub_agents_in_their_own_files_and_a_fork_session_file_link_by_lineage(gs, git, tmp_path):
     """Newer Claude Code writes sub-agents to <session>/subagents/agent-*.jsonl, and a session
     made with --resume ID --fork-session is a new file repeating the origin's lines."""

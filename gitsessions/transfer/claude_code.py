@@ -292,6 +292,11 @@ class _Reader:
         self.file = _Transcript(text)
         self.start = next((n.time for n in self.file.order if n.time is not None), None)
 
+    def _path(self, leaf: _Node) -> list[_Node]:
+        """The branch to ``leaf`` within its side: a sub-agent's lines that hang from the session's are its own."""
+        side = leaf.obj.get("isSidechain") is True
+        return [n for n in self.file.path(leaf) if (n.obj.get("isSidechain") is True) == side]
+
     def branches(self, nodes: list[_Node], title: str, where: str,
                  notes: list[str]) -> tuple[list[tuple[str, list[list[Event]]]], str, int]:
         """Each leaf's branch split per turn (the newest first); the title; when it began (ms)."""
@@ -299,7 +304,7 @@ class _Reader:
         out: list[tuple[str, list[list[Event]]]] = []
         title_out, created = title, 0
         for i, leaf in enumerate(leaves):
-            path = self.file.path(leaf)
+            path = self._path(leaf)
             begun = next((n.time for n in path if n.time is not None), self.start or 0)
             gathered = _Messages(begun)
             for node in path:
@@ -339,7 +344,7 @@ class _Reader:
         agents: dict[str, list[_Node]] = {}
         for node in side:  # grouped by agent (newer versions name it), else by the root each line leads to
             agent = node.obj.get("agentId")
-            key = f"agent-{agent}" if isinstance(agent, str) and agent else self.file.path(node)[0].uuid
+            key = f"agent-{agent}" if isinstance(agent, str) and agent else self._path(node)[0].uuid
             agents.setdefault(key, []).append(node)
         for key, nodes in agents.items():
             notes = []
