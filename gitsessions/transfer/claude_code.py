@@ -43,6 +43,9 @@ TOOL = "claude-code"
 #: Line types of Claude Code's own (beyond messages) that tell a file is one of its transcripts.
 _OWN_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "custom-title", "ai-title",
                         "last-prompt", "attachment", "mode"})
+#: What a conversion reads of a line in the graph (the rest is let go as the file is read).
+_READ = ("type", "message", "sessionId", "isSidechain", "agentId", "isMeta", "isCompactSummary", "subtype",
+         "content")
 #: The tool's own text in a user line: a slash command's echo and output, a cancel notice.
 _TOOL_NOTE = re.compile(r"\s*(<(command-name|command-message|local-command-stdout|local-command-caveat|"
                         r"local-command-stderr|bash-input|bash-stdout|bash-stderr)>|\[Request interrupted by user)")
@@ -160,7 +163,8 @@ class _Transcript:
         is_message = kind in ("user", "assistant") and isinstance(message, dict)
         if is_message and "content" not in obj["message"]:
             raise _Bad(f"line {n}: a {kind} message without \"content\"")
-        node = _Node(uuid, parent if isinstance(parent, str) else None, n, obj, is_message, _ms(obj.get("timestamp")))
+        kept = {k: obj[k] for k in _READ if k in obj}  # not toolUseResult and the rest: a copy of much of it
+        node = _Node(uuid, parent if isinstance(parent, str) else None, n, kept, is_message, _ms(obj.get("timestamp")))
         self.nodes[uuid] = node
         self.order.append(node)
 
