@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GS
+from fakeapi import validate_messages
 from test_import_claude_code import AGENT, GROWTH, MAIN, REWOUND, SESSION, _lines, _said, _write
 from test_watch import WAIT_S, _wait_for
 
@@ -122,3 +123,33 @@ def test_watch_imports_a_transcript_as_it_grows_and_a_new_one(gs_env, repo_path,
 def test_watch_refuses_stdin(gs):
     r = gs("import", "--watch", "-")
     assert r.code == 2 and "stdin" in r.err
+
+
+#: Files Claude Code 2.1.197 wrote, run against a local server (``claude -p``, then ``--resume``, then
+#: ``--resume --fork-session``, then a prompt that ran a sub-agent); the working directory renamed.
+REAL = Path(__file__).parent / "data" / "claude_code" / "real"
+
+
+def test_transcripts_claude_code_wrote_import_and_continue(gs, git, fake_api):
+    r = gs("import", "--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(REAL)})
+    assert r.code == 0, r.err
+    assert "found 4 Claude Code transcripts" in r.err and "4 files, 4 sessions written, 7 turns, 0 skipped" in r.err
+    agents, origin, forked, agent = r.out.split()  # in file order, sub-agents last
+    assert origin.startswith("please-run-echo-hi-") and forked.startswith("please-run-echo-hi-")
+    assert git("log", "--format=%s", origin).splitlines() == [
+        "turn 2: And a second question", "turn 1: Please run echo hi",
+        "import: claude-code 90db39e8-d010-41f7-9e46-35f238abb614"]
+    shown = gs("show", origin, "--format", "json").json()
+    calls = [e["data"] for e in shown["events"] if e["type"] == "tool/result"]
+    assert [(c["name"], c["content"], c["is_error"]) for c in calls] == [("Bash", "hi", False)]
+    # --fork-session repeats the origin's lines under the new session's id: a session of its own
+    assert len(git("log", "--format=%s", forked).splitlines()) == 4
+    # the sub-agent (in <session>/subagents/) hangs from the turn that ran it
+    assert agents.startswith("please-use-an-agent-to-count-files-") and agent.startswith("sub-agent-count-the-files-")
+    assert f"Forked-From: {agents}@{git('rev-parse', agents).strip()}" in git("log", "-1", "--format=%B", agent)
+    for sid in (origin, forked, agents, agent):
+        fake_api.reset()
+        r = gs("ask", sid, "one more")
+        assert r.code == 0, r.err
+        assert validate_messages(fake_api.requests[-1]["messages"]) is None
+    git("fsck", "--strict")
