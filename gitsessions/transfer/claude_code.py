@@ -19,6 +19,9 @@ the file. What becomes what:
 - Sidechain lines (``isSidechain``: a sub-agent, in the same file or in
   ``<session>/subagents/agent-*.jsonl``) are their own conversation, spawned by the session
   at the time the sub-agent began (its lineage).
+- A session made with ``--resume ID --fork-session`` repeats the origin's lines: when they
+  keep the origin's ``sessionId`` (older versions) it is spawned by the origin where they
+  end; 2.1 gives them the new id, and the copy is a session of its own.
 - The title: the last ``custom-title`` (a rename), else the last ``ai-title``, else a
   ``summary`` of the session's branch, else its first prompt.
 """
