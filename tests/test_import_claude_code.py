@@ -134,6 +134,28 @@ def test_a_resumed_session_fast_forwards_and_a_later_rewind_forks(gs, git, tmp_p
     git("fsck", "--strict")
 
 
+def test_a_turn_still_under_way_is_left_for_the_next_import(gs, git, tmp_path):
+    """Imported while Claude Code writes it (cron, --watch): a turn closed as interrupted then
+    could only be forked from when the next import found it answered."""
+    call = _said("a-20", "u-20", "assistant", "", 11)
+    call["message"]["content"] = [{"type": "tool_use", "id": "toolu_20", "name": "Bash", "input": {"command": "ls"}}]
+    result = _said("u-21", "a-20", "user", "", 12)
+    result["message"]["content"] = [{"type": "tool_result", "tool_use_id": "toolu_20", "content": "cli.py"}]
+    path = tmp_path / "live.jsonl"
+    for n, lines in enumerate((GROWTH[:1], [GROWTH[0], call], [GROWTH[0], call, result])):
+        r = gs("import", str(_write(path, _lines() + lines)))
+        assert r.code == 0 and ("its last turn is still under way" if n == 0 else "nothing new") in r.err, r.err
+        assert git("log", "-1", "--format=%s", MAIN).strip() == "turn 3: Rename the flag to --loud"
+    done = _said("a-21", "u-21", "assistant", "Done.", 13)
+    r = gs("import", str(_write(path, [*_lines(), GROWTH[0], call, result, done])))
+    assert r.code == 0 and r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err, r.err
+    assert git("log", "-1", "--format=%s", MAIN).strip() == "turn 4: And a short -l?"
+    interrupted = [*_lines(), _said("u-22", "a-9", "user", "Stop that", 20), call | {"parentUuid": "u-22"},
+                   _said("u-23", "a-20", "user", "[Request interrupted by user for tool use]", 21)]
+    r = gs("import", str(_write(path, interrupted)))  # stopped by the user: over, a branch of its own
+    assert r.code == 0 and r.out.split() == [imported_fork_id(MAIN, "u-23")], r.err
+
+
 def test_each_imported_session_continues_against_the_strict_server(gs, fake_api):
     assert gs("import", str(FIXTURE)).code == 0
     for sid in (MAIN, REWOUND, AGENT):

@@ -287,6 +287,24 @@ class _Messages:
                 reply["content"] = "\n\n".join(t for t in (reply["content"], text) if t)
 
 
+def _settled(messages: list[dict]) -> int:
+    """How many of the active branch's messages to import: all, unless its last turn is under way.
+
+    A turn the tool is still writing (a prompt without its answer yet, a call without its
+    result) would be closed as interrupted, and the next import, finding it answered, could
+    only fork there: it is left for the next import. A turn the user stopped is over.
+    """
+    for msg in reversed(messages):
+        if msg["role"] == "system":
+            if msg.get("name") == "claude-code note" and "[Request interrupted" in msg["content"][:40]:
+                return len(messages)
+            continue
+        if (msg["role"] == "assistant" and not msg.get("tool_calls")) or msg["role"] == COMPACTION:
+            return len(messages)
+        break
+    return max((j for j, m in enumerate(messages) if m["role"] == "user"), default=len(messages))
+
+
 def _first_prompt(messages: list[dict]) -> str:
     return next((str(m["content"]).strip().split("\n", 1)[0] for m in messages if m["role"] == "user"
                  and str(m["content"]).strip()), "")
@@ -322,7 +340,11 @@ class _Reader:
                 summary = next((summaries[n.uuid] for n in reversed(path) if n.uuid in summaries), "")
                 title_out = title or summary or _first_prompt(gathered.messages) or "Claude Code session"
                 created = begun
-            chunks, more = turns_from_messages(gathered.messages, gathered.times, title=title_out, where=where)
+            settled = _settled(gathered.messages) if i == 0 else len(gathered.messages)
+            if settled < len(gathered.messages):
+                notes.append(f"{where}its last turn is still under way; the next import takes it")
+            chunks, more = turns_from_messages(gathered.messages[:settled], gathered.times[:settled], title=title_out,
+                                               where=where)
             notes.extend(n for n in more if n not in notes)
             if len(chunks) > 1 and chunks not in [c for _, c in out]:  # a branch without prompts adds nothing
                 out.append((leaf.uuid, chunks))
