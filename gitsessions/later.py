@@ -52,6 +52,10 @@ class Later(Generic[T]):
         finally:
             then()
 
+    def made(self) -> T | None:
+        """What ``make`` returned if it has returned, without waiting (None: not yet, or it failed)."""
+        return self._value if self._done else None
+
     def result(self) -> T:
         """What ``make`` returned: made here, or waited for when the thread was started.
 

@@ -86,7 +86,10 @@ def chat(
                                        "the most recently saved one.")] = False,
     resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
                                          "(newest first; type to filter by title or prompt).")] = False,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run "
+                                              "(/model NAME saves one in the session).")] = None,
+    system: Annotated[str | None, typer.Option("--system", "-s", metavar="TEXT", help=(
+        "The system prompt, saved in the session: for its next turns (also /system TEXT)."))] = None,
     raw: Annotated[bool, typer.Option("--raw", help="Replies as the model wrote them, not rendered "
                                       "(also config render: false).")] = False,
     recap: Annotated[int | None, typer.Option("--recap", min=0, metavar="N", show_default=False,
@@ -170,6 +173,7 @@ def chat(
         replay = FirstLine(read_line)
 
         def open_chat() -> Repl:  # in a thread when behind the prompt: what it writes is shown above it
+            from ..chat.compaction import auto_compaction
             from ..repl import Repl
             from ..rules import new_session_id
             from .rendered import recap_drawer
@@ -186,8 +190,15 @@ def chat(
                               reply=rendered_replies(c.output, render) if interactive else None,
                               recap=(1 if interactive else 0) if recap is None else recap,
                               draw_recap=recap_drawer(c.output, render, show) if interactive else None,
+                              model=model, config=c.config, footer=interactive,
+                              compaction=auto_compaction(c.config),
                               **chat_faces(c, store, faces.edit if interactive else None))
                 built.append(opened)
+                if system is not None and opened.session is not None:
+                    opened.session.set_system(system)
+                if interactive and opened.session is not None:  # above the first prompt when behind it
+                    write(f"gs {__version__} · session {opened.session.id} · model {opened.current_model()} · "
+                          "/help for commands\n")
                 if interactive:
                     from ..slash import COMMANDS
                     from .complete import ChatCompleter
@@ -216,8 +227,6 @@ def chat(
         else:
             opening.result()
             shown.append(lambda: build(then=gc.enable))
-        if interactive:
-            write(f"gs {__version__} · session {sid or drawn} · model {provider.model} · /help for commands\n")
         with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
                 contextlib.closing(lines) if not interactive else contextlib.nullcontext():
             if behind:
