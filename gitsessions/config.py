@@ -19,6 +19,10 @@ Keys (all optional)::
                                # push after every save; pull when gs chat/ask opens a session
                                # (each default: manual); seconds a remote may stay silent
                                # before a pull, push or sync gives up (default 30)
+    tools: [read, write, shell]  # tools the chat offers (default: none but the clock; --tools)
+    permissions: {allow: [write, shell], paths: [~/notes]}
+                               # calls run without asking (as --yes does for all); folders
+                               # the file tools may reach besides the working directory
 
 This module never reads ``os.environ`` itself: the CLI passes the environment in.
 """
@@ -36,9 +40,11 @@ from .rules import DEFAULT_MAX_STEPS
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
-                        "author", "redact", "redact_patterns", "sync", "render"})
+                        "author", "redact", "redact_patterns", "sync", "render", "tools", "permissions"})
 #: Keys of ``sync:`` (a typo there is an error too).
 SYNC_KEYS = frozenset({"remote", "push", "pull", "timeout"})
+#: Keys of ``permissions:``.
+PERMISSION_KEYS = frozenset({"allow", "paths"})
 #: Seconds a remote may stay silent before a request to it fails (``sync: {timeout: ...}``).
 DEFAULT_SYNC_TIMEOUT_S = 30.0
 #: The model used with a key but no model named.
@@ -68,6 +74,10 @@ class Config:
         render: replies (and ``gs show``, ``gs log -p``) as rendered markdown on a terminal
             with colour; False: the text as the model wrote it.
         key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
+        tools: the tool groups or tools the chat offers (``tools:``; names checked where
+            they are used: :func:`gitsessions.chat.tools.toolset.expand`).
+        allow_tools: the groups or tools whose calls run without asking (``permissions.allow``).
+        tool_paths: folders the file tools may reach besides the working directory.
     """
 
     path: Path
@@ -89,6 +99,9 @@ class Config:
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT_S
     render: bool = True
     key_in_file: bool = False
+    tools: tuple[str, ...] = ()
+    allow_tools: tuple[str, ...] = ()
+    tool_paths: tuple[Path, ...] = ()
 
     @property
     def has_provider(self) -> bool:
@@ -147,6 +160,21 @@ def _base_url(env: Mapping[str, str], data: dict[str, Any], path: Path) -> str |
         raise ConfigError(where, f"{name} {value!r} names no host after {parts.scheme}:// "
                                  "(such as http://localhost:11434/v1)")
     return value
+
+
+def _names(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    """A list of names: a YAML list of strings, or one string of them separated by commas.
+
+    Raises:
+        ConfigError: anything else.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(str(path), f"{key} must be a list of names, such as [read, write, shell]")
+    return tuple(v.strip() for v in value if v.strip())
 
 
 def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
@@ -216,6 +244,10 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     sync_timeout = sync.get("timeout", DEFAULT_SYNC_TIMEOUT_S)
     if not isinstance(sync_timeout, (int, float)) or isinstance(sync_timeout, bool) or not 0 < sync_timeout <= 3600:
         raise ConfigError(str(path), "sync.timeout must be a number of seconds above 0 and at most 3600")
+    permissions = data.get("permissions") or {}
+    if not isinstance(permissions, dict) or set(permissions) - PERMISSION_KEYS:
+        raise ConfigError(str(path), "permissions must be a mapping like {allow: [write, shell], paths: [~/notes]}")
+    paths = _names(permissions.get("paths"), "permissions.paths", path)
     return Config(
         path=path,
         api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
@@ -236,6 +268,10 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         sync_timeout=float(sync_timeout),
         render=render,
         key_in_file=bool(data.get("api_key")),
+        tools=_names(data.get("tools"), "tools", path),
+        allow_tools=_names(permissions.get("allow"), "permissions.allow", path),
+        tool_paths=tuple(Path(p).expanduser() if Path(p).expanduser().is_absolute() else path.parent / p
+                         for p in paths),
     )
 
 
