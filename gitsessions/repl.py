@@ -22,6 +22,8 @@ from .session import Session
 from .store import LockWait, SessionStore
 
 if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
+    from .chat.loop import Permit
+    from .chat.tools.toolset import Toolset
     from .redo import Spot
 
 #: ``edit(prompt, text, use_editor)``: the user's edit of ``text`` (None: cancelled).
@@ -73,6 +75,10 @@ class Repl:
         recap: how many earlier turns are shown when a session with turns is opened, at the
             start and by ``/open`` (see :mod:`gitsessions.recap`; 0: none).
         draw_recap: shows a recap's entries (None: as plain lines through ``write``).
+        toolset: the opt-in tools offered and their approvals (None: the clock alone); the
+            approvals "for this session" are forgotten when another session is opened.
+        permit: asks the user before a write or a command runs (see
+            :func:`gitsessions.cli.tools.approver`; None: such a call is denied unless approved).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -83,8 +89,11 @@ class Repl:
                  wait: LockWait | None = None, edit: Edit | None = None,
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
-                 draw_recap: DrawRecap | None = None):
+                 draw_recap: DrawRecap | None = None, toolset: Toolset | None = None,
+                 permit: Permit | None = None):
         self.store = store
+        self.toolset = toolset
+        self.permit = permit
         self.reply = reply or (lambda: PlainReply(self.write))
         self.copy = copy
         self.recap = recap
@@ -117,6 +126,8 @@ class Repl:
         """Make ``session`` the current one (the one left is closed: what it holds is saved)."""
         if self.session is not None:
             self.session.close()
+        if self.toolset is not None and self.session is not None and self.session.id != session.id:
+            self.toolset.forget()
         self.session = session
         if session.id not in self.visited:
             self.visited.append(session.id)
@@ -125,6 +136,9 @@ class Repl:
         if session.recovered:
             self.write(f"(recovered an interrupted turn of {session.id} from its journal: "
                        f"commit {session.recovered[:7]})\n")
+            from .cli.tools import cut_calls  # a crashed turn only
+
+            self.write("".join(line + "\n" for line in cut_calls(session.events)))
 
     def show_recap(self) -> None:
         """Show where the current session's conversation was: its last :attr:`recap` turns."""
@@ -177,10 +191,19 @@ class Repl:
         from .chat.loop import run_turn
 
         view = self.reply()
+        ask = self.permit
+
+        def permit(call: Any) -> str:  # asked below the reply so far
+            assert ask is not None
+            view.pause()
+            return ask(call)
+
         try:
             try:
                 result = run_turn(self.session, self.provider, prompt, system=self.system,
-                                  max_steps=self.max_steps, on_text=view.text, on_tool=view.tool)
+                                  max_steps=self.max_steps, toolset=self.toolset,
+                                  permit=permit if ask is not None else None,
+                                  on_text=view.text, on_tool=view.tool)
             finally:
                 ended_line = view.end()  # whatever happened: the reply shown ends its line
         except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back

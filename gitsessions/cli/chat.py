@@ -22,6 +22,7 @@ from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
 from .rendered import recap_drawer
 from .stream import rendered_replies
+from .tools import approver, terminal_answers, tools_line, toolset_for
 
 if TYPE_CHECKING:
     from ..redo import Spot
@@ -95,6 +96,11 @@ def chat(
     recap: Annotated[int | None, typer.Option("--recap", min=0, metavar="N", show_default=False,
                                               help="Show the last N turns of an earlier conversation on "
                                               "opening it (default: 1 on a terminal, 0 when piped).")] = None,
+    tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
+        "Tools the model may use: read, write, shell (or all; also config tools:). Reads run inside the "
+        "working directory; every write and command asks first."))] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Run every write and command without asking "
+                                      "(also config permissions: {allow: [...]}).")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
@@ -110,6 +116,7 @@ def chat(
         gs chat -r                          # pick from a list
         gs chat work~2 --fork work-b        # go on from two turns back
         gs chat work --recap 3              # open 'work' showing its last 3 turns
+        gs chat --tools read,write          # the model may read files, and edit them when you allow
     """
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
@@ -118,6 +125,7 @@ def chat(
     c: Context = ctx.obj
     if sum((cont, resume, session is not None)) > 1:
         raise typer.BadParameter("give one of SESSION, --continue and --resume")
+    toolset = toolset_for(c, tools, yes)
     interactive = sys.stdin.isatty()
     if resume and not interactive:
         raise typer.BadParameter("--resume picks from a list on a terminal; name the SESSION instead "
@@ -143,11 +151,14 @@ def chat(
             keys, read_line, write, faces["edit"] = terminal_io(
                 c, store, on_shown=lambda: [start() for start in shown],
                 session=lambda: built[0].session if built else None)
+            answers = terminal_answers(keys)
         else:
             lines = _stdin_lines()
 
             def read_line(_prompt: str) -> str | None:
                 return next(lines, None)
+
+            answers = read_line  # behind a pipe the next line answers a tool's question
 
             def write(text: str) -> None:
                 sys.stdout.write(text)
@@ -168,11 +179,14 @@ def chat(
                         warnings=c.warnings, wait=c.lock_wait(wait),
                         reply=rendered_replies(c.output, render) if interactive else None,
                         recap=(1 if interactive else 0) if recap is None else recap,
-                        draw_recap=recap_drawer(c.output, render) if interactive else None, **faces)
+                        draw_recap=recap_drawer(c.output, render) if interactive else None,
+                        toolset=toolset, permit=approver(write, answers, c.redactor()) if toolset else None, **faces)
             built.append(repl)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
                       "/help for commands\n")
+            if toolset is not None:
+                write(tools_line(toolset))
             with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
                     contextlib.closing(lines) if not interactive else contextlib.nullcontext():
                 repl.run()  # a pipe's reader is closed (sys.stdin detached) here, not whenever it is collected

@@ -1,0 +1,84 @@
+"""``gs chat --tools`` against the strict test server, in-process (the ``gs`` fixture): the
+tools offered, the question behind a pipe (the next line answers), the decisions in the log,
+the config's ``tools:`` and ``permissions:``, and what a wrong name is told."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeChatServer, text, tool_calls, validate_messages
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "notes.md").write_text("one\ntwo\n")
+    monkeypatch.chdir(root)
+    return root
+
+
+def _events(gs, sid: str) -> list[dict]:
+    return gs("show", sid, "--format", "json").json()["events"]
+
+
+def test_a_chat_without_tools_offers_the_clock_alone(gs, fake_api: FakeChatServer, work):
+    assert gs("chat", "plain", input="hi\n").code == 0
+    assert [t["function"]["name"] for t in fake_api.requests[0]["tools"]] == ["get_current_time"]
+
+
+def test_a_piped_chat_asks_on_the_next_line_and_logs_each_answer(gs, fake_api: FakeChatServer, work, repo_path):
+    edit = '{"path": "notes.md", "old_string": "two", "new_string": "2"}'
+    fake_api.script(tool_calls(("c1", "edit_file", edit)), text("Edited."),
+                    tool_calls(("c2", "write_file", '{"path": "notes.md", "content": "gone"}')), text("Not written."))
+    r = gs("chat", "work", "--tools", "read,write", input="edit the notes\ny\nnow overwrite it\nn\n")
+    assert r.code == 0, r.err
+    assert r.out.startswith("(tools: read_file, list_files, search_files, write_file, edit_file · writes and "
+                            "commands ask first · in ")
+    assert "⚙ edit_file notes.md\n" in r.out and "  -two\n  +2\n" in r.out  # (a pipe shows no prompt)
+    assert (work / "notes.md").read_text() == "one\n2\n"
+    [backup] = (repo_path / "gs" / "backups").rglob("notes.md")
+    assert backup.read_text() == "one\ntwo\n"
+    offered = [t["function"]["name"] for t in fake_api.requests[0]["tools"]]
+    assert offered == ["get_current_time", "read_file", "list_files", "search_files", "write_file", "edit_file"]
+    decisions = [e["data"] for e in _events(gs, "work") if e["type"] == "tool/permission"]
+    assert [(d["name"], d["answer"], d["by"]) for d in decisions] == [("edit_file", "once", "user"),
+                                                                      ("write_file", "deny", "user")]
+    last = fake_api.requests[-1]["messages"]
+    assert validate_messages(last) is None
+    assert "the user denied this write_file call" in last[-1]["content"]
+
+
+def test_config_tools_and_permissions_preapprove(gs, fake_api: FakeChatServer, work, tmp_path):
+    (tmp_path / "config.yaml").write_text("tools: [shell]\npermissions: {allow: [shell]}\n")
+    fake_api.script(tool_calls(("c1", "run_command", '{"command": "echo hi > out.txt"}')), text("Done."))
+    r = gs("chat", "work", input="run it\n")
+    assert r.code == 0, r.err
+    assert (work / "out.txt").read_text() == "hi\n" and "allow?" not in r.out
+    [decision] = [e["data"] for e in _events(gs, "work") if e["type"] == "tool/permission"]
+    assert (decision["answer"], decision["by"]) == ("once", "config")
+    tool = [e["data"] for e in _events(gs, "work") if e["type"] == "tool/result"]
+    assert json.loads(json.dumps(tool))[0]["content"] == "exit status 0\n"
+
+
+def test_yes_runs_without_asking_and_end_of_input_denies(gs, fake_api: FakeChatServer, work):
+    cmd = tool_calls(("c1", "run_command", '{"command": "touch made"}'))
+    fake_api.script(cmd, text("Asked."))
+    assert gs("chat", "a", "--tools", "shell", input="make it\n").code == 0  # nothing left to answer with
+    assert not (work / "made").exists()
+    fake_api.script(tool_calls(("c2", "run_command", '{"command": "touch made"}')), text("Made."))
+    assert gs("chat", "b", "--tools", "shell", "--yes", input="make it\n").code == 0
+    assert (work / "made").exists()
+
+
+def test_a_wrong_tool_name_is_a_usage_error_and_a_wrong_config_one_a_refusal(gs, work, tmp_path):
+    r = gs("chat", "work", "--tools", "read,net", input="")
+    assert r.code == 2 and "no tool or group 'net'; the groups are read, write, shell" in r.err
+    (tmp_path / "config.yaml").write_text("tools: [web]\n")
+    r = gs("chat", "work", input="")
+    assert r.code == 1 and "config.yaml: tools: no tool or group 'web'" in r.err and "Traceback" not in r.err
+    (tmp_path / "config.yaml").write_text("permissions: [write]\n")
+    r = gs("chat", "work", input="")
+    assert r.code == 1 and "permissions must be a mapping" in r.err
