@@ -5,9 +5,14 @@ the config's ``tools:`` and ``permissions:``, and what a wrong name is told."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
+from conftest import GS
 from fakeapi import FakeChatServer, text, tool_calls, validate_messages
 
 
@@ -82,3 +87,27 @@ def test_a_wrong_tool_name_is_a_usage_error_and_a_wrong_config_one_a_refusal(gs,
     (tmp_path / "config.yaml").write_text("permissions: [write]\n")
     r = gs("chat", "work", input="")
     assert r.code == 1 and "permissions must be a mapping" in r.err
+
+
+def test_a_tool_call_cut_by_a_kill_is_shown_on_resume(gs, fake_api: FakeChatServer, work, gs_env):
+    fake_api.script(tool_calls(("c1", "run_command", '{"command": "echo $$ > started; sleep 30"}')))
+    proc = subprocess.Popen([*GS, "chat", "demo", "--tools", "shell", "--yes"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=work)
+    try:
+        proc.stdin.write(b"run the long one\n")
+        proc.stdin.flush()
+        for _ in range(400):  # until the command runs
+            if (work / "started").exists() and (work / "started").read_text().strip():
+                break
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+    finally:
+        group = (work / "started").read_text().strip() if (work / "started").exists() else ""
+        if group:
+            os.killpg(int(group), signal.SIGKILL)
+    r = gs("chat", "demo", input="")
+    assert r.code == 0, r.err
+    assert "(recovered an interrupted turn of demo from its journal" in r.out
+    assert ('(the tool call run_command({"command": "echo $$ > started; sleep 30"}) was cut while it ran: '
+            "whether it took effect is unknown; check before asking for it again)\n") in r.out
