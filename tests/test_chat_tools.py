@@ -111,3 +111,17 @@ def test_a_tool_call_cut_by_a_kill_is_shown_on_resume(gs, fake_api: FakeChatServ
     assert "(recovered an interrupted turn of demo from its journal" in r.out
     assert ('(the tool call run_command({"command": "echo $$ > started; sleep 30"}) was cut while it ran: '
             "whether it took effect is unknown; check before asking for it again)\n") in r.out
+
+
+def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: FakeChatServer, work):
+    fake_api.script(tool_calls(("c1", "run_command", '{"command": "echo ran"}')), text("Refused."))
+    r = gs("ask", "one", "--tools", "shell", "run it")
+    assert r.code == 0, r.err
+    assert "needs the user's approval and there was no one to ask (the user can pass --yes" in (
+        fake_api.requests[1]["messages"][-1]["content"])
+    fake_api.script(tool_calls(("c2", "read_file", '{"path": "notes.md"}'),
+                               ("c3", "run_command", '{"command": "echo ran"}')), text("Ran."))
+    r = gs("ask", "two", "--tools", "read,shell", "--yes", "read and run")
+    assert r.code == 0, r.err
+    answers = [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] == "tool"]
+    assert answers == ["one\ntwo\n", "exit status 0\nran\n"]

@@ -298,6 +298,10 @@ def ask(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
                                       "(also config render: false; never rendered when piped).")] = False,
+    tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
+        "Tools the model may use: read, write, shell (or all; also config tools:). A write or a command "
+        "runs only with --yes or config permissions: {allow: [...]}."))] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Run every write and command the model asks for.")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
@@ -321,6 +325,7 @@ def ask(
         gs ask "explain" < f.py             # as cat f.py | gs ask "explain": the prompt, a blank line, the file
         gs ask work < diff.txt              # what is piped in is the prompt, in work
         gs ask -s "Be terse." -a notes.md work "summarize"
+        gs ask --tools read,shell --yes "run the tests and say what fails"
     """
     from ..forking import open_revision
     from ..rules import new_session_id
@@ -328,6 +333,7 @@ def ask(
     from .one_turn import send_one
 
     c: Context = ctx.obj
+    toolset = toolset_for(c, tools, yes)
     with c.store() as store:
         _pull_on_open(c, store)
         rev, prompt = ask_input(words or (), attach or (), new=new, fork_as=fork_as,
@@ -337,7 +343,7 @@ def ask(
                                       wait=c.lock_wait(wait))
         if note:
             err(note)
-        send_one(c, store, session, prompt, model, raw=raw, system=system)
+        send_one(c, store, session, prompt, model, raw=raw, system=system, toolset=toolset)
 
 
 @app.command(cls=WaitCommand)

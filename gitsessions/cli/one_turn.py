@@ -16,16 +16,18 @@ from .remote import push_in_background
 from .stream import PlainReply, rendered_replies
 
 if TYPE_CHECKING:
+    from ..chat.tools.toolset import Toolset
     from ..session import Session
 
 
 def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None, *,
-             raw: bool = False, system: str | None = None) -> None:
+             raw: bool = False, system: str | None = None, toolset: Toolset | None = None) -> None:
     """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
 
     The one turn of ``gs ask`` and ``gs retry``. On a terminal the reply is rendered
     (:func:`.stream.rendered_replies`) unless ``raw``; ``system`` is saved in the session
-    first (:meth:`Session.set_system`).
+    first (:meth:`Session.set_system`). ``toolset``: the opt-in tools offered (no one is asked
+    about a write or a command: only ``--yes`` or the config's ``permissions`` let one run).
 
     Raises:
         GitSessionsError: the model answered with an error (the prompt is saved).
@@ -49,7 +51,7 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
             view = rendered() if rendered is not None else PlainReply(write)
             try:
                 result = run_turn(session, provider, prompt, system=c.config.system,
-                                  max_steps=c.config.max_steps, on_text=view.text)
+                                  max_steps=c.config.max_steps, toolset=toolset, on_text=view.text)
             finally:
                 view.end()  # the reply shown ends its line
     except DiskFull as exc:
