@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pexpect
 from conftest import GS
 from fakeapi import FakeChatServer, text, tool_calls
 from test_pty import PROMPT, TIMEOUT, chat_env, finish  # noqa: F401 (chat_env: a fixture)
+from test_tools import running
 
 
 def test_an_approval_allowed_once_then_denied(fake_api: FakeChatServer, chat_env, tmp_path: Path, repo_path):  # noqa: F811
@@ -56,3 +58,33 @@ def test_an_approval_allowed_once_then_denied(fake_api: FakeChatServer, chat_env
     decisions = [json.loads(line)["data"] for line in log.splitlines() if '"tool/permission"' in line]
     assert [(d["name"], d["answer"], d["by"]) for d in decisions] == [("edit_file", "once", "user"),
                                                                       ("write_file", "deny", "user")]
+
+
+def test_ctrl_c_stops_a_command_that_runs_and_the_chat_goes_on(fake_api: FakeChatServer, chat_env,  # noqa: F811
+                                                                tmp_path: Path, repo_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    fake_api.script(tool_calls(("c1", "run_command", '{"command": "echo $$ > started; sleep 60; touch finished"}')))
+    child = pexpect.spawn(GS[0], [*GS[1:], "chat", "demo", "--tools", "shell", "--yes"], env=chat_env,
+                          cwd=str(work), dimensions=(24, 100), encoding="utf-8", codec_errors="replace",
+                          timeout=TIMEOUT)
+    try:
+        child.expect(PROMPT)
+        child.sendline("run the long one")
+        for _ in range(200):  # until the command runs
+            if (work / "started").exists() and (work / "started").read_text().strip():
+                break
+            time.sleep(0.05)
+        child.sendcontrol("c")
+        child.expect_exact("(reply cancelled)")
+        child.expect(PROMPT)  # long before the command's 60 s
+        child.sendline("/exit")
+        finish(child)
+    finally:
+        child.close(force=True)
+    assert not (work / "finished").exists()
+    log = subprocess.run(["git", "-C", str(repo_path), "show", "demo:session.jsonl"], capture_output=True,
+                         text=True, check=True).stdout
+    [result] = [json.loads(line)["data"] for line in log.splitlines() if '"tool/result"' in line]
+    assert result["error_code"] == "outcome_unknown"
+    assert not running(int((work / "started").read_text()))  # stopped with its group

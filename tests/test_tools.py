@@ -176,7 +176,7 @@ def test_a_command_runs_in_the_working_directory_with_its_exit_status(work):
     assert run(ts, "run_command", command="  ")[0] == "error: a command is needed"
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
     """True while ``pid`` runs (a zombie waiting to be reaped has stopped)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -189,10 +189,10 @@ def test_a_command_that_starts_a_child_leaves_nothing_running_after_its_timeout(
     run(ts, "run_command", command="sleep 60 & echo $! > child.pid; wait", timeout=0.5)
     pid = int((work / "child.pid").read_text())
     for _ in range(100):  # SIGKILL is delivered at once; the kernel may take a moment to stop it
-        if not _running(pid):
+        if not running(pid):
             break
         time.sleep(0.05)
-    assert not _running(pid)
+    assert not running(pid)
 
 
 def test_a_long_output_is_cut_in_the_middle(work):

@@ -152,6 +152,8 @@ def chat(
                 c, store, on_shown=lambda: [start() for start in shown],
                 session=lambda: built[0].session if built else None)
             answers = terminal_answers(keys)
+            if toolset is not None:
+                toolset.running = keys.cancellable  # Ctrl+C stops a command as it cancels a reply
         else:
             lines = _stdin_lines()
 

@@ -11,8 +11,10 @@ is a result the model reads.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,10 +153,15 @@ class Toolset:
         workspace: where the file tools reach (default: the current working directory).
         allow: tools approved beforehand (config ``permissions.allow``, expanded).
         yes: ``--yes``: every call is approved beforehand.
+
+    Attributes:
+        running: what each call runs inside (the face's: on a terminal, Ctrl+C stops a
+            command that runs, as it cancels a reply; default: nothing).
     """
 
     def __init__(self, enabled: Sequence[str] = (), workspace: Workspace | None = None,
                  allow: Iterable[str] = (), yes: bool = False):
+        self.running: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
         self.enabled = tuple(enabled)
         self.workspace = workspace or Workspace(Path.cwd())
         self.allow = frozenset(allow)
@@ -240,13 +247,17 @@ class Toolset:
             self._session_approved.add(call.name)
         return Decision(answer, "user")
 
-    @staticmethod
-    def run(call: Prepared) -> tuple[str, bool]:
-        """Run a prepared call: ``(content, is_error)``, its error when it had one. Never raises but Ctrl+C."""
+    def run(self, call: Prepared) -> tuple[str, bool]:
+        """Run a prepared call (inside :attr:`running`): ``(content, is_error)``, its error when it had one.
+
+        Raises:
+            KeyboardInterrupt: Ctrl+C while it ran (a command is stopped first); nothing else.
+        """
         if call.error is not None or call.run is None:
             return call.error or f"error: {call.name} cannot run", True
         try:
-            return call.run(), False
+            with self.running():
+                return call.run(), False
         except ToolFailed as exc:
             return f"error: {exc}", True
         except (TypeError, ValueError) as exc:
