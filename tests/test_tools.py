@@ -164,6 +164,18 @@ def test_an_edit_must_match_exactly_once(work):
         "error: old_string is empty")
     assert run(ts, "edit_file", path="twice.txt", old_string="x = 1", new_string="x = 2", replace_all=True)[1] is False
     assert (work / "twice.txt").read_text() == "x = 2\nx = 2\n"
+    (work / "latin.txt").write_bytes("café = 1\n".encode("latin-1"))
+    assert run(ts, "edit_file", path="latin.txt", old_string="1", new_string="2") == (
+        "error: latin.txt is not UTF-8 text; only UTF-8 files are written over", True)
+    assert (work / "latin.txt").read_bytes() == "café = 1\n".encode("latin-1")
+
+
+def test_a_file_changed_after_its_diff_is_not_written(work):
+    ts = tools(work, "write")
+    call = ts.prepare("c1", "edit_file", json.dumps({"path": "notes.md", "old_string": "two", "new_string": "2"}))
+    (work / "notes.md").write_text("one\ntwo\nthree, added meanwhile\n")
+    assert ts.run(call) == ("error: nothing written: notes.md changed since the diff was made; read it again", True)
+    assert (work / "notes.md").read_text() == "one\ntwo\nthree, added meanwhile\n"
 
 
 def test_a_command_runs_in_the_working_directory_with_its_exit_status(work):

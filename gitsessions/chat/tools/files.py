@@ -71,11 +71,16 @@ class Workspace:
         return path.relative_to(root).as_posix() if path == root or root in path.parents else str(path)
 
 
-def _text_of(path: Path) -> str:
-    """A file's text (UTF-8; undecodable bytes become U+FFFD).
+def _text_of(path: Path, strict: bool = False) -> str:
+    """A file's text (UTF-8; undecodable bytes become U+FFFD, unless ``strict``).
+
+    Args:
+        path: the file.
+        strict: a file that is not UTF-8 is refused (a write would put U+FFFD in the place
+            of every byte it could not read).
 
     Raises:
-        ToolFailed: no such file, a folder, unreadable, or binary.
+        ToolFailed: no such file, a folder, unreadable, binary, or (``strict``) not UTF-8.
     """
     try:
         data = path.read_bytes()
@@ -87,7 +92,10 @@ def _text_of(path: Path) -> str:
         raise ToolFailed(f"cannot read {path.name}: {exc.strerror or exc}") from None
     if b"\0" in data[:_SNIFF_BYTES]:
         raise ToolFailed(f"{path.name} is a binary file; only text files can be read")
-    return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8", errors="strict" if strict else "replace")
+    except UnicodeDecodeError:
+        raise ToolFailed(f"{path.name} is not UTF-8 text; only UTF-8 files are written over") from None
 
 
 def read_file(ws: Workspace, path: str, offset: int = 1, limit: int | None = None) -> str:
@@ -201,7 +209,7 @@ def write_change(ws: Workspace, path: str, content: str) -> Change:
     target = ws.resolve(path)
     if target.is_dir():
         raise ToolFailed(f"{path} is a folder")
-    old = _text_of(target) if target.exists() else None
+    old = _text_of(target, strict=True) if target.exists() else None
     return Change(target, ws.shown(target), old, str(content))
 
 
@@ -213,7 +221,7 @@ def edit_change(ws: Workspace, path: str, old_string: str, new_string: str, repl
             without ``replace_all``.
     """
     target = ws.resolve(path)
-    text = _text_of(target)
+    text = _text_of(target, strict=True)
     if not old_string:
         raise ToolFailed("old_string is empty; give the exact text to replace (write_file writes a whole file)")
     count = text.count(old_string)
@@ -236,7 +244,7 @@ def apply(ws: Workspace, change: Change) -> str:
         ToolFailed: the file changed since the change was worked out, or it or its backup
             cannot be written.
     """
-    now = _text_of(change.path) if change.path.exists() else None
+    now = _text_of(change.path, strict=True) if change.path.exists() else None
     if now != change.old:  # what was approved is the diff against the text then
         raise ToolFailed(f"nothing written: {change.shown} changed since the diff was made; read it again")
     note = ""
