@@ -12,6 +12,7 @@ import difflib
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def list_files(ws: Workspace, path: str = ".", recursive: bool = False) -> str:
     if not folder.is_dir():
         raise ToolFailed(f"{path} is not a folder")
     lines: list[str] = []
-    for entry, is_dir in ignore.walk(ws.root.resolve(), folder) if _inside_root(ws, folder) else _plain(folder):
+    for entry, is_dir in _walk(ws, folder):
         if not recursive and entry.parent != folder:
             continue
         lines.append(entry.relative_to(folder).as_posix() + ("/" if is_dir else ""))
@@ -134,14 +135,10 @@ def list_files(ws: Workspace, path: str = ".", recursive: bool = False) -> str:
     return "\n".join(lines) if lines else "(empty folder)"
 
 
-def _inside_root(ws: Workspace, path: Path) -> bool:
+def _walk(ws: Workspace, start: Path) -> Iterator[tuple[Path, bool]]:
+    """What is below ``start`` and not ignored (.gitignore rules from the root; in an allowed folder, its own)."""
     root = ws.root.resolve()
-    return path == root or root in path.parents
-
-
-def _plain(folder: Path):
-    """The walk of an allowed folder outside the root: its own .gitignore files apply from it down."""
-    return ignore.walk(folder, folder)
+    return ignore.walk(root if start == root or root in start.parents else start, start)
 
 
 def search_files(ws: Workspace, pattern: str, path: str = ".", ignore_case: bool = False) -> str:
@@ -157,8 +154,7 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", ignore_case: bool
     except (re.error, TypeError) as exc:
         raise ToolFailed(f"not a valid regular expression: {exc}") from None
     start = ws.resolve(path)
-    base = ws.root.resolve() if _inside_root(ws, start) else start
-    files = [start] if start.is_file() else [p for p, is_dir in ignore.walk(base, start) if not is_dir]
+    files = [start] if start.is_file() else [p for p, is_dir in _walk(ws, start) if not is_dir]
     out: list[str] = []
     for file in files:
         try:
