@@ -48,6 +48,8 @@ def toolset_for(c: Context, tools: str | None, yes: bool) -> Toolset | None:
         ConfigError: ``tools:`` or ``permissions.allow`` does (exit 1).
     """
     names = tuple(tools.split(",")) if tools is not None else c.config.tools
+    if not any(name.strip() for name in names):
+        return None  # a plain chat imports none of the tools' modules
     from ..chat.tools.files import Workspace
     from ..chat.tools.toolset import Toolset, expand
 
