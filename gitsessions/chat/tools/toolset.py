@@ -107,6 +107,7 @@ class Prepared:
         asks: its running is asked of the user (a write or a command).
         summary: one line saying what it does (``edit_file notes.md``, ``run_command: make test``).
         preview: what the user approves: a write's diff, a command's text ("" for the others).
+        run: does it and returns what the model is told (None when ``error``); see :meth:`Toolset.run`.
     """
 
     call_id: str
