@@ -125,3 +125,18 @@ def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: Fak
     assert r.code == 0, r.err
     answers = [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] == "tool"]
     assert answers == ["one\ntwo\n", "exit status 0\nran\n"]
+
+
+def test_a_secret_a_tool_read_never_reaches_the_server_the_screen_or_the_repo(gs, fake_api: FakeChatServer, work,
+                                                                             repo_path):
+    key = "sk-" + "Zq7Xw3Rt9Yp2Lm5Nb8Vc1Kd4" + "Hf6Js0Ga"  # shaped like an OpenAI key; not one
+    (work / "settings.py").write_text(f'API_KEY = "{key}"\n')
+    fake_api.script(tool_calls(("c1", "search_files", '{"pattern": "API_KEY"}')), text("Found it."))
+    r = gs("chat", "work", "--tools", "read", input="where is the key set?\n")
+    assert r.code == 0, r.err
+    answer = fake_api.requests[1]["messages"][-1]
+    assert answer["role"] == "tool" and answer["content"].startswith("settings.py:1: API_KEY = \"[REDACTED:")
+    assert key not in r.out and "[REDACTED:" in r.out
+    objects = subprocess.run(["git", "-C", str(repo_path), "cat-file", "--batch-all-objects", "--batch"],
+                             capture_output=True, check=True).stdout
+    assert key.encode() not in objects
