@@ -140,3 +140,19 @@ def test_a_secret_a_tool_read_never_reaches_the_server_the_screen_or_the_repo(gs
     objects = subprocess.run(["git", "-C", str(repo_path), "cat-file", "--batch-all-objects", "--batch"],
                              capture_output=True, check=True).stdout
     assert key.encode() not in objects
+
+
+def test_allowed_for_this_session_asks_no_more_until_another_session_opens(gs, fake_api: FakeChatServer, work):
+    def cmd(n: int):
+        return tool_calls((f"c{n}", "run_command", f'{{"command": "echo {n} >> runs"}}'))
+
+    fake_api.script(cmd(1), text("one"), cmd(2), text("two"), cmd(3), text("three"))
+    r = gs("chat", "work", "--tools", "shell", input="first\na\nsecond\n/new other\nthird\nn\n")
+    assert r.code == 0, r.err
+    assert (work / "runs").read_text() == "1\n2\n"  # the third was asked again, in the other session, and refused
+    assert r.out.count("⚙ run_command\n") == 2
+    def answers(sid: str) -> list[tuple[str, str]]:
+        return [(e["data"]["answer"], e["data"]["by"]) for e in _events(gs, sid) if e["type"] == "tool/permission"]
+
+    assert answers("work") == [("session", "user"), ("once", "session")]
+    assert answers("other") == [("deny", "user")]
