@@ -118,6 +118,13 @@ def config_path(env: Mapping[str, str]) -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.yaml"
 
 
+def default_cache_dir() -> Path:
+    """Return the platform's user cache dir for gitsessions (derived files, safe to delete)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
 def default_repo_path() -> Path:
     """Return the platform data dir's ``gitsessions/repo.git`` (design.md)."""
     import platformdirs
