@@ -229,3 +229,20 @@ def test_approvals_beforehand_and_for_the_session(work):
     assert ts.decide(call, lambda c: "deny") == Decision("deny", "user")
     reads = ts.prepare("c3", "read_file", json.dumps({"path": "notes.md"}))
     assert not reads.asks  # reads inside the working directory run
+
+
+def test_the_config_names_tools_as_a_list_or_one_string_and_paths_beside_it(tmp_path):
+    from gitsessions.config import load_config
+    from gitsessions.errors import ConfigError
+
+    path = tmp_path / "config.yaml"
+    path.write_text("tools: read, shell\npermissions: {allow: [write_file], paths: [notes, /srv/shared]}\n")
+    config = load_config({}, path)
+    assert config.tools == ("read", "shell") and config.allow_tools == ("write_file",)
+    assert config.tool_paths == (tmp_path / "notes", Path("/srv/shared"))  # relative to the config file
+    path.write_text("tools: {read: true}\n")
+    with pytest.raises(ConfigError, match="tools must be a list of names, such as"):
+        load_config({}, path)
+    path.write_text("permissions: {allow: [write], ask: [shell]}\n")
+    with pytest.raises(ConfigError, match="permissions must be a mapping like"):
+        load_config({}, path)
