@@ -45,6 +45,7 @@ MODULES = {
     "gitsessions.cli": "face",
     "gitsessions.repl": "face",
     "gitsessions.slash": "face",
+    "gitsessions.slash_settings": "face",
     "gitsessions.session": "services",
     "gitsessions.forking": "services",
     "gitsessions.recovery": "services",

@@ -205,3 +205,18 @@ def test_what_a_hook_writes_in_the_repo_is_private_too(gs, repo_path, tmp_path):
     assert (repo_path / "packed-by-hook").exists()
     assert list((repo_path / "objects" / "pack").glob("*.pack"))
     assert find(repo_path, "-perm", "/077") == []
+
+
+def test_doctor_names_a_symbolic_link_that_leads_out_of_the_repo(gs, repo_path, tmp_path):
+    assert gs("ask", "work", "one").code == 0
+    outside = tmp_path / "shared-folder" / "history"
+    outside.parent.mkdir()
+    outside.write_text("")
+    (repo_path / "gs" / "prompt-history").unlink(missing_ok=True)
+    (repo_path / "gs" / "prompt-history").symlink_to(outside)
+    (repo_path / "gs" / "inside").symlink_to(repo_path / "HEAD")  # one that stays inside is fine
+    r = gs("doctor")
+    assert r.code == 1
+    assert f"{repo_path / 'gs' / 'prompt-history'} is a symbolic link to {outside}" in r.out
+    assert "inside" not in r.out
+    assert gs("doctor", "--fix").code == 1 and (repo_path / "gs" / "prompt-history").is_symlink()  # named, kept

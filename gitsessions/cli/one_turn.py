@@ -35,6 +35,7 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
     """
     from ..chat.connect import connect
     from ..chat.loop import run_turn
+    from ..request import offered_tools
 
     sid = session.id
     tty = sys.stdout.isatty()
@@ -50,8 +51,12 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
         with connect(c.config, model=model, notify=err) as provider:
             view = rendered() if rendered is not None else PlainReply(write)
             try:
+                tools, note = offered_tools(provider.calls_tools, None, asked=toolset is not None)
+                if note:
+                    err(f"gs: {note}")
                 result = run_turn(session, provider, prompt, system=c.config.system,
-                                  max_steps=c.config.max_steps, toolset=toolset, on_text=view.text)
+                                  max_steps=c.config.max_steps, tools=tools, toolset=toolset,
+                                  model=model or session.model, options=session.options, on_text=view.text)
             finally:
                 view.end()  # the reply shown ends its line
     except DiskFull as exc:
