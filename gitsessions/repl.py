@@ -22,6 +22,7 @@ from .session import Session
 from .store import LockWait, SessionStore
 
 if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
+    from .chat.compaction import AutoCompact
     from .chat.loop import Permit
     from .chat.tools.toolset import Toolset
     from .config import Config
@@ -84,6 +85,8 @@ class Repl:
             approvals "for this session" are forgotten when another session is opened.
         permit: asks the user before a write or a command runs (see
             :func:`gitsessions.cli.tools.approver`; None: such a call is denied unless approved).
+        compaction: compacts the history before a turn that would fill the model's window
+            (None: never; ``/compact`` still does).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -95,14 +98,15 @@ class Repl:
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
                  draw_recap: DrawRecap | None = None, model: str | None = None,
-                 config: Config | None = None, footer: bool = False, toolset: Toolset | None = None,
-                 permit: Permit | None = None):
+                 config: Config | None = None, footer: bool = False, compaction: AutoCompact | None = None,
+                 toolset: Toolset | None = None, permit: Permit | None = None):
         self.store = store
         self.model = model
         self.config = config
         self.footer = footer
         self.toolset = toolset
         self.permit = permit
+        self.compaction = compaction
         self.reply = reply or (lambda: PlainReply(self.write))
         self.copy = copy
         self.recap = recap
@@ -200,6 +204,11 @@ class Repl:
         from .chat.loop import run_turn
         from .request import offered_tools
 
+        if self.compaction is not None:
+            note = self.compaction.before_turn(self.session, self.provider, prompt, self.window(),
+                                               model=self.model or self.session.model)
+            if note:
+                self.write(f"({note})\n")
         tools, _note = offered_tools(getattr(self.provider, "calls_tools", True), None)
         view = self.reply()
         ask = self.permit

@@ -121,6 +121,7 @@ def chat(
         gs chat work --recap 3              # open 'work' showing its last 3 turns
         gs chat --tools read,write          # the model may read files, and edit them when you allow
     """
+    from ..chat.compaction import auto_compaction
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
     from ..rules import new_session_id
@@ -185,7 +186,8 @@ def chat(
                         reply=rendered_replies(c.output, render) if interactive else None,
                         recap=(1 if interactive else 0) if recap is None else recap,
                         draw_recap=recap_drawer(c.output, render) if interactive else None,
-                        model=model, config=c.config, footer=interactive, toolset=toolset,
+                        model=model, config=c.config, footer=interactive,
+                        compaction=auto_compaction(c.config), toolset=toolset,
                         permit=approver(write, answers, c.redactor()) if toolset else None, **faces)
             built.append(repl)
             if system is not None and repl.session is not None:
