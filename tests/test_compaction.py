@@ -120,7 +120,7 @@ def test_compact_sends_the_summary_instead_of_what_it_covers_and_the_log_keeps_i
     assert "q1 about apples" in gs("search", "apples").out
     assert "q1 about apples" in gs("export", "work", "-f", "markdown").out
     subjects = gs("log", "work").out
-    assert "save: compaction/summary" in subjects
+    assert "compact: the conversation up to turn 2" in subjects
 
 
 def test_a_fork_from_before_the_compaction_sends_every_message(gs, fake_api):
