@@ -46,6 +46,7 @@ MODULES = {
     "gitsessions.repl": "face",
     "gitsessions.slash": "face",
     "gitsessions.session": "services",
+    "gitsessions.saving": "services",
     "gitsessions.forking": "services",
     "gitsessions.recovery": "services",
     "gitsessions.history": "services",
