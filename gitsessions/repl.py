@@ -73,6 +73,9 @@ class Repl:
         recap: how many earlier turns are shown when a session with turns is opened, at the
             start and by ``/open`` (see :mod:`gitsessions.recap`; 0: none).
         draw_recap: shows a recap's entries (None: as plain lines through ``write``).
+        save_behind: each turn is committed while the next line is read (a terminal's chat:
+            the prompt comes back without waiting for git); a failed commit is said when the
+            next line is sent. False: before the next line is read, as a script expects.
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -83,12 +86,13 @@ class Repl:
                  wait: LockWait | None = None, edit: Edit | None = None,
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
-                 draw_recap: DrawRecap | None = None):
+                 draw_recap: DrawRecap | None = None, save_behind: bool = False):
         self.store = store
         self.reply = reply or (lambda: PlainReply(self.write))
         self.copy = copy
         self.recap = recap
         self.draw_recap = draw_recap
+        self.save_behind = save_behind
         self.edit = edit
         self.pick_session = pick_session
         self.pick_spot = pick_spot
@@ -118,6 +122,7 @@ class Repl:
         if self.session is not None:
             self.session.close()
         self.session = session
+        session.saves_behind = self.save_behind
         if session.id not in self.visited:
             self.visited.append(session.id)
         if note:
@@ -157,6 +162,7 @@ class Repl:
                 line = line.strip()
                 if not line:
                     continue
+                self.saved(block=False)
                 try:
                     if line.startswith("/"):
                         if not self.command(line):
@@ -198,6 +204,15 @@ class Repl:
         elif result.reason == "max-steps":
             self.write(f"(stopped after {self.max_steps} model requests in one turn)\n")
 
+    def saved(self, block: bool = True) -> None:
+        """Say so when the commit of a turn made behind the prompt failed (``block``: wait for it first)."""
+        try:
+            if self.session is not None:
+                self.session.wait_saved(block)
+        except GitSessionsError as exc:  # its turn stays pending: the next save takes it again
+            self.write(f"error: {exc}\n")
+
     def command(self, line: str) -> bool:
         """Run a slash command (see :mod:`gitsessions.slash`); return False when the REPL should end."""
+        self.saved()  # the commands read the store: not while a commit is being made
         return slash.command(self, line)

@@ -16,9 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedProvider
 
 from gitsessions.errors import HookRefused, SessionLocked
 from gitsessions.events import make_header
+from gitsessions.repl import Repl
 from gitsessions.session import Session
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
@@ -226,3 +228,22 @@ def test_a_refused_commit_is_said_once_and_the_next_save_takes_its_turn(repo_pat
     assert git("log", "--format=%s", SID).splitlines()[1:] == ["turn 1: one"]  # turns 2 and 3 in one commit
     git("fsck", "--strict")
 
+
+def test_the_chat_says_a_refused_commit_when_the_next_line_is_sent(repo_path: Path, gates):
+    gates["REFUSE"].touch()
+    lines = iter(["one", "two", None])
+    out: list[str] = []
+
+    def read_line(_prompt: str) -> str | None:
+        line = next(lines)
+        if line == "two":
+            gates["REFUSE"].unlink()
+        return line
+
+    with hooked_store(repo_path, gates) as store:
+        Repl(store, ScriptedProvider(), SID, read_line=read_line, write=out.append,
+             new_header=lambda sid: make_header(sid, created=1), save_behind=True).run()
+        text = "".join(out)
+        assert text.count("pre-commit hook") == 1, text
+        assert text.index("echo: one") < text.index("pre-commit hook") < text.index("echo: two")
+        assert prompts(store) == ["one", "two"]

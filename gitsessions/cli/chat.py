@@ -168,7 +168,8 @@ def chat(
                         warnings=c.warnings, wait=c.lock_wait(wait),
                         reply=rendered_replies(c.output, render) if interactive else None,
                         recap=(1 if interactive else 0) if recap is None else recap,
-                        draw_recap=recap_drawer(c.output, render) if interactive else None, **faces)
+                        draw_recap=recap_drawer(c.output, render) if interactive else None,
+                        save_behind=interactive, **faces)
             built.append(repl)
             if interactive and repl.session is not None:
                 write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
