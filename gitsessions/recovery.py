@@ -187,4 +187,4 @@ class _Held:
     def release(self) -> None:
         return None
 
-    close = clear = drop_last = release
+    close = clear = drop_last = sync = release

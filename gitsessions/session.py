@@ -187,8 +187,15 @@ class Session:
             self._journal_open = True
             self._journaled = self._committed
         for ev in [*self.events[self._journaled:], event]:
-            self._journal.append_event(ev, sync=ev.type in _SYNC_TYPES)
+            self._journal.append_event(ev, sync=self._syncs(ev))
             self._journaled += 1
+
+    def _syncs(self, event: Event) -> bool:
+        """Whether journaling ``event`` fsyncs: at message boundaries, unless another follows at once."""
+        if event.type == "assistant/message" and not event.data.get("tool_calls"):
+            return False  # a reply ending its turn: the turn's end is fsynced a moment later
+        # the end of a turn committed behind the prompt is fsynced by that commit's thread
+        return event.type in _SYNC_TYPES and not (event.type == "turn/end" and self.saves_behind)
 
     def _take_back_turn_start(self) -> None:
         """Drop a ``turn/start`` whose prompt could not be journaled, from memory and journal."""
@@ -267,21 +274,24 @@ class Session:
             return None
         message = commit_message(self.id, self.events, self._committed, lineage=self.forked_from)
         tip, header = self._tip, self.header if self._tip is None else None
-        self._saving = CommitJob(lambda: self.store.append(self.id, pending, message, expected_tip=tip, header=header),
-                               len(self.events), behind)
+        journal = self._journal
+
+        def make() -> str:
+            if behind:
+                journal.sync()  # the turn's end, journaled without it: durable before the commit
+            return self.store.append(self.id, pending, message, expected_tip=tip, header=header)
+
+        self._saving = CommitJob(make, len(self.events), behind)
         return None if behind else self._settle()
 
-    def wait_saved(self, block: bool = True) -> str | None:
+    def wait_saved(self) -> str | None:
         """Wait for the commit made behind the prompt, if any; return the tip.
-
-        Args:
-            block: False: only take a commit that is done (one still being made is left).
 
         Raises:
             ConcurrentUpdate, DiskFull, RepoReadOnly, HookRefused: it failed (raised once; its
                 events stay pending, in memory and in the journal, for the next save).
         """
-        self._settle(block)
+        self._settle()
         return self._tip
 
     def _settle(self, block: bool = True, raising: bool = True) -> str | None:
