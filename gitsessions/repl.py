@@ -74,8 +74,8 @@ class Repl:
             start and by ``/open`` (see :mod:`gitsessions.recap`; 0: none).
         draw_recap: shows a recap's entries (None: as plain lines through ``write``).
         save_behind: each turn is committed while the next line is read (a terminal's chat:
-            the prompt comes back without waiting for git); a failed commit is said when the
-            next line is sent. False: before the next line is read, as a script expects.
+            the prompt comes back without waiting for git); a line sent waits for that commit,
+            and its failure is said then. False: before the next line is read, as a script expects.
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -162,7 +162,7 @@ class Repl:
                 line = line.strip()
                 if not line:
                     continue
-                self.saved(block=False)
+                self.saved()  # at Enter (a slash command reads the store): the commit has landed by now, as a rule
                 try:
                     if line.startswith("/"):
                         if not self.command(line):
@@ -204,15 +204,14 @@ class Repl:
         elif result.reason == "max-steps":
             self.write(f"(stopped after {self.max_steps} model requests in one turn)\n")
 
-    def saved(self, block: bool = True) -> None:
-        """Say so when the commit of a turn made behind the prompt failed (``block``: wait for it first)."""
+    def saved(self) -> None:
+        """Wait for the commit of a turn made behind the prompt; say so when it failed."""
         try:
             if self.session is not None:
-                self.session.wait_saved(block)
+                self.session.wait_saved()
         except GitSessionsError as exc:  # its turn stays pending: the next save takes it again
             self.write(f"error: {exc}\n")
 
     def command(self, line: str) -> bool:
         """Run a slash command (see :mod:`gitsessions.slash`); return False when the REPL should end."""
-        self.saved()  # the commands read the store: not while a commit is being made
         return slash.command(self, line)

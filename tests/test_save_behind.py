@@ -28,10 +28,10 @@ from gitsessions.store.hooks import CommitHooks
 ROOT = Path(__file__).resolve().parents[1]
 SID = "work"
 TIMEOUT = 10
-#: Waits while $HOLD exists (a commit held in flight); refuses while $REFUSE exists.
+#: Waits while $HOLD exists (a commit held in flight); refuses once when $REFUSE exists.
 PRE_COMMIT = """#!/bin/sh
 while [ -e "$HOLD" ]; do sleep 0.01; done
-if [ -e "$REFUSE" ]; then echo "not now" >&2; exit 1; fi
+if [ -e "$REFUSE" ]; then rm "$REFUSE"; echo "not now" >&2; exit 1; fi
 exit 0
 """
 
@@ -220,7 +220,6 @@ def test_a_refused_commit_is_said_once_and_the_next_save_takes_its_turn(repo_pat
             s.wait_saved()
         assert s.wait_saved() == first  # said once; the turn waits in the journal
         assert store.journal(SID).exists()
-        gates["REFUSE"].unlink()
         turn(s, "three")
         s.close()
         assert prompts(store) == ["one", "two", "three"]
@@ -233,15 +232,8 @@ def test_the_chat_says_a_refused_commit_when_the_next_line_is_sent(repo_path: Pa
     gates["REFUSE"].touch()
     lines = iter(["one", "two", None])
     out: list[str] = []
-
-    def read_line(_prompt: str) -> str | None:
-        line = next(lines)
-        if line == "two":
-            gates["REFUSE"].unlink()
-        return line
-
     with hooked_store(repo_path, gates) as store:
-        Repl(store, ScriptedProvider(), SID, read_line=read_line, write=out.append,
+        Repl(store, ScriptedProvider(), SID, read_line=lambda _p: next(lines), write=out.append,
              new_header=lambda sid: make_header(sid, created=1), save_behind=True).run()
         text = "".join(out)
         assert text.count("pre-commit hook") == 1, text
