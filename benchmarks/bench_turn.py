@@ -6,9 +6,10 @@
   time (from the prompt read to the next prompt asked) minus the server's own time for the
   request, which the server reports; the CPU time of this process (the server is another;
   all its threads) is printed beside it, steadier on a busy machine. As on a terminal, each
-  turn is committed behind the next prompt (``save_behind``): the next line comes at once
-  (nobody types), so a turn pays whatever of the previous commit is left when its own save
-  waits for it; that commit's wall time is printed beside it.
+  turn is committed behind the next prompt (``save_behind``), and the next line is sent
+  once that commit landed, as by a person typing for longer than it takes (the commit's
+  wall time is printed beside the turn); a second run sends the lines back to back, so a
+  turn also waits for what is left of the commit before it.
 - **A long session with tool results** (~10,000 messages, every turn a tool call), built
   directly through ``GitStore.append`` (not chatted), then a few turns chatted on it: the
   same figure at turn ~2,500 against turn 30 of the curve.
@@ -95,26 +96,38 @@ Turn = tuple[int, float, float, float]  # turn, gs ms (wall - server), gs CPU ms
 
 
 def chat_turns(store: TimedStore, url: str, sid: str, turns: int, start_turn: int = 1,
-               model: str = "gpt-4o-mini") -> list[Turn]:
-    """Chat ``turns`` turns on ``sid`` through the REPL; return a :data:`Turn` for each."""
+               model: str = "gpt-4o-mini", typed: bool = True) -> list[Turn]:
+    """Chat ``turns`` turns on ``sid`` through the REPL; return a :data:`Turn` for each.
+
+    Args:
+        typed: each line is sent once the commit behind the prompt landed, as by a person
+            typing for longer than a commit takes (a turn is Enter to the next prompt); else
+            at once, back to back (a turn then waits for what is left of the last commit).
+    """
     provider = OpenAIProvider(model, "bench-key", url, max_retries=0)
     store.saves = []
-    marks: list[tuple[float, float]] = []
+    asked: list[tuple[float, float]] = []  # the prompt shown
+    sent: list[tuple[float, float]] = []  # Enter
     prompts = iter(f"question {start_turn + i}: how do I parse YAML in Python, and why?" for i in range(turns))
+    built: list[Repl] = []
 
     def read_line(_prompt: str) -> str | None:
-        marks.append((time.perf_counter(), time.process_time()))
+        asked.append((time.perf_counter(), time.process_time()))
+        if typed and built[0].session is not None:
+            built[0].session.wait_saved()  # the person types meanwhile
+        sent.append((time.perf_counter(), time.process_time()))
         return next(prompts, None)
 
     server_times(url)  # forget earlier requests
     repl = Repl(store, provider, sid, read_line=read_line, write=lambda _t: None, new_header=_header,
                 redactor=from_environment({}), save_behind=True)
+    built.append(repl)
     repl.run()
     answered = server_times(url)
     assert len(answered) == turns == len(store.saves), (len(answered), turns, len(store.saves))
     out = []
     for i in range(turns):
-        (w0, c0), (w1, c1) = marks[i], marks[i + 1]
+        (w0, c0), (w1, c1) = sent[i], asked[i + 1]
         out.append((start_turn + i, (w1 - w0) * 1e3 - answered[i], (c1 - c0) * 1e3, store.saves[i]))
     return out
 
@@ -188,6 +201,12 @@ def bench_turns(s: Settings, url: str, turns: int, long_turns: int) -> None:
             f"wall; at turn 30 {at30:.2f} ms, CPU {cpu30:.2f}, commit {save30:.2f})")
         target(s, f"gs time at turn {long_turns} vs turn 30", f"{ms:.1f} ms vs {at30:.1f} ms = {ms / at30:.2f}x",
                "<= 1.3x", ms <= 1.3 * at30)
+        # Lines sent back to back (a paste, a script): a turn waits for what is left of the commit before it.
+        early = _window(chat_turns(store, url, "back-to-back", 40, typed=False), 30)[0]
+        late = statistics.median(t[1] for t in chat_turns(store, url, "long", extra, start_turn=long_turns + extra + 1,
+                                                            typed=False))
+        row("  the same with each line sent at once (turn 30, the long session)",
+            f"{early:.2f} ms, {late:.2f} ms = {late / early:.2f}x (a turn waits for the commit before it)")
     store.close()
 
 
