@@ -1,13 +1,15 @@
 """The commits of a session besides its events' bookkeeping: one being made, and a fork.
 
-A session (:mod:`gitsessions.session`) starts a :class:`CommitJob` per save, in a thread of
-its own when the commit is made behind the prompt, and takes its result or its failure when
-it next needs the tip (the journal holds the events meanwhile). :func:`fork` makes a new
+A session (:mod:`gitsessions.session`) starts a :class:`CommitJob` per save, made by a
+thread of its own when the commit is made behind the prompt, and takes its result or its
+failure when it next needs the tip (the journal holds the events meanwhile). :func:`fork` makes a new
 session on a past commit.
 """
 
 from __future__ import annotations
 
+import atexit
+import queue
 import threading
 from collections.abc import Callable
 
@@ -18,14 +20,17 @@ from .transcript import open_turn
 
 
 class CommitJob:
-    """One commit: ``make`` run at once, or in a thread of its own when ``behind``.
+    """One commit: ``make`` run at once, or by the commit thread when ``behind``.
 
-    Not a daemon thread: an interpreter that ends while a commit is being made waits for it.
+    The commit thread is started with the first commit made behind and then waits for the
+    next (starting a thread per turn made the turn wait for the thread to be scheduled:
+    milliseconds on a busy machine). Commits are made one at a time, in the order given; an
+    interpreter that ends while one is being made waits for it (see :func:`_drain`).
 
     Args:
         make: makes the commit; returns its id.
         count: how many of the session's events the commit holds.
-        behind: run ``make`` in a thread (else here, before this returns).
+        behind: hand ``make`` to the commit thread (else run it here, before this returns).
 
     Attributes:
         count: as given.
@@ -38,26 +43,62 @@ class CommitJob:
         self.commit: str | None = None
         self.error: BaseException | None = None
         self._make = make
-        self._thread = threading.Thread(target=self._run, name="gs-save") if behind else None
-        if self._thread is not None:
-            self._thread.start()
+        self._done = threading.Event()
+        if behind:
+            _submit(self)
         else:
-            self._run()
+            self.run()
 
-    def _run(self) -> None:
+    def run(self) -> None:
+        """Make the commit, keeping its result or failure."""
         try:
             self.commit = self._make()
         except BaseException as exc:  # raised again by whoever waits, in its own thread
             self.error = exc
+        finally:
+            self._done.set()
 
     def done(self) -> bool:
         """True once the commit is made or failed."""
-        return self._thread is None or not self._thread.is_alive()
+        return self._done.is_set()
 
     def join(self) -> None:
         """Wait until :meth:`done`."""
-        if self._thread is not None:
-            self._thread.join()
+        self._done.wait()
+
+
+_jobs: queue.SimpleQueue[CommitJob] = queue.SimpleQueue()
+_pending: list[CommitJob] = []  # handed over and not done: what an ending interpreter waits for
+_worker: threading.Thread | None = None
+_worker_lock = threading.Lock()
+
+
+def _serve() -> None:
+    while True:
+        job = _jobs.get()
+        job.run()
+        with _worker_lock:
+            _pending.remove(job)
+
+
+def _submit(job: CommitJob) -> None:
+    global _worker
+    with _worker_lock:
+        _pending.append(job)
+        if _worker is None:
+            # A daemon that waits for work; an ending interpreter waits for its commits (_drain).
+            _worker = threading.Thread(target=_serve, name="gs-commit", daemon=True)
+            _worker.start()
+            atexit.register(_drain)
+    _jobs.put(job)
+
+
+def _drain() -> None:
+    """Wait for the commits handed over and not yet made (run when the interpreter ends)."""
+    with _worker_lock:
+        left = list(_pending)
+    for job in left:
+        job.join()
 
 
 def fork(store: SessionStore, rev: Revision, new_id: str, reason: str | None = None) -> str:
