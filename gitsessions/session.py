@@ -14,8 +14,8 @@ from .errors import DiskFull, GitSessionsError, NothingToSave, SessionNotFound
 from .events import Event, make_event
 from .recovery import recover_journal
 from .redact import Redactor, StreamRedactor
-from .rules import CommitId, Lineage, SessionId, check_free, check_session_id, commit_message
-from .saving import CommitJob, fork
+from .rules import CommitId, Lineage, SessionId, check_free, check_session_id
+from .saving import CommitJob, Saving, fork
 from .store import LockWait, Revision, SessionStore, TurnJournal
 from .transcript import closing_events, derive_messages, derived, open_turn, undone_turns
 from .turns import turn_numbers
@@ -26,7 +26,7 @@ _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "tu
 _OPENING = frozenset({"turn/start", "user/message"})
 
 
-class Session:
+class Session(Saving):
     """One session held for writing (the caller holds its lock for the object's lifetime).
 
     Use :meth:`open`; then :meth:`append` events and :meth:`delta` streamed text; then
@@ -141,6 +141,16 @@ class Session:
         return derive_messages(self.events)
 
     @property
+    def model(self) -> str | None:
+        """The model the last ``session/model`` chose (None: none; the run's default)."""
+        return derived(self.events).model
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The request options in effect (``session/options``; see :mod:`gitsessions.request`)."""
+        return derived(self.events).options
+
+    @property
     def next_turn(self) -> int:
         """The number the next turn gets (1-based; see :func:`gitsessions.turns.next_turn`)."""
         return derived(self.events).next_turn
@@ -243,76 +253,6 @@ class Session:
                 data.update(extra)
             self.append(type_, data)
 
-    @property
-    def tip(self) -> str | None:
-        """The commit the next save builds on (None before the first save); waits for one in flight."""
-        self._settle()
-        return self._tip
-
-    @tip.setter
-    def tip(self, commit: str | None) -> None:
-        self._tip = commit
-
-    def save(self, behind: bool = False) -> str | None:
-        """Commit the pending events (if any) and clear the journal; return the commit id.
-
-        A commit still being made behind the prompt is waited for first (and its failure raised).
-
-        Args:
-            behind: commit in a thread and return None; whatever waits for it raises the failures below.
-
-        Raises:
-            ConcurrentUpdate: the branch moved (the journal is kept; nothing is lost).
-            DiskFull: no space for the commit (``kept="journal"``: the pending events stay in
-                the journal and in memory, and the next save commits them; ``"partial"``: the
-                journal holds them up to where the disk filled).
-            RepoReadOnly: the repo cannot be written.
-        """
-        self._settle()
-        pending = self.events[self._committed:]
-        if not pending:
-            return None
-        message = commit_message(self.id, self.events, self._committed, lineage=self.forked_from)
-        tip, header = self._tip, self.header if self._tip is None else None
-        journal = self._journal
-
-        def make() -> str:
-            if behind:
-                journal.sync()  # the turn's end, journaled without it: durable before the commit
-            return self.store.append(self.id, pending, message, expected_tip=tip, header=header)
-
-        self._saving = CommitJob(make, len(self.events), behind)
-        return None if behind else self._settle()
-
-    def wait_saved(self) -> str | None:
-        """Wait for the commit made behind the prompt, if any; return the tip.
-
-        Raises:
-            ConcurrentUpdate, DiskFull, RepoReadOnly, HookRefused: it failed (raised once; its
-                events stay pending, in memory and in the journal, for the next save).
-        """
-        self._settle()
-        return self._tip
-
-    def _settle(self, block: bool = True, raising: bool = True) -> str | None:
-        """Take the result of the commit in flight (see :meth:`wait_saved`); return it, or None."""
-        saving = self._saving
-        if saving is None or not (block or saving.done()) or (saving.error is not None and not raising):
-            return None
-        saving.join()
-        self._saving = None
-        if isinstance(saving.error, DiskFull):
-            kept = "partial" if self._journaled < len(self.events) else "journal"
-            raise DiskFull(saving.error.path, kept=kept) from None
-        if saving.error is not None:
-            raise saving.error
-        self._tip, self._committed = saving.commit, saving.count
-        if self._committed == len(self.events):  # nothing pending after it: the journal is done with
-            self._journal.clear()
-            self._journal_open = False
-            self._journaled = len(self.events)
-        return self._tip
-
     def set_title(self, title: str) -> str:
         """Set the session title (any Unicode, one line) with a ``session/title`` event; commit it.
 
@@ -339,6 +279,41 @@ class Session:
         if content.strip() == derived(self.events).system.strip():
             return None
         return self._save_one("session/system", {"content": text})
+
+    def set_model(self, model: str) -> str | None:
+        """Save ``model`` as the model of the next requests (a ``session/model`` event); commit it.
+
+        Returns:
+            The commit, or None when it is the session's model already.
+
+        Raises:
+            NothingToSave: the name is empty.
+        """
+        model = model.strip()
+        if not model:
+            raise NothingToSave("a model needs a name; /models lists what the server offers")
+        if model == derived(self.events).model:
+            return None
+        return self._save_one("session/model", {"model": model})
+
+    def set_options(self, options: dict[str, Any]) -> str | None:
+        """Save the request options in effect from now on (a ``session/options`` event, all of them); commit it.
+
+        Args:
+            options: every option to send (``{}``: the server's defaults); see :mod:`gitsessions.request`.
+
+        Returns:
+            The commit, or None when these are the options already.
+        """
+        if options == derived(self.events).options:
+            return None
+        return self._save_one("session/options", {"options": options})
+
+    def compacted(self, data: dict[str, Any]) -> str:
+        """Commit a ``compaction/summary`` with ``data`` (see :mod:`gitsessions.chat.compaction`); return the commit."""
+        commit = self._save_one("compaction/summary", data)
+        assert commit is not None  # an event is pending
+        return commit
 
     def _save_one(self, type: str, data: dict[str, Any]) -> str | None:
         """Append one event outside a turn (a title, an undo) and commit it at once.
