@@ -23,6 +23,8 @@ from .store import LockWait, SessionStore
 
 if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
     from .chat.compaction import AutoCompact
+    from .chat.loop import Permit
+    from .chat.tools.toolset import Toolset
     from .config import Config
     from .redo import Spot
 
@@ -79,8 +81,15 @@ class Repl:
             session's, else the provider's); ``/model`` sets the session's and ends it.
         config: the settings ``/usage`` and the footer read (each model's window and price).
         footer: after each reply, one line: model · context used · session tokens.
+        toolset: the opt-in tools offered and their approvals (None: the clock alone); the
+            approvals "for this session" are forgotten when another session is opened.
+        permit: asks the user before a write or a command runs (see
+            :func:`gitsessions.cli.tools.approver`; None: such a call is denied unless approved).
         compaction: compacts the history before a turn that would fill the model's window
             (None: never; ``/compact`` still does).
+        save_behind: each turn is committed while the next line is read (a terminal's chat:
+            the prompt comes back without waiting for git); a line sent waits for that commit,
+            and its failure is said then. False: before the next line is read, as a script expects.
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -92,16 +101,20 @@ class Repl:
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
                  draw_recap: DrawRecap | None = None, model: str | None = None,
-                 config: Config | None = None, footer: bool = False, compaction: AutoCompact | None = None):
+                 config: Config | None = None, footer: bool = False, compaction: AutoCompact | None = None,
+                 toolset: Toolset | None = None, permit: Permit | None = None, save_behind: bool = False):
         self.store = store
         self.model = model
         self.config = config
         self.footer = footer
+        self.toolset = toolset
+        self.permit = permit
         self.compaction = compaction
         self.reply = reply or (lambda: PlainReply(self.write))
         self.copy = copy
         self.recap = recap
         self.draw_recap = draw_recap
+        self.save_behind = save_behind
         self.edit = edit
         self.pick_session = pick_session
         self.pick_spot = pick_spot
@@ -130,7 +143,10 @@ class Repl:
         """Make ``session`` the current one (the one left is closed: what it holds is saved)."""
         if self.session is not None:
             self.session.close()
+        if self.toolset is not None and self.session is not None and self.session.id != session.id:
+            self.toolset.forget()
         self.session = session
+        session.saves_behind = self.save_behind
         if session.id not in self.visited:
             self.visited.append(session.id)
         if note:
@@ -138,6 +154,9 @@ class Repl:
         if session.recovered:
             self.write(f"(recovered an interrupted turn of {session.id} from its journal: "
                        f"commit {session.recovered[:7]})\n")
+            from .cli.tools import cut_calls  # a crashed turn only
+
+            self.write("".join(line + "\n" for line in cut_calls(session.events)))
 
     def show_recap(self) -> None:
         """Show where the current session's conversation was: its last :attr:`recap` turns."""
@@ -175,6 +194,7 @@ class Repl:
                 line = line.strip()
                 if not line:
                     continue
+                self.saved()  # at Enter (a slash command reads the store): the commit has landed by now, as a rule
                 try:
                     if line.startswith("/"):
                         if not self.command(line):
@@ -202,11 +222,20 @@ class Repl:
                 self.write(f"({note})\n")
         tools, _note = offered_tools(getattr(self.provider, "calls_tools", True), None)
         view = self.reply()
+        ask = self.permit
+
+        def permit(call: Any) -> str:  # asked below the reply so far
+            assert ask is not None
+            view.pause()
+            return ask(call)
+
         try:
             try:
                 result = run_turn(self.session, self.provider, prompt, system=self.system,
-                                  max_steps=self.max_steps, tools=tools, model=self.model or self.session.model,
-                                  options=self.session.options, on_text=view.text, on_tool=view.tool)
+                                  max_steps=self.max_steps, tools=tools, toolset=self.toolset,
+                                  permit=permit if ask is not None else None,
+                                  model=self.model or self.session.model, options=self.session.options,
+                                  on_text=view.text, on_tool=view.tool)
             finally:
                 ended_line = view.end()  # whatever happened: the reply shown ends its line
         except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back
@@ -241,6 +270,14 @@ class Repl:
         ask = getattr(self.provider, "server_window", None)
         server = ask() if ask is not None and (known is None or known.context is None) else None
         return context_window(self.config, model, server) if self.config is not None else server
+
+    def saved(self) -> None:
+        """Wait for the commit of a turn made behind the prompt; say so when it failed."""
+        try:
+            if self.session is not None:
+                self.session.wait_saved()
+        except GitSessionsError as exc:  # its turn stays pending: the next save takes it again
+            self.write(f"error: {exc}\n")
 
     def command(self, line: str) -> bool:
         """Run a slash command (see :mod:`gitsessions.slash`); return False when the REPL should end."""

@@ -19,6 +19,7 @@ from ..errors import NoCurrentSession, RemoteError
 from ..events import make_header
 from .common import Context, WaitCommand, WaitOption, err, short
 from .faces import FirstLine, chat_faces, drawn_first, session_picker
+from .tools import approver, terminal_answers, tools_line, toolset_for
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
@@ -95,6 +96,11 @@ def chat(
     recap: Annotated[int | None, typer.Option("--recap", min=0, metavar="N", show_default=False,
                                               help="Show the last N turns of an earlier conversation on "
                                               "opening it (default: 1 on a terminal, 0 when piped).")] = None,
+    tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
+        "Tools the model may use: read, write, shell (or all; also config tools:). Reads run inside the "
+        "working directory; every write and command asks first."))] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Run every write and command without asking "
+                                      "(also config permissions: {allow: [...]}).")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
@@ -110,6 +116,7 @@ def chat(
         gs chat -r                          # pick from a list
         gs chat work~2 --fork work-b        # go on from two turns back
         gs chat work --recap 3              # open 'work' showing its last 3 turns
+        gs chat --tools read,write          # the model may read files, and edit them when you allow
     """
     from ..chat.connect import BackgroundProvider, connect
     from ..later import Later
@@ -117,6 +124,7 @@ def chat(
     c: Context = ctx.obj
     if sum((cont, resume, session is not None)) > 1:
         raise typer.BadParameter("give one of SESSION, --continue and --resume")
+    toolset = toolset_for(c, tools, yes)
     interactive = sys.stdin.isatty()
     if resume and not interactive:
         raise typer.BadParameter("--resume picks from a list on a terminal; name the SESSION instead "
@@ -156,11 +164,18 @@ def chat(
                                       session=lambda: built[0].session if built else None,
                                       completer=completer, opened=ready.wait)
             read_line, write, show = faces.read_line, faces.write, faces.show
+            answers = terminal_answers(keys)
+            if toolset is not None:
+                toolset.running = keys.cancellable  # Ctrl+C stops a command as it cancels a reply
         else:
             lines = _stdin_lines()
 
             def read_line(_prompt: str) -> str | None:
                 return next(lines, None)
+
+            answers = read_line  # behind a pipe the next line answers a tool's question
+
+            answers = read_line  # behind a pipe the next line answers a tool's question
 
             def write(text: str) -> None:
                 sys.stdout.write(text)
@@ -191,7 +206,8 @@ def chat(
                               recap=(1 if interactive else 0) if recap is None else recap,
                               draw_recap=recap_drawer(c.output, render, show) if interactive else None,
                               model=model, config=c.config, footer=interactive,
-                              compaction=auto_compaction(c.config),
+                              compaction=auto_compaction(c.config), toolset=toolset, save_behind=interactive,
+                              permit=approver(write, answers, c.redactor()) if toolset else None,
                               **chat_faces(c, store, faces.edit if interactive else None))
                 built.append(opened)
                 if system is not None and opened.session is not None:
@@ -199,6 +215,11 @@ def chat(
                 if interactive and opened.session is not None:  # above the first prompt when behind it
                     write(f"gs {__version__} · session {opened.session.id} · model {opened.current_model()} · "
                           "/help for commands\n")
+                if toolset is not None:  # which tools are on, or that this model can use none
+                    from ..request import offered_tools
+
+                    note = offered_tools(provider.calls_tools, None, asked=True)[1]
+                    write(f"({note})\n" if note else tools_line(toolset))
                 if interactive:
                     from ..slash import COMMANDS
                     from .complete import ChatCompleter
@@ -267,6 +288,10 @@ def ask(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
                                       "(also config render: false; never rendered when piped).")] = False,
+    tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
+        "Tools the model may use: read, write, shell (or all; also config tools:). A write or a command "
+        "runs only with --yes or config permissions: {allow: [...]}."))] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Run every write and command the model asks for.")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
@@ -290,6 +315,7 @@ def ask(
         gs ask "explain" < f.py             # as cat f.py | gs ask "explain": the prompt, a blank line, the file
         gs ask work < diff.txt              # what is piped in is the prompt, in work
         gs ask -s "Be terse." -a notes.md work "summarize"
+        gs ask --tools read,shell --yes "run the tests and say what fails"
     """
     from ..forking import open_revision
     from ..rules import new_session_id
@@ -297,6 +323,7 @@ def ask(
     from .one_turn import send_one
 
     c: Context = ctx.obj
+    toolset = toolset_for(c, tools, yes)
     with c.store() as store:
         _pull_on_open(c, store)
         rev, prompt = ask_input(words or (), attach or (), new=new, fork_as=fork_as,
@@ -306,7 +333,7 @@ def ask(
                                       wait=c.lock_wait(wait))
         if note:
             err(note)
-        send_one(c, store, session, prompt, model, raw=raw, system=system)
+        send_one(c, store, session, prompt, model, raw=raw, system=system, toolset=toolset)
 
 
 @app.command(cls=WaitCommand)
