@@ -17,7 +17,6 @@ import typer
 
 from ..config import Config, default_repo_path, key_file_exposed, load_config
 from ..errors import RepoError
-from ..redact import Redactor
 from ..store import privacy
 from ..store.lock import LockWait
 from .background import take_failures
@@ -25,6 +24,7 @@ from .help import Command
 from .output import Output
 
 if TYPE_CHECKING:  # the backend (and dulwich) is imported when a store is opened: the chat does it behind its prompt
+    from ..redact import Redactor  # (and the redactor when it is built: its detectors compile their shapes)
     from ..store import GitStore
 
 #: How long a bare ``--wait`` waits for another writer of the session (seconds).
@@ -133,14 +133,14 @@ class Context:
         """The session repo, checked as :meth:`store` checks it before opening it.
 
         The config is read (a bad redact pattern refused), the umask set from the repo's
-        sharing, and a repo others can read warned of (once a run). The chat does this before its first prompt,
+        sharing, and a repo others can read warned of (once a run). The redactor is built by
+        :meth:`open_store`, before anything is written. The chat does this before its first prompt,
         since it may print, and opens the store (:meth:`open_store`) behind the prompt.
 
         Raises:
             ConfigError: the config cannot be read (a redact pattern is not a valid regular expression).
             RepoError: the repo belongs to another account that is not trusted.
         """
-        self.redactor()  # a bad redact pattern is refused before anything is read or written
         path = self.repo_path()
         self._keep_private(path)
         return path
@@ -154,6 +154,7 @@ class Context:
         from ..store.git import GitStore
         from ..store.hooks import CommitHooks
 
+        self.redactor()  # built (or refused) before a session is read or written
         hooks = CommitHooks(path, os.environ, self.warnings)
         store = GitStore(path, identity=self.identity(), hooks=hooks)
         store.check_path()

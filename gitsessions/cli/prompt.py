@@ -63,12 +63,11 @@ def terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[]
     Returns:
         ``(keys, faces)``: the :class:`ReplyKeys`, and :func:`prompt_io`'s faces.
     """
-    redactor = c.redactor()
-
     class RedactedHistory(FileHistory):
         """Line history on disk, with secrets replaced like everything else gs stores."""
 
         def store_string(self, string: str) -> None:
+            redactor = c.redactor()  # built by then (the chat's store is open), not before the prompt
             super().store_string(redactor.text(string) if redactor else string)
 
     history_path = c.repo_path() / "gs" / "prompt-history"
