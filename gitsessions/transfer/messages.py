@@ -11,6 +11,7 @@ shown in exports, never sent to the model (gs sends the configured system prompt
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import IMPORTED_MESSAGE, Event, make_event
@@ -22,6 +23,31 @@ ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 class _Bad(Exception):
     """Internal: a reason the input is refused (wrapped into :class:`TransferError`)."""
+
+
+@dataclass(frozen=True)
+class EventItem:
+    """An event a reader puts among the messages given to :func:`turns_from_messages`, as it is.
+
+    For what another tool kept that is no chat message: a compaction summary
+    (``compaction/summary``), a note kept aside. Never made from a file's JSON, so a messages
+    file cannot ask for one.
+
+    Attributes:
+        type: the event type (known, or ``ignorable``).
+        data: its data.
+        ignorable: whether a reader may skip it.
+    """
+
+    type: str
+    data: dict = field(default_factory=dict)
+    ignorable: bool = False
+
+
+#: Put among the messages given to :func:`turns_from_messages` where the source says a turn
+#: is over: what follows it up to the next prompt (context the tool injected) is the next
+#: turn's, in its commit.
+TURN_OVER = object()
 
 
 class _Builder:
@@ -112,9 +138,10 @@ class _Builder:
         self.step += 1
         self.add("step/start", {"step": self.step})
         model = msg.get("model") if isinstance(msg.get("model"), str) else self.model
+        usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else None  # the API's usage object
         self.add("assistant/message", {"content": content, "tool_calls": calls,
                                        "finish_reason": "tool_calls" if calls else "stop",
-                                       "model": model, "usage": None, "interrupted": False})
+                                       "model": model, "usage": usage, "interrupted": False})
         self.step_open = True
         for call in calls:
             self.pending.setdefault(call["id"], call["name"])
@@ -202,7 +229,9 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     the lists, so the same messages give the same events, whichever branch they lie on.
 
     Args:
-        messages: chat-completions messages (assistant messages may name their ``model``).
+        messages: chat-completions messages (assistant messages may name their ``model`` and
+            carry the API's ``usage``), :class:`EventItem` values kept as they are, and
+            :data:`TURN_OVER` where the source ends a turn (its time is not used).
         times: each message's time, epoch ms.
         title: a title event opens the log when given.
         where: prefix for messages (``"conversation 2, "``).
@@ -219,11 +248,25 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     for i, msg in enumerate(messages):
         if isinstance(msg, dict) and msg.get("role") == "user":
             builder.close_turn()  # at the time of the turn's last message
+        if msg is TURN_OVER:
+            builder.close_turn()
+            continue
         builder.t = times[i]
+        if isinstance(msg, EventItem):
+            if msg.type == "compaction/summary":
+                builder.end_step()  # what it sums up is answered: the summary stands between steps
+            builder.add(msg.type, dict(msg.data), msg.ignorable)
+            continue
         builder.message(i, msg)
     events = builder.finish()
-    starts = [i for i, ev in enumerate(events) if ev.type == "turn/start"]
-    bounds = [0, *starts, len(events)]  # the first list is empty when the log opens with a prompt
+    bounds = [0]  # the first list is empty when the log opens with a prompt
+    for i, ev in enumerate(events):
+        if ev.type == "turn/start":
+            j = i  # what lies between a turn's end and the next start opens the next commit
+            while j > bounds[-1] and events[j - 1].type != "turn/end":
+                j -= 1
+            bounds.append(j if j > bounds[-1] else i)
+    bounds.append(len(events))
     return [events[a:b] for a, b in zip(bounds, bounds[1:], strict=False)], builder.notes
 
 
