@@ -56,6 +56,8 @@ class ImportedConversation:
         branches: ``(key, chunks)`` per branch, the session's first; ``key`` names the branch
             in the source (its leaf message's id), chunks are the events per commit.
         notes: what the conversion changed or kept aside, for the user.
+        forked_from: the id (in the same tool) of the conversation this one was forked from,
+            whose history it repeats: its sessions are where the branches fork from.
     """
 
     tool: str
@@ -64,6 +66,7 @@ class ImportedConversation:
     created: int
     branches: list[tuple[str, list[list[Event]]]]
     notes: list[str] = field(default_factory=list)
+    forked_from: str | None = None
 
 
 @dataclass
@@ -91,8 +94,8 @@ def _shared(a: list[Event], b: list[Event]) -> int:
     return n
 
 
-def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
-    """Every live session whose header says it holds ``source``, found by the id's hash."""
+def _lines(store: SessionStore, sources: list[dict], base: str) -> list[_Line]:
+    """Every live session whose header says it holds one of ``sources``, found by the id's hash."""
     digest = base.rsplit("-", 1)[-1]
     pattern = re.compile(rf".*-{digest}(?:-[0-9a-f]{{6}}(?:-\d+)?)?")
     out = []
@@ -105,7 +108,7 @@ def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
             continue
         except store.unreadable:
             continue
-        if snap.header.get("source") != source:
+        if snap.header.get("source") not in sources:
             continue
         at: dict[int, CommitId] = {}
         count = 0
@@ -126,7 +129,12 @@ class _Writer:
         self.store, self.conv, self.header = store, conv, header
         self.source = {"tool": conv.tool, "id": conv.source_id}
         self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
-        self.lines = _lines(store, self.source, self.base)
+        # A forked conversation's sessions begin as forks of its origin's: their header is the origin's.
+        origin = [] if conv.forked_from is None else [{"tool": conv.tool, "id": conv.forked_from}]
+        self.lines = _lines(store, [self.source, *origin], self.base)
+        # The sessions of the conversation it was forked from: forked from, never grown.
+        self.parents = [] if conv.forked_from is None else _lines(
+            store, origin, imported_session_id(conv.tool, conv.forked_from))
         self.subject_source = f"{conv.tool} {conv.source_id}"
         named = [ln.session_id for ln in self.lines if re.fullmatch(rf".*-{self.base[-8:]}", ln.session_id)]
         if named:
@@ -164,13 +172,13 @@ class _Writer:
         flat = [ev for chunk in chunks for ev in chunk]
         ends = list(itertools.accumulate(len(c) for c in chunks))
         best: tuple[int, bool, _Line] | None = None
-        for line in self.lines:
+        for line in [*self.lines, *self.parents]:
             shared = _shared(flat, line.events)
             if shared >= len(flat):  # held already (perhaps continued in gs since)
                 line.claimed = line.claimed or len(line.events) == len(flat)
                 return (line.session_id, "same", 0)
             k = max((j + 1 for j, end in enumerate(ends) if end <= shared and end in line.at), default=0)
-            ff = k > 0 and len(line.events) == ends[k - 1] and not line.claimed
+            ff = k > 0 and len(line.events) == ends[k - 1] and not line.claimed and line not in self.parents
             if k and (best is None or (k, ff) > best[:2]):
                 best = (k, ff, line)
 
@@ -187,7 +195,8 @@ class _Writer:
             self._commit(line, chunks, flat, k)
             return (line.session_id, "grew", turns(k))
         point = line.at[ends[k - 1]]
-        sid = self._free(imported_fork_id(self.base, key))
+        own = first and not self.lines  # a forked conversation's own first line keeps its own name
+        sid = self._free(self.base if own else imported_fork_id(self.base, key))
         lineage = Lineage(SessionId(line.session_id), point)
         message = commit_message(sid, flat[:ends[k - 1]], kind="fork", lineage=lineage,
                                  why=f"a branch in {self.conv.tool}")
