@@ -83,6 +83,7 @@ class ImportFormat(str, Enum):
     messages = "messages"
     geekagent = "geekagent"
     chatgpt = "chatgpt"
+    codex = "codex"
 
 
 def _read_file(file: str) -> tuple[str, bytes]:

@@ -31,7 +31,7 @@ from ..errors import CorruptSession, InvalidEvent, InvalidSessionId, TransferErr
 from ..events import Event, clean_value, encode_header, make_event, now_ms, parse_log
 from ..rules import check_session_id
 from ..transcript import closing_events, derive_messages, open_turn
-from . import chatgpt
+from . import chatgpt, codex
 from .branches import ImportedConversation
 from .messages import _Bad, _kind, events_from_messages
 
@@ -106,7 +106,7 @@ def _decode(data: bytes) -> str:
 
 
 #: Other tools whose files hold conversations (a plan's ``conversations``, written a commit per turn).
-TOOLS = (chatgpt.TOOL,)
+TOOLS = (chatgpt.TOOL, codex.TOOL)
 #: What ``gs import --from`` names (``auto``: detect from the content).
 FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
 
@@ -155,6 +155,8 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
             head = None
         if isinstance(head, dict) and head.get("type") == "session":
             return _read_jsonl(text, source, t)
+        if codex.is_rollout(head):
+            return _conversations(codex.TOOL, source, [codex.read_rollout(text)])
         raise _Bad(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if isinstance(obj, list):
         if chatgpt.is_export(obj) or (fmt == chatgpt.TOOL and not obj):
@@ -163,6 +165,8 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
     if isinstance(obj, dict):
         if obj.get("type") == "session":
             return _read_jsonl(text, source, t)  # a header-only log
+        if codex.is_rollout(obj):
+            return _conversations(codex.TOOL, source, [codex.read_rollout(text)])  # a rollout of one line
         if "header" in obj and "events" in obj:
             return _read_show_json(obj, source, t)
         if "sessions" in obj:
@@ -176,6 +180,11 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
         "ChatGPT's data export (conversations.json or the .zip); "
         "markdown and html exports are for reading only"
     )
+
+
+def _conversations(tool: str, source: str, convs: list[ImportedConversation]) -> ImportPlan:
+    """The plan of a file of another tool's conversations (those without a prompt left out)."""
+    return ImportPlan(tool, source, [], conversations=[c for c in convs if c.branches])
 
 
 def _close_open_turn(events: list[Event], t: int, notes: list[str]) -> list[Event]:

@@ -1,0 +1,250 @@
+"""Codex rollouts (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``) into conversations.
+
+A rollout is one JSON object per line, ``{"timestamp", "type", "payload"}`` (see the import
+formats notes). What becomes what:
+
+- ``session_meta`` (the first line) names the conversation (``id``) and, for a forked
+  session, the one it came from (``forked_from_id``: its lineage).
+- ``response_item`` messages: the user's prompts open turns; the assistant's replies are
+  steps. What Codex injects as messages (``developer`` and ``system`` messages, ``user``
+  messages holding ``<environment_context>`` or instructions) and the model's ``reasoning``
+  summaries are kept as ignorable messages (stored, never sent to a model).
+- ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` are tool calls (one
+  assistant message holds the calls of one reply), their ``*_output`` items the results.
+- ``compacted`` is a ``compaction/summary`` event (the model is sent the summary and what
+  follows it); ``turn_context`` names the model of the replies after it; ``event_msg``
+  ``token_count`` gives the usage of the reply before it. Every other line (UI events,
+  ``world_state``, types of newer versions) is skipped.
+
+Nothing here reads the file system but :func:`default_paths`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .branches import ImportedConversation
+from .messages import TURN_OVER, EventItem, _Bad, _kind, turns_from_messages
+
+#: The source tool's name (headers, trailers, ids, ``--from``).
+TOOL = "codex"
+#: Longest title taken from the first prompt, characters.
+_TITLE_MAX = 80
+#: How injected context begins (Codex writes it as ``user`` messages).
+_CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "<user_shell_command>", "# AGENTS.md",
+                 "<turn_aborted>")
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+
+def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Return the rollout files Codex keeps on this machine, oldest first.
+
+    Args:
+        env: the environment (``CODEX_HOME`` names Codex's directory, default ``~/.codex``).
+        home: the user's home directory.
+
+    Returns:
+        Every ``sessions/**/rollout-*.jsonl`` under it (empty when there is none).
+    """
+    root = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+    return sorted((root / "sessions").glob("**/rollout-*.jsonl"))
+
+
+def is_rollout(head: Any) -> bool:
+    """True when ``head`` (a rollout's first line, parsed) is Codex's ``session_meta`` line."""
+    return (isinstance(head, dict) and head.get("type") == "session_meta"
+            and isinstance(head.get("payload"), dict))
+
+
+def _ms(value: Any, at: str) -> int:
+    """An ISO 8601 time as epoch ms."""
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise _Bad(f"{at}: \"timestamp\" {value!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        raise _Bad(f"{at}: \"timestamp\" {value!r} has no time zone")
+    return int(moment.timestamp() * 1000)
+
+
+def _text(content: Any) -> str:
+    """A message's ``content`` items as text (an image described)."""
+    if isinstance(content, str):
+        return content
+    out = []
+    for item in content if isinstance(content, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            out.append(item["text"])
+        elif isinstance(item, dict) and item.get("type") == "input_image":
+            out.append("[image not imported]")
+    return "\n".join(out)
+
+
+def _output(value: Any) -> str:
+    """A tool output as text: a string, ``{"content"}``, or a list of content items."""
+    if isinstance(value, dict) and "content" in value:
+        value = value["content"]
+    if isinstance(value, list):
+        return _text(value)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _usage(info: Any) -> dict | None:
+    """A ``token_count`` event's ``last_token_usage`` as the API's usage object."""
+    last = info.get("last_token_usage") if isinstance(info, dict) else None
+    if not isinstance(last, dict):
+        return None
+    num = {k: v for k, v in last.items() if isinstance(v, int) and not isinstance(v, bool)}
+    usage: dict[str, Any] = {"prompt_tokens": num.get("input_tokens", 0),
+                             "completion_tokens": num.get("output_tokens", 0),
+                             "total_tokens": num.get("total_tokens",
+                                                     num.get("input_tokens", 0) + num.get("output_tokens", 0))}
+    if "cached_input_tokens" in num:
+        usage["prompt_tokens_details"] = {"cached_tokens": num["cached_input_tokens"]}
+    if "reasoning_output_tokens" in num:
+        usage["completion_tokens_details"] = {"reasoning_tokens": num["reasoning_output_tokens"]}
+    return usage
+
+
+class _Rollout:
+    """The messages of one rollout, built line by line."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.times: list[int] = []
+        self.model: str | None = None
+        self.reply: dict | None = None  # the assistant message the next calls join
+        self.said: dict | None = None  # the last assistant message (a token count is its usage)
+        self.notes: list[str] = []
+
+    def add(self, msg: Any, t: int) -> None:
+        self.messages.append(msg)
+        self.times.append(t)
+
+    def aside(self, name: str, text: str, t: int) -> None:
+        self.add({"role": "system", "name": name, "content": text}, t)
+
+    def assistant(self, content: str, t: int) -> dict:
+        msg: dict[str, Any] = {"role": "assistant", "content": content}
+        if self.model:
+            msg["model"] = self.model
+        self.add(msg, t)
+        self.said = msg
+        return msg
+
+    def item(self, item: dict, t: int, at: str) -> None:
+        kind = item.get("type")
+        if kind == "message":
+            role, text = item.get("role"), _text(item.get("content"))
+            if role == "assistant":
+                self.reply = self.assistant(text, t)
+            elif role == "user" and not text.lstrip().startswith(_CONTEXT_TAGS):
+                self.reply = None
+                self.add({"role": "user", "content": text}, t)
+            elif role in ("user", "developer", "system"):
+                self.aside(f"codex {role} context", text, t)
+            else:
+                raise _Bad(f"{at}: message role {role!r} is not user, assistant, developer or system")
+        elif kind in _CALLS:
+            call_id = item.get("call_id") or item.get("id")
+            if not isinstance(call_id, str) or not call_id:
+                raise _Bad(f"{at}: a {kind} has no \"call_id\"")
+            if kind == "function_call":
+                args = item.get("arguments")
+                args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            else:  # a custom tool's free text (apply_patch), a shell action: as a JSON object
+                args = json.dumps({"input": item.get("input")} if kind == "custom_tool_call"
+                                  else item.get("action"), ensure_ascii=False)
+            name = item.get("name") if isinstance(item.get("name"), str) and item.get("name") else "shell"
+            if self.reply is None:
+                self.reply = self.assistant("", t)
+            self.reply.setdefault("tool_calls", []).append(
+                {"id": call_id, "function": {"name": name, "arguments": args}})
+        elif kind in _OUTPUTS:
+            self.reply = None
+            self.add({"role": "tool", "tool_call_id": str(item.get("call_id")), "content": _output(item.get("output"))},
+                     t)
+        elif kind == "reasoning":
+            summary = "\n".join(s["text"] for s in item.get("summary") or []
+                                if isinstance(s, dict) and isinstance(s.get("text"), str))
+            if summary:
+                self.aside("codex reasoning", summary, t)
+        elif kind == "web_search_call":
+            action: dict = item["action"] if isinstance(item.get("action"), dict) else {}
+            self.aside("codex web search", str(action.get("query") or action.get("url") or "a web search"), t)
+        elif kind not in ("ghost_snapshot", "compaction_summary", "compaction"):
+            note = f"items of type {kind!r} were skipped"
+            if note not in self.notes:
+                self.notes.append(note)
+
+    def line(self, obj: Any, at: str) -> None:
+        if not isinstance(obj, dict):
+            raise _Bad(f"{at} is {_kind(obj)}, not an object")
+        kind, payload = obj.get("type"), obj.get("payload")
+        if not isinstance(payload, dict):
+            return  # a line of a kind this reader does not know: newer versions add them
+        t = _ms(obj.get("timestamp"), at) if "timestamp" in obj else (self.times[-1] if self.times else 0)
+        if kind == "response_item":
+            self.item(payload, t, at)
+        elif kind == "compacted":
+            self.reply = None
+            summary = payload.get("message")
+            self.add(EventItem("compaction/summary", {"summary": summary if isinstance(summary, str) else ""}), t)
+        elif kind == "turn_context":
+            self.reply = None
+            self.add(TURN_OVER, t)  # what Codex injects next is the new turn's context
+            if isinstance(payload.get("model"), str):
+                self.model = payload["model"]
+        elif kind == "event_msg" and payload.get("type") == "token_count" and self.said is not None:
+            usage = _usage(payload.get("info"))
+            if usage is not None and "usage" not in self.said:
+                self.said["usage"] = usage
+
+
+def read_rollout(text: str) -> ImportedConversation:
+    """Convert a rollout's text into one conversation, each turn a chunk.
+
+    Args:
+        text: the file's text (its first line is ``session_meta``).
+
+    Returns:
+        The conversation (titled by its first prompt; ``forked_from`` noted).
+
+    Raises:
+        _Bad: a line is not JSON or cannot be read (the message names the line).
+    """
+    rollout = _Rollout()
+    meta: dict | None = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError as exc:
+            raise _Bad(f"line {n}: not JSON ({exc})") from None
+        if meta is None:
+            if not is_rollout(obj):
+                raise _Bad(f"line {n}: a Codex rollout begins with a session_meta line")
+            meta = obj["payload"]
+            continue
+        rollout.line(obj, f"line {n}")
+    assert meta is not None  # the caller detected the format from the first line
+    sid = meta.get("id")
+    if not isinstance(sid, str) or not sid:
+        raise _Bad("line 1: session_meta has no \"id\"")
+    created = _ms(meta.get("timestamp"), "line 1") if meta.get("timestamp") else (
+        rollout.times[0] if rollout.times else 0)
+    prompts = [m["content"] for m in rollout.messages if isinstance(m, dict) and m.get("role") == "user"]
+    title = prompts[0].strip().split("\n", 1)[0][:_TITLE_MAX] if prompts else ""
+    chunks, notes = turns_from_messages(rollout.messages, rollout.times, title=title)
+    notes = rollout.notes + notes
+    forked = meta.get("forked_from_id")
+    if isinstance(forked, str) and forked:
+        notes.append(f"it was forked from codex session {forked}")
+    return ImportedConversation(TOOL, sid, title, created, [(sid, chunks)] if len(chunks) > 1 else [], notes,
+                                forked_from=forked if isinstance(forked, str) and forked else None)
