@@ -84,6 +84,7 @@ class ImportFormat(str, Enum):
     geekagent = "geekagent"
     chatgpt = "chatgpt"
     codex = "codex"
+    llm = "llm"
 
 
 def _read_file(file: str) -> tuple[str, bytes]:
@@ -140,7 +141,7 @@ def import_(
     for file in files:
         try:
             source, data = _read_file(file)
-            plan = transfer.read_import(data, source, fmt=fmt.value)
+            plan = transfer.read_import(data, source, fmt=fmt.value, path=None if file == "-" else Path(file))
             transfer.check_plan(plan, as_id)
             with c.store() as store:
                 result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,

@@ -9,6 +9,7 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
 - :mod:`.messages`: a chat-completions ``messages`` list into session events.
 - :mod:`.chatgpt`: ChatGPT's data export into conversations (a tree of branches).
 - :mod:`.codex`: Codex rollouts into conversations (a forked session forks its origin's).
+- :mod:`.llm_db`: llm's ``logs.db`` (SQLite, read-only) into conversations.
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
   (:func:`write_conversation`).

@@ -25,13 +25,14 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import CorruptSession, InvalidEvent, InvalidSessionId, TransferError, UnsupportedVersion
 from ..events import Event, clean_value, encode_header, make_event, now_ms, parse_log
 from ..rules import check_session_id
 from ..transcript import closing_events, derive_messages, open_turn
-from . import chatgpt, codex
+from . import chatgpt, codex, llm_db
 from .branches import ImportedConversation
 from .messages import _Bad, _kind, events_from_messages
 
@@ -106,12 +107,13 @@ def _decode(data: bytes) -> str:
 
 
 #: Other tools whose files hold conversations (a plan's ``conversations``, written a commit per turn).
-TOOLS = (chatgpt.TOOL, codex.TOOL)
+TOOLS = (chatgpt.TOOL, codex.TOOL, llm_db.TOOL)
 #: What ``gs import --from`` names (``auto``: detect from the content).
 FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
 
 
-def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: str = "auto") -> ImportPlan:
+def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: str = "auto",
+                path: Path | None = None) -> ImportPlan:
     """Detect the format of an import file from its content, validate all of it and convert it.
 
     Args:
@@ -119,6 +121,8 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
         source: the file name, for messages.
         time_ms: the time given to events made from messages (default: now).
         fmt: one of :data:`FORMATS`; a named format is read as that one or refused.
+        path: the file ``data`` was read from, if any: a database (llm's ``logs.db``) is
+            opened there, read-only, to see what its writer has not merged into it yet.
 
     Returns:
         The plan (nothing is written).
@@ -131,7 +135,10 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
     try:
         if data.startswith(b"PK\x03\x04") and fmt in ("auto", chatgpt.TOOL):  # a zip: ChatGPT's data export
             data = chatgpt.from_zip(data)
-        plan = _read(data, source, t, fmt)
+        if llm_db.is_db(data):
+            plan = _conversations(llm_db.TOOL, source, llm_db.read_db(path, data))
+        else:
+            plan = _read(data, source, t, fmt)
         if fmt not in ("auto", "gs" if plan.kind in ("jsonl", "json") else plan.kind):
             raise _Bad(f"it is not a {fmt} file (it reads as {plan.kind})")
         return plan
