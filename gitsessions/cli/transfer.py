@@ -83,6 +83,7 @@ class ImportFormat(str, Enum):
     messages = "messages"
     geekagent = "geekagent"
     chatgpt = "chatgpt"
+    claude_ai = "claude-ai"
     codex = "codex"
     llm = "llm"
 

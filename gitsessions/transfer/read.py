@@ -32,7 +32,7 @@ from ..errors import CorruptSession, InvalidEvent, InvalidSessionId, TransferErr
 from ..events import Event, clean_value, encode_header, make_event, now_ms, parse_log
 from ..rules import check_session_id
 from ..transcript import closing_events, derive_messages, open_turn
-from . import chatgpt, codex, llm_db
+from . import chatgpt, claude_ai, codex, llm_db
 from .branches import ImportedConversation
 from .messages import _Bad, _kind, events_from_messages
 
@@ -107,7 +107,7 @@ def _decode(data: bytes) -> str:
 
 
 #: Other tools whose files hold conversations (a plan's ``conversations``, written a commit per turn).
-TOOLS = (chatgpt.TOOL, codex.TOOL, llm_db.TOOL)
+TOOLS = (chatgpt.TOOL, claude_ai.TOOL, codex.TOOL, llm_db.TOOL)
 #: What ``gs import --from`` names (``auto``: detect from the content).
 FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
 
@@ -168,6 +168,8 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
     if isinstance(obj, list):
         if chatgpt.is_export(obj) or (fmt == chatgpt.TOOL and not obj):
             return ImportPlan(chatgpt.TOOL, source, [], conversations=chatgpt.read_export(obj))
+        if claude_ai.is_export(obj) or (fmt == claude_ai.TOOL and not obj):
+            return _conversations(claude_ai.TOOL, source, claude_ai.read_export(obj))
         return _read_messages(obj, source, t, model=None)
     if isinstance(obj, dict):
         if obj.get("type") == "session":
