@@ -114,7 +114,8 @@ def import_(
                                               metavar="ID")] = None,
     fmt: Annotated[ImportFormat, typer.Option(
         "--from", metavar="FORMAT",
-        help="What the files are: auto (detect from the content), gs, messages, geekagent or chatgpt.",
+        help="What the files are: auto (detect from the content), gs, messages, geekagent, chatgpt, claude-ai, "
+        "codex or llm.",
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Keep local paths (the working directory) in the "
                                              "headers of imported conversations.")] = False,
@@ -125,7 +126,8 @@ def import_(
     messages array (or an object with "messages"), GeekAgent's .geekagent/sessions.json
     (every non-empty session keeps its id) and ChatGPT's data export (conversations.json,
     or the export .zip: each turn a commit dated when it was said, every edited or
-    regenerated branch a fork). Each file is checked whole before anything of it is
+    regenerated branch a fork), Claude.ai's export, Codex rollouts and llm's logs.db
+    (read-only). Each file is checked whole before anything of it is
     written; a taken id is never overwritten. Importing a conversation again adds only
     what is new (nothing, new turns, or new branches as forks). Prints the id of each
     session written on stdout; the exit status is 1 when any file failed.
