@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeChatServer, text, tool_calls, validate_messages
 
+from gitsessions.rules import imported_session_id
 from gitsessions.store import GitStore
 from gitsessions.transfer import llm_db
 
@@ -236,3 +237,30 @@ def test_default_paths_honour_llm_user_path_and_the_platform_directory(tmp_path)
     assert llm_db.default_paths({"LLM_USER_PATH": str(mine)}, home) == [mine / "logs.db"]
     assert llm_db.default_paths({"XDG_CONFIG_HOME": str(tmp_path / "none")}, home) == []
     assert llm_db.default_paths({"LLM_USER_PATH": str(tmp_path / "none")}, home) == []
+
+
+def test_a_thread_forked_in_llm_is_a_fork_of_its_origins_session(gs, git, llm_home):
+    """Written with llm's own store API: a fork is a new thread at an existing message (llm's CLI makes none)."""
+    import sqlite_utils
+    from llm import parts
+    from llm.logs import LogStore
+
+    db = llm_home / "logs.db"
+    origin = _threads(db)["hello"]
+    with sqlite3.connect(db) as con:
+        (first_reply,) = con.execute("select tip_message_hash from turns where thread_id = ? order by id limit 1",
+                                     (origin,)).fetchone()
+    store = LogStore(sqlite_utils.Database(db))
+    fork_id = store.fork(first_reply, name="hello", forked_from=origin)
+    store.append(fork_id, [parts.user("what else?"), parts.assistant("Nothing else.")])
+    store.db.close()
+    r = gs("import", str(db))
+    assert r.code == 0, r.err
+    hello, fork = imported_session_id("llm", origin, "hello"), imported_session_id("llm", fork_id, "hello")
+    assert sorted(r.out.split()) == sorted([hello, fork, imported_session_id("llm", _threads(db)["what is 2+3?"],
+                                                                               "what is 2+3?")])
+    turn1 = git("rev-parse", f"{hello}~1").strip()
+    assert git("merge-base", hello, fork).strip() == turn1
+    assert f"Forked-From: {hello}@{turn1}" in git("log", "-1", "--format=%B", fork)
+    assert git("log", "-1", "--format=%s", fork).strip() == "turn 2: what else?"
+    assert gs("import", str(db)).out == ""  # found again

@@ -123,6 +123,7 @@ class _Db:
         self.con = con
         self.tables = {r["name"] for r in con.execute("select name from sqlite_master where type = 'table'")}
         self.fragments: dict[int, str] = {}
+        self.parent: dict[str, str | None] = {}  # message hash -> its parent's
         if "fragments" in self.tables:
             self.fragments = {r["id"]: r["content"] for r in con.execute("select id, content from fragments")}
 
@@ -141,13 +142,31 @@ class _Db:
         while tip is not None:
             if tip in seen:
                 raise _Bad(f"{at}: message {tip} is its own ancestor")
+            if tip not in self.parent:
+                raise _Bad(f"{at}: message {tip} is not in the messages table")
             seen.add(tip)
             out.append(tip)
-            row = self.rows("select parent_hash from messages where hash = ?", tip)
-            if not row:
-                raise _Bad(f"{at}: message {tip} is not in the messages table")
-            tip = row[0]["parent_hash"]
+            tip = self.parent[tip]
         return out[::-1]
+
+    def said_when(self) -> tuple[dict[str, int], dict[str, sqlite3.Row]]:
+        """When each message was first sent or said (the turn's time), and the turn that said each reply.
+
+        From the turns alone, whichever thread they belong to: a message two threads share
+        (a fork) reads the same in both.
+        """
+        when: dict[str, int] = {}
+        made: dict[str, sqlite3.Row] = {}
+        for turn in self.rows("select * from turns order by datetime_utc, id"):
+            t = _ms(turn["datetime_utc"], 0)
+            h, own = turn["tip_message_hash"], True
+            while h is not None and h not in when and h in self.parent:
+                own = own and h != turn["parent_message_hash"]
+                when[h] = t
+                if own:
+                    made[h] = turn
+                h = self.parent[h]
+        return when, made
 
     def text(self, part: sqlite3.Row, payload: dict) -> str:
         if isinstance(part["text"], str):
@@ -192,33 +211,17 @@ class _Db:
         """Every thread with its messages and their times."""
         if not {"threads", "turns", "messages", "parts"} <= self.tables:
             return []
+        self.parent = {r["hash"]: r["parent_hash"] for r in self.rows("select hash, parent_hash from messages")}
+        roles = {r["hash"]: r["role"] for r in self.rows("select hash, role from messages")}
+        when, made = self.said_when()
         out = []
         for thread in self.rows("select * from threads order by datetime_utc, id"):
-            at = f"thread {thread['id']!r}"
-            turns = self.rows("select * from turns where thread_id = ? order by datetime_utc, id", thread["id"])
-            hashes = self.chain(thread["tip_message_hash"], at)
-            index = {h: i for i, h in enumerate(hashes)}
-            started = _ms(thread["datetime_utc"], 0)
-            when = [0] * len(hashes)  # each message: the time of the first turn whose chain holds it
-            said: dict[str, sqlite3.Row] = {}  # an assistant message: the turn that made it
-            done = 0
-            for turn in turns:
-                end = index.get(turn["tip_message_hash"])
-                if end is None:
-                    continue  # a turn of a branch the thread left (a fork of it holds it)
-                start = index.get(turn["parent_message_hash"], -1) + 1
-                for i in range(done, end + 1):
-                    when[i] = _ms(turn["datetime_utc"], started)
-                for i in range(start, end + 1):
-                    said[hashes[i]] = turn
-                done = max(done, end + 1)
-            for i in range(done, len(hashes)):
-                when[i] = when[done - 1] if done else started
+            t = _ms(thread["datetime_utc"], 0)  # what no turn said (appended by hand) is dated by the thread
             messages, times = [], []
-            for h, t in zip(hashes, when, strict=True):
-                role = self.rows("select role from messages where hash = ?", h)[0]["role"]
-                by = said.get(h)
-                items = self.message(h, role, _model(by) if by else None, _usage(by) if by else None)
+            for h in self.chain(thread["tip_message_hash"], f"thread {thread['id']!r}"):
+                t = when.get(h, t)
+                by = made.get(h)
+                items = self.message(h, roles[h], _model(by) if by else None, _usage(by) if by else None)
                 messages += items
                 times += [t] * len(items)
             out.append((thread, messages, times))
