@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import zipfile
 from pathlib import Path
 
 from fakeapi import validate_messages
@@ -129,3 +130,30 @@ def test_a_malformed_export_names_where_and_writes_nothing(gs, repo_path, tmp_pa
     assert r.code == 1 and "cannot import users.json" in r.err  # not conversations
     r = gs("import", "--from", "claude-ai", str(_export(tmp_path, [])))
     assert r.code == 1 and "it holds no conversation with a prompt" in r.err
+
+
+def test_the_export_zip_imports_as_its_conversations_json(gs, tmp_path):
+    path = tmp_path / "data-2025-03-20-batch-0000.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("users.json", (DATA / "users.json").read_bytes())
+        z.writestr("projects.json", "[]")
+        z.writestr("conversations.json", FIXTURE.read_bytes())
+    r = gs("import", "--from", "claude-ai", str(path))
+    assert r.code == 0, r.err
+    assert r.out.split() == [REPORT, OLD]
+    assert "nothing new" in gs("import", str(FIXTURE)).err
+
+
+def test_attachments_titles_and_tool_output_are_redacted_before_anything_is_written(gs, git, tmp_path):
+    secret = "sk-" + "ant-" + "api03-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
+    convs = _fixture()[:1]
+    convs[0]["name"] = f"key {secret}"
+    messages = convs[0]["chat_messages"]
+    messages[0]["attachments"][0]["extracted_content"] = f"ANTHROPIC_API_KEY={secret}\n"
+    messages[3]["content"][2]["content"][0]["text"] = f"found {secret} online"
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0, r.err
+    sid = r.out.strip()
+    dump = git("log", "-p", "--all", "--format=%B") + git("show", f"{sid}:session.jsonl")
+    assert secret not in dump and secret not in r.err and secret not in sid
+    assert dump.count("[REDACTED:") >= 3

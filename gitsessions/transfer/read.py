@@ -133,7 +133,7 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
     """
     t = now_ms() if time_ms is None else time_ms
     try:
-        if data.startswith(b"PK\x03\x04") and fmt in ("auto", chatgpt.TOOL):  # a zip: ChatGPT's data export
+        if data.startswith(b"PK\x03\x04") and fmt in ("auto", chatgpt.TOOL, claude_ai.TOOL):  # a data export's zip
             data = chatgpt.from_zip(data)
         if llm_db.is_db(data):
             plan = _conversations(llm_db.TOOL, source, llm_db.read_db(path, data))
