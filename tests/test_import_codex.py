@@ -182,3 +182,18 @@ def test_default_paths_honour_codex_home(tmp_path):
     assert codex.default_paths({"CODEX_HOME": str(codex_home)}, home) == [
         codex_home / "sessions/2025/10/06" / MAIN_FILE.name]
     assert codex.default_paths({}, tmp_path / "nobody") == []
+
+
+def test_older_rollouts_that_write_the_turn_context_after_the_prompt_keep_their_turns_whole(gs, repo_path, tmp_path):
+    lines = [line for line in _lines(MAIN_FILE) if line.get("payload", {}).get("type") not in ("task_started",
+                                                                                                 "task_complete")]
+    for i in [i for i, line in enumerate(lines) if line["type"] == "turn_context"]:
+        lines.insert(i + 3, lines.pop(i))  # after the developer, context and prompt messages (Codex 0.46)
+    r = gs("import", str(_write(tmp_path / MAIN_FILE.name, lines)))
+    assert r.code == 0, r.err
+    with GitStore(repo_path) as store:
+        events = store.load(MAIN).events
+    turns = [[e.type for e in events if e.type in ("user/message", "assistant/message")]]
+    assert sum(e.type == "turn/start" for e in events) == 3
+    assert turns[0] == ["user/message", "assistant/message", "assistant/message", "user/message",
+                        "assistant/message", "assistant/message", "user/message", "assistant/message"]

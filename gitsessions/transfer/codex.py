@@ -12,7 +12,8 @@ formats notes). What becomes what:
 - ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` are tool calls (one
   assistant message holds the calls of one reply), their ``*_output`` items the results.
 - ``compacted`` is a ``compaction/summary`` event (the model is sent the summary and what
-  follows it); ``turn_context`` names the model of the replies after it; ``event_msg``
+  follows it); ``turn_context`` names the model of the replies after it, and with the
+  ``task_*`` events ends the turn before it once that has a reply; ``event_msg``
   ``token_count`` gives the usage of the reply before it. Every other line (UI events,
   ``world_state``, types of newer versions) is skipped.
 
@@ -37,6 +38,8 @@ _TITLE_MAX = 80
 #: How injected context begins (Codex writes it as ``user`` messages).
 _CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "<user_shell_command>", "# AGENTS.md",
                  "<turn_aborted>")
+#: ``event_msg`` types that open or close a turn.
+_TURN_EVENTS = ("task_started", "task_complete", "turn_aborted")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
@@ -120,6 +123,7 @@ class _Rollout:
         self.model: str | None = None
         self.reply: dict | None = None  # the assistant message the next calls join
         self.said: dict | None = None  # the last assistant message (a token count is its usage)
+        self.answered = False  # the prompt so far has a reply: a turn may end
         self.notes: list[str] = []
 
     def add(self, msg: Any, t: int) -> None:
@@ -130,6 +134,7 @@ class _Rollout:
         self.add({"role": "system", "name": name, "content": text}, t)
 
     def assistant(self, content: str, t: int) -> dict:
+        self.answered = True
         msg: dict[str, Any] = {"role": "assistant", "content": content}
         if self.model:
             msg["model"] = self.model
@@ -144,7 +149,7 @@ class _Rollout:
             if role == "assistant":
                 self.reply = self.assistant(text, t)
             elif role == "user" and not text.lstrip().startswith(_CONTEXT_TAGS):
-                self.reply = None
+                self.reply, self.answered = None, False
                 self.add({"role": "user", "content": text}, t)
             elif role in ("user", "developer", "system"):
                 self.aside(f"codex {role} context", text, t)
@@ -195,10 +200,11 @@ class _Rollout:
             self.reply = None
             summary = payload.get("message")
             self.add(EventItem("compaction/summary", {"summary": summary if isinstance(summary, str) else ""}), t)
-        elif kind == "turn_context":
-            self.reply = None
-            self.add(TURN_OVER, t)  # what Codex injects next is the new turn's context
-            if isinstance(payload.get("model"), str):
+        elif kind == "turn_context" or (kind == "event_msg" and payload.get("type") in _TURN_EVENTS):
+            if self.answered:  # what Codex injects next is the new turn's (older ones write it after the prompt)
+                self.reply, self.answered = None, False
+                self.add(TURN_OVER, t)
+            if kind == "turn_context" and isinstance(payload.get("model"), str):
                 self.model = payload["model"]
         elif kind == "event_msg" and payload.get("type") == "token_count" and self.said is not None:
             usage = _usage(payload.get("info"))
