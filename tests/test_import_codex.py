@@ -50,7 +50,7 @@ def test_each_turn_is_a_commit_and_the_forked_session_forks_at_the_shared_turn(g
     git("fsck", "--strict")
     # A commit per turn, dated when its turn began (the turn_context line); the header commit at session_meta.
     assert git("log", "--format=%at %s", MAIN).splitlines() == [
-        f"{T + 120} turn 3: What does main.py do now?",
+        f"{T + 90} turn 3: What does main.py do now?",  # its commit opens with the compaction before it
         f"{T + 60} turn 2: Add a docstring to main.py.",
         f"{T + 2} turn 1: {TITLE}",
         f"{T} import: codex {ID}",
@@ -123,7 +123,8 @@ def test_the_same_rollouts_again_write_nothing_and_a_resumed_one_fast_forwards(g
                 "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}}
 
     more = [dict(context, timestamp="2025-10-07T10:00:00.000Z"), said(1, "user", "input_text", "Thanks!"),
-            said(2, "assistant", "output_text", "Welcome.")]
+            said(2, "assistant", "output_text", "Welcome."),
+            {"timestamp": "2025-10-07T10:00:03.000Z", "type": "event_msg", "payload": {"type": "task_complete"}}]
     _write(rollout, lines + more)
     r = gs("import", str(rollout))
     assert r.code == 0, r.err
@@ -189,11 +190,44 @@ def test_older_rollouts_that_write_the_turn_context_after_the_prompt_keep_their_
                                                                                                  "task_complete")]
     for i in [i for i, line in enumerate(lines) if line["type"] == "turn_context"]:
         lines.insert(i + 3, lines.pop(i))  # after the developer, context and prompt messages (Codex 0.46)
+    second = next(i for i, line in enumerate(lines) if i > 5 and line["payload"].get("role") == "developer")
+    r = gs("import", str(_write(tmp_path / MAIN_FILE.name, lines[:second])))  # before the second turn was written
+    assert r.code == 0 and "1 turn" in r.err, r.err
     r = gs("import", str(_write(tmp_path / MAIN_FILE.name, lines)))
-    assert r.code == 0, r.err
+    assert r.code == 0 and f"{MAIN}: 2 turns new" in r.err, r.err  # a fast-forward: the first turn is as it was
     with GitStore(repo_path) as store:
         events = store.load(MAIN).events
     turns = [[e.type for e in events if e.type in ("user/message", "assistant/message")]]
     assert sum(e.type == "turn/start" for e in events) == 3
     assert turns[0] == ["user/message", "assistant/message", "assistant/message", "user/message",
                         "assistant/message", "assistant/message", "user/message", "assistant/message"]
+
+
+def test_a_last_line_codex_is_still_writing_is_left_for_the_next_import(gs, git, tmp_path):
+    text = MAIN_FILE.read_text(encoding="utf-8")
+    cut = text.rindex('{"timestamp"')  # the last line, half written
+    rollout = tmp_path / MAIN_FILE.name
+    rollout.write_text(text[:cut + 30], encoding="utf-8")
+    r = gs("import", str(rollout))
+    assert r.code == 0, r.err
+    assert "its last turn is still going on; it is imported once it is over" in r.err
+    assert git("log", "-1", "--format=%s", MAIN).strip() == "turn 2: Add a docstring to main.py."
+    tip = git("rev-parse", MAIN).strip()
+    rollout.write_text(text, encoding="utf-8")
+    r = gs("import", str(rollout))
+    assert r.code == 0 and r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err, r.err
+    assert git("rev-parse", f"{MAIN}^").strip() == tip  # a fast-forward, not a fork
+    git("fsck", "--strict")
+
+
+def test_a_turn_codex_has_not_finished_is_left_for_the_next_import(gs, git, tmp_path):
+    lines = _lines(MAIN_FILE)
+    last_prompt = max(i for i, line in enumerate(lines) if line["payload"].get("role") == "user")
+    rollout = _write(tmp_path / MAIN_FILE.name, lines[:last_prompt + 2])  # its prompt and a web search, no reply
+    r = gs("import", str(rollout))
+    assert r.code == 0 and "its last turn is still going on" in r.err, r.err
+    tip = git("rev-parse", MAIN).strip()
+    _write(rollout, lines)
+    r = gs("import", str(rollout))
+    assert r.code == 0 and f"{MAIN}: 1 turn new" in r.err and "still going on" not in r.err, r.err
+    assert git("rev-parse", f"{MAIN}^").strip() == tip

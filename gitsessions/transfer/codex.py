@@ -16,6 +16,10 @@ formats notes). What becomes what:
   ``task_*`` events ends the turn before it once that has a reply; ``event_msg``
   ``token_count`` gives the usage of the reply before it. Every other line (UI events,
   ``world_state``, types of newer versions) is skipped.
+- A file Codex is still writing (a torn last line, a turn without its ``task_complete``)
+  keeps its last turn for the next import, and what follows the last turn's end (the next
+  turn's context, a compaction) always waits for the turn it opens: so that the next
+  import finds every commit as it wrote it and fast-forwards.
 
 Nothing here reads the file system but :func:`default_paths`.
 """
@@ -124,6 +128,8 @@ class _Rollout:
         self.reply: dict | None = None  # the assistant message the next calls join
         self.said: dict | None = None  # the last assistant message (a token count is its usage)
         self.answered = False  # the prompt so far has a reply: a turn may end
+        self.tasks = False  # this Codex writes task events (task_complete ends each turn)
+        self.complete = False  # the last prompt's task is complete
         self.notes: list[str] = []
 
     def add(self, msg: Any, t: int) -> None:
@@ -149,9 +155,10 @@ class _Rollout:
             if role == "assistant":
                 self.reply = self.assistant(text, t)
             elif role == "user" and not text.lstrip().startswith(_CONTEXT_TAGS):
-                self.reply, self.answered = None, False
+                self.reply, self.answered, self.complete = None, False, False
                 self.add({"role": "user", "content": text}, t)
             elif role in ("user", "developer", "system"):
+                self.end_turn(t)  # older Codex writes no turn events: its context opens the next turn
                 self.aside(f"codex {role} context", text, t)
             else:
                 raise _Bad(f"{at}: message role {role!r} is not user, assistant, developer or system")
@@ -187,6 +194,34 @@ class _Rollout:
             if note not in self.notes:
                 self.notes.append(note)
 
+    def end_turn(self, t: int) -> None:
+        """The turn is over (once its prompt has a reply): what follows is the next turn's."""
+        if self.answered:
+            self.reply, self.answered = None, False
+            self.add(TURN_OVER, t)
+
+    def hold_back(self, over: bool) -> None:
+        """Leave out what may still change: all after the last turn's end, and that turn unless ``over``.
+
+        What follows a turn's end (the next turn's context, a compaction) is imported with
+        the turn it opens, in its commit; a turn Codex is still writing is imported once
+        it is over. Either would otherwise be written where the next import does not put it.
+        """
+        prompt = max((i for i, m in enumerate(self.messages) if isinstance(m, dict) and m.get("role") == "user"),
+                     default=-1)
+        ends = [i for i, m in enumerate(self.messages) if m is TURN_OVER]
+        after = [i for i in ends if i > prompt]
+        if over:
+            cut = after[-1] + 1 if after else len(self.messages)
+        else:
+            before = [i for i in ends if i < prompt]
+            cut = before[-1] + 1 if before else max(prompt, 0)
+            while not before and cut > 0 and isinstance(self.messages[cut - 1], dict) and (
+                    self.messages[cut - 1].get("role") == "system"):
+                cut -= 1  # no end marked (the first turn): back over the context Codex injected for it
+            self.notes.append("its last turn is still going on; it is imported once it is over")
+        self.messages, self.times = self.messages[:cut], self.times[:cut]
+
     def line(self, obj: Any, at: str) -> None:
         if not isinstance(obj, dict):
             raise _Bad(f"{at} is {_kind(obj)}, not an object")
@@ -201,9 +236,10 @@ class _Rollout:
             summary = payload.get("message")
             self.add(EventItem("compaction/summary", {"summary": summary if isinstance(summary, str) else ""}), t)
         elif kind == "turn_context" or (kind == "event_msg" and payload.get("type") in _TURN_EVENTS):
-            if self.answered:  # what Codex injects next is the new turn's (older ones write it after the prompt)
-                self.reply, self.answered = None, False
-                self.add(TURN_OVER, t)
+            if kind == "event_msg":
+                self.tasks = True
+                self.complete = payload.get("type") != "task_started"
+            self.end_turn(t)  # (older ones write turn_context after the prompt: no end there)
             if kind == "turn_context" and isinstance(payload.get("model"), str):
                 self.model = payload["model"]
         elif kind == "event_msg" and payload.get("type") == "token_count" and self.said is not None:
@@ -226,12 +262,17 @@ def read_rollout(text: str) -> ImportedConversation:
     """
     rollout = _Rollout()
     meta: dict | None = None
-    for n, raw in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    torn = False
+    for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
         except ValueError as exc:
+            if n == len(lines) and not text.endswith("\n"):  # Codex is writing it: the next import reads it
+                torn = True
+                break
             raise _Bad(f"line {n}: not JSON ({exc})") from None
         if meta is None:
             if not is_rollout(obj):
@@ -240,6 +281,7 @@ def read_rollout(text: str) -> ImportedConversation:
             continue
         rollout.line(obj, f"line {n}")
     assert meta is not None  # the caller detected the format from the first line
+    rollout.hold_back(over=not torn and (rollout.complete or not rollout.tasks))
     sid = meta.get("id")
     if not isinstance(sid, str) or not sid:
         raise _Bad("line 1: session_meta has no \"id\"")
