@@ -264,3 +264,28 @@ def test_a_thread_forked_in_llm_is_a_fork_of_its_origins_session(gs, git, llm_ho
     assert f"Forked-From: {hello}@{turn1}" in git("log", "-1", "--format=%B", fork)
     assert git("log", "-1", "--format=%s", fork).strip() == "turn 2: what else?"
     assert gs("import", str(db)).out == ""  # found again
+
+
+def test_a_turn_waiting_for_a_tools_result_is_left_for_the_next_import(gs, git, repo_path, llm_home, tmp_path):
+    """llm logs the model's call before the tool has run: until the next call logs the result, the turn waits."""
+    db = llm_home / "logs.db"
+    full = shutil.copy(db, tmp_path / "full.db")
+    thread = _threads(db)["what is 2+3?"]
+    with sqlite3.connect(db) as con:
+        (tip, first) = con.execute("select tip_message_hash, id from turns where thread_id = ? order by id limit 1",
+                                   (thread,)).fetchone()
+        con.execute("update threads set tip_message_hash = ? where id = ?", (tip, thread))
+        con.execute("delete from turns where thread_id = ? and id != ?", (thread, first))
+    r = gs("import", str(db))
+    assert r.code == 0, r.err
+    assert "its last turn waits for a tool's result" in r.err
+    assert len(r.out.split()) == 1  # the tool conversation has no finished turn yet
+    shutil.copy(full, db)
+    r = gs("import", str(db))
+    assert r.code == 0 and "waits for a tool" not in r.err, r.err
+    sid = imported_session_id("llm", thread, "what is 2+3?")
+    assert r.out.split() == [sid]
+    with GitStore(repo_path) as store:
+        events = store.load(sid).events
+    assert [e.data for e in events if e.type == "turn/end"] == [{"turn": 1, "reason": "completed"}]
+    assert [e.data["content"] for e in events if e.type == "tool/result"] == ["5"]

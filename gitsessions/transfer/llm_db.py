@@ -270,6 +270,20 @@ class _Db:
         return out
 
 
+def _waiting(messages: list[Any]) -> int:
+    """Where the last turn begins when its model asked for tools llm has not answered yet, else the end.
+
+    llm logs each model call as it ends: a tool's result is logged with the next call. A
+    turn imported before then would be closed with made-up results and the next import,
+    holding the real ones, would fork it instead of growing the session.
+    """
+    answered = {m.get("tool_call_id") for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
+    last = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "assistant"), None)
+    if last is None or all(c.get("id") in answered for c in last.get("tool_calls") or []):
+        return len(messages)
+    return max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), default=0)
+
+
 def read_db(path: Path | None, data: bytes) -> list[ImportedConversation]:
     """Read every conversation of an llm ``logs.db``, oldest first.
 
@@ -299,7 +313,10 @@ def read_db(path: Path | None, data: bytes) -> list[ImportedConversation]:
                 ("thread", t["id"], t["name"] or "", m, ts) for t, m, ts in db.threads()]:
             kind, cid, name, messages, times = thread
             at = f"{'conversation' if kind == 'legacy' else 'thread'} {cid!r}, "
-            chunks, notes = turns_from_messages(messages, times, title=name, where=at)
+            held = _waiting(messages)
+            chunks, notes = turns_from_messages(messages[:held], times[:held], title=name, where=at)
+            if held < len(messages):
+                notes.append(f"{at}its last turn waits for a tool's result; it is imported once llm has logged it")
             out.append((len(chunks), ImportedConversation(TOOL, cid, name, times[0] if times else 0,
                                                           [(cid, chunks)] if len(chunks) > 1 else [], notes)))
         chosen: dict[str, tuple[int, ImportedConversation]] = {}

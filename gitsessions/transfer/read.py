@@ -192,8 +192,9 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
 
 
 def _conversations(tool: str, source: str, convs: list[ImportedConversation]) -> ImportPlan:
-    """The plan of a file of another tool's conversations (those without a prompt left out)."""
-    return ImportPlan(tool, source, [], conversations=[c for c in convs if c.branches])
+    """The plan of a file of another tool's conversations (those without a prompt left out, their notes kept)."""
+    return ImportPlan(tool, source, [], notes=[n for c in convs if not c.branches for n in c.notes],
+                      conversations=[c for c in convs if c.branches])
 
 
 def _close_open_turn(events: list[Event], t: int, notes: list[str]) -> list[Event]:
