@@ -70,6 +70,8 @@ def test_each_turn_is_a_commit_and_the_forked_session_forks_at_the_shared_turn(g
     aside = [(e.data["name"], e.ignorable) for e in events if e.type == "import/message"]
     assert aside.count(("codex developer context", True)) == 3 and aside.count(("codex user context", True)) == 3
     assert ("codex reasoning", True) in aside and ("codex web search", True) in aside
+    assert events[1].data == {"role": "system", "name": "codex instructions",
+                              "content": "You are Codex, a coding agent."}
     assert not any("encrypted" in json.dumps(e.data) or "gAAAA" in json.dumps(e.data) for e in events)
     prompts = [e.data["content"] for e in events if e.type == "user/message"]
     assert prompts == [TITLE, "Add a docstring to main.py.", "What does main.py do now?\n[image not imported]"]

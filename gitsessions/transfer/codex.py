@@ -4,7 +4,8 @@ A rollout is one JSON object per line, ``{"timestamp", "type", "payload"}`` (see
 formats notes). What becomes what:
 
 - ``session_meta`` (the first line) names the conversation (``id``) and, for a forked
-  session, the one it came from (``forked_from_id``: its lineage).
+  session, the one it came from (``forked_from_id``: its lineage); Codex's instructions in
+  it are kept as an ignorable message.
 - ``response_item`` messages: the user's prompts open turns; the assistant's replies are
   steps. What Codex injects as messages (``developer`` and ``system`` messages, ``user``
   messages holding ``<environment_context>`` or instructions) and the model's ``reasoning``
@@ -282,6 +283,11 @@ def read_rollout(text: str) -> ImportedConversation:
         rollout.line(obj, f"line {n}")
     assert meta is not None  # the caller detected the format from the first line
     rollout.hold_back(over=not torn and (rollout.complete or not rollout.tasks))
+    given = meta.get("base_instructions") or meta.get("instructions")  # Codex's own prompt: kept, not sent
+    given = given.get("text") if isinstance(given, dict) else given
+    if isinstance(given, str) and given.strip():
+        rollout.messages.insert(0, {"role": "system", "name": "codex instructions", "content": given})
+        rollout.times.insert(0, rollout.times[0] if rollout.times else 0)
     sid = meta.get("id")
     if not isinstance(sid, str) or not sid:
         raise _Bad("line 1: session_meta has no \"id\"")
