@@ -6,7 +6,7 @@ Keys (all optional)::
     api_key: sk-...            # overridden by OPENAI_API_KEY
     base_url: https://.../v1   # overridden by OPENAI_BASE_URL; http:// or https://
     model: gpt-4o-mini         # overridden by OPENAI_MODEL
-    system: You are terse.     # for a session that saved none (gs ask -s); not stored
+    system: You are terse.     # for a session that saved none (gs ask -s, gs chat -s save one); not stored
     max_steps: 8               # model requests per turn before it stops
     timeout: 120               # seconds the model may stay silent before the request fails
     max_retries: 2             # retries of a request that failed before its reply began
@@ -15,6 +15,9 @@ Keys (all optional)::
     redact: true               # replace secrets before anything is stored (default on)
     redact_patterns: {my-token: "tok_[a-z0-9]{24}"}   # more credential shapes to replace
     render: true               # replies as rendered markdown on a terminal (false: as typed)
+    models: {gpt-4o: {context: 128000, price: {input: 2.5, output: 10, cached: 1.25}}}
+                               # per model: its context window (tokens) and price (US dollars
+                               # per million tokens), for /usage and the chat's footer
     sync: {remote: origin, push: on-save, pull: on-open, timeout: 30}
                                # push after every save; pull when gs chat/ask opens a session
                                # (each default: manual); seconds a remote may stay silent
@@ -33,10 +36,11 @@ from typing import Any
 
 from .errors import ConfigError
 from .rules import DEFAULT_MAX_STEPS
+from .usage import ModelSettings, parse_models
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
-                        "author", "redact", "redact_patterns", "sync", "render"})
+                        "author", "redact", "redact_patterns", "sync", "render", "models"})
 #: Keys of ``sync:`` (a typo there is an error too).
 SYNC_KEYS = frozenset({"remote", "push", "pull", "timeout"})
 #: Seconds a remote may stay silent before a request to it fails (``sync: {timeout: ...}``).
@@ -68,6 +72,8 @@ class Config:
         render: replies (and ``gs show``, ``gs log -p``) as rendered markdown on a terminal
             with colour; False: the text as the model wrote it.
         key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
+        models: what the config says of each model: its context window and price (see
+            :mod:`gitsessions.usage`).
     """
 
     path: Path
@@ -89,6 +95,7 @@ class Config:
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT_S
     render: bool = True
     key_in_file: bool = False
+    models: dict[str, ModelSettings] = field(default_factory=dict)
 
     @property
     def has_provider(self) -> bool:
@@ -103,6 +110,13 @@ def config_path(env: Mapping[str, str]) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.yaml"
+
+
+def default_cache_dir() -> Path:
+    """Return the platform's user cache dir for gitsessions (derived files, safe to delete)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
 def default_repo_path() -> Path:
@@ -236,6 +250,7 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         sync_timeout=float(sync_timeout),
         render=render,
         key_in_file=bool(data.get("api_key")),
+        models=parse_models(data.get("models"), str(path)),
     )
 
 

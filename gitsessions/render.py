@@ -166,7 +166,8 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     """Return the ``gs log --json`` object of one commit.
 
     Keys: ``commit``, ``parents``, ``time`` (ISO 8601), ``turn`` (int or null), ``subject``,
-    ``model`` (or null), ``events`` (``"a-b"`` or null), ``forked_from``
+    ``model`` (or null), ``tokens`` (prompt plus completion tokens of the replies it saved, or
+    null), ``events`` (``"a-b"`` or null), ``forked_from``
     (``"<session>@<commit>"`` from the ``Forked-From`` trailer, or null), ``trailers`` (all).
     """
     t = info.message.fields
@@ -177,6 +178,7 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
         "turn": t.turn,
         "subject": info.message.subject,
         "model": t.model,
+        "tokens": t.tokens,
         "events": info.message.trailers.get("Events"),
         "forked_from": str(t.forked_from) if t.forked_from else None,
         "trailers": dict(info.message.trailers),
@@ -266,6 +268,8 @@ def transcript_item(item: view.Item) -> list[str]:
         out.append(f"  (turn ended: {item.reason}{why})")
     elif isinstance(item, view.TitleChange):
         out.append(f"(title: {item.title})")
+    elif isinstance(item, view.Setting):
+        out.append(f"({item.text})")
     elif isinstance(item, view.Undo):
         out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
     elif isinstance(item, view.Summary):
@@ -305,6 +309,8 @@ def _note(item: view.Item) -> str | None:
         return f"turn {item.turn} ended: {item.reason}{why}"
     if isinstance(item, view.TitleChange):
         return f"title: {item.title}"
+    if isinstance(item, view.Setting):
+        return item.text
     if isinstance(item, view.Undo):
         return f"undo: turn {item.undone}"
     if isinstance(item, view.Summary):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .events import Event, clean_text
+from .request import options_of
 from .turns import turn_count, turn_number
 
 __all__ = [
@@ -83,6 +84,8 @@ class Derivation:
         turn: the number of the last turn started (0 before the first; see :mod:`gitsessions.turns`).
         turns: the turn of each event taken, in order.
         title: :func:`title_of` the events taken.
+        model: the model the last ``session/model`` chose (None: none did; the run's default).
+        options: the request options of the last ``session/options`` (see :mod:`gitsessions.request`).
     """
 
     def __init__(self, undone: set[int]):
@@ -91,6 +94,8 @@ class Derivation:
         self.turn = 0
         self.turns: list[int] = []
         self.title = ""
+        self.model: str | None = None
+        self.options: dict[str, Any] = {}
         self._top: int | None = None  # the highest turn number started
         self._system: dict[str, Any] | None = None  # the system message of the last session/system
         self._messages: list[dict[str, Any]] = []
@@ -143,6 +148,10 @@ class Derivation:
         if ev.type == "session/system":  # a setting, not part of a turn: an undo leaves it
             system = clean_text(str(ev.data.get("content", "")))
             self._system = {"role": "system", "content": system} if system.strip() else None
+        elif ev.type == "session/model":  # settings too: what the next requests send besides messages
+            self.model = clean_text(str(ev.data.get("model") or "")).strip() or None
+        elif ev.type == "session/options":
+            self.options = options_of(ev.data.get("options"))
         if ev.type == "turn/start" or self.turn in self.undone:
             return
         d = ev.data

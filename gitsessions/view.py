@@ -9,7 +9,7 @@ Shown: the start of each turn (and whether ``session/undo`` dropped it), user an
 messages (tool calls, ``interrupted``), the system prompt where ``session/system`` set it,
 tool results (``is_error``, error code), messages an import kept aside (``import/message``:
 stored, never sent to the model), and notes: a turn that ended other than ``completed``, a
-title change, an undo, a fork, a compaction summary.
+title change, a model or options set, an undo, a fork, a compaction summary.
 Not shown: ``step/*``, ``tool/call`` (the call is shown with its assistant message) and a
 completed ``turn/end``.
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import IMPORTED_MESSAGE, Event
+from .request import options_of, options_text
 from .transcript import undone_turns
 from .turns import turn_number
 
@@ -158,6 +159,17 @@ class Undo(Note):
 
 
 @dataclass(frozen=True)
+class Setting(Note):
+    """A setting of the next requests: a model (``session/model``) or request options (``session/options``).
+
+    Attributes:
+        text: what was set, in words (``model: gpt-4o``, ``options: temperature=0.2``).
+    """
+
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class Fork(Note):
     """A ``session/fork`` event.
 
@@ -215,6 +227,10 @@ def _item(ev: Event, turn: int, undone: set[int]) -> Item | None:
         return TurnEnd(*base, reason=_text(d.get("reason")), error=_text(error) if error else None)
     if t == "session/system":
         return Message(*base, role="system", text=_text(d.get("content")))
+    if t == "session/model":
+        return Setting(*base, text=f"model: {_text(d.get('model'))}")
+    if t == "session/options":
+        return Setting(*base, text=f"options: {options_text(options_of(d.get('options'))) or 'the server defaults'}")
     if t == "session/title":
         return TitleChange(*base, title=_text(d.get("title")))
     if t == "session/undo":

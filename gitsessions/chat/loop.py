@@ -52,7 +52,8 @@ class Provider(Protocol):
 
     model: str
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
+               model: str | None = None, options: dict[str, Any] | None = None) -> Iterator[Any]:
         """Yield :class:`TextDelta` items, then one :class:`Completion`."""
         ...
 
@@ -81,6 +82,7 @@ def _ignore(*_args: Any) -> None:
 def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
              system: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
              tools: list[dict[str, Any]] | None = None,
+             model: str | None = None, options: dict[str, Any] | None = None,
              on_text: Callable[[str], None] = _ignore,
              on_tool: Callable[[str, str, str, bool], None] = _ignore) -> TurnResult:
     """Run one turn to its end and save it.
@@ -98,6 +100,9 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
             which the derived messages begin with); not stored in the log.
         max_steps: bound on model requests in this turn.
         tools: tool schemas offered (default: the built-in tools).
+        model: the model of the requests (None: the provider's); the session's ``session/model``
+            or the run's ``-m``, chosen by the caller.
+        options: request options (``session/options``; see :mod:`gitsessions.request`).
         on_text: called with each piece of reply text as it arrives.
         on_tool: called ``(name, arguments, result, is_error)`` after each tool call ran.
 
@@ -105,6 +110,8 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
         How the turn ended.
     """
     tools = TOOL_SCHEMAS if tools is None else tools
+    request: dict[str, Any] = {k: v for k, v in (("model", model), ("options", options)) if v}  # none: defaults
+    model = model or provider.model
     session.append("turn/start", {"turn": session.next_turn})
     session.append("user/message", {"content": prompt})
     partial: list[str] = []
@@ -117,7 +124,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
             if system and not (messages and messages[0]["role"] == "system"):
                 messages = [{"role": "system", "content": system}, *messages]
             completion = Completion()
-            stream = provider.stream(messages, tools)
+            stream = provider.stream(messages, tools, **request)
             try:
                 for item in stream:
                     if isinstance(item, TextDelta):
@@ -135,7 +142,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
                 "content": completion.content,
                 "tool_calls": completion.tool_calls,
                 "finish_reason": completion.finish_reason,
-                "model": completion.model or provider.model,
+                "model": completion.model or model,
                 "usage": completion.usage,
                 "interrupted": False,
             })
@@ -156,7 +163,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
     text = "".join(partial) or last
     if partial:
         session.append("assistant/message", {"content": text, "tool_calls": [],
-                                             "finish_reason": None, "model": provider.model,
+                                             "finish_reason": None, "model": model,
                                              "interrupted": True})
     extra = {"error": error} if error else {}
     commit = session.end_turn(reason, **extra)

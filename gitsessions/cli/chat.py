@@ -89,7 +89,10 @@ def chat(
                                        "the most recently saved one.")] = False,
     resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
                                          "(newest first; type to filter by title or prompt).")] = False,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run "
+                                              "(/model NAME saves one in the session).")] = None,
+    system: Annotated[str | None, typer.Option("--system", "-s", metavar="TEXT", help=(
+        "The system prompt, saved in the session: for its next turns (also /system TEXT)."))] = None,
     raw: Annotated[bool, typer.Option("--raw", help="Replies as the model wrote them, not rendered "
                                       "(also config render: false).")] = False,
     recap: Annotated[int | None, typer.Option("--recap", min=0, metavar="N", show_default=False,
@@ -168,10 +171,13 @@ def chat(
                         warnings=c.warnings, wait=c.lock_wait(wait),
                         reply=rendered_replies(c.output, render) if interactive else None,
                         recap=(1 if interactive else 0) if recap is None else recap,
-                        draw_recap=recap_drawer(c.output, render) if interactive else None, **faces)
+                        draw_recap=recap_drawer(c.output, render) if interactive else None,
+                        model=model, config=c.config, footer=interactive, **faces)
             built.append(repl)
+            if system is not None and repl.session is not None:
+                repl.session.set_system(system)
             if interactive and repl.session is not None:
-                write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
+                write(f"gs {__version__} · session {repl.session.id} · model {repl.current_model()} · "
                       "/help for commands\n")
             with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
                     contextlib.closing(lines) if not interactive else contextlib.nullcontext():

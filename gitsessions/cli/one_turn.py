@@ -33,6 +33,7 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
     """
     from ..chat.connect import connect
     from ..chat.loop import run_turn
+    from ..request import offered_tools
 
     sid = session.id
     tty = sys.stdout.isatty()
@@ -48,8 +49,10 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
         with connect(c.config, model=model, notify=err) as provider:
             view = rendered() if rendered is not None else PlainReply(write)
             try:
+                tools, _note = offered_tools(provider.calls_tools, None)
                 result = run_turn(session, provider, prompt, system=c.config.system,
-                                  max_steps=c.config.max_steps, on_text=view.text)
+                                  max_steps=c.config.max_steps, tools=tools, model=model or session.model,
+                                  options=session.options, on_text=view.text)
             finally:
                 view.end()  # the reply shown ends its line
     except DiskFull as exc:

@@ -102,7 +102,7 @@ class ReplyKeys:
         return _Guarded(provider, self)
 
     def stream(self, provider: Any, messages: list[dict[str, Any]],
-               tools: list[dict[str, Any]] | None) -> Iterator[Any]:
+               tools: list[dict[str, Any]] | None, **request: Any) -> Iterator[Any]:
         """Stream one request of ``provider``; a Ctrl+C kept for it, or pressed now, cancels it.
 
         Raises:
@@ -113,7 +113,7 @@ class ReplyKeys:
             if self.pending:
                 self.pending = False
                 raise KeyboardInterrupt
-            yield from provider.stream(messages, tools)
+            yield from provider.stream(messages, tools, **request)
         finally:
             self._armed = False
 
@@ -130,9 +130,23 @@ class _Guarded:
         """The model name of the wrapped provider."""
         return self._provider.model
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+    @property
+    def calls_tools(self) -> bool:
+        """Whether the wrapped provider's model calls tools."""
+        return getattr(self._provider, "calls_tools", True)
+
+    def models(self) -> list[str]:
+        """The models the server offers (the wrapped provider's ``models()``)."""
+        return self._provider.models()
+
+    def server_window(self) -> int | None:
+        """The server's context window (the wrapped provider's ``server_window()``)."""
+        return self._provider.server_window()
+
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+               **request: Any) -> Iterator[Any]:
         """Stream as the wrapped provider does (see :meth:`ReplyKeys.stream`)."""
-        return self._keys.stream(self._provider, messages, tools)
+        return self._keys.stream(self._provider, messages, tools, **request)
 
 
 def _bracketed_paste(on: bool) -> None:
