@@ -94,8 +94,8 @@ def _shared(a: list[Event], b: list[Event]) -> int:
     return n
 
 
-def _lines(store: SessionStore, sources: list[dict], base: str) -> list[_Line]:
-    """Every live session whose header says it holds one of ``sources``, found by the id's hash."""
+def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
+    """Every live session whose header says it holds ``source``, found by the id's hash."""
     digest = base.rsplit("-", 1)[-1]
     pattern = re.compile(rf".*-{digest}(?:-[0-9a-f]{{6}}(?:-\d+)?)?")
     out = []
@@ -108,7 +108,7 @@ def _lines(store: SessionStore, sources: list[dict], base: str) -> list[_Line]:
             continue
         except store.unreadable:
             continue
-        if snap.header.get("source") not in sources:
+        if snap.header.get("source") != source:
             continue
         at: dict[int, CommitId] = {}
         count = 0
@@ -129,12 +129,14 @@ class _Writer:
         self.store, self.conv, self.header = store, conv, header
         self.source = {"tool": conv.tool, "id": conv.source_id}
         self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
-        # A forked conversation's sessions begin as forks of its origin's: their header is the origin's.
-        origin = [] if conv.forked_from is None else [{"tool": conv.tool, "id": conv.forked_from}]
-        self.lines = _lines(store, [self.source, *origin], self.base)
-        # The sessions of the conversation it was forked from: forked from, never grown.
-        self.parents = [] if conv.forked_from is None else _lines(
-            store, origin, imported_session_id(conv.tool, conv.forked_from))
+        self.lines = _lines(store, self.source, self.base)
+        self.parents: list[_Line] = []  # the sessions of the conversation it was forked from: forked, never grown
+        if conv.forked_from is not None:
+            origin = {"tool": conv.tool, "id": conv.forked_from}
+            self.parents = _lines(store, origin, imported_session_id(conv.tool, conv.forked_from))
+            theirs = {ln.session_id for ln in self.parents}
+            # Its own sessions began as forks of the origin's: their header is the origin's.
+            self.lines += [ln for ln in _lines(store, origin, self.base) if ln.session_id not in theirs]
         self.subject_source = f"{conv.tool} {conv.source_id}"
         named = [ln.session_id for ln in self.lines if re.fullmatch(rf".*-{self.base[-8:]}", ln.session_id)]
         if named:
