@@ -185,6 +185,7 @@ def test_default_paths_honour_codex_home(tmp_path):
     assert codex.default_paths({"CODEX_HOME": str(codex_home)}, home) == [
         codex_home / "sessions/2025/10/06" / MAIN_FILE.name]
     assert codex.default_paths({}, tmp_path / "nobody") == []
+    assert codex.sessions_dir({"CODEX_HOME": str(codex_home)}, home) == codex_home / "sessions"
 
 
 def test_older_rollouts_that_write_the_turn_context_after_the_prompt_keep_their_turns_whole(gs, repo_path, tmp_path):

@@ -237,6 +237,8 @@ def test_default_paths_honour_llm_user_path_and_the_platform_directory(tmp_path)
     assert llm_db.default_paths({"LLM_USER_PATH": str(mine)}, home) == [mine / "logs.db"]
     assert llm_db.default_paths({"XDG_CONFIG_HOME": str(tmp_path / "none")}, home) == []
     assert llm_db.default_paths({"LLM_USER_PATH": str(tmp_path / "none")}, home) == []
+    assert llm_db.user_dir({}, home) == linux  # where discovery says it looked
+    assert llm_db.user_dir({"LLM_USER_PATH": str(tmp_path / "none")}, home) == tmp_path / "none"
 
 
 def test_a_thread_forked_in_llm_is_a_fork_of_its_origins_session(gs, git, llm_home):

@@ -49,6 +49,16 @@ _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
 
+def sessions_dir(env: Mapping[str, str], home: Path) -> Path:
+    """Return the folder Codex keeps its rollouts in: ``$CODEX_HOME/sessions`` (``CODEX_HOME``: ``~/.codex``).
+
+    Args:
+        env: the environment.
+        home: the user's home directory.
+    """
+    return (Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex") / "sessions"
+
+
 def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
     """Return the rollout files Codex keeps on this machine, oldest first.
 
@@ -57,10 +67,9 @@ def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
         home: the user's home directory.
 
     Returns:
-        Every ``sessions/**/rollout-*.jsonl`` under it (empty when there is none).
+        Every ``**/rollout-*.jsonl`` under :func:`sessions_dir` (empty when there is none).
     """
-    root = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
-    return sorted((root / "sessions").glob("**/rollout-*.jsonl"))
+    return sorted(sessions_dir(env, home).glob("**/rollout-*.jsonl"))
 
 
 def is_rollout(head: Any) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import tempfile
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -39,27 +40,37 @@ TOOL = "llm"
 MAGIC = b"SQLite format 3\x00"
 
 
-def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Return llm's ``logs.db`` on this machine when there is one.
+def user_dir(env: Mapping[str, str], home: Path) -> Path:
+    """Return llm's user directory, where its ``logs.db`` is (``llm logs path`` prints it).
 
     Args:
-        env: the environment: ``LLM_USER_PATH`` names llm's directory; else the platform's
-            user directory for ``io.datasette.llm`` (``$XDG_CONFIG_HOME`` or ``~/.config``,
-            ``~/Library/Application Support`` on macOS, ``%APPDATA%`` on Windows), as
-            ``llm logs path`` prints it.
+        env: the environment: ``LLM_USER_PATH`` names the directory; else it is the
+            platform's user directory for ``io.datasette.llm`` (``$XDG_CONFIG_HOME`` or
+            ``~/.config`` on Linux, ``~/Library/Application Support`` on macOS,
+            ``%APPDATA%`` on Windows), the first of them that holds a ``logs.db``.
+        home: the user's home directory.
+    """
+    if env.get("LLM_USER_PATH"):
+        return Path(env["LLM_USER_PATH"])
+    linux = (Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config") / "io.datasette.llm"
+    mac = home / "Library" / "Application Support" / "io.datasette.llm"
+    dirs = {"darwin": [mac, linux], "win32": [Path(env.get("APPDATA") or home) / "io.datasette.llm"]}.get(
+        sys.platform, [linux, mac])
+    return next((d for d in dirs if (d / "logs.db").is_file()), dirs[0])
+
+
+def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Return llm's ``logs.db`` on this machine when there is one (in :func:`user_dir`).
+
+    Args:
+        env: the environment (``LLM_USER_PATH``, ``XDG_CONFIG_HOME``, ``APPDATA``).
         home: the user's home directory.
 
     Returns:
-        The one ``logs.db`` found (empty when there is none).
+        The ``logs.db`` found, or nothing.
     """
-    if env.get("LLM_USER_PATH"):
-        dirs = [Path(env["LLM_USER_PATH"])]
-    else:
-        config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
-        dirs = [config / "io.datasette.llm", home / "Library" / "Application Support" / "io.datasette.llm"]
-        if env.get("APPDATA"):
-            dirs.append(Path(env["APPDATA"]) / "io.datasette.llm")
-    return [d / "logs.db" for d in dirs if (d / "logs.db").is_file()][:1]
+    db = user_dir(env, home) / "logs.db"
+    return [db] if db.is_file() else []
 
 
 def is_db(data: bytes) -> bool:
