@@ -234,3 +234,16 @@ def test_a_turn_codex_has_not_finished_is_left_for_the_next_import(gs, git, tmp_
     r = gs("import", str(rollout))
     assert r.code == 0 and f"{MAIN}: 1 turn new" in r.err and "still going on" not in r.err, r.err
     assert git("rev-parse", f"{MAIN}^").strip() == tip
+
+
+def test_a_rollout_with_nothing_finished_yet_is_skipped_not_failed(gs, repo_path, tmp_path):
+    """Codex writes the rollout as the session goes: a file imported during its first turn is no error."""
+    lines = _lines(MAIN_FILE)
+    first_reply = next(i for i, line in enumerate(lines) if line["payload"].get("type") == "function_call")
+    r = gs("import", str(_write(tmp_path / "rollout-a.jsonl", lines[:first_reply])),
+           str(_write(tmp_path / "rollout-b.jsonl", lines[:1])))
+    assert r.code == 0 and r.out == "", r.err
+    assert f"skipped codex conversation {ID} (its last turn is still going on" in r.err
+    assert f"skipped codex conversation {ID} (it holds no prompt yet)" in r.err
+    assert "2 files, 0 sessions written, 0 turns, 2 skipped" in r.err
+    assert not repo_path.exists()

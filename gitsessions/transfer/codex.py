@@ -306,6 +306,8 @@ def read_rollout(text: str) -> ImportedConversation:
     title = prompts[0].strip().split("\n", 1)[0][:_TITLE_MAX] if prompts else ""
     chunks, notes = turns_from_messages(rollout.messages, rollout.times, title=title)
     notes = rollout.notes + notes
+    if not prompts:
+        notes.append("it holds no prompt yet")
     forked = meta.get("forked_from_id")
     if isinstance(forked, str) and forked:
         notes.append(f"it was forked from codex session {forked}")

@@ -192,8 +192,13 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
 
 
 def _conversations(tool: str, source: str, convs: list[ImportedConversation]) -> ImportPlan:
-    """The plan of a file of another tool's conversations (those without a prompt left out, their notes kept)."""
-    return ImportPlan(tool, source, [], notes=[n for c in convs if not c.branches for n in c.notes],
+    """The plan of a file of another tool's conversations.
+
+    Those without a turn to write are left out: skipped, with the reason, when their reader
+    gave one (a turn still under way: a file being written is no failure), else silently.
+    """
+    return ImportPlan(tool, source, [], skipped=[f"{c.tool} conversation {c.source_id} ({'; '.join(c.notes)})"
+                                                 for c in convs if not c.branches and c.notes],
                       conversations=[c for c in convs if c.branches])
 
 

@@ -64,7 +64,7 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
         raise TransferError(plan.source, f"--as does not apply to {plan.kind} conversations: each one's id comes "
                             "from its own id (the same on every machine); import without --as")
     if plan.kind in TOOLS:
-        if not plan.conversations:
+        if not plan.conversations and not plan.skipped:
             raise TransferError(plan.source, "it holds no conversation with a prompt")
         return
     if as_id is not None:
