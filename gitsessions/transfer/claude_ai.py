@@ -19,11 +19,10 @@ What becomes what:
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from .branches import ImportedConversation
-from .messages import _Bad, _kind, turns_from_messages
+from .messages import _Bad, _kind, iso_ms, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids, ``--from``).
 TOOL = "claude-ai"
@@ -36,15 +35,12 @@ def is_export(obj: Any) -> bool:
 
 
 def _ms(value: Any, at: str, fallback: int | None = None) -> int:
-    try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        if moment.tzinfo is None:
-            raise ValueError("no zone")
-        return int(moment.timestamp() * 1000)
-    except ValueError:
-        if fallback is not None:
-            return fallback
-        raise _Bad(f"{at}: {value!r} is not an ISO 8601 time with a zone") from None
+    ms = iso_ms(value)
+    if ms is not None:
+        return ms
+    if fallback is not None:
+        return fallback
+    raise _Bad(f"{at}: {value!r} is not an ISO 8601 time with a zone")
 
 
 def _result_text(content: Any) -> str:

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .branches import ImportedConversation
-from .messages import TURN_OVER, EventItem, _Bad, _kind, turns_from_messages
+from .messages import TURN_OVER, EventItem, _Bad, _kind, iso_ms, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids, ``--from``).
 TOOL = "codex"
@@ -79,14 +78,11 @@ def is_rollout(head: Any) -> bool:
 
 
 def _ms(value: Any, at: str) -> int:
-    """An ISO 8601 time as epoch ms."""
-    try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        raise _Bad(f"{at}: \"timestamp\" {value!r} is not an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        raise _Bad(f"{at}: \"timestamp\" {value!r} has no time zone")
-    return int(moment.timestamp() * 1000)
+    """A line's ISO 8601 time as epoch ms."""
+    ms = iso_ms(value)
+    if ms is None:
+        raise _Bad(f"{at}: \"timestamp\" {value!r} is not an ISO 8601 time with a zone")
+    return ms
 
 
 def _text(content: Any) -> str:

@@ -26,13 +26,12 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from .branches import ImportedConversation
-from .messages import EventItem, _Bad, turns_from_messages
+from .messages import EventItem, _Bad, iso_ms, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids, ``--from``).
 TOOL = "llm"
@@ -90,14 +89,9 @@ def _open(path: Path) -> sqlite3.Connection:
 
 
 def _ms(value: Any, fallback: int) -> int:
-    """An ISO 8601 time of llm's (UTC when it names no zone) as epoch ms."""
-    try:
-        moment = datetime.fromisoformat(str(value))
-    except ValueError:
-        return fallback
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)  # llm writes UTC
-    return int(moment.timestamp() * 1000)
+    """A time of llm's as epoch ms (llm writes UTC, with or without saying so)."""
+    ms = iso_ms(value, naive_utc=True)
+    return fallback if ms is None else ms
 
 
 def _usage(row: sqlite3.Row) -> dict | None:

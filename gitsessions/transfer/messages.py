@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from ..events import IMPORTED_MESSAGE, Event, make_event
@@ -189,6 +190,31 @@ class _Builder:
     def finish(self) -> list[Event]:
         self.close_turn()
         return self.events
+
+
+#: Times outside these (epoch seconds) are no times a conversation was had: git cannot date a
+#: commit before 1970, and a huge one would overflow.
+TIMES = (0, 2**32)
+
+
+def iso_ms(value: Any, *, naive_utc: bool = False) -> int | None:
+    """Read another tool's ISO 8601 time (``Z`` or an offset) as epoch ms.
+
+    Args:
+        value: the time as the tool wrote it.
+        naive_utc: a time without a zone is UTC (the tool says so); else it is no time.
+
+    Returns:
+        Epoch ms, or None: not such a time, no zone, or outside :data:`TIMES`.
+    """
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    if moment is None or (moment.tzinfo is None and not naive_utc):
+        return None
+    ms = int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+    return ms if TIMES[0] <= ms // 1000 < TIMES[1] else None
 
 
 def _kind(value: Any) -> str:
