@@ -17,7 +17,9 @@ Keys (all optional)::
     render: true               # replies as rendered markdown on a terminal (false: as typed)
     models: {gpt-4o: {context: 128000, price: {input: 2.5, output: 10, cached: 1.25}}}
                                # per model: its context window (tokens) and price (US dollars
-                               # per million tokens), for /usage and the chat's footer
+                               # per million tokens), for /usage, the chat's footer and compaction
+    compact_at: 0.8            # compact the history first when a request would pass this share
+                               # of the model's window (false: never; /compact still works)
     sync: {remote: origin, push: on-save, pull: on-open, timeout: 30}
                                # push after every save; pull when gs chat/ask opens a session
                                # (each default: manual); seconds a remote may stay silent
@@ -40,11 +42,13 @@ from .usage import ModelSettings, parse_models
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
-                        "author", "redact", "redact_patterns", "sync", "render", "models"})
+                        "author", "redact", "redact_patterns", "sync", "render", "models", "compact_at"})
 #: Keys of ``sync:`` (a typo there is an error too).
 SYNC_KEYS = frozenset({"remote", "push", "pull", "timeout"})
 #: Seconds a remote may stay silent before a request to it fails (``sync: {timeout: ...}``).
 DEFAULT_SYNC_TIMEOUT_S = 30.0
+#: The share of a model's context window a request may fill before the history is compacted first.
+DEFAULT_COMPACT_AT = 0.8
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
 APP_NAME = "gitsessions"
@@ -74,6 +78,8 @@ class Config:
         key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
         models: what the config says of each model: its context window and price (see
             :mod:`gitsessions.usage`).
+        compact_at: the share of a model's window a request may fill before the history is
+            compacted first (None: never).
     """
 
     path: Path
@@ -96,6 +102,7 @@ class Config:
     render: bool = True
     key_in_file: bool = False
     models: dict[str, ModelSettings] = field(default_factory=dict)
+    compact_at: float | None = DEFAULT_COMPACT_AT
 
     @property
     def has_provider(self) -> bool:
@@ -230,6 +237,11 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     sync_timeout = sync.get("timeout", DEFAULT_SYNC_TIMEOUT_S)
     if not isinstance(sync_timeout, (int, float)) or isinstance(sync_timeout, bool) or not 0 < sync_timeout <= 3600:
         raise ConfigError(str(path), "sync.timeout must be a number of seconds above 0 and at most 3600")
+    compact_at = data.get("compact_at", DEFAULT_COMPACT_AT)
+    if compact_at is not False and (not isinstance(compact_at, (int, float)) or isinstance(compact_at, bool)
+                                    or not 0 < compact_at <= 1):
+        raise ConfigError(str(path), "compact_at must be a share of the window above 0 and at most 1 "
+                                     "(0.8: at 80 %), or false")
     return Config(
         path=path,
         api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
@@ -251,6 +263,7 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         render=render,
         key_in_file=bool(data.get("api_key")),
         models=parse_models(data.get("models"), str(path)),
+        compact_at=None if compact_at is False else float(compact_at),
     )
 
 

@@ -273,7 +273,7 @@ def transcript_item(item: view.Item) -> list[str]:
     elif isinstance(item, view.Undo):
         out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
     elif isinstance(item, view.Summary):
-        out.append(f"(summary: {item.text})")
+        out.append(f"(summary of the conversation up to turn {item.upto}: {item.text})")
     elif isinstance(item, view.Fork):
         out.append(f"({_fork_text(item)})")
     return out
@@ -314,7 +314,7 @@ def _note(item: view.Item) -> str | None:
     if isinstance(item, view.Undo):
         return f"undo: turn {item.undone}"
     if isinstance(item, view.Summary):
-        return f"summary: {clip(fold(item.text), COMPACT_TOOL_CHARS)}"
+        return f"summary up to turn {item.upto}: {clip(fold(item.text), COMPACT_TOOL_CHARS)}"
     if isinstance(item, view.Fork):
         return _fork_text(item)
     return None

@@ -22,6 +22,7 @@ from .session import Session
 from .store import LockWait, SessionStore
 
 if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
+    from .chat.compaction import AutoCompact
     from .config import Config
     from .redo import Spot
 
@@ -78,6 +79,8 @@ class Repl:
             session's, else the provider's); ``/model`` sets the session's and ends it.
         config: the settings ``/usage`` and the footer read (each model's window and price).
         footer: after each reply, one line: model · context used · session tokens.
+        compaction: compacts the history before a turn that would fill the model's window
+            (None: never; ``/compact`` still does).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -89,11 +92,12 @@ class Repl:
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
                  draw_recap: DrawRecap | None = None, model: str | None = None,
-                 config: Config | None = None, footer: bool = False):
+                 config: Config | None = None, footer: bool = False, compaction: AutoCompact | None = None):
         self.store = store
         self.model = model
         self.config = config
         self.footer = footer
+        self.compaction = compaction
         self.reply = reply or (lambda: PlainReply(self.write))
         self.copy = copy
         self.recap = recap
@@ -186,6 +190,11 @@ class Repl:
         from .chat.loop import run_turn
         from .request import offered_tools
 
+        if self.compaction is not None:
+            note = self.compaction.before_turn(self.session, self.provider, prompt, self.window(),
+                                               model=self.model or self.session.model)
+            if note:
+                self.write(f"({note})\n")
         tools, _note = offered_tools(getattr(self.provider, "calls_tools", True), None)
         view = self.reply()
         try:

@@ -266,7 +266,8 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
     nothing here can bring a secret back into history.
 
     Subjects (design.md): a turn ``turn N: <first line of the prompt>``, else ``title: T``,
-    ``system prompt: S``, ``model: M``, ``options: temperature=0.2``, ``undo: turn N`` or
+    ``system prompt: S``, ``model: M``, ``options: temperature=0.2``, ``compact: the
+    conversation up to turn N``, ``undo: turn N`` or
     ``save: <event types>``; an import ``import: <source>``; a fork
     ``fork: <id> from <source or session> at <short commit>[ (<why>)]``. Trailers: see
     :class:`Trailers` (a fork adds no events, so it has no ``Events`` and no ``Model``).
@@ -313,6 +314,10 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
             subject = f"{numbers}: " + (prompt.strip().split("\n", 1)[0] or "(empty prompt)")
         elif named := next((e.type for e in new if e.type in _SETTINGS), None):
             subject = _SETTINGS[named](log)
+        elif summary := next((e for e in new if e.type == "compaction/summary"), None):
+            upto = summary.data.get("through")
+            covered = log.turns[upto] if isinstance(upto, int) and 0 <= upto < len(log.turns) else turn
+            subject = f"compact: the conversation up to turn {covered}"
         elif any(e.type == "session/undo" for e in new):
             subject = "undo: turn " + ", ".join(str(e.data.get("turn")) for e in new if e.type == "session/undo")
         else:

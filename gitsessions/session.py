@@ -318,6 +318,12 @@ class Session:
             return None
         return self._save_one("session/options", {"options": options})
 
+    def compacted(self, data: dict[str, Any]) -> str:
+        """Commit a ``compaction/summary`` with ``data`` (see :mod:`gitsessions.chat.compaction`); return the commit."""
+        commit = self._save_one("compaction/summary", data)
+        assert commit is not None  # an event is pending
+        return commit
+
     def _save_one(self, type: str, data: dict[str, Any]) -> str | None:
         """Append one event outside a turn (a title, an undo) and commit it at once.
 

@@ -164,8 +164,12 @@ def tokens_by_turn(events: Sequence[Event]) -> dict[int, Tokens]:
 
 
 def tokens_of(events: Sequence[Event]) -> Tokens:
-    """The tokens of the requests whose replies are among ``events``."""
-    return sum((Tokens.of(ev.data.get("usage")) for ev in events if ev.type == "assistant/message"), Tokens())
+    """The tokens of the requests whose replies are among ``events`` (a compaction's summary is one)."""
+    return sum((Tokens.of(ev.data.get("usage")) for ev in events if ev.type in _PAID), Tokens())
+
+
+#: The events that hold a request's ``usage``: a reply, and the summary a compaction asked for.
+_PAID = ("assistant/message", "compaction/summary")
 
 
 def context_used(events: Sequence[Event]) -> int | None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from .events import IMPORTED_MESSAGE, Event
 from .request import options_of, options_text
-from .transcript import undone_turns
+from .transcript import summary_through, undone_turns
 from .turns import turn_number
 
 
@@ -182,13 +182,15 @@ class Fork(Note):
 
 @dataclass(frozen=True)
 class Summary(Note):
-    """A compaction summary: what the model sees instead of the conversation before it.
+    """A compaction summary: what the model sees instead of the conversation up to where it ends.
 
     Attributes:
         text: the summary.
+        upto: the turn of the last event it covers (its ``through``; all before it when it names none).
     """
 
     text: str = ""
+    upto: int = 0
 
 
 def _text(value: Any) -> str:
@@ -202,7 +204,7 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _item(ev: Event, turn: int, undone: set[int]) -> Item | None:
+def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item | None:
     d, base = ev.data, (ev.seq, ev.time, turn, ev.type)
     t = ev.type
     if t == "turn/start":
@@ -239,7 +241,8 @@ def _item(ev: Event, turn: int, undone: set[int]) -> Item | None:
     if t == "session/fork":
         return Fork(*base, details=tuple(d.items()))
     if t == "compaction/summary":
-        return Summary(*base, text=_text(d.get("summary")))
+        through = summary_through(ev)
+        return Summary(*base, text=_text(d.get("summary")), upto=turns[through] if 0 <= through < len(turns) else 0)
     if t == IMPORTED_MESSAGE:
         return Message(*base, role=_text(d.get("role")) or "?", text=_text(d.get("content")), imported=True)
     return None
@@ -258,10 +261,12 @@ def items(events: Sequence[Event]) -> list[Item]:
     undone = undone_turns(events)
     out: list[Item] = []
     turn = 0
+    turns: list[int] = []  # the turn of each event so far
     for ev in events:
         if ev.type == "turn/start":
             turn = turn_number(ev.data, turn)
-        item = _item(ev, turn, undone)
+        turns.append(turn)
+        item = _item(ev, turn, undone, turns)
         if item is not None:
             out.append(item)
     return out

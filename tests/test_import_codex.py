@@ -48,10 +48,10 @@ def test_each_turn_is_a_commit_and_the_forked_session_forks_at_the_shared_turn(g
     assert r.out.split() == [MAIN, FORK]
     assert "2 files, 2 sessions written, 4 turns, 0 skipped" in r.err
     git("fsck", "--strict")
-    # A commit per turn, dated when its turn began (the turn_context line); the header commit at session_meta.
+    # A commit per turn, dated when its prompt was said; the header commit at session_meta.
     assert git("log", "--format=%at %s", MAIN).splitlines() == [
-        f"{T + 90} turn 3: What does main.py do now?",  # its commit opens with the compaction before it
-        f"{T + 60} turn 2: Add a docstring to main.py.",
+        f"{T + 121} turn 3: What does main.py do now?",  # its commit opens with the compaction before it
+        f"{T + 61} turn 2: Add a docstring to main.py.",
         f"{T + 2} turn 1: {TITLE}",
         f"{T} import: codex {ID}",
     ]

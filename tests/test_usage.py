@@ -9,7 +9,17 @@ import pytest
 from gitsessions.config import load_config
 from gitsessions.errors import ConfigError
 from gitsessions.events import Event
-from gitsessions.usage import Price, Tokens, context_used, context_window, cost, footer, report, tokens_by_turn
+from gitsessions.usage import (
+    Price,
+    Tokens,
+    context_used,
+    context_window,
+    cost,
+    footer,
+    report,
+    tokens_by_turn,
+    tokens_of,
+)
 
 
 def _config(tmp_path: Path, text: str):
@@ -80,3 +90,11 @@ def test_the_footer_and_the_report_say_the_share_or_that_the_window_is_unknown()
     assert lines[1] == "this turn: 900 prompt (0 cached) + 100 completion = 1,000 tokens in 1 request · $0.0011"
     assert lines[3] == "context 25% of 4,000"
     assert report("m", events, None, None)[-1].startswith("cost: no price configured")
+
+
+def test_a_compaction_request_counts_in_what_the_session_spent_not_in_its_context():
+    events = _events((1, {"prompt_tokens": 100, "completion_tokens": 10}))
+    events.append(Event(len(events), 0, "compaction/summary",
+                        {"summary": "s", "usage": {"prompt_tokens": 110, "completion_tokens": 7}}))
+    assert tokens_of(events) == Tokens(210, 17, 0, 2)
+    assert context_used(events) == 110  # the summary request read the context; it is not the context

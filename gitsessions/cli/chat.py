@@ -114,6 +114,7 @@ def chat(
         gs chat work~2 --fork work-b        # go on from two turns back
         gs chat work --recap 3              # open 'work' showing its last 3 turns
     """
+    from ..chat.compaction import auto_compaction
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
     from ..rules import new_session_id
@@ -172,7 +173,8 @@ def chat(
                         reply=rendered_replies(c.output, render) if interactive else None,
                         recap=(1 if interactive else 0) if recap is None else recap,
                         draw_recap=recap_drawer(c.output, render) if interactive else None,
-                        model=model, config=c.config, footer=interactive, **faces)
+                        model=model, config=c.config, footer=interactive,
+                        compaction=auto_compaction(c.config), **faces)
             built.append(repl)
             if system is not None and repl.session is not None:
                 repl.session.set_system(system)

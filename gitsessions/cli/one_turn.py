@@ -25,15 +25,18 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
 
     The one turn of ``gs ask`` and ``gs retry``. On a terminal the reply is rendered
     (:func:`.stream.rendered_replies`) unless ``raw``; ``system`` is saved in the session
-    first (:meth:`Session.set_system`).
+    first (:meth:`Session.set_system`); the history is compacted first when the request would
+    fill the model's window (:class:`gitsessions.chat.compaction.AutoCompact`).
 
     Raises:
         GitSessionsError: the model answered with an error (the prompt is saved).
         typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
     """
+    from ..chat.compaction import auto_compaction
     from ..chat.connect import connect
     from ..chat.loop import run_turn
     from ..request import offered_tools
+    from ..usage import context_window
 
     sid = session.id
     tty = sys.stdout.isatty()
@@ -47,6 +50,12 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
         if system is not None:
             session.set_system(system)
         with connect(c.config, model=model, notify=err) as provider:
+            compaction = auto_compaction(c.config)
+            if compaction is not None:  # the window as config names it (the server is not asked here)
+                name = model or session.model
+                window = context_window(c.config, name or provider.model)
+                if note := compaction.before_turn(session, provider, prompt, window, model=name):
+                    err(f"({note})")  # stdout is the reply's
             view = rendered() if rendered is not None else PlainReply(write)
             try:
                 tools, _note = offered_tools(provider.calls_tools, None)

@@ -56,8 +56,12 @@ class ImportedConversation:
         branches: ``(key, chunks)`` per branch, the session's first; ``key`` names the branch
             in the source (its leaf message's id), chunks are the events per commit.
         notes: what the conversion changed or kept aside, for the user.
+        spawned: ``(source id, epoch ms)`` when another conversation of the tool started this
+            one (a sub-agent, a fork made in the tool): its new session's lineage is that
+            conversation's session at the turn under way then (none when it is not imported).
         forked_from: the id (in the same tool) of the conversation this one was forked from,
-            whose history it repeats: its sessions are where the branches fork from.
+            whose history it repeats (a forked Codex session, a thread forked in llm): its
+            sessions are where the branches fork from, sharing their commits.
     """
 
     tool: str
@@ -66,6 +70,7 @@ class ImportedConversation:
     created: int
     branches: list[tuple[str, list[list[Event]]]]
     notes: list[str] = field(default_factory=list)
+    spawned: tuple[str, int] | None = None
     forked_from: str | None = None
 
 
@@ -92,6 +97,14 @@ def _shared(a: list[Event], b: list[Event]) -> int:
             break
         n += 1
     return n
+
+
+def _said(chunk: list[Event]) -> int:
+    """When a commit's turn was said (its prompt), epoch s; what comes before the prompt does not date it.
+
+    A tool's context for a turn (Codex's) or a compaction before it opens the turn's commit.
+    """
+    return next((ev.time for ev in chunk if ev.type == "turn/start"), chunk[0].time) // 1000
 
 
 def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
@@ -154,18 +167,33 @@ class _Writer:
             message = commit_message(line.session_id, so_far, done, lineage=line.lineage,
                                      source=self.subject_source)
             line.tip = self.store.append(line.session_id, chunk, message, expected_tip=line.tip,
-                                         author_time=chunk[0].time // 1000)
+                                         author_time=_said(chunk))
             done += len(chunk)
             line.at[done] = line.tip
         line.events, line.claimed = flat, True
 
+    def _spawner(self) -> Lineage | None:
+        """Where the conversation that started this one stood when it did (see ``spawned``)."""
+        if self.conv.spawned is None:
+            return None
+        parent, at = self.conv.spawned
+        base = imported_session_id(self.conv.tool, parent)
+        lines = _lines(self.store, {"tool": self.conv.tool, "id": parent}, base)
+        line = min(lines, key=lambda ln: len(ln.session_id), default=None)  # the session, not a fork of it
+        if line is None:
+            return None
+        said = sum(1 for ev in line.events if ev.time <= at)  # the events said by then
+        count = min((n for n in line.at if n >= max(said, 1)), default=max(line.at))  # the commit holding that turn
+        return Lineage(SessionId(line.session_id), line.at[count])
+
     def _new(self, sid: str, chunks: list[list[Event]], flat: list[Event]) -> _Line:
         header = make_header(sid, created=self.conv.created, **self.header)
         first = chunks[0]
-        message = commit_message(sid, first, 0, kind="import", source=self.subject_source)
+        lineage = self._spawner()
+        message = commit_message(sid, first, 0, kind="import", source=self.subject_source, lineage=lineage)
         tip = self.store.append(sid, first, message, expected_tip=None, header=header,
                                 author_time=self.conv.created // 1000)
-        line = _Line(sid, list(first), {len(first): tip}, tip, None)
+        line = _Line(sid, list(first), {len(first): tip}, tip, lineage)
         self._commit(line, chunks, flat, 1)
         return line
 
@@ -202,7 +230,7 @@ class _Writer:
         lineage = Lineage(SessionId(line.session_id), point)
         message = commit_message(sid, flat[:ends[k - 1]], kind="fork", lineage=lineage,
                                  why=f"a branch in {self.conv.tool}")
-        tip = self.store.branch_from(sid, point, message, author_time=chunks[k][0].time // 1000)  # when it began
+        tip = self.store.branch_from(sid, point, message, author_time=_said(chunks[k]))  # when it began
         inherited = {end: c for end, c in line.at.items() if end <= ends[k - 1]}
         fork = _Line(sid, flat[:ends[k - 1]], inherited, tip, lineage)
         fork.at[ends[k - 1]] = tip

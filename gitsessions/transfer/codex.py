@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .branches import ImportedConversation
-from .messages import TURN_OVER, EventItem, _Bad, _kind, iso_ms, turns_from_messages
+from .messages import COMPACTION, TURN_OVER, _Bad, _kind, iso_ms, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids, ``--from``).
 TOOL = "codex"
@@ -240,7 +240,7 @@ class _Rollout:
         elif kind == "compacted":
             self.reply = None
             summary = payload.get("message")
-            self.add(EventItem("compaction/summary", {"summary": summary if isinstance(summary, str) else ""}), t)
+            self.add({"role": COMPACTION, "content": summary if isinstance(summary, str) else ""}, t)
         elif kind == "turn_context" or (kind == "event_msg" and payload.get("type") in _TURN_EVENTS):
             if kind == "event_msg":
                 self.tasks = True

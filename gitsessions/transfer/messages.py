@@ -20,6 +20,9 @@ from ..transcript import closing_events
 
 #: Roles a chat-completions (or GeekAgent) message may have.
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+#: The role another tool's reader gives its compaction summary (:func:`turns_from_messages` only):
+#: it ends the turn and becomes a ``compaction/summary`` event.
+COMPACTION = "compaction"
 
 
 class _Bad(Exception):
@@ -30,9 +33,8 @@ class _Bad(Exception):
 class EventItem:
     """An event a reader puts among the messages given to :func:`turns_from_messages`, as it is.
 
-    For what another tool kept that is no chat message: a compaction summary
-    (``compaction/summary``), a note kept aside. Never made from a file's JSON, so a messages
-    file cannot ask for one.
+    For what another tool kept that is no chat message (llm's system prompt, a
+    ``session/system``). Never made from a file's JSON, so a messages file cannot ask for one.
 
     Attributes:
         type: the event type (known, or ``ignorable``).
@@ -139,10 +141,10 @@ class _Builder:
         self.step += 1
         self.add("step/start", {"step": self.step})
         model = msg.get("model") if isinstance(msg.get("model"), str) else self.model
-        usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else None  # the API's usage object
         self.add("assistant/message", {"content": content, "tool_calls": calls,
                                        "finish_reason": "tool_calls" if calls else "stop",
-                                       "model": model, "usage": usage, "interrupted": False})
+                                       "model": model, "interrupted": False,
+                                       "usage": msg["usage"] if isinstance(msg.get("usage"), dict) else None})
         self.step_open = True
         for call in calls:
             self.pending.setdefault(call["id"], call["name"])
@@ -185,7 +187,8 @@ class _Builder:
             return
         name = self.pending.pop(call_id)
         self.add("tool/call", {"id": call_id, "name": name})
-        self.add("tool/result", {"id": call_id, "name": name, "content": content, "is_error": False})
+        self.add("tool/result", {"id": call_id, "name": name, "content": content,
+                                 "is_error": msg.get("is_error") is True})
 
     def finish(self) -> list[Event]:
         self.close_turn()
@@ -256,8 +259,10 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
 
     Args:
         messages: chat-completions messages (assistant messages may name their ``model`` and
-            carry the API's ``usage``), :class:`EventItem` values kept as they are, and
-            :data:`TURN_OVER` where the source ends a turn (its time is not used).
+            ``usage``, as the API's usage object; tool messages say ``is_error``); a
+            :data:`COMPACTION` message is a compaction summary; :class:`EventItem` values
+            are kept as they are, and :data:`TURN_OVER` marks where the source ends a turn
+            (its time is not used).
         times: each message's time, epoch ms.
         title: a title event opens the log when given.
         where: prefix for messages (``"conversation 2, "``).
@@ -272,15 +277,16 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     if title:
         builder.add("session/title", {"title": title})
     for i, msg in enumerate(messages):
-        if isinstance(msg, dict) and msg.get("role") == "user":
+        if isinstance(msg, dict) and msg.get("role") in ("user", COMPACTION):
             builder.close_turn()  # at the time of the turn's last message
         if msg is TURN_OVER:
             builder.close_turn()
             continue
         builder.t = times[i]
+        if isinstance(msg, dict) and msg.get("role") == COMPACTION:
+            builder.add("compaction/summary", {"summary": _content(msg.get("content"), f"{where}message {i}")})
+            continue
         if isinstance(msg, EventItem):
-            if msg.type == "compaction/summary":
-                builder.end_step()  # what it sums up is answered: the summary stands between steps
             builder.add(msg.type, dict(msg.data), msg.ignorable)
             continue
         builder.message(i, msg)

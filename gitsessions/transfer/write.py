@@ -48,9 +48,10 @@ def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> Imported
     if redactor is None:
         return conv
     branches = [(key, [[redactor.event(ev) for ev in chunk] for chunk in chunks]) for key, chunks in conv.branches]
+    spawned = (redactor.text(conv.spawned[0]), conv.spawned[1]) if conv.spawned else None
     forked = None if conv.forked_from is None else redactor.text(conv.forked_from)
     return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
-                               branches=branches, forked_from=forked)
+                               branches=branches, spawned=spawned, forked_from=forked)
 
 
 def check_plan(plan: ImportPlan, as_id: str | None) -> None:
