@@ -247,3 +247,18 @@ def test_a_rollout_with_nothing_finished_yet_is_skipped_not_failed(gs, repo_path
     assert f"skipped codex conversation {ID} (it holds no prompt yet)" in r.err
     assert "2 files, 0 sessions written, 0 turns, 2 skipped" in r.err
     assert not repo_path.exists()
+
+
+def test_from_codex_without_a_file_reads_codex_home_and_says_what_it_found(gs, git, tmp_path):
+    root = tmp_path / "codex-home"
+    day = root / "sessions" / "2025" / "10" / "06"
+    day.mkdir(parents=True)
+    for rollout in (MAIN_FILE, FORK_FILE):
+        shutil.copy(rollout, day / rollout.name)
+    r = gs("import", "--from", "codex", env={"CODEX_HOME": str(root)})
+    assert r.code == 0, r.err
+    assert f"found 2 Codex rollouts in {root / 'sessions'}" in r.err
+    assert r.out.split() == [MAIN, FORK]  # the origin first: the fork forks it
+    assert gs("import", "--from", "codex", env={"CODEX_HOME": str(root)}).out == ""
+    r = gs("import", "--from", "codex", env={"CODEX_HOME": str(tmp_path / "none")})
+    assert r.code == 1 and "no Codex folder here" in r.err and "set CODEX_HOME" in r.err

@@ -291,3 +291,12 @@ def test_a_turn_waiting_for_a_tools_result_is_left_for_the_next_import(gs, git, 
         events = store.load(sid).events
     assert [e.data for e in events if e.type == "turn/end"] == [{"turn": 1, "reason": "completed"}]
     assert [e.data["content"] for e in events if e.type == "tool/result"] == ["5"]
+
+
+def test_from_llm_without_a_file_reads_llm_user_path_and_says_what_it_found(gs, llm_home, tmp_path):
+    r = gs("import", "--from", "llm", env={"LLM_USER_PATH": str(llm_home)})
+    assert r.code == 0, r.err
+    assert f"found 1 llm logs database in {llm_home}" in r.err
+    assert len(r.out.split()) == 2
+    r = gs("import", "--from", "llm", env={"LLM_USER_PATH": str(tmp_path / "none")})
+    assert r.code == 1 and "no llm folder here" in r.err and "set LLM_USER_PATH" in r.err
