@@ -24,6 +24,10 @@ Keys (all optional)::
                                # push after every save; pull when gs chat/ask opens a session
                                # (each default: manual); seconds a remote may stay silent
                                # before a pull, push or sync gives up (default 30)
+    tools: [read, write, shell]  # tools the chat offers (default: none but the clock; --tools)
+    permissions: {allow: [write, shell], paths: [~/notes]}
+                               # calls run without asking (as --yes does for all); folders
+                               # the file tools may reach besides the working directory
 
 This module never reads ``os.environ`` itself: the CLI passes the environment in.
 """
@@ -42,9 +46,12 @@ from .usage import ModelSettings, parse_models
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
-                        "author", "redact", "redact_patterns", "sync", "render", "models", "compact_at"})
+                        "author", "redact", "redact_patterns", "sync", "render", "models", "compact_at", "tools",
+                        "permissions"})
 #: Keys of ``sync:`` (a typo there is an error too).
 SYNC_KEYS = frozenset({"remote", "push", "pull", "timeout"})
+#: Keys of ``permissions:``.
+PERMISSION_KEYS = frozenset({"allow", "paths"})
 #: Seconds a remote may stay silent before a request to it fails (``sync: {timeout: ...}``).
 DEFAULT_SYNC_TIMEOUT_S = 30.0
 #: The share of a model's context window a request may fill before the history is compacted first.
@@ -78,6 +85,10 @@ class Config:
         key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
         models: what the config says of each model: its context window and price (see
             :mod:`gitsessions.usage`).
+        tools: the tool groups or tools the chat offers (``tools:``; names checked where
+            they are used: :func:`gitsessions.chat.tools.toolset.expand`).
+        allow_tools: the groups or tools whose calls run without asking (``permissions.allow``).
+        tool_paths: folders the file tools may reach besides the working directory.
         compact_at: the share of a model's window a request may fill before the history is
             compacted first (None: never).
     """
@@ -102,6 +113,9 @@ class Config:
     render: bool = True
     key_in_file: bool = False
     models: dict[str, ModelSettings] = field(default_factory=dict)
+    tools: tuple[str, ...] = ()
+    allow_tools: tuple[str, ...] = ()
+    tool_paths: tuple[Path, ...] = ()
     compact_at: float | None = DEFAULT_COMPACT_AT
 
     @property
@@ -168,6 +182,21 @@ def _base_url(env: Mapping[str, str], data: dict[str, Any], path: Path) -> str |
         raise ConfigError(where, f"{name} {value!r} names no host after {parts.scheme}:// "
                                  "(such as http://localhost:11434/v1)")
     return value
+
+
+def _names(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    """A list of names: a YAML list of strings, or one string of them separated by commas.
+
+    Raises:
+        ConfigError: anything else.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(str(path), f"{key} must be a list of names, such as [read, write, shell]")
+    return tuple(v.strip() for v in value if v.strip())
 
 
 def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
@@ -237,6 +266,10 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     sync_timeout = sync.get("timeout", DEFAULT_SYNC_TIMEOUT_S)
     if not isinstance(sync_timeout, (int, float)) or isinstance(sync_timeout, bool) or not 0 < sync_timeout <= 3600:
         raise ConfigError(str(path), "sync.timeout must be a number of seconds above 0 and at most 3600")
+    permissions = data.get("permissions") or {}
+    if not isinstance(permissions, dict) or set(permissions) - PERMISSION_KEYS:
+        raise ConfigError(str(path), "permissions must be a mapping like {allow: [write, shell], paths: [~/notes]}")
+    paths = _names(permissions.get("paths"), "permissions.paths", path)
     compact_at = data.get("compact_at", DEFAULT_COMPACT_AT)
     if compact_at is not False and (not isinstance(compact_at, (int, float)) or isinstance(compact_at, bool)
                                     or not 0 < compact_at <= 1):
@@ -263,6 +296,10 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         render=render,
         key_in_file=bool(data.get("api_key")),
         models=parse_models(data.get("models"), str(path)),
+        tools=_names(data.get("tools"), "tools", path),
+        allow_tools=_names(permissions.get("allow"), "permissions.allow", path),
+        tool_paths=tuple(Path(p).expanduser() if Path(p).expanduser().is_absolute() else path.parent / p
+                         for p in paths),
         compact_at=None if compact_at is False else float(compact_at),
     )
 

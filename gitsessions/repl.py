@@ -23,6 +23,8 @@ from .store import LockWait, SessionStore
 
 if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
     from .chat.compaction import AutoCompact
+    from .chat.loop import Permit
+    from .chat.tools.toolset import Toolset
     from .config import Config
     from .redo import Spot
 
@@ -79,6 +81,10 @@ class Repl:
             session's, else the provider's); ``/model`` sets the session's and ends it.
         config: the settings ``/usage`` and the footer read (each model's window and price).
         footer: after each reply, one line: model · context used · session tokens.
+        toolset: the opt-in tools offered and their approvals (None: the clock alone); the
+            approvals "for this session" are forgotten when another session is opened.
+        permit: asks the user before a write or a command runs (see
+            :func:`gitsessions.cli.tools.approver`; None: such a call is denied unless approved).
         compaction: compacts the history before a turn that would fill the model's window
             (None: never; ``/compact`` still does).
     """
@@ -92,11 +98,14 @@ class Repl:
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
                  draw_recap: DrawRecap | None = None, model: str | None = None,
-                 config: Config | None = None, footer: bool = False, compaction: AutoCompact | None = None):
+                 config: Config | None = None, footer: bool = False, compaction: AutoCompact | None = None,
+                 toolset: Toolset | None = None, permit: Permit | None = None):
         self.store = store
         self.model = model
         self.config = config
         self.footer = footer
+        self.toolset = toolset
+        self.permit = permit
         self.compaction = compaction
         self.reply = reply or (lambda: PlainReply(self.write))
         self.copy = copy
@@ -130,6 +139,8 @@ class Repl:
         """Make ``session`` the current one (the one left is closed: what it holds is saved)."""
         if self.session is not None:
             self.session.close()
+        if self.toolset is not None and self.session is not None and self.session.id != session.id:
+            self.toolset.forget()
         self.session = session
         if session.id not in self.visited:
             self.visited.append(session.id)
@@ -138,6 +149,9 @@ class Repl:
         if session.recovered:
             self.write(f"(recovered an interrupted turn of {session.id} from its journal: "
                        f"commit {session.recovered[:7]})\n")
+            from .cli.tools import cut_calls  # a crashed turn only
+
+            self.write("".join(line + "\n" for line in cut_calls(session.events)))
 
     def show_recap(self) -> None:
         """Show where the current session's conversation was: its last :attr:`recap` turns."""
@@ -197,11 +211,20 @@ class Repl:
                 self.write(f"({note})\n")
         tools, _note = offered_tools(getattr(self.provider, "calls_tools", True), None)
         view = self.reply()
+        ask = self.permit
+
+        def permit(call: Any) -> str:  # asked below the reply so far
+            assert ask is not None
+            view.pause()
+            return ask(call)
+
         try:
             try:
                 result = run_turn(self.session, self.provider, prompt, system=self.system,
-                                  max_steps=self.max_steps, tools=tools, model=self.model or self.session.model,
-                                  options=self.session.options, on_text=view.text, on_tool=view.tool)
+                                  max_steps=self.max_steps, tools=tools, toolset=self.toolset,
+                                  permit=permit if ask is not None else None,
+                                  model=self.model or self.session.model, options=self.session.options,
+                                  on_text=view.text, on_tool=view.tool)
             finally:
                 ended_line = view.end()  # whatever happened: the reply shown ends its line
         except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back

@@ -16,17 +16,20 @@ from .remote import push_in_background
 from .stream import PlainReply, rendered_replies
 
 if TYPE_CHECKING:
+    from ..chat.tools.toolset import Toolset
     from ..session import Session
 
 
 def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None, *,
-             raw: bool = False, system: str | None = None) -> None:
+             raw: bool = False, system: str | None = None, toolset: Toolset | None = None) -> None:
     """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
 
     The one turn of ``gs ask`` and ``gs retry``. On a terminal the reply is rendered
     (:func:`.stream.rendered_replies`) unless ``raw``; ``system`` is saved in the session
     first (:meth:`Session.set_system`); the history is compacted first when the request would
-    fill the model's window (:class:`gitsessions.chat.compaction.AutoCompact`).
+    fill the model's window (:class:`gitsessions.chat.compaction.AutoCompact`). ``toolset``: the
+    opt-in tools offered (no one is asked about a write or a command: only ``--yes`` or the
+    config's ``permissions`` let one run).
 
     Raises:
         GitSessionsError: the model answered with an error (the prompt is saved).
@@ -58,10 +61,12 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
                     err(f"({note})")  # stdout is the reply's
             view = rendered() if rendered is not None else PlainReply(write)
             try:
-                tools, _note = offered_tools(provider.calls_tools, None)
+                tools, note = offered_tools(provider.calls_tools, None, asked=toolset is not None)
+                if note:
+                    err(f"gs: {note}")
                 result = run_turn(session, provider, prompt, system=c.config.system,
-                                  max_steps=c.config.max_steps, tools=tools, model=model or session.model,
-                                  options=session.options, on_text=view.text)
+                                  max_steps=c.config.max_steps, tools=tools, toolset=toolset,
+                                  model=model or session.model, options=session.options, on_text=view.text)
             finally:
                 view.end()  # the reply shown ends its line
     except DiskFull as exc:

@@ -33,10 +33,10 @@ from prompt_toolkit.keys import Keys
 class ReplyKeys:
     """Ctrl+C between prompts: it cancels the request in flight or the one about to be sent.
 
-    While a reply streams (``armed``) Ctrl+C raises :class:`KeyboardInterrupt` there, which
-    :func:`gitsessions.chat.loop.run_turn` turns into a cancelled reply. A Ctrl+C that comes
-    before the request is sent (with the Enter that ended the line, or while a tool runs) is
-    kept and raised when the next request of that turn would start; one that comes while a
+    While a reply streams or a tool runs (``armed``: :meth:`cancellable`) Ctrl+C raises
+    :class:`KeyboardInterrupt` there, which :func:`gitsessions.chat.loop.run_turn` turns into a
+    cancelled reply. A Ctrl+C that comes before the request is sent (with the Enter that ended
+    the line) is kept and raised when the next request of that turn would start; one that comes while a
     turn is being saved, or during a slash command, is dropped at the next prompt, so it can
     neither break a save nor cancel a later request.
     """
@@ -108,12 +108,22 @@ class ReplyKeys:
         Raises:
             KeyboardInterrupt: Ctrl+C (the loop records the reply as cancelled).
         """
+        with self.cancellable():
+            yield from provider.stream(messages, tools, **request)
+
+    @contextlib.contextmanager
+    def cancellable(self) -> Iterator[None]:
+        """Let Ctrl+C, pressed now or kept since the Enter, raise in the block: a request, a tool running.
+
+        Raises:
+            KeyboardInterrupt: Ctrl+C (the loop records the reply as cancelled).
+        """
         self._armed = True
         try:
             if self.pending:
                 self.pending = False
                 raise KeyboardInterrupt
-            yield from provider.stream(messages, tools, **request)
+            yield
         finally:
             self._armed = False
 
