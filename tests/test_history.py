@@ -11,7 +11,8 @@ import pytest
 from fakeapi import drop, text, tool_calls
 
 from gitsessions.events import make_event, make_header
-from gitsessions.session import Session, commit_message
+from gitsessions.rules import commit_message
+from gitsessions.session import Session
 from gitsessions.store import GitStore
 
 
