@@ -29,9 +29,15 @@ def _events(gs, sid: str) -> list[dict]:
     return gs("show", sid, "--format", "json").json()["events"]
 
 
-def test_a_chat_without_tools_offers_the_clock_alone(gs, fake_api: FakeChatServer, work):
+def test_a_plain_chat_offers_no_tools_and_the_clock_is_opt_in(gs, fake_api: FakeChatServer, work, tmp_path):
     assert gs("chat", "plain", input="hi\n").code == 0
-    assert [t["function"]["name"] for t in fake_api.requests[0]["tools"]] == ["get_current_time"]
+    assert gs("ask", "plain", "and you?").code == 0
+    assert [request.get("tools") for request in fake_api.requests] == [None, None]  # no ``tools`` key at all
+    assert gs("ask", "--tools", "time", "plain", "what time is it?").code == 0
+    (tmp_path / "config.yaml").write_text("tools: [time]\n")
+    assert gs("chat", "plain", input="and now?\n").code == 0
+    assert [[t["function"]["name"] for t in request["tools"]] for request in fake_api.requests[2:]] == [
+        ["get_current_time"], ["get_current_time"]]
 
 
 def test_a_piped_chat_asks_on_the_next_line_and_logs_each_answer(gs, fake_api: FakeChatServer, work, repo_path):
@@ -47,7 +53,7 @@ def test_a_piped_chat_asks_on_the_next_line_and_logs_each_answer(gs, fake_api: F
     [backup] = (repo_path / "gs" / "backups").rglob("notes.md")
     assert backup.read_text() == "one\ntwo\n"
     offered = [t["function"]["name"] for t in fake_api.requests[0]["tools"]]
-    assert offered == ["get_current_time", "read_file", "list_files", "search_files", "write_file", "edit_file"]
+    assert offered == ["read_file", "list_files", "search_files", "write_file", "edit_file"]  # the clock only if named
     decisions = [e["data"] for e in _events(gs, "work") if e["type"] == "tool/permission"]
     assert [(d["name"], d["answer"], d["by"]) for d in decisions] == [("edit_file", "once", "user"),
                                                                       ("write_file", "deny", "user")]

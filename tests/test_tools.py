@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.chat.tools import TOOL_SCHEMAS, run_tool, shell
+from gitsessions.chat.tools import TOOL_SCHEMAS, shell
 from gitsessions.chat.tools import ignore as gitignore
 from gitsessions.chat.tools.files import Workspace
 from gitsessions.chat.tools.toolset import DENIED, GROUPS, SCHEMAS, Decision, Toolset, expand
@@ -33,10 +33,11 @@ def run(ts: Toolset, name: str, **args) -> tuple[str, bool]:
     return ts.run(ts.prepare("c1", name, json.dumps(args)))
 
 
-def test_a_plain_chat_offers_the_clock_alone_and_tools_are_opt_in(work):
-    assert Toolset().schemas == TOOL_SCHEMAS
-    assert [s["function"]["name"] for s in tools(work, "read").schemas] == [
-        "get_current_time", "read_file", "list_files", "search_files"]
+def test_a_plain_chat_offers_no_tools_and_every_tool_is_opt_in(work):
+    assert Toolset().schemas == []
+    assert run(Toolset(), "get_current_time") == ("error: unknown tool 'get_current_time'", True)
+    assert tools(work, "time").schemas == TOOL_SCHEMAS
+    assert [s["function"]["name"] for s in tools(work, "read").schemas] == ["read_file", "list_files", "search_files"]
     assert expand(["write", "shell"]) == ("write_file", "edit_file", "run_command")
     assert expand(["all"]) == tuple(SCHEMAS) == sum(GROUPS.values(), ())
     with pytest.raises(ValueError, match="no tool or group 'net'; the groups are read, write, shell"):
@@ -44,7 +45,7 @@ def test_a_plain_chat_offers_the_clock_alone_and_tools_are_opt_in(work):
     # a tool not enabled is unknown to the model, as any other name
     assert run(tools(work, "read"), "write_file", path="x", content="y") == ("error: unknown tool 'write_file'", True)
     assert not (work / "x").exists()
-    assert run_tool("get_current_time", '{"timezone": "Nowhere/Else"}') == (
+    assert run(tools(work, "time"), "get_current_time", timezone="Nowhere/Else") == (
         "error: unknown time zone 'Nowhere/Else'", True)
 
 

@@ -100,7 +100,7 @@ def chat(
                                               help="Show the last N turns of an earlier conversation on "
                                               "opening it (default: 1 on a terminal, 0 when piped).")] = None,
     tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
-        "Tools the model may use: read, write, shell (or all; also config tools:). Reads run inside the "
+        "Tools the model may use: read, write, shell, time (or all; also config tools:). Reads run inside the "
         "working directory; every write and command asks first."))] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Run every write and command without asking "
                                       "(also config permissions: {allow: [...]}).")] = False,
@@ -312,7 +312,7 @@ def ask(
     raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
                                       "(also config render: false; never rendered when piped).")] = False,
     tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
-        "Tools the model may use: read, write, shell (or all; also config tools:). A write or a command "
+        "Tools the model may use: read, write, shell, time (or all; also config tools:). A write or a command "
         "runs only with --yes or config permissions: {allow: [...]}."))] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Run every write and command the model asks for.")] = False,
     wait: WaitOption = 0.0,

@@ -41,7 +41,7 @@ def toolset_for(c: Context, tools: str | None, yes: bool) -> Toolset | None:
         yes: ``--yes``: every write and command runs without asking.
 
     Returns:
-        The toolset, or None when no opt-in tool is on (the chat offers the clock alone).
+        The toolset, or None when no tool is on (a request offers none).
 
     Raises:
         typer.BadParameter: ``--tools`` names an unknown tool (exit 2).
