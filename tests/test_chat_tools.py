@@ -133,6 +133,16 @@ def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: Fak
     assert answers == ["one\ntwo\n", "exit status 0\nran\n"]
 
 
+def test_a_command_gets_gs_s_environment_without_its_secrets(gs, fake_api: FakeChatServer, work):
+    """The variables redaction treats as secret (OPENAI_API_KEY among them) are not the command's."""
+    echo = 'echo "[$OPENAI_API_KEY][$GITHUB_TOKEN][$DB_Password][$MY_SECRET_FILE][$PLAIN_SETTING]"'
+    fake_api.script(tool_calls(("c1", "run_command", json.dumps({"command": echo}))), text("Ran."))
+    env = {"GITHUB_TOKEN": "ghp_" + "x" * 36, "DB_Password": "hunter2hunter2", "MY_SECRET_FILE": "/s",
+           "PLAIN_SETTING": "visible"}
+    assert gs("ask", "env", "--tools", "shell", "--yes", "run it", env=env).code == 0
+    assert fake_api.requests[1]["messages"][-1]["content"] == "exit status 0\n[][][][][visible]\n"
+
+
 def test_a_secret_a_tool_read_never_reaches_the_server_the_screen_or_the_repo(gs, fake_api: FakeChatServer, work,
                                                                              repo_path):
     key = "sk-" + "Zq7Xw3Rt9Yp2Lm5Nb8Vc1Kd4" + "Hf6Js0Ga"  # shaped like an OpenAI key; not one

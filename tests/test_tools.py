@@ -189,6 +189,15 @@ def test_a_command_runs_in_the_working_directory_with_its_exit_status(work):
     assert run(ts, "run_command", command="  ")[0] == "error: a command is needed"
 
 
+def test_a_command_gets_the_environment_it_is_given_and_none_of_gs_s(work, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-model-0123456789")
+    given = Toolset(expand(["shell"]), Workspace(work), env={"GIVEN": "yes"})
+    assert run(given, "run_command", command='echo "[$OPENAI_API_KEY][$GIVEN]"; ls /')[0].startswith(
+        "exit status 0\n[][yes]\n")  # sh's own default PATH finds ls
+    unset = tools(work, "shell")  # no env given: none
+    assert run(unset, "run_command", command='echo "[$OPENAI_API_KEY]"') == ("exit status 0\n[]\n", False)
+
+
 def running(pid: int) -> bool:
     """True while ``pid`` runs (a zombie waiting to be reaped has stopped)."""
     try:

@@ -9,6 +9,7 @@ shown of a call is redacted as the session's events are (the same redactor).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,8 @@ def toolset_for(c: Context, tools: str | None, yes: bool) -> Toolset | None:
         tools: ``--tools``' value (comma-separated groups or tools; None: the config's).
         yes: ``--yes``: every write and command runs without asking.
 
+    A command gets gs's environment without the variables redaction treats as secret.
+
     Returns:
         The toolset, or None when no tool is on (a request offers none).
 
@@ -65,8 +68,11 @@ def toolset_for(c: Context, tools: str | None, yes: bool) -> Toolset | None:
         allow = expand(c.config.allow_tools, "permissions.allow")
     except ValueError as exc:
         raise ConfigError(str(c.config.path), str(exc)) from None
+    from ..redact import is_secret_name
+
     workspace = Workspace(Path.cwd(), c.config.tool_paths, backups=c.repo_path() / "gs" / "backups")
-    return Toolset(enabled, workspace, allow=allow, yes=yes)
+    env = {name: value for name, value in os.environ.items() if not is_secret_name(name)}  # no API key
+    return Toolset(enabled, workspace, allow=allow, yes=yes, env=env)
 
 
 def tools_line(toolset: Toolset) -> str:

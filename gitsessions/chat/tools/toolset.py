@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,6 +156,8 @@ class Toolset:
         workspace: where the file tools reach (default: the current working directory).
         allow: tools approved beforehand (config ``permissions.allow``, expanded).
         yes: ``--yes``: every call is approved beforehand.
+        env: the environment a command gets (the face passes gs's own without its secret-named
+            variables, :func:`gitsessions.redact.is_secret_name`; default: none).
 
     Attributes:
         running: what each call runs inside (the face's: on a terminal, Ctrl+C stops a
@@ -163,12 +165,13 @@ class Toolset:
     """
 
     def __init__(self, enabled: Sequence[str] = (), workspace: Workspace | None = None,
-                 allow: Iterable[str] = (), yes: bool = False):
+                 allow: Iterable[str] = (), yes: bool = False, env: Mapping[str, str] | None = None):
         self.running: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
         self.enabled = tuple(enabled)
         self.workspace = workspace or Workspace(Path.cwd())
         self.allow = frozenset(allow)
         self.yes = yes
+        self.env = dict(env or {})
         self._session_approved: set[str] = set()
 
     @property
@@ -226,7 +229,7 @@ class Toolset:
         if not isinstance(command, str):
             raise ValueError("command must be a string")
         return Prepared(call_id, name, args, asks=True, summary="run_command", preview=command,
-                        run=lambda: shell.run_command(ws.root, command, args.get("timeout")))
+                        run=lambda: shell.run_command(ws.root, command, args.get("timeout"), self.env))
 
     def decide(self, call: Prepared, ask: Callable[[Prepared], Answer] | None) -> Decision:
         """Whether ``call`` (one that :attr:`~Prepared.asks`) may run; asks through ``ask`` when nothing approved it.
