@@ -57,6 +57,10 @@ def test_a_piped_chat_asks_on_the_next_line_and_logs_each_answer(gs, fake_api: F
     decisions = [e["data"] for e in _events(gs, "work") if e["type"] == "tool/permission"]
     assert [(d["name"], d["answer"], d["by"]) for d in decisions] == [("edit_file", "once", "user"),
                                                                       ("write_file", "deny", "user")]
+    lines = [json.loads(line) for line in gs("show", "work", "--format", "jsonl").out.splitlines()[1:]]
+    # a record beside the conversation: written ignorable, so a gs that does not know the type skips it
+    assert {line.get("ignorable") for line in lines if line["type"] == "tool/permission"} == {True}
+    assert not any(line.get("ignorable") for line in lines if line["type"] != "tool/permission")
     last = fake_api.requests[-1]["messages"]
     assert validate_messages(last) is None
     assert "the user denied this write_file call" in last[-1]["content"]
