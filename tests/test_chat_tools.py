@@ -139,6 +139,22 @@ def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: Fak
     assert answers == ["one\ntwo\n", "exit status 0\nran\n"]
 
 
+def test_retry_takes_tools_and_yes_as_ask_does(gs, fake_api: FakeChatServer, work):
+    touch = tool_calls(("c1", "run_command", '{"command": "touch made"}'))
+    fake_api.script(text("First."), touch, text("Not allowed."))
+    assert gs("ask", "one", "hello").code == 0
+    assert gs("ask", "one", "--tools", "shell", "make it").code == 0  # no one to ask: refused
+    assert not (work / "made").exists()
+    fake_api.script(touch, text("Made."))
+    r = gs("retry", "one", "--tools", "shell", "--yes")
+    assert r.code == 0, r.err
+    assert (work / "made").exists() and r.out == "Made.\n"
+    assert [t["function"]["name"] for t in fake_api.requests[-2]["tools"]] == ["run_command"]
+    assert validate_messages(fake_api.requests[-1]["messages"]) is None
+    [decision] = [e["data"] for e in _events(gs, "one-1") if e["type"] == "tool/permission"]
+    assert (decision["answer"], decision["by"]) == ("once", "--yes")
+
+
 def test_a_command_gets_gs_s_environment_without_its_secrets(gs, fake_api: FakeChatServer, work):
     """The variables redaction treats as secret (OPENAI_API_KEY among them) are not the command's."""
     echo = 'echo "[$OPENAI_API_KEY][$GITHUB_TOKEN][$DB_Password][$MY_SECRET_FILE][$PLAIN_SETTING]"'

@@ -22,7 +22,7 @@ from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
 from .rendered import recap_drawer
 from .stream import rendered_replies
-from .tools import approver, terminal_answers, tools_line, toolset_for
+from .tools import OneTurnTools, OneTurnYes, approver, terminal_answers, tools_line, toolset_for
 
 if TYPE_CHECKING:
     from ..redo import Spot
@@ -311,10 +311,8 @@ def ask(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
                                       "(also config render: false; never rendered when piped).")] = False,
-    tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
-        "Tools the model may use: read, write, shell, time (or all; also config tools:). A write or a command "
-        "runs only with --yes or config permissions: {allow: [...]}."))] = None,
-    yes: Annotated[bool, typer.Option("--yes", help="Run every write and command the model asks for.")] = False,
+    tools: OneTurnTools = None,
+    yes: OneTurnYes = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
@@ -367,6 +365,8 @@ def retry(
     fork_as: Annotated[str | None, typer.Option("--fork", help="The new attempt's session id (default: REV-N).",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    tools: OneTurnTools = None,
+    yes: OneTurnYes = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Ask the model again for the last turn's prompt of REV, in a new sibling fork.
@@ -377,12 +377,14 @@ def retry(
     Examples:
         gs retry work                       # the last turn again, in work-1
         gs retry work~1 --fork work-b       # the turn before, as work-b
+        gs retry work --tools read,shell --yes
     """
     from ..history import read_revision
     from ..redo import attempt_at, open_attempt, where_both_live
     from .one_turn import send_one
 
     c: Context = ctx.obj
+    toolset = toolset_for(c, tools, yes)
     with c.store() as store:
         _pull_on_open(c, store)
         target = read_revision(store, rev, c.redactor(), c.warnings)
@@ -391,4 +393,4 @@ def retry(
                                wait=c.lock_wait(wait))
         err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}",
                             as_turn=session.next_turn))
-        send_one(c, store, session, attempt.prompt, model)
+        send_one(c, store, session, attempt.prompt, model, toolset=toolset)

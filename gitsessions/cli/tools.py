@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -31,6 +31,12 @@ ANSWERS = {"y": "once", "yes": "once", "once": "once", "a": "session", "always":
            "session": "session", "n": "deny", "no": "deny", "deny": "deny", "": "deny"}
 #: Longest preview (a diff, a command) shown before the question, lines; the rest is counted.
 PREVIEW_LINES = 40
+
+#: ``--tools`` and ``--yes`` of the one-turn commands (``gs ask``, ``gs retry``): no one is asked there.
+OneTurnTools = Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
+    "Tools the model may use: read, write, shell, time (or all; also config tools:). A write or a command "
+    "runs only with --yes or config permissions: {allow: [...]}."))]
+OneTurnYes = Annotated[bool, typer.Option("--yes", help="Run every write and command the model asks for.")]
 
 
 def toolset_for(c: Context, tools: str | None, yes: bool) -> Toolset | None:
