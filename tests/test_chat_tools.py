@@ -35,7 +35,8 @@ def test_a_plain_chat_offers_no_tools_and_the_clock_is_opt_in(gs, fake_api: Fake
     assert [request.get("tools") for request in fake_api.requests] == [None, None]  # no ``tools`` key at all
     assert gs("ask", "--tools", "time", "plain", "what time is it?").code == 0
     (tmp_path / "config.yaml").write_text("tools: [time]\n")
-    assert gs("chat", "plain", input="and now?\n").code == 0
+    r = gs("chat", "plain", input="and now?\n")
+    assert r.code == 0 and r.out.startswith("(tools: get_current_time · it runs without asking · in ")
     assert [[t["function"]["name"] for t in request["tools"]] for request in fake_api.requests[2:]] == [
         ["get_current_time"], ["get_current_time"]]
 

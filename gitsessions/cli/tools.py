@@ -83,13 +83,16 @@ def toolset_for(c: Context, tools: str | None, yes: bool) -> Toolset | None:
 
 def tools_line(toolset: Toolset) -> str:
     """The line a chat with tools starts with: which are on and what asks first."""
-    asking = [name for name in toolset.enabled if name in ("write_file", "edit_file", "run_command")]
+    from ..chat.tools.toolset import ASKING, GROUPS
+
     if toolset.yes:
         rule = "--yes: every call runs without asking"
-    elif asking:
+    elif ASKING.intersection(toolset.enabled):
         rule = "writes and commands ask first"
-    else:
+    elif set(GROUPS["read"]).intersection(toolset.enabled):
         rule = "reads run inside the working directory"
+    else:
+        rule = "it runs without asking"  # the clock alone
     return f"(tools: {', '.join(toolset.enabled)} · {rule} · in {toolset.workspace.root})\n"
 
 
