@@ -268,7 +268,7 @@ def transcript_item(item: view.Item) -> list[str]:
         out.append(f"  (turn ended: {item.reason}{why})")
     elif isinstance(item, view.TitleChange):
         out.append(f"(title: {item.title})")
-    elif isinstance(item, view.Setting):
+    elif isinstance(item, (view.Setting, view.Permission)):
         out.append(f"({item.text})")
     elif isinstance(item, view.Undo):
         out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
@@ -309,7 +309,7 @@ def _note(item: view.Item) -> str | None:
         return f"turn {item.turn} ended: {item.reason}{why}"
     if isinstance(item, view.TitleChange):
         return f"title: {item.title}"
-    if isinstance(item, view.Setting):
+    if isinstance(item, (view.Setting, view.Permission)):
         return item.text
     if isinstance(item, view.Undo):
         return f"undo: turn {item.undone}"

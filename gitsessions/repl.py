@@ -81,7 +81,7 @@ class Repl:
             session's, else the provider's); ``/model`` sets the session's and ends it.
         config: the settings ``/usage`` and the footer read (each model's window and price).
         footer: after each reply, one line: model · context used · session tokens.
-        toolset: the opt-in tools offered and their approvals (None: the clock alone); the
+        toolset: the opt-in tools offered and their approvals (None: no tools are offered); the
             approvals "for this session" are forgotten when another session is opened.
         permit: asks the user before a write or a command runs (see
             :func:`gitsessions.cli.tools.approver`; None: such a call is denied unless approved).

@@ -72,7 +72,7 @@ def test_a_markdown_reply_is_rendered_on_a_terminal_and_stored_as_written(fake_a
 
 def test_a_dim_ellipsis_waits_for_the_first_token_and_a_tool_is_one_dim_line(fake_api, start):
     fake_api.script(tool_calls(("get_current_time", "{}")), text("It is **late**.", chunk_size=3, delay=0.3))
-    child = start("chat", "demo")
+    child = start("chat", "demo", "--tools", "time")
     child.expect(PROMPT)
     child.sendline("what time is it?")
     child.expect_exact("\x1b[2m…")  # dim, before any text

@@ -19,7 +19,7 @@ from ..errors import NoCurrentSession, RemoteError
 from ..events import make_header
 from .common import Context, WaitCommand, WaitOption, err, short
 from .faces import FirstLine, chat_faces, drawn_first, session_picker
-from .tools import approver, terminal_answers, tools_line, toolset_for
+from .tools import OneTurnTools, OneTurnYes, approver, terminal_answers, tools_line, toolset_for
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
@@ -97,7 +97,7 @@ def chat(
                                               help="Show the last N turns of an earlier conversation on "
                                               "opening it (default: 1 on a terminal, 0 when piped).")] = None,
     tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
-        "Tools the model may use: read, write, shell (or all; also config tools:). Reads run inside the "
+        "Tools the model may use: read, write, shell, time (or all; also config tools:). Reads run inside the "
         "working directory; every write and command asks first."))] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Run every write and command without asking "
                                       "(also config permissions: {allow: [...]}).")] = False,
@@ -288,10 +288,8 @@ def ask(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
                                       "(also config render: false; never rendered when piped).")] = False,
-    tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
-        "Tools the model may use: read, write, shell (or all; also config tools:). A write or a command "
-        "runs only with --yes or config permissions: {allow: [...]}."))] = None,
-    yes: Annotated[bool, typer.Option("--yes", help="Run every write and command the model asks for.")] = False,
+    tools: OneTurnTools = None,
+    yes: OneTurnYes = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
@@ -344,6 +342,8 @@ def retry(
     fork_as: Annotated[str | None, typer.Option("--fork", help="The new attempt's session id (default: REV-N).",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    tools: OneTurnTools = None,
+    yes: OneTurnYes = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Ask the model again for the last turn's prompt of REV, in a new sibling fork.
@@ -354,12 +354,14 @@ def retry(
     Examples:
         gs retry work                       # the last turn again, in work-1
         gs retry work~1 --fork work-b       # the turn before, as work-b
+        gs retry work --tools read,shell --yes
     """
     from ..history import read_revision
     from ..redo import attempt_at, open_attempt, where_both_live
     from .one_turn import send_one
 
     c: Context = ctx.obj
+    toolset = toolset_for(c, tools, yes)
     with c.store() as store:
         _pull_on_open(c, store)
         target = read_revision(store, rev, c.redactor(), c.warnings)
@@ -368,4 +370,4 @@ def retry(
                                wait=c.lock_wait(wait))
         err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}",
                             as_turn=session.next_turn))
-        send_one(c, store, session, attempt.prompt, model)
+        send_one(c, store, session, attempt.prompt, model, toolset=toolset)
