@@ -29,6 +29,7 @@ from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExist
 from ..events import Event, make_header
 from ..rules import (
     CommitId,
+    CommitMessage,
     Lineage,
     SessionId,
     commit_message,
@@ -42,6 +43,8 @@ from ..store import SessionStore
 #: What happened to one branch: ``new`` (a new session), ``grew`` (turns appended),
 #: ``fork`` (a new branch at its fork point), ``same`` (nothing new).
 Outcome = tuple[str, str, int]
+#: One commit to write: its events, message and author date (epoch s).
+Planned = tuple[list[Event], CommitMessage, "int | None"]
 
 
 @dataclass
@@ -135,28 +138,36 @@ class _Writer:
     def _free(self, sid: str) -> SessionId:
         return SessionId(sid) if taken_by(self.store, sid) is None else fork_name(self.store, sid)
 
-    def _commit(self, line: _Line, chunks: list[list[Event]], flat: list[Event], start: int) -> None:
-        """Append ``chunks[start:]`` to ``line``, a commit each, dated when each turn began."""
+    def _commit(self, line: _Line, chunks: list[list[Event]], flat: list[Event], start: int,
+                first: Planned | None = None, header: dict | None = None) -> None:
+        """Append ``chunks[start:]`` to ``line``, dated when each began (after ``first``, made with ``header``).
+
+        The commits go to the store at once (:meth:`~gitsessions.store.SessionStore.append_many`:
+        one pack and one ref move in git), the ref moved only once they are durable.
+        """
         done = sum(len(c) for c in chunks[:start])
         so_far = flat[:done]  # one growing list: commit_message derives only what each turn adds to it
+        planned: list[Planned] = [first] if first is not None else []
+        ends = [len(first[0])] if first is not None else []
         for chunk in chunks[start:]:
             so_far += chunk
-            message = commit_message(line.session_id, so_far, done, lineage=line.lineage,
-                                     source=self.subject_source)
-            line.tip = self.store.append(line.session_id, chunk, message, expected_tip=line.tip,
-                                         author_time=chunk[0].time // 1000)
+            planned.append((chunk, commit_message(line.session_id, so_far, done, lineage=line.lineage,
+                                                  source=self.subject_source), chunk[0].time // 1000))
             done += len(chunk)
-            line.at[done] = line.tip
+            ends.append(done)
+        shas = self.store.append_many(line.session_id, planned, expected_tip=None if first else line.tip,
+                                      header=header)
+        line.at.update(zip(ends, shas, strict=True))
+        line.tip = shas[-1] if shas else line.tip
         line.events, line.claimed = flat, True
 
     def _new(self, sid: str, chunks: list[list[Event]], flat: list[Event]) -> _Line:
         header = make_header(sid, created=self.conv.created, **self.header)
         first = chunks[0]
         message = commit_message(sid, first, 0, kind="import", source=self.subject_source)
-        tip = self.store.append(sid, first, message, expected_tip=None, header=header,
-                                author_time=self.conv.created // 1000)
-        line = _Line(sid, list(first), {len(first): tip}, tip, None)
-        self._commit(line, chunks, flat, 1)
+        line = _Line(sid, [], {}, CommitId(""), None)
+        self._commit(line, chunks, flat, 1, first=(first, message, self.conv.created // 1000),
+                     header=header)
         return line
 
     def branch(self, key: str, chunks: list[list[Event]], first: bool) -> Outcome:
