@@ -16,12 +16,18 @@ the saves grew in place (:class:`~.kept.KeptLogs`), so the pending objects are s
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, cast
 
+from dulwich.file import GitFile
+from dulwich.object_store import PACK_MODE
 from dulwich.objects import Blob, Commit, ObjectID, Tree
-from dulwich.pack import UnpackedObject
+from dulwich.pack import Pack, UnpackedObject, write_pack_data, write_pack_index
+from dulwich.repo import Repo
 
 from ..events import Event
 from ..rules import CommitId, CommitMessage
@@ -97,9 +103,8 @@ class BatchWrites:
             start = b""
         assert buf is not None
         objects = len({sha for _, blob, tree, commit in pending for sha in (blob, tree.id, commit.id)})
-        pack = repo.object_store.add_pack_data(objects, _records(buf, pending))  # fsynced, with its index
-        if pack is not None:
-            tighten_packs(repo)
+        _write_pack(repo, objects, _records(buf, pending))
+        tighten_packs(repo)
         last = pending[-1][3]
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(last.message)
         if len(pending) > 1:
@@ -113,6 +118,37 @@ class BatchWrites:
         for sha in shas:
             hooks.after(session_id, sha)  # a failure is the runner's warning; the line is saved
         return shas
+
+
+def _write_pack(repo: Repo, count: int, records: Iterator[UnpackedObject]) -> None:
+    """Write ``records`` as a pack and its index, each fsynced, and make them the store's.
+
+    What dulwich's ``add_pack_data`` does, without its reading the whole pack back (to index
+    it and to parse every object: half an import's time): the records are the objects this
+    store just built and checked, and the writer returns each one's offset and checksum.
+    As dulwich does, the pack is renamed into place before its index is written: a pack is
+    used only once its index is there.
+    """
+    store = repo.object_store
+    fd, temp = tempfile.mkstemp(dir=store.pack_dir, prefix="tmp_pack_")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            entries, checksum = write_pack_data(f.write, records, num_records=count,
+                                                compression_level=store.pack_compression_level,
+                                                object_format=store.object_format)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temp, PACK_MODE)
+        base = os.path.join(store.pack_dir, f"pack-{checksum.hex()}")
+        os.rename(temp, base + ".pack")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    with GitFile(base + ".idx", "wb", mask=PACK_MODE, fsync=True, shared_perm=store.shared_perm) as index:
+        write_pack_index(index, sorted((sha, offset, crc) for sha, (offset, crc) in entries.items()), checksum,
+                         version=store.pack_index_version)
+    store._add_cached_pack(base, Pack(base, object_format=store.object_format))
 
 
 def _prefix(buf: bytearray, size: int) -> Callable[[], bytes]:
