@@ -94,13 +94,46 @@ def _shared(a: list[Event], b: list[Event]) -> int:
     return n
 
 
-def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
-    """Every live session whose header says it holds ``source``, found by the id's hash."""
-    digest = base.rsplit("-", 1)[-1]
-    pattern = re.compile(rf".*-{digest}(?:-[0-9a-f]{{6}}(?:-\d+)?)?")
+class SourceIndex:
+    """Which live sessions may hold a conversation: read once per import, not once per conversation.
+
+    A session is found by the hash its name ends with (the name an import gave it) or by the
+    ``Imported-From`` trailer of its tip (``<tool> <id>``: a session renamed since keeps it),
+    one pass over the refs and one commit read per session; the sessions an import writes
+    are added as it goes. A session continued in gs *and* renamed is found by neither.
+    """
+
+    _DIGEST = re.compile(r".*-([0-9a-f]{8})(?:-[0-9a-f]{6}(?:-\d+)?)?")
+
+    def __init__(self, store: SessionStore):
+        self.by_digest: dict[str, set[str]] = {}
+        self.by_source: dict[str, set[str]] = {}
+        for sid, tip in store.tips().items():
+            self.add(sid)
+            try:
+                source = store.commit_info(tip).message.fields.imported_from
+            except store.unreadable:
+                continue
+            if source:
+                self.by_source.setdefault(source, set()).add(sid)
+
+    def add(self, sid: str, source: str | None = None) -> None:
+        """Count ``sid`` in (a session just written, from ``source`` when given)."""
+        if (m := self._DIGEST.fullmatch(sid)) is not None:
+            self.by_digest.setdefault(m.group(1), set()).add(sid)
+        if source:
+            self.by_source.setdefault(source, set()).add(sid)
+
+    def candidates(self, base: str, source: str) -> list[str]:
+        """The sessions that may hold the conversation whose id is ``base`` and trailer ``source``, sorted."""
+        return sorted(self.by_digest.get(base.rsplit("-", 1)[-1], set()) | self.by_source.get(source, set()))
+
+
+def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex) -> list[_Line]:
+    """Every live session whose header says it holds ``source``, among the index's candidates."""
     out = []
-    for sid in store.session_ids():
-        if not pattern.fullmatch(sid):
+    for sid in index.candidates(base, f"{source['tool']} {source['id']}"):
+        if store.tip(sid) is None:  # moved or removed since the index was read
             continue
         try:
             snap = store.load(sid)
@@ -125,11 +158,11 @@ def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
 class _Writer:
     """Writes the branches of one conversation (the caller redacted them)."""
 
-    def __init__(self, store: SessionStore, conv: ImportedConversation, header: dict):
-        self.store, self.conv, self.header = store, conv, header
+    def __init__(self, store: SessionStore, conv: ImportedConversation, header: dict, index: SourceIndex):
+        self.store, self.conv, self.header, self.index = store, conv, header, index
         self.source = {"tool": conv.tool, "id": conv.source_id}
         self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
-        self.lines = _lines(store, self.source, self.base)
+        self.lines = _lines(store, self.source, self.base, index)
         self.subject_source = f"{conv.tool} {conv.source_id}"
         named = [ln.session_id for ln in self.lines if re.fullmatch(rf".*-{self.base[-8:]}", ln.session_id)]
         if named:
@@ -192,6 +225,7 @@ class _Writer:
             line = self._new(self._free(self.base if first and not self.lines else imported_fork_id(self.base, key)),
                              chunks, flat)
             self.lines.append(line)
+            self.index.add(line.session_id, self.subject_source)
             return (line.session_id, "new", turns(1))
         k, ff, line = best
         if ff:
@@ -208,11 +242,12 @@ class _Writer:
         fork.at[ends[k - 1]] = tip
         self._commit(fork, chunks, flat, k)
         self.lines.append(fork)
+        self.index.add(sid, self.subject_source)
         return (sid, "fork", turns(k))
 
 
 def write_conversation(store: SessionStore, conv: ImportedConversation, *,
-                       header_extra: dict[str, Any]) -> list[Outcome]:
+                       header_extra: dict[str, Any], index: SourceIndex | None = None) -> list[Outcome]:
     """Write one conversation's branches, incrementally (see the module's rules).
 
     ``conv`` comes redacted (:func:`~.write.write_import` is the door the file's text enters
@@ -223,6 +258,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
         store: the session store.
         conv: from a reader (:mod:`.chatgpt`), redacted.
         header_extra: fields of the header (``generator``; ``cwd`` only when paths are kept).
+        index: the sessions that may hold it, read once for a whole import (None: read here).
 
     Returns:
         ``(session, what, turns added)`` per branch, ``what`` one of ``new``, ``grew``,
@@ -235,7 +271,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
             again by the next import).
     """
     header = {"imported_from": conv.tool, "source": {"tool": conv.tool, "id": conv.source_id}, **header_extra}
-    writer = _Writer(store, conv, header)
+    writer = _Writer(store, conv, header, index if index is not None else SourceIndex(store))
     locks = []
     try:
         for line_sid in dict.fromkeys([writer.base, *(ln.session_id for ln in writer.lines)]):

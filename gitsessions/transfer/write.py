@@ -16,7 +16,7 @@ from ..recovery import recover_journal
 from ..redact import Redactor
 from ..rules import check_session_id, commit_message, new_session_id, taken_by
 from ..store import SessionStore
-from .branches import ImportedConversation, Outcome, write_conversation
+from .branches import ImportedConversation, Outcome, SourceIndex, write_conversation
 from .read import TOOLS, ImportedSession, ImportPlan
 
 
@@ -117,10 +117,11 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
     if plan.conversations:
         extra = {k: v for k, v in (header_extra or {}).items() if keep_paths or k != "cwd"}
         done = ImportResult()
+        index = SourceIndex(store)  # once, not once per conversation
         for conv in plan.conversations:
+            conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
-                done.conversations.append((conv, write_conversation(store, _redacted(conv, redactor),
-                                                                    header_extra=extra)))
+                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index)))
             except TransferError as exc:  # another writer holds one of its sessions: the others go on
                 done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
         return done

@@ -1,0 +1,106 @@
+"""Importing many conversations: one pack and one ref move per line, each session found once.
+
+An import writes a session's turns as one pack (one fsync, not one per object) and moves
+its branch once, after the pack is written; the sessions already holding a conversation
+are found through one index per import (by the hash in their name, or by the
+``Imported-From`` trailer of their tip when they were renamed since). Checked with the
+real git CLI (``git fsck --strict``) on ChatGPT's export, whose reader is the one in use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from gitsessions.rules import imported_session_id
+
+FIXTURE = Path(__file__).parent / "data" / "chatgpt" / "conversations.json"
+YAML_ID = "6770a1b2-4c1d-8000-9e2f-0a1b2c3d4e5f"
+MAIN = imported_session_id("chatgpt", YAML_ID, "Parse YAML in Python")
+T = 1700000000
+
+
+def _fixture() -> list:
+    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+def _export(tmp_path: Path, convs: list) -> Path:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(convs), encoding="utf-8")
+    return path
+
+
+def _add(conv: dict, node_id: str, parent: str, role: str, text: str, t: float) -> None:
+    conv["mapping"][parent]["children"].append(node_id)
+    conv["mapping"][node_id] = {"id": node_id, "parent": parent, "children": [], "message": {
+        "id": node_id, "author": {"role": role, "name": None, "metadata": {}}, "create_time": t,
+        "content": {"content_type": "text", "parts": [text]}, "recipient": "all", "metadata": {}}}
+    conv["current_node"] = node_id
+
+
+def test_a_line_of_turns_is_one_pack_and_one_ref_move(gs, git, repo_path):
+    r = gs("import", str(FIXTURE))
+    assert r.code == 0, r.err
+    git("fsck", "--strict")
+    loose = [p for p in (repo_path / "objects").iterdir() if len(p.name) == 2]
+    assert sum(1 for folder in loose for _ in folder.iterdir()) == 2  # the two forks' own commits (O(1) each)
+    packs = sorted(p.name for p in (repo_path / "objects" / "pack").iterdir() if p.suffix == ".pack")
+    assert len(packs) == 4  # a pack per line: the session, its two forks' turns, the other conversation
+    assert len(git("log", "--format=%H", MAIN).split()) == 4  # a commit per turn, and the header's
+    assert len(git("reflog", "show", "--format=%H", MAIN).split()) == 1  # the branch moved once
+    assert git("rev-parse", f"{MAIN}@{{0}}").strip() == git("rev-parse", MAIN).strip()
+    assert git("count-objects", "-v").count("size-pack: 0") == 0  # blobs as deltas: the packs hold them
+    for pack in packs:  # dulwich's writer and git's reader agree on every object of the pack
+        git("verify-pack", str(repo_path / "objects" / "pack" / pack.replace(".pack", ".idx")))
+
+
+def test_a_refused_commit_leaves_nothing_of_its_line_referenced(gs, git, repo_path, tmp_path):
+    hook = repo_path / "hooks" / "commit-msg"
+    assert gs("import", str(_export(tmp_path, _fixture()[1:]))).code == 0  # the repo exists now
+    before = git("for-each-ref")
+    hook.write_text("#!/bin/sh\ngrep -q 'turn 2' \"$1\" && exit 1\nexit 0\n")
+    hook.chmod(0o755)
+    r = gs("import", str(FIXTURE))
+    assert r.code == 1
+    assert git("for-each-ref") == before  # the first turn was not referenced without the second
+    hook.unlink()
+    assert gs("import", str(FIXTURE)).code == 0  # and the next import writes it all
+    git("fsck", "--strict")
+
+
+def test_the_source_id_is_said_redacted_and_the_session_id_is_its_hash(gs, git, tmp_path):
+    secret = "sk-" + "proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
+    convs = _fixture()[1:]
+    convs[0]["id"] = convs[0]["conversation_id"] = f"conv-{secret}"
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0, r.err
+    redacted = "conv-[REDACTED:api-key]"
+    assert secret not in r.err and secret not in r.out and redacted in r.err
+    assert r.out.split() == [imported_session_id("chatgpt", redacted, convs[0]["title"])]
+    assert secret not in git("log", "--all", "--format=%B")
+
+
+def test_a_session_renamed_since_the_last_import_is_found_again(gs, git, tmp_path):
+    convs = _fixture()
+    assert gs("import", str(_export(tmp_path, convs))).code == 0
+    assert gs("rename", MAIN, "yaml-notes").code == 0
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and r.out == "", r.err  # not imported again under its old name
+    assert "nothing new" in r.err
+    _add(convs[0], "n-u4", "n-a3b", "user", "Thanks! And JSON?", T + 400)
+    _add(convs[0], "n-a4", "n-u4", "assistant", "json.loads and json.dumps.", T + 410)
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0, r.err
+    assert r.out.split() == ["yaml-notes"]  # the new turn is appended to it
+    assert git("log", "-1", "--format=%at %s", "yaml-notes").strip() == f"{T + 400} turn 4: Thanks! And JSON?"
+    assert MAIN not in git("for-each-ref", "--format=%(refname:short)").split()
+    git("fsck", "--strict")
+
+
+def test_the_pack_is_as_private_as_the_repo(gs, repo_path):
+    assert gs("import", str(FIXTURE)).code == 0
+    packs = list((repo_path / "objects" / "pack").iterdir())
+    assert packs
+    for path in packs:
+        assert os.stat(path).st_mode & 0o077 == 0, path
