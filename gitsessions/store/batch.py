@@ -127,14 +127,15 @@ def _write_pack(repo: Repo, count: int, records: Iterator[UnpackedObject]) -> No
     it and to parse every object: half an import's time): the records are the objects this
     store just built and checked, and the writer returns each one's offset and checksum.
     As dulwich does, the pack is renamed into place before its index is written: a pack is
-    used only once its index is there.
+    used only once its index is there. Compressed as a save's loose objects are (the repo's
+    ``core.looseCompression``, 1: ~3x faster than dulwich's pack default; a repack redoes it).
     """
     store = repo.object_store
     fd, temp = tempfile.mkstemp(dir=store.pack_dir, prefix="tmp_pack_")
     try:
         with os.fdopen(fd, "wb") as f:
             entries, checksum = write_pack_data(f.write, records, num_records=count,
-                                                compression_level=store.pack_compression_level,
+                                                compression_level=store.loose_compression_level,
                                                 object_format=store.object_format)
             f.flush()
             os.fsync(f.fileno())
