@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 from gitsessions.rules import imported_session_id
@@ -104,3 +105,22 @@ def test_the_pack_is_as_private_as_the_repo(gs, repo_path):
     assert packs
     for path in packs:
         assert os.stat(path).st_mode & 0o077 == 0, path
+
+
+def test_gs_log_dates_a_commit_when_it_was_said(gs, git, repo_path):
+    """The author date (an imported turn's original time), as git log's Date, not when it was committed."""
+    assert gs("import", str(FIXTURE)).code == 0
+    tip = git("rev-parse", MAIN).strip()
+    env = {**os.environ, "GIT_AUTHOR_DATE": "@1600000000 +0200", "GIT_COMMITTER_DATE": "@1800000000 +0000",
+           "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "c", "GIT_COMMITTER_EMAIL": "c@x"}
+    msg = git("log", "-1", "--format=%B", MAIN)
+    made = subprocess.run(["git", "-C", str(repo_path), "commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", msg],
+                          env=env, capture_output=True, text=True, check=True).stdout.strip()
+    git("update-ref", f"refs/heads/{MAIN}", made, tip)
+    r = gs("log", MAIN, "-n", "1")
+    assert r.code == 0, r.err
+    assert "Date:   2020-09-13T14:26:40+02:00" in r.out
+    row = json.loads(gs("log", MAIN, "-n", "1", "--json").out)[0]
+    assert row["time"] == "2020-09-13T14:26:40+02:00" and row["committed"] == "2027-01-15T08:00:00+00:00"
+    said = json.loads(gs("log", MAIN, "--json").out)[1]  # an imported turn: said and committed at its time
+    assert said["time"] == said["committed"] == "2023-11-14T22:18:20+00:00"

@@ -193,8 +193,8 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
             KeyError: no such object.
         """
         obj = self._commit(commit)
-        return CommitInfo(CommitId(commit), [_hex(p) for p in obj.parents], obj.commit_time,
-                          obj.commit_timezone, CommitMessage.decode(obj.message))
+        return CommitInfo(CommitId(commit), [_hex(p) for p in obj.parents], obj.commit_time, obj.commit_timezone,
+                          CommitMessage.decode(obj.message), obj.author_time, obj.author_timezone)
 
     def _verified_tips(self) -> set[str]:
         return self.state.verified()
