@@ -14,6 +14,9 @@ import os
 import subprocess
 from pathlib import Path
 
+import pexpect
+from conftest import GS
+
 from gitsessions.rules import imported_session_id
 
 FIXTURE = Path(__file__).parent / "data" / "chatgpt" / "conversations.json"
@@ -124,3 +127,21 @@ def test_gs_log_dates_a_commit_when_it_was_said(gs, git, repo_path):
     assert row["time"] == "2020-09-13T14:26:40+02:00" and row["committed"] == "2027-01-15T08:00:00+00:00"
     said = json.loads(gs("log", MAIN, "--json").out)[1]  # an imported turn: said and committed at its time
     assert said["time"] == said["committed"] == "2023-11-14T22:18:20+00:00"
+
+
+def test_a_progress_bar_on_a_terminal_only_and_one_summary(gs, gs_env, tmp_path):
+    files = []
+    for i, conv in enumerate(_fixture()):
+        folder = tmp_path / f"export{i}"
+        folder.mkdir()
+        files.append(str(_export(folder, [conv])))
+    child = pexpect.spawn(GS[0], [*GS[1:], "import", *files], env={**os.environ, "TERM": "xterm"},
+                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert "importing" in child.before  # the bar, drawn on the terminal
+    assert "2 files, 4 sessions written, 6 turns, 0 skipped" in child.before
+    r = gs("import", *files)  # not a terminal: the lines alone
+    assert r.code == 0 and "importing" not in r.err and "━" not in r.err
+    assert r.err.splitlines() == ["2 files, nothing new, 0 skipped"]

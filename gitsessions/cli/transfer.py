@@ -16,6 +16,7 @@ from ..render import plural
 from ..tree import rev_or_current
 from ..turns import turn_count
 from .common import Context, err, short
+from .import_progress import ImportProgress
 
 app = typer.Typer()
 
@@ -136,14 +137,17 @@ def import_(
     c: Context = ctx.obj
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
     failed = sessions = turns = skipped = 0
+    progress = ctx.with_resource(ImportProgress(len(files), c.output))  # a bar on a terminal
     for file in files:
+        progress.next_file()
         try:
             source, data = _read_file(file)
             plan = transfer.read_import(data, source, fmt=fmt.value)
             transfer.check_plan(plan, as_id)
             with c.store() as store:
                 result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
-                                               redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths)
+                                               redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
+                                               progress=progress.conversations)
         except transfer.TransferError as exc:
             if len(files) == 1:
                 raise
@@ -171,7 +175,7 @@ def import_(
             if any(how != "same" for _, how, _ in outcomes):
                 for note in conv.notes:
                     err(f"  note: {note}")
-        if result.conversations and sessions == before:
+        if result.conversations and sessions == before and len(files) == 1:  # of many, the summary says it once
             err(f"nothing new in {source}")
         skipped += len(plan.skipped) + len(result.clashes)
         for skip in plan.skipped:
@@ -181,7 +185,8 @@ def import_(
         if result.clashes:
             failed += 1
     if len(files) > 1 or failed or sessions != 1:
-        err(f"{plural(len(files), 'file')}{f' ({failed} failed)' if failed else ''}, {plural(sessions, 'session')} "
-            f"written, {plural(turns, 'turn')}, {skipped} skipped")
+        written = (f"{plural(sessions, 'session')} written, {plural(turns, 'turn')}" if sessions or len(files) == 1
+                   else "nothing new")
+        err(f"{plural(len(files), 'file')}{f' ({failed} failed)' if failed else ''}, {written}, {skipped} skipped")
     if failed:
         raise typer.Exit(1)

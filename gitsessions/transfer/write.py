@@ -7,6 +7,7 @@ Another tool's conversations (ChatGPT's) are written a commit per turn, incremen
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,7 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
 def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
                  header_extra: dict[str, Any] | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
-                 keep_paths: bool = False) -> ImportResult:
+                 keep_paths: bool = False, progress: Callable[[int, int], None] | None = None) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -104,6 +105,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         warnings: gets a line per orphaned journal recovered into a new session.
         keep_paths: keep ``cwd`` in the headers of another tool's conversations (local paths
             are left out of what may be shared unless asked for).
+        progress: called with ``(done, total)`` after each of another tool's conversations
+            (the command line's progress bar).
 
     Returns:
         What was written and what was skipped.
@@ -118,12 +121,14 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         extra = {k: v for k, v in (header_extra or {}).items() if keep_paths or k != "cwd"}
         done = ImportResult()
         index = SourceIndex(store)  # once, not once per conversation
-        for conv in plan.conversations:
+        for i, conv in enumerate(plan.conversations):
             conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
                 done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index)))
             except TransferError as exc:  # another writer holds one of its sessions: the others go on
                 done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
+            if progress is not None:
+                progress(i + 1, len(plan.conversations))
         return done
     result = ImportResult(clashes=[(sid, _clash_text(sid, other) + " in the same file")
                                    for sid, other in plan.clashes])
