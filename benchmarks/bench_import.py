@@ -153,7 +153,8 @@ def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
     from gitsessions.transfer import FORMATS
 
     if "claude-code" in FORMATS:
-        what, args = "Claude Code transcripts", ["--from", "claude-code", *map(str, sorted((base / "claude").rglob("*.jsonl")))]
+        files = sorted(str(p) for p in (base / "claude").rglob("*.jsonl"))
+        what, args = "Claude Code transcripts", ["--from", "claude-code", *files]
     else:  # the parser has not landed: the same turns through ChatGPT's reader
         export = base / "conversations.json"
         size = write_chatgpt(export, conversations)
