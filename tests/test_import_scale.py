@@ -145,3 +145,21 @@ def test_a_progress_bar_on_a_terminal_only_and_one_summary(gs, gs_env, tmp_path)
     r = gs("import", *files)  # not a terminal: the lines alone
     assert r.code == 0 and "importing" not in r.err and "━" not in r.err
     assert r.err.splitlines() == ["2 files, nothing new, 0 skipped"]
+
+
+def test_a_conversation_in_two_files_of_one_import_is_found_from_the_first(gs, git, tmp_path):
+    """One index serves the whole command: what the first file wrote is in it for the second."""
+    convs = _fixture()
+    (tmp_path / "a").mkdir()
+    first = _export(tmp_path / "a", convs)
+    _add(convs[0], "n-u4", "n-a3b", "user", "Thanks! And JSON?", T + 400)
+    _add(convs[0], "n-a4", "n-u4", "assistant", "json.loads and json.dumps.", T + 410)
+    (tmp_path / "b").mkdir()
+    second = _export(tmp_path / "b", convs)
+    r = gs("import", str(first), str(second), str(second))
+    assert r.code == 0, r.err
+    assert f"{MAIN}: 1 turn new" in r.err
+    assert r.out.split().count(MAIN) == 2  # written, then grown; the third file found all of it
+    assert "3 files, 5 sessions written, 7 turns, 0 skipped" in r.err
+    assert git("log", "-1", "--format=%s", MAIN).strip() == "turn 4: Thanks! And JSON?"
+    git("fsck", "--strict")

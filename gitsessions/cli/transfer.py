@@ -15,6 +15,7 @@ from ..history import read_revision
 from ..render import plural
 from ..tree import rev_or_current
 from ..turns import turn_count
+from .admin import pack_in_background
 from .common import Context, err, short
 from .import_progress import ImportProgress
 
@@ -138,6 +139,7 @@ def import_(
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
     failed = sessions = turns = skipped = 0
     progress = ctx.with_resource(ImportProgress(len(files), c.output))  # a bar on a terminal
+    index = transfer.SourceIndex()  # the sessions holding conversations, read once for all the files
     for file in files:
         progress.next_file()
         try:
@@ -147,7 +149,7 @@ def import_(
             with c.store() as store:
                 result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
                                                redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
-                                               progress=progress.conversations)
+                                               progress=progress.conversations, index=index)
         except transfer.TransferError as exc:
             if len(files) == 1:
                 raise
@@ -184,6 +186,9 @@ def import_(
             err(f"gs: not imported {sid}: {why}")
         if result.clashes:
             failed += 1
+    if sessions:
+        with c.store() as store:
+            pack_in_background(store)  # an import writes a pack per session: merged before lookups slow down
     if len(files) > 1 or failed or sessions != 1:
         written = (f"{plural(sessions, 'session')} written, {plural(turns, 'turn')}" if sessions or len(files) == 1
                    else "nothing new")

@@ -105,9 +105,16 @@ class SourceIndex:
 
     _DIGEST = re.compile(r".*-([0-9a-f]{8})(?:-[0-9a-f]{6}(?:-\d+)?)?")
 
-    def __init__(self, store: SessionStore):
+    def __init__(self) -> None:
         self.by_digest: dict[str, set[str]] = {}
         self.by_source: dict[str, set[str]] = {}
+        self.read = False
+
+    def read_from(self, store: SessionStore) -> SourceIndex:
+        """Read the store's sessions, the first time only (the command line keeps one index for all its files)."""
+        if self.read:
+            return self
+        self.read = True
         for sid, tip in store.tips().items():
             self.add(sid)
             try:
@@ -116,6 +123,7 @@ class SourceIndex:
                 continue
             if source:
                 self.by_source.setdefault(source, set()).add(sid)
+        return self
 
     def add(self, sid: str, source: str | None = None) -> None:
         """Count ``sid`` in (a session just written, from ``source`` when given)."""
@@ -271,7 +279,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
             again by the next import).
     """
     header = {"imported_from": conv.tool, "source": {"tool": conv.tool, "id": conv.source_id}, **header_extra}
-    writer = _Writer(store, conv, header, index if index is not None else SourceIndex(store))
+    writer = _Writer(store, conv, header, (index if index is not None else SourceIndex()).read_from(store))
     locks = []
     try:
         for line_sid in dict.fromkeys([writer.base, *(ln.session_id for ln in writer.lines)]):

@@ -84,7 +84,8 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
 def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
                  header_extra: dict[str, Any] | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
-                 keep_paths: bool = False, progress: Callable[[int, int], None] | None = None) -> ImportResult:
+                 keep_paths: bool = False, progress: Callable[[int, int], None] | None = None,
+                 index: SourceIndex | None = None) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -107,6 +108,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             are left out of what may be shared unless asked for).
         progress: called with ``(done, total)`` after each of another tool's conversations
             (the command line's progress bar).
+        index: the sessions that may hold conversations, kept from the files imported before
+            (read from the store once; None: read for this file).
 
     Returns:
         What was written and what was skipped.
@@ -120,7 +123,7 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
     if plan.conversations:
         extra = {k: v for k, v in (header_extra or {}).items() if keep_paths or k != "cwd"}
         done = ImportResult()
-        index = SourceIndex(store)  # once, not once per conversation
+        index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
         for i, conv in enumerate(plan.conversations):
             conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
