@@ -18,6 +18,7 @@ import pexpect
 from conftest import GS
 
 from gitsessions.rules import imported_session_id
+from gitsessions.store.batch import MERGE_PACKS
 
 FIXTURE = Path(__file__).parent / "data" / "chatgpt" / "conversations.json"
 YAML_ID = "6770a1b2-4c1d-8000-9e2f-0a1b2c3d4e5f"
@@ -163,3 +164,25 @@ def test_a_conversation_in_two_files_of_one_import_is_found_from_the_first(gs, g
     assert "3 files, 5 sessions written, 7 turns, 0 skipped" in r.err
     assert git("log", "-1", "--format=%s", MAIN).strip() == "turn 4: Thanks! And JSON?"
     git("fsck", "--strict")
+
+
+def test_the_packs_of_many_lines_are_merged_as_the_import_goes(gs, git, repo_path, tmp_path):
+    """Every object lookup (and dulwich's cache of delta bases) grows with the packs: they do not pile up."""
+    base = _fixture()[1]
+    convs = []
+    for i in range(MERGE_PACKS + 3):
+        conv = json.loads(json.dumps(base))
+        conv["id"] = conv["conversation_id"] = f"conv-{i}"
+        conv["title"] = f"Greeting {i}"
+        convs.append(conv)
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0, r.err
+    packs = sorted((repo_path / "objects" / "pack").glob("*.pack"))
+    assert len(packs) == 1 + 3  # the first MERGE_PACKS lines in one pack, the three since apart
+    git("fsck", "--strict")
+    for pack in packs:
+        git("verify-pack", str(pack.with_suffix(".idx")))
+    for sid in r.out.split():  # each session reads back whole, from the merged pack too
+        assert gs("show", sid).code == 0
+    again = gs("import", str(_export(tmp_path, convs)))
+    assert again.code == 0 and again.out == "" and "nothing new in conversations.json" in again.err

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, cast
 
 from dulwich.file import GitFile
-from dulwich.object_store import PACK_MODE
-from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.object_store import PACK_MODE, BaseObjectStore
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.pack import Pack, UnpackedObject, write_pack_data, write_pack_index
 from dulwich.repo import Repo
 
@@ -34,7 +34,7 @@ from ..rules import CommitId, CommitMessage
 from .faults import writes
 from .hooks import subject_of
 from .loose import blob_id
-from .pack import append_delta, base_position
+from .pack import RepackResult, append_delta, base_position, records
 from .privacy import tighten_packs
 from .repo import make_commit
 
@@ -84,7 +84,7 @@ class BatchWrites:
         assert repo is not None
         parent: str | None = expected_tip
         buf: bytearray | None = None
-        pending: list[tuple[int, ObjectID, Tree, Commit]] = []  # (blob size, blob id, tree, commit)
+        pending: list[_Pending] = []  # (blob size, blob id, tree, commit)
         hooks = store.hooks
         for events, message, author_time in commits:
             body = store._new_lines(events, count)
@@ -103,7 +103,8 @@ class BatchWrites:
             start = b""
         assert buf is not None
         objects = len({sha for _, blob, tree, commit in pending for sha in (blob, tree.id, commit.id)})
-        _write_pack(repo, objects, _records(buf, pending))
+        pack = _write_pack(repo, objects, _records(buf, pending))
+        _merge_when_many(store, repo, pack, pending)
         tighten_packs(repo)
         last = pending[-1][3]
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(last.message)
@@ -120,7 +121,58 @@ class BatchWrites:
         return shas
 
 
-def _write_pack(repo: Repo, count: int, records: Iterator[UnpackedObject]) -> None:
+#: Packs of lines one store wrote that are merged into one (an import writes a pack per line,
+#: and every object lookup, and dulwich's cache of delta bases, grows with the packs).
+MERGE_PACKS = 16
+
+_Plan = dict[ObjectID, tuple[int, "ObjectID | None"]]
+#: A commit of a line being written: its blob's size and id, its tree and the commit.
+_Pending = tuple[int, ObjectID, Tree, Commit]
+
+
+def _merge_when_many(store: GitStore, repo: Repo, pack: Pack, pending: list[_Pending]) -> None:
+    """Remember the line's pack; once :data:`MERGE_PACKS` piled up, write them as one and remove them.
+
+    The merged pack holds the same objects with the same deltas (:func:`~.pack.records`), read
+    from those packs only; the old packs go only once it is durable and holds every object.
+    A process that ends before merging leaves its last packs (the background repack merges them).
+    """
+    lines: list[tuple[Pack, list[ObjectID], _Plan]] = store.__dict__.setdefault("_line_packs", [])
+    order: list[ObjectID] = []
+    plan: _Plan = {}
+    for k, (_size, blob, tree, commit) in enumerate(pending):
+        base = base_position(k)
+        plan.setdefault(blob, (0, None if base is None else pending[base][1]))
+        order += [blob, tree.id, commit.id]
+    lines.append((pack, order, plan))
+    if len(lines) < MERGE_PACKS:
+        return
+    packs = [p for p, _, _ in lines]
+    merged_order = list(dict.fromkeys(sha for _, o, _ in lines for sha in o))
+    merged_plan = {sha: entry for _, _, p in lines for sha, entry in p.items()}
+    reader = cast(BaseObjectStore, _Packs(packs))  # records reads objects by id, nothing else
+    merged = _write_pack(repo, len(merged_order), records(reader, merged_order, merged_plan, RepackResult()))
+    if all(sha in merged for sha in merged_order):  # never drop an object the new pack lacks
+        for old in packs:
+            if old is not merged:
+                repo.object_store._remove_pack(old)
+    lines.clear()
+
+
+class _Packs:
+    """The objects of a few packs, as :func:`~.pack.records` reads them."""
+
+    def __init__(self, packs: list[Pack]):
+        self.packs = packs
+
+    def __getitem__(self, sha: ObjectID) -> ShaFile:
+        for pack in self.packs:
+            if sha in pack:
+                return pack[sha]
+        raise KeyError(sha)
+
+
+def _write_pack(repo: Repo, count: int, records: Iterator[UnpackedObject]) -> Pack:
     """Write ``records`` as a pack and its index, each fsynced, and make them the store's.
 
     What dulwich's ``add_pack_data`` does, without its reading the whole pack back (to index
@@ -149,7 +201,9 @@ def _write_pack(repo: Repo, count: int, records: Iterator[UnpackedObject]) -> No
     with GitFile(base + ".idx", "wb", mask=PACK_MODE, fsync=True, shared_perm=store.shared_perm) as index:
         write_pack_index(index, sorted((sha, offset, crc) for sha, (offset, crc) in entries.items()), checksum,
                          version=store.pack_index_version)
-    store._add_cached_pack(base, Pack(base, object_format=store.object_format))
+    pack = Pack(base, object_format=store.object_format)
+    store._add_cached_pack(base, pack)
+    return pack
 
 
 def _prefix(buf: bytearray, size: int) -> Callable[[], bytes]:
@@ -157,7 +211,7 @@ def _prefix(buf: bytearray, size: int) -> Callable[[], bytes]:
     return lambda: bytes(memoryview(buf)[:size])
 
 
-def _records(buf: bytearray, pending: list[tuple[int, ObjectID, Tree, Commit]]) -> Iterator[UnpackedObject]:
+def _records(buf: bytearray, pending: list[_Pending]) -> Iterator[UnpackedObject]:
     """The pack's records: each blob after the first a delta on an earlier one of the line, then its tree and commit."""
     seen: set[ObjectID] = set()  # a pack holds each object once (two commits may share a tree)
     for k, (size, blob, tree, commit) in enumerate(pending):
