@@ -6,8 +6,8 @@
     .venv/bin/python benchmarks/run.py --only save,open
 
 Sections: save, open, list, log, size, llm, request, sync, push, clone, turn, stream, startup,
-memory, scale (see benchmarks/README.md). No thresholds are asserted: each target is printed as MET / NOT MET and
-summarised at the end; the exit status is 0 unless a benchmark itself failed to run.
+memory, scale, redact (see benchmarks/README.md). No thresholds are asserted: each target is
+printed as MET / NOT MET and summarised at the end; the exit status is 0 unless a benchmark itself failed to run.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Settings, machine_info, section  # noqa: E402
 
 SECTIONS = ("save", "open", "list", "log", "size", "llm", "request", "sync", "push", "clone", "turn", "stream",
-            "startup", "memory", "scale", "import")
+            "startup", "memory", "scale", "redact", "import")
 
 
 def main() -> int:
@@ -61,6 +61,7 @@ def main() -> int:
     import bench_import
     import bench_llm
     import bench_memory
+    import bench_redact
     import bench_scale
     import bench_startup
     import bench_store
@@ -77,6 +78,7 @@ def main() -> int:
                      ("startup", lambda: bench_startup.run(settings, only)),
                      ("memory", lambda: bench_memory.run(settings, only)),
                      ("scale", lambda: bench_scale.run(settings, only)),
+                     ("redact", lambda: bench_redact.run(settings, only)),
                      ("import", lambda: bench_import.run(settings, only))):
         try:
             fn()

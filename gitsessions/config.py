@@ -6,7 +6,7 @@ Keys (all optional)::
     api_key: sk-...            # overridden by OPENAI_API_KEY
     base_url: https://.../v1   # overridden by OPENAI_BASE_URL; http:// or https://
     model: gpt-4o-mini         # overridden by OPENAI_MODEL
-    system: You are terse.     # for a session that saved none (gs ask -s); not stored
+    system: You are terse.     # for a session that saved none (gs ask -s, gs chat -s save one); not stored
     max_steps: 8               # model requests per turn before it stops
     timeout: 120               # seconds the model may stay silent before the request fails
     max_retries: 2             # retries of a request that failed before its reply began
@@ -15,10 +15,19 @@ Keys (all optional)::
     redact: true               # replace secrets before anything is stored (default on)
     redact_patterns: {my-token: "tok_[a-z0-9]{24}"}   # more credential shapes to replace
     render: true               # replies as rendered markdown on a terminal (false: as typed)
+    models: {gpt-4o: {context: 128000, price: {input: 2.5, output: 10, cached: 1.25}}}
+                               # per model: its context window (tokens) and price (US dollars
+                               # per million tokens), for /usage, the chat's footer and compaction
+    compact_at: 0.8            # compact the history first when a request would pass this share
+                               # of the model's window (false: never; /compact still works)
     sync: {remote: origin, push: on-save, pull: on-open, timeout: 30}
                                # push after every save; pull when gs chat/ask opens a session
                                # (each default: manual); seconds a remote may stay silent
                                # before a pull, push or sync gives up (default 30)
+    tools: [read, write, shell]  # tools the chat offers (default: none but the clock; --tools)
+    permissions: {allow: [write, shell], paths: [~/notes]}
+                               # calls run without asking (as --yes does for all); folders
+                               # the file tools may reach besides the working directory
 
 This module never reads ``os.environ`` itself: the CLI passes the environment in.
 """
@@ -33,14 +42,20 @@ from typing import Any
 
 from .errors import ConfigError
 from .rules import DEFAULT_MAX_STEPS
+from .usage import ModelSettings, parse_models
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
-                        "author", "redact", "redact_patterns", "sync", "render"})
+                        "author", "redact", "redact_patterns", "sync", "render", "models", "compact_at", "tools",
+                        "permissions"})
 #: Keys of ``sync:`` (a typo there is an error too).
 SYNC_KEYS = frozenset({"remote", "push", "pull", "timeout"})
+#: Keys of ``permissions:``.
+PERMISSION_KEYS = frozenset({"allow", "paths"})
 #: Seconds a remote may stay silent before a request to it fails (``sync: {timeout: ...}``).
 DEFAULT_SYNC_TIMEOUT_S = 30.0
+#: The share of a model's context window a request may fill before the history is compacted first.
+DEFAULT_COMPACT_AT = 0.8
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
 APP_NAME = "gitsessions"
@@ -68,6 +83,14 @@ class Config:
         render: replies (and ``gs show``, ``gs log -p``) as rendered markdown on a terminal
             with colour; False: the text as the model wrote it.
         key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
+        models: what the config says of each model: its context window and price (see
+            :mod:`gitsessions.usage`).
+        tools: the tool groups or tools the chat offers (``tools:``; names checked where
+            they are used: :func:`gitsessions.chat.tools.toolset.expand`).
+        allow_tools: the groups or tools whose calls run without asking (``permissions.allow``).
+        tool_paths: folders the file tools may reach besides the working directory.
+        compact_at: the share of a model's window a request may fill before the history is
+            compacted first (None: never).
     """
 
     path: Path
@@ -89,6 +112,11 @@ class Config:
     sync_timeout: float = DEFAULT_SYNC_TIMEOUT_S
     render: bool = True
     key_in_file: bool = False
+    models: dict[str, ModelSettings] = field(default_factory=dict)
+    tools: tuple[str, ...] = ()
+    allow_tools: tuple[str, ...] = ()
+    tool_paths: tuple[Path, ...] = ()
+    compact_at: float | None = DEFAULT_COMPACT_AT
 
     @property
     def has_provider(self) -> bool:
@@ -103,6 +131,13 @@ def config_path(env: Mapping[str, str]) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.yaml"
+
+
+def default_cache_dir() -> Path:
+    """Return the platform's user cache dir for gitsessions (derived files, safe to delete)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
 def default_repo_path() -> Path:
@@ -147,6 +182,21 @@ def _base_url(env: Mapping[str, str], data: dict[str, Any], path: Path) -> str |
         raise ConfigError(where, f"{name} {value!r} names no host after {parts.scheme}:// "
                                  "(such as http://localhost:11434/v1)")
     return value
+
+
+def _names(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    """A list of names: a YAML list of strings, or one string of them separated by commas.
+
+    Raises:
+        ConfigError: anything else.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(str(path), f"{key} must be a list of names, such as [read, write, shell]")
+    return tuple(v.strip() for v in value if v.strip())
 
 
 def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
@@ -216,6 +266,15 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     sync_timeout = sync.get("timeout", DEFAULT_SYNC_TIMEOUT_S)
     if not isinstance(sync_timeout, (int, float)) or isinstance(sync_timeout, bool) or not 0 < sync_timeout <= 3600:
         raise ConfigError(str(path), "sync.timeout must be a number of seconds above 0 and at most 3600")
+    permissions = data.get("permissions") or {}
+    if not isinstance(permissions, dict) or set(permissions) - PERMISSION_KEYS:
+        raise ConfigError(str(path), "permissions must be a mapping like {allow: [write, shell], paths: [~/notes]}")
+    paths = _names(permissions.get("paths"), "permissions.paths", path)
+    compact_at = data.get("compact_at", DEFAULT_COMPACT_AT)
+    if compact_at is not False and (not isinstance(compact_at, (int, float)) or isinstance(compact_at, bool)
+                                    or not 0 < compact_at <= 1):
+        raise ConfigError(str(path), "compact_at must be a share of the window above 0 and at most 1 "
+                                     "(0.8: at 80 %), or false")
     return Config(
         path=path,
         api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
@@ -236,6 +295,12 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         sync_timeout=float(sync_timeout),
         render=render,
         key_in_file=bool(data.get("api_key")),
+        models=parse_models(data.get("models"), str(path)),
+        tools=_names(data.get("tools"), "tools", path),
+        allow_tools=_names(permissions.get("allow"), "permissions.allow", path),
+        tool_paths=tuple(Path(p).expanduser() if Path(p).expanduser().is_absolute() else path.parent / p
+                         for p in paths),
+        compact_at=None if compact_at is False else float(compact_at),
     )
 
 

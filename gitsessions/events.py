@@ -26,7 +26,7 @@ FORMAT_VERSION = 1
 KNOWN_TYPES = frozenset({
     "turn/start", "user/message", "step/start", "assistant/message", "tool/call", "tool/result",
     "step/end", "turn/end", "session/title", "session/fork", "session/undo", "compaction/summary",
-    "session/system",
+    "session/system", "session/model", "session/options", "tool/permission",
 })
 
 #: ``turn/end`` reasons (design.md).

@@ -1,49 +1,37 @@
 """Keeping secrets out of history: replace them before anything is journaled or committed.
 
-Two sources (issue 5, "Secrets never enter history"):
+Three sources (issue 5, "Secrets never enter history"; issue 16):
 
 - values of environment variables whose names contain KEY, TOKEN, SECRET or PASSWORD, when
   at least :data:`MIN_SECRET_LEN` characters long (shorter values would mangle ordinary
   text), replaced by ``[REDACTED:<variable name>]``;
-- strings shaped like common credentials (:data:`PATTERNS`), replaced by
-  ``[REDACTED:<pattern name>]``.
+- the user's own ``redact_patterns`` and gs's :data:`PATTERNS`;
+- the detect-secrets detector set (:mod:`gitsessions.detectors`): credential shapes,
+  ``password = "..."`` assignments and random-looking tokens, each replaced by
+  ``[REDACTED:<kind>]`` (never by anything of the value).
 
 This module never reads the environment itself: the CLI passes it in.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
+import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-try:  # the regex parser, to read a pattern's shape (its modules were renamed in Python 3.11)
-    _sre = importlib.import_module("re._constants")
-    _sre_parse = importlib.import_module("re._parser")
-except ImportError:  # Python 3.10
-    _sre = importlib.import_module("sre_constants")
-    _sre_parse = importlib.import_module("sre_parse")
-
+from .detectors import OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
 from .events import Event
+from .regex_form import ASCII_LOWER, MAX_HOLD
 
 #: Environment variable values shorter than this are never redacted.
 MIN_SECRET_LEN = 8
 #: Name fragments that mark an environment variable as secret (matched case-insensitively).
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 
-#: Credential shapes: name -> regular expression.
-PATTERNS: dict[str, str] = {
-    # OpenAI (sk-..., sk-proj-...) and DeepSeek (sk-<32 hex>) API keys
-    "api-key": r"\bsk-[A-Za-z0-9_-]{20,}",
-    # GitHub personal, OAuth, user-to-server, server-to-server and refresh tokens
-    "github-token": r"\bgh[pousr]_[A-Za-z0-9]{30,}",
-    "github-token-fine-grained": r"\bgithub_pat_[A-Za-z0-9_]{40,}",
-    # AWS access key ids
-    "aws-access-key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    # PEM private key blocks (an unterminated block is redacted to the end of the text)
-    "private-key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)",
-}
+#: gs's own credential shapes, name -> regular expression (those detect-secrets lacks).
+PATTERNS: dict[str, str] = OWN_PATTERNS
 
 
 class Redactor:
@@ -51,23 +39,41 @@ class Redactor:
 
     Args:
         secrets: secret value -> the name shown in its place.
-        patterns: pattern name -> regular expression.
+        patterns: pattern name -> regular expression (compiled at once: a bad one raises
+            ``re.error`` here).
+        detectors: also look for the detect-secrets shapes (loaded on first use), after ``patterns``.
+        detector_cache: the file that keeps what is read from detect-secrets (see
+            :mod:`gitsessions.detector_cache`; None: the library is imported).
     """
 
-    def __init__(self, secrets: Mapping[str, str] | None = None, patterns: Mapping[str, str] | None = None):
+    def __init__(self, secrets: Mapping[str, str] | None = None, patterns: Mapping[str, str] | None = None,
+                 detectors: bool = False, detector_cache: Path | None = None):
         self.secrets = dict(secrets or {})
         # Longest values first, so a secret containing another is replaced whole.
         self._values = sorted(self.secrets, key=len, reverse=True)
-        self._patterns = [(name, re.compile(rx, re.DOTALL)) for name, rx in (patterns or {}).items()]
+        self._own = own_shapes(dict(patterns or {}))
+        self._detectors = detectors
+        self._detector_cache = detector_cache
+        self._shapes: list[Shape] | None = None
+
+    @property
+    def shapes(self) -> list[Shape]:
+        """The shapes looked for, in order: the patterns given, then the detectors'."""
+        if self._shapes is None:
+            self._shapes = [*self._own, *(library_shapes(self._detector_cache) if self._detectors else ())]
+        return self._shapes
 
     def text(self, text: str) -> str:
         """Return ``text`` with every secret replaced by ``[REDACTED:<name>]``."""
         for value in self._values:
             if value in text:
                 text = text.replace(value, f"[REDACTED:{self.secrets[value]}]")
-        for name, rx in self._patterns:
-            text = rx.sub(f"[REDACTED:{name}]", text)
-        return text
+        scan = Scan(text)
+        for shape in self.shapes:
+            out = shape.sub(scan, f"[REDACTED:{shape.name}]")
+            if out is not scan.text:
+                scan = Scan(out)
+        return scan.text
 
     def value(self, value: Any) -> Any:
         """Return a copy of a JSON value with :meth:`text` applied to every string (keys too)."""
@@ -85,76 +91,39 @@ class Redactor:
         return event if data == event.data else Event(event.seq, event.time, event.type, data, event.ignorable)
 
 
-def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] | None = None) -> Redactor:
+def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] | None = None,
+                     detector_cache: Path | None = None) -> Redactor:
     """Build the redactor for an environment and config.
 
     Args:
         env: environment variables (the CLI passes ``os.environ``).
         extra_patterns: more name -> regex pairs from the config (``redact_patterns``).
+        detector_cache: the detector cache file (see :class:`Redactor`).
 
     Returns:
         A redactor for secret-named variables with values of at least MIN_SECRET_LEN
-        characters, and for :data:`PATTERNS` plus ``extra_patterns``.
+        characters, for :data:`PATTERNS` plus ``extra_patterns``, and for the detector set.
+
+    Raises:
+        re.error: an ``extra_patterns`` regex that does not compile.
     """
     secrets = {
         value: name
         for name, value in env.items()
         if any(part in name.upper() for part in SECRET_NAME_PARTS) and len(value.strip()) >= MIN_SECRET_LEN
     }
-    return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})})
+    return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True, detector_cache=detector_cache)
 
 
-#: Streamed text a pattern is assumed to need before it can match, when its shape cannot be
-#: read (characters); also the least released text kept as context for later matches.
+_NON_SPACES = re.compile(r"\S*")  # a run of them ends a match that holds no space
+#: The least released text kept as context for later matches (characters).
 STREAM_WINDOW = 64
-#: Held text is looked at again only once this many more characters arrived (bounds the
-#: work per chunk; the journal lags the screen by at most this plus what is held).
-STREAM_BATCH = 32
-_MAX_HOLD = 256
-
-
-def _literal_starts(items: list) -> set[str] | None:
-    """The literal texts every match of a parsed pattern starts with (None: cannot tell)."""
-    c = _sre
-    i = 0
-    while i < len(items) and items[i][0] == c.AT:
-        i += 1  # \b, ^: no characters
-    lit = ""
-    while i < len(items) and items[i][0] == c.LITERAL:
-        lit += chr(items[i][1])
-        i += 1
-    if lit:
-        return {lit}
-    if i < len(items) and items[i][0] == c.SUBPATTERN:
-        return _literal_starts(list(items[i][1][-1]))
-    if i < len(items) and items[i][0] == c.BRANCH:
-        out: set[str] = set()
-        for branch in items[i][1][1]:
-            starts = _literal_starts(list(branch))
-            if not starts:
-                return None
-            out |= starts
-        return out
-    return None
-
-
-def _shape(rx: str) -> tuple[set[str] | None, int]:
-    """Return how a partial match of ``rx`` can start, and how long it may stay short of matching.
-
-    Read from the parsed pattern: its literal starts (None when unknown: then the last
-    characters are always held) and the length below which text that starts like it may
-    still become a match (its longest match when bounded, else its shortest).
-    """
-    c = _sre
-    try:
-        parsed = _sre_parse.parse(rx, re.DOTALL)
-        lo, hi = parsed.getwidth()
-    except Exception:  # an engine detail changed: be careful, not clever
-        return None, STREAM_WINDOW
-    hold = min(hi if hi < c.MAXREPEAT else max(lo, 1), _MAX_HOLD)
-    if parsed.state.flags & re.IGNORECASE:
-        return None, hold
-    return _literal_starts(list(parsed)), hold
+#: Held text is looked at again once this many more characters arrived (bounds the work per
+#: chunk: each look costs the shapes' searches over the new text and the context before it)...
+STREAM_BATCH = 256
+#: ... or once this long passed since the last look (seconds), so that the journal lags a
+#: reply streamed at reading speed by a fraction of a second, not by a batch.
+STREAM_INTERVAL = 0.1
 
 
 class StreamRedactor:
@@ -165,14 +134,17 @@ class StreamRedactor:
 
     - any tail that is the start of a secret value;
     - any tail that starts like a credential pattern and is still shorter than the pattern
-      needs (a pattern whose start cannot be read holds that many characters always);
+      needs; for a pattern whose start cannot be read, the last run of non-space characters
+      when its matches hold no space, else that many characters always;
+    - any tail from where a shape says a match still arriving may begin: a keyword of its
+      ``near`` on the last line, or its ``tail`` (a run of token characters);
     - any match that reaches the end (it may go on; an unterminated PEM block holds to the
       end).
 
     Matches are looked for with the released text just before as context, so ``\b`` and a
     match whose first characters were released before it matched still count: what follows
     is replaced. Ordinary text is released at once, so a crash loses no more of it than
-    before.
+    before. The shapes are read on the first chunk (the detector set loads then).
 
     Args:
         redactor: the secrets and patterns to replace.
@@ -180,24 +152,77 @@ class StreamRedactor:
 
     def __init__(self, redactor: Redactor):
         self.redactor = redactor
-        shapes = [_shape(rx.pattern) for _name, rx in redactor._patterns]
-        # A pattern whose every match starts with a known text is only run where that text is.
-        self._patterns = [(name, rx, lits) for (name, rx), (lits, _hold) in zip(redactor._patterns, shapes,
-                                                                              strict=True)]
-        # (text a secret starts with, length below which a tail starting so is held)
-        self._starts = [(v, len(v)) for v in redactor._values]
-        self._starts += [(lit, hold) for lits, hold in shapes if lits is not None for lit in lits]
-        self._always = max((hold - 1 for lits, hold in shapes if lits is None), default=0)
-        holds = [hold for _starts, hold in shapes] + [len(v) for v in redactor._values]
-        self.context = max([STREAM_WINDOW, *(2 * h for h in holds)])
+        self._ready = False
         self._pending = ""  # arrived, not yet released
         self._context = ""  # the last released characters, as they arrived (not redacted)
         self._next = STREAM_BATCH  # look again once this much is held
+        self._due = time.monotonic() + STREAM_INTERVAL  # or at this time (time.monotonic())
 
-    def _spans(self, text: str, pos: int = 0) -> list[tuple[int, int, str]]:
+    def _setup(self) -> None:
+        redactor = self.redactor
+        self._patterns = list(redactor.shapes)
+        # (text a secret starts with, length below which a tail starting so is held, ignoring case)
+        self._starts = [(v, len(v), False) for v in redactor._values]
+        self._tails: list[tuple[re.Pattern[str], int]] = []  # (a run held back, at most how long)
+        self._keywords: list[tuple[str, ...]] = []  # a match may begin at one on the last line
+        self._always = 0
+        # (a start, the literal its matches need later, ignoring case): a shape whose matches have
+        # no bound and may hold spaces (a PEM header still arriving) is held from its start
+        # until that literal follows, as its regex cannot match what has arrived yet.
+        self._unclosed: list[tuple[str, str, bool]] = []
+        holds = [len(v) for v in redactor._values]
+        for shape in redactor.shapes:
+            lits, hold, icase, spaces = shape.form.starts, shape.form.hold, shape.form.icase, shape.form.spaces
+            holds.append(hold)
+            if shape.near is not None:
+                if shape.near not in self._keywords:  # the keyword shapes share theirs
+                    self._keywords.append(shape.near)
+            elif shape.tail is not None:
+                self._tails.append((shape.tail, MAX_HOLD))
+            elif lits is not None:
+                self._starts += [(lit.translate(ASCII_LOWER) if icase else lit, hold, icase) for lit in lits]
+                inner = shape.form.inner
+                if spaces and shape.form.longest is None and inner and inner not in lits:
+                    self._unclosed += [(lit.translate(ASCII_LOWER) if icase else lit,
+                                        inner.translate(ASCII_LOWER) if icase else inner, icase) for lit in lits]
+            elif not spaces:
+                self._tails.append((_NON_SPACES, max(hold - 1, 1)))
+            else:
+                self._always = max(self._always, hold - 1)
+        # One entry per literal: the longest hold of the shapes starting with it.
+        longest: dict[tuple[str, bool], int] = {}
+        for lit, hold, icase in self._starts:
+            longest[lit, icase] = max(hold, longest.get((lit, icase), 0))
+        self._starts = [(lit, hold, icase) for (lit, icase), hold in longest.items()]
+        self.context = max([STREAM_WINDOW, *(2 * h for h in holds)])
+        # The needles (texts one of which every match holds), each searched once per look:
+        # a shape runs only when one of its is where its matches may be (str.rfind in C,
+        # instead of every shape's regex in Python).
+        needles = sorted({(n, shape.needles[1]) for shape in self._patterns if shape.needles for n in shape.needles[0]})
+        self._needles = needles
+        index = {needle: k for k, needle in enumerate(needles)}
+        self._needles_of: list[tuple[int, ...] | None] = [
+            None if shape.needles is None else tuple(index[(n, shape.needles[1])] for n in shape.needles[0])
+            for shape in self._patterns]
+        # A literal every match holds besides its needles (``=`` after ``password``), also
+        # searched: a keyword alone does not make the keyword shapes run.
+        self._inner: list[tuple[str, bool] | None] = [
+            (shape.form.inner, shape.form.icase) if shape.form.inner and shape.needles is not None
+            and (shape.form.inner,) != shape.needles[0] else None for shape in self._patterns]
+        # How far before the new text a shape's match may start: its longest match, the line
+        # (a keyword shape is tried on its keyword's line), the run of non-space characters
+        # (a shape whose matches hold none), else anywhere (None).
+        self._reach: list[int | str | None] = [
+            "line" if shape.near is not None else shape.form.longest if shape.form.longest is not None
+            else None if shape.form.spaces else "word" for shape in self._patterns]
+        self._ready = True
+
+    def _spans(self, text: str, pos: int = 0, since: int = 0) -> list[tuple[int, int, str]]:
         r"""Every secret in ``text`` from ``pos`` on as ``(start, end, name)``, overlaps merged, in order.
 
-        ``text[:pos]`` is only looked at, as what comes before (for ``\b``).
+        ``text[:pos]`` is only looked at, as what comes before (for ``\b``). Only secrets
+        that end after ``since`` are wanted: a shape whose matches are short is looked for
+        from its longest match before ``since`` on, not in all the text (the work per chunk).
 
         Found in the order :meth:`Redactor.text` replaces them, each on the text with the
         earlier finds masked (same length, non-word characters, as the ``[REDACTED:...]``
@@ -216,12 +241,30 @@ class StreamRedactor:
             while at >= 0:
                 mask(at, at + len(value), self.redactor.secrets[value])
                 at = masked.find(value, at + len(value))
-        for name, rx, lits in self._patterns:
-            if lits is not None and not any(lit in masked for lit in lits):
-                continue
-            for m in list(rx.finditer(masked, pos)):
-                if m.end() > m.start():
-                    mask(m.start(), m.end(), name)
+        scan = Scan(masked)
+        line = text.rfind("\n", 0, since) + 1
+        word = max(line, text.rfind(" ", 0, since) + 1, text.rfind("\t", 0, since) + 1)
+        # Where each needle is last (before any masking: a needle masked since only makes a
+        # shape run for nothing).
+        lowered = scan.lowered
+        last = [(lowered if icase else masked).rfind(needle, pos) for needle, icase in self._needles]
+        lasts: dict[tuple[int, ...], int] = {}
+        starts = {"line": line, "word": word}
+        for shape, reach, needles, inner in zip(self._patterns, self._reach, self._needles_of, self._inner,
+                                                strict=True):
+            start_at = pos if reach is None else max(pos, starts[reach] if isinstance(reach, str) else since - reach)
+            if needles is not None:
+                # Every match holds one of its needles at or after its start: none there, no match.
+                hit = last[needles[0]] if len(needles) == 1 else lasts.get(needles)
+                if hit is None:
+                    hit = lasts[needles] = max(last[k] for k in needles)
+                if hit < start_at or (inner is not None
+                                        and (lowered if inner[1] else masked).find(inner[0], start_at) < 0):
+                    continue
+            for start, end in list(shape.spans(scan, start_at, checked=True)):  # live: a needle is there
+                mask(start, end, shape.name)
+            if masked is not scan.text:
+                scan = Scan(masked)
         found.sort()
         merged: list[tuple[int, int, str]] = []
         for start, end, name in found:
@@ -235,14 +278,44 @@ class StreamRedactor:
         """Return where the tail that may still become a secret starts (``len(text)``: none)."""
         n = len(text)
         cut = n - self._always
-        for lit, hold in self._starts:
-            j = text.find(lit[0], max(0, n - hold + 1))
+        lowered = None
+        for lit, hold, icase in self._starts:
+            if icase and lowered is None:
+                lowered = text.translate(ASCII_LOWER)
+            seen = lowered if icase and lowered is not None else text
+            # The literal whole within the last ``hold`` characters, or begun at the very end.
+            j = seen.find(lit, max(0, n - hold + 1))
+            if 0 <= j < cut:
+                cut = j
+            j = seen.find(lit[0], max(0, n - len(lit) + 1), cut)
             while 0 <= j < cut:
-                tail = text[j:]
-                if lit.startswith(tail) or tail.startswith(lit):
+                if lit.startswith(seen[j:]):
                     cut = j
                     break
-                j = text.find(lit[0], j + 1)
+                j = seen.find(lit[0], j + 1, cut)
+        for lit, inner, icase in self._unclosed:
+            if icase and lowered is None:
+                lowered = text.translate(ASCII_LOWER)
+            seen = lowered if icase and lowered is not None else text
+            j = seen.rfind(lit, max(0, n - MAX_HOLD))
+            if 0 <= j < cut and seen.find(inner, j + len(lit)) < 0:
+                cut = j
+        if self._tails:
+            # Runs are matched on the end reversed: a regex searched for a run ending at \Z
+            # would try every start, each to the end.
+            back = text[max(0, n - MAX_HOLD):][::-1]
+            for run_rx, longest in self._tails:
+                run = run_rx.match(back).end()  # type: ignore[union-attr]  # a run may be empty
+                if run and n - min(run, longest) < cut:
+                    cut = n - min(run, longest)
+        if self._keywords:
+            lo = max(text.rfind("\n") + 1, n - MAX_HOLD)
+            line = text[lo:].translate(ASCII_LOWER)
+            for keywords in self._keywords:
+                for keyword in keywords:
+                    j = line.find(keyword)
+                    if 0 <= j and lo + j < cut:
+                        cut = lo + j
         return cut
 
     def _release(self, final: bool) -> str:
@@ -251,10 +324,10 @@ class StreamRedactor:
         # The first character of a full context is only there to be looked back at.
         pos = 1 if base > self.context else 0
 
-        def spans(of: str) -> list[tuple[int, int, str]]:
-            return [(max(s, base) - base, e - base, name) for s, e, name in self._spans(of, pos) if e > base]
+        def spans(of: str, since: int) -> list[tuple[int, int, str]]:
+            return [(max(s, base) - base, e - base, name) for s, e, name in self._spans(of, pos, since) if e > base]
 
-        found = spans(text)
+        found = spans(text, base)
         cut, touching = n, list(found)
         if not final:
             held = max(base, self._held_from(text))
@@ -262,7 +335,9 @@ class StreamRedactor:
             if held < len(text):
                 # What is held may still become a secret, masked like one: a match its masking
                 # would make (``\b`` just before it) is held as well.
-                touching += spans(text[:held] + "\0" * (len(text) - held))
+                # Only a match reaching the held part is new: one that ends before it was
+                # found above.
+                touching += spans(text[:held] + "\0" * (len(text) - held), held)
         moved = True
         while moved:  # never split a secret, nor release one that may go on
             moved = False
@@ -279,17 +354,22 @@ class StreamRedactor:
         self._context = (self._context + self._pending[:cut])[-self.context - 1:]
         self._pending = self._pending[cut:]
         self._next = len(self._pending) + STREAM_BATCH
+        self._due = time.monotonic() + STREAM_INTERVAL
         return "".join(out)
 
     def feed(self, text: str) -> str:
         """Take the next chunk; return the redacted text that is now safe to journal (maybe "")."""
+        if not self._ready:
+            self._setup()
         self._pending += text
-        if len(self._pending) < self._next:
+        if len(self._pending) < self._next and time.monotonic() < self._due:
             return ""
         return self._release(final=False)
 
     def flush(self) -> str:
         """Return the rest, redacted (the stream ended), and start over."""
+        if not self._ready:
+            self._setup()
         out = self._release(final=True)
         self.reset()
         return out
@@ -298,3 +378,4 @@ class StreamRedactor:
         """Drop what is held (an event now holds the whole text, redacted on its own)."""
         self._pending = self._context = ""
         self._next = STREAM_BATCH
+        self._due = time.monotonic() + STREAM_INTERVAL

@@ -167,7 +167,8 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
 
     Keys: ``commit``, ``parents``, ``time`` (ISO 8601: the author date, when it was said, as
     ``git log`` shows it), ``committed`` (the commit date), ``turn`` (int or null), ``subject``,
-    ``model`` (or null), ``events`` (``"a-b"`` or null), ``forked_from``
+    ``model`` (or null), ``tokens`` (prompt plus completion tokens of the replies it saved, or
+    null), ``events`` (``"a-b"`` or null), ``forked_from``
     (``"<session>@<commit>"`` from the ``Forked-From`` trailer, or null), ``trailers`` (all).
     """
     t = info.message.fields
@@ -179,6 +180,7 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
         "turn": t.turn,
         "subject": info.message.subject,
         "model": t.model,
+        "tokens": t.tokens,
         "events": info.message.trailers.get("Events"),
         "forked_from": str(t.forked_from) if t.forked_from else None,
         "trailers": dict(info.message.trailers),
@@ -268,10 +270,12 @@ def transcript_item(item: view.Item) -> list[str]:
         out.append(f"  (turn ended: {item.reason}{why})")
     elif isinstance(item, view.TitleChange):
         out.append(f"(title: {item.title})")
+    elif isinstance(item, view.Setting):
+        out.append(f"({item.text})")
     elif isinstance(item, view.Undo):
         out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
     elif isinstance(item, view.Summary):
-        out.append(f"(summary: {item.text})")
+        out.append(f"(summary of the conversation up to turn {item.upto}: {item.text})")
     elif isinstance(item, view.Fork):
         out.append(f"({_fork_text(item)})")
     return out
@@ -307,10 +311,12 @@ def _note(item: view.Item) -> str | None:
         return f"turn {item.turn} ended: {item.reason}{why}"
     if isinstance(item, view.TitleChange):
         return f"title: {item.title}"
+    if isinstance(item, view.Setting):
+        return item.text
     if isinstance(item, view.Undo):
         return f"undo: turn {item.undone}"
     if isinstance(item, view.Summary):
-        return f"summary: {clip(fold(item.text), COMPACT_TOOL_CHARS)}"
+        return f"summary up to turn {item.upto}: {clip(fold(item.text), COMPACT_TOOL_CHARS)}"
     if isinstance(item, view.Fork):
         return _fork_text(item)
     return None

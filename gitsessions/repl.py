@@ -22,6 +22,10 @@ from .session import Session
 from .store import LockWait, SessionStore
 
 if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
+    from .chat.compaction import AutoCompact
+    from .chat.loop import Permit
+    from .chat.tools.toolset import Toolset
+    from .config import Config
     from .redo import Spot
 
 #: ``edit(prompt, text, use_editor)``: the user's edit of ``text`` (None: cancelled).
@@ -73,6 +77,16 @@ class Repl:
         recap: how many earlier turns are shown when a session with turns is opened, at the
             start and by ``/open`` (see :mod:`gitsessions.recap`; 0: none).
         draw_recap: shows a recap's entries (None: as plain lines through ``write``).
+        model: the run's model (``-m``), before the session's ``session/model`` (None: the
+            session's, else the provider's); ``/model`` sets the session's and ends it.
+        config: the settings ``/usage`` and the footer read (each model's window and price).
+        footer: after each reply, one line: model · context used · session tokens.
+        toolset: the opt-in tools offered and their approvals (None: the clock alone); the
+            approvals "for this session" are forgotten when another session is opened.
+        permit: asks the user before a write or a command runs (see
+            :func:`gitsessions.cli.tools.approver`; None: such a call is denied unless approved).
+        compaction: compacts the history before a turn that would fill the model's window
+            (None: never; ``/compact`` still does).
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -83,8 +97,16 @@ class Repl:
                  wait: LockWait | None = None, edit: Edit | None = None,
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
-                 draw_recap: DrawRecap | None = None):
+                 draw_recap: DrawRecap | None = None, model: str | None = None,
+                 config: Config | None = None, footer: bool = False, compaction: AutoCompact | None = None,
+                 toolset: Toolset | None = None, permit: Permit | None = None):
         self.store = store
+        self.model = model
+        self.config = config
+        self.footer = footer
+        self.toolset = toolset
+        self.permit = permit
+        self.compaction = compaction
         self.reply = reply or (lambda: PlainReply(self.write))
         self.copy = copy
         self.recap = recap
@@ -117,6 +139,8 @@ class Repl:
         """Make ``session`` the current one (the one left is closed: what it holds is saved)."""
         if self.session is not None:
             self.session.close()
+        if self.toolset is not None and self.session is not None and self.session.id != session.id:
+            self.toolset.forget()
         self.session = session
         if session.id not in self.visited:
             self.visited.append(session.id)
@@ -125,6 +149,9 @@ class Repl:
         if session.recovered:
             self.write(f"(recovered an interrupted turn of {session.id} from its journal: "
                        f"commit {session.recovered[:7]})\n")
+            from .cli.tools import cut_calls  # a crashed turn only
+
+            self.write("".join(line + "\n" for line in cut_calls(session.events)))
 
     def show_recap(self) -> None:
         """Show where the current session's conversation was: its last :attr:`recap` turns."""
@@ -175,12 +202,29 @@ class Repl:
         """Send ``prompt`` and show the reply as it streams (:attr:`reply`); the turn is saved whatever happens."""
         assert self.session is not None
         from .chat.loop import run_turn
+        from .request import offered_tools
 
+        if self.compaction is not None:
+            note = self.compaction.before_turn(self.session, self.provider, prompt, self.window(),
+                                               model=self.model or self.session.model)
+            if note:
+                self.write(f"({note})\n")
+        tools, _note = offered_tools(getattr(self.provider, "calls_tools", True), None)
         view = self.reply()
+        ask = self.permit
+
+        def permit(call: Any) -> str:  # asked below the reply so far
+            assert ask is not None
+            view.pause()
+            return ask(call)
+
         try:
             try:
                 result = run_turn(self.session, self.provider, prompt, system=self.system,
-                                  max_steps=self.max_steps, on_text=view.text, on_tool=view.tool)
+                                  max_steps=self.max_steps, tools=tools, toolset=self.toolset,
+                                  permit=permit if ask is not None else None,
+                                  model=self.model or self.session.model, options=self.session.options,
+                                  on_text=view.text, on_tool=view.tool)
             finally:
                 ended_line = view.end()  # whatever happened: the reply shown ends its line
         except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back
@@ -197,6 +241,24 @@ class Repl:
             self.write(f"error: {result.error}\n(the prompt is saved; send another message to go on)\n")
         elif result.reason == "max-steps":
             self.write(f"(stopped after {self.max_steps} model requests in one turn)\n")
+        if self.footer:
+            from .usage import footer
+
+            self.write(footer(self.current_model(), self.session.events, self.window()) + "\n")
+
+    def current_model(self) -> str:
+        """The model the next request goes to: the run's (``-m``), else the session's, else the provider's."""
+        return self.model or (self.session.model if self.session else None) or self.provider.model
+
+    def window(self) -> int | None:
+        """The context window of :meth:`current_model`: the config's, else the server's, else None (unknown)."""
+        from .usage import context_window
+
+        model = self.current_model()
+        known = self.config.models.get(model) if self.config is not None else None
+        ask = getattr(self.provider, "server_window", None)
+        server = ask() if ask is not None and (known is None or known.context is None) else None
+        return context_window(self.config, model, server) if self.config is not None else server
 
     def command(self, line: str) -> bool:
         """Run a slash command (see :mod:`gitsessions.slash`); return False when the REPL should end."""

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NewType, Protocol
 
-from .commitmsg import CommitMessage
+from .commitmsg import CommitMessage, Trailers
 from .errors import InvalidSessionId, SessionExists
+from .request import options_text
 from .text import case_variant
-from .transcript import derived
+from .transcript import Derivation, derived
+from .usage import tokens_of
 
 if TYPE_CHECKING:
     from .events import Event
@@ -241,82 +243,13 @@ class Lineage:
         return f"{self.session_id}@{self.commit}"
 
 
-#: Longest ``Title`` trailer, characters (the title itself is unbounded).
-TITLE_TRAILER_MAX = 200
-
-
-_EVENTS_RE = re.compile(r"(\d+)-(\d+)")
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class Trailers:
-    """The trailers gs writes, typed (so ``gs list`` and ``gs log`` never read blobs).
-
-    Attributes:
-        session: ``Session``: the session the commit was made in.
-        turn: ``Turn``: the number of the last turn started (0 before the first).
-        model: ``Model``: the model of the last reply saved in this commit.
-        events: ``Events: a-b``: the seq range (inclusive) this commit added.
-        messages: ``Messages``: how many messages the model would see.
-        title: ``Title``: the session title (at most :data:`TITLE_TRAILER_MAX` characters).
-        forked_from: ``Forked-From``: the lineage, carried by every commit of a fork.
-        imported_from: ``Imported-From``: the file an import read.
-    """
-
-    session: str | None = None
-    turn: int | None = None
-    model: str | None = None
-    events: tuple[int, int] | None = None
-    messages: int | None = None
-    title: str | None = None
-    forked_from: Lineage | None = None
-    imported_from: str | None = None
-
-    @classmethod
-    def parse(cls, trailers: Mapping[str, str]) -> Trailers:
-        """Read the typed view of a commit's trailers; a malformed value reads as missing."""
-        get = trailers.get
-        events = None
-        m = _EVENTS_RE.fullmatch(get("Events", ""))
-        if m and int(m.group(2)) >= int(m.group(1)):
-            events = (int(m.group(1)), int(m.group(2)))
-        lineage = None
-        if forked := get("Forked-From"):
-            try:
-                lineage = Lineage.parse(forked)
-            except ValueError:
-                pass
-        return cls(session=get("Session") or None, turn=_int(get("Turn")), model=get("Model") or None,
-                   events=events, messages=_int(get("Messages")), title=get("Title") or None,
-                   forked_from=lineage, imported_from=get("Imported-From") or None)
-
-    def format(self) -> dict[str, str]:
-        """Return the trailers as git writes them, in gs's order (missing values left out)."""
-        out: dict[str, str] = {}
-        if self.session is not None:
-            out["Session"] = self.session
-        if self.turn is not None:
-            out["Turn"] = str(self.turn)
-        if self.model:
-            out["Model"] = self.model
-        if self.events is not None:
-            out["Events"] = f"{self.events[0]}-{self.events[1]}"
-        if self.messages is not None:
-            out["Messages"] = str(self.messages)
-        if self.title:
-            out["Title"] = self.title[:TITLE_TRAILER_MAX]
-        if self.forked_from is not None:
-            out["Forked-From"] = str(self.forked_from)
-        if self.imported_from:
-            out["Imported-From"] = self.imported_from
-        return out
+#: The subject of a save that changes a setting, from the log after it.
+_SETTINGS: dict[str, Callable[[Derivation], str]] = {
+    "session/title": lambda log: f"title: {log.title}",
+    "session/system": lambda log: f"system prompt: {log.system or '(none)'}",
+    "session/model": lambda log: f"model: {log.model}",
+    "session/options": lambda log: f"options: {options_text(log.options) or '(the server defaults)'}",
+}
 
 
 #: What kind of save a commit is: a turn (or any save of new events, a recovery too), an
@@ -333,7 +266,9 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
     nothing here can bring a secret back into history.
 
     Subjects (design.md): a turn ``turn N: <first line of the prompt>``, else ``title: T``,
-    ``system prompt: S``, ``undo: turn N`` or ``save: <event types>``; an import ``import: <source>``; a fork
+    ``system prompt: S``, ``model: M``, ``options: temperature=0.2``, ``compact: the
+    conversation up to turn N``, ``undo: turn N`` or
+    ``save: <event types>``; an import ``import: <source>``; a fork
     ``fork: <id> from <source or session> at <short commit>[ (<why>)]``. Trailers: see
     :class:`Trailers` (a fork adds no events, so it has no ``Events`` and no ``Model``).
 
@@ -377,17 +312,24 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
             first, prompt = prompts[0]
             numbers = f"turn {first}" if prompts[-1][0] == first else f"turns {first}-{prompts[-1][0]}"
             subject = f"{numbers}: " + (prompt.strip().split("\n", 1)[0] or "(empty prompt)")
-        elif named := next((e.type for e in new if e.type in ("session/title", "session/system")), None):
-            subject = f"title: {title}" if named == "session/title" else f"system prompt: {log.system or '(none)'}"
+        elif named := next((e.type for e in new if e.type in _SETTINGS), None):
+            subject = _SETTINGS[named](log)
+        elif summary := next((e for e in new if e.type == "compaction/summary"), None):
+            upto = summary.data.get("through")
+            covered = log.turns[upto] if isinstance(upto, int) and 0 <= upto < len(log.turns) else turn
+            subject = f"compact: the conversation up to turn {covered}"
         elif any(e.type == "session/undo" for e in new):
             subject = "undo: turn " + ", ".join(str(e.data.get("turn")) for e in new if e.type == "session/undo")
         else:
             subject = "save: " + ", ".join(sorted({e.type for e in new}))
-    models = [e.data.get("model") for e in new if e.type == "assistant/message" and e.data.get("model")]
+    models = [e.data.get("model") for e in new if e.type in ("assistant/message", "session/model")
+              and e.data.get("model")]
+    tokens = tokens_of(new)
     trailers = Trailers(
         session=session_id,
         turn=turn,
         model=str(models[-1]) if models else None,
+        tokens=tokens.total if tokens.requests else None,
         events=(new[0].seq, new[-1].seq) if new else None,
         messages=len(log.messages()),
         title=title or None,

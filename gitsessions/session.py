@@ -134,6 +134,16 @@ class Session:
         return derive_messages(self.events)
 
     @property
+    def model(self) -> str | None:
+        """The model the last ``session/model`` chose (None: none; the run's default)."""
+        return derived(self.events).model
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The request options in effect (``session/options``; see :mod:`gitsessions.request`)."""
+        return derived(self.events).options
+
+    @property
     def next_turn(self) -> int:
         """The number the next turn gets (1-based; see :func:`gitsessions.turns.next_turn`)."""
         return derived(self.events).next_turn
@@ -278,6 +288,41 @@ class Session:
         if content.strip() == derived(self.events).system.strip():
             return None
         return self._save_one("session/system", {"content": text})
+
+    def set_model(self, model: str) -> str | None:
+        """Save ``model`` as the model of the next requests (a ``session/model`` event); commit it.
+
+        Returns:
+            The commit, or None when it is the session's model already.
+
+        Raises:
+            NothingToSave: the name is empty.
+        """
+        model = model.strip()
+        if not model:
+            raise NothingToSave("a model needs a name; /models lists what the server offers")
+        if model == derived(self.events).model:
+            return None
+        return self._save_one("session/model", {"model": model})
+
+    def set_options(self, options: dict[str, Any]) -> str | None:
+        """Save the request options in effect from now on (a ``session/options`` event, all of them); commit it.
+
+        Args:
+            options: every option to send (``{}``: the server's defaults); see :mod:`gitsessions.request`.
+
+        Returns:
+            The commit, or None when these are the options already.
+        """
+        if options == derived(self.events).options:
+            return None
+        return self._save_one("session/options", {"options": options})
+
+    def compacted(self, data: dict[str, Any]) -> str:
+        """Commit a ``compaction/summary`` with ``data`` (see :mod:`gitsessions.chat.compaction`); return the commit."""
+        commit = self._save_one("compaction/summary", data)
+        assert commit is not None  # an event is pending
+        return commit
 
     def _save_one(self, type: str, data: dict[str, Any]) -> str | None:
         """Append one event outside a turn (a title, an undo) and commit it at once.

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from . import slash_settings
 from .errors import GitSessionsError, SessionExists
 from .render import local_time, plural
 from .rules import new_session_id, taken_by
 from .session import fork
+from .slash_compact import compact_command
 from .store import Revision
 
 if TYPE_CHECKING:  # /retry and /tree are imported when first used: not before the prompt
@@ -42,7 +44,14 @@ a git commit.
   /fork <new>    copy the current session (at its tip) into a new session and switch
   /log           the current session's saves, newest first
   /title <text>  set the session title (any Unicode)
+  /system [text] show or set the system prompt (/system --clear removes it); saved
+  /model [name]  show or switch the model of the next turns (saved in the session)
+  /models        the models the server offers
+  /set [k [v]]   show or set request options (temperature, top_p, max_tokens, seed); saved
+  /usage         tokens of this turn and session, context used of the window, cost
   /undo          drop the last turn from what the model sees (the log keeps it)
+  /compact [how] replace the conversation so far with the model's summary of it, in what the
+                 model sees (the log keeps every message); [how]: what the summary should keep
   /copy          put the last reply on the clipboard (wl-copy, xclip, xsel or pbcopy)
   /save          save now (turns are saved as they finish; this confirms the tip)
   /exit          leave (also /quit, Ctrl+D)
@@ -309,5 +318,7 @@ def sessions(repl: Repl) -> None:
 COMMANDS: dict[str, Callable[[Repl, str], bool | None]] = {
     "/help": _help, "/new": _new, "/sessions": lambda repl, _arg: sessions(repl), "/open": _open,
     "/retry": retry, "/edit": edit_turn, "/tree": _tree, "/fork": _fork, "/log": _log, "/title": _title,
-    "/undo": _undo, "/copy": _copy, "/save": _save, "/exit": _leave, "/quit": _leave,
+    "/system": slash_settings.system, "/model": slash_settings.model, "/models": slash_settings.models,
+    "/set": slash_settings.options, "/usage": slash_settings.usage,
+    "/undo": _undo, "/compact": compact_command, "/copy": _copy, "/save": _save, "/exit": _leave, "/quit": _leave,
 }

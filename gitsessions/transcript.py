@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from .events import Event, clean_text
+from .request import options_of
 from .turns import turn_count, turn_number
 
 __all__ = [
     "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "closing_events", "derive_messages", "open_turn",
-    "title_of", "turn_count", "undone_turns",
+    "summary_through", "title_of", "turn_count", "undone_turns",
 ]
 
 #: ``tool/result.error_code`` for a call the assistant asked for that never started.
@@ -29,6 +30,9 @@ NOT_STARTED = "not_started"
 OUTCOME_UNKNOWN = "outcome_unknown"
 #: ``tool/result.error_code`` for a call skipped because the user cancelled the reply.
 CANCELLED = "cancelled"
+
+#: What the summary of a ``compaction/summary`` is sent after, as a user message.
+SUMMARY_LEAD = "Summary of the conversation so far:\n"
 
 _SYNTHETIC_CONTENT = {
     NOT_STARTED: "error: this tool call was never run (the turn ended before it started).",
@@ -45,6 +49,14 @@ def undone_turns(events: Sequence[Event]) -> set[int]:
     return {e.data["turn"] for e in events if e.type == "session/undo" and isinstance(e.data.get("turn"), int)}
 
 
+def summary_through(ev: Event) -> int:
+    """Return the seq of the last event a ``compaction/summary`` covers: its ``through``, else the one before it."""
+    through = ev.data.get("through")
+    if isinstance(through, int) and not isinstance(through, bool) and 0 <= through < ev.seq:
+        return through
+    return ev.seq - 1
+
+
 def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
     """Derive the chat-completions ``messages`` list from a session's events.
 
@@ -59,11 +71,13 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
         ``{"role": "assistant", "content": str, "tool_calls": [...]}`` (``tool_calls``
         only when non-empty, in the API's ``{"id", "type": "function", "function": {"name",
         "arguments"}}`` shape) and ``{"role": "tool", "tool_call_id": str, "content": str}``.
-        A ``compaction/summary`` replaces what it covers with one user message holding the
-        summary. Undone turns are left out. The last ``session/system`` (a setting: no undo
-        drops it) is the first message, ``{"role": "system", "content": str}``; an empty one
-        removes it. The dicts may be shared with later calls: read
-        them, do not change them.
+        A ``compaction/summary`` replaces the messages of the events it covers (up to its
+        ``through``, a seq; all before it when it names none) with one user message holding
+        the summary; a summary of a turn that a later ``session/undo`` drops is void (the model
+        would see the dropped turn through it). Undone turns are left out. The last
+        ``session/system`` (a setting: no undo drops it) is the first message, ``{"role":
+        "system", "content": str}``; an empty one removes it. The dicts may be shared with
+        later calls: read them, do not change them.
     """
     return derived(events).messages()
 
@@ -83,6 +97,8 @@ class Derivation:
         turn: the number of the last turn started (0 before the first; see :mod:`gitsessions.turns`).
         turns: the turn of each event taken, in order.
         title: :func:`title_of` the events taken.
+        model: the model the last ``session/model`` chose (None: none did; the run's default).
+        options: the request options of the last ``session/options`` (see :mod:`gitsessions.request`).
     """
 
     def __init__(self, undone: set[int]):
@@ -91,9 +107,14 @@ class Derivation:
         self.turn = 0
         self.turns: list[int] = []
         self.title = ""
+        self.model: str | None = None
+        self.options: dict[str, Any] = {}
         self._top: int | None = None  # the highest turn number started
         self._system: dict[str, Any] | None = None  # the system message of the last session/system
         self._messages: list[dict[str, Any]] = []
+        self._origins: list[int] = []  # the seq of the event each message comes from (a tool's: its call's)
+        self._asked = -1  # the seq of the assistant message the pending calls belong to
+        self._undone_before: set[int] = set()  # the turns undone by the events taken
         self._pending: list[str] = []  # call ids awaiting a result, in call order
         self._results: dict[Any, str] = {}
         self._started: set[str] = set()  # pending calls a tool/call event shows began
@@ -125,7 +146,9 @@ class Derivation:
         return out
 
     def _flush(self) -> None:
-        self._messages += self._answers()
+        answers = self._answers()
+        self._messages += answers
+        self._origins += [self._asked] * len(answers)
         self._pending.clear()
         self._results.clear()
         self._started.clear()
@@ -143,12 +166,22 @@ class Derivation:
         if ev.type == "session/system":  # a setting, not part of a turn: an undo leaves it
             system = clean_text(str(ev.data.get("content", "")))
             self._system = {"role": "system", "content": system} if system.strip() else None
+        elif ev.type == "session/model":  # settings too: what the next requests send besides messages
+            self.model = clean_text(str(ev.data.get("model") or "")).strip() or None
+        elif ev.type == "session/options":
+            self.options = options_of(ev.data.get("options"))
+        elif ev.type == "session/undo" and isinstance(ev.data.get("turn"), int):
+            self._undone_before.add(ev.data["turn"])
+        elif ev.type == "compaction/summary":  # it stands for the turns it covers, not for its own
+            self._summarize(ev)
+            return
         if ev.type == "turn/start" or self.turn in self.undone:
             return
         d = ev.data
         if ev.type == "user/message":
             self._flush()
             self._messages.append({"role": "user", "content": clean_text(str(d.get("content", "")))})
+            self._origins.append(ev.seq)
         elif ev.type == "assistant/message":
             self._flush()
             calls: list[dict[str, Any]] = []
@@ -178,7 +211,9 @@ class Derivation:
             if calls:
                 msg["tool_calls"] = calls
             self._messages.append(msg)
+            self._origins.append(ev.seq)
             self._pending.extend(c["id"] for c in calls)
+            self._asked = ev.seq
         elif ev.type == "tool/call":
             cid = d.get("id")
             if isinstance(cid, str) and clean_text(cid) in self._pending:
@@ -188,11 +223,24 @@ class Derivation:
             cid = clean_text(cid) if isinstance(cid, str) else cid
             if cid in self._pending and cid not in self._results:
                 self._results[cid] = clean_text(str(d.get("content", "")))
-        elif ev.type == "compaction/summary":
-            self._flush()
-            self._messages.clear()
-            summary = clean_text(str(d.get("summary", "")))
-            self._messages.append({"role": "user", "content": "Summary of the conversation so far:\n" + summary})
+
+    def _summarize(self, ev: Event) -> None:
+        """Take a ``compaction/summary``: the messages of the events it covers give way to it.
+
+        A tool message goes with the call it answers (kept or replaced together), so what is
+        left is a valid transcript wherever ``through`` falls.
+        """
+        through = summary_through(ev)
+        if set(self.turns[:through + 1]) & (self.undone - self._undone_before):
+            return  # a turn it covers was undone after it: what it covers is sent as the log has it
+        if self._asked <= through:  # the calls still unanswered are replaced with the message asking
+            self._pending.clear()
+            self._results.clear()
+            self._started.clear()
+        keep = [i for i, origin in enumerate(self._origins) if origin > through]
+        summary = {"role": "user", "content": SUMMARY_LEAD + clean_text(str(ev.data.get("summary", "")))}
+        self._messages = [summary, *(self._messages[i] for i in keep)]
+        self._origins = [ev.seq, *(self._origins[i] for i in keep)]
 
     def derives(self, events: Sequence[Event]) -> bool:
         """True when ``events`` begins with the events taken.

@@ -9,7 +9,7 @@ Shown: the start of each turn (and whether ``session/undo`` dropped it), user an
 messages (tool calls, ``interrupted``), the system prompt where ``session/system`` set it,
 tool results (``is_error``, error code), messages an import kept aside (``import/message``:
 stored, never sent to the model), and notes: a turn that ended other than ``completed``, a
-title change, an undo, a fork, a compaction summary.
+title change, a model or options set, an undo, a fork, a compaction summary.
 Not shown: ``step/*``, ``tool/call`` (the call is shown with its assistant message) and a
 completed ``turn/end``.
 
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import IMPORTED_MESSAGE, Event
-from .transcript import undone_turns
+from .request import options_of, options_text
+from .transcript import summary_through, undone_turns
 from .turns import turn_number
 
 
@@ -158,6 +159,17 @@ class Undo(Note):
 
 
 @dataclass(frozen=True)
+class Setting(Note):
+    """A setting of the next requests: a model (``session/model``) or request options (``session/options``).
+
+    Attributes:
+        text: what was set, in words (``model: gpt-4o``, ``options: temperature=0.2``).
+    """
+
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class Fork(Note):
     """A ``session/fork`` event.
 
@@ -170,13 +182,15 @@ class Fork(Note):
 
 @dataclass(frozen=True)
 class Summary(Note):
-    """A compaction summary: what the model sees instead of the conversation before it.
+    """A compaction summary: what the model sees instead of the conversation up to where it ends.
 
     Attributes:
         text: the summary.
+        upto: the turn of the last event it covers (its ``through``; all before it when it names none).
     """
 
     text: str = ""
+    upto: int = 0
 
 
 def _text(value: Any) -> str:
@@ -190,7 +204,7 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _item(ev: Event, turn: int, undone: set[int]) -> Item | None:
+def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item | None:
     d, base = ev.data, (ev.seq, ev.time, turn, ev.type)
     t = ev.type
     if t == "turn/start":
@@ -215,6 +229,10 @@ def _item(ev: Event, turn: int, undone: set[int]) -> Item | None:
         return TurnEnd(*base, reason=_text(d.get("reason")), error=_text(error) if error else None)
     if t == "session/system":
         return Message(*base, role="system", text=_text(d.get("content")))
+    if t == "session/model":
+        return Setting(*base, text=f"model: {_text(d.get('model'))}")
+    if t == "session/options":
+        return Setting(*base, text=f"options: {options_text(options_of(d.get('options'))) or 'the server defaults'}")
     if t == "session/title":
         return TitleChange(*base, title=_text(d.get("title")))
     if t == "session/undo":
@@ -223,7 +241,8 @@ def _item(ev: Event, turn: int, undone: set[int]) -> Item | None:
     if t == "session/fork":
         return Fork(*base, details=tuple(d.items()))
     if t == "compaction/summary":
-        return Summary(*base, text=_text(d.get("summary")))
+        through = summary_through(ev)
+        return Summary(*base, text=_text(d.get("summary")), upto=turns[through] if 0 <= through < len(turns) else 0)
     if t == IMPORTED_MESSAGE:
         return Message(*base, role=_text(d.get("role")) or "?", text=_text(d.get("content")), imported=True)
     return None
@@ -242,10 +261,12 @@ def items(events: Sequence[Event]) -> list[Item]:
     undone = undone_turns(events)
     out: list[Item] = []
     turn = 0
+    turns: list[int] = []  # the turn of each event so far
     for ev in events:
         if ev.type == "turn/start":
             turn = turn_number(ev.data, turn)
-        item = _item(ev, turn, undone)
+        turns.append(turn)
+        item = _item(ev, turn, undone, turns)
         if item is not None:
             out.append(item)
     return out

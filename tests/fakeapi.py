@@ -67,6 +67,8 @@ class Reply:
     stall_s: float = 0.0
     garbage: str = ""
     headers: dict[str, str] = field(default_factory=dict)
+    #: The usage the reply reports (None: counted from the request, see ``_usage``).
+    usage: dict[str, Any] | None = None
 
     def content_pieces(self) -> list[str]:
         """The content split into streamed pieces of ``chunk_size`` characters."""
@@ -105,10 +107,11 @@ class Reply:
 
 
 def text(
-    content: str, *, chunk_size: int = 4, delay: float = 0.0, finish_reason: str | None = "stop"
+    content: str, *, chunk_size: int = 4, delay: float = 0.0, finish_reason: str | None = "stop",
+    usage: dict[str, Any] | None = None,
 ) -> Reply:
-    """Stream ``content`` in pieces of ``chunk_size`` characters, ``delay`` seconds apart."""
-    return Reply(content=content, chunk_size=chunk_size, delay=delay, finish_reason=finish_reason)
+    """Stream ``content`` in pieces of ``chunk_size`` characters, ``delay`` seconds apart; ``usage`` reported."""
+    return Reply(content=content, chunk_size=chunk_size, delay=delay, finish_reason=finish_reason, usage=usage)
 
 
 def tool_calls(*calls: tuple[str, str, str] | tuple[str, str], content: str = "") -> Reply:
@@ -256,12 +259,14 @@ class FakeChatServer:
             including rejected ones (bad auth, invalid transcript).
         connections: TCP connections accepted (a client that keeps its connection alive
             sends several requests on one).
+        props: what ``GET /props`` answers, as llama.cpp's server does (None: 404, as others do).
     """
 
     def __init__(self) -> None:
         self.base_url = ""
         self.requests: list[dict] = []
         self.connections = 0
+        self.props: dict | None = None
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -336,7 +341,9 @@ def _plain_text(content: Any) -> str:
     return content or ""
 
 
-def _usage(messages: list[dict], reply: Reply) -> dict[str, int]:
+def _usage(messages: list[dict], reply: Reply) -> dict[str, Any]:
+    if reply.usage is not None:
+        return reply.usage
     prompt = sum(len(_plain_text(m.get("content")).split()) + 4 for m in messages)
     completion = len(reply.content_pieces()) + 8 * len(reply.calls) + 1
     return {
@@ -416,6 +423,9 @@ class _Handler(BaseHTTPRequestHandler):
     # ---- routes
 
     def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/props" and self.fake.props is not None:
+            self._send_json(200, self.fake.props)  # llama.cpp's server settings (n_ctx: its window)
+            return
         if self.path.rstrip("/") != "/v1/models":
             self._send_error(404, f"Unknown path {self.path}", "invalid_request_error")
             return

@@ -52,6 +52,7 @@ class ScriptedProvider:
     Attributes:
         model: the model name (the loop stores it when a completion names none).
         requests: ``(messages, tools)`` of each request, deep-copied when made.
+        settings: the ``model`` and ``options`` each request was given (``{}``: none).
         closed: how many streams were closed (finished, failed or abandoned).
     """
 
@@ -59,16 +60,18 @@ class ScriptedProvider:
         self.model = model
         self.replies: deque[list[Item]] = deque(replies)
         self.requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = []
+        self.settings: list[dict[str, Any]] = []
         self.closed = 0
 
     def script(self, *replies: list[Item]) -> None:
         """Queue more replies."""
         self.replies.extend(replies)
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-               ) -> Iterator[TextDelta | Completion]:
-        """Record the request and return the next reply as a stream."""
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+               **request: Any) -> Iterator[TextDelta | Completion]:
+        """Record the request (its ``model`` and ``options`` in :attr:`settings`); play the next reply."""
         self.requests.append((copy.deepcopy(messages), copy.deepcopy(tools)))
+        self.settings.append(copy.deepcopy(request))
         if self.replies:
             reply = self.replies.popleft()
         else:

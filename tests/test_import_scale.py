@@ -145,7 +145,7 @@ def test_a_progress_bar_on_a_terminal_only_and_one_summary(gs, gs_env, tmp_path)
     assert "2 files, 4 sessions written, 6 turns, 0 skipped" in child.before
     r = gs("import", *files)  # not a terminal: the lines alone
     assert r.code == 0 and "importing" not in r.err and "━" not in r.err
-    assert r.err.splitlines() == ["2 files, nothing new, 0 skipped"]
+    assert r.err.splitlines() == ["nothing new", "2 files, 0 sessions written, 0 turns, 0 skipped"]
 
 
 def test_a_conversation_in_two_files_of_one_import_is_found_from_the_first(gs, git, tmp_path):

@@ -192,3 +192,31 @@ def test_a_repo_reached_through_a_symbolic_link_is_checked_where_it_is(gs, repo_
     assert gs("doctor").code == 1
     assert gs("doctor", "--fix").code == 0
     assert stat.S_IMODE(repo_path.stat().st_mode) == 0o700
+
+
+def test_what_a_hook_writes_in_the_repo_is_private_too(gs, repo_path, tmp_path):
+    """A user's post-commit hook that packs the repo with plain git makes no readable pack."""
+    assert gs("ask", "work", "one").code == 0
+    hook = repo_path / "hooks" / "post-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text('#!/bin/sh\ngit --git-dir="$GIT_DIR" repack -adq && echo packed > "$GIT_DIR/packed-by-hook"\n')
+    hook.chmod(0o700)
+    assert gs("ask", "work", "two").code == 0
+    assert (repo_path / "packed-by-hook").exists()
+    assert list((repo_path / "objects" / "pack").glob("*.pack"))
+    assert find(repo_path, "-perm", "/077") == []
+
+
+def test_doctor_names_a_symbolic_link_that_leads_out_of_the_repo(gs, repo_path, tmp_path):
+    assert gs("ask", "work", "one").code == 0
+    outside = tmp_path / "shared-folder" / "history"
+    outside.parent.mkdir()
+    outside.write_text("")
+    (repo_path / "gs" / "prompt-history").unlink(missing_ok=True)
+    (repo_path / "gs" / "prompt-history").symlink_to(outside)
+    (repo_path / "gs" / "inside").symlink_to(repo_path / "HEAD")  # one that stays inside is fine
+    r = gs("doctor")
+    assert r.code == 1
+    assert f"{repo_path / 'gs' / 'prompt-history'} is a symbolic link to {outside}" in r.out
+    assert "inside" not in r.out
+    assert gs("doctor", "--fix").code == 1 and (repo_path / "gs" / "prompt-history").is_symlink()  # named, kept

@@ -3,11 +3,19 @@ committed, and no git object holds them."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
+import sys
 
+import pytest
 from fakeapi import drop, text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_pty import chat_env, spawn_chat  # noqa: F401 (fixtures: a gs chat in a pty)
 
-from gitsessions.redact import PATTERNS, Redactor, from_environment
+from gitsessions import redact
+from gitsessions.redact import PATTERNS, Redactor, StreamRedactor, from_environment
 
 KEY = "test-key-0123456789abcdef"  # the OPENAI_API_KEY the gs runs use here
 SK = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
@@ -71,3 +79,229 @@ def test_redactor_unit():
     nested = Redactor({}, PATTERNS).value({"x": [SK, {"y": GHP}], "n": 3})
     assert nested == {"x": ["[REDACTED:api-key]", {"y": "[REDACTED:github-token]"}], "n": 3}
     assert Redactor({}, PATTERNS).text("ask-me about sk-short") == "ask-me about sk-short"
+
+
+# -- the detector set (issue 16 item 3) -----------------------------------------------------
+
+#: One of each shape issue 16 lists, by the kind its replacement names; none is real (each
+#: is built from pieces so that no scanner takes this file for a leak).
+SHAPES = {
+    "slack-token": "xoxb-" + "1234567890-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx",
+    "google-api-key": "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+    "stripe-access-key": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "anthropic-api-key": "sk-ant-api03-" + "Xy12Ab34Cd56Ef78Gh90Ij12Kl34Mn56",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+    "url-password": "S3cretPassw0rd",  # in postgres://admin:<it>@db.example.com/app
+    "assigned-secret": "hunter2hunter2",  # in password = "<it>"
+    "github-token": "ghp_" + "a1B2c3D4e5" * 4,
+    "aws-access-key": "AKIA" + "IOSFODNN7EXAMPL3",
+    "private-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+    "api-key": "sk-proj-" + "abc123DEF456ghi789JKL012mno",
+    "high-entropy-string": "Zx8Qp2Lm9Rt4Vb7" + "Nc1Kd5Hf3Js6Ga0Wq",
+}
+#: Each shape in the text it comes in.
+IN_TEXT = {**{kind: f"here: {value} ok" for kind, value in SHAPES.items()},
+           "url-password": f"db at postgres://admin:{SHAPES['url-password']}@db.example.com/app ok",
+           "assigned-secret": f'config: password = "{SHAPES["assigned-secret"]}" ok'}
+#: What stays as it is: prose, code, hex commit ids, paths, UUIDs, identifiers.
+ORDINARY = [
+    "The commit 3f2a9c1d4e5b6a7f8091a2b3c4d5e6f7a8b9c0d1 fixed it; see abc1234 and 9fceb02.",
+    "Open /home/alice/Projects/gitsessions2/README.md or https://github.com/Owner/Repo2/blob/main/src/File.py",
+    "The password is something you choose: password = input('Password: ') or password = getpass()",
+    "if password == secret_value: return; api_key = os.environ['OPENAI_API_KEY']",
+    "uuid 123e4567-e89b-12d3-a456-426614174000, base64 SGVsbG8gd29ybGQ= and sha256 " + "ab12" * 16,
+    "internationalization, ConfigurationManagerFactory2, task-runner-configuration-files-and-more",
+    "MyVeryLongCamelCaseIdentifierName123 and get_user_by_id_and_name_v2 at 127.0.0.1:8080",
+    "The secret: keep it short. Here is the key: nothing at all. sk-short, AKIA lowercase.",
+]
+
+
+def test_every_listed_shape_is_replaced_by_its_kind():
+    r = from_environment({})
+    for kind, sample in IN_TEXT.items():
+        out = r.text(sample)
+        assert f"[REDACTED:{kind}]" in out, (kind, out)
+        assert SHAPES[kind] not in out and out.endswith(" ok"), (kind, out)
+    assert r.text(IN_TEXT["url-password"]) == "db at postgres://admin:[REDACTED:url-password]@db.example.com/app ok"
+    assert r.text(IN_TEXT["assigned-secret"]) == 'config: password = "[REDACTED:assigned-secret]" ok'
+    assert r.text("PASSWORD=hunter2x then") == "PASSWORD=[REDACTED:assigned-secret] then"
+
+
+def test_ordinary_text_is_left_alone():
+    r = from_environment({})
+    for sample in ORDINARY:
+        assert r.text(sample) == sample
+
+
+def test_the_detectors_are_those_of_detect_secrets():
+    from detect_secrets.plugins.slack import SlackDetector
+
+    from gitsessions.detectors import library_shapes
+
+    slack = [s.rx for s in library_shapes() if s.name == "slack-token"]
+    assert slack == list(SlackDetector().denylist)  # its regexes, not a copy of them
+    assert "assigned-secret" in {s.name for s in library_shapes()}
+
+
+def _shapes_in_a_new_process(cache) -> dict:
+    code = ("import json, sys; from pathlib import Path; from gitsessions.detectors import library_shapes; "
+            f"shapes = library_shapes(Path({str(cache)!r})); "
+            "print(json.dumps({'imported': 'detect_secrets' in sys.modules, "
+            "'shapes': [[s.name, s.rx.pattern, s.rx.flags, s.group, s.near] for s in shapes]}))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(run.stdout)
+
+
+def test_the_detector_set_is_read_from_the_library_once_then_from_its_cache(tmp_path):
+    from gitsessions.detector_cache import library_key
+
+    cache = tmp_path / "cache" / "detectors.json"
+    first = _shapes_in_a_new_process(cache)
+    assert first["imported"] and cache.exists()
+    assert cache.stat().st_mode & 0o777 == 0o600
+    again = _shapes_in_a_new_process(cache)
+    assert not again["imported"]  # nor requests, nor the rest it brings
+    assert again["shapes"] == first["shapes"]
+    assert json.loads(cache.read_text())["key"] == library_key()
+
+
+def test_a_stale_or_damaged_detector_cache_is_read_again_from_the_library(tmp_path):
+    cache = tmp_path / "detectors.json"
+    fresh = _shapes_in_a_new_process(cache)["shapes"]
+    stale = json.loads(cache.read_text())
+    stale["key"] = "another version of detect-secrets"
+    stale["data"]["regexes"] = []
+    for body in (json.dumps(stale), "{not json", ""):
+        cache.write_text(body)
+        again = _shapes_in_a_new_process(cache)
+        assert again["imported"] and again["shapes"] == fresh
+        assert json.loads(cache.read_text())["data"]["regexes"]  # written back whole
+    cache.unlink()
+    cache.mkdir()  # cannot be read nor replaced: the shapes still come, nothing is kept
+    assert _shapes_in_a_new_process(cache)["shapes"] == fresh
+
+
+def _streamed(redactor, chunks) -> str:
+    stream = StreamRedactor(redactor)
+    return "".join(stream.feed(c) for c in chunks) + stream.flush()
+
+
+def test_a_shape_split_at_every_position_is_never_released():
+    r = from_environment({})
+    for kind in ("slack-token", "assigned-secret", "high-entropy-string", "url-password"):
+        text = "lead-in text, " + IN_TEXT[kind] + " and the rest of the reply."
+        whole = r.text(text)
+        for at in range(1, len(text)):
+            stream = StreamRedactor(r)
+            first = stream.feed(text[:at])
+            assert SHAPES[kind][:6] not in first or text.index(SHAPES[kind]) + 6 > at, (kind, at, first)
+            out = first + stream.feed(text[at:]) + stream.flush()
+            assert out == whole, (kind, at)
+    for kind, text in IN_TEXT.items():  # and one character at a time
+        released = []
+        stream = StreamRedactor(r)
+        for ch in text:
+            released.append(stream.feed(ch))
+            assert SHAPES[kind].splitlines()[0][:8] not in "".join(released), kind
+        assert "".join(released) + stream.flush() == r.text(text), kind
+    for text in ORDINARY:
+        assert _streamed(r, [text[i:i + 3] for i in range(0, len(text), 3)]) == text
+
+
+def test_every_shape_stays_out_of_objects_journal_and_model_request(gs, git, repo_path, fake_api):
+    prompt = "\n".join(IN_TEXT.values())
+    fake_api.script(text("you said:\n" + prompt, chunk_size=3))
+    assert gs("ask", "shapes", prompt).code == 0
+    fake_api.script(drop("cut off: " + prompt))  # a reply cut mid-stream goes through the journal
+    gs("ask", "shapes", "again")
+    journals = b"".join(p.read_bytes() for p in (repo_path / "gs").rglob("*.jsonl"))
+    gs("gc")
+    stored = _all_object_bytes(repo_path) + journals
+    sent = json.dumps(fake_api.requests)
+    for kind, secret in SHAPES.items():
+        piece = secret.splitlines()[-2] if kind == "private-key" else secret
+        assert piece.encode() not in stored, kind
+        assert piece not in sent, kind
+    shown = gs("show", "shapes", "--format", "json").json()["messages"]
+    for kind in SHAPES:
+        assert f"[REDACTED:{kind}]" in shown[0]["content"] and f"[REDACTED:{kind}]" in shown[1]["content"], kind
+    git("fsck", "--strict")
+
+
+def test_every_shape_stays_out_of_the_prompt_history(spawn_chat, fake_api, repo_path):  # noqa: F811
+    from test_pty import PROMPT, finish
+
+    child = spawn_chat()
+    child.sendline(" ".join(v for k, v in IN_TEXT.items() if k != "private-key"))
+    child.expect(PROMPT)
+    child.sendline("/exit")
+    finish(child)
+    history = (repo_path / "gs" / "prompt-history").read_text()
+    for kind, secret in SHAPES.items():
+        if kind != "private-key":
+            assert secret not in history and f"[REDACTED:{kind}]" in history, kind
+
+
+def test_the_shipped_pre_commit_refuses_the_same_shapes(gs, repo_path, tmp_path):
+    from test_hooks import _pre_commit
+
+    (tmp_path / "config.yaml").write_text('redact_patterns: {acme-token: "acme_[0-9]{6}"}\n')
+    assert gs("hooks", "install", "pre-commit").code == 0
+    hook = repo_path / "hooks" / "pre-commit"
+    for kind, sample in {**IN_TEXT, "acme-token": "see acme_123456 here"}.items():
+        if kind == "high-entropy-string":
+            continue  # entropy is not a regex: only the redactor finds these
+        refused, err = _pre_commit(hook, f"first line\n{sample}", tmp_path)
+        assert refused and f"the pattern {kind}" in err, (kind, err)
+        assert SHAPES.get(kind, "acme_123456").splitlines()[-1] not in err
+    for sample in ORDINARY:
+        assert _pre_commit(hook, sample, tmp_path) == (False, ""), sample
+
+
+_PIECES = [*IN_TEXT.values(), *ORDINARY, *SHAPES.values(), "password=", "sk-", "xoxb-", "AKIA", "Zx8Qp2",
+           "postgres://u:", "@h/db", '"', "=", "token: ", "-----BEGIN RSA PRIVATE KEY"]
+_ENV_KEY = "sk-envvalue-0123456789abcdef"
+_REDACTOR = from_environment({"OPENAI_API_KEY": _ENV_KEY})
+_KIND = re.compile(r"\[REDACTED:[^\]]*\]")
+
+
+def _chunked(text: str, sizes: list[int]) -> list[str]:
+    chunks, at, k = [], 0, 0
+    while at < len(text):
+        chunks.append(text[at:at + sizes[k % len(sizes)]])
+        at += sizes[k % len(sizes)]
+        k += 1
+    return chunks
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(_PIECES), st.sampled_from([" ", "\n", ", ", ""])), min_size=1, max_size=8),
+       st.lists(st.integers(1, 40), min_size=1, max_size=30))
+def test_a_stream_of_secrets_split_anywhere_is_redacted_as_the_whole_text(pieces, sizes):
+    text = "".join(piece + sep for piece, sep in pieces)
+    streamed, whole = _streamed(_REDACTOR, _chunked(text, sizes)), _REDACTOR.text(text)
+    for secret in [*SHAPES.values(), _ENV_KEY]:  # never a secret the whole text's redaction removes
+        assert secret.splitlines()[0][:10] not in streamed or secret.splitlines()[0][:10] in whole, secret
+    if all(sep for _piece, sep in pieces):
+        # The same text is replaced; which kind names a secret two shapes match may differ (the
+        # stream may meet the other shape first, on the part that had arrived).
+        assert _KIND.sub("[REDACTED]", streamed) == _KIND.sub("[REDACTED]", whole)
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_a_secret_just_before_a_held_start_is_never_released(batch, monkeypatch):
+    # A secret ending where a held start begins (a token right before "-----BEGIN", "sk-",
+    # "password="): released alone it would not match, as what follows it is not known yet.
+    # Looked at every ``batch`` characters, so that every cut is tried.
+    monkeypatch.setattr(redact, "STREAM_BATCH", batch)
+    texts = [*SHAPES.values(), _ENV_KEY, "password=", "Zx8Qp2Lm9Rt4"]
+    for a in texts:
+        for b in texts:
+            for sep in ("", " ", "="):
+                text = a + sep + b + " tail"
+                whole = _REDACTOR.text(text)
+                for size in (1, 7):
+                    streamed = _streamed(_REDACTOR, _chunked(text, [size]))
+                    for secret in [*SHAPES.values(), _ENV_KEY]:
+                        start = secret.splitlines()[0][:10]
+                        assert start not in streamed or start in whole, (text, size, streamed)

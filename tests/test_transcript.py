@@ -403,7 +403,9 @@ def logs(draw) -> tuple[list[Event], list[str | None]]:
                 events.append(make_event(len(events), type_, data))
         reasons.append(reason)
         if draw(st.integers(0, 9)) == 0:
-            add("compaction/summary", {"summary": draw(texts)})
+            # what it covers: all before it, or up to an event anywhere (a seq; out of range: all)
+            through = draw(st.one_of(st.none(), st.integers(-1, len(events))))
+            add("compaction/summary", {"summary": draw(texts), **({} if through is None else {"through": through})})
         if draw(st.integers(0, 14)) == 0:
             add("session/undo", {"turn": draw(st.integers(1, n))})
     return events, reasons

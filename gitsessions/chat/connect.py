@@ -71,9 +71,24 @@ class BackgroundProvider:
                 self._built = self._build()
         return self._built
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+    calls_tools = True  # a configured provider's model is taken to call tools
+
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+               **request: Any) -> Iterator[Any]:
         """Stream as :meth:`OpenAIProvider.stream` does, once the provider is built."""
-        yield from self.provider().stream(messages, tools)
+        yield from self.provider().stream(messages, tools, **request)
+
+    def models(self) -> list[str]:
+        """The models the server offers (:meth:`OpenAIProvider.models`)."""
+        return self.provider().models()
+
+    def server_window(self) -> int | None:
+        """The server's context window (:meth:`OpenAIProvider.server_window`); None while the client is not built.
+
+        The chat's footer asks after every reply, also one cancelled while the client was
+        still being built: it must not wait for the build.
+        """
+        return self._built.server_window() if self._built is not None else None
 
 
 @contextmanager
@@ -117,4 +132,5 @@ def connect(config: Config, *, model: str | None = None,
         raise NoModelConfigured()
     notify("no API key configured: starting the embedded model (SmolLM2-135M-Instruct)...")
     with local.LocalModelServer() as server:
-        yield OpenAIProvider(model or server.model, server.api_key, server.base_url, max_retries=0)
+        yield OpenAIProvider(model or server.model, server.api_key, server.base_url, max_retries=0,
+                             calls_tools=False)  # SmolLM2-135M does not call tools (issue 15)

@@ -7,19 +7,28 @@ or of the terminal: output goes through the ``on_text`` / ``on_tool`` callbacks.
 
 Event sequence of a turn (design.md): ``turn/start``, ``user/message``, then per step
 ``step/start``, ``assistant/message``, for each tool call ``tool/call`` + ``tool/result``,
-``step/end``; finally ``turn/end`` with the reason.
+``step/end``; finally ``turn/end`` with the reason. A call that needs the user's approval (a
+write, a command: see :mod:`gitsessions.chat.tools.toolset`) has its ``tool/permission`` first;
+a denied one has no ``tool/call``, only its ``tool/result`` saying so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ProviderError
 from ..rules import DEFAULT_MAX_STEPS
 from .provider import Completion, TextDelta
-from .tools import TOOL_SCHEMAS, run_tool
+from .tools import TOOL_SCHEMAS
+
+if TYPE_CHECKING:
+    from .tools.toolset import Answer, Prepared, Toolset
+
+#: ``permit(call) -> answer``: asks the user whether a prepared call may run (see
+#: :meth:`gitsessions.chat.tools.toolset.Toolset.decide`).
+Permit = Callable[["Prepared"], "Answer"]
 
 
 class SessionSink(Protocol):
@@ -52,7 +61,8 @@ class Provider(Protocol):
 
     model: str
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
+               model: str | None = None, options: dict[str, Any] | None = None) -> Iterator[Any]:
         """Yield :class:`TextDelta` items, then one :class:`Completion`."""
         ...
 
@@ -80,7 +90,9 @@ def _ignore(*_args: Any) -> None:
 
 def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
              system: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
-             tools: list[dict[str, Any]] | None = None,
+             tools: list[dict[str, Any]] | None = None, toolset: Toolset | None = None,
+             permit: Permit | None = None,
+             model: str | None = None, options: dict[str, Any] | None = None,
              on_text: Callable[[str], None] = _ignore,
              on_tool: Callable[[str, str, str, bool], None] = _ignore) -> TurnResult:
     """Run one turn to its end and save it.
@@ -97,14 +109,26 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
         system: a system prompt sent first when the session saved none (``session/system``,
             which the derived messages begin with); not stored in the log.
         max_steps: bound on model requests in this turn.
-        tools: tool schemas offered (default: the built-in tools).
+        tools: tool schemas offered (default: ``toolset``'s).
+        toolset: what runs the calls and which may run unasked (default: the clock alone).
+        permit: asks the user about a call that needs approval (None: no one to ask, such
+            a call is denied unless approved beforehand); each decision is a ``tool/permission``.
+        model: the model of the requests (None: the provider's); the session's ``session/model``
+            or the run's ``-m``, chosen by the caller.
+        options: request options (``session/options``; see :mod:`gitsessions.request`).
         on_text: called with each piece of reply text as it arrives.
-        on_tool: called ``(name, arguments, result, is_error)`` after each tool call ran.
+        on_tool: called ``(name, arguments, result, is_error)`` after each tool call ran or
+            was denied, with the arguments and result as the session holds them (redacted).
 
     Returns:
         How the turn ended.
     """
-    tools = TOOL_SCHEMAS if tools is None else tools
+    if toolset is None:
+        tools = TOOL_SCHEMAS if tools is None else tools
+    else:
+        tools = toolset.schemas if tools is None else tools
+    request: dict[str, Any] = {k: v for k, v in (("model", model), ("options", options)) if v}  # none: defaults
+    model = model or provider.model
     session.append("turn/start", {"turn": session.next_turn})
     session.append("user/message", {"content": prompt})
     partial: list[str] = []
@@ -117,7 +141,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
             if system and not (messages and messages[0]["role"] == "system"):
                 messages = [{"role": "system", "content": system}, *messages]
             completion = Completion()
-            stream = provider.stream(messages, tools)
+            stream = provider.stream(messages, tools, **request)
             try:
                 for item in stream:
                     if isinstance(item, TextDelta):
@@ -131,20 +155,17 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
                 if close is not None:
                     close()
             partial, last = [], completion.content
-            session.append("assistant/message", {
+            reply = session.append("assistant/message", {
                 "content": completion.content,
                 "tool_calls": completion.tool_calls,
                 "finish_reason": completion.finish_reason,
-                "model": completion.model or provider.model,
+                "model": completion.model or model,
                 "usage": completion.usage,
                 "interrupted": False,
             })
-            for call in completion.tool_calls:
-                session.append("tool/call", {"id": call["id"], "name": call["name"]})
-                content, is_error = run_tool(call["name"], call["arguments"])
-                session.append("tool/result", {"id": call["id"], "name": call["name"],
-                                               "content": content, "is_error": is_error})
-                on_tool(call["name"], call["arguments"], content, is_error)
+            held = getattr(reply, "data", {}).get("tool_calls") or completion.tool_calls  # redacted
+            for call, shown in zip(completion.tool_calls, held, strict=False):
+                _call(session, toolset, permit, call, on_tool, shown.get("arguments", ""))
             session.append("step/end", {"step": step})
             if not completion.tool_calls:
                 reason = "completed"
@@ -156,8 +177,32 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
     text = "".join(partial) or last
     if partial:
         session.append("assistant/message", {"content": text, "tool_calls": [],
-                                             "finish_reason": None, "model": provider.model,
+                                             "finish_reason": None, "model": model,
                                              "interrupted": True})
     extra = {"error": error} if error else {}
     commit = session.end_turn(reason, **extra)
     return TurnResult(reason, commit, error, text)
+
+
+def _call(session: SessionSink, toolset: Toolset | None, permit: Permit | None, call: dict[str, Any],
+          on_tool: Callable[[str, str, str, bool], None], shown_arguments: str) -> None:
+    """Run one tool call (asking first when it needs approval) and append its events."""
+    from .tools.toolset import DENIED, Toolset  # when the model first calls a tool
+
+    toolset = toolset or Toolset()
+    prepared = toolset.prepare(call["id"], call["name"], call["arguments"])
+    if prepared.asks and prepared.error is None:
+        decision = toolset.decide(prepared, permit)
+        session.append("tool/permission", {"id": call["id"], "name": call["name"], "answer": decision.answer,
+                                           "by": decision.by})
+        if not decision.allowed:
+            denied = session.append("tool/result", {"id": call["id"], "name": call["name"],
+                                                    "content": decision.refusal(call["name"]), "is_error": True,
+                                                    "error_code": DENIED})
+            on_tool(call["name"], shown_arguments, denied.data["content"], True)
+            return
+    session.append("tool/call", {"id": call["id"], "name": call["name"]})
+    content, is_error = toolset.run(prepared)
+    result = session.append("tool/result", {"id": call["id"], "name": call["name"],
+                                            "content": content, "is_error": is_error})
+    on_tool(call["name"], shown_arguments, result.data["content"], is_error)

@@ -91,15 +91,19 @@ class OpenAIProvider:
         max_retries: SDK retries for connection errors, timeouts and 429/5xx before the stream
             starts (the SDK waits ``Retry-After`` when the server sends one); a stream cut
             mid-reply is never retried.
+        calls_tools: the model can call tools (False: offering them is pointless; the
+            embedded SmolLM2 ignores them).
     """
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, *,
-                 timeout_s: float = 120.0, max_retries: int = 2):
+                 timeout_s: float = 120.0, max_retries: int = 2, calls_tools: bool = True):
         import openai  # slow to import; only commands that talk to a model pay for it
 
         self.model = model
         self.base_url = base_url
         self.timeout_s = timeout_s
+        self.calls_tools = calls_tools
+        self._window: list[int | None] = []  # what the server said of its context window, once asked
         self._openai = openai
         http_client = None
         if base_url and base_url.startswith("http://"):
@@ -110,7 +114,48 @@ class OpenAIProvider:
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s,
                                      max_retries=max_retries, http_client=http_client)
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    def models(self) -> list[str]:
+        """The models the server offers (``GET /models``), sorted.
+
+        Raises:
+            ProviderError: the request failed (one line, as for a chat request).
+        """
+        try:
+            return sorted(str(m.id) for m in self._client.models.list())
+        except self._openai.APIError as exc:
+            raise self._failed(exc, started=False, kept=False) from None
+        except self._httpx_errors() as exc:
+            raise self._failed(exc, started=False, kept=False) from None
+
+    def server_window(self) -> int | None:
+        """The context window the server says it runs with, tokens (None: it says nothing).
+
+        llama.cpp (the embedded model, and ``llama-server`` anywhere) tells it at ``/props``
+        beside its API root; other servers answer 404 or nothing. Asked once, quickly (2 s,
+        no retry); any failure is "unknown", never an error.
+        """
+        if not self._window:
+            self._window.append(self._ask_window() if self.base_url else None)
+        return self._window[0]
+
+    def _ask_window(self) -> int | None:
+        assert self.base_url is not None
+        root = re.sub(r"/v\d+/?$", "", self.base_url.rstrip("/"))
+        try:
+            response = self._client.get(root + "/props", cast_to=self._httpx().Response,
+                                        options={"timeout": 2.0, "max_retries": 0})
+            props = response.json()
+        except Exception:  # noqa: BLE001 - a server that does not tell: unknown
+            return None
+        settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+        for where in (settings, (settings or {}).get("params") if isinstance(settings, dict) else None, props):
+            n = where.get("n_ctx") if isinstance(where, dict) else None
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                return n
+        return None
+
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
+               model: str | None = None, options: dict[str, Any] | None = None
                ) -> Iterator[TextDelta | Completion]:
         """Send ``messages`` and yield the reply as it streams.
 
@@ -122,6 +167,9 @@ class OpenAIProvider:
         Args:
             messages: a valid chat-completions transcript.
             tools: tool schemas offered to the model (None or empty: no tools).
+            model: the model of this request (None: :attr:`model`).
+            options: request options sent as they are (``temperature``, ``max_tokens``: see
+                :mod:`gitsessions.request`).
 
         Yields:
             :class:`TextDelta` items, then exactly one :class:`Completion`.
@@ -134,7 +182,8 @@ class OpenAIProvider:
                 that is not a chat-completions stream.
         """
         openai = self._openai
-        fields: dict[str, Any] = {"model": self.model, "stream": True, "stream_options": {"include_usage": True}}
+        fields: dict[str, Any] = {"model": model or self.model, **(options or {}), "stream": True,
+                                  "stream_options": {"include_usage": True}}
         if tools:
             fields["tools"] = tools
         try:
@@ -149,7 +198,7 @@ class OpenAIProvider:
             raise self._failed(exc, started=False, kept=False) from None
         except Exception as exc:
             raise _as_interrupt(exc) from None
-        reply = Reply(self.model)
+        reply = Reply(fields["model"])
         pieces = body.Body(response)
         try:
             for data in sse_data(pieces):

@@ -236,7 +236,9 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
     Raises:
         Exception: an unexpected error, when ``--debug`` or ``$GS_DEBUG`` asks to see it.
     """
-    umask = os.umask(PRIVATE_UMASK)  # conversations are private (store/privacy.py); widened for a shared repo
+    # Conversations are private (store/privacy.py); widened for a shared repo. What gs starts
+    # inherits it on purpose: a hook's `git gc` writes packs of them, an editor a swap file.
+    umask = os.umask(PRIVATE_UMASK)
     try:
         log = background.started_in_background()  # a gs run after a save: its failure is kept
         status = _run(args, prog_name)

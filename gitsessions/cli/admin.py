@@ -54,7 +54,8 @@ def doctor(
     Every file and folder of the session repo should be yours alone (directories 700, files
     600 or 400), unless the repo is shared with git's own setting (git config
     core.sharedRepository group), which is honoured as git honours it. A config.yaml
-    holding api_key should be readable by you alone. Exits 1 when a problem is left.
+    holding api_key should be readable by you alone. A symbolic link in the repo that leads
+    out of it is named (not removed). Exits 1 when a problem is left.
 
     Examples:
         gs doctor                           # report what others can read
@@ -84,6 +85,10 @@ def doctor(
             print(f"problem: the repo is shared (core.sharedRepository), but the group cannot use "
                   f"{len(found.unshared)} files and folders made before (such as {found.unshared[0]}); "
                   "fix with: gs doctor --fix")
+    for link, target in privacy.links_out(path):  # not fixed: what it leads to may be wanted
+        problems += 1
+        print(f"problem: {link} is a symbolic link to {target}, outside the repo: what gs writes there is "
+              f"as private as that place; replace the link with a file (rm {link}) or make {target} yours alone")
     config = c.config
     if not key_file_exposed(config):
         print(f"ok: {config.path} holds no API key others can read")

@@ -22,6 +22,7 @@ from .common import Context, WaitCommand, WaitOption, err, short
 from .remote import push_in_background
 from .rendered import recap_drawer
 from .stream import rendered_replies
+from .tools import approver, terminal_answers, tools_line, toolset_for
 
 if TYPE_CHECKING:
     from ..redo import Spot
@@ -89,12 +90,20 @@ def chat(
                                        "the most recently saved one.")] = False,
     resume: Annotated[bool, typer.Option("-r", "--resume", help="Pick the session to resume from a list "
                                          "(newest first; type to filter by title or prompt).")] = False,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run "
+                                              "(/model NAME saves one in the session).")] = None,
+    system: Annotated[str | None, typer.Option("--system", "-s", metavar="TEXT", help=(
+        "The system prompt, saved in the session: for its next turns (also /system TEXT)."))] = None,
     raw: Annotated[bool, typer.Option("--raw", help="Replies as the model wrote them, not rendered "
                                       "(also config render: false).")] = False,
     recap: Annotated[int | None, typer.Option("--recap", min=0, metavar="N", show_default=False,
                                               help="Show the last N turns of an earlier conversation on "
                                               "opening it (default: 1 on a terminal, 0 when piped).")] = None,
+    tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
+        "Tools the model may use: read, write, shell (or all; also config tools:). Reads run inside the "
+        "working directory; every write and command asks first."))] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Run every write and command without asking "
+                                      "(also config permissions: {allow: [...]}).")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Chat interactively; every finished turn is a commit on the session's branch.
@@ -110,7 +119,9 @@ def chat(
         gs chat -r                          # pick from a list
         gs chat work~2 --fork work-b        # go on from two turns back
         gs chat work --recap 3              # open 'work' showing its last 3 turns
+        gs chat --tools read,write          # the model may read files, and edit them when you allow
     """
+    from ..chat.compaction import auto_compaction
     from ..chat.connect import BackgroundProvider, connect
     from ..repl import Repl
     from ..rules import new_session_id
@@ -118,6 +129,7 @@ def chat(
     c: Context = ctx.obj
     if sum((cont, resume, session is not None)) > 1:
         raise typer.BadParameter("give one of SESSION, --continue and --resume")
+    toolset = toolset_for(c, tools, yes)
     interactive = sys.stdin.isatty()
     if resume and not interactive:
         raise typer.BadParameter("--resume picks from a list on a terminal; name the SESSION instead "
@@ -143,11 +155,16 @@ def chat(
             keys, read_line, write, faces["edit"] = terminal_io(
                 c, store, on_shown=lambda: [start() for start in shown],
                 session=lambda: built[0].session if built else None)
+            answers = terminal_answers(keys)
+            if toolset is not None:
+                toolset.running = keys.cancellable  # Ctrl+C stops a command as it cancels a reply
         else:
             lines = _stdin_lines()
 
             def read_line(_prompt: str) -> str | None:
                 return next(lines, None)
+
+            answers = read_line  # behind a pipe the next line answers a tool's question
 
             def write(text: str) -> None:
                 sys.stdout.write(text)
@@ -168,11 +185,21 @@ def chat(
                         warnings=c.warnings, wait=c.lock_wait(wait),
                         reply=rendered_replies(c.output, render) if interactive else None,
                         recap=(1 if interactive else 0) if recap is None else recap,
-                        draw_recap=recap_drawer(c.output, render) if interactive else None, **faces)
+                        draw_recap=recap_drawer(c.output, render) if interactive else None,
+                        model=model, config=c.config, footer=interactive,
+                        compaction=auto_compaction(c.config), toolset=toolset,
+                        permit=approver(write, answers, c.redactor()) if toolset else None, **faces)
             built.append(repl)
+            if system is not None and repl.session is not None:
+                repl.session.set_system(system)
             if interactive and repl.session is not None:
-                write(f"gs {__version__} · session {repl.session.id} · model {provider.model} · "
+                write(f"gs {__version__} · session {repl.session.id} · model {repl.current_model()} · "
                       "/help for commands\n")
+            if toolset is not None:  # which tools are on, or that this model can use none
+                from ..request import offered_tools
+
+                note = offered_tools(provider.calls_tools, None, asked=True)[1]
+                write(f"({note})\n" if note else tools_line(toolset))
             with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
                     contextlib.closing(lines) if not interactive else contextlib.nullcontext():
                 repl.run()  # a pipe's reader is closed (sys.stdin detached) here, not whenever it is collected
@@ -284,6 +311,10 @@ def ask(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
                                       "(also config render: false; never rendered when piped).")] = False,
+    tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
+        "Tools the model may use: read, write, shell (or all; also config tools:). A write or a command "
+        "runs only with --yes or config permissions: {allow: [...]}."))] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Run every write and command the model asks for.")] = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
@@ -307,6 +338,7 @@ def ask(
         gs ask "explain" < f.py             # as cat f.py | gs ask "explain": the prompt, a blank line, the file
         gs ask work < diff.txt              # what is piped in is the prompt, in work
         gs ask -s "Be terse." -a notes.md work "summarize"
+        gs ask --tools read,shell --yes "run the tests and say what fails"
     """
     from ..forking import open_revision
     from ..rules import new_session_id
@@ -314,6 +346,7 @@ def ask(
     from .one_turn import send_one
 
     c: Context = ctx.obj
+    toolset = toolset_for(c, tools, yes)
     with c.store() as store:
         _pull_on_open(c, store)
         rev, prompt = ask_input(words or (), attach or (), new=new, fork_as=fork_as,
@@ -323,7 +356,7 @@ def ask(
                                       wait=c.lock_wait(wait))
         if note:
             err(note)
-        send_one(c, store, session, prompt, model, raw=raw, system=system)
+        send_one(c, store, session, prompt, model, raw=raw, system=system, toolset=toolset)
 
 
 @app.command(cls=WaitCommand)

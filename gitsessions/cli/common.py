@@ -113,7 +113,8 @@ class Context:
         if self._redactor is None:
             from ..redact import from_environment
 
-            self._redactor = from_environment(os.environ, self.config.redact_patterns)
+            self._redactor = from_environment(os.environ, self.config.redact_patterns,
+                                              detector_cache=detector_cache())
         return self._redactor
 
     def store(self) -> GitStore:
@@ -181,6 +182,17 @@ class Context:
         """Print the warnings this run collected on stderr."""
         for warning in self.take_warnings():
             err(f"gs: warning: {warning}")
+
+
+def detector_cache() -> Path:
+    """The file that keeps what redaction reads of detect-secrets (see :mod:`gitsessions.detector_cache`).
+
+    In the platform's user cache dir: it derives from the installed library, so every
+    session repo shares it, and a read-only repo is never written for it.
+    """
+    from ..config import default_cache_dir
+
+    return default_cache_dir() / "detectors.json"
 
 
 def err(message: str) -> None:

@@ -108,7 +108,7 @@ def log(
     graph: Annotated[bool, typer.Option("--graph", help="Mark where other sessions branched off.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON array, newest first.")] = False,
 ) -> None:
-    """Show a session's commits newest first: commit, time, turn, subject, lineage.
+    """Show a session's commits newest first: commit, time, model, tokens, subject, lineage.
 
     REV may be a past revision (work~2): the log then starts there. -p lists under each
     commit the messages it added (user, assistant, ⚙ tool calls, ↳ results, turns that did
@@ -168,6 +168,8 @@ def log(
         out.append(f"Date:   {row['time']}")
         if row["model"]:
             out.append(f"Model:  {row['model']}")
+        if row["tokens"] is not None:
+            out.append(f"Tokens: {row['tokens']:,}")
         fork = hist.fork_origin(info)
         if fork:
             out.append(f"Fork:   from {fork[0]} at {short(fork[1])}")

@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 
 from .. import render
-from ..redact import PATTERNS
+from ..detectors import hook_patterns
 from ..store.hook_install import backup_remote, hook_status, install_hooks, shipped_hooks
-from .common import Context, err
+from .common import Context, detector_cache, err
 from .help import Group
 
 app = typer.Typer(
@@ -57,7 +57,8 @@ def install(
     with c.store() as store:
         store.repo(create=True)
         repo_path = store.path
-    for name, what, backup in install_hooks(repo_path, names, force=force, secret_patterns=PATTERNS):
+    for name, what, backup in install_hooks(repo_path, names, force=force,
+                                           secret_patterns=hook_patterns(c.config.redact_patterns, detector_cache())):
         path = repo_path / "hooks" / name
         if what == "replaced":
             print(f"{name}: replaced {path} (the old one is now {backup})")

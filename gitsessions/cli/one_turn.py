@@ -16,23 +16,30 @@ from .remote import push_in_background
 from .stream import PlainReply, rendered_replies
 
 if TYPE_CHECKING:
+    from ..chat.tools.toolset import Toolset
     from ..session import Session
 
 
 def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None, *,
-             raw: bool = False, system: str | None = None) -> None:
+             raw: bool = False, system: str | None = None, toolset: Toolset | None = None) -> None:
     """Send ``prompt`` in the open ``session`` (closed here), print the reply, say what was saved.
 
     The one turn of ``gs ask`` and ``gs retry``. On a terminal the reply is rendered
     (:func:`.stream.rendered_replies`) unless ``raw``; ``system`` is saved in the session
-    first (:meth:`Session.set_system`).
+    first (:meth:`Session.set_system`); the history is compacted first when the request would
+    fill the model's window (:class:`gitsessions.chat.compaction.AutoCompact`). ``toolset``: the
+    opt-in tools offered (no one is asked about a write or a command: only ``--yes`` or the
+    config's ``permissions`` let one run).
 
     Raises:
         GitSessionsError: the model answered with an error (the prompt is saved).
         typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
     """
+    from ..chat.compaction import auto_compaction
     from ..chat.connect import connect
     from ..chat.loop import run_turn
+    from ..request import offered_tools
+    from ..usage import context_window
 
     sid = session.id
     tty = sys.stdout.isatty()
@@ -46,10 +53,20 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
         if system is not None:
             session.set_system(system)
         with connect(c.config, model=model, notify=err) as provider:
+            compaction = auto_compaction(c.config)
+            if compaction is not None:  # the window as config names it (the server is not asked here)
+                name = model or session.model
+                window = context_window(c.config, name or provider.model)
+                if note := compaction.before_turn(session, provider, prompt, window, model=name):
+                    err(f"({note})")  # stdout is the reply's
             view = rendered() if rendered is not None else PlainReply(write)
             try:
+                tools, note = offered_tools(provider.calls_tools, None, asked=toolset is not None)
+                if note:
+                    err(f"gs: {note}")
                 result = run_turn(session, provider, prompt, system=c.config.system,
-                                  max_steps=c.config.max_steps, on_text=view.text)
+                                  max_steps=c.config.max_steps, tools=tools, toolset=toolset,
+                                  model=model or session.model, options=session.options, on_text=view.text)
             finally:
                 view.end()  # the reply shown ends its line
     except DiskFull as exc:

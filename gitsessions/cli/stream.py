@@ -68,6 +68,12 @@ class ReplyView:
         """Finish the reply; True when it left a line of its own (the next text starts a line)."""
         raise NotImplementedError
 
+    def pause(self) -> None:
+        """Show what there is and leave the screen below it free: a question is asked there (a tool's approval).
+
+        The reply goes on after it (more text, a tool's line) as if nothing came between.
+        """
+
 
 def tool_line(name: str, arguments: str, result: str, is_error: bool, limit: int | None = None) -> str:
     """``⚙ name(args) → result`` (``✗`` for an error), each part on one line and clipped to ``limit``."""
@@ -92,6 +98,10 @@ class PlainReply(ReplyView):
         """Write the tool's line, after the text before it ends its line."""
         self.end()
         self._write(tool_line(name, arguments, result, is_error) + "\n")
+
+    def pause(self) -> None:
+        """End the text's line (the question starts a line of its own)."""
+        self.end()
 
     def end(self) -> bool:
         """End the text's line; True when there was text."""
@@ -166,6 +176,20 @@ class RenderedReply(ReplyView):
         self._live = Live(Text("…", style="dim"), console=console, auto_refresh=False, transient=True,
                           redirect_stdout=False, redirect_stderr=False, vertical_overflow="visible")
         self._live.start(refresh=True)
+        self._paused = False
+
+    def pause(self) -> None:
+        """Print what text there is and take the live region away (see :meth:`ReplyView.pause`)."""
+        with _synchronized(self._console):
+            self._live.update(_NOTHING, refresh=True)
+            self._flush()
+            self._live.stop()
+        self._printed, self._paused = False, True
+
+    def _resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            self._live.start(refresh=True)
 
     def text(self, chunk: str) -> None:
         """Add ``chunk``: print the blocks it completes, redraw the one being written (see REDRAW_S).
@@ -173,6 +197,7 @@ class RenderedReply(ReplyView):
         A block can only be done once a line ends, so the text is parsed again only then, and
         only once enough lines came (PARSE_SHARE); an open code fence only at its closing fence.
         """
+        self._resume()
         self._text += terminal_safe(chunk)
         done: list[str] = []
         ended = chunk.count("\n")
@@ -216,6 +241,7 @@ class RenderedReply(ReplyView):
         from rich.text import Text
 
         line = terminal_safe(tool_line(name, arguments, result, is_error, TOOL_CHARS))
+        self._resume()
         with _synchronized(self._console):
             self._live.update(Text("…", style="dim"), refresh=True)  # the model is asked again
             self._flush()

@@ -33,10 +33,10 @@ from prompt_toolkit.keys import Keys
 class ReplyKeys:
     """Ctrl+C between prompts: it cancels the request in flight or the one about to be sent.
 
-    While a reply streams (``armed``) Ctrl+C raises :class:`KeyboardInterrupt` there, which
-    :func:`gitsessions.chat.loop.run_turn` turns into a cancelled reply. A Ctrl+C that comes
-    before the request is sent (with the Enter that ended the line, or while a tool runs) is
-    kept and raised when the next request of that turn would start; one that comes while a
+    While a reply streams or a tool runs (``armed``: :meth:`cancellable`) Ctrl+C raises
+    :class:`KeyboardInterrupt` there, which :func:`gitsessions.chat.loop.run_turn` turns into a
+    cancelled reply. A Ctrl+C that comes before the request is sent (with the Enter that ended
+    the line) is kept and raised when the next request of that turn would start; one that comes while a
     turn is being saved, or during a slash command, is dropped at the next prompt, so it can
     neither break a save nor cancel a later request.
     """
@@ -102,8 +102,18 @@ class ReplyKeys:
         return _Guarded(provider, self)
 
     def stream(self, provider: Any, messages: list[dict[str, Any]],
-               tools: list[dict[str, Any]] | None) -> Iterator[Any]:
+               tools: list[dict[str, Any]] | None, **request: Any) -> Iterator[Any]:
         """Stream one request of ``provider``; a Ctrl+C kept for it, or pressed now, cancels it.
+
+        Raises:
+            KeyboardInterrupt: Ctrl+C (the loop records the reply as cancelled).
+        """
+        with self.cancellable():
+            yield from provider.stream(messages, tools, **request)
+
+    @contextlib.contextmanager
+    def cancellable(self) -> Iterator[None]:
+        """Let Ctrl+C, pressed now or kept since the Enter, raise in the block: a request, a tool running.
 
         Raises:
             KeyboardInterrupt: Ctrl+C (the loop records the reply as cancelled).
@@ -113,7 +123,7 @@ class ReplyKeys:
             if self.pending:
                 self.pending = False
                 raise KeyboardInterrupt
-            yield from provider.stream(messages, tools)
+            yield
         finally:
             self._armed = False
 
@@ -130,9 +140,23 @@ class _Guarded:
         """The model name of the wrapped provider."""
         return self._provider.model
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[Any]:
+    @property
+    def calls_tools(self) -> bool:
+        """Whether the wrapped provider's model calls tools."""
+        return getattr(self._provider, "calls_tools", True)
+
+    def models(self) -> list[str]:
+        """The models the server offers (the wrapped provider's ``models()``)."""
+        return self._provider.models()
+
+    def server_window(self) -> int | None:
+        """The server's context window (the wrapped provider's ``server_window()``)."""
+        return self._provider.server_window()
+
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+               **request: Any) -> Iterator[Any]:
         """Stream as the wrapped provider does (see :meth:`ReplyKeys.stream`)."""
-        return self._keys.stream(self._provider, messages, tools)
+        return self._keys.stream(self._provider, messages, tools, **request)
 
 
 def _bracketed_paste(on: bool) -> None:

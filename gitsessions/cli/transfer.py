@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -85,6 +87,7 @@ class ImportFormat(str, Enum):
     messages = "messages"
     geekagent = "geekagent"
     chatgpt = "chatgpt"
+    claude_code = "claude-code"
 
 
 def _read_file(file: str) -> tuple[str, bytes]:
@@ -105,93 +108,206 @@ _SAID = {"new": "imported {sid} ({turns}) from {what}; open it with: gs chat {si
          "fork": "{sid}: a branch of {what} ({turns} of its own)"}
 
 
+@dataclass
+class _Tally:
+    """What an import run did, for its summary line."""
+
+    files: int = 0
+    failed: int = 0
+    sessions: int = 0
+    turns: int = 0
+    skipped: int = 0
+    #: The sessions holding conversations, read once for every file of the run.
+    index: transfer.SourceIndex = field(default_factory=transfer.SourceIndex)
+    progress: ImportProgress | None = None  # the bar on a terminal
+
+
+def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
+                 alone: bool, found: bool) -> None:
+    """Import one file and say what it gave; a failure is counted (raised when it is the only file)."""
+    header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
+    tally.files += 1
+    if tally.progress is not None:
+        tally.progress.next_file()
+    try:
+        source, data = _read_file(file)
+        plan = transfer.read_import(data, source, fmt=fmt)
+        if found and plan.kind in transfer.TOOLS and not plan.conversations:
+            tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
+            return
+        transfer.check_plan(plan, as_id)
+        with c.store() as store:
+            result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
+                                           redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
+                                           index=tally.index,
+                                           progress=tally.progress.conversations if tally.progress else None)
+    except transfer.TransferError as exc:
+        if alone:
+            raise
+        err(f"gs: {exc}")
+        tally.failed += 1
+        return
+    before = tally.sessions
+    for note in plan.notes:
+        err(f"note: {note}")
+    for sid, commit, item in result.imported:
+        n = turn_count(item.events)
+        tally.sessions, tally.turns = tally.sessions + 1, tally.turns + n
+        err(f"imported {sid} ({plural(n, 'turn')}, commit {short(commit)}) from {source}; "
+            f"open it with: gs chat {sid}")
+        for note in item.notes:
+            err(f"  note: {note}")
+        print(sid, flush=True)
+    for conv, outcomes in result.conversations:
+        what = f"{conv.tool} conversation {conv.source_id}"
+        for sid, how, n in outcomes:
+            if how != "same":
+                tally.sessions, tally.turns = tally.sessions + 1, tally.turns + n
+                err(_SAID[how].format(sid=sid, turns=plural(n, "turn"), what=what))
+                print(sid, flush=True)
+        if any(how != "same" for _, how, _ in outcomes):
+            for note in conv.notes:
+                err(f"  note: {note}")
+    if result.conversations and tally.sessions == before and alone:  # of many, the summary says it once
+        err(f"nothing new in {source}")
+    tally.skipped += len(plan.skipped) + len(result.clashes)
+    for skip in plan.skipped:
+        err(f"skipped {skip}")
+    for sid, why in result.clashes:
+        err(f"gs: not imported {sid}: {why}")
+    if result.clashes:
+        tally.failed += 1
+
+
+def _summary(tally: _Tally, found: bool) -> None:
+    if (found or tally.files > 1) and not tally.sessions and not tally.failed:
+        err("nothing new")
+    err(f"{plural(tally.files, 'file')}{f' ({tally.failed} failed)' if tally.failed else ''}, "
+        f"{plural(tally.sessions, 'session')} written, {plural(tally.turns, 'turn')}, {tally.skipped} skipped")
+
+
+def _discovered(fmt: str) -> list[str]:
+    """The files of the tool ``--from`` names, found where it keeps them; says what was found."""
+    src = transfer.discover.source(fmt)
+    if src is None:
+        named = ", ".join(transfer.discover.SOURCES)
+        raise typer.BadParameter(f"name the FILEs to import (only --from {named} finds its files by itself)")
+    where, paths = transfer.discover.discover(fmt, os.environ, Path.home())
+    if not where.exists():
+        raise transfer.TransferError(str(where), f"no {src.label} folder here",
+                                     f"if {src.label} keeps its files elsewhere, set {src.variable}, or name the files")
+    err(f"found {plural(len(paths), f'{src.label} {src.what}')} in {where}")
+    return [str(p) for p in paths]
+
+
+def _stats(files: list[str]) -> dict[str, tuple[int, int]]:
+    out = {}
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        out[f] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _watch(roots: list[Path], wanted: Callable[[], list[str]], again: Callable[[list[str]], None]) -> None:
+    """Import again each file of ``wanted()`` that changed, whenever something changes under ``roots``, until Ctrl+C.
+
+    Which files changed is judged by their size and time, not by the events alone: a file
+    written at once into a folder just made can come before the folder is watched.
+
+    Args:
+        roots: the folders watched (with ``watchfiles``, as ``gs sync --watch`` watches the repo).
+        wanted: the files to import, in order (asked again on each change: a new transcript counts).
+        again: imports the changed files and says what they gave.
+    """
+    import watchfiles
+
+    seen = _stats(wanted())
+    try:
+        ready = False
+        for changes in watchfiles.watch(*roots, debounce=500, rust_timeout=1000, yield_on_timeout=True):
+            if not changes and ready:
+                continue
+            now = _stats(wanted())
+            todo = [f for f, stat in now.items() if seen.get(f) != stat]
+            seen = now
+            if todo:
+                again(todo)
+            if not ready:  # watching now (what changed since the first import was taken up above)
+                ready = True
+                err(f"gs: importing again as {', '.join(str(r) for r in roots)} change; Ctrl+C stops")
+    except KeyboardInterrupt:
+        err("gs: stopped importing")
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    files: Annotated[list[str], typer.Argument(help="The files to import ('-' reads stdin).", metavar="FILE")],
+    files: Annotated[list[str] | None, typer.Argument(
+        help="The files to import ('-' reads stdin). None with --from claude-code: that tool's own files.",
+        metavar="FILE")] = None,
     as_id: Annotated[str | None, typer.Option("--as", help="Id for the imported session (one-session files only).",
                                               metavar="ID")] = None,
     fmt: Annotated[ImportFormat, typer.Option(
         "--from", metavar="FORMAT",
-        help="What the files are: auto (detect from the content), gs, messages, geekagent or chatgpt.",
+        help="What the files are: auto (detect from the content), gs, messages, geekagent, chatgpt or claude-code.",
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Keep local paths (the working directory) in the "
                                              "headers of imported conversations.")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="Keep importing the files (or the tool's folder) as they "
+                                        "change, until Ctrl+C.")] = False,
 ) -> None:
     """Import sessions from files; the format is detected from the content.
 
     Reads gs's own jsonl and json exports (kept event for event), a chat-completions
     messages array (or an object with "messages"), GeekAgent's .geekagent/sessions.json
-    (every non-empty session keeps its id) and ChatGPT's data export (conversations.json,
+    (every non-empty session keeps its id), ChatGPT's data export (conversations.json,
     or the export .zip: each turn a commit dated when it was said, every edited or
-    regenerated branch a fork). Each file is checked whole before anything of it is
-    written; a taken id is never overwritten. Importing a conversation again adds only
-    what is new (nothing, new turns, or new branches as forks). Prints the id of each
-    session written on stdout; the exit status is 1 when any file failed.
+    regenerated branch a fork) and Claude Code's transcripts (each rewound branch a fork,
+    each sub-agent a session of its own). With --from claude-code and no FILE, the
+    transcripts are found where Claude Code keeps them (CLAUDE_CONFIG_DIR, else
+    ~/.claude). Each file is checked whole before anything of it is written; a taken id
+    is never overwritten. Importing a conversation again adds only what is new (nothing,
+    new turns, or new branches as forks). Prints the id of each session written on
+    stdout; the exit status is 1 when any file failed.
 
     Examples:
         gs import .geekagent/sessions.json
         gs import work.jsonl --as work-copy
         gs import ~/Downloads/chatgpt-export.zip
+        gs import --from claude-code
+        gs import --from claude-code --watch
         gs import - < chat.json
     """
     c: Context = ctx.obj
-    header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
-    failed = sessions = turns = skipped = 0
-    progress = ctx.with_resource(ImportProgress(len(files), c.output))  # a bar on a terminal
-    index = transfer.SourceIndex()  # the sessions holding conversations, read once for all the files
-    for file in files:
-        progress.next_file()
-        try:
-            source, data = _read_file(file)
-            plan = transfer.read_import(data, source, fmt=fmt.value)
-            transfer.check_plan(plan, as_id)
-            with c.store() as store:
-                result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
-                                               redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
-                                               progress=progress.conversations, index=index)
-        except transfer.TransferError as exc:
-            if len(files) == 1:
-                raise
-            err(f"gs: {exc}")
-            failed += 1
-            continue
-        before = sessions
-        for note in plan.notes:
-            err(f"note: {note}")
-        for sid, commit, item in result.imported:
-            n = turn_count(item.events)
-            sessions, turns = sessions + 1, turns + n
-            err(f"imported {sid} ({plural(n, 'turn')}, commit {short(commit)}) from {source}; "
-                f"open it with: gs chat {sid}")
-            for note in item.notes:
-                err(f"  note: {note}")
-            print(sid)
-        for conv, outcomes in result.conversations:
-            what = f"{conv.tool} conversation {conv.source_id}"
-            for sid, how, n in outcomes:
-                if how != "same":
-                    sessions, turns = sessions + 1, turns + n
-                    err(_SAID[how].format(sid=sid, turns=plural(n, "turn"), what=what))
-                    print(sid)
-            if any(how != "same" for _, how, _ in outcomes):
-                for note in conv.notes:
-                    err(f"  note: {note}")
-        if result.conversations and sessions == before and len(files) == 1:  # of many, the summary says it once
-            err(f"nothing new in {source}")
-        skipped += len(plan.skipped) + len(result.clashes)
-        for skip in plan.skipped:
-            err(f"skipped {skip}")
-        for sid, why in result.clashes:
-            err(f"gs: not imported {sid}: {why}")
-        if result.clashes:
-            failed += 1
-    if sessions:
+    found = not files
+    paths = _discovered(fmt.value) if found else list(files or [])
+    if watch and "-" in paths:
+        raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
+    tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)))
+    for file in paths:
+        _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
+                     alone=len(paths) == 1 and not found and not watch, found=found)
+    if tally.sessions:
         with c.store() as store:
-            pack_in_background(store)  # an import writes a pack per session: merged before lookups slow down
-    if len(files) > 1 or failed or sessions != 1:
-        written = (f"{plural(sessions, 'session')} written, {plural(turns, 'turn')}" if sessions or len(files) == 1
-                   else "nothing new")
-        err(f"{plural(len(files), 'file')}{f' ({failed} failed)' if failed else ''}, {written}, {skipped} skipped")
-    if failed:
+            pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
+    if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
+        _summary(tally, found)
+    if watch:
+        def again(changed: list[str]) -> None:
+            round_tally = _Tally(index=tally.index)
+            for file in changed:
+                _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
+                             alone=False, found=True)
+
+        if found:
+            where = transfer.discover.discover(fmt.value, os.environ, Path.home())[0]
+            _watch([where], lambda: [str(p) for p in transfer.discover.discover(fmt.value, os.environ,
+                                                                                Path.home())[1]], again)
+        else:
+            _watch(sorted({Path(f).resolve().parent for f in paths}), lambda: paths, again)
+        return  # Ctrl+C ends a watch: what failed was said as it happened
+    if tally.failed:
         raise typer.Exit(1)

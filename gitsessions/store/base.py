@@ -15,6 +15,7 @@ from typing import TypeVar
 from ..errors import InvalidEvent, NothingToRestore, SessionExists, SessionNotFound
 from ..events import Event, check_event, encode_header, parse_log
 from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
+from ..text import case_variant
 from . import listing
 from .revisions import resolve as resolve_revision
 from .values import CommitInfo, ReflogEntry, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
@@ -212,12 +213,10 @@ class SessionStore(abc.ABC):
     # -- written once on top of the primitives ---------------------------------------------
 
     def find(self, session_id: str) -> SessionId | None:
-        """Return the existing id equal to ``session_id`` ignoring case, else None."""
-        folded = session_id.casefold()
-        for sid in self.session_ids():
-            if sid.casefold() == folded:
-                return sid
-        return None
+        """Return the existing id equal to ``session_id`` ignoring case, else None (:func:`case_variant`)."""
+        ids = self.session_ids()
+        found = session_id if session_id in ids else case_variant(session_id, ids)
+        return None if found is None else SessionId(found)
 
     def load(self, session_id: str, commit: str | None = None) -> Snapshot:
         """Read ``session_id`` at ``commit`` (its tip when None) and validate it.

@@ -36,8 +36,8 @@ def _shipped_folder() -> Traversable:
 
 #: The file next to the shipped ``pre-commit`` holding the credential shapes it checks:
 #: :func:`install_hooks` writes it from the patterns its caller passes (the CLI passes the
-#: redactor's :data:`~gitsessions.redact.PATTERNS`), so the hook restates none of them and
-#: needs no gitsessions to run.
+#: redactor's shapes, :func:`~gitsessions.detectors.hook_patterns`), so the hook restates none
+#: of them and needs no gitsessions to run.
 SECRET_PATTERNS_FILE = "gs-secret-patterns.json"
 
 

@@ -164,6 +164,26 @@ def exposed(repo_path: Path, perm: SharedPerm | None, *, walk: bool = True) -> E
     return Exposed(tuple(_over(paths, allowed)), allowed, unshared, perm)
 
 
+def links_out(repo_path: Path) -> list[tuple[Path, Path]]:
+    """The symbolic links under ``repo_path`` that lead out of it, as ``(link, where it leads)``.
+
+    What gs writes through one (the prompt history, the journal) lands where the link
+    leads, as private as that place is: :func:`exposed` cannot vouch for it.
+    """
+    root = repo_path.resolve()
+    if not root.is_dir():
+        return []
+    found = []
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            path = Path(folder, name)
+            if path.is_symlink():
+                target = path.resolve()
+                if not target.is_relative_to(root):
+                    found.append((path, target))
+    return found
+
+
 def _shared_mode(mode: int, is_dir: bool, perm: SharedPerm) -> int:
     """The mode git's sharing gives a path of ``mode`` (dulwich's ``adjust_shared_perm``, computed)."""
     from dulwich.file import calc_shared_perm

@@ -8,6 +8,8 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
   (gs's own jsonl/json exports, messages arrays, GeekAgent's ``sessions.json``).
 - :mod:`.messages`: a chat-completions ``messages`` list into session events.
 - :mod:`.chatgpt`: ChatGPT's data export into conversations (a tree of branches).
+- :mod:`.claude_code`: Claude Code's transcripts into conversations (rewinds as forks, sub-agents).
+- :mod:`.discover`: where each tool keeps its files (``gs import --from TOOL`` without a file).
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
   (:func:`write_conversation`).
@@ -17,10 +19,11 @@ Nothing here prints or reads the environment; the CLI does.
 
 from ..errors import TransferError
 from ..events import IMPORTED_MESSAGE
+from . import discover
 from .branches import ImportedConversation, SourceIndex, write_conversation
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
-from .read import FORMATS, ImportedSession, ImportPlan, read_import
+from .read import FORMATS, TOOLS, ImportedSession, ImportPlan, read_import
 from .write import ImportResult, check_plan, write_import
 
 __all__ = [
@@ -28,6 +31,7 @@ __all__ = [
     "FORMATS",
     "IMPORTED_MESSAGE",
     "ROLES",
+    "TOOLS",
     "ImportPlan",
     "ImportedConversation",
     "ImportResult",
@@ -35,6 +39,7 @@ __all__ = [
     "SourceIndex",
     "TransferError",
     "check_plan",
+    "discover",
     "event_time",
     "events_from_messages",
     "export_bytes",

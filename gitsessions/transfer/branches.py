@@ -59,6 +59,9 @@ class ImportedConversation:
         branches: ``(key, chunks)`` per branch, the session's first; ``key`` names the branch
             in the source (its leaf message's id), chunks are the events per commit.
         notes: what the conversion changed or kept aside, for the user.
+        spawned: ``(source id, epoch ms)`` when another conversation of the tool started this
+            one (a sub-agent, a fork made in the tool): its new session's lineage is that
+            conversation's session at the turn under way then (none when it is not imported).
     """
 
     tool: str
@@ -67,6 +70,7 @@ class ImportedConversation:
     created: int
     branches: list[tuple[str, list[list[Event]]]]
     notes: list[str] = field(default_factory=list)
+    spawned: tuple[str, int] | None = None
 
 
 @dataclass
@@ -202,13 +206,27 @@ class _Writer:
         line.tip = shas[-1] if shas else line.tip
         line.events, line.claimed = flat, True
 
+    def _spawner(self) -> Lineage | None:
+        """Where the conversation that started this one stood when it did (see ``spawned``)."""
+        if self.conv.spawned is None:
+            return None
+        parent, at = self.conv.spawned
+        base = imported_session_id(self.conv.tool, parent)
+        lines = _lines(self.store, {"tool": self.conv.tool, "id": parent}, base, self.index)
+        line = min(lines, key=lambda ln: len(ln.session_id), default=None)  # the session, not a fork of it
+        if line is None:
+            return None
+        said = sum(1 for ev in line.events if ev.time <= at)  # the events said by then
+        count = min((n for n in line.at if n >= max(said, 1)), default=max(line.at))  # the commit holding that turn
+        return Lineage(SessionId(line.session_id), line.at[count])
+
     def _new(self, sid: str, chunks: list[list[Event]], flat: list[Event]) -> _Line:
         header = make_header(sid, created=self.conv.created, **self.header)
         first = chunks[0]
-        message = commit_message(sid, first, 0, kind="import", source=self.subject_source)
-        line = _Line(sid, [], {}, CommitId(""), None)
-        self._commit(line, chunks, flat, 1, first=(first, message, self.conv.created // 1000),
-                     header=header)
+        lineage = self._spawner()
+        message = commit_message(sid, first, 0, kind="import", source=self.subject_source, lineage=lineage)
+        line = _Line(sid, [], {}, CommitId(""), lineage)
+        self._commit(line, chunks, flat, 1, first=(first, message, self.conv.created // 1000), header=header)
         return line
 
     def branch(self, key: str, chunks: list[list[Event]], first: bool) -> Outcome:

@@ -18,6 +18,9 @@ from ..transcript import closing_events
 
 #: Roles a chat-completions (or GeekAgent) message may have.
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+#: The role another tool's reader gives its compaction summary (:func:`turns_from_messages` only):
+#: it ends the turn and becomes a ``compaction/summary`` event.
+COMPACTION = "compaction"
 
 
 class _Bad(Exception):
@@ -114,7 +117,8 @@ class _Builder:
         model = msg.get("model") if isinstance(msg.get("model"), str) else self.model
         self.add("assistant/message", {"content": content, "tool_calls": calls,
                                        "finish_reason": "tool_calls" if calls else "stop",
-                                       "model": model, "usage": None, "interrupted": False})
+                                       "model": model, "interrupted": False,
+                                       "usage": msg["usage"] if isinstance(msg.get("usage"), dict) else None})
         self.step_open = True
         for call in calls:
             self.pending.setdefault(call["id"], call["name"])
@@ -157,7 +161,8 @@ class _Builder:
             return
         name = self.pending.pop(call_id)
         self.add("tool/call", {"id": call_id, "name": name})
-        self.add("tool/result", {"id": call_id, "name": name, "content": content, "is_error": False})
+        self.add("tool/result", {"id": call_id, "name": name, "content": content,
+                                 "is_error": msg.get("is_error") is True})
 
     def finish(self) -> list[Event]:
         self.close_turn()
@@ -202,7 +207,9 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     the lists, so the same messages give the same events, whichever branch they lie on.
 
     Args:
-        messages: chat-completions messages (assistant messages may name their ``model``).
+        messages: chat-completions messages (assistant messages may name their ``model`` and
+            ``usage``, as the API's usage object; tool messages say ``is_error``); a
+            :data:`COMPACTION` message is a compaction summary.
         times: each message's time, epoch ms.
         title: a title event opens the log when given.
         where: prefix for messages (``"conversation 2, "``).
@@ -217,9 +224,12 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     if title:
         builder.add("session/title", {"title": title})
     for i, msg in enumerate(messages):
-        if isinstance(msg, dict) and msg.get("role") == "user":
+        if isinstance(msg, dict) and msg.get("role") in ("user", COMPACTION):
             builder.close_turn()  # at the time of the turn's last message
         builder.t = times[i]
+        if isinstance(msg, dict) and msg.get("role") == COMPACTION:
+            builder.add("compaction/summary", {"summary": _content(msg.get("content"), f"{where}message {i}")})
+            continue
         builder.message(i, msg)
     events = builder.finish()
     starts = [i for i, ev in enumerate(events) if ev.type == "turn/start"]

@@ -14,6 +14,9 @@ The format is detected from the content:
   archive is refused entirely); every non-empty session becomes a gs session with the same
   id; an id that is taken (also by case, also by an archived session) is skipped and
   reported, never overwritten.
+- another tool's conversations, written a commit per turn: ChatGPT's data export
+  (:mod:`.chatgpt`) and Claude Code's transcripts (:mod:`.claude_code`, told by their first
+  line).
 
 Text hygiene: a BOM and CRLF line ends are tolerated, invalid UTF-8 and lone surrogates
 become U+FFFD.
@@ -31,7 +34,7 @@ from ..errors import CorruptSession, InvalidEvent, InvalidSessionId, TransferErr
 from ..events import Event, clean_value, encode_header, make_event, now_ms, parse_log
 from ..rules import check_session_id
 from ..transcript import closing_events, derive_messages, open_turn
-from . import chatgpt
+from . import chatgpt, claude_code
 from .branches import ImportedConversation
 from .messages import _Bad, _kind, events_from_messages
 
@@ -61,14 +64,14 @@ class ImportPlan:
     """What a file holds, validated as a whole before anything is written.
 
     Attributes:
-        kind: ``jsonl``, ``json``, ``messages``, ``geekagent`` or ``chatgpt``.
+        kind: ``jsonl``, ``json``, ``messages``, ``geekagent``, ``chatgpt`` or ``claude-code``.
         source: the file name (for messages and commit subjects).
         sessions: the sessions to write, in file order.
         skipped: notes on sessions left out (empty ones).
         notes: notes about the file as a whole.
         clashes: ``(id, other)`` for ids in the file that differ only by case from an
             earlier id in the same file (the later one is not imported).
-        conversations: another tool's conversations (kind ``chatgpt``), written a commit
+        conversations: another tool's conversations (kinds of :data:`TOOLS`), written a commit
             per turn by :func:`~.branches.write_conversation`.
     """
 
@@ -106,7 +109,7 @@ def _decode(data: bytes) -> str:
 
 
 #: Other tools whose files hold conversations (a plan's ``conversations``, written a commit per turn).
-TOOLS = (chatgpt.TOOL,)
+TOOLS = (chatgpt.TOOL, claude_code.TOOL)
 #: What ``gs import --from`` names (``auto``: detect from the content).
 FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
 
@@ -145,6 +148,8 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
     text = _decode(data)
     if not text.strip():
         raise _Bad("the file is empty")
+    if fmt in ("auto", claude_code.TOOL) and claude_code.looks_like(text):
+        return ImportPlan(claude_code.TOOL, source, [], conversations=claude_code.read_transcript(text))
     try:
         obj = _loads(text)
     except json.JSONDecodeError as exc:

@@ -49,8 +49,9 @@ def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> Imported
     if redactor is None:
         return conv
     branches = [(key, [[redactor.event(ev) for ev in chunk] for chunk in chunks]) for key, chunks in conv.branches]
+    spawned = (redactor.text(conv.spawned[0]), conv.spawned[1]) if conv.spawned else None
     return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
-                               branches=branches)
+                               branches=branches, spawned=spawned)
 
 
 def check_plan(plan: ImportPlan, as_id: str | None) -> None:

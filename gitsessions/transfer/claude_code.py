@@ -1,0 +1,400 @@
+"""Claude Code transcripts (``<config>/projects/<escaped cwd>/<session>.jsonl``) into conversations.
+
+A transcript is one JSON object per line (see the import formats notes). The lines form a
+graph through ``parentUuid``: going back and sending again leaves the abandoned branch in
+the file. What becomes what:
+
+- The branch ending at the last message line appended is the session; every other leaf
+  (a rewound branch) is a fork where it leaves it. A ``compact_boundary`` line starts a new
+  root whose ``logicalParentUuid`` names the line before it: the branch goes on through it,
+  and the summary the tool wrote after it is a ``compaction/summary`` event.
+- Lines that are no message (``attachment``, ``file-history-snapshot``, ``queue-operation``
+  and types not known yet) are passed over, also inside the chain.
+- One reply written as several ``assistant`` lines sharing ``message.id`` is one message;
+  its ``tool_use`` blocks are tool calls, the ``tool_result`` blocks of the ``user`` lines
+  after it their results (``is_error`` kept).
+- ``thinking`` blocks, meta lines (``isMeta``), the tool's own notes (slash command
+  echoes, ``system`` lines, "[Request interrupted by user]") are ignorable events: kept,
+  never sent to a model. Images are described in the text.
+- Sidechain lines (``isSidechain``: a sub-agent, in the same file or in
+  ``<session>/subagents/agent-*.jsonl``) are their own conversation, spawned by the session
+  at the time the sub-agent began (its lineage).
+- A session made with ``--resume ID --fork-session`` repeats the origin's lines: when they
+  keep the origin's ``sessionId`` (older versions) it is spawned by the origin where they
+  end; 2.1 gives them the new id, and the copy is a session of its own.
+- The title: the last ``custom-title`` (a rename), else the last ``ai-title``, else a
+  ``summary`` of the session's branch, else its first prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..events import Event
+from . import anthropic
+from .branches import ImportedConversation
+from .messages import COMPACTION, _Bad, _kind, turns_from_messages
+
+#: The source tool's name (headers, trailers, ids, ``gs import --from``).
+TOOL = "claude-code"
+#: Line types of Claude Code's own (beyond messages) that tell a file is one of its transcripts.
+_OWN_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "custom-title", "ai-title",
+                        "last-prompt", "attachment", "mode"})
+#: What a conversion reads of a line in the graph (the rest is let go as the file is read).
+_READ = ("type", "message", "sessionId", "isSidechain", "agentId", "isMeta", "isCompactSummary", "subtype",
+         "content")
+#: The tool's own text in a user line: a slash command's echo and output, a cancel notice.
+_TOOL_NOTE = re.compile(r"\s*(<(command-name|command-message|local-command-stdout|local-command-caveat|"
+                        r"local-command-stderr|bash-input|bash-stdout|bash-stderr)>|\[Request interrupted by user)")
+
+
+def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Every Claude Code transcript on this machine: sessions first, then their sub-agents.
+
+    Claude Code keeps its files in ``CLAUDE_CONFIG_DIR`` when that is set, else ``~/.claude``;
+    transcripts are ``projects/<escaped cwd>/<session>.jsonl`` and a session's sub-agents
+    ``projects/<dir>/<session>/subagents/agent-*.jsonl`` (older versions put them beside the
+    sessions as ``agent-*.jsonl``).
+
+    Args:
+        env: the environment (the face reads it).
+        home: the user's home directory.
+
+    Returns:
+        The transcript files, sessions before sub-agents (a sub-agent's lineage names its
+        session, which must be imported first), each group sorted.
+    """
+    projects = projects_dir(env, home)
+    if not projects.is_dir():
+        return []
+    files = sorted(p for p in projects.glob("*/*.jsonl") if p.is_file())
+    agents = sorted(p for p in projects.glob("*/*/subagents/*.jsonl") if p.is_file())
+    return ([p for p in files if not p.name.startswith("agent-")] + [p for p in files if p.name.startswith("agent-")]
+            + agents)
+
+
+def projects_dir(env: Mapping[str, str], home: Path) -> Path:
+    """The folder holding Claude Code's transcripts (``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``)."""
+    config = env.get("CLAUDE_CONFIG_DIR")
+    return (Path(config).expanduser() if config else home / ".claude") / "projects"
+
+
+def looks_like(text: str) -> bool:
+    """True when ``text`` reads as a Claude Code transcript (judged by its first line)."""
+    first = text.lstrip("\ufeff").split("\n", 1)[0].strip()
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return False
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str) or "seq" in obj or "payload" in obj:
+        return False
+    return obj["type"] in _OWN_TYPES or ("sessionId" in obj and ("uuid" in obj or "parentUuid" in obj))
+
+
+def _ms(stamp: Any) -> int | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        t = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+    return int(t * 1000) if 0 <= t < 2**32 else None  # git dates no commit before 1970 or past 2106
+
+
+@dataclass
+class _Node:
+    """A line of the graph (anything with a ``uuid``), as much of it as the conversion needs."""
+
+    uuid: str
+    parent: str | None
+    line: int
+    obj: dict
+    message: bool  # a user or assistant line with a message: what a branch ends at
+    time: int | None
+
+
+def _aside(name: str, text: str) -> dict:
+    return {"role": "system", "name": name, "content": text}
+
+
+class _Transcript:
+    """One file's lines, read into a graph: what every conversion of a branch reads."""
+
+    def __init__(self, text: str):
+        self.nodes: dict[str, _Node] = {}
+        self.order: list[_Node] = []
+        self.titles: dict[str, str] = {}  # custom-title / ai-title: the last of each
+        self.summaries: dict[str, str] = {}  # leafUuid -> summary
+        self.notes: list[str] = []
+        lines = text.lstrip("\ufeff").split("\n")
+        for n, raw in enumerate(lines, 1):
+            line = raw.rstrip("\r")
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                if n == len(lines):  # no line end: a line Claude Code is still writing
+                    self.notes.append(f"line {n} is not whole yet (being written?); the next import reads it")
+                    break
+                raise _Bad(f"line {n}: not valid JSON ({exc})") from None
+            if not isinstance(obj, dict):
+                raise _Bad(f"line {n} is {_kind(obj)}, not an object")
+            self._take(obj, n)
+
+    def _take(self, obj: dict, n: int) -> None:
+        kind = obj.get("type")
+        if kind == "summary" and isinstance(obj.get("summary"), str):
+            self.summaries[str(obj.get("leafUuid"))] = obj["summary"]
+        elif kind in ("custom-title", "ai-title"):
+            title = obj.get("customTitle" if kind == "custom-title" else "aiTitle", obj.get("title"))
+            if isinstance(title, str) and title.strip():
+                self.titles[kind] = title.strip()
+        uuid = obj.get("uuid")
+        if not isinstance(uuid, str) or not uuid or uuid in self.nodes:
+            return  # not in the graph (a title, a snapshot), or a line written again
+        parent = obj.get("parentUuid")
+        if parent is None and obj.get("subtype") == "compact_boundary":
+            parent = obj.get("logicalParentUuid")  # the branch goes on through a compaction
+        message = obj.get("message")
+        is_message = kind in ("user", "assistant") and isinstance(message, dict)
+        if is_message and "content" not in obj["message"]:
+            raise _Bad(f"line {n}: a {kind} message without \"content\"")
+        kept = {k: obj[k] for k in _READ if k in obj}  # not toolUseResult and the rest: a copy of much of it
+        node = _Node(uuid, parent if isinstance(parent, str) else None, n, kept, is_message, _ms(obj.get("timestamp")))
+        self.nodes[uuid] = node
+        self.order.append(node)
+
+    def path(self, leaf: _Node) -> list[_Node]:
+        """The lines from the root to ``leaf``; a parent the file does not hold ends it (a root)."""
+        out, seen = [], set()
+        node: _Node | None = leaf
+        while node is not None:
+            if node.uuid in seen:
+                raise _Bad(f"line {node.line}: the parentUuid links form a loop")
+            seen.add(node.uuid)
+            out.append(node)
+            node = self.nodes.get(node.parent) if node.parent else None
+        return out[::-1]
+
+    def leaves(self, nodes: list[_Node]) -> list[_Node]:
+        """The message lines of ``nodes`` no later message line descends from: the newest first, then file order."""
+        inner: set[str] = set()
+        for node in nodes:
+            if not node.message:
+                continue
+            up = self.nodes.get(node.parent) if node.parent else None
+            seen: set[str] = set()
+            while up is not None and not up.message and up.uuid not in seen:
+                seen.add(up.uuid)
+                up = self.nodes.get(up.parent) if up.parent else None
+            if up is not None:
+                inner.add(up.uuid)
+        leaves = [n for n in nodes if n.message and n.uuid not in inner]
+        newest = max((n for n in nodes if n.message), key=lambda n: n.line, default=None)
+        return [newest, *[n for n in leaves if n is not newest]] if newest else []
+
+
+class _Messages:
+    """The chat messages of one branch (its lines, root first) and when each was said."""
+
+    def __init__(self, start: int):
+        self.messages: list[dict] = []
+        self.times: list[int] = []
+        self.t = start
+        self.reply: dict | None = None  # the assistant message being gathered from its lines
+        self.reply_id: Any = None
+
+    def add(self, msg: dict) -> None:
+        self.messages.append(msg)
+        self.times.append(self.t)
+
+    def flush(self) -> None:
+        if self.reply is not None and (self.reply["content"] or self.reply.get("tool_calls")):
+            self.add(self.reply)
+        self.reply, self.reply_id = None, None
+
+    def line(self, node: _Node) -> None:
+        obj = node.obj
+        self.t = node.time if node.time is not None else self.t
+        at = f"line {node.line}"
+        if not node.message:
+            if obj.get("type") == "system" and obj.get("subtype") != "compact_boundary":
+                self.flush()
+                text, subtype = obj.get("content"), obj.get("subtype")
+                if isinstance(text, str) and text.strip():
+                    name = f"claude-code system {subtype}" if isinstance(subtype, str) else "claude-code system"
+                    self.add(_aside(name, text))
+            return  # attachments and lines of types not known yet
+        message = obj["message"]
+        blocks = anthropic.blocks(message.get("content"), at)
+        if obj.get("type") == "assistant":
+            self.assistant(node, message, blocks)
+            return
+        self.flush()
+        texts = []
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                call = block.get("tool_use_id")
+                if not isinstance(call, str):
+                    raise _Bad(f"{at}: a tool_result block without a string \"tool_use_id\"")
+                self.add({"role": "tool", "tool_call_id": call, "content": anthropic.result_text(block.get("content")),
+                          "is_error": block.get("is_error") is True})
+            else:
+                texts.append(anthropic.block_text(block))
+        text = "\n".join(t for t in texts if t)
+        if not text and any(b.get("type") == "tool_result" for b in blocks):
+            return
+        if obj.get("isCompactSummary"):
+            self.add({"role": COMPACTION, "content": text})
+        elif obj.get("isMeta"):
+            self.add(_aside("claude-code meta", text))
+        elif _TOOL_NOTE.match(text):
+            self.add(_aside("claude-code note", text))
+        else:
+            self.add({"role": "user", "content": text})
+
+    def assistant(self, node: _Node, message: dict, blocks: list[dict]) -> None:
+        mid = message.get("id")
+        if self.reply is None or mid is None or mid != self.reply_id:
+            self.flush()
+            self.reply, self.reply_id = {"role": "assistant", "content": ""}, mid
+            if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+                self.reply["model"] = message["model"]
+        reply = self.reply
+        if isinstance(message.get("usage"), dict):  # each line of a reply repeats it: the last one holds
+            reply["usage"] = anthropic.usage(message["usage"])
+        for block in blocks:
+            kind = block.get("type")
+            if kind in ("thinking", "redacted_thinking"):
+                text = block.get("thinking") if kind == "thinking" else "[redacted thinking]"
+                self.add(_aside("assistant thinking", str(text or "")))
+            elif kind == "tool_use":
+                call_id, name = block.get("id"), block.get("name")
+                if not isinstance(call_id, str) or not isinstance(name, str):
+                    raise _Bad(f"line {node.line}: a tool_use block without a string \"id\" and \"name\"")
+                arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
+                reply.setdefault("tool_calls", []).append({"id": call_id, "function": {"name": name,
+                                                                                       "arguments": arguments}})
+            else:
+                text = anthropic.block_text(block)
+                reply["content"] = "\n\n".join(t for t in (reply["content"], text) if t)
+
+
+def _settled(messages: list[dict]) -> int:
+    """How many of the active branch's messages to import: all, unless its last turn is under way.
+
+    A turn the tool is still writing (a prompt without its answer yet, a call without its
+    result) would be closed as interrupted, and the next import, finding it answered, could
+    only fork there: it is left for the next import. A turn the user stopped is over.
+    """
+    for msg in reversed(messages):
+        if msg["role"] == "system":
+            if msg.get("name") == "claude-code note" and "[Request interrupted" in msg["content"][:40]:
+                return len(messages)
+            continue
+        if (msg["role"] == "assistant" and not msg.get("tool_calls")) or msg["role"] == COMPACTION:
+            return len(messages)
+        break
+    return max((j for j, m in enumerate(messages) if m["role"] == "user"), default=len(messages))
+
+
+def _first_prompt(messages: list[dict]) -> str:
+    return next((str(m["content"]).strip().split("\n", 1)[0] for m in messages if m["role"] == "user"
+                 and str(m["content"]).strip()), "")
+
+
+class _Reader:
+    """One transcript file into its conversations: the session, then each sub-agent's."""
+
+    def __init__(self, text: str):
+        self.file = _Transcript(text)
+        self.start = next((n.time for n in self.file.order if n.time is not None), None)
+
+    def _path(self, leaf: _Node) -> list[_Node]:
+        """The branch to ``leaf`` within its side: a sub-agent's lines that hang from the session's are its own."""
+        side = leaf.obj.get("isSidechain") is True
+        return [n for n in self.file.path(leaf) if (n.obj.get("isSidechain") is True) == side]
+
+    def branches(self, nodes: list[_Node], title: str, where: str,
+                 notes: list[str]) -> tuple[list[tuple[str, list[list[Event]]]], str, int]:
+        """Each leaf's branch split per turn (the newest first); the title; when it began (ms)."""
+        leaves = self.file.leaves(nodes)
+        out: list[tuple[str, list[list[Event]]]] = []
+        title_out, created = title, 0
+        for i, leaf in enumerate(leaves):
+            path = self._path(leaf)
+            begun = next((n.time for n in path if n.time is not None), self.start or 0)
+            gathered = _Messages(begun)
+            for node in path:
+                gathered.line(node)
+            gathered.flush()
+            if i == 0:
+                summaries = self.file.summaries
+                summary = next((summaries[n.uuid] for n in reversed(path) if n.uuid in summaries), "")
+                title_out = title or summary or _first_prompt(gathered.messages) or "Claude Code session"
+                created = begun
+            settled = _settled(gathered.messages) if i == 0 else len(gathered.messages)
+            if settled < len(gathered.messages):
+                notes.append(f"{where}its last turn is still under way; the next import takes it")
+            chunks, more = turns_from_messages(gathered.messages[:settled], gathered.times[:settled], title=title_out,
+                                               where=where)
+            notes.extend(n for n in more if n not in notes)
+            if len(chunks) > 1 and chunks not in [c for _, c in out]:  # a branch without prompts adds nothing
+                out.append((leaf.uuid, chunks))
+        return out, title_out, created
+
+    def conversations(self) -> list[ImportedConversation]:
+        main = [n for n in self.file.order if n.obj.get("isSidechain") is not True]
+        side = [n for n in self.file.order if n.obj.get("isSidechain") is True]
+        session = next((n.obj["sessionId"] for n in reversed(main or side) if isinstance(n.obj.get("sessionId"), str)),
+                       None)
+        if session is None:
+            if any(n.message for n in self.file.order):
+                raise _Bad("no line names its \"sessionId\": not a Claude Code transcript")
+            return []
+        out = []
+        title = self.file.titles.get("custom-title") or self.file.titles.get("ai-title") or ""
+        notes = list(self.file.notes)
+        branches, title, created = self.branches(main, title, "", notes)
+        if branches:
+            origin = next((n.obj["sessionId"] for n in main if isinstance(n.obj.get("sessionId"), str)), session)
+            spawned: tuple[str, int] | None = None
+            if origin != session:  # made with --fork-session: the origin's lines come first, theirs unchanged
+                shared = [n.time for n in main if n.obj.get("sessionId") == origin and n.time is not None]
+                spawned = (origin, shared[-1]) if shared else None
+            out.append(ImportedConversation(TOOL, session, title, created, branches, notes, spawned=spawned))
+        agents: dict[str, list[_Node]] = {}
+        for node in side:  # grouped by agent (newer versions name it), else by the root each line leads to
+            agent = node.obj.get("agentId")
+            key = f"agent-{agent}" if isinstance(agent, str) and agent else self._path(node)[0].uuid
+            agents.setdefault(key, []).append(node)
+        for key, nodes in agents.items():
+            notes = []
+            branches, title, created = self.branches(nodes, "", f"sub-agent {key}, ", notes)
+            if branches:
+                out.append(ImportedConversation(TOOL, f"{session}/{key}", f"sub-agent: {title}", created, branches,
+                                                notes, spawned=(session, created)))
+        return out
+
+
+def read_transcript(text: str) -> list[ImportedConversation]:
+    """Convert a Claude Code transcript into conversations: the session's, then each sub-agent's.
+
+    Args:
+        text: the file's text.
+
+    Returns:
+        The conversations, each branch split per turn (a file of titles and snapshots alone
+        holds none).
+
+    Raises:
+        _Bad: something cannot be read (the message names the line).
+    """
+    return _Reader(text).conversations()

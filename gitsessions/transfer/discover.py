@@ -1,0 +1,69 @@
+"""Where other tools keep their conversations on this machine (``gs import --from TOOL`` without a file).
+
+Each source names its files through its format module's ``default_paths(env, home)``: the
+tool's own environment variable first (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``,
+``LLM_USER_PATH``), else its default folder under ``home``. Nothing here reads the
+environment: the face passes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import claude_code
+
+#: ``default_paths(env, home)`` of a source: its files, in the order they are to be imported.
+Finder = Callable[[Mapping[str, str], Path], list[Path]]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A tool whose conversations gs can find by itself.
+
+    Attributes:
+        name: what ``--from`` names (also the format its files are read as).
+        label: how the user knows it (``Claude Code``).
+        what: what one of its files is called in messages (``transcript``).
+        where: the folder it looks in, for messages (``env, home -> path``).
+        find: its files (``default_paths``).
+        variable: the environment variable that moves it.
+    """
+
+    name: str
+    label: str
+    what: str
+    where: Callable[[Mapping[str, str], Path], Path]
+    find: Finder
+    variable: str
+
+
+#: The sources, by ``--from`` name (the format modules add theirs here).
+SOURCES: dict[str, Source] = {
+    claude_code.TOOL: Source(claude_code.TOOL, "Claude Code", "transcript", claude_code.projects_dir,
+                             claude_code.default_paths, "CLAUDE_CONFIG_DIR"),
+}
+
+
+def source(name: str) -> Source | None:
+    """The source ``--from NAME`` names, or None when that format has no default location."""
+    return SOURCES.get(name)
+
+
+def discover(name: str, env: Mapping[str, str], home: Path) -> tuple[Path, list[Path]]:
+    """The folder a source keeps its files in and the files found there.
+
+    Args:
+        name: a key of :data:`SOURCES`.
+        env: the environment.
+        home: the user's home directory.
+
+    Returns:
+        ``(folder, files)``; ``files`` is empty when the folder is missing or holds none.
+
+    Raises:
+        KeyError: ``name`` is no source.
+    """
+    src = SOURCES[name]
+    return src.where(env, home), src.find(env, home)

@@ -1,0 +1,237 @@
+"""Tokens spent and the context window: what ``/usage``, the chat's footer and ``gs log`` say.
+
+Usage is recorded on every ``assistant/message`` as the API reported it (``prompt_tokens``,
+``completion_tokens``, ``prompt_tokens_details.cached_tokens``); this module adds it up. The
+context window of a model comes from the config (``models: {NAME: {context: N, price:
+{...}}}``) or from the server when it tells (llama.cpp's ``/props``); when neither does, it
+is unknown and said to be (issue 15: never guessed silently). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import ConfigError
+from .turns import turn_number
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .events import Event
+
+#: The keys of a model's ``price:`` (US dollars per million tokens).
+PRICE_KEYS = ("input", "output", "cached")
+
+
+@dataclass(frozen=True)
+class Price:
+    """What a model's tokens cost, US dollars per million tokens (config ``models.NAME.price``).
+
+    Attributes:
+        input: a prompt token.
+        output: a completion token.
+        cached: a prompt token the server had cached (None: priced as ``input``).
+    """
+
+    input: float
+    output: float
+    cached: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """What the config says of one model (``models: {NAME: {context: N, price: {...}}}``).
+
+    Attributes:
+        context: the context window, tokens (None: not configured).
+        price: its price (None: not configured; no cost is shown).
+    """
+
+    context: int | None = None
+    price: Price | None = None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def parse_models(value: Any, path: str) -> dict[str, ModelSettings]:
+    """Read the config's ``models:`` mapping.
+
+    Args:
+        value: the YAML value (None: no models configured).
+        path: the config file, for the error message.
+
+    Returns:
+        The settings by model name.
+
+    Raises:
+        ConfigError: not a mapping of names to ``{context: N, price: {input, output, cached}}``.
+    """
+    shape = "models must map model names to {context: 128000, price: {input: 2.5, output: 10, cached: 1.25}}"
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(path, shape)
+    out: dict[str, ModelSettings] = {}
+    for name, spec in value.items():
+        if not isinstance(spec, dict) or set(spec) - {"context", "price"}:
+            raise ConfigError(path, f"models.{name}: {shape}")
+        context = spec.get("context")
+        if context is not None and (not isinstance(context, int) or isinstance(context, bool) or context < 1):
+            raise ConfigError(path, f"models.{name}.context must be a whole number of tokens above 0")
+        price = spec.get("price")
+        if price is not None:
+            if (not isinstance(price, dict) or set(price) - set(PRICE_KEYS) or not {"input", "output"} <= set(price)
+                    or not all(_number(v) for v in price.values())):
+                raise ConfigError(path, f"models.{name}.price must be {{input: N, output: N}} (and cached: N), "
+                                        "US dollars per million tokens")
+            price = Price(float(price["input"]), float(price["output"]),
+                          float(price["cached"]) if "cached" in price else None)
+        out[str(name)] = ModelSettings(context, price)
+    return out
+
+
+def context_window(config: Config, model: str, server: int | None = None) -> int | None:
+    """The context window of ``model``, tokens: the config's, else what the server said.
+
+    Args:
+        config: the settings (``models.NAME.context``).
+        model: the model name as requests send it.
+        server: the window the server reported for it (llama.cpp's ``/props`` ``n_ctx``; None: it did not).
+
+    Returns:
+        The window, or None when neither knows it (say so; never guess).
+    """
+    configured = config.models.get(model)
+    if configured is not None and configured.context is not None:
+        return configured.context
+    return server if isinstance(server, int) and server > 0 else None
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Tokens of one or more requests, as the server counted them.
+
+    Attributes:
+        prompt: prompt tokens (``cached`` among them).
+        completion: completion tokens.
+        cached: prompt tokens the server had cached.
+        requests: how many requests reported usage.
+    """
+
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+    requests: int = 0
+
+    @property
+    def total(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt + self.completion
+
+    def __add__(self, other: Tokens) -> Tokens:
+        """The tokens of both."""
+        return Tokens(self.prompt + other.prompt, self.completion + other.completion,
+                      self.cached + other.cached, self.requests + other.requests)
+
+    @classmethod
+    def of(cls, usage: Any) -> Tokens:
+        """The tokens of one API ``usage`` object (anything else: none)."""
+        if not isinstance(usage, Mapping):
+            return cls()
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+        prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+        return cls(prompt, completion, _count(cached), 1 if prompt or completion else 0)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def tokens_by_turn(events: Sequence[Event]) -> dict[int, Tokens]:
+    """The tokens of each turn's requests (every reply with usage), by turn number."""
+    out: dict[int, Tokens] = {}
+    turn = 0
+    for ev in events:
+        if ev.type == "turn/start":
+            turn = turn_number(ev.data, turn)
+        elif ev.type == "assistant/message" and ev.data.get("usage"):
+            out[turn] = out.get(turn, Tokens()) + Tokens.of(ev.data["usage"])
+    return out
+
+
+def tokens_of(events: Sequence[Event]) -> Tokens:
+    """The tokens of the requests whose replies are among ``events`` (a compaction's summary is one)."""
+    return sum((Tokens.of(ev.data.get("usage")) for ev in events if ev.type in _PAID), Tokens())
+
+
+#: The events that hold a request's ``usage``: a reply, and the summary a compaction asked for.
+_PAID = ("assistant/message", "compaction/summary")
+
+
+def context_used(events: Sequence[Event]) -> int | None:
+    """Tokens of the context at the last reply: its prompt plus its completion (None: no usage yet).
+
+    What the next request sends begins with that (plus the new prompt), so it is the share of
+    the window taken; after a compaction or an undo the next reply's figure says the new size.
+    """
+    for ev in reversed(events):
+        if ev.type == "assistant/message":
+            tokens = Tokens.of(ev.data.get("usage"))
+            if tokens.requests:
+                return tokens.total
+    return None
+
+
+def cost(tokens: Tokens, price: Price) -> float:
+    """What ``tokens`` cost at ``price``, US dollars (cached prompt tokens at the cached price)."""
+    cached_price = price.input if price.cached is None else price.cached
+    return ((tokens.prompt - tokens.cached) * price.input + tokens.cached * cached_price
+            + tokens.completion * price.output) / 1_000_000
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _share(used: int | None, window: int | None) -> str:
+    """``context 12% of 128,000``; an unknown window or usage said as such."""
+    if used is None:
+        return "context: no usage reported yet"
+    if window is None:
+        return f"context {_n(used)} tokens (window unknown: set models.NAME.context in config.yaml)"
+    return f"context {round(100 * used / window)}% of {_n(window)}"
+
+
+def footer(model: str, events: Sequence[Event], window: int | None) -> str:
+    """The chat's one-line footer after a reply: ``model · context 12% of 128,000 · 3,456 tokens this session``."""
+    session = tokens_of(events)
+    return f"{model} · {_share(context_used(events), window)} · {_n(session.total)} tokens this session"
+
+
+def report(model: str, events: Sequence[Event], window: int | None, price: Price | None) -> list[str]:
+    """The lines of ``/usage``: this turn, this session, the context against the window, cost when priced.
+
+    Args:
+        model: the model the next request goes to.
+        events: the session's events.
+        window: the model's window (None: unknown, and said so).
+        price: the model's price (None: no cost shown).
+    """
+    turns = tokens_by_turn(events)
+    last = turns[max(turns)] if turns else Tokens()
+    session = sum(turns.values(), Tokens())
+
+    def line(label: str, t: Tokens) -> str:
+        text = (f"{label}: {_n(t.prompt)} prompt ({_n(t.cached)} cached) + {_n(t.completion)} completion "
+                f"= {_n(t.total)} tokens in {t.requests} request{'' if t.requests == 1 else 's'}")
+        return text + (f" · ${cost(t, price):.4f}" if price is not None else "")
+
+    out = [f"model: {model}", line("this turn", last), line("this session", session),
+           _share(context_used(events), window)]
+    if price is None:
+        out.append("cost: no price configured (models.NAME.price in config.yaml)")
+    return out

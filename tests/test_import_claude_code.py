@@ -1,0 +1,275 @@
+"""Importing Claude Code transcripts: the parentUuid graph, tool calls, sub-agents and a compaction.
+
+The fixture (tests/data/claude_code/session.jsonl) is built from the format as documented and
+as Claude Code 2.1 writes it: queue and snapshot lines outside the graph, an attachment
+inside the chain, one reply split over three lines sharing ``message.id`` (thinking, text,
+tool_use), a failed Bash call, a rewind (turn 2 sent twice from the same point), an image,
+an in-file sidechain (a sub-agent run through the Task tool), a meta caveat, ``/compact``
+(its echo, a ``compact_boundary`` whose ``logicalParentUuid`` carries the chain, the summary
+line), an ``ai-title`` and a ``last-prompt``. Checked with the real git CLI and the strict
+fake API.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakeapi import validate_messages
+
+from gitsessions.rules import imported_fork_id, imported_session_id
+from gitsessions.store import GitStore
+
+FIXTURE = Path(__file__).parent / "data" / "claude_code" / "session.jsonl"
+SESSION = "5f0c6a1e-2b7d-4c11-9a0e-3d4b5c6d7e8f"
+T = 1772442000  # 2026-03-02 09:00:00 UTC, the fixture's first minute
+MAIN = imported_session_id("claude-code", SESSION, "Verbose flag for cli.py")
+REWOUND = imported_fork_id(MAIN, "a-6")  # turn 2 as first sent, before the rewind
+AGENT = imported_session_id("claude-code", f"{SESSION}/agent-a9f3",
+                            "sub-agent: Find where the README documents command-line flags.")
+
+
+def _lines() -> list[dict]:
+    return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
+
+
+def _write(path: Path, lines: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _said(uuid: str, parent: str | None, role: str, text: str, minute: int, **extra) -> dict:
+    message: dict = {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]}
+    if role == "assistant":
+        message |= {"id": f"msg_{uuid}", "model": "claude-sonnet-4-5"}
+    return {"parentUuid": parent, "isSidechain": False, "userType": "external", "sessionId": SESSION, "type": role,
+            "message": message, "uuid": uuid, "timestamp": f"2026-03-02T09:{minute:02d}:00.000Z", **extra}
+
+
+#: Claude Code resumed: one more turn on the active branch.
+GROWTH = [_said("u-20", "a-9", "user", "And a short -l?", 10), _said("a-20", "u-20", "assistant", "Added -l.", 11)]
+
+
+def _refs(git) -> str:
+    return git("for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def test_the_active_branch_is_the_session_a_rewind_a_fork_and_the_sub_agent_its_own(gs, git, repo_path):
+    r = gs("import", str(FIXTURE))
+    assert r.code == 0, r.err
+    assert r.out.split() == [MAIN, REWOUND, AGENT]
+    assert "1 file, 3 sessions written, 5 turns, 0 skipped" in r.err
+    git("fsck", "--strict")
+    # One commit per turn, dated when each turn began; the header commit when the session did.
+    assert git("log", "--format=%at %s", MAIN).splitlines() == [
+        f"{T + 240} turn 3: Rename the flag to --loud",
+        f"{T + 120} turn 2: Actually, document it in the README first. Here is how it looks:",
+        f"{T + 1} turn 1: Add a --verbose flag to cli.py",
+        f"{T + 1} import: claude-code {SESSION}",
+    ]
+    turn1, turn2 = git("rev-parse", f"{MAIN}~2", f"{MAIN}~1").split()
+    # The rewound branch leaves the session after turn 1, as it left it in Claude Code.
+    assert git("merge-base", MAIN, REWOUND).strip() == turn1
+    assert git("log", "-1", "--format=%at %s", REWOUND).strip() == f"{T + 60} turn 2: Now add tests"
+    # The sub-agent is a session of its own, its lineage the turn that ran it.
+    assert f"Forked-From: {MAIN}@{turn2}" in git("log", "-1", "--format=%B", AGENT)
+    assert git("merge-base", "--is-ancestor", turn2, AGENT, check=False) == ""  # shares no history
+    assert AGENT in gs("tree", MAIN).out and "at turn 2" in gs("tree", MAIN).out
+    with GitStore(repo_path) as store:
+        snap, agent = store.load(MAIN), store.load(AGENT)
+    assert snap.header["source"] == {"tool": "claude-code", "id": SESSION} and "cwd" not in snap.header
+    events = snap.events
+    aside = {e.data["name"]: e.data["content"] for e in events if e.type == "import/message"}
+    assert all(e.ignorable for e in events if e.type == "import/message")
+    assert aside["assistant thinking"] == "The user wants a flag; read cli.py first."
+    assert aside["claude-code meta"].startswith("Caveat:")
+    assert aside["claude-code note"].startswith("<local-command-stdout>")  # the tool's notes are no prompts
+    assert [e.data["content"] for e in events if e.type == "user/message"] == [
+        "Add a --verbose flag to cli.py",
+        "Actually, document it in the README first. Here is how it looks:\n[image/png: not imported]",
+        "Rename the flag to --loud",
+    ]
+    # The reply split over three lines is one message with its call; the failed call stays failed.
+    first = next(e.data for e in events if e.type == "assistant/message")
+    assert first["content"] == "I'll read cli.py first." and first["model"] == "claude-sonnet-4-5"
+    assert first["usage"] == {"prompt_tokens": 112, "completion_tokens": 30, "total_tokens": 142,
+                              "prompt_tokens_details": {"cached_tokens": 100}}  # as the API counts
+    assert first["tool_calls"] == [{"id": "toolu_01", "name": "Read",
+                                    "arguments": '{"file_path": "/home/dev/proj/cli.py"}'}]
+    results = [(e.data["id"], e.data["is_error"]) for e in events if e.type == "tool/result"]
+    assert results == [("toolu_01", False), ("toolu_02", True), ("toolu_03", False)]
+    summary = [e.data["summary"] for e in events if e.type == "compaction/summary"]
+    assert len(summary) == 1 and "documented under Usage" in summary[0]
+    assert [e.data for e in agent.events if e.type == "tool/result"][0]["content"] == "README.md:12: ## Usage"
+
+
+def test_the_same_transcript_again_writes_nothing(gs, git):
+    assert gs("import", str(FIXTURE)).code == 0
+    before = _refs(git)
+    r = gs("import", "--from", "claude-code", str(FIXTURE))
+    assert r.code == 0 and r.out == "" and "nothing new in session.jsonl" in r.err
+    assert _refs(git) == before
+
+
+def test_a_resumed_session_fast_forwards_and_a_later_rewind_forks(gs, git, tmp_path):
+    path = _write(tmp_path / f"{SESSION}.jsonl", _lines())
+    assert gs("import", str(path)).code == 0
+    tip, others = git("rev-parse", MAIN).strip(), git("rev-parse", REWOUND, AGENT)
+    lines = _lines() + GROWTH
+    r = gs("import", str(_write(path, lines)))
+    assert r.code == 0 and r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err, r.err
+    assert git("rev-parse", f"{MAIN}^").strip() == tip
+    assert git("log", "-1", "--format=%at %s", MAIN).strip() == f"{T + 600} turn 4: And a short -l?"
+    assert git("rev-parse", REWOUND, AGENT) == others
+    # Going back to before turn 4 and asking again: the old line stays, the new one forks.
+    lines += [_said("u-21", "a-9", "user", "No: a short -L", 12), _said("a-21", "u-21", "assistant", "Added -L.", 13)]
+    r = gs("import", str(_write(path, lines)))
+    fork = imported_fork_id(MAIN, "a-21")
+    assert r.code == 0 and r.out.split() == [fork], r.err
+    assert git("rev-parse", f"{MAIN}^").strip() == tip  # the old line: as it was
+    assert git("merge-base", MAIN, fork).strip() == tip
+    assert "nothing new" in gs("import", str(path)).err
+    git("fsck", "--strict")
+
+
+def test_a_turn_still_under_way_is_left_for_the_next_import(gs, git, tmp_path):
+    """Imported while Claude Code writes it (cron, --watch): a turn closed as interrupted then
+    could only be forked from when the next import found it answered."""
+    call = _said("a-20", "u-20", "assistant", "", 11)
+    call["message"]["content"] = [{"type": "tool_use", "id": "toolu_20", "name": "Bash", "input": {"command": "ls"}}]
+    result = _said("u-21", "a-20", "user", "", 12)
+    result["message"]["content"] = [{"type": "tool_result", "tool_use_id": "toolu_20", "content": "cli.py"}]
+    path = tmp_path / "live.jsonl"
+    for n, lines in enumerate((GROWTH[:1], [GROWTH[0], call], [GROWTH[0], call, result])):
+        r = gs("import", str(_write(path, _lines() + lines)))
+        assert r.code == 0 and ("its last turn is still under way" if n == 0 else "nothing new") in r.err, r.err
+        assert git("log", "-1", "--format=%s", MAIN).strip() == "turn 3: Rename the flag to --loud"
+    done = _said("a-21", "u-21", "assistant", "Done.", 13)
+    r = gs("import", str(_write(path, [*_lines(), GROWTH[0], call, result, done])))
+    assert r.code == 0 and r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err, r.err
+    assert git("log", "-1", "--format=%s", MAIN).strip() == "turn 4: And a short -l?"
+    interrupted = [*_lines(), _said("u-22", "a-9", "user", "Stop that", 20), call | {"parentUuid": "u-22"},
+                   _said("u-23", "a-20", "user", "[Request interrupted by user for tool use]", 21)]
+    r = gs("import", str(_write(path, interrupted)))  # stopped by the user: over, a branch of its own
+    assert r.code == 0 and r.out.split() == [imported_fork_id(MAIN, "u-23")], r.err
+
+
+def test_each_imported_session_continues_against_the_strict_server(gs, fake_api):
+    assert gs("import", str(FIXTURE)).code == 0
+    for sid in (MAIN, REWOUND, AGENT):
+        fake_api.reset()
+        r = gs("ask", sid, "one more question")
+        assert r.code == 0, r.err
+        messages = fake_api.requests[-1]["messages"]
+        assert validate_messages(messages) is None
+        assert messages[-1] == {"role": "user", "content": "one more question"}
+        said = json.dumps(messages)
+        assert "The user wants a flag" not in said  # thinking is never sent
+        if sid == MAIN:  # what the compaction covers is sent as its summary
+            assert messages[0]["content"].startswith("Summary of the conversation so far:")
+            assert "Add a --verbose flag" not in said
+
+
+def test_a_sub_agent_hanging_from_the_call_that_ran_it_holds_its_own_lines_alone(gs, repo_path, tmp_path):
+    """Older versions chain a sidechain's first line to the session's line that ran it."""
+    text = FIXTURE.read_text(encoding="utf-8").replace('"parentUuid":null,"isSidechain":true',
+                                                       '"parentUuid":"a-7","isSidechain":true')
+    path = tmp_path / "chained.jsonl"
+    path.write_text(text.replace('"agentId":"a9f3",', ""), encoding="utf-8")
+    r = gs("import", str(path))
+    agent = imported_session_id("claude-code", f"{SESSION}/s-1", "sub-agent: Find where the README documents "
+                                "command-line flags.")
+    assert r.code == 0 and r.out.split() == [MAIN, REWOUND, agent], r.err
+    with GitStore(repo_path) as store:
+        prompts = [e.data["content"] for e in store.load(agent).events if e.type == "user/message"]
+    assert prompts == ["Find where the README documents command-line flags."]
+
+
+def test_sub_agents_in_their_own_files_and_a_fork_session_file_link_by_lineage(gs, git, tmp_path):
+    """Newer Claude Code writes sub-agents to <session>/subagents/agent-*.jsonl, and a session
+    made with --resume ID --fork-session is a new file repeating the origin's lines."""
+    project = tmp_path / "projects" / "-home-dev-proj"
+    main = [line for line in _lines() if not line.get("isSidechain")]
+    side = [line for line in _lines() if line.get("isSidechain")]
+    _write(project / f"{SESSION}.jsonl", main)
+    agent_file = _write(project / SESSION / "subagents" / "agent-a9f3.jsonl", side)
+    assert gs("import", str(project / f"{SESSION}.jsonl"), str(agent_file)).code == 0
+    turn2 = git("rev-parse", f"{MAIN}~1").strip()
+    assert f"Forked-From: {MAIN}@{turn2}" in git("log", "-1", "--format=%B", AGENT)
+    forked = "0d4e2b1c-7a7a-4b4b-8c8c-9d9d0e0e1f1f"
+    copy = [dict(line) for line in main if line.get("uuid") in ("u-1", "at-1", "a-1", "a-2", "a-3", "u-2", "a-4",
+                                                                 "u-3", "a-5")]
+    copy += [_said("u-30", "a-5", "user", "Try click instead", 30, sessionId=forked),
+             _said("a-30", "u-30", "assistant", "Switched to click.", 31, sessionId=forked)]
+    r = gs("import", str(_write(project / f"{forked}.jsonl", copy)))
+    assert r.code == 0, r.err
+    sid = r.out.strip()
+    turn1 = git("rev-parse", f"{MAIN}~2").strip()
+    assert sid.startswith("add-a-verbose-flag-to-cli-py-")
+    assert f"Forked-From: {MAIN}@{turn1}" in git("log", "-1", "--format=%B", sid)
+    git("fsck", "--strict")
+
+
+@pytest.mark.parametrize("break_it, where", [
+    (lambda lines, text: text.replace('"uuid":"a-5"', '"uuid":"a-5",', 1), "line 12: not valid JSON"),
+    (lambda lines, text: text.replace('{"parentUuid":"u-4"', '["x"]\n{"parentUuid":"u-4"', 1), "line 14 is an array"),
+    (lambda lines, text: text.replace('"tool_use_id":"toolu_02"', '"tool_use_id":2', 1),
+     'line 11: a tool_result block without a string "tool_use_id"'),
+    (lambda lines, text: text.replace('"parentUuid":null,"isSidechain":false',
+                                      '"parentUuid":"a-9","isSidechain":false', 1),
+     "the parentUuid links form a loop"),
+])
+def test_a_malformed_transcript_names_its_line_and_writes_nothing(gs, git, repo_path, tmp_path, break_it, where):
+    text = FIXTURE.read_text(encoding="utf-8")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(break_it(_lines(), text), encoding="utf-8")
+    r = gs("import", str(bad))
+    assert r.code == 1 and "cannot import bad.jsonl" in r.err and where in r.err, r.err
+    assert not repo_path.exists()
+    r = gs("import", str(bad), str(FIXTURE))
+    assert r.code == 1 and where in r.err and r.out.split() == [MAIN, REWOUND, AGENT]
+    assert "2 files (1 failed), 3 sessions written" in r.err
+
+
+def test_a_line_being_written_waits_and_unknown_lines_are_passed_over(gs, tmp_path):
+    text = FIXTURE.read_text(encoding="utf-8")
+    extra = '{"type":"mode","mode":"plan","sessionId":"%s"}\n{"type":"world-state","uuid":"w-1","parentUuid":"a-9"}\n'
+    path = tmp_path / "growing.jsonl"
+    path.write_text(text + extra % SESSION + '{"parentUuid":"a-9","type":"user","mess', encoding="utf-8")
+    r = gs("import", str(path))
+    assert r.code == 0 and r.out.split() == [MAIN, REWOUND, AGENT], r.err
+    assert "line 35 is not whole yet" in r.err
+    assert "nothing new" in gs("import", str(FIXTURE)).err  # the same conversation
+
+
+def test_titles_a_rename_wins_and_a_file_of_titles_alone_holds_nothing(gs, tmp_path):
+    lines = _lines() + [{"type": "custom-title", "customTitle": "Loud flag", "sessionId": SESSION}]
+    r = gs("import", str(_write(tmp_path / "renamed.jsonl", lines)))
+    renamed = imported_session_id("claude-code", SESSION, "Loud flag")  # a rename beats the tool's own title
+    assert r.code == 0 and r.out.split()[0] == renamed, r.err
+    assert "Loud flag" in gs("list").out
+    assert "nothing new" in gs("import", str(FIXTURE)).err  # the same conversation, found by its id
+    titles = _write(tmp_path / "titles.jsonl", [{"type": "summary", "summary": "Old chat", "leafUuid": "x"}])
+    r = gs("import", "--from", "claude-code", str(titles))
+    assert r.code == 1 and "holds no conversation with a prompt" in r.err
+
+
+def test_from_claude_code_refuses_another_format(gs, repo_path, tmp_path):
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-8")
+    r = gs("import", "--from", "claude-code", str(path))
+    assert r.code == 1 and "not a claude-code file" in r.err and not repo_path.exists()
+
+
+def test_redacted_before_anything_is_written(gs, git, tmp_path):
+    secret = "sk-" + "proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
+    text = FIXTURE.read_text(encoding="utf-8").replace("Rename the flag to --loud", f"use {secret}")
+    text = text.replace("README.md:12: ## Usage", f"KEY={secret}")
+    path = tmp_path / "secret.jsonl"
+    path.write_text(text, encoding="utf-8")
+    r = gs("import", str(path))
+    assert r.code == 0, r.err
+    dump = git("log", "-p", "--all", "--format=%B")
+    assert secret not in dump and "[REDACTED:api-key]" in dump

@@ -1,0 +1,155 @@
+"""``gs import --from TOOL`` without a file: the tool's own folder, found as the tool finds it;
+and ``gs import --watch`` (a real process, stopped with SIGINT as Ctrl+C stops it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import GS
+from fakeapi import validate_messages
+from test_import_claude_code import AGENT, GROWTH, MAIN, REWOUND, SESSION, _lines, _said, _write
+from test_watch import WAIT_S, _wait_for
+
+from gitsessions.transfer import claude_code
+
+
+def _claude_dir(root: Path) -> Path:
+    """A Claude Code folder as 2.1 lays it out: a project, its session, the session's sub-agent."""
+    project = root / "projects" / "-home-dev-proj"
+    _write(project / f"{SESSION}.jsonl", [line for line in _lines() if not line.get("isSidechain")])
+    _write(project / SESSION / "subagents" / "agent-a9f3.jsonl", [line for line in _lines() if line.get("isSidechain")])
+    _write(project / "0a0a0a0a-0000-4000-8000-000000000000.jsonl",
+           [{"type": "summary", "summary": "An old chat", "leafUuid": "gone"}])  # titles alone: nothing to import
+    return root
+
+
+def test_claude_code_default_paths_honour_its_config_dir_and_put_sessions_first(tmp_path):
+    root = _claude_dir(tmp_path / "elsewhere")
+    home = tmp_path / "home"
+    found = claude_code.default_paths({"CLAUDE_CONFIG_DIR": str(root)}, home)
+    assert [p.relative_to(root / "projects").as_posix() for p in found] == [
+        "-home-dev-proj/0a0a0a0a-0000-4000-8000-000000000000.jsonl",
+        f"-home-dev-proj/{SESSION}.jsonl",
+        f"-home-dev-proj/{SESSION}/subagents/agent-a9f3.jsonl",
+    ]
+    assert claude_code.default_paths({}, home) == []  # no ~/.claude: nothing, not an error here
+    _claude_dir(home / ".claude")
+    assert len(claude_code.default_paths({}, home)) == 3
+
+
+def test_from_claude_code_without_a_file_reads_its_folder_and_says_what_it_found(gs, git, tmp_path):
+    root = _claude_dir(tmp_path / "claude")
+    r = gs("import", "--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(root)})
+    assert r.code == 0, r.err
+    assert f"found 3 Claude Code transcripts in {root / 'projects'}" in r.err
+    assert r.out.split() == [MAIN, REWOUND, AGENT]
+    assert "3 files, 3 sessions written, 5 turns, 1 skipped" in r.err
+    turn2 = git("rev-parse", f"{MAIN}~1").strip()
+    assert f"Forked-From: {MAIN}@{turn2}" in git("log", "-1", "--format=%B", AGENT)  # its session came first
+    r = gs("import", "--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(root)})
+    assert r.code == 0 and r.out == "" and "nothing new" in r.err
+    git("fsck", "--strict")
+
+
+def test_without_the_tool_folder_or_a_file_the_user_is_told_what_to_do(gs, repo_path, tmp_path):
+    r = gs("import", "--from", "claude-code")  # HOME has no .claude
+    assert r.code == 1 and "no Claude Code folder here" in r.err and "set CLAUDE_CONFIG_DIR" in r.err, r.err
+    r = gs("import")
+    assert r.code == 2 and "name the FILEs to import" in r.err and "--from claude-code" in r.err
+    r = gs("import", "--from", "chatgpt")
+    assert r.code == 2 and "name the FILEs to import" in r.err
+    assert not repo_path.exists()
+
+
+@pytest.fixture
+def watcher(tmp_path):
+    """Start ``gs import --watch ...`` in a process; returns (proc, log path)."""
+    started = []
+
+    def start(*args, env=None):
+        log = tmp_path / f"watch-{len(started)}.log"
+        proc = subprocess.Popen([*GS, "import", "--watch", *args], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log.open("w"), env={**os.environ, **(env or {})})
+        started.append(proc)
+        return proc, log
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _stop(proc, log) -> list[str]:
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=WAIT_S) == 0, log.read_text()
+    lines = log.read_text().splitlines()
+    assert lines[-1] == "gs: stopped importing", lines
+    return lines
+
+
+def _tip(repo: Path, ref: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", ref],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_watch_imports_a_transcript_as_it_grows_and_a_new_one(gs_env, repo_path, tmp_path, watcher):
+    root = _claude_dir(tmp_path / "claude")
+    proc, log = watcher("--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(root)})
+    _wait_for("the first import", lambda: "importing again as" in log.read_text())
+    tip = _tip(repo_path, MAIN)
+    path = root / "projects" / "-home-dev-proj" / f"{SESSION}.jsonl"
+    with path.open("a", encoding="utf-8") as f:  # Claude Code appends a turn
+        for line in GROWTH:
+            f.write(json.dumps(line) + "\n")
+    _wait_for("the new turn", lambda: f"{MAIN}: 1 turn new" in log.read_text())
+    assert _tip(repo_path, f"{MAIN}^") == tip
+    other = "1b1b1b1b-0000-4000-8000-000000000000"
+    new = [_said("n-1", None, "user", "A new chat", 20, sessionId=other),
+           _said("n-2", "n-1", "assistant", "Hello.", 21, sessionId=other)]
+    _write(root / "projects" / "-home-dev-other" / f"{other}.jsonl", new)  # a new project, a new session
+    _wait_for("the new session", lambda: "imported a-new-chat-" in log.read_text())
+    lines = _stop(proc, log)
+    assert not any(line.startswith("gs:") and "stopped" not in line and "importing again" not in line
+                   for line in lines), lines
+    assert subprocess.run(["git", "-C", str(repo_path), "fsck", "--strict"]).returncode == 0
+
+
+def test_watch_refuses_stdin(gs):
+    r = gs("import", "--watch", "-")
+    assert r.code == 2 and "stdin" in r.err
+
+
+#: Files Claude Code 2.1.197 wrote, run against a local server (``claude -p``, then ``--resume``, then
+#: ``--resume --fork-session``, then a prompt that ran a sub-agent); the working directory renamed.
+REAL = Path(__file__).parent / "data" / "claude_code" / "real"
+
+
+def test_transcripts_claude_code_wrote_import_and_continue(gs, git, fake_api):
+    r = gs("import", "--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(REAL)})
+    assert r.code == 0, r.err
+    assert "found 4 Claude Code transcripts" in r.err and "4 files, 4 sessions written, 7 turns, 0 skipped" in r.err
+    agents, origin, forked, agent = r.out.split()  # in file order, sub-agents last
+    assert origin.startswith("please-run-echo-hi-") and forked.startswith("please-run-echo-hi-")
+    assert git("log", "--format=%s", origin).splitlines() == [
+        "turn 2: And a second question", "turn 1: Please run echo hi",
+        "import: claude-code 90db39e8-d010-41f7-9e46-35f238abb614"]
+    shown = gs("show", origin, "--format", "json").json()
+    calls = [e["data"] for e in shown["events"] if e["type"] == "tool/result"]
+    assert [(c["name"], c["content"], c["is_error"]) for c in calls] == [("Bash", "hi", False)]
+    # --fork-session repeats the origin's lines under the new session's id: a session of its own
+    assert len(git("log", "--format=%s", forked).splitlines()) == 4
+    # the sub-agent (in <session>/subagents/) hangs from the turn that ran it
+    assert agents.startswith("please-use-an-agent-to-count-files-") and agent.startswith("sub-agent-count-the-files-")
+    assert f"Forked-From: {agents}@{git('rev-parse', agents).strip()}" in git("log", "-1", "--format=%B", agent)
+    for sid in (origin, forked, agents, agent):
+        fake_api.reset()
+        r = gs("ask", sid, "one more")
+        assert r.code == 0, r.err
+        assert validate_messages(fake_api.requests[-1]["messages"]) is None
+    git("fsck", "--strict")

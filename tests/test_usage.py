@@ -1,0 +1,100 @@
+"""Tokens and the context window (gitsessions.usage): the config's ``models:``, the sums, the words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitsessions.config import load_config
+from gitsessions.errors import ConfigError
+from gitsessions.events import Event
+from gitsessions.usage import (
+    Price,
+    Tokens,
+    context_used,
+    context_window,
+    cost,
+    footer,
+    report,
+    tokens_by_turn,
+    tokens_of,
+)
+
+
+def _config(tmp_path: Path, text: str):
+    path = tmp_path / "config.yaml"
+    path.write_text(text, "utf-8")
+    return load_config({}, path)
+
+
+def _events(*usages: tuple[int, dict | None]) -> list[Event]:
+    """A log of turns: each ``(turn, usage)`` one reply (a new turn/start when the turn number changes)."""
+    out: list[Event] = []
+    turn = 0
+    for n, usage in usages:
+        if n != turn:
+            out.append(Event(len(out), 0, "turn/start", {"turn": n}))
+            out.append(Event(len(out), 0, "user/message", {"content": "q"}))
+            turn = n
+        out.append(Event(len(out), 0, "assistant/message", {"content": "a", "usage": usage}))
+    return out
+
+
+def test_models_from_the_config_give_the_window_and_the_price(tmp_path):
+    config = _config(tmp_path, "models:\n  big: {context: 128000, price: {input: 2.5, output: 10, cached: 1.25}}\n"
+                               "  small: {context: 4096}\n")
+    assert context_window(config, "big") == 128000
+    assert context_window(config, "small", server=8192) == 4096  # the config wins over the server
+    assert context_window(config, "other", server=8192) == 8192
+    assert context_window(config, "other") is None  # unknown: said, never guessed
+    assert config.models["big"].price == Price(2.5, 10.0, 1.25)
+    assert config.models["small"].price is None
+
+
+@pytest.mark.parametrize("text, says", [
+    ("models: [a, b]\n", "models must map model names"),
+    ("models: {m: {context: -1}}\n", "models.m.context must be a whole number"),
+    ("models: {m: {context: 1000, window: 3}}\n", "models.m: models must map"),
+    ("models: {m: {price: {input: 1}}}\n", "models.m.price must be"),
+    ("models: {m: {price: {input: 1, output: x}}}\n", "models.m.price must be"),
+])
+def test_a_bad_models_entry_is_refused_saying_its_shape(tmp_path, text, says):
+    with pytest.raises(ConfigError, match=says):
+        _config(tmp_path, text)
+
+
+def test_tokens_add_up_by_turn_with_cached_prompt_tokens():
+    events = _events((1, {"prompt_tokens": 100, "completion_tokens": 10}),
+                     (1, {"prompt_tokens": 120, "completion_tokens": 5,
+                          "prompt_tokens_details": {"cached_tokens": 100}}),
+                     (2, {"prompt_tokens": 200, "completion_tokens": 20}),
+                     (3, None))  # a reply without usage counts nothing
+    by_turn = tokens_by_turn(events)
+    assert by_turn == {1: Tokens(220, 15, 100, 2), 2: Tokens(200, 20, 0, 1)}
+    assert context_used(events) == 220  # the last reply that reported usage
+    assert context_used(_events((1, None))) is None
+
+
+def test_cost_prices_cached_prompt_tokens_apart():
+    tokens = Tokens(prompt=1_000_000, completion=500_000, cached=400_000, requests=3)
+    assert cost(tokens, Price(2.0, 8.0, 0.5)) == pytest.approx(0.6 * 2 + 0.4 * 0.5 + 0.5 * 8)
+    assert cost(tokens, Price(2.0, 8.0)) == pytest.approx(2.0 + 4.0)  # no cached price: as input
+
+
+def test_the_footer_and_the_report_say_the_share_or_that_the_window_is_unknown():
+    events = _events((1, {"prompt_tokens": 900, "completion_tokens": 100}))
+    assert footer("m", events, 4000) == "m · context 25% of 4,000 · 1,000 tokens this session"
+    assert "window unknown" in footer("m", events, None)
+    lines = report("m", events, 4000, Price(1.0, 2.0))
+    assert lines[1] == "this turn: 900 prompt (0 cached) + 100 completion = 1,000 tokens in 1 request · $0.0011"
+    assert lines[3] == "context 25% of 4,000"
+    assert report("m", events, None, None)[-1].startswith("cost: no price configured")
+
+
+def test_a_compaction_request_counts_in_what_the_session_spent_not_in_its_context():
+    events = _events((1, {"prompt_tokens": 100, "completion_tokens": 10}))
+    events.append(Event(len(events), 0, "compaction/summary",
+                        {"summary": "s", "usage": {"prompt_tokens": 110, "completion_tokens": 7}}))
+    assert tokens_of(events) == Tokens(210, 17, 0, 2)
+    assert context_used(events) == 110  # the summary request read the context; it is not the context
