@@ -175,14 +175,20 @@ def test_the_packs_of_many_lines_are_merged_as_the_import_goes(gs, git, repo_pat
         conv["id"] = conv["conversation_id"] = f"conv-{i}"
         conv["title"] = f"Greeting {i}"
         convs.append(conv)
-    r = gs("import", str(_export(tmp_path, convs)))
+    files = []
+    for i, conv in enumerate(convs):  # a file each, as Claude Code keeps them (the command opens a store per file)
+        (tmp_path / f"e{i}").mkdir()
+        files.append(str(_export(tmp_path / f"e{i}", [conv])))
+    r = gs("import", *files[:2])
+    assert r.code == 0, r.err
+    r = gs("import", *files[2:])  # counted on from the command before
     assert r.code == 0, r.err
     packs = sorted((repo_path / "objects" / "pack").glob("*.pack"))
     assert len(packs) == 1 + 3  # the first MERGE_PACKS lines in one pack, the three since apart
     git("fsck", "--strict")
     for pack in packs:
         git("verify-pack", str(pack.with_suffix(".idx")))
-    for sid in r.out.split():  # each session reads back whole, from the merged pack too
+    for sid in (imported_session_id("chatgpt", c["id"], c["title"]) for c in convs):  # each reads back whole
         assert gs("show", sid).code == 0
-    again = gs("import", str(_export(tmp_path, convs)))
-    assert again.code == 0 and again.out == "" and "nothing new in conversations.json" in again.err
+    again = gs("import", *files)
+    assert again.code == 0 and again.out == "" and "nothing new" in again.err.splitlines()

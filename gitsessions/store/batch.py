@@ -128,6 +128,9 @@ MERGE_PACKS = 16
 _Plan = dict[ObjectID, tuple[int, "ObjectID | None"]]
 #: A commit of a line being written: its blob's size and id, its tree and the commit.
 _Pending = tuple[int, ObjectID, Tree, Commit]
+#: The lines each repo's stores wrote in this process and not merged yet (pack name, objects
+#: in order, delta bases), by repo path: the command line opens a store per file.
+_UNMERGED: dict[str, list[tuple[str, list[ObjectID], _Plan]]] = {}
 
 
 def _merge_when_many(store: GitStore, repo: Repo, pack: Pack, pending: list[_Pending]) -> None:
@@ -137,26 +140,31 @@ def _merge_when_many(store: GitStore, repo: Repo, pack: Pack, pending: list[_Pen
     from those packs only; the old packs go only once it is durable and holds every object.
     A process that ends before merging leaves its last packs (the background repack merges them).
     """
-    lines: list[tuple[Pack, list[ObjectID], _Plan]] = store.__dict__.setdefault("_line_packs", [])
+    lines = _UNMERGED.setdefault(os.path.realpath(store.path), [])
     order: list[ObjectID] = []
     plan: _Plan = {}
     for k, (_size, blob, tree, commit) in enumerate(pending):
         base = base_position(k)
         plan.setdefault(blob, (0, None if base is None else pending[base][1]))
         order += [blob, tree.id, commit.id]
-    lines.append((pack, order, plan))
+    lines.append((os.path.basename(pack._basename), order, plan))
     if len(lines) < MERGE_PACKS:
         return
-    packs = [p for p, _, _ in lines]
-    merged_order = list(dict.fromkeys(sha for _, o, _ in lines for sha in o))
-    merged_plan = {sha: entry for _, _, p in lines for sha, entry in p.items()}
+    objects = repo.object_store
+    objects._update_pack_cache()  # the packs other stores of this process wrote
+    kept = [(objects._pack_cache[name], o, p) for name, o, p in lines if name in objects._pack_cache]
+    lines.clear()
+    if len(kept) < 2:  # removed meanwhile (a repack): nothing to merge
+        return
+    packs = [p for p, _, _ in kept]
+    merged_order = list(dict.fromkeys(sha for _, o, _ in kept for sha in o))
+    merged_plan = {sha: entry for _, _, p in kept for sha, entry in p.items()}
     reader = cast(BaseObjectStore, _Packs(packs))  # records reads objects by id, nothing else
     merged = _write_pack(repo, len(merged_order), records(reader, merged_order, merged_plan, RepackResult()))
     if all(sha in merged for sha in merged_order):  # never drop an object the new pack lacks
         for old in packs:
             if old is not merged:
-                repo.object_store._remove_pack(old)
-    lines.clear()
+                objects._remove_pack(old)
 
 
 class _Packs:
