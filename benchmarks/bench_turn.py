@@ -4,8 +4,12 @@
   real provider, store, journal and redactor; output discarded) runs turns 1..N of one new
   session against ``instant_server.py`` in its own process. A turn's gs time is its wall
   time (from the prompt read to the next prompt asked) minus the server's own time for the
-  request, which the server reports; the CPU time of this process (the server is another)
-  is printed beside it, steadier on a busy machine.
+  request, which the server reports; the CPU time of this process (the server is another;
+  all its threads) is printed beside it, steadier on a busy machine. As on a terminal, each
+  turn is committed behind the next prompt (``save_behind``), and the next line is sent
+  once that commit landed, as by a person typing for longer than it takes (the commit's
+  wall time is printed beside the turn); a second run sends the lines back to back, so a
+  turn also waits for what is left of the commit before it.
 - **A long session with tool results** (~10,000 messages, every turn a tool call), built
   directly through ``GitStore.append`` (not chatted), then a few turns chatted on it: the
   same figure at turn ~2,500 against turn 30 of the curve.
@@ -76,54 +80,67 @@ def _header(sid: str) -> dict:
 
 
 class TimedStore(GitStore):
-    """The git store, with the CPU time of each save (``append``) noted, in ms."""
+    """The git store, with the wall time of each save (``append``) noted, in ms (it may run behind the prompt)."""
 
     saves: list[float]
 
     def append(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        t0 = time.process_time()
+        t0 = time.perf_counter()
         try:
             return super().append(*args, **kwargs)
         finally:
-            self.saves.append((time.process_time() - t0) * 1e3)
+            self.saves.append((time.perf_counter() - t0) * 1e3)
 
 
-Turn = tuple[int, float, float, float]  # turn, gs ms (wall - server), gs CPU ms, of it the store's save CPU ms
+Turn = tuple[int, float, float, float]  # turn, gs ms (wall - server), gs CPU ms, the turn's commit wall ms
 
 
 def chat_turns(store: TimedStore, url: str, sid: str, turns: int, start_turn: int = 1,
-               model: str = "gpt-4o-mini") -> list[Turn]:
-    """Chat ``turns`` turns on ``sid`` through the REPL; return a :data:`Turn` for each."""
+               model: str = "gpt-4o-mini", typed: bool = True) -> list[Turn]:
+    """Chat ``turns`` turns on ``sid`` through the REPL; return a :data:`Turn` for each.
+
+    Args:
+        typed: each line is sent once the commit behind the prompt landed, as by a person
+            typing for longer than a commit takes (a turn is Enter to the next prompt); else
+            at once, back to back (a turn then waits for what is left of the last commit).
+    """
     provider = OpenAIProvider(model, "bench-key", url, max_retries=0)
     store.saves = []
-    marks: list[tuple[float, float]] = []
+    asked: list[tuple[float, float]] = []  # the prompt shown
+    sent: list[tuple[float, float]] = []  # Enter
     prompts = iter(f"question {start_turn + i}: how do I parse YAML in Python, and why?" for i in range(turns))
+    built: list[Repl] = []
 
     def read_line(_prompt: str) -> str | None:
-        marks.append((time.perf_counter(), time.process_time()))
+        asked.append((time.perf_counter(), time.process_time()))
+        if typed and built[0].session is not None:
+            built[0].session.wait_saved()  # the person types meanwhile
+        sent.append((time.perf_counter(), time.process_time()))
         return next(prompts, None)
 
     server_times(url)  # forget earlier requests
     repl = Repl(store, provider, sid, read_line=read_line, write=lambda _t: None, new_header=_header,
-                redactor=from_environment({}))
+                redactor=from_environment({}), save_behind=True)
+    built.append(repl)
     repl.run()
     answered = server_times(url)
     assert len(answered) == turns == len(store.saves), (len(answered), turns, len(store.saves))
     out = []
     for i in range(turns):
-        (w0, c0), (w1, c1) = marks[i], marks[i + 1]
+        (w0, c0), (w1, c1) = sent[i], asked[i + 1]
         out.append((start_turn + i, (w1 - w0) * 1e3 - answered[i], (c1 - c0) * 1e3, store.saves[i]))
     return out
 
 
 def _window(curve: list[Turn], at: int, width: int = 5) -> tuple[float, float, float]:
-    """Median gs ms, CPU ms and save ms of the turns around turn ``at`` (``width`` each side)."""
+    """Median gs ms, CPU ms and commit ms of the turns around turn ``at`` (``width`` each side)."""
     near = [t[1:] for t in curve if abs(t[0] - at) <= width]
     return tuple(statistics.median(column) for column in zip(*near, strict=True))  # type: ignore[return-value]
 
 
 def print_curve(curve: list[Turn]) -> None:
-    print("    turn   gs ms (wall - server)   gs CPU ms   of it the store's save, CPU ms   (medians, turns within 5)")
+    print("    turn   gs ms (wall - server)   gs CPU ms   its commit behind the prompt, wall ms"
+          "   (medians, turns within 5)")
     for at in CURVE_POINTS:
         if curve[0][0] <= at <= curve[-1][0]:
             ms, cpu, save = _window(curve, at)
@@ -180,10 +197,16 @@ def bench_turns(s: Settings, url: str, turns: int, long_turns: int) -> None:
         size = len(store.read_raw("long", store.tip("long")))
         at30, cpu30, save30 = _window(curve, 30) if turns >= 35 else (float("nan"),) * 3
         row(f"long session: {messages} messages, {size / 1e6:.1f} MB, turns {long_turns + 1}.."
-            f"{long_turns + extra}", f"{ms:.2f} ms (CPU {cpu:.2f}, of it the store's save {save:.2f}; at turn 30 "
-            f"{save30:.2f} of {cpu30:.2f})")
+            f"{long_turns + extra}", f"{ms:.2f} ms (CPU {cpu:.2f}; its commit behind the prompt {save:.2f} ms "
+            f"wall; at turn 30 {at30:.2f} ms, CPU {cpu30:.2f}, commit {save30:.2f})")
         target(s, f"gs time at turn {long_turns} vs turn 30", f"{ms:.1f} ms vs {at30:.1f} ms = {ms / at30:.2f}x",
                "<= 1.3x", ms <= 1.3 * at30)
+        # Lines sent back to back (a paste, a script): a turn waits for what is left of the commit before it.
+        early = _window(chat_turns(store, url, "back-to-back", 40, typed=False), 30)[0]
+        late = statistics.median(t[1] for t in chat_turns(store, url, "long", extra, start_turn=long_turns + extra + 1,
+                                                            typed=False))
+        row("  the same with each line sent at once (turn 30, the long session)",
+            f"{early:.2f} ms, {late:.2f} ms = {late / early:.2f}x (a turn waits for the commit before it)")
     store.close()
 
 

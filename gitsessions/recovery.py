@@ -21,10 +21,10 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
 
     Complete events are kept, streamed text after the last event becomes an interrupted
     assistant message, and :func:`~gitsessions.transcript.closing_events` answers unanswered
-    tool calls and ends the turn. A journal whose events the tip already holds (a crash
-    between commit and clearing the journal) is just removed. When the branch moved on
-    meanwhile, the turn is kept on a new session and ``warnings`` (if given) gets a line
-    saying so.
+    tool calls and ends the turn. Events the tip already holds (a crash between their commit
+    and clearing the journal) are passed over; a journal of nothing more is just removed.
+    When the branch moved on meanwhile, the turn is kept on a new session and ``warnings``
+    (if given) gets a line saying so.
 
     The journal's text enters the session again here, so it goes through the door again:
     ``redactor`` replaces what the process that wrote the journal did not know was secret
@@ -69,10 +69,15 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
         target = fork_name(store, session_id, "recovered")
         if warnings is not None:
             warnings.append(f"{session_id} is taken by {other}; the turn its journal held is kept in session {target}")
-    if contents.base != tip:
-        if new and len(events) > new[-1].seq and all(events[e.seq].to_dict() == e.to_dict() for e in new):
-            journal.clear()  # committed already: the crash came between commit and cleanup
+    held = [e for e in new if e.seq < len(events)]
+    if contents.base != tip and held and all(events[e.seq].to_dict() == e.to_dict() for e in held):
+        # The tip holds the journal's first events already: the crash came between their commit
+        # (made behind the prompt while the next turn was journaled) and the journal's cleanup.
+        new = new[len(held):]
+        if not new:
+            journal.clear()
             return None
+    elif contents.base != tip:
         # The branch moved on (a pull, another tool): keep the turn on a branch of its own,
         # grown from the commit it was built on. Never drop it.
         target = fork_name(store, session_id, "recovered")
@@ -182,4 +187,4 @@ class _Held:
     def release(self) -> None:
         return None
 
-    close = clear = drop_last = release
+    close = clear = drop_last = sync = release

@@ -87,6 +87,9 @@ class Repl:
             :func:`gitsessions.cli.tools.approver`; None: such a call is denied unless approved).
         compaction: compacts the history before a turn that would fill the model's window
             (None: never; ``/compact`` still does).
+        save_behind: each turn is committed while the next line is read (a terminal's chat:
+            the prompt comes back without waiting for git); a line sent waits for that commit,
+            and its failure is said then. False: before the next line is read, as a script expects.
     """
 
     def __init__(self, store: SessionStore, provider: Any, session_id: str, *,
@@ -99,7 +102,7 @@ class Repl:
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
                  draw_recap: DrawRecap | None = None, model: str | None = None,
                  config: Config | None = None, footer: bool = False, compaction: AutoCompact | None = None,
-                 toolset: Toolset | None = None, permit: Permit | None = None):
+                 toolset: Toolset | None = None, permit: Permit | None = None, save_behind: bool = False):
         self.store = store
         self.model = model
         self.config = config
@@ -111,6 +114,7 @@ class Repl:
         self.copy = copy
         self.recap = recap
         self.draw_recap = draw_recap
+        self.save_behind = save_behind
         self.edit = edit
         self.pick_session = pick_session
         self.pick_spot = pick_spot
@@ -142,6 +146,7 @@ class Repl:
         if self.toolset is not None and self.session is not None and self.session.id != session.id:
             self.toolset.forget()
         self.session = session
+        session.saves_behind = self.save_behind
         if session.id not in self.visited:
             self.visited.append(session.id)
         if note:
@@ -184,6 +189,7 @@ class Repl:
                 line = line.strip()
                 if not line:
                     continue
+                self.saved()  # at Enter (a slash command reads the store): the commit has landed by now, as a rule
                 try:
                     if line.startswith("/"):
                         if not self.command(line):
@@ -259,6 +265,14 @@ class Repl:
         ask = getattr(self.provider, "server_window", None)
         server = ask() if ask is not None and (known is None or known.context is None) else None
         return context_window(self.config, model, server) if self.config is not None else server
+
+    def saved(self) -> None:
+        """Wait for the commit of a turn made behind the prompt; say so when it failed."""
+        try:
+            if self.session is not None:
+                self.session.wait_saved()
+        except GitSessionsError as exc:  # its turn stays pending: the next save takes it again
+            self.write(f"error: {exc}\n")
 
     def command(self, line: str) -> bool:
         """Run a slash command (see :mod:`gitsessions.slash`); return False when the REPL should end."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import BadRevision, DiskFull, NothingToSave, SessionNotFound
+from .errors import DiskFull, GitSessionsError, NothingToSave, SessionNotFound
 from .events import Event, make_event
 from .recovery import recover_journal
 from .redact import Redactor, StreamRedactor
-from .rules import CommitId, Lineage, SessionId, check_free, check_session_id, commit_message
+from .rules import CommitId, Lineage, SessionId, check_free, check_session_id
+from .saving import CommitJob, Saving, fork
 from .store import LockWait, Revision, SessionStore, TurnJournal
 from .transcript import closing_events, derive_messages, derived, open_turn, undone_turns
 from .turns import turn_numbers
@@ -25,11 +26,14 @@ _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "tu
 _OPENING = frozenset({"turn/start", "user/message"})
 
 
-class Session:
+class Session(Saving):
     """One session held for writing (the caller holds its lock for the object's lifetime).
 
     Use :meth:`open`; then :meth:`append` events and :meth:`delta` streamed text; then
     :meth:`end_turn` (or :meth:`save`) makes a commit. Close with :meth:`close`.
+
+    With :attr:`saves_behind` a turn is committed in a thread while the next prompt is read;
+    the journal keeps it (and the next turn after it) until the commit lands (:meth:`wait_saved`).
 
     Text enters the session here, so this is where it is redacted (issue 8, "one door"):
     :meth:`append` redacts every event, :meth:`delta` streams through a
@@ -45,6 +49,7 @@ class Session:
         forked_from: the lineage every commit of a fork carries (None for no fork).
         fork_from: the past revision the first write forks from (None: none, or it did).
         redactor: what :meth:`append` and :meth:`delta` replace (None: redaction is off).
+        saves_behind: :meth:`end_turn` commits in a thread and returns at once (default False).
 
     Args:
         store: the session store.
@@ -70,7 +75,9 @@ class Session:
         self.id = session_id
         self.header = header
         self.events = events
-        self.tip = tip
+        self._tip = tip
+        self.saves_behind = False
+        self._saving: CommitJob | None = None  # the commit being made behind the prompt
         self.recovered: str | None = None
         self.forked_from = forked_from
         self.redactor = redactor
@@ -162,6 +169,7 @@ class Session:
             DiskFull: no space for the journal record of an event opening a turn.
             RepoReadOnly: the journal cannot be written.
         """
+        self._settle(block=False, raising=False)  # a commit that landed frees its journal first
         if self.redactor is not None:
             data = self.redactor.value(data or {})  # in memory as on disk
         event = make_event(len(self.events), type, data)
@@ -169,7 +177,7 @@ class Session:
             self._stream.reset()  # the event supersedes the text streamed before it
         if self.fork_from is not None:
             # First write to a past revision: only now does the fork branch come to be.
-            self.tip = fork(self.store, self.fork_from, self.id)
+            self._tip = fork(self.store, self.fork_from, self.id)
             self.forked_from = Lineage(SessionId(self.fork_from.session_id), CommitId(self.fork_from.commit))
             self.fork_from = None
         self._deltas_refused = False
@@ -185,12 +193,19 @@ class Session:
     def _journal_event(self, event: Event) -> None:
         """Journal the events a refused write left out (in order), then ``event``."""
         if not self._journal_open:
-            self._journal.begin(self.tip, self.header if self.tip is None else None)
+            self._journal.begin(self._tip, self.header if self._tip is None else None)
             self._journal_open = True
             self._journaled = self._committed
         for ev in [*self.events[self._journaled:], event]:
-            self._journal.append_event(ev, sync=ev.type in _SYNC_TYPES)
+            self._journal.append_event(ev, sync=self._syncs(ev))
             self._journaled += 1
+
+    def _syncs(self, event: Event) -> bool:
+        """Whether journaling ``event`` fsyncs: at message boundaries, unless another follows at once."""
+        if event.type == "assistant/message" and not event.data.get("tool_calls"):
+            return False  # a reply ending its turn: the turn's end is fsynced a moment later
+        # the end of a turn committed behind the prompt is fsynced by that commit's thread
+        return event.type in _SYNC_TYPES and not (event.type == "turn/end" and self.saves_behind)
 
     def _take_back_turn_start(self) -> None:
         """Drop a ``turn/start`` whose prompt could not be journaled, from memory and journal."""
@@ -226,41 +241,17 @@ class Session:
             **extra: more ``turn/end`` data (e.g. ``error="..."``).
 
         Returns:
-            The new commit id, or None when nothing was pending.
+            The new commit id, or None when nothing was pending (or when :attr:`saves_behind`:
+            the commit is being made; :meth:`wait_saved` gives it).
         """
+        self._close_turn(reason, extra)
+        return self.save(behind=self.saves_behind)
+
+    def _close_turn(self, reason: str, extra: dict[str, Any]) -> None:
         for type_, data in closing_events(self.events, reason):
             if type_ == "turn/end":
                 data.update(extra)
             self.append(type_, data)
-        return self.save()
-
-    def save(self) -> str | None:
-        """Commit the pending events (if any) and clear the journal; return the commit id.
-
-        Raises:
-            ConcurrentUpdate: the branch moved (the journal is kept; nothing is lost).
-            DiskFull: no space for the commit (``kept="journal"``: the pending events stay in
-                the journal and in memory, and the next save commits them; ``"partial"``: the
-                journal holds them up to where the disk filled).
-            RepoReadOnly: the repo cannot be written.
-        """
-        pending = self.events[self._committed:]
-        if not pending:
-            return None
-        message = commit_message(self.id, self.events, self._committed, lineage=self.forked_from)
-        try:
-            commit = self.store.append(
-                self.id, pending, message, expected_tip=self.tip,
-                header=self.header if self.tip is None else None,
-            )
-        except DiskFull as exc:
-            raise DiskFull(exc.path, kept="partial" if self._journaled < len(self.events) else "journal") from None
-        self.tip = commit
-        self._committed = len(self.events)
-        self._journal.clear()
-        self._journal_open = False
-        self._journaled = len(self.events)
-        return commit
 
     def set_title(self, title: str) -> str:
         """Set the session title (any Unicode, one line) with a ``session/title`` event; commit it.
@@ -362,35 +353,19 @@ class Session:
         return open_turn(self.events) is not None
 
     def close(self) -> None:
-        """Close the turn left open (reason ``aborted``), then release the lock."""
+        """Close the turn left open (reason ``aborted``), save what is pending, release the lock.
+
+        A commit made behind the prompt that failed is tried again here (its second failure is raised).
+        """
         try:
+            try:
+                self._settle()
+            except GitSessionsError:
+                pass  # its events are still pending: the save below takes them again
             if self.in_turn:
-                self.end_turn("aborted")
-            else:
-                self.save()  # events outside a turn (a title) are not left in the journal
+                self._close_turn("aborted", {})
+            self.save()  # events outside a turn (a title) are not left in the journal
         finally:
             self._journal.close()
             self._lock.release()
 
-
-def fork(store: SessionStore, rev: Revision, new_id: str, reason: str | None = None) -> str:
-    """Create session ``new_id`` starting at ``rev`` in O(1) (one commit, no content copied).
-
-    The fork's commits carry ``Forked-From: <session>@<commit>``, and its first commit's
-    parent is the fork point, so ``git merge-base`` finds it after push and clone. ``reason``:
-    the new name's first reflog line (default ``branch: <subject>``; a restore says so).
-
-    Returns:
-        The fork's first commit id.
-
-    Raises:
-        BadRevision: the fork point is inside an unfinished turn.
-        SessionExists, InvalidSessionId: ``new_id`` is taken or malformed.
-    """
-    check_session_id(new_id)
-    snap = store.load(rev.session_id, rev.commit)
-    if open_turn(snap.events) is not None:
-        raise BadRevision(f"{rev.session_id}@{rev.commit[:7]}", "the fork point is inside an unfinished turn")
-    lineage = Lineage(SessionId(rev.session_id), CommitId(rev.commit))
-    return store.branch_from(new_id, rev.commit, commit_message(new_id, snap.events, kind="fork", lineage=lineage),
-                             reason=reason)

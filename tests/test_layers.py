@@ -48,6 +48,7 @@ MODULES = {
     "gitsessions.slash_compact": "face",
     "gitsessions.slash_settings": "face",
     "gitsessions.session": "services",
+    "gitsessions.saving": "services",
     "gitsessions.forking": "services",
     "gitsessions.recovery": "services",
     "gitsessions.history": "services",

@@ -111,25 +111,27 @@ def test_retry_edit_tree_and_a_send_from_the_first_attempt(spawn_gs, git, gs):
         child.sendline(prompt)
         child.expect_exact(f"echo: {prompt}")
         child.expect_exact("work ›")
-    work = git("rev-parse", "work").strip()
 
+    # Each tip is read once a slash command ran: a turn is committed behind the prompt, and a
+    # command waits for that commit first.
     child.sendline("/retry")
     child.expect_exact("(turn 2 again in work-1, forked from work at ")
+    work = git("rev-parse", "work").strip()
     child.expect_exact("the earlier attempt stays in work (/open work goes back))")
     child.expect_exact("echo: second")
     child.expect_exact("work-1 ›")
-    work_1 = git("rev-parse", "work-1").strip()
 
     child.sendline("/edit 1")
     child.expect_exact("edit turn 1 › first")  # prefilled
+    work_1 = git("rev-parse", "work-1").strip()
     child.send(" changed\r")
     child.expect_exact("turn 1 edited in work-2")
     child.expect_exact("echo: first changed")
     child.expect_exact("work-2 ›")
-    work_2 = git("rev-parse", "work-2").strip()
 
     child.sendline("/tree")
     child.expect_exact("Jump where?")
+    work_2 = git("rev-parse", "work-2").strip()
     child.expect_exact("turn 2: first changed")  # the family is drawn, work-2 selected
     child.send(UP * 4 + "\r")  # work-2, work-1's turn 2, work-1, work's turn 2: work's turn 1
     child.expect_exact("what you send goes to new session work-3, forked from work at "

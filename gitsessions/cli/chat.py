@@ -187,7 +187,7 @@ def chat(
                         recap=(1 if interactive else 0) if recap is None else recap,
                         draw_recap=recap_drawer(c.output, render) if interactive else None,
                         model=model, config=c.config, footer=interactive,
-                        compaction=auto_compaction(c.config), toolset=toolset,
+                        compaction=auto_compaction(c.config), toolset=toolset, save_behind=interactive,
                         permit=approver(write, answers, c.redactor()) if toolset else None, **faces)
             built.append(repl)
             if system is not None and repl.session is not None:

@@ -87,7 +87,10 @@ class ImportFormat(str, Enum):
     messages = "messages"
     geekagent = "geekagent"
     chatgpt = "chatgpt"
+    claude_ai = "claude-ai"
     claude_code = "claude-code"
+    codex = "codex"
+    llm = "llm"
 
 
 def _read_file(file: str) -> tuple[str, bytes]:
@@ -131,7 +134,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         tally.progress.next_file()
     try:
         source, data = _read_file(file)
-        plan = transfer.read_import(data, source, fmt=fmt)
+        plan = transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file))
         if found and plan.kind in transfer.TOOLS and not plan.conversations:
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
@@ -252,7 +255,8 @@ def import_(
                                               metavar="ID")] = None,
     fmt: Annotated[ImportFormat, typer.Option(
         "--from", metavar="FORMAT",
-        help="What the files are: auto (detect from the content), gs, messages, geekagent, chatgpt or claude-code.",
+        help="What the files are: auto (detect from the content), gs, messages, geekagent, chatgpt, claude-ai, "
+        "claude-code, codex or llm.",
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Keep local paths (the working directory) in the "
                                              "headers of imported conversations.")] = False,
@@ -265,8 +269,9 @@ def import_(
     messages array (or an object with "messages"), GeekAgent's .geekagent/sessions.json
     (every non-empty session keeps its id), ChatGPT's data export (conversations.json,
     or the export .zip: each turn a commit dated when it was said, every edited or
-    regenerated branch a fork) and Claude Code's transcripts (each rewound branch a fork,
-    each sub-agent a session of its own). With --from claude-code and no FILE, the
+    regenerated branch a fork), Claude Code's transcripts (each rewound branch a fork,
+    each sub-agent a session of its own), Claude.ai's export, Codex rollouts and llm's
+    logs.db (read-only). With --from claude-code and no FILE, the
     transcripts are found where Claude Code keeps them (CLAUDE_CONFIG_DIR, else
     ~/.claude). Each file is checked whole before anything of it is written; a taken id
     is never overwritten. Importing a conversation again adds only what is new (nothing,

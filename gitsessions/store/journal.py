@@ -147,6 +147,16 @@ class Journal:
             # encoder for each of a reply's many records.
             self._record(b'{"delta": ' + _json_string(clean_text(text)).encode("utf-8") + b"}\n", False)
 
+    def sync(self) -> None:
+        """Fsync what was written (the records written without ``sync``), when the journal is open.
+
+        Raises:
+            DiskFull, RepoReadOnly: the file system refused it.
+        """
+        if self._fd is not None:
+            with os_faults(self.repo):
+                os.fsync(self._fd)
+
     def drop_last(self) -> None:
         """Cut off the last record written (a turn taken back before it began)."""
         self._truncate(self._last)

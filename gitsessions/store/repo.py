@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -74,6 +75,9 @@ def init_repo(path: Path) -> Repo:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if not is_repo(path):
+            # A folder that was there (an empty one the user made) becomes the repo: private,
+            # as one gs makes (a shared repo is made shared after, with git's setting).
+            os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & ~0o077)
             # Made aside and moved in, HEAD last (what makes it a repo): a folder a killed
             # init left half made (or holding hooks/ already) is completed, not refused forever.
             staging = path / "gs" / "init-staging"

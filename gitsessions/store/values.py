@@ -143,6 +143,10 @@ class TurnJournal(Protocol):
         """Write streamed reply text as it arrives."""
         ...
 
+    def sync(self) -> None:
+        """Make what was written durable (as an event written with ``sync`` is)."""
+        ...
+
     def drop_last(self) -> None:
         """Cut off the last record written (a turn taken back before it began)."""
         ...

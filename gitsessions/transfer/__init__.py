@@ -8,7 +8,10 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
   (gs's own jsonl/json exports, messages arrays, GeekAgent's ``sessions.json``).
 - :mod:`.messages`: a chat-completions ``messages`` list into session events.
 - :mod:`.chatgpt`: ChatGPT's data export into conversations (a tree of branches).
+- :mod:`.claude_ai`: Claude.ai's data export into conversations (one line each).
 - :mod:`.claude_code`: Claude Code's transcripts into conversations (rewinds as forks, sub-agents).
+- :mod:`.codex`: Codex rollouts into conversations (a forked session forks its origin's).
+- :mod:`.llm_db`: llm's ``logs.db`` (SQLite, read-only) into conversations.
 - :mod:`.discover`: where each tool keeps its files (``gs import --from TOOL`` without a file).
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally

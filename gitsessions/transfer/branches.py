@@ -62,6 +62,9 @@ class ImportedConversation:
         spawned: ``(source id, epoch ms)`` when another conversation of the tool started this
             one (a sub-agent, a fork made in the tool): its new session's lineage is that
             conversation's session at the turn under way then (none when it is not imported).
+        forked_from: the id (in the same tool) of the conversation this one was forked from,
+            whose history it repeats (a forked Codex session, a thread forked in llm): its
+            sessions are where the branches fork from, sharing their commits.
     """
 
     tool: str
@@ -71,6 +74,7 @@ class ImportedConversation:
     branches: list[tuple[str, list[list[Event]]]]
     notes: list[str] = field(default_factory=list)
     spawned: tuple[str, int] | None = None
+    forked_from: str | None = None
 
 
 @dataclass
@@ -96,6 +100,14 @@ def _shared(a: list[Event], b: list[Event]) -> int:
             break
         n += 1
     return n
+
+
+def _said(chunk: list[Event]) -> int:
+    """When a commit's turn was said (its prompt), epoch s; what comes before the prompt does not date it.
+
+    A tool's context for a turn (Codex's) or a compaction before it opens the turn's commit.
+    """
+    return next((ev.time for ev in chunk if ev.type == "turn/start"), chunk[0].time) // 1000
 
 
 class SourceIndex:
@@ -175,6 +187,13 @@ class _Writer:
         self.source = {"tool": conv.tool, "id": conv.source_id}
         self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
         self.lines = _lines(store, self.source, self.base, index)
+        self.parents: list[_Line] = []  # the sessions of the conversation it was forked from: forked, never grown
+        if conv.forked_from is not None:
+            origin = {"tool": conv.tool, "id": conv.forked_from}
+            self.parents = _lines(store, origin, imported_session_id(conv.tool, conv.forked_from), index)
+            theirs = {ln.session_id for ln in self.parents}
+            # Its own sessions began as forks of the origin's: their header is the origin's.
+            self.lines += [ln for ln in _lines(store, origin, self.base, index) if ln.session_id not in theirs]
         self.subject_source = f"{conv.tool} {conv.source_id}"
         named = [ln.session_id for ln in self.lines if re.fullmatch(rf".*-{self.base[-8:]}", ln.session_id)]
         if named:
@@ -197,7 +216,7 @@ class _Writer:
         for chunk in chunks[start:]:
             so_far += chunk
             planned.append((chunk, commit_message(line.session_id, so_far, done, lineage=line.lineage,
-                                                  source=self.subject_source), chunk[0].time // 1000))
+                                                  source=self.subject_source), _said(chunk)))
             done += len(chunk)
             ends.append(done)
         shas = self.store.append_many(line.session_id, planned, expected_tip=None if first else line.tip,
@@ -234,13 +253,13 @@ class _Writer:
         flat = [ev for chunk in chunks for ev in chunk]
         ends = list(itertools.accumulate(len(c) for c in chunks))
         best: tuple[int, bool, _Line] | None = None
-        for line in self.lines:
+        for line in [*self.lines, *self.parents]:
             shared = _shared(flat, line.events)
             if shared >= len(flat):  # held already (perhaps continued in gs since)
                 line.claimed = line.claimed or len(line.events) == len(flat)
                 return (line.session_id, "same", 0)
             k = max((j + 1 for j, end in enumerate(ends) if end <= shared and end in line.at), default=0)
-            ff = k > 0 and len(line.events) == ends[k - 1] and not line.claimed
+            ff = k > 0 and len(line.events) == ends[k - 1] and not line.claimed and line not in self.parents
             if k and (best is None or (k, ff) > best[:2]):
                 best = (k, ff, line)
 
@@ -258,11 +277,12 @@ class _Writer:
             self._commit(line, chunks, flat, k)
             return (line.session_id, "grew", turns(k))
         point = line.at[ends[k - 1]]
-        sid = self._free(imported_fork_id(self.base, key))
+        own = first and not self.lines  # a forked conversation's own first line keeps its own name
+        sid = self._free(self.base if own else imported_fork_id(self.base, key))
         lineage = Lineage(SessionId(line.session_id), point)
         message = commit_message(sid, flat[:ends[k - 1]], kind="fork", lineage=lineage,
                                  why=f"a branch in {self.conv.tool}")
-        tip = self.store.branch_from(sid, point, message, author_time=chunks[k][0].time // 1000)  # when it began
+        tip = self.store.branch_from(sid, point, message, author_time=_said(chunks[k]))  # when it began
         inherited = {end: c for end, c in line.at.items() if end <= ends[k - 1]}
         fork = _Line(sid, flat[:ends[k - 1]], inherited, tip, lineage)
         fork.at[ends[k - 1]] = tip

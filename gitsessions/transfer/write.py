@@ -50,8 +50,9 @@ def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> Imported
         return conv
     branches = [(key, [[redactor.event(ev) for ev in chunk] for chunk in chunks]) for key, chunks in conv.branches]
     spawned = (redactor.text(conv.spawned[0]), conv.spawned[1]) if conv.spawned else None
+    forked = None if conv.forked_from is None else redactor.text(conv.forked_from)
     return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
-                               branches=branches, spawned=spawned)
+                               branches=branches, spawned=spawned, forked_from=forked)
 
 
 def check_plan(plan: ImportPlan, as_id: str | None) -> None:
@@ -65,7 +66,7 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
         raise TransferError(plan.source, f"--as does not apply to {plan.kind} conversations: each one's id comes "
                             "from its own id (the same on every machine); import without --as")
     if plan.kind in TOOLS:
-        if not plan.conversations:
+        if not plan.conversations and not plan.skipped:
             raise TransferError(plan.source, "it holds no conversation with a prompt")
         return
     if as_id is not None:
