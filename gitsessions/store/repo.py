@@ -198,7 +198,7 @@ def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str]
 
 def make_commit(identity: bytes, tree: ObjectID, parents: list[str], message: bytes,
                 author_time: int | None = None) -> Commit:
-    """Build and check a commit object made now (author = committer = ``identity``); nothing is stored.
+    """Build, check and return a commit object made now (author = committer = ``identity``); nothing is stored.
 
     Args:
         identity: ``b"Name <email>"``.
@@ -210,9 +210,6 @@ def make_commit(identity: bytes, tree: ObjectID, parents: list[str], message: by
             date too, both in UTC: the same import on two machines makes the same commits, so
             a sync finds them equal instead of two sessions made on both (as ``git
             fast-import`` takes both dates from the source).
-
-    Returns:
-        The commit, checked.
 
     Raises:
         ValueError: ``author_time`` before 1970 or past 2106 (a caller's bug: readers check it).
