@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .events import Event
-from .store import CommitInfo, SessionInfo, Snapshot
 from .text import clip, fold
 from .transcript import derive_messages
 
 if TYPE_CHECKING:
     from . import view  # imported by the renderings of items, not by a chat before its prompt
+    from .store import CommitInfo, SessionInfo, Snapshot
     from .tree import Node
 
 T = TypeVar("T")

@@ -174,10 +174,15 @@ class Repl:
         """The prompt shown before input: ``<session> › ``."""
         return f"{self.session.id if self.session else '?'} › "
 
-    def run(self) -> None:
-        """Show the recap, then loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt."""
+    def run(self, recap: bool = True) -> None:
+        """Show the recap, then loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt.
+
+        Args:
+            recap: show the recap first (False: it was shown as the session opened).
+        """
         try:
-            self.show_recap()
+            if recap:
+                self.show_recap()
             while True:
                 try:
                     line = self.read_line(self.prompt_text())
