@@ -165,7 +165,8 @@ def session_row(info: SessionInfo) -> dict[str, Any]:
 def commit_row(info: CommitInfo) -> dict[str, Any]:
     """Return the ``gs log --json`` object of one commit.
 
-    Keys: ``commit``, ``parents``, ``time`` (ISO 8601), ``turn`` (int or null), ``subject``,
+    Keys: ``commit``, ``parents``, ``time`` (ISO 8601: the author date, when it was said, as
+    ``git log`` shows it), ``committed`` (the commit date), ``turn`` (int or null), ``subject``,
     ``model`` (or null), ``tokens`` (prompt plus completion tokens of the replies it saved, or
     null), ``events`` (``"a-b"`` or null), ``forked_from``
     (``"<session>@<commit>"`` from the ``Forked-From`` trailer, or null), ``trailers`` (all).
@@ -174,7 +175,8 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     return {
         "commit": info.commit,
         "parents": info.parents,
-        "time": iso_time(info.time, info.tz_offset),
+        "time": iso_time(*info.said),
+        "committed": iso_time(info.time, info.tz_offset),
         "turn": t.turn,
         "subject": info.message.subject,
         "model": t.model,
