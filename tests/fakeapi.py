@@ -277,6 +277,9 @@ class FakeChatServer:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
         handler = type("Handler", (_Handler,), {"fake": self})
         self._httpd = _QuietHTTPServer(("127.0.0.1", 0), handler)
+        # A client gone between the poll and accept() (a gs killed as it connects) would leave a
+        # blocking accept() waiting forever, and stop() with it: a non-blocking one returns.
+        self._httpd.socket.setblocking(False)
         host, port = self._httpd.server_address[:2]
         self.base_url = f"http://{host}:{port}/v1"
         self._thread = threading.Thread(
