@@ -419,7 +419,7 @@ def test_ctrl_c_in_a_picker_of_the_chat_cancels_the_list_not_the_chat(store):
     def interrupted(*_args):
         raise KeyboardInterrupt
 
-    from gitsessions.cli.chat import _ctrl_c_cancels  # how gs chat hands its pickers to the chat
+    from gitsessions.cli.faces import _ctrl_c_cancels  # how gs chat hands its pickers to the chat
 
     script = Script("/open", "/tree", "two", "/exit")
     repl(store, ScriptedProvider(), script, pick_session=_ctrl_c_cancels(interrupted),
