@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .regex_form import ASCII_LOWER, Form, LazyPattern, Source, form_of
+from .secret_names import assignment_patterns
 
 #: Credential shapes detect-secrets lacks or matches too narrowly, name -> regex (compiled
 #: with ``re.DOTALL``). Looked for before the library's, so the more precise name wins.
@@ -66,7 +67,7 @@ KIND_NAMES = {"JSON Web Token": "jwt", "Basic Auth Credentials": "url-password",
 #: characters cannot reach it (log2(20) < 4.5), so ordinary identifiers never do.
 ENTROPY_LIMIT = 4.5
 #: A high-entropy candidate: a run of base64 (and url-safe base64) characters, at least 20 long.
-_TOKEN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])"
+_TOKEN = r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])"
 _DIGITS, _UPPER, _LOWER = frozenset("0123456789"), frozenset(string.ascii_uppercase), frozenset(string.ascii_lowercase)
 #: The characters a token still arriving ends with (the stream redactor holds back their last run).
 _TOKEN_TAIL = r"[A-Za-z0-9+/=_-]*"
@@ -263,16 +264,6 @@ def value_group(rx: re.Pattern[str]) -> int:
     return 1 if rx.groups == 1 and not (rx.pattern.startswith("(") and not rx.pattern.startswith("(?")) else 0
 
 
-def unquoted_keyword(denylist: str) -> str:
-    """The regex of an unquoted ``password=x`` assignment, from the keyword rule's ``denylist`` regex.
-
-    A value that is a call or an index (``password = input(...)``, ``os.environ["X"]``) is
-    code, and ``==`` a comparison. Its last group is the value.
-    """
-    value = r"([^\s'\"`,;()\[\]{}<>]{4,})(?![\w(\[])"
-    return rf"(?i)\b{denylist}\s*(?<![=!<>])=(?!=)\s*{value}"
-
-
 def _shannon_entropy(data: str, charset: str) -> float:
     """Bits per character of ``data`` over ``charset``, as detect-secrets' high-entropy plugins count."""
     entropy = 0.0
@@ -311,9 +302,12 @@ def library_shapes(cache: Path | None = None) -> tuple[Shape, ...]:
     keyword_near = tuple(kw["near"])
     for pattern, flags, group in kw["quoted"]:
         out.append(Shape(assigned, LazyPattern(pattern, flags), group, near=keyword_near, known_form=known()))
-    unquoted = LazyPattern(unquoted_keyword(kw["denylist"]))
-    out.append(Shape(assigned, unquoted, kw["groups"] + 1, near=keyword_near,  # the value: the last group
-                     known_form=known()))
+    # A value given to a secret name (``ADMIN_PASSWORD=...``, ``api_key: ...``; see
+    # :mod:`gitsessions.secret_names`), tried on the lines holding one of the names' words.
+    assignments = [(pattern, group, known()) for pattern, group in assignment_patterns(kw["words"])]
+    words = tuple(sorted(set().union(*(form.starts or () for *_p, form in assignments if form.icase))))
+    for pattern, group, form in assignments:
+        out.append(Shape(assigned, LazyPattern(pattern), group, near=words, known_form=form))
     charset = lib["entropy"]["charset"]
 
     def random_looking(token: str) -> bool:

@@ -2,9 +2,10 @@
 
 Three sources (issue 5, "Secrets never enter history"; issue 16):
 
-- values of environment variables whose names contain KEY, TOKEN, SECRET or PASSWORD, when
-  at least :data:`MIN_SECRET_LEN` characters long (shorter values would mangle ordinary
-  text), replaced by ``[REDACTED:<variable name>]``;
+- values of environment variables whose names are secret (they contain KEY, TOKEN, SECRET
+  or PASSWORD: :mod:`gitsessions.secret_names`, whose rule also finds ``NAME=value`` in
+  text), when at least :data:`MIN_SECRET_LEN` characters long (shorter values would mangle
+  ordinary text), replaced by ``[REDACTED:<variable name>]``;
 - the user's own ``redact_patterns`` and gs's :data:`PATTERNS`;
 - the detect-secrets detector set (:mod:`gitsessions.detectors`): credential shapes,
   ``password = "..."`` assignments and random-looking tokens, each replaced by
@@ -24,11 +25,8 @@ from typing import Any
 from .detectors import OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
 from .events import Event
 from .regex_form import ASCII_LOWER, MAX_HOLD
-
-#: Environment variable values shorter than this are never redacted.
-MIN_SECRET_LEN = 8
-#: Name fragments that mark an environment variable as secret (matched case-insensitively).
-SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+from .secret_names import MIN_SECRET_LEN, is_secret_name
+from .secret_names import SECRET_NAME_PARTS as SECRET_NAME_PARTS  # where callers have looked for it
 
 #: gs's own credential shapes, name -> regular expression (those detect-secrets lacks).
 PATTERNS: dict[str, str] = OWN_PATTERNS
@@ -110,7 +108,7 @@ def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] |
     secrets = {
         value: name
         for name, value in env.items()
-        if any(part in name.upper() for part in SECRET_NAME_PARTS) and len(value.strip()) >= MIN_SECRET_LEN
+        if is_secret_name(name) and len(value.strip()) >= MIN_SECRET_LEN
     }
     return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True, detector_cache=detector_cache)
 

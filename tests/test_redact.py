@@ -113,6 +113,28 @@ ORDINARY = [
     "internationalization, ConfigurationManagerFactory2, task-runner-configuration-files-and-more",
     "MyVeryLongCamelCaseIdentifierName123 and get_user_by_id_and_name_v2 at 127.0.0.1:8080",
     "The secret: keep it short. Here is the key: nothing at all. sk-short, AKIA lowercase.",
+    # a value that is code: a name, a dotted name, a call, a literal, a reference, the name itself
+    'client = OpenAI(api_key=os.environ.get("OPENAI_API_KEY"))',
+    "password = None; api_key = True; password = self.password; password = args.password",
+    "password=password", "def login(user, password=None):", "Client(api_key=api_key)",
+    "secret_key = settings.SECRET_KEY", "psql --password=$DB_PASSWORD", "secret = getpass.getpass()",
+    "TOKENIZERS_PARALLELISM=false max_tokens=4096 sorted(xs, key=len) SSH_KEY=~/.ssh/id_ed25519",
+    "class Settings:\n    api_key: SecretStr\n    password: Optional[str] = None\n",
+]
+#: A value given to a name holding a secret word, as a .env file, a shell, a URL, YAML and XML
+#: write it: (the text, the secret in it).
+NAMED = [
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG"),
+    ("JWT_SECRET=9f8e7d6c5b4a3928" + "1706f5e4d3c2b1a0", "9f8e7d6c5b4a3928"),
+    ("SESSION_SECRET=Qm9vbGVhblNlc3Npb25T" + "ZWNyZXQxMjM0NXhZ", "Qm9vbGVhblNlc3Npb25T"),
+    ("ADMIN_PASSWORD=hunter2" + "hunter2", "hunter2hunter2"),
+    ("export GITHUB_TOKEN=x9F2kLq8ZpW3vN7t" + "R1yB6mC4hJ0sD5gA", "x9F2kLq8ZpW3vN7t"),
+    ("https://api.example.com/cb?access_token=x9F2kLq8ZpW3vN7t" + "R1yB6mC4hJ0sD5gA&x=1", "x9F2kLq8ZpW3vN7t"),
+    ("PGPASSWORD=s3cr3t" + "passw0rd psql -h db", "s3cr3tpassw0rd"),
+    ("DB_PASSWORD=post" + "gres", "postgres"),
+    ("db:\n  password: CorrectHorse" + "BatteryStaple9\n  api_key: abcdef12" + "34567890\n", "CorrectHorseBattery"),
+    ("secret: mysecret" + "value12", "mysecretvalue12"),
+    ("<config><password>CorrectHorse" + "9x</password></config>", "CorrectHorse9x"),
 ]
 
 
@@ -125,6 +147,15 @@ def test_every_listed_shape_is_replaced_by_its_kind():
     assert r.text(IN_TEXT["url-password"]) == "db at postgres://admin:[REDACTED:url-password]@db.example.com/app ok"
     assert r.text(IN_TEXT["assigned-secret"]) == 'config: password = "[REDACTED:assigned-secret]" ok'
     assert r.text("PASSWORD=hunter2x then") == "PASSWORD=[REDACTED:assigned-secret] then"
+
+
+def test_a_value_given_to_a_secret_name_is_replaced_whole_and_streamed():
+    r = from_environment({})
+    for sample, secret in NAMED:
+        for out in (r.text(sample), _streamed(r, [sample[i:i + 5] for i in range(0, len(sample), 5)])):
+            assert secret not in out and "[REDACTED:assigned-secret]" in out, (sample, out)
+    assert r.text(NAMED[5][0]) == "https://api.example.com/cb?access_token=[REDACTED:assigned-secret]&x=1"
+    assert r.text(NAMED[8][0]).count("[REDACTED:assigned-secret]") == 2
 
 
 def test_ordinary_text_is_left_alone():
@@ -258,7 +289,8 @@ def test_the_shipped_pre_commit_refuses_the_same_shapes(gs, repo_path, tmp_path)
         assert _pre_commit(hook, sample, tmp_path) == (False, ""), sample
 
 
-_PIECES = [*IN_TEXT.values(), *ORDINARY, *SHAPES.values(), "password=", "sk-", "xoxb-", "AKIA", "Zx8Qp2",
+_PIECES = [*IN_TEXT.values(), *ORDINARY, *SHAPES.values(), *(sample for sample, _secret in NAMED),
+           "password=", "sk-", "xoxb-", "AKIA", "Zx8Qp2",
            "postgres://u:", "@h/db", '"', "=", "token: ", "-----BEGIN RSA PRIVATE KEY"]
 _ENV_KEY = "sk-envvalue-0123456789abcdef"
 _REDACTOR = from_environment({"OPENAI_API_KEY": _ENV_KEY})
