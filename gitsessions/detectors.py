@@ -20,7 +20,7 @@ import functools
 import math
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +69,36 @@ ENTROPY_LIMIT = 4.5
 #: A high-entropy candidate: a run of base64 (and url-safe base64) characters, at least 20 long.
 _TOKEN = r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])"
 _DIGITS, _UPPER, _LOWER = frozenset("0123456789"), frozenset(string.ascii_uppercase), frozenset(string.ascii_lowercase)
+#: The least length of a high-entropy candidate (and of a path segment judged alone).
+_SHORTEST = 20
+#: A word of a path segment (split at ``-``, ``_`` and ``.``): ``How``, ``JSON``, ``Python3``, ``12345678``.
+_WORD = re.compile(r"[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+
+
+def _wordy(segment: str) -> bool:
+    """Whether a path segment is made of words (``overlay2``, ``How-to-Parse-JSON``)."""
+    return all(_WORD.fullmatch(piece) for piece in re.split(r"[-_.]", segment) if piece)
+
+
+def _segments(token: str) -> list[tuple[int, int]]:
+    """The parts of a high-entropy candidate judged alone, as ``(start, end)``: itself, or a path's segments.
+
+    A candidate holding ``/`` is a path when at least half of its segments are words and one
+    of those has 3 or more characters (a base64 key holding ``/`` has none).
+    """
+    if "/" not in token:
+        return [(0, len(token))]
+    spans, at = [], 0
+    for segment in token.split("/"):
+        if segment:
+            spans.append((at, at + len(segment)))
+        at += len(segment) + 1
+    words = [(a, b) for a, b in spans if _wordy(token[a:b])]
+    if 2 * len(words) < len(spans) or not any(b - a >= 3 for a, b in words):
+        return [(0, len(token))]
+    return [span for span in spans if span not in words]
+
+
 #: The characters a token still arriving ends with (the stream redactor holds back their last run).
 _TOKEN_TAIL = r"[A-Za-z0-9+/=_-]*"
 
@@ -129,8 +159,8 @@ class Shape:
         rx: the compiled pattern.
         group: the group holding the secret (0: the whole match); the rest of the match
             is context that stays, such as ``password = "`` before a value.
-        accept: a match is a secret only when this returns True for the secret's text
-            (None: every match is).
+        pick: the secrets within a match's secret text, as ``(start, end)`` offsets in it
+            (None: the whole of it).
         tail: a run of the characters a match still arriving may end with, matched at the
             start of the stream's last characters reversed: the run is held back (None: read
             from the pattern itself, or from ``near``: a keyword on the last line; see
@@ -146,7 +176,7 @@ class Shape:
     name: str
     rx: re.Pattern[str] | LazyPattern
     group: int = 0
-    accept: Callable[[str], bool] | None = None
+    pick: Callable[[str], Iterable[tuple[int, int]]] | None = None
     tail: re.Pattern[str] | None = None
     near: tuple[str, ...] | None = None
     known_form: Form | None = None
@@ -220,9 +250,15 @@ class Shape:
             if m.start() < last:
                 continue  # overlaps a match already taken
             start, end = m.span(self.group)
-            if end > start and (self.accept is None or self.accept(text[start:end])):
+            if end <= start:
+                continue
+            if self.pick is None:
                 last = m.end()
                 yield start, end
+                continue
+            for a, b in self.pick(text[start:end]):
+                last = m.end()
+                yield start + a, start + b
 
     def sub(self, text: str | Scan, replacement: str) -> str:
         """Return ``text`` with every secret this shape finds replaced by ``replacement``.
@@ -235,7 +271,7 @@ class Shape:
         text = scan.text
         if not self.may_match(scan):
             return text
-        if self.group == 0 and self.accept is None and self.near is None:
+        if self.group == 0 and self.pick is None and self.near is None:
             return self.rx.sub(lambda _m: replacement, text)
         out, at = [], 0
         for start, end in self.spans(scan):
@@ -315,7 +351,14 @@ def library_shapes(cache: Path | None = None) -> tuple[Shape, ...]:
         return (not _DIGITS.isdisjoint(token) and not _UPPER.isdisjoint(token) and not _LOWER.isdisjoint(token)
                 and _shannon_entropy(token, charset) > ENTROPY_LIMIT)
 
-    out.append(Shape(_kind(lib["entropy"]["type"]), re.compile(_TOKEN), accept=random_looking,
+    def random_parts(token: str) -> Iterator[tuple[int, int]]:
+        # A path or a URL's path is judged a segment at a time: its words together may look
+        # random (``questions/12345678/How-to-Parse-JSON-in-Python3``), a key in it does alone.
+        for start, end in _segments(token):
+            if end - start >= _SHORTEST and random_looking(token[start:end]):
+                yield start, end
+
+    out.append(Shape(_kind(lib["entropy"]["type"]), re.compile(_TOKEN), pick=random_parts,
                      tail=re.compile(_TOKEN_TAIL)))
     return tuple(out)
 
@@ -341,7 +384,7 @@ def hook_patterns(extra: dict[str, str] | None = None, cache: Path | None = None
     """
     out: dict[str, str] = {}
     for shape in [*own_shapes({**OWN_PATTERNS, **(extra or {})}), *library_shapes(cache)]:
-        if shape.accept is not None:
+        if shape.pick is not None:
             continue
         name, n = shape.name, 1
         while name in out:

@@ -120,6 +120,9 @@ ORDINARY = [
     "secret_key = settings.SECRET_KEY", "psql --password=$DB_PASSWORD", "secret = getpass.getpass()",
     "TOKENIZERS_PARALLELISM=false max_tokens=4096 sorted(xs, key=len) SSH_KEY=~/.ssh/id_ed25519",
     "class Settings:\n    api_key: SecretStr\n    password: Optional[str] = None\n",
+    # paths and URLs whose words together look random
+    "https://stackoverflow.com/questions/12345678/How-to-Parse-JSON-in-Python3",
+    "ls /var/lib/docker/overlay2/l/XJ3K2M5N6P7Q8R9S0T1U2V3W4X/diff",
 ]
 #: A value given to a name holding a secret word, as a .env file, a shell, a URL, YAML and XML
 #: write it: (the text, the secret in it).
@@ -156,6 +159,15 @@ def test_a_value_given_to_a_secret_name_is_replaced_whole_and_streamed():
             assert secret not in out and "[REDACTED:assigned-secret]" in out, (sample, out)
     assert r.text(NAMED[5][0]) == "https://api.example.com/cb?access_token=[REDACTED:assigned-secret]&x=1"
     assert r.text(NAMED[8][0]).count("[REDACTED:assigned-secret]") == 2
+
+
+def test_a_path_is_judged_a_segment_at_a_time():
+    r = from_environment({})
+    token = SHAPES["high-entropy-string"]
+    assert r.text(f"https://example.com/a/{token}/b") == "https://example.com/a/[REDACTED:high-entropy-string]/b"
+    aws = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"  # base64 holding "/": no words, judged whole
+    assert r.text(f"aws {aws} ok") == "aws [REDACTED:high-entropy-string] ok"
+    assert _streamed(r, [f"aws {aws} ok"[i:i + 3] for i in range(0, 50, 3)]) == "aws [REDACTED:high-entropy-string] ok"
 
 
 def test_ordinary_text_is_left_alone():
