@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +103,23 @@ class Scan:
                         j = lowered.find(needle, j + 1)
             found = self._hits[needles] = sorted(at)
         return found
+
+
+#: The characters of a token: a match that ends inside a run of them goes on to its end.
+_RUN = frozenset(string.ascii_letters + string.digits + "+/=_-")
+#: The rest of a run (dot-separated parts too: a JWT's signature after its lazy match).
+_REST = re.compile(r"[A-Za-z0-9+/=_-]*(?:\.[A-Za-z0-9+/=_-]+)*")
+
+
+def _run_end(text: str, end: int) -> int:
+    """Where the run of token characters a match ends in ends (``end``: it ends at its edge).
+
+    A shape that matches a fixed length (Stripe's 24 characters, Google's 35) would leave
+    the rest of a longer key in the text; the rest is part of the secret.
+    """
+    if end < len(text) and text[end] in _RUN and (text[end - 1] in _RUN or text[end - 1] == "."):
+        return _REST.match(text, end).end()  # type: ignore[union-attr]  # it may match nothing
+    return end
 
 
 #: How far from its keyword a keyword regex is tried (characters, each side; within the line).
@@ -211,7 +229,8 @@ class Shape:
             if end <= start:
                 continue
             if self.pick is None:
-                last = m.end()
+                end = _run_end(text, end)
+                last = max(m.end(), end)
                 yield start, end
                 continue
             for a, b in self.pick(text[start:end]):
@@ -229,8 +248,6 @@ class Shape:
         text = scan.text
         if not self.may_match(scan):
             return text
-        if self.group == 0 and self.pick is None and self.near is None:
-            return self.rx.sub(lambda _m: replacement, text)
         out, at = [], 0
         for start, end in self.spans(scan):
             out.append(text[at:start] + replacement)

@@ -170,6 +170,20 @@ def test_a_path_is_judged_a_segment_at_a_time():
     assert _streamed(r, [f"aws {aws} ok"[i:i + 3] for i in range(0, 50, 3)]) == "aws [REDACTED:high-entropy-string] ok"
 
 
+#: Keys longer than their shape's match: (the text, the tail the shape's match leaves).
+LONGER = [("stripe: sk_live_51HabcdEFGHijklMNOPqr" + "stUVWxyz0123456789 ok", "VWxyz0123456789"),
+          ("jwt: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U ok",
+           "dozjgNryP4J3"),
+          ("google: AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q" + "Rs7T ok", "Rs7T")]
+
+
+def test_a_match_ending_inside_a_token_takes_the_rest_of_it():
+    r = from_environment({})
+    for sample, tail in LONGER:
+        for out in (r.text(sample), _streamed(r, [sample[i:i + 4] for i in range(0, len(sample), 4)])):
+            assert tail not in out and out.endswith("] ok"), (sample, out)
+
+
 def test_ordinary_text_is_left_alone():
     r = from_environment({})
     for sample in ORDINARY:
@@ -301,7 +315,7 @@ def test_the_shipped_pre_commit_refuses_the_same_shapes(gs, repo_path, tmp_path)
         assert _pre_commit(hook, sample, tmp_path) == (False, ""), sample
 
 
-_PIECES = [*IN_TEXT.values(), *ORDINARY, *SHAPES.values(), *(sample for sample, _secret in NAMED),
+_PIECES = [*IN_TEXT.values(), *ORDINARY, *SHAPES.values(), *(sample for sample, _secret in NAMED + LONGER),
            "password=", "sk-", "xoxb-", "AKIA", "Zx8Qp2",
            "postgres://u:", "@h/db", '"', "=", "token: ", "-----BEGIN RSA PRIVATE KEY"]
 _ENV_KEY = "sk-envvalue-0123456789abcdef"
