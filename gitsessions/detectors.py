@@ -39,6 +39,9 @@ OWN_PATTERNS: dict[str, str] = {
     # library's wants exactly 36 characters after the prefix)
     "github-token": r"\bgh[pousr]_[A-Za-z0-9]{30,}",
     "github-token-fine-grained": r"\bgithub_pat_[A-Za-z0-9_]{40,}",
+    # a password in a URL with no user name (redis://:password@host): the library's wants one;
+    # only the group named secret is replaced
+    "url-password": r"://:(?P<secret>[^:/?#\[\]@!$&'()*+,;=\s]+)@",
     # AWS access key ids
     "aws-access-key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
     # Google API keys (Maps, Gemini, Firebase, ...)
@@ -258,10 +261,14 @@ class Shape:
 def own_shapes(patterns: dict[str, str]) -> list[Shape]:
     """Compile name -> regex pairs (``re.DOTALL``, as a key block spans lines) into shapes.
 
+    A pattern with a group named ``secret`` has only that group replaced (the rest of the
+    match is context that stays); else the whole match is.
+
     Raises:
         re.error: a pattern that does not compile.
     """
-    return [Shape(name, re.compile(rx, re.DOTALL)) for name, rx in patterns.items()]
+    compiled = [(name, re.compile(rx, re.DOTALL)) for name, rx in patterns.items()]
+    return [Shape(name, rx, rx.groupindex.get("secret", 0)) for name, rx in compiled]
 
 
 def _kind(secret_type: str) -> str:

@@ -184,6 +184,25 @@ def test_a_match_ending_inside_a_token_takes_the_rest_of_it():
             assert tail not in out and out.endswith("] ok"), (sample, out)
 
 
+REDIS = "cache at redis://:MyRedis" + "Pass123@cache:6379/0 ok"
+
+
+def test_a_url_password_without_a_user_name_is_replaced():
+    r = from_environment({})
+    whole = r.text(REDIS)
+    assert whole == "cache at redis://:[REDACTED:url-password]@cache:6379/0 ok"
+    for at in range(1, len(REDIS)):
+        stream = StreamRedactor(r)
+        first = stream.feed(REDIS[:at])
+        assert "MyRedisPass" not in first
+        assert first + stream.feed(REDIS[at:]) + stream.flush() == whole, at
+
+
+def test_own_patterns_may_name_the_secret_group():
+    r = from_environment({}, {"acme": r"acme:(?P<secret>[0-9]{6})!"})
+    assert r.text("id acme:123456! ok") == "id acme:[REDACTED:acme]! ok"
+
+
 def test_ordinary_text_is_left_alone():
     r = from_environment({})
     for sample in ORDINARY:
@@ -315,7 +334,7 @@ def test_the_shipped_pre_commit_refuses_the_same_shapes(gs, repo_path, tmp_path)
         assert _pre_commit(hook, sample, tmp_path) == (False, ""), sample
 
 
-_PIECES = [*IN_TEXT.values(), *ORDINARY, *SHAPES.values(), *(sample for sample, _secret in NAMED + LONGER),
+_PIECES = [*IN_TEXT.values(), *ORDINARY, *SHAPES.values(), *(sample for sample, _secret in NAMED + LONGER), REDIS,
            "password=", "sk-", "xoxb-", "AKIA", "Zx8Qp2",
            "postgres://u:", "@h/db", '"', "=", "token: ", "-----BEGIN RSA PRIVATE KEY"]
 _ENV_KEY = "sk-envvalue-0123456789abcdef"
