@@ -90,26 +90,27 @@ class Redactor:
 
 
 def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] | None = None,
-                     detector_cache: Path | None = None) -> Redactor:
+                     detector_cache: Path | None = None, config_secrets: Mapping[str, str | None] | None = None
+                     ) -> Redactor:
     """Build the redactor for an environment and config.
 
     Args:
         env: environment variables (the CLI passes ``os.environ``).
         extra_patterns: more name -> regex pairs from the config (``redact_patterns``).
         detector_cache: the detector cache file (see :class:`Redactor`).
+        config_secrets: secrets the config holds, name -> value (its ``api_key``), replaced
+            as the environment's are (a variable of the same value names it).
 
     Returns:
-        A redactor for secret-named variables with values of at least MIN_SECRET_LEN
-        characters, for :data:`PATTERNS` plus ``extra_patterns``, and for the detector set.
+        A redactor for secret-named variables and the config's secrets with values of at
+        least MIN_SECRET_LEN characters, for :data:`PATTERNS` plus ``extra_patterns``, and
+        for the detector set.
 
     Raises:
         re.error: an ``extra_patterns`` regex that does not compile.
     """
-    secrets = {
-        value: name
-        for name, value in env.items()
-        if is_secret_name(name) and len(value.strip()) >= MIN_SECRET_LEN
-    }
+    named = [*(config_secrets or {}).items(), *((name, value) for name, value in env.items() if is_secret_name(name))]
+    secrets = {value: name for name, value in named if value and len(value.strip()) >= MIN_SECRET_LEN}
     return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True, detector_cache=detector_cache)
 
 

@@ -54,6 +54,17 @@ def test_pasted_secrets_leave_no_trace_in_any_object(gs, git, repo_path, fake_ap
     git("fsck", "--strict")
 
 
+def test_the_configured_api_key_is_redacted(gs, repo_path, tmp_path, fake_api):
+    config_key = "cfg-key-" + "9z8y7x6w5v4u3t2s"
+    (tmp_path / "config.yaml").write_text(f"api_key: {config_key}\n")
+    tmp_path.joinpath("config.yaml").chmod(0o600)
+    r = gs("ask", "cfg", f"my key is {config_key} ok", env={"OPENAI_API_KEY": None})
+    assert r.code == 0, r.err
+    assert config_key.encode() not in _all_object_bytes(repo_path)
+    assert "my key is [REDACTED:api_key] ok" in gs("show", "cfg", "--format", "json").json()["messages"][0]["content"]
+    assert config_key not in json.dumps(fake_api.requests[-1]["messages"])
+
+
 def test_redaction_can_be_turned_off(gs, repo_path, tmp_path):
     (tmp_path / "config.yaml").write_text("redact: false\n")
     assert gs("ask", "plain", f"keep {SK}").code == 0

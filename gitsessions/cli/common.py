@@ -113,8 +113,8 @@ class Context:
         if self._redactor is None:
             from ..redact import from_environment
 
-            self._redactor = from_environment(os.environ, self.config.redact_patterns,
-                                              detector_cache=detector_cache())
+            self._redactor = from_environment(os.environ, self.config.redact_patterns, detector_cache=detector_cache(),
+                                              config_secrets={"api_key": self.config.api_key})
         return self._redactor
 
     def store(self) -> GitStore:
