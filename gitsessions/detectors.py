@@ -42,6 +42,10 @@ OWN_PATTERNS: dict[str, str] = {
     # a password in a URL with no user name (redis://:password@host): the library's wants one;
     # only the group named secret is replaced
     "url-password": r"://:(?P<secret>[^:/?#\[\]@!$&'()*+,;=\s]+)@",
+    # npm access tokens alone (the library finds them only in an .npmrc _authToken line)
+    "npm-token": r"\bnpm_[A-Za-z0-9]{36,}",
+    # Slack app-level tokens (the library knows the xox* ones)
+    "slack-app-token": r"\bxapp-[0-9]+-[A-Za-z0-9]+-[0-9]+-[A-Za-z0-9]+",
     # AWS access key ids
     "aws-access-key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
     # Google API keys (Maps, Gemini, Firebase, ...)

@@ -109,6 +109,8 @@ SHAPES = {
     "private-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
     "api-key": "sk-proj-" + "abc123DEF456ghi789JKL012mno",
     "high-entropy-string": "Zx8Qp2Lm9Rt4Vb7" + "Nc1Kd5Hf3Js6Ga0Wq",
+    "npm-token": "npm_" + "abcdefghij" * 3 + "klmnop",
+    "slack-app-token": "xapp-1-A0123456789-" + "1234567890123-" + "abcdef0123456789" * 4,
 }
 #: Each shape in the text it comes in.
 IN_TEXT = {**{kind: f"here: {value} ok" for kind, value in SHAPES.items()},
