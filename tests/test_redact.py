@@ -65,6 +65,18 @@ def test_the_configured_api_key_is_redacted(gs, repo_path, tmp_path, fake_api):
     assert config_key not in json.dumps(fake_api.requests[-1]["messages"])
 
 
+def test_the_configured_system_prompt_and_the_title_echo_are_redacted(gs, tmp_path, fake_api):
+    url = "postgres://admin:Hunter2" + "Secret@db/x"
+    (tmp_path / "config.yaml").write_text(f"system: You administer {url}\n")
+    assert gs("ask", "sys", "hi").code == 0
+    sent = fake_api.requests[-1]["messages"][0]
+    assert sent["role"] == "system" and "Hunter2Secret" not in sent["content"]
+    assert "[REDACTED:url-password]" in sent["content"]
+    r = gs("chat", "sys", input=f"/title {url}\n")
+    assert r.code == 0, r.err
+    assert "Hunter2Secret" not in r.out and "(title: postgres://admin:[REDACTED:url-password]@db/x)" in r.out
+
+
 def test_redaction_can_be_turned_off(gs, repo_path, tmp_path):
     (tmp_path / "config.yaml").write_text("redact: false\n")
     assert gs("ask", "plain", f"keep {SK}").code == 0

@@ -180,7 +180,7 @@ def chat(
                 gc.enable()
             render = c.config.render and not raw
             repl = Repl(store, keys.guard(provider) if keys else provider, sid,
-                        read_line=read_line, write=write, new_header=_header, system=c.config.system,
+                        read_line=read_line, write=write, new_header=_header, system=c.system_prompt(),
                         max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                         warnings=c.warnings, wait=c.lock_wait(wait),
                         reply=rendered_replies(c.output, render) if interactive else None,
