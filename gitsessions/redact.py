@@ -25,8 +25,9 @@ from typing import Any
 from .detectors import OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
 from .events import Event
 from .regex_form import ASCII_LOWER, MAX_HOLD
-from .secret_names import MIN_SECRET_LEN, is_secret_name
-from .secret_names import SECRET_NAME_PARTS as SECRET_NAME_PARTS  # where callers have looked for it
+from .secret_names import MIN_SECRET_LEN
+from .secret_names import SECRET_NAME_PARTS as SECRET_NAME_PARTS  # where callers have looked for them
+from .secret_names import is_secret_name as is_secret_name
 
 #: gs's own credential shapes, name -> regular expression (those detect-secrets lacks).
 PATTERNS: dict[str, str] = OWN_PATTERNS

@@ -44,7 +44,11 @@ _CODE = (*_NEVER, rf"[-+]?\d+(?:\.\d+)?{_END}", rf"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a variable of this name holds a secret (it contains one of :data:`SECRET_NAME_PARTS`)."""
+    """Whether a variable of this name holds a secret (it contains one of :data:`SECRET_NAME_PARTS`).
+
+    The one rule for the redactor's variables, the names assigned in text and what a tool's
+    command is not given.
+    """
     upper = name.upper()
     return any(part in upper for part in SECRET_NAME_PARTS)
 

@@ -220,3 +220,10 @@ def test_doctor_names_a_symbolic_link_that_leads_out_of_the_repo(gs, repo_path, 
     assert f"{repo_path / 'gs' / 'prompt-history'} is a symbolic link to {outside}" in r.out
     assert "inside" not in r.out
     assert gs("doctor", "--fix").code == 1 and (repo_path / "gs" / "prompt-history").is_symlink()  # named, kept
+
+
+def test_a_repo_made_in_an_empty_folder_the_user_made_is_private(gs, tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir(mode=0o755)
+    assert gs("--repo", str(folder), "ask", "work", "hi").code == 0
+    assert find(folder, "-perm", "/077") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -17,7 +17,9 @@ from ..history import read_revision
 from ..render import plural
 from ..tree import rev_or_current
 from ..turns import turn_count
+from .admin import pack_in_background
 from .common import Context, err, short
+from .import_progress import ImportProgress
 
 app = typer.Typer()
 
@@ -85,7 +87,10 @@ class ImportFormat(str, Enum):
     messages = "messages"
     geekagent = "geekagent"
     chatgpt = "chatgpt"
+    claude_ai = "claude-ai"
     claude_code = "claude-code"
+    codex = "codex"
+    llm = "llm"
 
 
 def _read_file(file: str) -> tuple[str, bytes]:
@@ -115,6 +120,9 @@ class _Tally:
     sessions: int = 0
     turns: int = 0
     skipped: int = 0
+    #: The sessions holding conversations, read once for every file of the run.
+    index: transfer.SourceIndex = field(default_factory=transfer.SourceIndex)
+    progress: ImportProgress | None = None  # the bar on a terminal
 
 
 def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
@@ -122,16 +130,20 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
     """Import one file and say what it gave; a failure is counted (raised when it is the only file)."""
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
     tally.files += 1
+    if tally.progress is not None:
+        tally.progress.next_file()
     try:
         source, data = _read_file(file)
-        plan = transfer.read_import(data, source, fmt=fmt)
+        plan = transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file))
         if found and plan.kind in transfer.TOOLS and not plan.conversations:
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
         transfer.check_plan(plan, as_id)
         with c.store() as store:
             result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
-                                           redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths)
+                                           redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
+                                           index=tally.index,
+                                           progress=tally.progress.conversations if tally.progress else None)
     except transfer.TransferError as exc:
         if alone:
             raise
@@ -159,7 +171,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         if any(how != "same" for _, how, _ in outcomes):
             for note in conv.notes:
                 err(f"  note: {note}")
-    if result.conversations and tally.sessions == before and not found:
+    if result.conversations and tally.sessions == before and alone:  # of many, the summary says it once
         err(f"nothing new in {source}")
     tally.skipped += len(plan.skipped) + len(result.clashes)
     for skip in plan.skipped:
@@ -171,7 +183,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
 
 
 def _summary(tally: _Tally, found: bool) -> None:
-    if found and not tally.sessions and not tally.failed:
+    if (found or tally.files > 1) and not tally.sessions and not tally.failed:
         err("nothing new")
     err(f"{plural(tally.files, 'file')}{f' ({tally.failed} failed)' if tally.failed else ''}, "
         f"{plural(tally.sessions, 'session')} written, {plural(tally.turns, 'turn')}, {tally.skipped} skipped")
@@ -243,7 +255,8 @@ def import_(
                                               metavar="ID")] = None,
     fmt: Annotated[ImportFormat, typer.Option(
         "--from", metavar="FORMAT",
-        help="What the files are: auto (detect from the content), gs, messages, geekagent, chatgpt or claude-code.",
+        help="What the files are: auto (detect from the content), gs, messages, geekagent, chatgpt, claude-ai, "
+        "claude-code, codex or llm.",
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Keep local paths (the working directory) in the "
                                              "headers of imported conversations.")] = False,
@@ -256,8 +269,9 @@ def import_(
     messages array (or an object with "messages"), GeekAgent's .geekagent/sessions.json
     (every non-empty session keeps its id), ChatGPT's data export (conversations.json,
     or the export .zip: each turn a commit dated when it was said, every edited or
-    regenerated branch a fork) and Claude Code's transcripts (each rewound branch a fork,
-    each sub-agent a session of its own). With --from claude-code and no FILE, the
+    regenerated branch a fork), Claude Code's transcripts (each rewound branch a fork,
+    each sub-agent a session of its own), Claude.ai's export, Codex rollouts and llm's
+    logs.db (read-only). With --from claude-code and no FILE, the
     transcripts are found where Claude Code keeps them (CLAUDE_CONFIG_DIR, else
     ~/.claude). Each file is checked whole before anything of it is written; a taken id
     is never overwritten. Importing a conversation again adds only what is new (nothing,
@@ -277,15 +291,18 @@ def import_(
     paths = _discovered(fmt.value) if found else list(files or [])
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
-    tally = _Tally()
+    tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)))
     for file in paths:
         _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                      alone=len(paths) == 1 and not found and not watch, found=found)
+    if tally.sessions:
+        with c.store() as store:
+            pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
     if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
         _summary(tally, found)
     if watch:
         def again(changed: list[str]) -> None:
-            round_tally = _Tally()
+            round_tally = _Tally(index=tally.index)
             for file in changed:
                 _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
                              alone=False, found=True)

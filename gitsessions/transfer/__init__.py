@@ -8,7 +8,10 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
   (gs's own jsonl/json exports, messages arrays, GeekAgent's ``sessions.json``).
 - :mod:`.messages`: a chat-completions ``messages`` list into session events.
 - :mod:`.chatgpt`: ChatGPT's data export into conversations (a tree of branches).
+- :mod:`.claude_ai`: Claude.ai's data export into conversations (one line each).
 - :mod:`.claude_code`: Claude Code's transcripts into conversations (rewinds as forks, sub-agents).
+- :mod:`.codex`: Codex rollouts into conversations (a forked session forks its origin's).
+- :mod:`.llm_db`: llm's ``logs.db`` (SQLite, read-only) into conversations.
 - :mod:`.discover`: where each tool keeps its files (``gs import --from TOOL`` without a file).
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
@@ -20,7 +23,7 @@ Nothing here prints or reads the environment; the CLI does.
 from ..errors import TransferError
 from ..events import IMPORTED_MESSAGE
 from . import discover
-from .branches import ImportedConversation, write_conversation
+from .branches import ImportedConversation, SourceIndex, write_conversation
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
 from .read import FORMATS, TOOLS, ImportedSession, ImportPlan, read_import
@@ -36,6 +39,7 @@ __all__ = [
     "ImportedConversation",
     "ImportResult",
     "ImportedSession",
+    "SourceIndex",
     "TransferError",
     "check_plan",
     "discover",

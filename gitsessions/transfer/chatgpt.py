@@ -54,7 +54,7 @@ def from_zip(data: bytes) -> bytes:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == CONVERSATIONS]
             if not names:
-                raise _Bad(f"a zip without {CONVERSATIONS}: not a ChatGPT data export")
+                raise _Bad(f"a zip without {CONVERSATIONS}: not a ChatGPT or Claude.ai data export")
             return archive.read(min(names, key=len))
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise _Bad(f"not a readable zip ({exc})") from None

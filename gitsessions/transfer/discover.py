@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import claude_code
+from . import claude_code, codex, llm_db
 
 #: ``default_paths(env, home)`` of a source: its files, in the order they are to be imported.
 Finder = Callable[[Mapping[str, str], Path], list[Path]]
@@ -43,6 +43,8 @@ class Source:
 SOURCES: dict[str, Source] = {
     claude_code.TOOL: Source(claude_code.TOOL, "Claude Code", "transcript", claude_code.projects_dir,
                              claude_code.default_paths, "CLAUDE_CONFIG_DIR"),
+    codex.TOOL: Source(codex.TOOL, "Codex", "rollout", codex.sessions_dir, codex.default_paths, "CODEX_HOME"),
+    llm_db.TOOL: Source(llm_db.TOOL, "llm", "logs database", llm_db.user_dir, llm_db.default_paths, "LLM_USER_PATH"),
 }
 
 

@@ -11,6 +11,8 @@ shown in exports, never sent to the model (gs sends the configured system prompt
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from ..events import IMPORTED_MESSAGE, Event, make_event
@@ -25,6 +27,30 @@ COMPACTION = "compaction"
 
 class _Bad(Exception):
     """Internal: a reason the input is refused (wrapped into :class:`TransferError`)."""
+
+
+@dataclass(frozen=True)
+class EventItem:
+    """An event a reader puts among the messages given to :func:`turns_from_messages`, as it is.
+
+    For what another tool kept that is no chat message (llm's system prompt, a
+    ``session/system``). Never made from a file's JSON, so a messages file cannot ask for one.
+
+    Attributes:
+        type: the event type (known, or ``ignorable``).
+        data: its data.
+        ignorable: whether a reader may skip it.
+    """
+
+    type: str
+    data: dict = field(default_factory=dict)
+    ignorable: bool = False
+
+
+#: Put among the messages given to :func:`turns_from_messages` where the source says a turn
+#: is over: what follows it up to the next prompt (context the tool injected) is the next
+#: turn's, in its commit.
+TURN_OVER = object()
 
 
 class _Builder:
@@ -169,6 +195,31 @@ class _Builder:
         return self.events
 
 
+#: Times outside these (epoch seconds) are no times a conversation was had: git cannot date a
+#: commit before 1970, and a huge one would overflow.
+TIMES = (0, 2**32)
+
+
+def iso_ms(value: Any, *, naive_utc: bool = False) -> int | None:
+    """Read another tool's ISO 8601 time (``Z`` or an offset) as epoch ms.
+
+    Args:
+        value: the time as the tool wrote it.
+        naive_utc: a time without a zone is UTC (the tool says so); else it is no time.
+
+    Returns:
+        Epoch ms, or None: not such a time, no zone, or outside :data:`TIMES`.
+    """
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    if moment is None or (moment.tzinfo is None and not naive_utc):
+        return None
+    ms = int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+    return ms if TIMES[0] <= ms // 1000 < TIMES[1] else None
+
+
 def _kind(value: Any) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
              float: "a number", type(None): "null"}
@@ -209,7 +260,9 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     Args:
         messages: chat-completions messages (assistant messages may name their ``model`` and
             ``usage``, as the API's usage object; tool messages say ``is_error``); a
-            :data:`COMPACTION` message is a compaction summary.
+            :data:`COMPACTION` message is a compaction summary; :class:`EventItem` values
+            are kept as they are, and :data:`TURN_OVER` marks where the source ends a turn
+            (its time is not used).
         times: each message's time, epoch ms.
         title: a title event opens the log when given.
         where: prefix for messages (``"conversation 2, "``).
@@ -226,14 +279,26 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     for i, msg in enumerate(messages):
         if isinstance(msg, dict) and msg.get("role") in ("user", COMPACTION):
             builder.close_turn()  # at the time of the turn's last message
+        if msg is TURN_OVER:
+            builder.close_turn()
+            continue
         builder.t = times[i]
         if isinstance(msg, dict) and msg.get("role") == COMPACTION:
             builder.add("compaction/summary", {"summary": _content(msg.get("content"), f"{where}message {i}")})
             continue
+        if isinstance(msg, EventItem):
+            builder.add(msg.type, dict(msg.data), msg.ignorable)
+            continue
         builder.message(i, msg)
     events = builder.finish()
-    starts = [i for i, ev in enumerate(events) if ev.type == "turn/start"]
-    bounds = [0, *starts, len(events)]  # the first list is empty when the log opens with a prompt
+    bounds = [0]  # the first list is empty when the log opens with a prompt
+    for i, ev in enumerate(events):
+        if ev.type == "turn/start":
+            j = i  # what lies between a turn's end and the next start opens the next commit
+            while j > bounds[-1] and events[j - 1].type != "turn/end":
+                j -= 1
+            bounds.append(j if j > bounds[-1] else i)
+    bounds.append(len(events))
     return [events[a:b] for a, b in zip(bounds, bounds[1:], strict=False)], builder.notes
 
 

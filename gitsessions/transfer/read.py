@@ -28,13 +28,14 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import CorruptSession, InvalidEvent, InvalidSessionId, TransferError, UnsupportedVersion
 from ..events import Event, clean_value, encode_header, make_event, now_ms, parse_log
 from ..rules import check_session_id
 from ..transcript import closing_events, derive_messages, open_turn
-from . import chatgpt, claude_code
+from . import chatgpt, claude_ai, claude_code, codex, llm_db
 from .branches import ImportedConversation
 from .messages import _Bad, _kind, events_from_messages
 
@@ -109,12 +110,13 @@ def _decode(data: bytes) -> str:
 
 
 #: Other tools whose files hold conversations (a plan's ``conversations``, written a commit per turn).
-TOOLS = (chatgpt.TOOL, claude_code.TOOL)
+TOOLS = (chatgpt.TOOL, claude_ai.TOOL, claude_code.TOOL, codex.TOOL, llm_db.TOOL)
 #: What ``gs import --from`` names (``auto``: detect from the content).
 FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
 
 
-def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: str = "auto") -> ImportPlan:
+def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: str = "auto",
+                path: Path | None = None) -> ImportPlan:
     """Detect the format of an import file from its content, validate all of it and convert it.
 
     Args:
@@ -122,6 +124,8 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
         source: the file name, for messages.
         time_ms: the time given to events made from messages (default: now).
         fmt: one of :data:`FORMATS`; a named format is read as that one or refused.
+        path: the file ``data`` was read from, if any: a database (llm's ``logs.db``) is
+            opened there, read-only, to see what its writer has not merged into it yet.
 
     Returns:
         The plan (nothing is written).
@@ -132,9 +136,12 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
     """
     t = now_ms() if time_ms is None else time_ms
     try:
-        if data.startswith(b"PK\x03\x04") and fmt in ("auto", chatgpt.TOOL):  # a zip: ChatGPT's data export
+        if data.startswith(b"PK\x03\x04") and fmt in ("auto", chatgpt.TOOL, claude_ai.TOOL):  # a data export's zip
             data = chatgpt.from_zip(data)
-        plan = _read(data, source, t, fmt)
+        if llm_db.is_db(data):
+            plan = _conversations(llm_db.TOOL, source, llm_db.read_db(path, data))
+        else:
+            plan = _read(data, source, t, fmt)
         if fmt not in ("auto", "gs" if plan.kind in ("jsonl", "json") else plan.kind):
             raise _Bad(f"it is not a {fmt} file (it reads as {plan.kind})")
         return plan
@@ -160,14 +167,20 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
             head = None
         if isinstance(head, dict) and head.get("type") == "session":
             return _read_jsonl(text, source, t)
+        if codex.is_rollout(head):
+            return _conversations(codex.TOOL, source, [codex.read_rollout(text)])
         raise _Bad(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if isinstance(obj, list):
         if chatgpt.is_export(obj) or (fmt == chatgpt.TOOL and not obj):
             return ImportPlan(chatgpt.TOOL, source, [], conversations=chatgpt.read_export(obj))
+        if claude_ai.is_export(obj) or (fmt == claude_ai.TOOL and not obj):
+            return _conversations(claude_ai.TOOL, source, claude_ai.read_export(obj))
         return _read_messages(obj, source, t, model=None)
     if isinstance(obj, dict):
         if obj.get("type") == "session":
             return _read_jsonl(text, source, t)  # a header-only log
+        if codex.is_rollout(obj):
+            return _conversations(codex.TOOL, source, [codex.read_rollout(text)])  # a rollout of one line
         if "header" in obj and "events" in obj:
             return _read_show_json(obj, source, t)
         if "sessions" in obj:
@@ -181,6 +194,17 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
         "ChatGPT's data export (conversations.json or the .zip); "
         "markdown and html exports are for reading only"
     )
+
+
+def _conversations(tool: str, source: str, convs: list[ImportedConversation]) -> ImportPlan:
+    """The plan of a file of another tool's conversations.
+
+    Those without a turn to write are left out: skipped, with the reason, when their reader
+    gave one (a turn still under way: a file being written is no failure), else silently.
+    """
+    return ImportPlan(tool, source, [], skipped=[f"{c.tool} conversation {c.source_id} ({'; '.join(c.notes)})"
+                                                 for c in convs if not c.branches and c.notes],
+                      conversations=[c for c in convs if c.branches])
 
 
 def _close_open_turn(events: list[Event], t: int, notes: list[str]) -> list[Event]:

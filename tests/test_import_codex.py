@@ -1,0 +1,264 @@
+"""Importing Codex rollouts: a commit per turn, a compaction, a forked session as a fork.
+
+The fixtures (tests/data/codex/) follow the rollout format as documented and as Codex 0.171
+writes it: a ``session_meta`` line, each turn opened by ``turn_context`` and injected
+``developer`` / ``<environment_context>`` messages, reasoning with an encrypted part, an
+``exec_command`` call and its plain-text output, an ``apply_patch`` custom tool call,
+``token_count`` events, a ``compacted`` line, an image and a web search, and line types the
+reader must skip (``world_state``, ``token_usage_record``, ``task_*`` events). The second
+rollout is a session forked from the first (``forked_from_id``): it repeats the first turn,
+then goes its own way.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from fakeapi import validate_messages
+
+from gitsessions.rules import imported_session_id
+from gitsessions.store import GitStore
+from gitsessions.transfer import codex
+
+DATA = Path(__file__).parent / "data" / "codex"
+ID = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+FORK_ID = "0199a1b2-ffff-7e5f-8a9b-000000000001"
+MAIN_FILE = DATA / f"rollout-2025-10-06T09-00-00-{ID}.jsonl"
+FORK_FILE = DATA / f"rollout-2025-10-06T09-03-20-{FORK_ID}.jsonl"
+TITLE = "List the files in this project."
+MAIN = imported_session_id("codex", ID, TITLE)
+FORK = imported_session_id("codex", FORK_ID, TITLE)
+T = 1759741200  # 2025-10-06T09:00:00Z, the session_meta time
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _write(path: Path, lines: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_each_turn_is_a_commit_and_the_forked_session_forks_at_the_shared_turn(gs, git, repo_path):
+    r = gs("import", str(MAIN_FILE), str(FORK_FILE))
+    assert r.code == 0, r.err
+    assert r.out.split() == [MAIN, FORK]
+    assert "2 files, 2 sessions written, 4 turns, 0 skipped" in r.err
+    git("fsck", "--strict")
+    # A commit per turn, dated when its prompt was said; the header commit at session_meta.
+    assert git("log", "--format=%at %s", MAIN).splitlines() == [
+        f"{T + 121} turn 3: What does main.py do now?",  # its commit opens with the compaction before it
+        f"{T + 61} turn 2: Add a docstring to main.py.",
+        f"{T + 2} turn 1: {TITLE}",
+        f"{T} import: codex {ID}",
+    ]
+    # The forked session shares the first turn's commit and names it as its lineage.
+    turn1 = git("rev-parse", f"{MAIN}~2").strip()
+    assert git("merge-base", MAIN, FORK).strip() == turn1
+    assert f"Forked-From: {MAIN}@{turn1}" in git("log", "-1", "--format=%B", FORK)
+    assert git("log", "-1", "--format=%s", FORK).strip() == "turn 2: Delete main.py instead."
+    assert FORK in gs("tree", MAIN).out
+    with GitStore(repo_path) as store:
+        snap, fork = store.load(MAIN), store.load(FORK)
+    assert snap.header["source"] == {"tool": "codex", "id": ID} and "cwd" not in snap.header
+    assert fork.header["source"] == {"tool": "codex", "id": ID}  # a fork keeps its origin's header
+    events = snap.events
+    # Injected context and reasoning summaries are kept, ignorable; each turn's context in its own commit.
+    aside = [(e.data["name"], e.ignorable) for e in events if e.type == "import/message"]
+    assert aside.count(("codex developer context", True)) == 3 and aside.count(("codex user context", True)) == 3
+    assert ("codex reasoning", True) in aside and ("codex web search", True) in aside
+    assert events[1].data == {"role": "system", "name": "codex instructions",
+                              "content": "You are Codex, a coding agent."}
+    assert not any("encrypted" in json.dumps(e.data) or "gAAAA" in json.dumps(e.data) for e in events)
+    prompts = [e.data["content"] for e in events if e.type == "user/message"]
+    assert prompts == [TITLE, "Add a docstring to main.py.", "What does main.py do now?\n[image not imported]"]
+    replies = [e.data for e in events if e.type == "assistant/message"]
+    assert [r["model"] for r in replies] == ["gpt-5-codex"] * 5
+    assert replies[0]["tool_calls"] == [{"id": "call_ls1", "name": "exec_command", "arguments": '{"cmd": "ls"}'}]
+    assert replies[0]["usage"] == {"prompt_tokens": 5120, "completion_tokens": 40, "total_tokens": 5160,
+                                   "prompt_tokens_details": {"cached_tokens": 4096},
+                                   "completion_tokens_details": {"reasoning_tokens": 12}}
+    patch = json.loads(replies[2]["tool_calls"][0]["arguments"])
+    assert replies[2]["tool_calls"][0]["name"] == "apply_patch" and "*** Begin Patch" in patch["input"]
+    results = [e.data for e in events if e.type == "tool/result"]
+    assert [r["id"] for r in results] == ["call_ls1", "call_patch1"]
+    assert "README.md\nmain.py" in results[0]["content"]
+    summary = [e.data for e in events if e.type == "compaction/summary"]
+    assert len(summary) == 1 and "docstring in main.py, which was added" in summary[0]["summary"]
+    assert [e.type for e in events].index("compaction/summary") < [e.type for e in events].index("turn/end", 30)
+    assert "items of type" not in r.err  # every item of the fixture has a home
+
+
+def test_the_model_is_sent_the_summary_and_what_follows_it(gs, fake_api):
+    assert gs("import", str(MAIN_FILE), str(FORK_FILE)).code == 0
+    for sid in (MAIN, FORK):
+        fake_api.reset()
+        r = gs("ask", sid, "and now?")
+        assert r.code == 0, r.err
+        messages = fake_api.requests[-1]["messages"]
+        assert validate_messages(messages) is None
+        assert messages[-1] == {"role": "user", "content": "and now?"}
+        assert not any("environment_context" in str(m.get("content")) for m in messages)
+        if sid == MAIN:  # what the compaction covers is replaced by its summary
+            assert messages[0]["content"].startswith("Summary of the conversation so far:\nThe user asked")
+            assert not any(m.get("tool_calls") for m in messages)
+        else:
+            assert [m["tool_call_id"] for m in messages if m["role"] == "tool"] == ["call_ls1", "call_rm"]
+
+
+def test_the_same_rollouts_again_write_nothing_and_a_resumed_one_fast_forwards(gs, git, tmp_path):
+    rollout = _write(tmp_path / MAIN_FILE.name, _lines(MAIN_FILE))
+    assert gs("import", str(rollout), str(FORK_FILE)).code == 0
+    before = git("for-each-ref", "--format=%(refname) %(objectname)")
+    r = gs("import", str(rollout), str(FORK_FILE))
+    assert r.code == 0 and r.out == "" and "nothing new" in r.err
+    assert git("for-each-ref", "--format=%(refname) %(objectname)") == before
+    tip = git("rev-parse", MAIN).strip()
+    # `codex exec resume --last "..."` appends the next turn to the same file.
+    lines = _lines(rollout)
+    context = next(line for line in lines if line["type"] == "turn_context")
+    def said(second: int, role: str, kind: str, text: str) -> dict:
+        return {"timestamp": f"2025-10-07T10:00:0{second}.000Z", "type": "response_item",
+                "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}}
+
+    more = [dict(context, timestamp="2025-10-07T10:00:00.000Z"), said(1, "user", "input_text", "Thanks!"),
+            said(2, "assistant", "output_text", "Welcome."),
+            {"timestamp": "2025-10-07T10:00:03.000Z", "type": "event_msg", "payload": {"type": "task_complete"}}]
+    _write(rollout, lines + more)
+    r = gs("import", str(rollout))
+    assert r.code == 0, r.err
+    assert r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err
+    assert git("rev-parse", f"{MAIN}^").strip() == tip
+    assert git("log", "-1", "--format=%s", MAIN).strip() == "turn 4: Thanks!"
+    git("fsck", "--strict")
+
+
+def test_a_fork_imported_before_its_origin_is_a_session_of_its_own(gs, git):
+    r = gs("import", str(FORK_FILE))
+    assert r.code == 0, r.err
+    assert r.out.split() == [FORK] and f"forked from codex session {ID}" in r.err
+    assert "Forked-From" not in git("log", "--format=%B", FORK)
+    assert gs("import", str(MAIN_FILE)).out.split() == [MAIN]
+
+
+def test_a_malformed_line_is_named_and_nothing_of_the_file_is_written(gs, repo_path, tmp_path):
+    lines = MAIN_FILE.read_text(encoding="utf-8").splitlines()
+    lines[5] = lines[5][:40]
+    bad = tmp_path / "rollout-bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = gs("import", str(bad))
+    assert r.code == 1 and "cannot import rollout-bad.jsonl" in r.err and "line 6: not JSON" in r.err, r.err
+    assert not repo_path.exists()
+    no_time = _lines(MAIN_FILE)
+    no_time[3]["timestamp"] = "yesterday"
+    r = gs("import", str(_write(tmp_path / "rollout-time.jsonl", no_time)))
+    assert r.code == 1 and "line 4: \"timestamp\" 'yesterday' is not an ISO 8601 time" in r.err
+    r = gs("import", "--from", "codex", str(Path(__file__).parent / "data" / "chatgpt" / "conversations.json"))
+    assert r.code == 1 and "not a codex file (it reads as chatgpt)" in r.err
+
+
+def test_unknown_lines_and_items_are_skipped(gs, repo_path, tmp_path):
+    lines = _lines(MAIN_FILE)
+    lines.insert(3, {"timestamp": "2025-10-06T09:00:01.500Z", "type": "hologram", "payload": {"x": 1}})
+    lines.insert(4, {"timestamp": "2025-10-06T09:00:01.600Z", "type": "response_item",
+                     "payload": {"type": "teleport_call", "call_id": "t1"}})
+    lines.insert(5, ["not", "an", "object", "but", "a", "future", "line"])
+    r = gs("import", str(_write(tmp_path / "rollout-new.jsonl", lines)))
+    assert r.code == 1 and "line 6 is an array, not an object" in r.err
+    del lines[5]
+    r = gs("import", str(_write(tmp_path / "rollout-new.jsonl", lines)))
+    assert r.code == 0, r.err
+    assert "items of type 'teleport_call' were skipped" in r.err
+
+
+def test_default_paths_honour_codex_home(tmp_path):
+    home, codex_home = tmp_path / "h", tmp_path / "elsewhere"
+    for root in (home / ".codex", codex_home):
+        day = root / "sessions" / "2025" / "10" / "06"
+        day.mkdir(parents=True)
+        shutil.copy(MAIN_FILE, day / MAIN_FILE.name)
+        (day / "notes.txt").write_text("not a rollout", encoding="utf-8")
+    assert codex.default_paths({}, home) == [home / ".codex/sessions/2025/10/06" / MAIN_FILE.name]
+    assert codex.default_paths({"CODEX_HOME": str(codex_home)}, home) == [
+        codex_home / "sessions/2025/10/06" / MAIN_FILE.name]
+    assert codex.default_paths({}, tmp_path / "nobody") == []
+    assert codex.sessions_dir({"CODEX_HOME": str(codex_home)}, home) == codex_home / "sessions"
+
+
+def test_older_rollouts_that_write_the_turn_context_after_the_prompt_keep_their_turns_whole(gs, repo_path, tmp_path):
+    lines = [line for line in _lines(MAIN_FILE) if line.get("payload", {}).get("type") not in ("task_started",
+                                                                                                 "task_complete")]
+    for i in [i for i, line in enumerate(lines) if line["type"] == "turn_context"]:
+        lines.insert(i + 3, lines.pop(i))  # after the developer, context and prompt messages (Codex 0.46)
+    second = next(i for i, line in enumerate(lines) if i > 5 and line["payload"].get("role") == "developer")
+    r = gs("import", str(_write(tmp_path / MAIN_FILE.name, lines[:second])))  # before the second turn was written
+    assert r.code == 0 and "1 turn" in r.err, r.err
+    r = gs("import", str(_write(tmp_path / MAIN_FILE.name, lines)))
+    assert r.code == 0 and f"{MAIN}: 2 turns new" in r.err, r.err  # a fast-forward: the first turn is as it was
+    with GitStore(repo_path) as store:
+        events = store.load(MAIN).events
+    turns = [[e.type for e in events if e.type in ("user/message", "assistant/message")]]
+    assert sum(e.type == "turn/start" for e in events) == 3
+    assert turns[0] == ["user/message", "assistant/message", "assistant/message", "user/message",
+                        "assistant/message", "assistant/message", "user/message", "assistant/message"]
+
+
+def test_a_last_line_codex_is_still_writing_is_left_for_the_next_import(gs, git, tmp_path):
+    text = MAIN_FILE.read_text(encoding="utf-8")
+    cut = text.rindex('{"timestamp"')  # the last line, half written
+    rollout = tmp_path / MAIN_FILE.name
+    rollout.write_text(text[:cut + 30], encoding="utf-8")
+    r = gs("import", str(rollout))
+    assert r.code == 0, r.err
+    assert "its last turn is still going on; it is imported once it is over" in r.err
+    assert git("log", "-1", "--format=%s", MAIN).strip() == "turn 2: Add a docstring to main.py."
+    tip = git("rev-parse", MAIN).strip()
+    rollout.write_text(text, encoding="utf-8")
+    r = gs("import", str(rollout))
+    assert r.code == 0 and r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err, r.err
+    assert git("rev-parse", f"{MAIN}^").strip() == tip  # a fast-forward, not a fork
+    git("fsck", "--strict")
+
+
+def test_a_turn_codex_has_not_finished_is_left_for_the_next_import(gs, git, tmp_path):
+    lines = _lines(MAIN_FILE)
+    last_prompt = max(i for i, line in enumerate(lines) if line["payload"].get("role") == "user")
+    rollout = _write(tmp_path / MAIN_FILE.name, lines[:last_prompt + 2])  # its prompt and a web search, no reply
+    r = gs("import", str(rollout))
+    assert r.code == 0 and "its last turn is still going on" in r.err, r.err
+    tip = git("rev-parse", MAIN).strip()
+    _write(rollout, lines)
+    r = gs("import", str(rollout))
+    assert r.code == 0 and f"{MAIN}: 1 turn new" in r.err and "still going on" not in r.err, r.err
+    assert git("rev-parse", f"{MAIN}^").strip() == tip
+
+
+def test_a_rollout_with_nothing_finished_yet_is_skipped_not_failed(gs, repo_path, tmp_path):
+    """Codex writes the rollout as the session goes: a file imported during its first turn is no error."""
+    lines = _lines(MAIN_FILE)
+    first_reply = next(i for i, line in enumerate(lines) if line["payload"].get("type") == "function_call")
+    r = gs("import", str(_write(tmp_path / "rollout-a.jsonl", lines[:first_reply])),
+           str(_write(tmp_path / "rollout-b.jsonl", lines[:1])))
+    assert r.code == 0 and r.out == "", r.err
+    assert f"skipped codex conversation {ID} (its last turn is still going on" in r.err
+    assert f"skipped codex conversation {ID} (it holds no prompt yet)" in r.err
+    assert "2 files, 0 sessions written, 0 turns, 2 skipped" in r.err
+    assert not repo_path.exists()
+
+
+def test_from_codex_without_a_file_reads_codex_home_and_says_what_it_found(gs, git, tmp_path):
+    root = tmp_path / "codex-home"
+    day = root / "sessions" / "2025" / "10" / "06"
+    day.mkdir(parents=True)
+    for rollout in (MAIN_FILE, FORK_FILE):
+        shutil.copy(rollout, day / rollout.name)
+    r = gs("import", "--from", "codex", env={"CODEX_HOME": str(root)})
+    assert r.code == 0, r.err
+    assert f"found 2 Codex rollouts in {root / 'sessions'}" in r.err
+    assert r.out.split() == [MAIN, FORK]  # the origin first: the fork forks it
+    assert gs("import", "--from", "codex", env={"CODEX_HOME": str(root)}).out == ""
+    r = gs("import", "--from", "codex", env={"CODEX_HOME": str(tmp_path / "none")})
+    assert r.code == 1 and "no Codex folder here" in r.err and "set CODEX_HOME" in r.err
