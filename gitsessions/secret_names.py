@@ -31,8 +31,9 @@ SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 MIN_SECRET_LEN = 8
 
 #: The characters of an unquoted value (not space, quote, bracket, separator or ``&``, which
-#: ends a URL query's value).
-_CHARS = r"[^\s'\"`,;()\[\]{}<>&]"
+#: ends a URL query's value; nor NUL, which the stream redactor masks a secret found with, as
+#: ``[`` begins the replacement of one).
+_CHARS = r"[^\s'\"`,;()\[\]{}<>&\0]"
 #: Where a value ends (a last ``.`` is the sentence's).
 _END = rf"\.?(?!{_CHARS})"
 _NO_DOT = _CHARS[:-1] + ".]"
@@ -79,7 +80,7 @@ def assignment_patterns(words: list[str]) -> list[tuple[str, int]]:
     code = _value(4, _CODE)
     env = rf"(?:{upper})[A-Z0-9_]*=(['\"]?){_value(MIN_SECRET_LEN, _NEVER)}\1"
     # (``()``: group 1, so that the value is group 2 in every form)
-    assign = rf"(?i)(?:{alts})[\w.-]*\s*(?<![=!<>])=(?![=>~])\s*(){code}(?![(\[])"
+    assign = rf"(?i)(?:{alts})[\w.-]*\s*(?<![=!<>])=(?![=>~])\s*(){code}(?![(]|\[(?!REDACTED:))"
     yaml = rf"(?im)^[ \t]*(?:-[ \t]+)?[\w.-]*?(?:{alts})[\w.-]*[ \t]*:[ \t]+(){code}[ \t]*(?:\#.*)?$"
     # (``(?=<)``: it does not start with a word, so it is searched on the word's line)
     xml = rf"(?i)(?=<)<([\w.-]*?(?:{alts})[\w.-]*)>{code}</\1>"

@@ -184,6 +184,10 @@ def test_a_value_given_to_a_secret_name_is_replaced_whole_and_streamed():
             assert secret not in out and "[REDACTED:assigned-secret]" in out, (sample, out)
     assert r.text(NAMED[5][0]) == "https://api.example.com/cb?access_token=[REDACTED:assigned-secret]&x=1"
     assert r.text(NAMED[8][0]).count("[REDACTED:assigned-secret]") == 2
+    # a value just before another secret: the stream masks that one with NULs, the whole text
+    # replaces it with "[REDACTED:...]"; both see the same value
+    text = "password= -----BEGIN RSA PRIVATE KEY "
+    assert _streamed(r, list(text)) == r.text(text) == "password= [REDACTED:assigned-secret][REDACTED:private-key] "
 
 
 def test_a_path_is_judged_a_segment_at_a_time():
