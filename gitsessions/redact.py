@@ -23,11 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from .detectors import OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
+from .errors import GitSessionsError, InvalidSessionId
 from .events import Event
 from .regex_form import ASCII_LOWER, MAX_HOLD
 from .secret_names import MIN_SECRET_LEN
 from .secret_names import SECRET_NAME_PARTS as SECRET_NAME_PARTS  # where callers have looked for them
 from .secret_names import is_secret_name as is_secret_name
+
+_KIND = re.compile(r"\[REDACTED:([^\]]*)\]")  # the kind a replacement names
 
 #: gs's own credential shapes, name -> regular expression (those detect-secrets lacks).
 PATTERNS: dict[str, str] = OWN_PATTERNS
@@ -88,6 +91,31 @@ class Redactor:
         """Return ``event`` with its data redacted (the same object when nothing changed)."""
         data = self.value(event.data)
         return event if data == event.data else Event(event.seq, event.time, event.type, data, event.ignorable)
+
+
+class SecretSessionId(InvalidSessionId):
+    """A new session id that redaction would change: stored and pushed as a ref name, it would leak.
+
+    Args:
+        kinds: what the redactor took it for (``slack-token``).
+    """
+
+    def __init__(self, kinds: list[str]):
+        self.kinds = kinds
+        GitSessionsError.__init__(self, f"that name looks like a secret ({', '.join(kinds)}); choose another "
+                                  "session id")
+        self.session_id, self.reason = "[REDACTED]", "it looks like a secret"
+
+
+def refuse_secret_id(redactor: Redactor, session_id: str) -> None:
+    """Refuse ``session_id`` when redaction would change it (a store's ``new_id_rule``).
+
+    Raises:
+        SecretSessionId: it holds what the redactor replaces.
+    """
+    out = redactor.text(session_id)
+    if out != session_id:
+        raise SecretSessionId(sorted(set(_KIND.findall(out))) or ["secret"])
 
 
 def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] | None = None,

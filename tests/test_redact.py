@@ -77,6 +77,21 @@ def test_the_configured_system_prompt_and_the_title_echo_are_redacted(gs, tmp_pa
     assert "Hunter2Secret" not in r.out and "(title: postgres://admin:[REDACTED:url-password]@db/x)" in r.out
 
 
+def test_a_new_session_id_that_looks_like_a_secret_is_refused(gs, git, repo_path, tmp_path):
+    token = SHAPES["slack-token"].replace("1234567890-", "2345678901-", 1)
+    assert gs("ask", "work", "hi").code == 0
+    export = tmp_path / "one.json"
+    export.write_text(json.dumps([{"role": "user", "content": "hello"}]))
+    for args in (("ask", token, "hi"), ("import", str(export), "--as", token), ("fork", "work", token),
+                 ("rename", "work", token)):
+        r = gs(*args)
+        assert r.code == 1 and "looks like a secret (slack-token); choose another" in r.err, (args, r.err)
+        assert token not in r.err and token not in r.out, args
+    assert git("for-each-ref", "--format=%(refname)").split() == ["refs/heads/work"]
+    assert not [p for p in repo_path.rglob("*") if token in p.name]
+    assert gs("ask", "ordinary-name-2", "hi").code == 0  # an ordinary id is as welcome as before
+
+
 def test_redaction_can_be_turned_off(gs, repo_path, tmp_path):
     (tmp_path / "config.yaml").write_text("redact: false\n")
     assert gs("ask", "plain", f"keep {SK}").code == 0

@@ -6,6 +6,7 @@ need as arguments).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterable
@@ -162,6 +163,11 @@ class Context:
         self.redactor()  # built (or refused) before a session is read or written
         hooks = CommitHooks(path, os.environ, self.warnings)
         store = GitStore(path, identity=self.identity(), hooks=hooks)
+        redactor = self.redactor()
+        if redactor is not None:  # a new session id is a ref name, pushed: none that looks like a secret
+            from ..redact import refuse_secret_id
+
+            store.new_id_rule = functools.partial(refuse_secret_id, redactor)
         store.check_path()
         self.warnings.extend(take_failures(path))  # what a background push after a save could not do
         return store
