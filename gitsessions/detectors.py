@@ -198,6 +198,8 @@ class Shape:
         assert self.near is not None
         text = scan.text
         anchored = self.form.starts is not None
+        # A literal every match holds (``=``, ``:``): a window without it holds no match.
+        inner, seen = self.form.inner, scan.lowered if self.form.icase else text
         last = pos
         for hit in scan.hits(self.near):
             if hit < pos:
@@ -205,14 +207,16 @@ class Shape:
             end = text.find("\n", hit)
             end = min(len(text) if end < 0 else end, hit + NEAR)
             if anchored:
-                m = self.rx.match(text, hit, end)
-                if m is not None:
-                    yield m
+                if inner is None or seen.find(inner, hit, end) >= 0:
+                    m = self.rx.match(text, hit, end)
+                    if m is not None:
+                        yield m
                 continue
             if hit < last:
                 continue  # within the window just searched
             start = max(text.rfind("\n", 0, hit) + 1, hit - NEAR, last)
-            yield from self.rx.finditer(text, start, end)
+            if inner is None or seen.find(inner, start, end) >= 0:
+                yield from self.rx.finditer(text, start, end)
             last = end
 
     def spans(self, text: str | Scan, pos: int = 0, checked: bool = False):

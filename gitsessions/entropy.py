@@ -81,6 +81,8 @@ def random_parts(charset: str) -> Callable[[str], Iterator[tuple[int, int]]]:
                 and _shannon_entropy(token, charset) > ENTROPY_LIMIT)
 
     def parts(token: str) -> Iterator[tuple[int, int]]:
+        if _DIGITS.isdisjoint(token) or _UPPER.isdisjoint(token) or _LOWER.isdisjoint(token):
+            return  # nor can any part of it mix them (most candidates: words, paths, hex ids)
         for start, end in _segments(token):
             if end - start >= _SHORTEST and random_looking(token[start:end]):
                 yield start, end
