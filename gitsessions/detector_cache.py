@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bumped when what the file holds changes shape.
-FORMAT = 3
+FORMAT = 4
 
 
 def library_key() -> str | None:
@@ -63,10 +63,10 @@ def read_library(skipped: frozenset[str]) -> dict[str, Any]:
     Returns:
         ``{"regexes": [[secret type, pattern, flags, group of the secret], ...]`` (every
         regex-based plugin's denylist, in the library's order), ``"keyword": {"denylist":
-        regex source, "groups": its group count, "quoted": [[pattern, flags, group], ...],
+        regex source, "words": its keyword list, "quoted": [[pattern, flags, group], ...],
         "near": its keywords, "type": secret type}``, ``"forms"``: each regex's
-        :class:`~gitsessions.regex_form.Form` (the denylist's, the quoted keyword ones', the
-        unquoted keyword one's), ``"entropy":
+        :class:`~gitsessions.regex_form.Form` (the denylist's, the quoted keyword ones', those
+        of :func:`~gitsessions.secret_names.assignment_patterns`), ``"entropy":
         {"type": secret type, "charset": characters counted}}``.
     """
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
@@ -74,8 +74,9 @@ def read_library(skipped: frozenset[str]) -> dict[str, Any]:
     from detect_secrets.plugins.base import RegexBasedDetector
     from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
-    from .detectors import unquoted_keyword, value_group
+    from .detectors import value_group
     from .regex_form import form_of
+    from .secret_names import assignment_patterns
 
     denylist: list[tuple[str, re.Pattern[str]]] = []
     plugins: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
@@ -84,14 +85,15 @@ def read_library(skipped: frozenset[str]) -> dict[str, Any]:
             continue
         denylist += [(secret_type, rx) for rx in plugin().denylist]
     keyword_rx: dict[re.Pattern[str], int] = dict(keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP)
-    unquoted = re.compile(unquoted_keyword(keyword.DENYLIST_REGEX))
+    words = list(keyword.DENYLIST)
+    assigned = [re.compile(pattern) for pattern, _group in assignment_patterns(words)]
     regexes = [[secret_type, rx.pattern, rx.flags, value_group(rx)] for secret_type, rx in denylist]
     quoted = [[rx.pattern, rx.flags, group] for rx, group in keyword_rx.items()]
-    patterns = [*(rx for _t, rx in denylist), *keyword_rx, unquoted]
+    patterns = [*(rx for _t, rx in denylist), *keyword_rx, *assigned]
     forms = [[None if form.starts is None else sorted(form.starts), *form[1:]] for form in map(form_of, patterns)]
     return {"regexes": regexes, "forms": forms,
             "keyword": {"type": keyword.KeywordDetector.secret_type, "denylist": keyword.DENYLIST_REGEX,
-                        "groups": re.compile(keyword.DENYLIST_REGEX).groups, "quoted": quoted,
+                        "words": words, "quoted": quoted,
                         "near": sorted(form_of(re.compile(f"(?i){keyword.DENYLIST_REGEX}")).starts or ())},
             "entropy": {"type": Base64HighEntropyString.secret_type,
                         "charset": Base64HighEntropyString(limit=4.5).charset}}

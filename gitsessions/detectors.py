@@ -17,14 +17,15 @@ is needed of it is read once per installed version into a cache file
 from __future__ import annotations
 
 import functools
-import math
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .entropy import TOKEN, TOKEN_TAIL, random_parts
 from .regex_form import ASCII_LOWER, Form, LazyPattern, Source, form_of
+from .secret_names import assignment_patterns
 
 #: Credential shapes detect-secrets lacks or matches too narrowly, name -> regex (compiled
 #: with ``re.DOTALL``). Looked for before the library's, so the more precise name wins.
@@ -38,6 +39,13 @@ OWN_PATTERNS: dict[str, str] = {
     # library's wants exactly 36 characters after the prefix)
     "github-token": r"\bgh[pousr]_[A-Za-z0-9]{30,}",
     "github-token-fine-grained": r"\bgithub_pat_[A-Za-z0-9_]{40,}",
+    # a password in a URL with no user name (redis://:password@host): the library's wants one;
+    # only the group named secret is replaced
+    "url-password": r"://:(?P<secret>[^:/?#\[\]@!$&'()*+,;=\s]+)@",
+    # npm access tokens alone (the library finds them only in an .npmrc _authToken line)
+    "npm-token": r"\bnpm_[A-Za-z0-9]{36,}",
+    # Slack app-level tokens (the library knows the xox* ones)
+    "slack-app-token": r"\bxapp-[0-9]+-[A-Za-z0-9]+-[0-9]+-[A-Za-z0-9]+",
     # AWS access key ids
     "aws-access-key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
     # Google API keys (Maps, Gemini, Firebase, ...)
@@ -60,17 +68,6 @@ SKIPPED_TYPES = frozenset({"Public IP (ipv4)", "Hex High Entropy String", "Cloud
 KIND_NAMES = {"JSON Web Token": "jwt", "Basic Auth Credentials": "url-password",
               "Secret Keyword": "assigned-secret", "Base64 High Entropy String": "high-entropy-string",
               "NPM tokens": "npm-token"}
-
-#: Shannon entropy (bits per character) above which a token is random-looking: the limit
-#: detect-secrets' Base64HighEntropyString uses by default. Tokens shorter than 24
-#: characters cannot reach it (log2(20) < 4.5), so ordinary identifiers never do.
-ENTROPY_LIMIT = 4.5
-#: A high-entropy candidate: a run of base64 (and url-safe base64) characters, at least 20 long.
-_TOKEN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])"
-_DIGITS, _UPPER, _LOWER = frozenset("0123456789"), frozenset(string.ascii_uppercase), frozenset(string.ascii_lowercase)
-#: The characters a token still arriving ends with (the stream redactor holds back their last run).
-_TOKEN_TAIL = r"[A-Za-z0-9+/=_-]*"
-
 
 class Scan:
     """One text looked through by many shapes: what they all ask of it is worked out once.
@@ -115,6 +112,23 @@ class Scan:
         return found
 
 
+#: The characters of a token: a match that ends inside a run of them goes on to its end.
+_RUN = frozenset(string.ascii_letters + string.digits + "+/=_-")
+#: The rest of a run (dot-separated parts too: a JWT's signature after its lazy match).
+_REST = re.compile(r"[A-Za-z0-9+/=_-]*(?:\.[A-Za-z0-9+/=_-]+)*")
+
+
+def _run_end(text: str, end: int) -> int:
+    """Where the run of token characters a match ends in ends (``end``: it ends at its edge).
+
+    A shape that matches a fixed length (Stripe's 24 characters, Google's 35) would leave
+    the rest of a longer key in the text; the rest is part of the secret.
+    """
+    if end < len(text) and text[end] in _RUN and (text[end - 1] in _RUN or text[end - 1] == "."):
+        return _REST.match(text, end).end()  # type: ignore[union-attr]  # it may match nothing
+    return end
+
+
 #: How far from its keyword a keyword regex is tried (characters, each side; within the line).
 NEAR = 1024
 
@@ -128,8 +142,8 @@ class Shape:
         rx: the compiled pattern.
         group: the group holding the secret (0: the whole match); the rest of the match
             is context that stays, such as ``password = "`` before a value.
-        accept: a match is a secret only when this returns True for the secret's text
-            (None: every match is).
+        pick: the secrets within a match's secret text, as ``(start, end)`` offsets in it
+            (None: the whole of it).
         tail: a run of the characters a match still arriving may end with, matched at the
             start of the stream's last characters reversed: the run is held back (None: read
             from the pattern itself, or from ``near``: a keyword on the last line; see
@@ -145,7 +159,7 @@ class Shape:
     name: str
     rx: re.Pattern[str] | LazyPattern
     group: int = 0
-    accept: Callable[[str], bool] | None = None
+    pick: Callable[[str], Iterable[tuple[int, int]]] | None = None
     tail: re.Pattern[str] | None = None
     near: tuple[str, ...] | None = None
     known_form: Form | None = None
@@ -184,6 +198,8 @@ class Shape:
         assert self.near is not None
         text = scan.text
         anchored = self.form.starts is not None
+        # A literal every match holds (``=``, ``:``): a window without it holds no match.
+        inner, seen = self.form.inner, scan.lowered if self.form.icase else text
         last = pos
         for hit in scan.hits(self.near):
             if hit < pos:
@@ -191,14 +207,16 @@ class Shape:
             end = text.find("\n", hit)
             end = min(len(text) if end < 0 else end, hit + NEAR)
             if anchored:
-                m = self.rx.match(text, hit, end)
-                if m is not None:
-                    yield m
+                if inner is None or seen.find(inner, hit, end) >= 0:
+                    m = self.rx.match(text, hit, end)
+                    if m is not None:
+                        yield m
                 continue
             if hit < last:
                 continue  # within the window just searched
             start = max(text.rfind("\n", 0, hit) + 1, hit - NEAR, last)
-            yield from self.rx.finditer(text, start, end)
+            if inner is None or seen.find(inner, start, end) >= 0:
+                yield from self.rx.finditer(text, start, end)
             last = end
 
     def spans(self, text: str | Scan, pos: int = 0, checked: bool = False):
@@ -219,9 +237,16 @@ class Shape:
             if m.start() < last:
                 continue  # overlaps a match already taken
             start, end = m.span(self.group)
-            if end > start and (self.accept is None or self.accept(text[start:end])):
-                last = m.end()
+            if end <= start:
+                continue
+            if self.pick is None:
+                end = _run_end(text, end)
+                last = max(m.end(), end)
                 yield start, end
+                continue
+            for a, b in self.pick(text[start:end]):
+                last = m.end()
+                yield start + a, start + b
 
     def sub(self, text: str | Scan, replacement: str) -> str:
         """Return ``text`` with every secret this shape finds replaced by ``replacement``.
@@ -234,8 +259,6 @@ class Shape:
         text = scan.text
         if not self.may_match(scan):
             return text
-        if self.group == 0 and self.accept is None and self.near is None:
-            return self.rx.sub(lambda _m: replacement, text)
         out, at = [], 0
         for start, end in self.spans(scan):
             out.append(text[at:start] + replacement)
@@ -246,10 +269,14 @@ class Shape:
 def own_shapes(patterns: dict[str, str]) -> list[Shape]:
     """Compile name -> regex pairs (``re.DOTALL``, as a key block spans lines) into shapes.
 
+    A pattern with a group named ``secret`` has only that group replaced (the rest of the
+    match is context that stays); else the whole match is.
+
     Raises:
         re.error: a pattern that does not compile.
     """
-    return [Shape(name, re.compile(rx, re.DOTALL)) for name, rx in patterns.items()]
+    compiled = [(name, re.compile(rx, re.DOTALL)) for name, rx in patterns.items()]
+    return [Shape(name, rx, rx.groupindex.get("secret", 0)) for name, rx in compiled]
 
 
 def _kind(secret_type: str) -> str:
@@ -261,26 +288,6 @@ def value_group(rx: re.Pattern[str]) -> int:
     # A pattern with one group that does not open it (``://user:(pass)@``) names the secret
     # by that group; a leading group (``(ghp|gho)_...``) is only an alternation.
     return 1 if rx.groups == 1 and not (rx.pattern.startswith("(") and not rx.pattern.startswith("(?")) else 0
-
-
-def unquoted_keyword(denylist: str) -> str:
-    """The regex of an unquoted ``password=x`` assignment, from the keyword rule's ``denylist`` regex.
-
-    A value that is a call or an index (``password = input(...)``, ``os.environ["X"]``) is
-    code, and ``==`` a comparison. Its last group is the value.
-    """
-    value = r"([^\s'\"`,;()\[\]{}<>]{4,})(?![\w(\[])"
-    return rf"(?i)\b{denylist}\s*(?<![=!<>])=(?!=)\s*{value}"
-
-
-def _shannon_entropy(data: str, charset: str) -> float:
-    """Bits per character of ``data`` over ``charset``, as detect-secrets' high-entropy plugins count."""
-    entropy = 0.0
-    for x in charset:
-        p_x = float(data.count(x)) / len(data)
-        if p_x > 0:
-            entropy += - p_x * math.log(p_x, 2)
-    return entropy
 
 
 @functools.cache
@@ -311,18 +318,14 @@ def library_shapes(cache: Path | None = None) -> tuple[Shape, ...]:
     keyword_near = tuple(kw["near"])
     for pattern, flags, group in kw["quoted"]:
         out.append(Shape(assigned, LazyPattern(pattern, flags), group, near=keyword_near, known_form=known()))
-    unquoted = LazyPattern(unquoted_keyword(kw["denylist"]))
-    out.append(Shape(assigned, unquoted, kw["groups"] + 1, near=keyword_near,  # the value: the last group
-                     known_form=known()))
-    charset = lib["entropy"]["charset"]
-
-    def random_looking(token: str) -> bool:
-        # Mixed case and a digit, as generated keys have: words, paths and hex ids do not.
-        return (not _DIGITS.isdisjoint(token) and not _UPPER.isdisjoint(token) and not _LOWER.isdisjoint(token)
-                and _shannon_entropy(token, charset) > ENTROPY_LIMIT)
-
-    out.append(Shape(_kind(lib["entropy"]["type"]), re.compile(_TOKEN), accept=random_looking,
-                     tail=re.compile(_TOKEN_TAIL)))
+    # A value given to a secret name (``ADMIN_PASSWORD=...``, ``api_key: ...``; see
+    # :mod:`gitsessions.secret_names`), tried on the lines holding one of the names' words.
+    assignments = [(pattern, group, known()) for pattern, group in assignment_patterns(kw["words"])]
+    words = tuple(sorted(set().union(*(form.starts or () for *_p, form in assignments if form.icase))))
+    for pattern, group, form in assignments:
+        out.append(Shape(assigned, LazyPattern(pattern), group, near=words, known_form=form))
+    out.append(Shape(_kind(lib["entropy"]["type"]), re.compile(TOKEN), pick=random_parts(lib["entropy"]["charset"]),
+                     tail=re.compile(TOKEN_TAIL)))
     return tuple(out)
 
 
@@ -347,7 +350,7 @@ def hook_patterns(extra: dict[str, str] | None = None, cache: Path | None = None
     """
     out: dict[str, str] = {}
     for shape in [*own_shapes({**OWN_PATTERNS, **(extra or {})}), *library_shapes(cache)]:
-        if shape.accept is not None:
+        if shape.pick is not None:
             continue
         name, n = shape.name, 1
         while name in out:

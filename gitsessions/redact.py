@@ -2,9 +2,10 @@
 
 Three sources (issue 5, "Secrets never enter history"; issue 16):
 
-- values of environment variables whose names contain KEY, TOKEN, SECRET or PASSWORD, when
-  at least :data:`MIN_SECRET_LEN` characters long (shorter values would mangle ordinary
-  text), replaced by ``[REDACTED:<variable name>]``;
+- values of environment variables whose names are secret (they contain KEY, TOKEN, SECRET
+  or PASSWORD: :mod:`gitsessions.secret_names`, whose rule also finds ``NAME=value`` in
+  text), when at least :data:`MIN_SECRET_LEN` characters long (shorter values would mangle
+  ordinary text), replaced by ``[REDACTED:<variable name>]``;
 - the user's own ``redact_patterns`` and gs's :data:`PATTERNS`;
 - the detect-secrets detector set (:mod:`gitsessions.detectors`): credential shapes,
   ``password = "..."`` assignments and random-looking tokens, each replaced by
@@ -22,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from .detectors import OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
+from .errors import GitSessionsError, InvalidSessionId
 from .events import Event
 from .regex_form import ASCII_LOWER, MAX_HOLD
+from .secret_names import MIN_SECRET_LEN
+from .secret_names import SECRET_NAME_PARTS as SECRET_NAME_PARTS  # where callers have looked for them
+from .secret_names import is_secret_name as is_secret_name
 
-#: Environment variable values shorter than this are never redacted.
-MIN_SECRET_LEN = 8
-#: Name fragments that mark an environment variable as secret (matched case-insensitively).
-SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_KIND = re.compile(r"\[REDACTED:([^\]]*)\]")  # the kind a replacement names
 
 #: gs's own credential shapes, name -> regular expression (those detect-secrets lacks).
 PATTERNS: dict[str, str] = OWN_PATTERNS
@@ -91,35 +93,53 @@ class Redactor:
         return event if data == event.data else Event(event.seq, event.time, event.type, data, event.ignorable)
 
 
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable's name marks it as secret: it holds a part of :data:`SECRET_NAME_PARTS`.
+class SecretSessionId(InvalidSessionId):
+    """A new session id that redaction would change: stored and pushed as a ref name, it would leak.
 
-    The one rule for both the redactor's variables and what a tool's command is not given.
+    Args:
+        kinds: what the redactor took it for (``slack-token``).
     """
-    return any(part in name.upper() for part in SECRET_NAME_PARTS)
+
+    def __init__(self, kinds: list[str]):
+        self.kinds = kinds
+        GitSessionsError.__init__(self, f"that name looks like a secret ({', '.join(kinds)}); choose another "
+                                  "session id")
+        self.session_id, self.reason = "[REDACTED]", "it looks like a secret"
+
+
+def refuse_secret_id(redactor: Redactor, session_id: str) -> None:
+    """Refuse ``session_id`` when redaction would change it (a store's ``new_id_rule``).
+
+    Raises:
+        SecretSessionId: it holds what the redactor replaces.
+    """
+    out = redactor.text(session_id)
+    if out != session_id:
+        raise SecretSessionId(sorted(set(_KIND.findall(out))) or ["secret"])
 
 
 def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] | None = None,
-                     detector_cache: Path | None = None) -> Redactor:
+                     detector_cache: Path | None = None, config_secrets: Mapping[str, str | None] | None = None
+                     ) -> Redactor:
     """Build the redactor for an environment and config.
 
     Args:
         env: environment variables (the CLI passes ``os.environ``).
         extra_patterns: more name -> regex pairs from the config (``redact_patterns``).
         detector_cache: the detector cache file (see :class:`Redactor`).
+        config_secrets: secrets the config holds, name -> value (its ``api_key``), replaced
+            as the environment's are (a variable of the same value names it).
 
     Returns:
-        A redactor for secret-named variables with values of at least MIN_SECRET_LEN
-        characters, for :data:`PATTERNS` plus ``extra_patterns``, and for the detector set.
+        A redactor for secret-named variables and the config's secrets with values of at
+        least MIN_SECRET_LEN characters, for :data:`PATTERNS` plus ``extra_patterns``, and
+        for the detector set.
 
     Raises:
         re.error: an ``extra_patterns`` regex that does not compile.
     """
-    secrets = {
-        value: name
-        for name, value in env.items()
-        if is_secret_name(name) and len(value.strip()) >= MIN_SECRET_LEN
-    }
+    named = [*(config_secrets or {}).items(), *((name, value) for name, value in env.items() if is_secret_name(name))]
+    secrets = {value: name for name, value in named if value and len(value.strip()) >= MIN_SECRET_LEN}
     return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True, detector_cache=detector_cache)
 
 

@@ -98,14 +98,31 @@ def taken_by(ids: KnownIds, session_id: str) -> str | None:
 
 
 def check_free(ids: KnownIds, session_id: str) -> None:
-    """Refuse an id that :func:`taken_by` finds taken.
+    """Refuse an id that :func:`taken_by` finds taken, or that the store's ``new_id_rule`` refuses.
+
+    Every new id passes here (a new session, a fork, a rename, an import), so a store's own
+    rule for new ids is applied here: the CLI gives its store one that refuses an id that
+    looks like a secret (a session id is a ref name, pushed with the session).
 
     Raises:
         SessionExists: it is taken (by a session, also by case, or an archived one).
+        InvalidSessionId: the store's rule refuses it.
     """
     other = taken_by(ids, session_id)
     if other is not None:
         raise SessionExists(session_id, other)
+    check_new_id(ids, session_id)
+
+
+def check_new_id(ids: KnownIds, session_id: str) -> None:
+    """Apply the store's own rule for new ids, its ``new_id_rule`` (when it has one).
+
+    Raises:
+        InvalidSessionId: the rule refuses it.
+    """
+    rule: Callable[[str], None] | None = getattr(ids, "new_id_rule", None)
+    if rule is not None:
+        rule(session_id)
 
 
 def new_session_id(ids: KnownIds, token_hex: Callable[[int], str] = secrets.token_hex) -> SessionId:

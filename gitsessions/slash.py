@@ -19,6 +19,7 @@ from .rules import new_session_id, taken_by
 from .session import fork
 from .slash_compact import compact_command
 from .store import Revision
+from .transcript import derived
 
 if TYPE_CHECKING:  # /retry and /tree are imported when first used: not before the prompt
     from .redo import Attempt
@@ -146,7 +147,7 @@ def _title(repl: Repl, arg: str) -> None:
         repl.write("usage: /title <text>\n")
     else:
         repl.session.set_title(arg)
-        repl.write(f"(title: {' '.join(arg.split())})\n")
+        repl.write(f"(title: {derived(repl.session.events).title})\n")  # as stored: redacted
 
 
 def _undo(repl: Repl, _arg: str) -> None:

@@ -54,6 +54,44 @@ def test_pasted_secrets_leave_no_trace_in_any_object(gs, git, repo_path, fake_ap
     git("fsck", "--strict")
 
 
+def test_the_configured_api_key_is_redacted(gs, repo_path, tmp_path, fake_api):
+    config_key = "cfg-key-" + "9z8y7x6w5v4u3t2s"
+    (tmp_path / "config.yaml").write_text(f"api_key: {config_key}\n")
+    tmp_path.joinpath("config.yaml").chmod(0o600)
+    r = gs("ask", "cfg", f"my key is {config_key} ok", env={"OPENAI_API_KEY": None})
+    assert r.code == 0, r.err
+    assert config_key.encode() not in _all_object_bytes(repo_path)
+    assert "my key is [REDACTED:api_key] ok" in gs("show", "cfg", "--format", "json").json()["messages"][0]["content"]
+    assert config_key not in json.dumps(fake_api.requests[-1]["messages"])
+
+
+def test_the_configured_system_prompt_and_the_title_echo_are_redacted(gs, tmp_path, fake_api):
+    url = "postgres://admin:Hunter2" + "Secret@db/x"
+    (tmp_path / "config.yaml").write_text(f"system: You administer {url}\n")
+    assert gs("ask", "sys", "hi").code == 0
+    sent = fake_api.requests[-1]["messages"][0]
+    assert sent["role"] == "system" and "Hunter2Secret" not in sent["content"]
+    assert "[REDACTED:url-password]" in sent["content"]
+    r = gs("chat", "sys", input=f"/title {url}\n")
+    assert r.code == 0, r.err
+    assert "Hunter2Secret" not in r.out and "(title: postgres://admin:[REDACTED:url-password]@db/x)" in r.out
+
+
+def test_a_new_session_id_that_looks_like_a_secret_is_refused(gs, git, repo_path, tmp_path):
+    token = SHAPES["slack-token"].replace("1234567890-", "2345678901-", 1)
+    assert gs("ask", "work", "hi").code == 0
+    export = tmp_path / "one.json"
+    export.write_text(json.dumps([{"role": "user", "content": "hello"}]))
+    for args in (("ask", token, "hi"), ("import", str(export), "--as", token), ("fork", "work", token),
+                 ("rename", "work", token)):
+        r = gs(*args)
+        assert r.code == 1 and "looks like a secret (slack-token); choose another" in r.err, (args, r.err)
+        assert token not in r.err and token not in r.out, args
+    assert git("for-each-ref", "--format=%(refname)").split() == ["refs/heads/work"]
+    assert not [p for p in repo_path.rglob("*") if token in p.name]
+    assert gs("ask", "ordinary-name-2", "hi").code == 0  # an ordinary id is as welcome as before
+
+
 def test_redaction_can_be_turned_off(gs, repo_path, tmp_path):
     (tmp_path / "config.yaml").write_text("redact: false\n")
     assert gs("ask", "plain", f"keep {SK}").code == 0
@@ -98,6 +136,8 @@ SHAPES = {
     "private-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
     "api-key": "sk-proj-" + "abc123DEF456ghi789JKL012mno",
     "high-entropy-string": "Zx8Qp2Lm9Rt4Vb7" + "Nc1Kd5Hf3Js6Ga0Wq",
+    "npm-token": "npm_" + "abcdefghij" * 3 + "klmnop",
+    "slack-app-token": "xapp-1-A0123456789-" + "1234567890123-" + "abcdef0123456789" * 4,
 }
 #: Each shape in the text it comes in.
 IN_TEXT = {**{kind: f"here: {value} ok" for kind, value in SHAPES.items()},
@@ -113,6 +153,31 @@ ORDINARY = [
     "internationalization, ConfigurationManagerFactory2, task-runner-configuration-files-and-more",
     "MyVeryLongCamelCaseIdentifierName123 and get_user_by_id_and_name_v2 at 127.0.0.1:8080",
     "The secret: keep it short. Here is the key: nothing at all. sk-short, AKIA lowercase.",
+    # a value that is code: a name, a dotted name, a call, a literal, a reference, the name itself
+    'client = OpenAI(api_key=os.environ.get("OPENAI_API_KEY"))',
+    "password = None; api_key = True; password = self.password; password = args.password",
+    "password=password", "def login(user, password=None):", "Client(api_key=api_key)",
+    "secret_key = settings.SECRET_KEY", "psql --password=$DB_PASSWORD", "secret = getpass.getpass()",
+    "TOKENIZERS_PARALLELISM=false max_tokens=4096 sorted(xs, key=len) SSH_KEY=~/.ssh/id_ed25519",
+    "class Settings:\n    api_key: SecretStr\n    password: Optional[str] = None\n",
+    # paths and URLs whose words together look random
+    "https://stackoverflow.com/questions/12345678/How-to-Parse-JSON-in-Python3",
+    "ls /var/lib/docker/overlay2/l/XJ3K2M5N6P7Q8R9S0T1U2V3W4X/diff",
+]
+#: A value given to a name holding a secret word, as a .env file, a shell, a URL, YAML and XML
+#: write it: (the text, the secret in it).
+NAMED = [
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG"),
+    ("JWT_SECRET=9f8e7d6c5b4a3928" + "1706f5e4d3c2b1a0", "9f8e7d6c5b4a3928"),
+    ("SESSION_SECRET=Qm9vbGVhblNlc3Npb25T" + "ZWNyZXQxMjM0NXhZ", "Qm9vbGVhblNlc3Npb25T"),
+    ("ADMIN_PASSWORD=hunter2" + "hunter2", "hunter2hunter2"),
+    ("export GITHUB_TOKEN=x9F2kLq8ZpW3vN7t" + "R1yB6mC4hJ0sD5gA", "x9F2kLq8ZpW3vN7t"),
+    ("https://api.example.com/cb?access_token=x9F2kLq8ZpW3vN7t" + "R1yB6mC4hJ0sD5gA&x=1", "x9F2kLq8ZpW3vN7t"),
+    ("PGPASSWORD=s3cr3t" + "passw0rd psql -h db", "s3cr3tpassw0rd"),
+    ("DB_PASSWORD=post" + "gres", "postgres"),
+    ("db:\n  password: CorrectHorse" + "BatteryStaple9\n  api_key: abcdef12" + "34567890\n", "CorrectHorseBattery"),
+    ("secret: mysecret" + "value12", "mysecretvalue12"),
+    ("<config><password>CorrectHorse" + "9x</password></config>", "CorrectHorse9x"),
 ]
 
 
@@ -125,6 +190,61 @@ def test_every_listed_shape_is_replaced_by_its_kind():
     assert r.text(IN_TEXT["url-password"]) == "db at postgres://admin:[REDACTED:url-password]@db.example.com/app ok"
     assert r.text(IN_TEXT["assigned-secret"]) == 'config: password = "[REDACTED:assigned-secret]" ok'
     assert r.text("PASSWORD=hunter2x then") == "PASSWORD=[REDACTED:assigned-secret] then"
+
+
+def test_a_value_given_to_a_secret_name_is_replaced_whole_and_streamed():
+    r = from_environment({})
+    for sample, secret in NAMED:
+        for out in (r.text(sample), _streamed(r, [sample[i:i + 5] for i in range(0, len(sample), 5)])):
+            assert secret not in out and "[REDACTED:assigned-secret]" in out, (sample, out)
+    assert r.text(NAMED[5][0]) == "https://api.example.com/cb?access_token=[REDACTED:assigned-secret]&x=1"
+    assert r.text(NAMED[8][0]).count("[REDACTED:assigned-secret]") == 2
+    # a value just before another secret: the stream masks that one with NULs, the whole text
+    # replaces it with "[REDACTED:...]"; both see the same value
+    text = "password= -----BEGIN RSA PRIVATE KEY "
+    assert _streamed(r, list(text)) == r.text(text) == "password= [REDACTED:assigned-secret][REDACTED:private-key] "
+
+
+def test_a_path_is_judged_a_segment_at_a_time():
+    r = from_environment({})
+    token = SHAPES["high-entropy-string"]
+    assert r.text(f"https://example.com/a/{token}/b") == "https://example.com/a/[REDACTED:high-entropy-string]/b"
+    aws = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"  # base64 holding "/": no words, judged whole
+    assert r.text(f"aws {aws} ok") == "aws [REDACTED:high-entropy-string] ok"
+    assert _streamed(r, [f"aws {aws} ok"[i:i + 3] for i in range(0, 50, 3)]) == "aws [REDACTED:high-entropy-string] ok"
+
+
+#: Keys longer than their shape's match: (the text, the tail the shape's match leaves).
+LONGER = [("stripe: sk_live_51HabcdEFGHijklMNOPqr" + "stUVWxyz0123456789 ok", "VWxyz0123456789"),
+          ("jwt: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U ok",
+           "dozjgNryP4J3"),
+          ("google: AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q" + "Rs7T ok", "Rs7T")]
+
+
+def test_a_match_ending_inside_a_token_takes_the_rest_of_it():
+    r = from_environment({})
+    for sample, tail in LONGER:
+        for out in (r.text(sample), _streamed(r, [sample[i:i + 4] for i in range(0, len(sample), 4)])):
+            assert tail not in out and out.endswith("] ok"), (sample, out)
+
+
+REDIS = "cache at redis://:MyRedis" + "Pass123@cache:6379/0 ok"
+
+
+def test_a_url_password_without_a_user_name_is_replaced():
+    r = from_environment({})
+    whole = r.text(REDIS)
+    assert whole == "cache at redis://:[REDACTED:url-password]@cache:6379/0 ok"
+    for at in range(1, len(REDIS)):
+        stream = StreamRedactor(r)
+        first = stream.feed(REDIS[:at])
+        assert "MyRedisPass" not in first
+        assert first + stream.feed(REDIS[at:]) + stream.flush() == whole, at
+
+
+def test_own_patterns_may_name_the_secret_group():
+    r = from_environment({}, {"acme": r"acme:(?P<secret>[0-9]{6})!"})
+    assert r.text("id acme:123456! ok") == "id acme:[REDACTED:acme]! ok"
 
 
 def test_ordinary_text_is_left_alone():
@@ -258,7 +378,8 @@ def test_the_shipped_pre_commit_refuses_the_same_shapes(gs, repo_path, tmp_path)
         assert _pre_commit(hook, sample, tmp_path) == (False, ""), sample
 
 
-_PIECES = [*IN_TEXT.values(), *ORDINARY, *SHAPES.values(), "password=", "sk-", "xoxb-", "AKIA", "Zx8Qp2",
+_PIECES = [*IN_TEXT.values(), *ORDINARY, *SHAPES.values(), *(sample for sample, _secret in NAMED + LONGER), REDIS,
+           "password=", "sk-", "xoxb-", "AKIA", "Zx8Qp2",
            "postgres://u:", "@h/db", '"', "=", "token: ", "-----BEGIN RSA PRIVATE KEY"]
 _ENV_KEY = "sk-envvalue-0123456789abcdef"
 _REDACTOR = from_environment({"OPENAI_API_KEY": _ENV_KEY})

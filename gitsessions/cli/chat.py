@@ -199,7 +199,7 @@ def chat(
                 store = stores.result()
                 opened = Repl(store, keys.guard(provider) if keys else provider,
                               sid or new_session_id(store, token_hex=drawn_first(drawn)), read_line=replay,
-                              write=write, new_header=_header, system=c.config.system,
+                              write=write, new_header=_header, system=c.system_prompt(),
                               max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                               warnings=c.warnings, wait=c.lock_wait(wait),
                               reply=rendered_replies(c.output, render) if interactive else None,

@@ -6,6 +6,7 @@ need as arguments).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterable
@@ -116,9 +117,14 @@ class Context:
         if self._redactor is None:
             from ..redact import from_environment
 
-            self._redactor = from_environment(os.environ, self.config.redact_patterns,
-                                              detector_cache=detector_cache())
+            self._redactor = from_environment(os.environ, self.config.redact_patterns, detector_cache=detector_cache(),
+                                              config_secrets={"api_key": self.config.api_key})
         return self._redactor
+
+    def system_prompt(self) -> str | None:
+        """The config's ``system:`` prompt, redacted: it is sent to the model (never stored)."""
+        system, redactor = self.config.system, self.redactor()
+        return redactor.text(system) if system and redactor is not None else system
 
     def store(self) -> GitStore:
         """Open the session store (the repo itself is created on first write).
@@ -157,6 +163,11 @@ class Context:
         self.redactor()  # built (or refused) before a session is read or written
         hooks = CommitHooks(path, os.environ, self.warnings)
         store = GitStore(path, identity=self.identity(), hooks=hooks)
+        redactor = self.redactor()
+        if redactor is not None:  # a new session id is a ref name, pushed: none that looks like a secret
+            from ..redact import refuse_secret_id
+
+            store.new_id_rule = functools.partial(refuse_secret_id, redactor)
         store.check_path()
         self.warnings.extend(take_failures(path))  # what a background push after a save could not do
         return store

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from ..errors import InvalidEvent, NothingToRestore, SessionExists, SessionNotFound
@@ -38,6 +38,9 @@ class SessionStore(abc.ABC):
 
     #: Errors a backend raises for a commit it cannot read (the session is listed with the error).
     unreadable: tuple[type[Exception], ...] = (KeyError, ValueError)
+    #: Refuses a new session id beyond the id rules (see :func:`~gitsessions.rules.check_free`;
+    #: the CLI's refuses one that looks like a secret); None: every valid, free id is taken.
+    new_id_rule: Callable[[str], None] | None = None
 
     # -- primitives every backend implements -----------------------------------------------
 

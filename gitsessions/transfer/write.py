@@ -15,7 +15,7 @@ from ..errors import HookRefused, InvalidSessionId, SessionExists, TransferError
 from ..events import make_header
 from ..recovery import recover_journal
 from ..redact import Redactor
-from ..rules import check_session_id, commit_message, new_session_id, taken_by
+from ..rules import check_new_id, check_session_id, commit_message, new_session_id, taken_by
 from ..store import SessionStore
 from .branches import ImportedConversation, Outcome, SourceIndex, write_conversation
 from .read import TOOLS, ImportedSession, ImportPlan
@@ -148,6 +148,11 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             except InvalidSessionId:
                 raise TransferError(plan.source, f"its session id {sid!r} is not a valid gs id; "
                                     "give one with --as ID") from None
+        try:
+            if store.tip(sid) is None:
+                check_new_id(store, sid)  # before its lock: no file is named by a secret
+        except InvalidSessionId as exc:
+            raise TransferError(plan.source, str(exc)) from None
         lock = store.lock(sid)
         if not lock.try_acquire():
             why = f"session {sid!r} is being written by {lock.holder()}"
