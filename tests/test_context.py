@@ -150,3 +150,38 @@ def test_the_user_who_asked_for_tools_is_told_the_model_cannot_call_them():
     assert offered_tools(False, tools) == ([], None)  # nothing asked: nothing to say
     none, note = offered_tools(False, tools, asked=True)
     assert none == [] and note is not None and "cannot call tools" in note
+
+
+def test_the_configs_system_prompt_is_logged_as_a_new_sessions_first_event_and_a_clear_stays(
+        gs, fake_api, git, tmp_path):
+    """Config ``system:`` is what a new session starts with, in its log; the log alone says what is sent."""
+    import json
+
+    assert gs("ask", "old", "before the config").code == 0  # a session an earlier gs saved without one
+    (tmp_path / "config.yaml").write_text("system: Be terse.\n")
+    assert gs("ask", "work", "hi").code == 0
+    assert _body(fake_api)["messages"][0] == {"role": "system", "content": "Be terse."}
+    first = json.loads(git("show", "work:session.jsonl").splitlines()[1])
+    assert (first["type"], first["data"]) == ("session/system", {"content": "Be terse."})
+    assert "system prompt › Be terse." in gs("show", "work").out
+
+    r = gs("chat", "work", input="/system\n/system --clear\nagain\n/compact\n")
+    assert r.code == 0, r.err
+    assert "(system prompt: Be terse.)" in r.out and "(system prompt removed)" in r.out
+    assert _body(fake_api, -2)["messages"][0]["role"] == "user"  # a clear stays cleared
+    assert _body(fake_api)["messages"][0]["role"] == "user"  # the compaction's request too
+
+    assert gs("ask", "-s", "", "bare", "hi").code == 0  # cleared before it began: nothing to send
+    assert _body(fake_api)["messages"][0]["role"] == "user"
+    assert "session/system" not in git("show", "bare:session.jsonl")
+    assert gs("ask", "-s", "Be kind.", "kind", "hi").code == 0  # -s replaces the config's
+    assert [m["content"] for m in _body(fake_api)["messages"] if m["role"] == "system"] == ["Be kind."]
+    assert git("show", "kind:session.jsonl").count("session/system") == 1
+
+    r = gs("chat", "chatted", input="/compact\nhi\n/compact\n")  # the summary request sees what the model saw
+    assert r.code == 0, r.err
+    assert _body(fake_api)["messages"][0] == {"role": "system", "content": "Be terse."}
+
+    assert "nothing was saved" in gs("chat", "empty", input="/system\n").err  # no turn: no session made
+    assert gs("ask", "old", "after").code == 0  # an older session sends what its log says: no system prompt
+    assert _body(fake_api)["messages"][0]["role"] == "user"

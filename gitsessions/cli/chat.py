@@ -353,7 +353,7 @@ def ask(
                                 names_session=lambda word: names_session(store, word))
         session, note = open_revision(store, rev or new_session_id(store), fork_as=fork_as,
                                       new_header=_header, redactor=c.redactor(), warnings=c.warnings,
-                                      wait=c.lock_wait(wait))
+                                      wait=c.lock_wait(wait), system=c.config.system)
         if note:
             err(note)
         send_one(c, store, session, prompt, model, raw=raw, system=system, toolset=toolset)
