@@ -151,25 +151,31 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+#: The events that hold a request's ``usage``: a reply, and the summary a compaction asked for.
+_PAID = ("assistant/message", "compaction/summary")
+
+
 def tokens_by_turn(events: Sequence[Event]) -> dict[int, Tokens]:
-    """The tokens of each turn's requests (every reply with usage), by turn number."""
+    """The tokens of each turn's requests, by turn number (those of :func:`tokens_of`, shared out).
+
+    A compaction's request, made between turns, counts in the turn before it (0: before any).
+    """
     out: dict[int, Tokens] = {}
     turn = 0
     for ev in events:
         if ev.type == "turn/start":
             turn = turn_number(ev.data, turn)
-        elif ev.type == "assistant/message" and ev.data.get("usage"):
+        elif ev.type in _PAID and ev.data.get("usage"):
             out[turn] = out.get(turn, Tokens()) + Tokens.of(ev.data["usage"])
     return out
 
 
 def tokens_of(events: Sequence[Event]) -> Tokens:
-    """The tokens of the requests whose replies are among ``events`` (a compaction's summary is one)."""
+    """The tokens of the requests whose replies are among ``events`` (a compaction's summary is one).
+
+    The one count of what a session spent: the footer's, ``/usage``'s and a commit's ``Tokens:``.
+    """
     return sum((Tokens.of(ev.data.get("usage")) for ev in events if ev.type in _PAID), Tokens())
-
-
-#: The events that hold a request's ``usage``: a reply, and the summary a compaction asked for.
-_PAID = ("assistant/message", "compaction/summary")
 
 
 def context_used(events: Sequence[Event]) -> int | None:
@@ -223,7 +229,7 @@ def report(model: str, events: Sequence[Event], window: int | None, price: Price
     """
     turns = tokens_by_turn(events)
     last = turns[max(turns)] if turns else Tokens()
-    session = sum(turns.values(), Tokens())
+    session = tokens_of(events)  # the footer's count
 
     def line(label: str, t: Tokens) -> str:
         text = (f"{label}: {_n(t.prompt)} prompt ({_n(t.cached)} cached) + {_n(t.completion)} completion "

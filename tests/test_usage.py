@@ -98,3 +98,14 @@ def test_a_compaction_request_counts_in_what_the_session_spent_not_in_its_contex
                         {"summary": "s", "usage": {"prompt_tokens": 110, "completion_tokens": 7}}))
     assert tokens_of(events) == Tokens(210, 17, 0, 2)
     assert context_used(events) == 110  # the summary request read the context; it is not the context
+
+
+def test_usage_and_the_footer_count_the_same_requests_after_a_compaction():
+    """One rule: /usage's session total is the footer's, the summary's request among them."""
+    events = _events((1, {"prompt_tokens": 100, "completion_tokens": 10}))
+    events.append(Event(len(events), 0, "compaction/summary",
+                        {"summary": "s", "usage": {"prompt_tokens": 110, "completion_tokens": 7}}))
+    assert footer("m", events, None).endswith(" · 227 tokens this session")
+    assert "this session: 210 prompt (0 cached) + 17 completion = 227 tokens in 2 requests" in report(
+        "m", events, None, None)
+    assert sum(tokens_by_turn(events).values(), Tokens()) == tokens_of(events)
