@@ -100,7 +100,6 @@ def usage(repl: Repl, arg: str) -> None:
     if arg:
         repl.write("usage: /usage (it shows the tokens used)\n")
         return
-    name = repl.current_model()
-    settings = repl.config.models.get(name) if repl.config is not None else None
-    price = settings.price if settings is not None else None
-    repl.write("".join(line + "\n" for line in report(name, repl.session.events, repl.window(), price)))
+    models = repl.config.models if repl.config is not None else {}
+    repl.write("".join(line + "\n" for line in report(repl.current_model(), repl.session.events, repl.window(),
+                                                        models)))

@@ -9,6 +9,7 @@ is unknown and said to be (issue 15: never guessed silently). Pure: no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -218,26 +219,89 @@ def footer(model: str, events: Sequence[Event], window: int | None) -> str:
     return f"{model} · {_share(context_used(events), window)} · {_n(session.total)} tokens this session"
 
 
-def report(model: str, events: Sequence[Event], window: int | None, price: Price | None) -> list[str]:
+def price_of(models: Mapping[str, ModelSettings], name: str) -> Price | None:
+    """The price of model ``name`` (config ``models.NAME.price``): its own, else its dated snapshot's base.
+
+    A server names the snapshot that answered (OpenAI: ``gpt-4o-2024-08-06`` for ``gpt-4o``,
+    ``gpt-4-0613`` for ``gpt-4``); a reply's ``model`` is that name.
+
+    Returns:
+        The price, or None when the config prices neither.
+    """
+    settings = models.get(name)
+    if settings is None:
+        base = _SNAPSHOT.sub("", name)
+        settings = models.get(base) if base != name else None
+    return settings.price if settings is not None else None
+
+
+#: The date a snapshot's name ends with: ``-2024-08-06``, ``-0613``.
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4})$")
+#: How a request whose event names no model is listed among the unpriced.
+UNNAMED = "an unnamed model"
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What requests cost, each at the price of the model that answered it (its event's ``model``).
+
+    Attributes:
+        dollars: the cost of the priced requests, US dollars.
+        priced: how many requests were priced.
+        unpriced: the models of the other requests (no price configured), in order of first use.
+    """
+
+    dollars: float = 0.0
+    priced: int = 0
+    unpriced: tuple[str, ...] = ()
+
+
+def spent(events: Sequence[Event], models: Mapping[str, ModelSettings]) -> Spent:
+    """The cost of the requests among ``events`` (those :func:`tokens_of` counts), each at its own model's price.
+
+    Args:
+        events: a session's events, or some of them.
+        models: the config's ``models:`` (:func:`parse_models`).
+    """
+    dollars, priced, unpriced = 0.0, 0, dict[str, None]()
+    for ev in events:
+        tokens = Tokens.of(ev.data.get("usage")) if ev.type in _PAID else Tokens()
+        if not tokens.requests:
+            continue
+        name = str(ev.data.get("model") or "").strip()
+        price = price_of(models, name) if name else None
+        if price is None:
+            unpriced[name or UNNAMED] = None
+        else:
+            dollars, priced = dollars + cost(tokens, price), priced + 1
+    return Spent(dollars, priced, tuple(unpriced))
+
+
+def report(model: str, events: Sequence[Event], window: int | None,
+           models: Mapping[str, ModelSettings]) -> list[str]:
     """The lines of ``/usage``: this turn, this session, the context against the window, cost when priced.
 
     Args:
         model: the model the next request goes to.
         events: the session's events.
         window: the model's window (None: unknown, and said so).
-        price: the model's price (None: no cost shown).
+        models: the config's ``models:``: each request is priced at its own model's price,
+            and the models without one are named.
     """
-    turns = tokens_by_turn(events)
-    last = turns[max(turns)] if turns else Tokens()
-    session = tokens_of(events)  # the footer's count
+    start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "turn/start"), 0)
+    current = price_of(models, model)
 
-    def line(label: str, t: Tokens) -> str:
+    def line(label: str, some: Sequence[Event]) -> str:
+        t, paid = tokens_of(some), spent(some, models)
         text = (f"{label}: {_n(t.prompt)} prompt ({_n(t.cached)} cached) + {_n(t.completion)} completion "
                 f"= {_n(t.total)} tokens in {t.requests} request{'' if t.requests == 1 else 's'}")
-        return text + (f" · ${cost(t, price):.4f}" if price is not None else "")
+        if paid.priced or (not t.requests and current is not None):
+            text += f" · ${paid.dollars:.4f}"
+        return text + (f" ({', '.join(paid.unpriced)}: no price)" if paid.unpriced else "")
 
-    out = [f"model: {model}", line("this turn", last), line("this session", session),
+    out = [f"model: {model}", line("this turn", events[start:]), line("this session", events),
            _share(context_used(events), window)]
-    if price is None:
-        out.append("cost: no price configured (models.NAME.price in config.yaml)")
+    unpriced = spent(events, models).unpriced or (() if current is not None else (model,))
+    if unpriced:
+        out.append(f"cost: no price configured for {', '.join(unpriced)} (models.NAME.price in config.yaml)")
     return out

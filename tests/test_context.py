@@ -185,3 +185,16 @@ def test_the_configs_system_prompt_is_logged_as_a_new_sessions_first_event_and_a
     assert "nothing was saved" in gs("chat", "empty", input="/system\n").err  # no turn: no session made
     assert gs("ask", "old", "after").code == 0  # an older session sends what its log says: no system prompt
     assert _body(fake_api)["messages"][0]["role"] == "user"
+
+
+def test_usage_prices_each_reply_at_its_own_models_price_and_names_the_unpriced(gs, fake_api, tmp_path):
+    Path(tmp_path / "config.yaml").write_text("models: {gpt-4o-mini: {price: {input: 1, output: 2}}}\n")
+    fake_api.script(text("one", usage={"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}),
+                    text("two", usage={"prompt_tokens": 3000, "completion_tokens": 50, "total_tokens": 3050}))
+    r = gs("chat", "w", input="first\n/model fake-model\nsecond\n/usage\n")
+    assert r.code == 0, r.err
+    assert ("this session: 4,000 prompt (0 cached) + 550 completion = 4,550 tokens in 2 requests · $0.0020 "
+            "(fake-model: no price)") in r.out  # gpt-4o-mini's reply at its price, not the whole at none
+    assert "this turn: 3,000 prompt (0 cached) + 50 completion = 3,050 tokens in 1 request (fake-model: no price)" \
+        in r.out
+    assert "cost: no price configured for fake-model (models.NAME.price in config.yaml)" in r.out
