@@ -204,9 +204,29 @@ def _n(value: int) -> str:
     return f"{value:,}"
 
 
-def _share(used: int | None, window: int | None) -> str:
+def unreported(events: Sequence[Event]) -> int:
+    """How many replies among ``events`` came without usage: their server did not report it.
+
+    llama-cpp-python's server (the embedded model's) answers ``usage: null``; a reply cut short
+    (Ctrl+C) never got to its usage, and is not counted.
+    """
+    return sum(1 for ev in events if ev.type in _PAID and not ev.data.get("interrupted")
+               and not Tokens.of(ev.data.get("usage")).requests)
+
+
+#: What is said instead of a count of 0 when the server counts nothing.
+NOT_REPORTED = "usage not reported by this server"
+
+
+def _replies(n: int) -> str:
+    return f"{n} repl{'y' if n == 1 else 'ies'}"
+
+
+def _share(used: int | None, window: int | None, events: Sequence[Event] = ()) -> str:
     """``context 12% of 128,000``; an unknown window or usage said as such."""
     if used is None:
+        if unreported(events):
+            return f"context: unknown, {NOT_REPORTED}" + (f" (window {_n(window)})" if window else "")
         return "context: no usage reported yet"
     if window is None:
         return f"context {_n(used)} tokens (window unknown: set models.NAME.context in config.yaml)"
@@ -214,8 +234,14 @@ def _share(used: int | None, window: int | None) -> str:
 
 
 def footer(model: str, events: Sequence[Event], window: int | None) -> str:
-    """The chat's one-line footer after a reply: ``model · context 12% of 128,000 · 3,456 tokens this session``."""
+    """The chat's one-line footer after a reply: ``model · context 12% of 128,000 · 3,456 tokens this session``.
+
+    When no reply reported usage (the embedded model's server): ``model · window 2,048 · usage
+    not reported by this server``, not a count of 0.
+    """
     session = tokens_of(events)
+    if not session.requests and unreported(events):
+        return f"{model} · {f'window {_n(window)}' if window else 'window unknown'} · {NOT_REPORTED}"
     return f"{model} · {_share(context_used(events), window)} · {_n(session.total)} tokens this session"
 
 
@@ -292,15 +318,18 @@ def report(model: str, events: Sequence[Event], window: int | None,
     current = price_of(models, model)
 
     def line(label: str, some: Sequence[Event]) -> str:
-        t, paid = tokens_of(some), spent(some, models)
+        t, paid, missing = tokens_of(some), spent(some, models), unreported(some)
+        if missing and not t.requests:
+            return f"{label}: {NOT_REPORTED} ({_replies(missing)})"
         text = (f"{label}: {_n(t.prompt)} prompt ({_n(t.cached)} cached) + {_n(t.completion)} completion "
                 f"= {_n(t.total)} tokens in {t.requests} request{'' if t.requests == 1 else 's'}")
+        text += f" (and {_replies(missing)} without usage)" if missing else ""
         if paid.priced or (not t.requests and current is not None):
             text += f" · ${paid.dollars:.4f}"
         return text + (f" ({', '.join(paid.unpriced)}: no price)" if paid.unpriced else "")
 
     out = [f"model: {model}", line("this turn", events[start:]), line("this session", events),
-           _share(context_used(events), window)]
+           _share(context_used(events), window, events)]
     unpriced = spent(events, models).unpriced or (() if current is not None else (model,))
     if unpriced:
         out.append(f"cost: no price configured for {', '.join(unpriced)} (models.NAME.price in config.yaml)")

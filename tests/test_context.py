@@ -198,3 +198,23 @@ def test_usage_prices_each_reply_at_its_own_models_price_and_names_the_unpriced(
     assert "this turn: 3,000 prompt (0 cached) + 50 completion = 3,050 tokens in 1 request (fake-model: no price)" \
         in r.out
     assert "cost: no price configured for fake-model (models.NAME.price in config.yaml)" in r.out
+
+
+def test_a_server_that_reports_no_usage_is_said_to_not_zero_tokens(store, fake_api):
+    """llama-cpp-python's server (the embedded model's) answers ``usage: null``: say so, not "0 tokens"."""
+    fake_api.script(text("a", reports_usage=False), text("b", reports_usage=False))
+    lines = iter(["hi", "/usage"])
+    out: list[str] = []
+    provider = OpenAIProvider("gpt-4o-mini", "k", fake_api.base_url, window=2048)
+    Repl(store, provider, "w", read_line=lambda _p: next(lines, None), write=out.append,
+         new_header=lambda sid: make_header(sid, created=1), config=load_config({}, None), footer=True).run()
+    said = "".join(out)
+    assert "gpt-4o-mini · window 2,048 · usage not reported by this server\n" in said
+    assert "this session: usage not reported by this server (1 reply)" in said
+    assert "0 tokens" not in said and "context: no usage reported yet" not in said
+
+
+def test_a_window_the_provider_was_started_with_is_the_servers(fake_api):
+    """The embedded server answers /props 404, but gs started it with its n_ctx: that is its window."""
+    assert OpenAIProvider("m", "k", fake_api.base_url).server_window() is None  # the fake tells nothing
+    assert OpenAIProvider("m", "k", fake_api.base_url, window=2048).server_window() == 2048

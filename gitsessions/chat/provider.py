@@ -93,17 +93,20 @@ class OpenAIProvider:
             mid-reply is never retried.
         calls_tools: the model can call tools (False: offering them is pointless; the
             embedded SmolLM2 ignores them).
+        window: the context window the server runs with, tokens, when the caller knows it
+            (it started the server: the embedded model's ``n_ctx``); None: the server is asked.
     """
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, *,
-                 timeout_s: float = 120.0, max_retries: int = 2, calls_tools: bool = True):
+                 timeout_s: float = 120.0, max_retries: int = 2, calls_tools: bool = True,
+                 window: int | None = None):
         import openai  # slow to import; only commands that talk to a model pay for it
 
         self.model = model
         self.base_url = base_url
         self.timeout_s = timeout_s
         self.calls_tools = calls_tools
-        self._window: list[int | None] = []  # what the server said of its context window, once asked
+        self._window: list[int | None] = [window] if window else []  # the server's window, once known
         self._openai = openai
         http_client = None
         if base_url and base_url.startswith("http://"):
@@ -131,8 +134,9 @@ class OpenAIProvider:
         """The context window the server says it runs with, tokens (None: it says nothing).
 
         llama.cpp (the embedded model, and ``llama-server`` anywhere) tells it at ``/props``
-        beside its API root; other servers answer 404 or nothing. Asked once, quickly (2 s,
-        no retry); any failure is "unknown", never an error.
+        beside its API root; other servers answer 404 or nothing (llama-cpp-python's, the
+        embedded model's: its window is the one it was started with, given). Asked once,
+        quickly (2 s, no retry); any failure is "unknown", never an error.
         """
         if not self._window:
             self._window.append(self._ask_window() if self.base_url else None)
