@@ -222,15 +222,29 @@ def _replies(n: int) -> str:
     return f"{n} repl{'y' if n == 1 else 'ies'}"
 
 
+def _compacted_since_counted(events: Sequence[Event]) -> bool:
+    """A compaction came after the last reply whose usage counted the context (:func:`context_used`)."""
+    for ev in reversed(events):
+        if ev.type == "compaction/summary":
+            return True
+        if ev.type == "assistant/message" and Tokens.of(ev.data.get("usage")).requests:
+            return False
+    return False
+
+
 def _share(used: int | None, window: int | None, events: Sequence[Event] = ()) -> str:
-    """``context 12% of 128,000``; an unknown window or usage said as such."""
+    """``context 12% of 128,000``; an unknown window or usage said as such, a count from before a compaction too."""
     if used is None:
         if unreported(events):
             return f"context: unknown, {NOT_REPORTED}" + (f" (window {_n(window)})" if window else "")
         return "context: no usage reported yet"
     if window is None:
-        return f"context {_n(used)} tokens (window unknown: set models.NAME.context in config.yaml)"
-    return f"context {round(100 * used / window)}% of {_n(window)}"
+        share = f"context {_n(used)} tokens (window unknown: set models.NAME.context in config.yaml)"
+    else:
+        share = f"context {round(100 * used / window)}% of {_n(window)}"
+    if _compacted_since_counted(events):  # what the server counted last is what was sent before it
+        share += " before the compaction (the next reply counts what is sent now)"
+    return share
 
 
 def footer(model: str, events: Sequence[Event], window: int | None) -> str:
@@ -242,7 +256,7 @@ def footer(model: str, events: Sequence[Event], window: int | None) -> str:
     session = tokens_of(events)
     if not session.requests and unreported(events):
         return f"{model} · {f'window {_n(window)}' if window else 'window unknown'} · {NOT_REPORTED}"
-    return f"{model} · {_share(context_used(events), window)} · {_n(session.total)} tokens this session"
+    return f"{model} · {_share(context_used(events), window, events)} · {_n(session.total)} tokens this session"
 
 
 def price_of(models: Mapping[str, ModelSettings], name: str) -> Price | None:

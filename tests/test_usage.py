@@ -134,3 +134,16 @@ def test_usage_and_the_footer_count_the_same_requests_after_a_compaction():
     assert report("m", events, None, {})[2].startswith(
         "this session: 210 prompt (0 cached) + 17 completion = 227 tokens in 2 requests")
     assert sum(tokens_by_turn(events).values(), Tokens()) == tokens_of(events)
+
+
+def test_the_context_share_after_a_compaction_is_said_to_be_from_before_it():
+    events = _events((1, {"prompt_tokens": 900, "completion_tokens": 100}))
+    events.append(Event(len(events), 0, "compaction/summary",
+                        {"summary": "s", "usage": {"prompt_tokens": 1000, "completion_tokens": 50}}))
+    assert report("m", events, 4000, {})[3] == (
+        "context 25% of 4,000 before the compaction (the next reply counts what is sent now)")
+    for type_, data in (("turn/start", {"turn": 2}), ("user/message", {"content": "q"}),
+                        ("assistant/message", {"content": "a",
+                                               "usage": {"prompt_tokens": 80, "completion_tokens": 20}})):
+        events.append(Event(len(events), 0, type_, data))
+    assert report("m", events, 4000, {})[3] == "context 2% of 4,000"
