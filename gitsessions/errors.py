@@ -250,10 +250,17 @@ class ConfigError(GitSessionsError):
 
 
 class ProviderError(GitSessionsError):
-    """The model API failed (bad key, 4xx, 5xx, connection lost). The message is one line."""
+    """The model API failed (bad key, 4xx, 5xx, connection lost). The message is one line.
 
-    def __init__(self, message: str, status: int | None = None):
+    Attributes:
+        status: the HTTP status (None: none came).
+        unkept: the message for a caller that keeps no partial reply (a compaction's summary):
+            without the words saying the partial reply is kept (the message itself, when it has none).
+    """
+
+    def __init__(self, message: str, status: int | None = None, *, unkept: str | None = None):
         self.status = status
+        self.unkept = message if unkept is None else unkept
         super().__init__(message)
 
 

@@ -141,6 +141,7 @@ def test_a_compaction_that_fails_changes_nothing(gs, fake_api, tmp_path, failure
     fake_api.script(text("a1"), failure())
     r = chat(gs, "q1", "/compact")
     assert "(nothing was compacted: the model sees the conversation as before)" in r.out
+    assert r.out.count("nothing was compacted") == 1 and "kept" not in r.out  # no partial summary is
     log = gs("log", "work").out
     assert "compaction" not in log and sum(line.startswith("commit ") for line in log.splitlines()) == 1
     fake_api.reset()

@@ -145,7 +145,7 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, mod
         NothingToSave: there is nothing to compact (no message, or only a summary), or a
             turn is open.
         ProviderError: the request failed, or the reply was cut or held no summary (nothing
-            was saved).
+            was saved; the message does not say so: the caller does, once).
         KeyboardInterrupt: Ctrl+C while the summary streamed (nothing was saved).
     """
     if session.in_turn:
@@ -186,14 +186,17 @@ def _ask(provider: Provider, messages: list[dict[str, Any]], model: str | None) 
         for item in stream:
             if isinstance(item, Completion):
                 completion = item
+    except ProviderError as exc:  # no partial summary is kept, whatever the provider says of a reply
+        raise ProviderError(exc.unkept, exc.status) from None
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+    # The callers say that nothing was compacted.
     if completion.finish_reason == "length":
-        raise ProviderError("the summary was cut at the model's length limit; nothing was compacted")
+        raise ProviderError("the summary was cut at the model's length limit")
     if not completion.content.strip() or completion.tool_calls:
-        raise ProviderError("the model wrote no summary; nothing was compacted (try /compact again)")
+        raise ProviderError("the model wrote no summary (try /compact again)")
     return completion
 
 
