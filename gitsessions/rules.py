@@ -17,7 +17,7 @@ from .commitmsg import CommitMessage, Trailers
 from .errors import InvalidSessionId, SessionExists
 from .request import options_text
 from .text import case_variant
-from .transcript import Derivation, derived
+from .transcript import SYSTEM_REMOVED, Derivation, derived
 from .usage import tokens_of
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class Lineage:
 #: The subject of a save that changes a setting, from the log after it.
 _SETTINGS: dict[str, Callable[[Derivation], str]] = {
     "session/title": lambda log: f"title: {log.title}",
-    "session/system": lambda log: f"system prompt: {log.system or '(none)'}",
+    "session/system": lambda log: f"system prompt: {log.system}" if log.system else SYSTEM_REMOVED,
     "session/model": lambda log: f"model: {log.model}",
     "session/options": lambda log: f"options: {options_text(log.options) or '(the server defaults)'}",
 }

@@ -218,3 +218,14 @@ def test_a_window_the_provider_was_started_with_is_the_servers(fake_api):
     """The embedded server answers /props 404, but gs started it with its n_ctx: that is its window."""
     assert OpenAIProvider("m", "k", fake_api.base_url).server_window() is None  # the fake tells nothing
     assert OpenAIProvider("m", "k", fake_api.base_url, window=2048).server_window() == 2048
+
+
+def test_a_cleared_system_prompt_is_shown_as_removed(gs, fake_api, git):
+    assert gs("ask", "-s", "Be terse.", "work", "hi").code == 0
+    assert gs("chat", "work", input="/system --clear\n").code == 0
+    shown = gs("show", "work").out
+    assert "(system prompt removed)" in shown and "system prompt › \n" not in shown
+    exported = gs("export", "work", "-f", "markdown").out
+    assert "*(system prompt removed · " in exported and "*(no text)*" not in exported
+    assert "system prompt removed" in gs("export", "work", "-f", "html").out
+    assert git("log", "-1", "--format=%s", "work").strip() == "system prompt removed"
