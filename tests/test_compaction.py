@@ -276,3 +276,13 @@ def test_compacting_a_past_revision_writes_a_fork_and_the_original_never_moves(g
     fake_api.reset()
     chat(gs, "q3", session="short")
     assert sent(fake_api.requests[0]) == [("user", SUMMARY_LEAD + "the summary of turn 1"), ("user", "q3")]
+
+
+def test_gs_search_finds_a_summarys_text(gs, fake_api):
+    fake_api.script(text("a1"), text("they spoke of zebras"))
+    chat(gs, "q1", "/compact")
+    r = gs("search", "zebras")
+    assert r.code == 0, r.err
+    assert "summary: they spoke of zebras" in r.out
+    [hit] = gs("search", "zebras", "--json").json()
+    assert (hit["role"], hit["turn"]) == ("summary", 1)
