@@ -25,7 +25,7 @@ def compact_command(repl: Repl, arg: str) -> None:
     assert repl.session is not None
     repl.write("(compacting: asking the model for a summary of the conversation so far)\n")
     try:
-        done = compact(repl.session, repl.provider, arg)
+        done = compact(repl.session, repl.provider, arg, model=repl.model or repl.session.model)  # as a turn names it
     except KeyboardInterrupt:
         repl.write("(compaction cancelled; nothing changed)\n")
     except ProviderError as exc:

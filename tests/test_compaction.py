@@ -286,3 +286,9 @@ def test_gs_search_finds_a_summarys_text(gs, fake_api):
     assert "summary: they spoke of zebras" in r.out
     [hit] = gs("search", "zebras", "--json").json()
     assert (hit["role"], hit["turn"]) == ("summary", 1)
+
+
+def test_compact_asks_the_model_the_session_chose(gs, fake_api):
+    fake_api.script(text("a1"), text("s1"))
+    chat(gs, "q1", "/model fake-model", "/compact")
+    assert fake_api.requests[-1]["model"] == "fake-model"
