@@ -288,6 +288,19 @@ def test_gs_search_finds_a_summarys_text(gs, fake_api):
     assert (hit["role"], hit["turn"]) == ("summary", 1)
 
 
+def test_a_compaction_commit_names_the_model_that_wrote_the_summary_and_whether_it_was_automatic(
+        gs, fake_api, git, tmp_path):
+    fake_api.script(text("a1"), text("s1"))
+    chat(gs, "q1", "/model fake-model", "/compact")
+    assert git("log", "-1", "--format=%s", "work").strip() == "compact: the conversation up to turn 1"
+    assert "Model: fake-model" in git("log", "-1", "--format=%B", "work")
+    (tmp_path / "config.yaml").write_text("models: {fake-model: {context: 100}}\ncompact_at: 0.5\n")
+    fake_api.script(text("x" * 200), text("s2"), text("a3"))
+    chat(gs, "q2", "q3")
+    subjects = git("log", "--format=%s", "work").splitlines()
+    assert "compact: the conversation up to turn 2 (automatic)" in subjects
+
+
 def test_compact_asks_the_model_the_session_chose(gs, fake_api):
     fake_api.script(text("a1"), text("s1"))
     chat(gs, "q1", "/model fake-model", "/compact")
