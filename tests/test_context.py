@@ -229,3 +229,16 @@ def test_a_cleared_system_prompt_is_shown_as_removed(gs, fake_api, git):
     assert "*(system prompt removed · " in exported and "*(no text)*" not in exported
     assert "system prompt removed" in gs("export", "work", "-f", "html").out
     assert git("log", "-1", "--format=%s", "work").strip() == "system prompt removed"
+
+
+def test_an_option_past_what_a_request_carries_is_refused_with_its_range(gs, fake_api):
+    r = gs("chat", "w", input="/set seed 99999999999999999999999\n/set temperature nan\n/set max_tokens 0\n"
+                              "/set top_p inf\nhi\n")
+    assert r.code == 0, r.err
+    assert ("error: seed must be from 0 to 9223372036854775807 (the largest whole number a request carries), "
+            "not 99999999999999999999999") in r.out
+    assert "error: temperature must be from 0 to 2, not nan" in r.out
+    assert "error: max_tokens must be 1 or more, not 0" in r.out
+    assert "error: top_p must be from 0 to 1, not inf" in r.out
+    assert "JSON" not in r.out
+    assert not {"seed", "temperature", "max_tokens", "top_p"} & set(_body(fake_api))  # nothing refused was saved
