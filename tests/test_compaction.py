@@ -152,6 +152,7 @@ def test_a_compaction_that_fails_changes_nothing(gs, fake_api, tmp_path, failure
 def test_nothing_to_compact_is_said(gs, fake_api):
     r = chat(gs, "/compact")
     assert "error: nothing to compact" in r.out and not fake_api.requests
+    assert "compacting" not in r.out  # refused before it says it asks
     fake_api.script(text("a1"), text("the summary"))
     r = chat(gs, "q1", "/compact", "/compact")
     assert r.out.count("error: nothing to compact") == 1 and len(fake_api.requests) == 2

@@ -15,7 +15,7 @@ it returns what to tell the user.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,7 +122,7 @@ def request_tokens(events: Sequence[Event], prompt: str = "") -> int:
 
 
 def compact(session: Session, provider: Provider, instructions: str = "", *, model: str | None = None,
-            auto: bool = False) -> Compacted:
+            auto: bool = False, on_ask: Callable[[], None] = lambda: None) -> Compacted:
     """Ask the model for a summary of the session so far and save it as a ``compaction/summary``.
 
     The request is what the model sees now (the system prompt too) and then :data:`PROMPT`
@@ -137,6 +137,8 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, mod
         model: the model the request names (the session's ``session/model`` or the run's
             ``-m``; None: the provider's).
         auto: the compaction was automatic (the window was filling), not asked for.
+        on_ask: called when the request goes, once there is something to compact (a face
+            says that the model is asked).
 
     Returns:
         What was saved.
@@ -160,6 +162,7 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, mod
     if session.redactor is not None:  # text the model is sent enters the session's way: redacted
         instructions = session.redactor.text(instructions)
     ask = PROMPT + (f"\n\nAlso: {instructions.strip()}" if instructions.strip() else "")
+    on_ask()
     completion = _ask(provider, [*log.messages(), {"role": "user", "content": ask}], model)
     data: dict[str, Any] = {"summary": completion.content, "through": through,
                             "model": completion.model or model or provider.model, "usage": completion.usage}
