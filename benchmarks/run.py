@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Settings, machine_info, section  # noqa: E402
 
 SECTIONS = ("save", "open", "list", "log", "size", "llm", "request", "sync", "push", "clone", "turn", "stream",
-            "startup", "memory", "scale", "redact")
+            "startup", "memory", "scale", "redact", "import")
 
 
 def main() -> int:
@@ -58,6 +58,7 @@ def main() -> int:
               f"{tmp / 'pycache'})")
 
     import bench_cli
+    import bench_import
     import bench_llm
     import bench_memory
     import bench_redact
@@ -77,7 +78,8 @@ def main() -> int:
                      ("startup", lambda: bench_startup.run(settings, only)),
                      ("memory", lambda: bench_memory.run(settings, only)),
                      ("scale", lambda: bench_scale.run(settings, only)),
-                     ("redact", lambda: bench_redact.run(settings, only))):
+                     ("redact", lambda: bench_redact.run(settings, only)),
+                     ("import", lambda: bench_import.run(settings, only))):
         try:
             fn()
         except Exception:  # keep going: report what ran

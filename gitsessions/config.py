@@ -24,7 +24,7 @@ Keys (all optional)::
                                # push after every save; pull when gs chat/ask opens a session
                                # (each default: manual); seconds a remote may stay silent
                                # before a pull, push or sync gives up (default 30)
-    tools: [read, write, shell]  # tools the chat offers (default: none but the clock; --tools)
+    tools: [read, write, shell]  # tools the chat offers (default: none; also time; --tools)
     permissions: {allow: [write, shell], paths: [~/notes]}
                                # calls run without asking (as --yes does for all); folders
                                # the file tools may reach besides the working directory

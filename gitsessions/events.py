@@ -28,6 +28,8 @@ KNOWN_TYPES = frozenset({
     "step/end", "turn/end", "session/title", "session/fork", "session/undo", "compaction/summary",
     "session/system", "session/model", "session/options", "tool/permission",
 })
+#: Known types always written ignorable: a record beside the conversation an older gs may skip.
+WRITTEN_IGNORABLE = frozenset({"tool/permission"})
 
 #: ``turn/end`` reasons (design.md).
 TURN_END_REASONS = frozenset({"completed", "aborted", "error", "interrupted", "max-steps"})
@@ -173,7 +175,7 @@ def make_event(seq: int, type: str, data: dict | None = None, *, time_ms: int | 
         type: event type; must be known unless ``ignorable``.
         data: payload; strings are cleaned (lone surrogates -> U+FFFD).
         time_ms: epoch ms; now when omitted.
-        ignorable: mark an extension event that older readers may skip.
+        ignorable: mark an extension event that older readers may skip (always for :data:`WRITTEN_IGNORABLE`).
 
     Returns:
         The event.
@@ -185,6 +187,7 @@ def make_event(seq: int, type: str, data: dict | None = None, *, time_ms: int | 
         raise InvalidEvent(f"type {type!r} is not of the form kind/name")
     time_ms = now_ms() if time_ms is None else time_ms
     data = {} if data is None else data
+    ignorable = ignorable or type in WRITTEN_IGNORABLE
     return Event(seq, time_ms, type, _checked(seq, type, data, time_ms, ignorable), ignorable)
 
 

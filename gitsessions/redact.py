@@ -91,6 +91,14 @@ class Redactor:
         return event if data == event.data else Event(event.seq, event.time, event.type, data, event.ignorable)
 
 
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name marks it as secret: it holds a part of :data:`SECRET_NAME_PARTS`.
+
+    The one rule for both the redactor's variables and what a tool's command is not given.
+    """
+    return any(part in name.upper() for part in SECRET_NAME_PARTS)
+
+
 def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] | None = None,
                      detector_cache: Path | None = None) -> Redactor:
     """Build the redactor for an environment and config.
@@ -110,7 +118,7 @@ def from_environment(env: Mapping[str, str], extra_patterns: Mapping[str, str] |
     secrets = {
         value: name
         for name, value in env.items()
-        if any(part in name.upper() for part in SECRET_NAME_PARTS) and len(value.strip()) >= MIN_SECRET_LEN
+        if is_secret_name(name) and len(value.strip()) >= MIN_SECRET_LEN
     }
     return Redactor(secrets, {**PATTERNS, **(extra_patterns or {})}, detectors=True, detector_cache=detector_cache)
 

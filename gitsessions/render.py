@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .events import Event
-from .store import CommitInfo, SessionInfo, Snapshot
 from .text import clip, fold
 from .transcript import derive_messages
 
 if TYPE_CHECKING:
     from . import view  # imported by the renderings of items, not by a chat before its prompt
+    from .store import CommitInfo, SessionInfo, Snapshot
     from .tree import Node
 
 T = TypeVar("T")
@@ -165,7 +165,8 @@ def session_row(info: SessionInfo) -> dict[str, Any]:
 def commit_row(info: CommitInfo) -> dict[str, Any]:
     """Return the ``gs log --json`` object of one commit.
 
-    Keys: ``commit``, ``parents``, ``time`` (ISO 8601), ``turn`` (int or null), ``subject``,
+    Keys: ``commit``, ``parents``, ``time`` (ISO 8601: the author date, when it was said, as
+    ``git log`` shows it), ``committed`` (the commit date), ``turn`` (int or null), ``subject``,
     ``model`` (or null), ``tokens`` (prompt plus completion tokens of the replies it saved, or
     null), ``events`` (``"a-b"`` or null), ``forked_from``
     (``"<session>@<commit>"`` from the ``Forked-From`` trailer, or null), ``trailers`` (all).
@@ -174,7 +175,8 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     return {
         "commit": info.commit,
         "parents": info.parents,
-        "time": iso_time(info.time, info.tz_offset),
+        "time": iso_time(*info.said),
+        "committed": iso_time(info.time, info.tz_offset),
         "turn": t.turn,
         "subject": info.message.subject,
         "model": t.model,
@@ -268,7 +270,7 @@ def transcript_item(item: view.Item) -> list[str]:
         out.append(f"  (turn ended: {item.reason}{why})")
     elif isinstance(item, view.TitleChange):
         out.append(f"(title: {item.title})")
-    elif isinstance(item, view.Setting):
+    elif isinstance(item, (view.Setting, view.Permission)):
         out.append(f"({item.text})")
     elif isinstance(item, view.Undo):
         out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
@@ -309,7 +311,7 @@ def _note(item: view.Item) -> str | None:
         return f"turn {item.turn} ended: {item.reason}{why}"
     if isinstance(item, view.TitleChange):
         return f"title: {item.title}"
-    if isinstance(item, view.Setting):
+    if isinstance(item, (view.Setting, view.Permission)):
         return item.text
     if isinstance(item, view.Undo):
         return f"undo: turn {item.undone}"

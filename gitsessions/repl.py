@@ -82,7 +82,7 @@ class Repl:
             session's, else the provider's); ``/model`` sets the session's and ends it.
         config: the settings ``/usage`` and the footer read (each model's window and price).
         footer: after each reply, one line: model · context used · session tokens.
-        toolset: the opt-in tools offered and their approvals (None: the clock alone); the
+        toolset: the opt-in tools offered and their approvals (None: no tools are offered); the
             approvals "for this session" are forgotten when another session is opened.
         permit: asks the user before a write or a command runs (see
             :func:`gitsessions.cli.tools.approver`; None: such a call is denied unless approved).
@@ -175,10 +175,15 @@ class Repl:
         """The prompt shown before input: ``<session> › ``."""
         return f"{self.session.id if self.session else '?'} › "
 
-    def run(self) -> None:
-        """Show the recap, then loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt."""
+    def run(self, recap: bool = True) -> None:
+        """Show the recap, then loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt.
+
+        Args:
+            recap: show the recap first (False: it was shown as the session opened).
+        """
         try:
-            self.show_recap()
+            if recap:
+                self.show_recap()
             while True:
                 try:
                     line = self.read_line(self.prompt_text())

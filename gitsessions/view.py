@@ -9,7 +9,8 @@ Shown: the start of each turn (and whether ``session/undo`` dropped it), user an
 messages (tool calls, ``interrupted``), the system prompt where ``session/system`` set it,
 tool results (``is_error``, error code), messages an import kept aside (``import/message``:
 stored, never sent to the model), and notes: a turn that ended other than ``completed``, a
-title change, a model or options set, an undo, a fork, a compaction summary.
+title change, a model or options set, a tool call allowed or denied, an undo, a fork, a
+compaction summary.
 Not shown: ``step/*``, ``tool/call`` (the call is shown with its assistant message) and a
 completed ``turn/end``.
 
@@ -170,6 +171,17 @@ class Setting(Note):
 
 
 @dataclass(frozen=True)
+class Permission(Note):
+    """Whether a tool call that asks (a write, a command) was allowed, and by whom (``tool/permission``).
+
+    Attributes:
+        text: the decision in words (``run_command allowed once``, ``write_file denied``).
+    """
+
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class Fork(Note):
     """A ``session/fork`` event.
 
@@ -204,6 +216,21 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+#: How a decision is said, by who gave it (``by``; the values of
+#: :class:`gitsessions.chat.tools.toolset.Decision`): the user's own answer says what it was.
+_ANSWERED = {"once": "allowed once", "session": "allowed for this session", "deny": "denied"}
+_DECIDED_BY = {"session": "for this session, as answered earlier", "config": "by the config's permissions.allow",
+               "--yes": "by --yes", "nobody": "with no one to ask"}
+
+
+def _permission_text(d: dict[str, Any]) -> str:
+    name, answer, by = _str_or_none(d.get("name")) or "a tool call", _text(d.get("answer")), _text(d.get("by"))
+    if by in ("user", "") and answer in _ANSWERED:
+        return f"{name} {_ANSWERED[answer]}"
+    verb = "denied" if answer == "deny" else "allowed"
+    return f"{name} {verb} {_DECIDED_BY.get(by, f'by {by}' if by else '')}".rstrip()
+
+
 def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item | None:
     d, base = ev.data, (ev.seq, ev.time, turn, ev.type)
     t = ev.type
@@ -234,6 +261,8 @@ def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item 
         return Setting(*base, text=f"model: {_text(d.get('model'))}")
     if t == "session/options":
         return Setting(*base, text=f"options: {options_text(options_of(d.get('options'))) or 'the server defaults'}")
+    if t == "tool/permission":
+        return Permission(*base, text=_permission_text(d))
     if t == "session/title":
         return TitleChange(*base, title=_text(d.get("title")))
     if t == "session/undo":

@@ -29,9 +29,16 @@ def _events(gs, sid: str) -> list[dict]:
     return gs("show", sid, "--format", "json").json()["events"]
 
 
-def test_a_chat_without_tools_offers_the_clock_alone(gs, fake_api: FakeChatServer, work):
+def test_a_plain_chat_offers_no_tools_and_the_clock_is_opt_in(gs, fake_api: FakeChatServer, work, tmp_path):
     assert gs("chat", "plain", input="hi\n").code == 0
-    assert [t["function"]["name"] for t in fake_api.requests[0]["tools"]] == ["get_current_time"]
+    assert gs("ask", "plain", "and you?").code == 0
+    assert [request.get("tools") for request in fake_api.requests] == [None, None]  # no ``tools`` key at all
+    assert gs("ask", "--tools", "time", "plain", "what time is it?").code == 0
+    (tmp_path / "config.yaml").write_text("tools: [time]\n")
+    r = gs("chat", "plain", input="and now?\n")
+    assert r.code == 0 and r.out.startswith("(tools: get_current_time · it runs without asking · in ")
+    assert [[t["function"]["name"] for t in request["tools"]] for request in fake_api.requests[2:]] == [
+        ["get_current_time"], ["get_current_time"]]
 
 
 def test_a_piped_chat_asks_on_the_next_line_and_logs_each_answer(gs, fake_api: FakeChatServer, work, repo_path):
@@ -47,10 +54,16 @@ def test_a_piped_chat_asks_on_the_next_line_and_logs_each_answer(gs, fake_api: F
     [backup] = (repo_path / "gs" / "backups").rglob("notes.md")
     assert backup.read_text() == "one\ntwo\n"
     offered = [t["function"]["name"] for t in fake_api.requests[0]["tools"]]
-    assert offered == ["get_current_time", "read_file", "list_files", "search_files", "write_file", "edit_file"]
+    assert offered == ["read_file", "list_files", "search_files", "write_file", "edit_file"]  # the clock only if named
     decisions = [e["data"] for e in _events(gs, "work") if e["type"] == "tool/permission"]
     assert [(d["name"], d["answer"], d["by"]) for d in decisions] == [("edit_file", "once", "user"),
                                                                       ("write_file", "deny", "user")]
+    lines = [json.loads(line) for line in gs("show", "work", "--format", "jsonl").out.splitlines()[1:]]
+    # a record beside the conversation: written ignorable, so a gs that does not know the type skips it
+    assert {line.get("ignorable") for line in lines if line["type"] == "tool/permission"} == {True}
+    assert not any(line.get("ignorable") for line in lines if line["type"] != "tool/permission")
+    shown = gs("show", "work").out.splitlines()
+    assert "(edit_file allowed once)" in shown and "(write_file denied)" in shown
     last = fake_api.requests[-1]["messages"]
     assert validate_messages(last) is None
     assert "the user denied this write_file call" in last[-1]["content"]
@@ -125,6 +138,32 @@ def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: Fak
     assert r.code == 0, r.err
     answers = [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] == "tool"]
     assert answers == ["one\ntwo\n", "exit status 0\nran\n"]
+
+
+def test_retry_takes_tools_and_yes_as_ask_does(gs, fake_api: FakeChatServer, work):
+    touch = tool_calls(("c1", "run_command", '{"command": "touch made"}'))
+    fake_api.script(text("First."), touch, text("Not allowed."))
+    assert gs("ask", "one", "hello").code == 0
+    assert gs("ask", "one", "--tools", "shell", "make it").code == 0  # no one to ask: refused
+    assert not (work / "made").exists()
+    fake_api.script(touch, text("Made."))
+    r = gs("retry", "one", "--tools", "shell", "--yes")
+    assert r.code == 0, r.err
+    assert (work / "made").exists() and r.out == "Made.\n"
+    assert [t["function"]["name"] for t in fake_api.requests[-2]["tools"]] == ["run_command"]
+    assert validate_messages(fake_api.requests[-1]["messages"]) is None
+    [decision] = [e["data"] for e in _events(gs, "one-1") if e["type"] == "tool/permission"]
+    assert (decision["answer"], decision["by"]) == ("once", "--yes")
+
+
+def test_a_command_gets_gs_s_environment_without_its_secrets(gs, fake_api: FakeChatServer, work):
+    """The variables redaction treats as secret (OPENAI_API_KEY among them) are not the command's."""
+    echo = 'echo "[$OPENAI_API_KEY][$GITHUB_TOKEN][$DB_Password][$MY_SECRET_FILE][$PLAIN_SETTING]"'
+    fake_api.script(tool_calls(("c1", "run_command", json.dumps({"command": echo}))), text("Ran."))
+    env = {"GITHUB_TOKEN": "ghp_" + "x" * 36, "DB_Password": "hunter2hunter2", "MY_SECRET_FILE": "/s",
+           "PLAIN_SETTING": "visible"}
+    assert gs("ask", "env", "--tools", "shell", "--yes", "run it", env=env).code == 0
+    assert fake_api.requests[1]["messages"][-1]["content"] == "exit status 0\n[][][][][visible]\n"
 
 
 def test_a_secret_a_tool_read_never_reaches_the_server_the_screen_or_the_repo(gs, fake_api: FakeChatServer, work,

@@ -69,7 +69,7 @@ def test_tool_calls_end_to_end(gs, fake_api):
                    ("call_b", "get_current_time", '{"timezone": "Asia/Tokyo"}')),
         text("Both times fetched."),
     )
-    r = gs("ask", "t", "what time is it?")
+    r = gs("ask", "--tools", "time", "t", "what time is it?")
     assert r.code == 0, r.err
     assert r.out.strip() == "Both times fetched."
     second = fake_api.requests[1]["messages"]
@@ -85,7 +85,7 @@ def test_tool_calls_end_to_end(gs, fake_api):
 
 
 def test_max_steps_bounds_a_tool_loop(gs, fake_api, tmp_path):
-    (tmp_path / "config.yaml").write_text("max_steps: 3\n")
+    (tmp_path / "config.yaml").write_text("max_steps: 3\ntools: [time]\n")
     fake_api.script(*[tool_calls(("get_current_time", "{}")) for _ in range(5)])
     r = gs("ask", "loop", "loop forever")
     assert r.code == 1
@@ -125,7 +125,7 @@ def test_api_errors_are_one_line_and_keep_the_prompt(gs, fake_api):
 def test_error_mid_tool_loop_leaves_a_valid_transcript(gs, fake_api):
     fake_api.script(tool_calls(("get_current_time", "{}"), ("get_current_time", "{}")),
                     *[error(503, "overloaded") for _ in range(3)])
-    assert gs("ask", "m", "time please").code == 1
+    assert gs("ask", "--tools", "time", "m", "time please").code == 1
     assert gs("ask", "m", "again").code == 0
     assert validate_messages(fake_api.requests[-1]["messages"]) is None
 

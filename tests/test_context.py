@@ -13,6 +13,7 @@ import pytest
 from fakeapi import FakeChatServer, text
 
 from gitsessions.chat.provider import OpenAIProvider
+from gitsessions.chat.tools.toolset import Toolset, expand
 from gitsessions.config import load_config
 from gitsessions.events import make_header
 from gitsessions.repl import Repl
@@ -137,7 +138,7 @@ def test_a_model_that_cannot_call_tools_is_offered_none(store, fake_api):
         lines = iter(["hi"])
         provider = OpenAIProvider("gpt-4o-mini", "k", fake_api.base_url, calls_tools=calls_tools)
         Repl(store, provider, f"tools-{calls_tools}", read_line=lambda _p, lines=lines: next(lines, None),
-             write=lambda _t: None,
+             write=lambda _t: None, toolset=Toolset(expand(["time"])),  # tools asked for: offered or not
              new_header=lambda sid: make_header(sid, created=1)).run()
         assert ("tools" in _body(fake_api)) is offered
 

@@ -257,7 +257,8 @@ def test_kill_mid_stream_keeps_the_text_received(gs, git, repo_path, fake_api, a
     check_next_ask_works(gs, fake_api, obj)
 
 
-def test_kill_mid_stream_after_tool_calls(gs, git, repo_path, fake_api, asks):
+def test_kill_mid_stream_after_tool_calls(gs, git, repo_path, fake_api, asks, tmp_path):
+    (tmp_path / "config.yaml").write_text("tools: [time]\n")  # the clock, opt-in
     ask_ok(gs, "first")
     before = show(gs)["events"]
     fake_api.script(
@@ -285,7 +286,8 @@ def test_kill_mid_stream_after_tool_calls(gs, git, repo_path, fake_api, asks):
     check_next_ask_works(gs, fake_api, obj)
 
 
-def test_kill_between_steps_of_a_tool_turn(gs, git, repo_path, fake_api, asks, gates):
+def test_kill_between_steps_of_a_tool_turn(gs, git, repo_path, fake_api, asks, gates, tmp_path):
+    (tmp_path / "config.yaml").write_text("tools: [time]\n")
     for prompt in ("one", "two", "three"):
         ask_ok(gs, prompt)
     before = show(gs)["events"]
@@ -344,7 +346,8 @@ def random_script(rng: random.Random) -> tuple[list[Reply], float]:
     return replies, len(body) / chunk * delay
 
 
-def test_random_kills_lose_nothing_committed_or_sent(gs, git, repo_path, fake_api, asks):
+def test_random_kills_lose_nothing_committed_or_sent(gs, git, repo_path, fake_api, asks, tmp_path):
+    (tmp_path / "config.yaml").write_text("tools: [time]\n")
     rng = random.Random(20240611)
     ask_ok(gs, "seed turn")
     before = show(gs)["events"]

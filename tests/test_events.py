@@ -10,6 +10,7 @@ from gitsessions.errors import CorruptSession, InvalidEvent, UnsupportedVersion
 from gitsessions.events import (
     FORMAT_VERSION,
     KNOWN_TYPES,
+    WRITTEN_IGNORABLE,
     Event,
     clean_text,
     clean_value,
@@ -207,8 +208,10 @@ def test_unknown_event_types_refused(type_):
 def test_unknown_event_type_allowed_when_ignorable():
     e = make_event(0, "plugin/anything", {"a": 1}, ignorable=True)
     assert e.ignorable and e.to_dict()["ignorable"] is True
-    # Known types need no flag, and the flag is omitted from the line when False.
-    assert all("ignorable" not in make_event(0, t).to_dict() for t in KNOWN_TYPES)
+    # Known types need no flag, and the flag is omitted from the line when False; those that
+    # are a record beside the conversation (a permission decision) are always written with it.
+    assert all("ignorable" not in make_event(0, t).to_dict() for t in KNOWN_TYPES - WRITTEN_IGNORABLE)
+    assert WRITTEN_IGNORABLE == {"tool/permission"} and make_event(0, "tool/permission").to_dict()["ignorable"] is True
     # Still needs the kind/name shape.
     with pytest.raises(InvalidEvent):
         make_event(0, "noslash", ignorable=True)

@@ -11,7 +11,8 @@ import pytest
 from fakeapi import drop, text, tool_calls
 
 from gitsessions.events import make_event, make_header
-from gitsessions.session import Session, commit_message
+from gitsessions.rules import commit_message
+from gitsessions.session import Session
 from gitsessions.store import GitStore
 
 
@@ -137,7 +138,7 @@ def test_unicode_titles_and_lineage_in_list(gs, git):
 
 def test_log_patch_shows_what_each_commit_added(gs, git, fake_api, repo_path):
     fake_api.script(tool_calls(("call_t", "get_current_time", '{"timezone": "UTC"}')), text("It is noon.\nLine two."))
-    assert gs("ask", "w", "what time is it?").code == 0
+    assert gs("ask", "--tools", "time", "w", "what time is it?").code == 0
     fake_api.script(drop("half an ans"))
     assert gs("ask", "w", "this reply breaks").code == 1
     assert gs("ask", "w", "third").code == 0
@@ -255,7 +256,7 @@ def test_diff_between_sessions(gs, git):
 
 def test_search_finds_session_turn_commit(gs, git, fake_api):
     fake_api.script(tool_calls(("get_current_time", "{}")), text("Nothing about Pears here."))
-    assert gs("ask", "fruit", "tell me about APPLES").code == 0
+    assert gs("ask", "--tools", "time", "fruit", "tell me about APPLES").code == 0
     assert gs("ask", "fruit", "and then " + "x" * 60 + " the\nOrange \"quoted\" thing " + "y" * 60).code == 0
     assert gs("ask", "other", "no match at all").code == 0
     assert gs("ask", "other", "but apples again").code == 0

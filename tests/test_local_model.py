@@ -27,7 +27,7 @@ pytestmark = [
     ),
 ]
 
-#: The tool gs offers with every request; the server must accept it.
+#: A tool in a request (gs offers the embedded model none); the server must still accept it.
 GET_CURRENT_TIME = {
     "type": "function",
     "function": {

@@ -12,13 +12,18 @@ from fakeapi import validate_messages
 from scripted import MODEL, USAGE, ScriptedProvider, call, cut, say
 
 from gitsessions.chat.loop import run_turn
-from gitsessions.chat.tools import TOOL_SCHEMAS
+from gitsessions.chat.tools.toolset import Toolset, expand
 from gitsessions.errors import ProviderError
 from gitsessions.events import make_header
 from gitsessions.session import Session
 from gitsessions.store import GitStore
 
 SID = "work"
+
+
+def clock() -> Toolset:
+    """The clock alone (``--tools time``): no tool is offered unless named."""
+    return Toolset(expand(["time"]))
 
 
 @pytest.fixture
@@ -58,7 +63,7 @@ def test_a_plain_turn_streams_and_commits_its_events(store, session):
     ]
     [(messages, tools)] = model.requests
     assert messages == [{"role": "user", "content": "hi"}]
-    assert tools == TOOL_SCHEMAS
+    assert tools is None  # a plain chat offers no tools: the request has no ``tools``
     assert model.closed == 1
     assert not store.journal(SID).exists()
 
@@ -85,7 +90,7 @@ def test_tool_calls_run_and_the_next_step_sees_their_results(store, session):
     )
     texts: list[str] = []
     tools: list[tuple[str, str, str, bool]] = []
-    result = run_turn(session, model, "time?", on_text=texts.append,
+    result = run_turn(session, model, "time?", toolset=clock(), on_text=texts.append,
                       on_tool=lambda *args: tools.append(args))
 
     assert result.reason == "completed" and result.text == "Done."
@@ -113,7 +118,7 @@ def test_tool_calls_run_and_the_next_step_sees_their_results(store, session):
 
 def test_max_steps_ends_a_tool_loop(store, session):
     model = ScriptedProvider(*[call((f"c{i}", "get_current_time", "{}")) for i in range(5)])
-    result = run_turn(session, model, "loop", max_steps=2)
+    result = run_turn(session, model, "loop", max_steps=2, toolset=clock())
     assert result.reason == "max-steps" and result.commit == store.tip(SID)
     assert len(model.requests) == 2
     events = saved(store)
@@ -157,7 +162,7 @@ def test_ctrl_c_mid_reply_cancels_that_reply_only(store, session):
         cut("word1 word2 ", KeyboardInterrupt(), chunk=6),
     )
     shown: list[str] = []
-    result = run_turn(session, model, "long story", on_text=shown.append)
+    result = run_turn(session, model, "long story", toolset=clock(), on_text=shown.append)
     assert result.reason == "aborted" and result.text == "word1 word2 " and result.error is None
     assert shown == ["word1 ", "word2 "]
     assert model.closed == 2  # the cancelled stream is closed, not left hanging

@@ -72,7 +72,7 @@ def test_a_markdown_reply_is_rendered_on_a_terminal_and_stored_as_written(fake_a
 
 def test_a_dim_ellipsis_waits_for_the_first_token_and_a_tool_is_one_dim_line(fake_api, start):
     fake_api.script(tool_calls(("get_current_time", "{}")), text("It is **late**.", chunk_size=3, delay=0.3))
-    child = start("chat", "demo")
+    child = start("chat", "demo", "--tools", "time")
     child.expect(PROMPT)
     child.sendline("what time is it?")
     child.expect_exact("\x1b[2m…")  # dim, before any text
@@ -126,8 +126,10 @@ def test_the_recap_of_a_resumed_session_is_rendered_as_gs_show_renders_it(fake_a
     assert gs("ask", "demo", "show me markdown").code == 0
     assert gs("ask", "other", "and there?").code == 0
     child = start("chat", "demo")
+    child.expect(PROMPT)  # drawn first: the recap comes above it once the session is open
+    child.expect_exact("The end.")
+    shown = child.before + "The end."
     child.expect(PROMPT)
-    shown = child.before
     assert BOLD.search(shown), shown
     words = unstyled(shown)
     assert "you › show me markdown" in words and "• one" in words and "The end." in words
@@ -139,7 +141,9 @@ def test_the_recap_of_a_resumed_session_is_rendered_as_gs_show_renders_it(fake_a
     finish(child)
     child = start("chat", "demo", NO_COLOR="1")
     child.expect(PROMPT)
-    assert "Some **bold** text and `code`." in child.before and "- one\r\n- two" in child.before
+    child.expect_exact("- two")
+    assert "Some **bold** text and `code`." in child.before and "- one\r\n" in child.before
+    child.expect(PROMPT)
     assert not BOLD.search(child.before)
     child.sendline("/exit")
     finish(child)
@@ -147,7 +151,8 @@ def test_the_recap_of_a_resumed_session_is_rendered_as_gs_show_renders_it(fake_a
 
 def _imported_at_prompt(chat_env, *args: str) -> list[str]:
     """The rich, pygments and markdown-it modules ``gs chat ARGS`` imported when its first prompt is asked for."""
-    probe = _AT_PROMPT.replace("m.startswith('gitsessions')", "m.split('.')[0] in ('rich', 'pygments', 'markdown_it')")
+    probe = _AT_PROMPT.replace("m.startswith(('gitsessions', 'dulwich', 'rich'))",
+                               "m.split('.')[0] in ('rich', 'pygments', 'markdown_it')")
     child = pexpect.spawn(sys.executable, ["-c", probe, "chat", *args], env=chat_env, dimensions=(24, 100),
                           encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
     child.expect(r"IMPORTED (\[.*?\])")
@@ -158,11 +163,11 @@ def _imported_at_prompt(chat_env, *args: str) -> list[str]:
     return modules
 
 
-def test_rich_is_imported_after_the_chats_first_prompt_unless_a_recap_is_rendered(chat_env, gs):
+def test_rich_is_imported_after_the_chats_first_prompt_even_when_a_recap_is_rendered(chat_env, gs):
     gs("ask", "demo", "hi")
     assert _imported_at_prompt(chat_env, "fresh") == []  # a new session: nothing to recap
     assert _imported_at_prompt(chat_env, "demo", "--recap", "0") == []
-    assert "rich" in _imported_at_prompt(chat_env, "demo")  # its last exchange, rendered before the prompt
+    assert _imported_at_prompt(chat_env, "demo") == []  # its last exchange, rendered behind the prompt
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 from fakeapi import validate_messages
 from scripted import ScriptedProvider, call, cut, say
 
+from gitsessions.chat.tools.toolset import Toolset
 from gitsessions.errors import ProviderError
 from gitsessions.events import make_header
 from gitsessions.repl import Repl
@@ -171,7 +172,7 @@ def test_a_failed_turn_is_counted_and_the_loop_goes_on(store):
 def test_tool_calls_are_shown_on_their_own_line(store):
     model = ScriptedProvider(call(("c1", "get_current_time", "{}"), content="Checking"),
                              call(("c2", "nope", "{}")), say("Done."))
-    _r, script = run(store, "time?", model=model)
+    _r, script = run(store, "time?", model=model, toolset=Toolset(("get_current_time",)))
     lines = script.text.splitlines()
     assert lines[0] == "Checking"  # the streamed text is ended before the tool line
     assert lines[1].startswith("⚙ get_current_time({}) → 20")
@@ -181,7 +182,7 @@ def test_tool_calls_are_shown_on_their_own_line(store):
 
 def test_max_steps_is_said(store):
     model = ScriptedProvider(*[call((f"c{i}", "get_current_time", "{}")) for i in range(3)])
-    _r, script = run(store, "loop", model=model, max_steps=2)
+    _r, script = run(store, "loop", model=model, max_steps=2, toolset=Toolset(("get_current_time",)))
     assert "(stopped after 2 model requests in one turn)" in script.text
     assert len(model.requests) == 2
 

@@ -11,6 +11,7 @@ import pexpect
 import pytest
 import typer.main
 from conftest import GS
+from fakeapi import text
 from test_pty import PROMPT, TIMEOUT, chat_env
 
 from gitsessions import cli
@@ -87,7 +88,8 @@ _AT_PROMPT = (
     "from prompt_toolkit import PromptSession\n"
     "ask = PromptSession.prompt\n"
     "def prompt(self, *args, **kwargs):\n"
-    "    print('IMPORTED', sorted(m for m in sys.modules if m.startswith('gitsessions')), flush=True)\n"
+    "    print('IMPORTED', sorted(m for m in sys.modules if m.startswith(('gitsessions', 'dulwich', 'rich'))), "
+    "flush=True)\n"
     "    PromptSession.prompt = ask\n"
     "    return ask(self, *args, **kwargs)\n"
     "PromptSession.prompt = prompt\n"
@@ -97,7 +99,7 @@ _AT_PROMPT = (
 )
 
 
-def test_the_chat_imports_its_turns_renderings_and_model_client_after_its_prompt(chat_env, gs):
+def test_the_chat_opens_its_store_and_session_and_imports_its_turns_and_model_client_after_its_prompt(chat_env, gs):
     gs("ask", "demo", "hi")  # a session with a turn: opening it reads a log
     child = pexpect.spawn(sys.executable, ["-c", _AT_PROMPT, "chat", "demo"], env=chat_env, dimensions=(24, 100),
                           encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
@@ -108,11 +110,13 @@ def test_the_chat_imports_its_turns_renderings_and_model_client_after_its_prompt
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
-    assert {"gitsessions.repl", "gitsessions.session", "gitsessions.store.git"} <= modules  # the session is open
-    later = {"gitsessions.chat.provider", "gitsessions.chat.loop", "gitsessions.view", "gitsessions.history",
+    assert {"gitsessions.cli.prompt", "gitsessions.store.privacy"} <= modules  # the prompt; the repo checked
+    later = {"gitsessions.repl", "gitsessions.session", "gitsessions.store.git", "gitsessions.store.base",
+             "gitsessions.chat.provider", "gitsessions.chat.loop", "gitsessions.view", "gitsessions.history",
              "gitsessions.redo", "gitsessions.tree", "gitsessions.cli.picker", "gitsessions.cli.history",
              "gitsessions.store.memory", "gitsessions.store.reports"}  # tests' backend; what sync reports
     assert not modules & later, modules & later
+    assert not {m for m in modules if m.startswith(("dulwich", "rich"))}  # the recap is drawn behind the prompt
 
 
 def test_the_store_package_still_gives_its_in_memory_backend_and_sync_still_its_reports():
@@ -198,3 +202,80 @@ def test_ctrl_c_while_the_first_request_waits_for_the_sdk_cancels_that_reply(sdk
     assert child.exitstatus == 0, child.before
     events = gs("show", "demo", "--format", "json").json()["events"]
     assert [e["data"]["reason"] for e in events if e["type"] == "turn/end"] == ["aborted"]
+
+
+# --------------------------------------------------------------------------- the session opened behind the prompt
+
+#: A ``sitecustomize`` that makes importing dulwich's repo module (opening the store) take 2 s,
+#: and writes ``opened`` beside itself when it is done.
+_SLOW_STORE = (
+    "import importlib.abc, pathlib, sys, time\n"
+    "class Slow(importlib.abc.MetaPathFinder):\n"
+    "    def find_spec(self, name, path, target=None):\n"
+    "        if name == 'dulwich.repo':\n"
+    "            sys.meta_path.remove(self)\n"
+    "            time.sleep(2)\n"
+    "            spec = importlib.util.find_spec(name)\n"
+    "            loader = spec.loader\n"
+    "            run = loader.exec_module\n"
+    "            def exec_module(module):\n"
+    "                run(module)\n"
+    "                (pathlib.Path(__file__).parent / 'opened').write_text('')\n"
+    "            loader.exec_module = exec_module\n"
+    "            return spec\n"
+    "import importlib.util\n"
+    "sys.meta_path.insert(0, Slow())\n"
+)
+
+
+@pytest.fixture
+def slow_store_env(chat_env, tmp_path):
+    """``chat_env`` where opening the store takes 2 s more; ``tmp_path/slow/opened`` appears once it is open."""
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "slow" / "sitecustomize.py").write_text(_SLOW_STORE)
+    path = os.pathsep.join([str(tmp_path / "slow"), os.environ.get("PYTHONPATH", "")])
+    return dict(chat_env, PYTHONPATH=path), tmp_path / "slow" / "opened"
+
+
+def test_a_line_typed_before_the_session_is_open_is_its_first_turn(slow_store_env, fake_api, gs):
+    env, opened = slow_store_env
+    fake_api.script(text("hello back"))
+    child = _chat(env)  # the prompt is drawn; the store opens behind it
+    child.sendline("hi there")
+    sent_before_open = not opened.exists()
+    child.expect_exact("hello back")
+    child.expect(PROMPT)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert sent_before_open  # the line was typed while the store was still being opened
+    assert child.exitstatus == 0, child.before
+    assert opened.exists()
+    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "hi there"}
+    assert gs("log", "demo", "--oneline").out.count("turn 1: hi there") == 1
+
+
+def test_a_locked_session_met_behind_the_prompt_is_the_one_line_error(chat_env, gs, repo_path):
+    from gitsessions.store import GitStore
+
+    gs("ask", "demo", "hi")
+    with GitStore(repo_path) as store:
+        lock = store.lock("demo").acquire(None)  # another writer: this test's process
+        try:
+            child = _chat(chat_env)
+            child.expect(pexpect.EOF)
+            child.close()
+        finally:
+            lock.release()
+    assert child.exitstatus == 1, child.before
+    assert f"gs: session 'demo' is being written by pid {os.getpid()}" in child.before, child.before
+    assert "Traceback" not in child.before
+
+
+def test_a_bad_session_name_is_the_one_line_error_as_before(chat_env):
+    child = pexpect.spawn(GS[0], [*GS[1:], "chat", "no good"], env=chat_env, dimensions=(24, 100),
+                          encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1, child.before
+    assert "gs: " in child.before and "no good" in child.before and "Traceback" not in child.before

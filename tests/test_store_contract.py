@@ -179,6 +179,31 @@ class StoreContract:
         assert stores().tip("shared") == theirs
         assert [c.message.subject for c in stores().log("shared")] == ["turn 2: theirs", "turn 1: one"]
 
+    def test_append_many_is_its_appends_at_once(self, stores: Stores):
+        """The same log, log order, author dates and compare-and-swap as one append per commit."""
+        w = Writer(stores, "many")
+        planned = []
+        for i, prompt in enumerate(["one", "two", "three"]):
+            new = w.turn_events(prompt)
+            planned.append((new, w.message(new, prompt), 1_600_000_000 + i))
+            w.events += new
+            w.turns += 1
+        shas = stores().append_many("many", planned, expected_tip=None, header=w.header)
+        assert len(set(shas)) == 3 and stores().tip("many") == shas[-1]
+        assert [c.commit for c in stores().log("many")] == shas[::-1]
+        assert [c.said[0] for c in stores().log("many")] == [1_600_000_002, 1_600_000_001, 1_600_000_000]
+        assert stores().load("many").raw == w.raw()
+        assert stores().load("many", shas[0]).events == w.events[:6]
+        stale = Writer(stores, "many")
+        stale.events, stale.turns = list(w.events[:6]), 1
+        new = stale.turn_events("lost race")
+        with pytest.raises(ConcurrentUpdate):  # on a tip it is not at: nothing moves
+            stores().append_many("many", [(new, stale.message(new, "lost race"), None)], expected_tip=shas[0])
+        with pytest.raises(SessionExists):
+            stores().append_many("many", planned, expected_tip=None, header=w.header)
+        assert stores().tip("many") == shas[-1]
+        assert stores().append_many("many", [], expected_tip=shas[-1]) == []
+
     def test_bad_seq_on_create_writes_nothing(self, stores: Stores):
         w = Writer(stores, "fresh")
         events = w.turn_events("x")

@@ -19,8 +19,7 @@ from gitservers import init_bare
 from test_transports import Transport, transport  # noqa: F401 - the fixture, shared
 
 from gitsessions.events import make_event, make_header
-from gitsessions.rules import CommitMessage
-from gitsessions.session import commit_message
+from gitsessions.rules import CommitMessage, commit_message
 from gitsessions.store import GitStore
 from gitsessions.store.remote import Remotes
 from gitsessions.store.thinpack import PushPack

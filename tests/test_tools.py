@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.chat.tools import TOOL_SCHEMAS, run_tool, shell
+from gitsessions.chat.tools import TOOL_SCHEMAS, shell
 from gitsessions.chat.tools import ignore as gitignore
 from gitsessions.chat.tools.files import Workspace
 from gitsessions.chat.tools.toolset import DENIED, GROUPS, SCHEMAS, Decision, Toolset, expand
@@ -33,10 +33,11 @@ def run(ts: Toolset, name: str, **args) -> tuple[str, bool]:
     return ts.run(ts.prepare("c1", name, json.dumps(args)))
 
 
-def test_a_plain_chat_offers_the_clock_alone_and_tools_are_opt_in(work):
-    assert Toolset().schemas == TOOL_SCHEMAS
-    assert [s["function"]["name"] for s in tools(work, "read").schemas] == [
-        "get_current_time", "read_file", "list_files", "search_files"]
+def test_a_plain_chat_offers_no_tools_and_every_tool_is_opt_in(work):
+    assert Toolset().schemas == []
+    assert run(Toolset(), "get_current_time") == ("error: unknown tool 'get_current_time'", True)
+    assert tools(work, "time").schemas == TOOL_SCHEMAS
+    assert [s["function"]["name"] for s in tools(work, "read").schemas] == ["read_file", "list_files", "search_files"]
     assert expand(["write", "shell"]) == ("write_file", "edit_file", "run_command")
     assert expand(["all"]) == tuple(SCHEMAS) == sum(GROUPS.values(), ())
     with pytest.raises(ValueError, match="no tool or group 'net'; the groups are read, write, shell"):
@@ -44,7 +45,7 @@ def test_a_plain_chat_offers_the_clock_alone_and_tools_are_opt_in(work):
     # a tool not enabled is unknown to the model, as any other name
     assert run(tools(work, "read"), "write_file", path="x", content="y") == ("error: unknown tool 'write_file'", True)
     assert not (work / "x").exists()
-    assert run_tool("get_current_time", '{"timezone": "Nowhere/Else"}') == (
+    assert run(tools(work, "time"), "get_current_time", timezone="Nowhere/Else") == (
         "error: unknown time zone 'Nowhere/Else'", True)
 
 
@@ -186,6 +187,15 @@ def test_a_command_runs_in_the_working_directory_with_its_exit_status(work):
     assert run(ts, "run_command", command="true", timeout=0)[0] == (
         "error: timeout must be above 0 and at most 600 seconds")
     assert run(ts, "run_command", command="  ")[0] == "error: a command is needed"
+
+
+def test_a_command_gets_the_environment_it_is_given_and_none_of_gs_s(work, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-model-0123456789")
+    given = Toolset(expand(["shell"]), Workspace(work), env={"GIVEN": "yes"})
+    assert run(given, "run_command", command='echo "[$OPENAI_API_KEY][$GIVEN]"; ls /')[0].startswith(
+        "exit status 0\n[][yes]\n")  # sh's own default PATH finds ls
+    unset = tools(work, "shell")  # no env given: none
+    assert run(unset, "run_command", command='echo "[$OPENAI_API_KEY]"') == ("exit status 0\n[]\n", False)
 
 
 def running(pid: int) -> bool:

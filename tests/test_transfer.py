@@ -36,7 +36,7 @@ def _one_line_error(r) -> None:
 def _session_with_tools(gs, fake_api, sid: str = "work") -> None:
     assert gs("ask", sid, TRICKY).code == 0
     fake_api.script(tool_calls(("get_current_time", "{}")), text("done ✓ \\ \"ok\""))
-    r = gs("ask", sid, "what time is it? 🕒")
+    r = gs("ask", "--tools", "time", sid, "what time is it? 🕒")
     assert r.code == 0, r.err
     assert gs("ask", sid, "line one\r\nline two\n\n  indented {\"json\": [1, 2]}").code == 0
 

@@ -27,7 +27,7 @@ import pytest
 from gitservers import GitDaemon, GitHTTPServer, SSHServer, free_port, init_bare
 
 from gitsessions.events import make_event, make_header
-from gitsessions.session import commit_message
+from gitsessions.rules import commit_message
 from gitsessions.store import GitStore
 
 NETWORK = ["git", "ssh", "http"]

@@ -147,6 +147,40 @@ def test_a_fork_event_shows_in_show_and_log(tmp_path):
     assert "forked" in gs("export", "w", "-f", "markdown")
 
 
+def test_a_permission_decision_is_a_note_in_every_display(tmp_path):
+    """``tool/permission`` (who allowed a write or a command) was shown nowhere: it is a short note."""
+    edit = {"id": "c1", "name": "edit_file", "arguments": "{}"}
+    _import(tmp_path, "w", _events(
+        ("turn/start", {"turn": 1}), ("user/message", {"content": "q"}),
+        ("assistant/message", {"content": "", "tool_calls": [edit, {**edit, "id": "c2", "name": "run_command"}]}),
+        ("tool/permission", {"id": "c1", "name": "edit_file", "answer": "once", "by": "user"}),
+        ("tool/call", {"id": "c1", "name": "edit_file"}),
+        ("tool/result", {"id": "c1", "name": "edit_file", "content": "edited", "is_error": False}),
+        ("tool/permission", {"id": "c2", "name": "run_command", "answer": "deny", "by": "user"}),
+        ("tool/result", {"id": "c2", "name": "run_command", "content": "denied", "is_error": True}),
+        ("assistant/message", {"content": "ok", "tool_calls": []}), ("turn/end", {"turn": 1, "reason": "completed"}),
+        ("turn/start", {"turn": 2}), ("user/message", {"content": "again"}),
+        ("assistant/message", {"content": "", "tool_calls": [{**edit, "id": "c3"}]}),
+        ("tool/permission", {"id": "c3", "name": "edit_file", "answer": "once", "by": "--yes"}),
+        ("tool/permission", {"id": "c4", "name": "write_file", "answer": "deny", "by": "nobody"}),
+        ("tool/permission", {"id": "c5", "name": "write_file", "answer": "once", "by": "session"}),
+        ("turn/end", {"turn": 2, "reason": "completed"})))
+    notes = [i.text for i in view.items(_events(("tool/permission", {"name": 3, "answer": "once", "by": "robot"})))]
+    assert notes == ["a tool call allowed by robot"]  # another tool's shape, read tolerantly
+    show = gs("show", "w").splitlines()
+    assert show[show.index("  ↳ edited") - 1] == "(edit_file allowed once)"
+    assert ["(run_command denied)", "(edit_file allowed by --yes)", "(write_file denied with no one to ask)",
+            "(write_file allowed for this session, as answered earlier)"] == [
+        line for line in show if line.startswith("(") and not line.startswith("(edit_file allowed once")]
+    log = gs("log", "w", "-p").splitlines()
+    assert "    (edit_file allowed once)" in log and "    (run_command denied)" in log
+    added = json.loads(gs("log", "w", "-p", "--json"))[-1]["added"]
+    note = {"seq": 3, "turn": 1, "type": "tool/permission", "role": "note", "content": "edit_file allowed once"}
+    assert note in added
+    for fmt in ("markdown", "html"):
+        assert "(run_command denied · " in gs("export", "w", "-f", fmt)
+
+
 def test_every_visible_event_reaches_every_display(tmp_path):
     """One log with every kind of item: each one's text is in show, log -p, diff and both exports."""
     specs = [

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..config import DEFAULT_MODEL, Config
 from ..errors import NoModelConfigured
+from ..later import Later
 
 if TYPE_CHECKING:
     # imported by the build (in the background for a chat): its wire and body modules are
@@ -32,10 +32,7 @@ class BackgroundProvider:
 
     def __init__(self, model: str, build: Callable[[], OpenAIProvider]):
         self.model = model
-        self._build = build
-        self._thread: threading.Thread | None = None
-        self._built: OpenAIProvider | None = None
-        self._failed: BaseException | None = None
+        self._built = Later(build, name="gs-model-client")
 
     def start(self, then: Callable[[], object] = lambda: None) -> None:
         """Start building the client in a daemon thread (a no-op when it was started already).
@@ -43,17 +40,7 @@ class BackgroundProvider:
         Args:
             then: called in that thread when the build has ended, however it ended.
         """
-        if self._thread is None and self._built is None:
-            self._thread = threading.Thread(target=self._run, args=(then,), name="gs-model-client", daemon=True)
-            self._thread.start()
-
-    def _run(self, then: Callable[[], object]) -> None:
-        try:
-            self._built = self._build()
-        except BaseException as exc:  # handed to the thread that asks for the provider
-            self._failed = exc
-        finally:
-            then()
+        self._built.start(then)
 
     def provider(self) -> OpenAIProvider:
         """The real provider: built here, or waited for when the background build was started.
@@ -61,15 +48,7 @@ class BackgroundProvider:
         Raises:
             BaseException: what building it raised (again on the next call, which tries anew).
         """
-        if self._built is None:
-            if self._thread is not None:
-                self._thread.join()
-                self._thread, failed, self._failed = None, self._failed, None
-                if failed is not None:
-                    raise failed
-            if self._built is None:
-                self._built = self._build()
-        return self._built
+        return self._built.result()
 
     calls_tools = True  # a configured provider's model is taken to call tools
 
@@ -88,7 +67,8 @@ class BackgroundProvider:
         The chat's footer asks after every reply, also one cancelled while the client was
         still being built: it must not wait for the build.
         """
-        return self._built.server_window() if self._built is not None else None
+        built = self._built.made()
+        return built.server_window() if built is not None else None
 
 
 @contextmanager

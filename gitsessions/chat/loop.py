@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import ProviderError
 from ..rules import DEFAULT_MAX_STEPS
 from .provider import Completion, TextDelta
-from .tools import TOOL_SCHEMAS
 
 if TYPE_CHECKING:
     from .tools.toolset import Answer, Prepared, Toolset
@@ -107,8 +106,9 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
         provider: the model.
         prompt: the user's message.
         max_steps: bound on model requests in this turn.
-        tools: tool schemas offered (default: ``toolset``'s).
-        toolset: what runs the calls and which may run unasked (default: the clock alone).
+        tools: tool schemas offered (default: ``toolset``'s; none without one).
+        toolset: what runs the calls and which may run unasked (None: no tool; a call the
+            model makes anyway is answered "unknown tool").
         permit: asks the user about a call that needs approval (None: no one to ask, such
             a call is denied unless approved beforehand); each decision is a ``tool/permission``.
         model: the model of the requests (None: the provider's); the session's ``session/model``
@@ -121,10 +121,8 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
     Returns:
         How the turn ended.
     """
-    if toolset is None:
-        tools = TOOL_SCHEMAS if tools is None else tools
-    else:
-        tools = toolset.schemas if tools is None else tools
+    if tools is None and toolset is not None:
+        tools = toolset.schemas
     request: dict[str, Any] = {k: v for k, v in (("model", model), ("options", options)) if v}  # none: defaults
     model = model or provider.model
     session.append("turn/start", {"turn": session.next_turn})

@@ -6,8 +6,10 @@ import contextlib
 import gc
 import io
 import os
+import secrets
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,19 +17,15 @@ import typer
 from .. import __version__
 from ..errors import NoCurrentSession, RemoteError
 from ..events import make_header
-from ..render import terminal_safe
-from ..store import GitStore
-from .admin import pack_in_background
 from .common import Context, WaitCommand, WaitOption, err, short
-from .remote import push_in_background
-from .rendered import recap_drawer
-from .stream import rendered_replies
-from .tools import approver, terminal_answers, tools_line, toolset_for
+from .faces import FirstLine, chat_faces, drawn_first, session_picker
+from .tools import OneTurnTools, OneTurnYes, approver, terminal_answers, tools_line, toolset_for
 
 if TYPE_CHECKING:
-    from ..redo import Spot
+    from prompt_toolkit.completion import Completer
+
     from ..repl import Repl
-    from ..store import SessionInfo
+    from ..store import GitStore
 
 app = typer.Typer()
 
@@ -36,13 +34,12 @@ def _header(session_id: str) -> dict:
     return make_header(session_id, cwd=os.getcwd(), generator=f"gitsessions {__version__}")
 
 
-def _latest_session(ctx: Context) -> str:
+def _latest_session(store: GitStore) -> str:
     """The session ``gs chat -c`` continues: the current one (HEAD's), else the one saved last."""
-    with ctx.store() as store:
-        current = store.current()
-        if current is not None:
-            return current
-        infos = store.list_sessions()
+    current = store.current()
+    if current is not None:
+        return current
+    infos = store.list_sessions()
     if not infos:
         raise NoCurrentSession("chat -c", sessions=False)
     return max(infos, key=lambda i: i.time).session_id
@@ -100,7 +97,7 @@ def chat(
                                               help="Show the last N turns of an earlier conversation on "
                                               "opening it (default: 1 on a terminal, 0 when piped).")] = None,
     tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
-        "Tools the model may use: read, write, shell (or all; also config tools:). Reads run inside the "
+        "Tools the model may use: read, write, shell, time (or all; also config tools:). Reads run inside the "
         "working directory; every write and command asks first."))] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Run every write and command without asking "
                                       "(also config permissions: {allow: [...]}).")] = False,
@@ -121,10 +118,8 @@ def chat(
         gs chat work --recap 3              # open 'work' showing its last 3 turns
         gs chat --tools read,write          # the model may read files, and edit them when you allow
     """
-    from ..chat.compaction import auto_compaction
     from ..chat.connect import BackgroundProvider, connect
-    from ..repl import Repl
-    from ..rules import new_session_id
+    from ..later import Later
 
     c: Context = ctx.obj
     if sum((cont, resume, session is not None)) > 1:
@@ -134,27 +129,41 @@ def chat(
     if resume and not interactive:
         raise typer.BadParameter("--resume picks from a list on a terminal; name the SESSION instead "
                                  "(gs list shows them) or use --continue")
-    with c.store() as store:
-        _pull_on_open(c, store)
-        faces: dict = {}  # what the chat asks of a terminal: editing a prompt, the pickers
-        if interactive:
-            faces = {"pick_session": _session_picker(c, store), "pick_spot": _spot_picker}
-        picked = faces["pick_session"]() if resume else None  # Ctrl+C here: gs exits 130
-        faces = {name: _ctrl_c_cancels(pick) for name, pick in faces.items()}  # in the chat it cancels the list
-        faces["copy"] = _copy  # /copy, on a terminal or not
+    path = c.store_path()  # checked here: it may print, and the store may be opened behind the prompt
+    stores = Later(lambda: c.open_store(path), name="gs-store")
+    with contextlib.ExitStack() as stack:
+        # Opened now when what comes before the prompt reads it (the session's name, a pull),
+        # else behind the first prompt.
+        first = not interactive or resume or cont or c.config.sync_pull == "on-open"
+        if first:
+            store = stack.enter_context(stores.result())
+            _pull_on_open(c, store)
+        picked = session_picker(c, store)() if resume else None  # Ctrl+C here: gs exits 130
         if resume and picked is None:
             err("nothing opened (gs chat -r lists the sessions again)")
             return
-        sid = picked or (_latest_session(c) if cont else (session or new_session_id(store)))
+        sid = picked or (_latest_session(store) if cont else session)
+        drawn = None if sid else secrets.token_hex(4)  # a new session's id, checked once the store is open
+        # A plain name's session is opened behind the first prompt; one opened after a wait, or
+        # a past revision (forked: its id is known once it is open) before it.
+        behind = interactive and not wait and fork_as is None and not any(ch in (sid or "") for ch in "~^@")
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
         built: list[Repl] = []  # the chat once built: the prompt's history reads its session
+        tab: list[Completer] = []  # what Tab completes, once the store is open
+        ready = threading.Event()  # set when the session is open, or failed to open
+
+        def completer() -> Completer | None:
+            ready.wait()  # a Tab right after the prompt is drawn: for the little the opening takes
+            return tab[0] if tab else None
+
         if interactive:
             from .prompt import terminal_io
 
-            keys, read_line, write, faces["edit"] = terminal_io(
-                c, store, on_shown=lambda: [start() for start in shown],
-                session=lambda: built[0].session if built else None)
+            keys, faces = terminal_io(c, on_shown=lambda: [start() for start in shown],
+                                      session=lambda: built[0].session if built else None,
+                                      completer=completer, opened=ready.wait)
+            read_line, write, show = faces.read_line, faces.write, faces.show
             answers = terminal_answers(keys)
             if toolset is not None:
                 toolset.running = keys.cancellable  # Ctrl+C stops a command as it cancels a reply
@@ -166,43 +175,92 @@ def chat(
 
             answers = read_line  # behind a pipe the next line answers a tool's question
 
+            answers = read_line  # behind a pipe the next line answers a tool's question
+
             def write(text: str) -> None:
                 sys.stdout.write(text)
                 sys.stdout.flush()
 
+            show = write
         # On a terminal the model client is built while the user types (see BackgroundProvider).
-        with connect(c.config, model=model, notify=err, background=interactive) as provider:
-            # A long-lived chat collects cycles as usual (main() turned that off for start-up),
-            # from when the model client is built.
-            if isinstance(provider, BackgroundProvider):
-                shown.append(lambda: provider.start(then=gc.enable))
-            else:
-                gc.enable()
-            render = c.config.render and not raw
-            repl = Repl(store, keys.guard(provider) if keys else provider, sid,
-                        read_line=read_line, write=write, new_header=_header, system=c.config.system,
-                        max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                        warnings=c.warnings, wait=c.lock_wait(wait),
-                        reply=rendered_replies(c.output, render) if interactive else None,
-                        recap=(1 if interactive else 0) if recap is None else recap,
-                        draw_recap=recap_drawer(c.output, render) if interactive else None,
-                        model=model, config=c.config, footer=interactive,
-                        compaction=auto_compaction(c.config), toolset=toolset, save_behind=interactive,
-                        permit=approver(write, answers, c.redactor()) if toolset else None, **faces)
-            built.append(repl)
-            if system is not None and repl.session is not None:
-                repl.session.set_system(system)
-            if interactive and repl.session is not None:
-                write(f"gs {__version__} · session {repl.session.id} · model {repl.current_model()} · "
-                      "/help for commands\n")
-            if toolset is not None:  # which tools are on, or that this model can use none
-                from ..request import offered_tools
+        provider = stack.enter_context(connect(c.config, model=model, notify=err, background=interactive))
+        render = c.config.render and not raw
+        replay = FirstLine(read_line)
 
-                note = offered_tools(provider.calls_tools, None, asked=True)[1]
-                write(f"({note})\n" if note else tools_line(toolset))
-            with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
-                    contextlib.closing(lines) if not interactive else contextlib.nullcontext():
-                repl.run()  # a pipe's reader is closed (sys.stdin detached) here, not whenever it is collected
+        def open_chat() -> Repl:  # in a thread when behind the prompt: what it writes is shown above it
+            from ..chat.compaction import auto_compaction
+            from ..repl import Repl
+            from ..rules import new_session_id
+            from .rendered import recap_drawer
+            from .stream import rendered_replies
+
+            store = None
+            try:
+                store = stores.result()
+                opened = Repl(store, keys.guard(provider) if keys else provider,
+                              sid or new_session_id(store, token_hex=drawn_first(drawn)), read_line=replay,
+                              write=write, new_header=_header, system=c.config.system,
+                              max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
+                              warnings=c.warnings, wait=c.lock_wait(wait),
+                              reply=rendered_replies(c.output, render) if interactive else None,
+                              recap=(1 if interactive else 0) if recap is None else recap,
+                              draw_recap=recap_drawer(c.output, render, show) if interactive else None,
+                              model=model, config=c.config, footer=interactive,
+                              compaction=auto_compaction(c.config), toolset=toolset, save_behind=interactive,
+                              permit=approver(write, answers, c.redactor()) if toolset else None,
+                              **chat_faces(c, store, faces.edit if interactive else None))
+                built.append(opened)
+                if system is not None and opened.session is not None:
+                    opened.session.set_system(system)
+                if interactive and opened.session is not None:  # above the first prompt when behind it
+                    write(f"gs {__version__} · session {opened.session.id} · model {opened.current_model()} · "
+                          "/help for commands\n")
+                if toolset is not None:  # which tools are on, or that this model can use none
+                    from ..request import offered_tools
+
+                    note = offered_tools(provider.calls_tools, None, asked=True)[1]
+                    write(f"({note})\n" if note else tools_line(toolset))
+                if interactive:
+                    from ..slash import COMMANDS
+                    from .complete import ChatCompleter
+
+                    tab.append(ChatCompleter(store, COMMANDS))
+                if behind:
+                    opened.show_recap()
+            except BaseException:
+                if store is not None and not first:
+                    store.close()
+                if behind:
+                    faces.leave()  # the prompt ends; the error is raised where the chat waits for it
+                raise
+            finally:
+                ready.set()
+            return opened
+
+        opening = Later(open_chat, name="gs-open")
+        # A long-lived chat collects cycles as usual (main() turned that off for start-up),
+        # from when the model client is built: in the background, once the session is open.
+        if not isinstance(provider, BackgroundProvider):
+            gc.enable()
+        build = provider.start if isinstance(provider, BackgroundProvider) else lambda then: None
+        if behind:
+            shown.append(lambda: opening.start(then=lambda: build(then=gc.enable)))
+        else:
+            opening.result()
+            shown.append(lambda: build(then=gc.enable))
+        with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
+                contextlib.closing(lines) if not interactive else contextlib.nullcontext():
+            if behind:
+                replay.read(f"{sid or drawn} › ")  # drawn before the session is open; the line waits for it
+            repl = opening.result()
+            if not first:
+                stack.enter_context(repl.store)
+            write("")  # what the opening wrote after the first prompt ended, before what comes next
+            repl.run(recap=not behind)  # a pipe's reader is closed (sys.stdin detached) here, not when collected
+        from .admin import pack_in_background
+        from .remote import push_in_background
+
+        store = stores.result()  # the chat's, opened by now
         pack_in_background(store)
         push_in_background(c, store)
         saved = [s for s in repl.visited if store.tip(s)]
@@ -212,87 +270,6 @@ def chat(
             err("nothing was saved (no turns)")
     if not interactive and repl.failed_turns:
         raise typer.Exit(1)  # a script learns that some prompts got no reply
-
-
-def _session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
-    """The picker of ``gs chat -r`` and ``/open``: sessions newest first, filtered by title or prompt.
-
-    Listing reads tip commits only (no log); the prompts are searched through the search
-    index, in a thread of its own with a store of its own, once the filter has 3 characters.
-    Built before the chat's first prompt, it imports what it needs when it is first shown.
-    """
-    path = c.repo_path()
-
-    def search(query: str) -> set[str]:
-        from ..search_index import lookup
-
-        with GitStore(path) as own:
-            targets: list[tuple[str, str, bool]] = [(sid, tip, False) for sid, tip in own.tips().items()]
-            found = lookup(own, path / "gs" / "search.sqlite", targets, query, complete=frozenset({False}))
-        return {key[0] for key, hits in (found or {}).items() if any(hit[2] == "user" for hit in hits)}
-
-    def pick_session() -> str | None:
-        from ..history import list_sessions
-        from ..render import fork_label, local_time, plural
-        from ..tree import first_prompt  # gs tree's own rule for a fork's first prompt
-        from .picker import pick
-
-        infos = sorted(list_sessions(store, redactor=c.redactor(), warnings=c.warnings),
-                       key=lambda i: i.time, reverse=True)
-        if not infos:
-            err("no sessions yet; start one with: gs chat")
-            return None
-        width = min(24, max(len(i.session_id) for i in infos))
-
-        def title(info: SessionInfo) -> str:  # the trailer as it is: no parse of every row's trailers
-            return info.message.trailers.get("Title", "")
-
-        titles = {i.session_id: title(i) for i in infos}
-        labels: dict[str, str] = {}
-
-        def label(info: SessionInfo) -> str:  # as gs tree names it: a fork by its own first prompt
-            if info.session_id not in labels:
-                lineage = info.message.fields.forked_from
-                up = titles.get(lineage.session_id) if lineage else None
-                own = first_prompt(store, info.tip, lineage.commit) if lineage and up == title(info) else None
-                labels[info.session_id] = fork_label(title(info), own, up)
-            return labels[info.session_id]
-
-        def line(info: SessionInfo) -> str:  # drawn for the rows on screen only
-            turns = plural(info.message.fields.turn or 0, "turn")
-            return (f"{info.session_id:<{width}}  {local_time(info.time) if info.time else '-':<16}  "
-                    f"{turns:>9}  {terminal_safe(label(info))}")
-
-        chosen = pick(infos, line, title="Open which session? ↑↓ move · Enter opens · Esc cancels · type to filter",
-                      match=lambda i: f"{i.session_id} {title(i)}", key=lambda i: i.session_id, search=search)
-        return chosen.session_id if chosen is not None else None
-
-    return pick_session
-
-
-def _copy(text: str) -> str:
-    """``/copy``'s clipboard (see :func:`.clipboard.copy`), imported when first used."""
-    from .clipboard import copy
-
-    return copy(text)
-
-
-def _ctrl_c_cancels(pick: Callable[..., object]) -> Callable[..., object]:
-    """``pick`` for the chat: Ctrl+C in the list cancels it as Esc does (None), the chat goes on."""
-    def cancellable(*args: object) -> object:
-        try:
-            return pick(*args)
-        except KeyboardInterrupt:
-            return None
-    return cancellable
-
-
-def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
-    """The picker of ``/tree``: the family's sessions and turns, the current one selected."""
-    from .picker import pick
-
-    return pick(spots, lambda s: terminal_safe(s.label), selected=selected,
-                title="Jump where? ↑↓ move · Enter opens (a past turn: what you send forks) · Esc cancels")
 
 
 @app.command(cls=WaitCommand)
@@ -311,10 +288,8 @@ def ask(
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="The reply as the model wrote it, not rendered "
                                       "(also config render: false; never rendered when piped).")] = False,
-    tools: Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
-        "Tools the model may use: read, write, shell (or all; also config tools:). A write or a command "
-        "runs only with --yes or config permissions: {allow: [...]}."))] = None,
-    yes: Annotated[bool, typer.Option("--yes", help="Run every write and command the model asks for.")] = False,
+    tools: OneTurnTools = None,
+    yes: OneTurnYes = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
@@ -367,6 +342,8 @@ def retry(
     fork_as: Annotated[str | None, typer.Option("--fork", help="The new attempt's session id (default: REV-N).",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
+    tools: OneTurnTools = None,
+    yes: OneTurnYes = False,
     wait: WaitOption = 0.0,
 ) -> None:
     """Ask the model again for the last turn's prompt of REV, in a new sibling fork.
@@ -377,12 +354,14 @@ def retry(
     Examples:
         gs retry work                       # the last turn again, in work-1
         gs retry work~1 --fork work-b       # the turn before, as work-b
+        gs retry work --tools read,shell --yes
     """
     from ..history import read_revision
     from ..redo import attempt_at, open_attempt, where_both_live
     from .one_turn import send_one
 
     c: Context = ctx.obj
+    toolset = toolset_for(c, tools, yes)
     with c.store() as store:
         _pull_on_open(c, store)
         target = read_revision(store, rev, c.redactor(), c.warnings)
@@ -391,4 +370,4 @@ def retry(
                                wait=c.lock_wait(wait))
         err(where_both_live(attempt, target.session_id, session.id, f"gs chat {target.session_id}",
                             as_turn=session.next_turn))
-        send_one(c, store, session, attempt.prompt, model)
+        send_one(c, store, session, attempt.prompt, model, toolset=toolset)

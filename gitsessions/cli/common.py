@@ -11,20 +11,21 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..config import Config, default_repo_path, key_file_exposed, load_config
 from ..errors import RepoError
-from ..redact import Redactor
-from ..store import GitStore, privacy
-from ..store.git import DEFAULT_IDENTITY
-from ..store.hooks import CommitHooks
+from ..store import privacy
 from ..store.lock import LockWait
 from .background import take_failures
 from .help import Command
 from .output import Output
+
+if TYPE_CHECKING:  # the backend (and dulwich) is imported when a store is opened: the chat does it behind its prompt
+    from ..redact import Redactor  # (and the redactor when it is built: its detectors compile their shapes)
+    from ..store import GitStore
 
 #: How long a bare ``--wait`` waits for another writer of the session (seconds).
 DEFAULT_WAIT_S = 60.0
@@ -100,6 +101,8 @@ class Context:
                 return f"{name} <{email}>"
         except (KeyError, OSError, ValueError):
             pass
+        from ..store.git import DEFAULT_IDENTITY
+
         return DEFAULT_IDENTITY
 
     def redactor(self) -> Redactor | None:
@@ -121,11 +124,37 @@ class Context:
         """Open the session store (the repo itself is created on first write).
 
         Raises:
-            RepoError: the repo path is a file or a folder holding something else.
+            RepoError: the repo path is a file, a folder holding something else, or another
+                account's (see :meth:`store_path`).
         """
-        self.redactor()  # a bad redact pattern is refused before anything is read or written
+        return self.open_store(self.store_path())
+
+    def store_path(self) -> Path:
+        """The session repo, checked as :meth:`store` checks it before opening it.
+
+        The config is read (a bad redact pattern refused), the umask set from the repo's
+        sharing, and a repo others can read warned of (once a run). The redactor is built by
+        :meth:`open_store`, before anything is written. The chat does this before its first prompt,
+        since it may print, and opens the store (:meth:`open_store`) behind the prompt.
+
+        Raises:
+            ConfigError: the config cannot be read (a redact pattern is not a valid regular expression).
+            RepoError: the repo belongs to another account that is not trusted.
+        """
         path = self.repo_path()
         self._keep_private(path)
+        return path
+
+    def open_store(self, path: Path) -> GitStore:
+        """Open the store at ``path`` (from :meth:`store_path`); prints nothing, so it may run in a thread.
+
+        Raises:
+            RepoError: the repo path is a file or a folder holding something else.
+        """
+        from ..store.git import GitStore
+        from ..store.hooks import CommitHooks
+
+        self.redactor()  # built (or refused) before a session is read or written
         hooks = CommitHooks(path, os.environ, self.warnings)
         store = GitStore(path, identity=self.identity(), hooks=hooks)
         store.check_path()

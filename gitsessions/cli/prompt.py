@@ -8,28 +8,44 @@ that act while a reply is on its way are :mod:`.terminal`'s.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
 from ..events import clean_text
 from ..render import terminal_safe
-from ..repl import fork_origin
-from ..slash import COMMANDS
-from .complete import ChatCompleter
 from .terminal import ReplyKeys
 
 if TYPE_CHECKING:
+    from prompt_toolkit.completion import Completer
+
     from ..session import Session
-    from ..store import GitStore
     from .common import Context
 
 
-def terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
-                session: Callable[[], Session | None]) -> tuple[Any, ...]:
+class PromptFaces(NamedTuple):
+    """What the chat's prompt gives the chat on a terminal (:func:`prompt_io`)."""
+
+    #: ``read_line(prompt)``: the line typed (raises KeyboardInterrupt or EOFError to leave).
+    read_line: Callable[[str], str | None]
+    #: ``write(text)``: text for the user, control characters made visible.
+    write: Callable[[str], None]
+    #: ``edit(prompt, text, use_editor)``: ``/edit``'s input (None: cancelled).
+    edit: Callable[[str, str, bool], str | None]
+    #: ``show(text)``: text as it is (terminal escapes kept: a rendered recap).
+    show: Callable[[str], None]
+    #: ``leave()``: ends the prompt on the screen, as Ctrl+D does (from any thread).
+    leave: Callable[[], None]
+
+
+def terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[], Session | None],
+                completer: Callable[[], Completer | None],
+                opened: Callable[[], object] = lambda: None) -> tuple[ReplyKeys, PromptFaces]:
     """The chat's faces on a real terminal: its keys, and a prompt_toolkit prompt with history.
 
     The line history is ``gs/prompt-history`` in the session repo, redacted as everything
@@ -37,20 +53,21 @@ def terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
 
     Args:
         c: the command's context (config, redactor, repo path).
-        store: the session store, whose sessions and revisions Tab completes after ``/open``.
         on_shown: called once, when the first prompt has been drawn.
         session: the chat's current session (None before there is one): Up and Down walk
             its prompts first, and the prompt of a fork says where it came from.
+        completer: what Tab completes (None: nothing).
+        opened: waits until the chat's session is open (or failed to open): the line history
+            waits for it, in a thread of its own, before it gives this session's prompts.
 
     Returns:
-        ``(keys, read_line, write, edit)``: the :class:`ReplyKeys`, then :func:`prompt_io`'s.
+        ``(keys, faces)``: the :class:`ReplyKeys`, and :func:`prompt_io`'s faces.
     """
-    redactor = c.redactor()
-
     class RedactedHistory(FileHistory):
         """Line history on disk, with secrets replaced like everything else gs stores."""
 
         def store_string(self, string: str) -> None:
+            redactor = c.redactor()  # built by then (the chat's store is open), not before the prompt
             super().store_string(redactor.text(string) if redactor else string)
 
     history_path = c.repo_path() / "gs" / "prompt-history"
@@ -61,17 +78,24 @@ def terminal_io(c: Context, store: GitStore, on_shown: Callable[[], object],
         history = InMemoryHistory()
 
     def prompts() -> list[str]:
+        opened()
         now = session()
         return [] if now is None else [str(e.data.get("content", "")) for e in now.events if e.type == "user/message"]
 
+    from prompt_toolkit.completion import DynamicCompleter
+
     keys = ReplyKeys()
-    return (keys, *prompt_io(SessionFirstHistory(history, prompts), clean_text, terminal_safe, keys,
-                             on_shown=on_shown, completer=ChatCompleter(store, COMMANDS),
-                             note=lambda: _origin(session())))
+    return keys, prompt_io(SessionFirstHistory(history, prompts), clean_text, terminal_safe, keys,
+                           on_shown=on_shown, completer=DynamicCompleter(completer),
+                           note=lambda: _origin(session()))
 
 
 def _origin(session: Session | None) -> str | None:
-    return None if session is None else fork_origin(session)
+    if session is None:
+        return None
+    from ..repl import fork_origin  # imported by then (the session is open)
+
+    return fork_origin(session)
 
 
 class SessionFirstHistory(History):
@@ -89,12 +113,18 @@ class SessionFirstHistory(History):
         super().__init__()
         self.lines = lines
         self.prompts = prompts
+        #: Whether the lines of this prompt are all given (Up and Down wait for them).
+        self.loaded = False
 
     async def load(self) -> AsyncGenerator[str, None]:
         """Yield this session's prompts, then the other lines, newest first (as prompt_toolkit asks)."""
+        import asyncio
+
+        self.loaded = False
         seen: set[str] = set()
         merged: list[str] = []
-        for text in reversed(self.prompts()):
+        prompts = await asyncio.get_running_loop().run_in_executor(None, self.prompts)  # may wait for the session
+        for text in reversed(prompts):
             if text not in seen:
                 seen.add(text)
                 merged.append(text)
@@ -105,6 +135,7 @@ class SessionFirstHistory(History):
         self._loaded_strings = merged  # what get_strings() gives (Alt+. and the like)
         for text in merged:
             yield text
+        self.loaded = True
 
     def append_string(self, string: str) -> None:
         """Add a line sent at the prompt (kept by ``lines``)."""
@@ -122,9 +153,8 @@ class SessionFirstHistory(History):
 
 def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], str],
               keys: ReplyKeys, on_shown: Callable[[], object] | None = None, completer: Any = None,
-              note: Callable[[], str | None] | None = None
-              ) -> tuple[Callable[[str], str | None], Callable[[str], None], Callable[[str, str, bool], str | None]]:
-    """Return ``(read_line, write, edit)`` for a chat on a terminal (prompt_toolkit with history).
+              note: Callable[[], str | None] | None = None) -> PromptFaces:
+    """Return the faces of a chat on a terminal (prompt_toolkit with history; see :class:`PromptFaces`).
 
     The prompt's keys are the shell's (:func:`_chat_keys`): Enter sends, Alt+Enter or Esc
     Enter starts a new line (a bracketed paste is inserted as it is: one prompt), Ctrl+C
@@ -134,6 +164,11 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
     ``edit(prompt, text, use_editor)`` is ``/edit``'s: ``text`` prefilled in an input of
     several lines (Enter sends, Alt+Enter or Esc Enter starts a new line, Ctrl+C cancels),
     or in ``$VISUAL``/``$EDITOR`` when asked or when ``text`` is long (:func:`edit_in_editor`).
+
+    ``write``, ``show`` and ``leave`` may be called from another thread (the chat opens its
+    session behind its first prompt): what is written while a prompt is up is printed above
+    it, in the prompt's own thread (prompt_toolkit's ``run_in_terminal``), else before the
+    next prompt or write of this thread.
 
     Args:
         history: the prompt_toolkit history of earlier lines.
@@ -150,7 +185,8 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
 
     # enable_suspend: Ctrl+Z at the prompt stops the process (the shell's fg resumes it).
     session: PromptSession[str] = PromptSession(history=history, enable_suspend=True, multiline=True,
-                                                key_bindings=_chat_keys(), prompt_continuation=_continuation,
+                                                key_bindings=_chat_keys(lambda: getattr(history, "loaded", True)),
+                                                prompt_continuation=_continuation,
                                                 completer=completer, complete_while_typing=False,
                                                 rprompt=lambda: _note(note))
     fd = sys.stdin.fileno()
@@ -163,15 +199,58 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
 
         session.app.after_render += after_render
 
+    owner = threading.current_thread()
+    waiting: list[str] = []  # text another thread wrote, printed by this one
+
+    def flush() -> None:
+        while waiting:
+            sys.stdout.write(waiting.pop(0))
+        sys.stdout.flush()
+
+    def in_prompt(call: Callable[[], object]) -> None:
+        """Run ``call`` in the prompt's thread if a prompt is up (else it is not run)."""
+        loop = session.app.loop
+        if loop is not None and session.app.is_running:
+            with contextlib.suppress(RuntimeError):  # the prompt ended and its loop closed meanwhile
+                loop.call_soon_threadsafe(call)
+
+    def above() -> None:  # in the prompt's thread
+        from prompt_toolkit.application import run_in_terminal
+        from prompt_toolkit.application.current import set_app
+
+        if waiting and session.app.is_running:
+            with set_app(session.app):  # (a callback from another thread runs outside the prompt's context)
+                run_in_terminal(flush)
+
+    def show(text: str) -> None:
+        if threading.current_thread() is not owner:
+            waiting.append(text)
+            in_prompt(above)
+            return
+        flush()
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def leave() -> None:
+        def end() -> None:
+            future = session.app.future
+            if session.app.is_running and future is not None and not future.done():
+                session.app.exit(exception=EOFError)
+
+        in_prompt(end)
+
     def read_line(prompt: str) -> str | None:
+        flush()
         keys.prompt_starts()
-        line = session.prompt(prompt)
+        try:
+            line = session.prompt(prompt)
+        finally:
+            flush()
         keys.prompt_ended(session.input, fd)
         return clean(line)
 
     def write(text: str) -> None:
-        sys.stdout.write(safe(text))
-        sys.stdout.flush()
+        show(safe(text))
 
     editor: list[PromptSession[str]] = []  # its own session: prompt() remembers its options
 
@@ -191,7 +270,7 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         keys.prompt_ended(editor[0].input, fd)
         return clean(line)
 
-    return read_line, write, edit
+    return PromptFaces(read_line, write, edit, show, leave)
 
 
 #: A prompt of more lines than this (or than half the terminal) is edited in ``$EDITOR``.
@@ -209,13 +288,26 @@ def _continuation(width: int, _line: int, _soft: int) -> str:
     return "…".rjust(width - 1) + " "
 
 
-def _chat_keys() -> Any:
+def _chat_keys(loaded: Callable[[], bool]) -> Any:
     """Key bindings of the chat's prompt: :func:`_send_on_enter`'s, and Ctrl+C as a shell has it.
 
     Ctrl+C on a half-typed line clears it (bash, python and Claude Code do); on an empty
-    line it leaves the chat, as it always did.
+    line it leaves the chat, as it always did. Up and Down pressed before the line history
+    is ``loaded`` (at the first prompt, it waits for the session being opened) wait for it.
     """
+    from prompt_toolkit.filters import Condition
+
     kb = _send_on_enter()
+
+    @kb.add("up", filter=Condition(lambda: not loaded()))
+    @kb.add("down", filter=Condition(lambda: not loaded()))
+    async def _walk_when_loaded(event: Any) -> None:
+        import asyncio
+
+        while not loaded():
+            await asyncio.sleep(0.01)
+        buffer = event.current_buffer
+        (buffer.auto_up if event.key_sequence[0].key == "up" else buffer.auto_down)(count=event.arg)
 
     @kb.add("c-c")
     def _clear_or_leave(event: Any) -> None:

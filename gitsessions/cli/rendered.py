@@ -111,17 +111,21 @@ def compact(items: Iterable[view.Item], out: Output, indent: str = "    ") -> st
     return _take(buffer)
 
 
-def recap_drawer(out: Output, render: bool) -> Callable[[Sequence[Entry]], None] | None:
+def recap_drawer(out: Output, render: bool, show: Callable[[str], None]) -> Callable[[Sequence[Entry]], None] | None:
     """What shows the chat's recap (:mod:`gitsessions.recap`) on this terminal, or None for plain lines.
 
-    Rendered as the chat renders its replies (:func:`.stream.renders`). rich is imported
-    by the first recap drawn: only a session with turns pays for it before the first prompt.
+    Rendered as the chat renders its replies (:func:`.stream.renders`), into a text that
+    ``show`` prints: the chat draws the recap behind its first prompt, in another thread,
+    and prints it above the prompt. rich is imported by the first recap drawn.
     """
     if not renders(out, render):
         return None
 
     def draw(entries: Sequence[Entry]) -> None:
-        recap(entries, out.console())
+        console = out.console()
+        with console.capture() as drawn:
+            recap(entries, console)
+        show(drawn.get())
 
     return draw
 

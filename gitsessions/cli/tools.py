@@ -9,9 +9,10 @@ shown of a call is redacted as the session's events are (the same redactor).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -31,6 +32,12 @@ ANSWERS = {"y": "once", "yes": "once", "once": "once", "a": "session", "always":
 #: Longest preview (a diff, a command) shown before the question, lines; the rest is counted.
 PREVIEW_LINES = 40
 
+#: ``--tools`` and ``--yes`` of the one-turn commands (``gs ask``, ``gs retry``): no one is asked there.
+OneTurnTools = Annotated[str | None, typer.Option("--tools", metavar="LIST", show_default=False, help=(
+    "Tools the model may use: read, write, shell, time (or all; also config tools:). A write or a command "
+    "runs only with --yes or config permissions: {allow: [...]}."))]
+OneTurnYes = Annotated[bool, typer.Option("--yes", help="Run every write and command the model asks for.")]
+
 
 def toolset_for(c: Context, tools: str | None, yes: bool) -> Toolset | None:
     """The tools of this chat: ``--tools`` (else ``tools:`` in the config), ``--yes``, ``permissions:``.
@@ -40,8 +47,10 @@ def toolset_for(c: Context, tools: str | None, yes: bool) -> Toolset | None:
         tools: ``--tools``' value (comma-separated groups or tools; None: the config's).
         yes: ``--yes``: every write and command runs without asking.
 
+    A command gets gs's environment without the variables redaction treats as secret.
+
     Returns:
-        The toolset, or None when no opt-in tool is on (the chat offers the clock alone).
+        The toolset, or None when no tool is on (a request offers none).
 
     Raises:
         typer.BadParameter: ``--tools`` names an unknown tool (exit 2).
@@ -65,19 +74,25 @@ def toolset_for(c: Context, tools: str | None, yes: bool) -> Toolset | None:
         allow = expand(c.config.allow_tools, "permissions.allow")
     except ValueError as exc:
         raise ConfigError(str(c.config.path), str(exc)) from None
+    from ..redact import is_secret_name
+
     workspace = Workspace(Path.cwd(), c.config.tool_paths, backups=c.repo_path() / "gs" / "backups")
-    return Toolset(enabled, workspace, allow=allow, yes=yes)
+    env = {name: value for name, value in os.environ.items() if not is_secret_name(name)}  # no API key
+    return Toolset(enabled, workspace, allow=allow, yes=yes, env=env)
 
 
 def tools_line(toolset: Toolset) -> str:
     """The line a chat with tools starts with: which are on and what asks first."""
-    asking = [name for name in toolset.enabled if name in ("write_file", "edit_file", "run_command")]
+    from ..chat.tools.toolset import ASKING, GROUPS
+
     if toolset.yes:
         rule = "--yes: every call runs without asking"
-    elif asking:
+    elif ASKING.intersection(toolset.enabled):
         rule = "writes and commands ask first"
-    else:
+    elif set(GROUPS["read"]).intersection(toolset.enabled):
         rule = "reads run inside the working directory"
+    else:
+        rule = "it runs without asking"  # the clock alone
     return f"(tools: {', '.join(toolset.enabled)} · {rule} · in {toolset.workspace.root})\n"
 
 

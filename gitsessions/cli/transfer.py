@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -17,7 +17,9 @@ from ..history import read_revision
 from ..render import plural
 from ..tree import rev_or_current
 from ..turns import turn_count
+from .admin import pack_in_background
 from .common import Context, err, short
+from .import_progress import ImportProgress
 
 app = typer.Typer()
 
@@ -118,6 +120,9 @@ class _Tally:
     sessions: int = 0
     turns: int = 0
     skipped: int = 0
+    #: The sessions holding conversations, read once for every file of the run.
+    index: transfer.SourceIndex = field(default_factory=transfer.SourceIndex)
+    progress: ImportProgress | None = None  # the bar on a terminal
 
 
 def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
@@ -125,6 +130,8 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
     """Import one file and say what it gave; a failure is counted (raised when it is the only file)."""
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
     tally.files += 1
+    if tally.progress is not None:
+        tally.progress.next_file()
     try:
         source, data = _read_file(file)
         plan = transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file))
@@ -134,7 +141,9 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         transfer.check_plan(plan, as_id)
         with c.store() as store:
             result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
-                                           redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths)
+                                           redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
+                                           index=tally.index,
+                                           progress=tally.progress.conversations if tally.progress else None)
     except transfer.TransferError as exc:
         if alone:
             raise
@@ -162,7 +171,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         if any(how != "same" for _, how, _ in outcomes):
             for note in conv.notes:
                 err(f"  note: {note}")
-    if result.conversations and tally.sessions == before and not found:
+    if result.conversations and tally.sessions == before and alone:  # of many, the summary says it once
         err(f"nothing new in {source}")
     tally.skipped += len(plan.skipped) + len(result.clashes)
     for skip in plan.skipped:
@@ -174,7 +183,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
 
 
 def _summary(tally: _Tally, found: bool) -> None:
-    if found and not tally.sessions and not tally.failed:
+    if (found or tally.files > 1) and not tally.sessions and not tally.failed:
         err("nothing new")
     err(f"{plural(tally.files, 'file')}{f' ({tally.failed} failed)' if tally.failed else ''}, "
         f"{plural(tally.sessions, 'session')} written, {plural(tally.turns, 'turn')}, {tally.skipped} skipped")
@@ -282,15 +291,18 @@ def import_(
     paths = _discovered(fmt.value) if found else list(files or [])
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
-    tally = _Tally()
+    tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)))
     for file in paths:
         _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                      alone=len(paths) == 1 and not found and not watch, found=found)
+    if tally.sessions:
+        with c.store() as store:
+            pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
     if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
         _summary(tally, found)
     if watch:
         def again(changed: list[str]) -> None:
-            round_tally = _Tally()
+            round_tally = _Tally(index=tally.index)
             for file in changed:
                 _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
                              alone=False, found=True)

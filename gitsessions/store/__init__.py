@@ -5,16 +5,16 @@ Nothing in this package imports typer, rich, prompt_toolkit or openai, or reads 
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
-from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot, TurnJournal, WriterLock
-from .git import GitStore
-from .journal import Journal, JournalContents
-from .lock import LockWait, SessionLock
-from .values import ReflogEntry
-
 if TYPE_CHECKING:
+    from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot, TurnJournal, WriterLock
+    from .git import GitStore
+    from .journal import Journal, JournalContents
+    from .lock import LockWait, SessionLock
     from .memory import MemoryStore
+    from .values import ReflogEntry
 
 __all__ = [
     "CommitInfo",
@@ -34,10 +34,23 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """``MemoryStore``, imported when first asked for: the CLI never uses it (tests and embedders do)."""
-    if name == "MemoryStore":
-        from .memory import MemoryStore
+#: Where each name of :data:`__all__` is defined. Each is imported when first asked for
+#: (PEP 562), so that a module of the package (``privacy``, ``lock``) comes without the
+#: backend and dulwich: the chat draws its prompt before it opens the store, and the CLI
+#: never uses ``MemoryStore`` (tests and embedders do).
+_HOMES = {
+    "CommitInfo": "base", "Revision": "base", "SessionInfo": "base", "SessionStore": "base", "Snapshot": "base",
+    "TurnJournal": "base", "WriterLock": "base", "GitStore": "git", "Journal": "journal",
+    "JournalContents": "journal", "LockWait": "lock", "SessionLock": "lock", "MemoryStore": "memory",
+    "ReflogEntry": "values",
+}
 
-        return MemoryStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> object:
+    """A name of :data:`__all__`, from its module (imported now if it was not)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # asked once
+    return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 from ..errors import InvalidEvent, NothingToRestore, SessionExists, SessionNotFound
@@ -96,6 +96,24 @@ class SessionStore(abc.ABC):
             ConcurrentUpdate: the session is no longer at ``expected_tip``.
             SessionExists: creating an id that exists (also differing only by case).
         """
+
+    def append_many(self, session_id: str, commits: Sequence[tuple[list[Event], CommitMessage, int | None]], *,
+                    expected_tip: str | None, header: dict | None = None) -> list[CommitId]:
+        """Save ``commits`` (``(events, message, author_time)`` each, oldest first) one after another.
+
+        As many :meth:`append` calls; a backend may write them at once (the git one: one pack,
+        one fsync, one ref move; see :mod:`.batch`). Returns their ids, oldest first.
+
+        Raises:
+            InvalidEvent, ConcurrentUpdate, SessionExists: as :meth:`append`.
+        """
+        out: list[CommitId] = []
+        tip = expected_tip
+        for events, message, author_time in commits:
+            tip = self.append(session_id, events, message, expected_tip=tip, header=header if tip is None else None,
+                              author_time=author_time)
+            out.append(tip)
+        return out
 
     @abc.abstractmethod
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,

@@ -21,6 +21,7 @@ from ..errors import ConcurrentUpdate, CorruptSession
 from ..events import Event
 from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
 from .base import CommitInfo, SessionStore
+from .batch import BatchWrites
 from .faults import writes
 from .hooks import subject_of
 from .journal import Journal
@@ -66,7 +67,7 @@ def _archive_ref(name: str) -> Ref:
     return Ref(_ARCHIVE + name.encode())
 
 
-class GitStore(RefLogs, SessionStore):
+class GitStore(BatchWrites, RefLogs, SessionStore):
     """Sessions as branches of a bare git repository.
 
     Args:
@@ -192,8 +193,8 @@ class GitStore(RefLogs, SessionStore):
             KeyError: no such object.
         """
         obj = self._commit(commit)
-        return CommitInfo(CommitId(commit), [_hex(p) for p in obj.parents], obj.commit_time,
-                          obj.commit_timezone, CommitMessage.decode(obj.message))
+        return CommitInfo(CommitId(commit), [_hex(p) for p in obj.parents], obj.commit_time, obj.commit_timezone,
+                          CommitMessage.decode(obj.message), obj.author_time, obj.author_timezone)
 
     def _verified_tips(self) -> set[str]:
         return self.state.verified()

@@ -171,7 +171,8 @@ class MemoryStore(SessionStore):
             KeyError: no such commit.
         """
         c = self._commits[CommitId(commit)]
-        return CommitInfo(CommitId(commit), list(c.parents), c.time, c.tz_offset, CommitMessage.decode(c.message))
+        return CommitInfo(CommitId(commit), list(c.parents), c.time, c.tz_offset, CommitMessage.decode(c.message),
+                          c.author_time, c.tz_offset if c.author_time == c.time else 0)  # a given date is UTC, as git's
 
     def read_raw(self, session_id: str, commit: str) -> bytes:
         """Return the log bytes at ``commit``.

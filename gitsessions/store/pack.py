@@ -63,7 +63,7 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def append_delta(base_len: int, target: bytes) -> bytes:
+def append_delta(base_len: int, target: bytes | memoryview) -> bytes:
     """Return a git delta turning a base of ``base_len`` bytes into ``target``.
 
     Only valid when ``target`` starts with the base (the append-only case): the delta

@@ -35,6 +35,12 @@ def sharing(repo_path: Path) -> SharedPerm | None:
         RepoError: a mode that leaves the owner unable to read and write (``0006``), which git
             refuses too ("the owner of files must always have read and write permissions").
     """
+    try:
+        text = (repo_path / "config").read_bytes().lower()
+    except OSError:
+        return None
+    if b"sharedrepository" not in text and b"include" not in text:
+        return None  # nothing to parse: the usual repo, read without importing dulwich (the chat's start)
     from dulwich.config import ConfigFile
     from dulwich.repo import parse_shared_repository
 

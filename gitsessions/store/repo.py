@@ -190,10 +190,17 @@ def clear_stale_lock(lockfile: str | bytes) -> None:
 
 def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str], message: bytes,
                  author_time: int | None = None) -> Commit:
-    """Build, check and store a commit object made now (author = committer = ``identity``).
+    """Build, check and store a commit object as a loose object (:func:`make_commit`, whose errors it raises)."""
+    commit = make_commit(identity, tree, parents, message, author_time)
+    add_object(repo, commit)
+    return commit
+
+
+def make_commit(identity: bytes, tree: ObjectID, parents: list[str], message: bytes,
+                author_time: int | None = None) -> Commit:
+    """Build, check and return a commit object made now (author = committer = ``identity``); nothing is stored.
 
     Args:
-        repo: the repository.
         identity: ``b"Name <email>"``.
         tree: the commit's tree.
         parents: parent commit ids (hex).
@@ -203,9 +210,6 @@ def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str]
             date too, both in UTC: the same import on two machines makes the same commits, so
             a sync finds them equal instead of two sessions made on both (as ``git
             fast-import`` takes both dates from the source).
-
-    Returns:
-        The stored commit.
 
     Raises:
         ValueError: ``author_time`` before 1970 or past 2106 (a caller's bug: readers check it).
@@ -222,7 +226,6 @@ def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str]
     commit.commit_timezone = commit.author_timezone = tz
     commit.message = message
     commit.check()  # dulwich writes malformed objects without complaint
-    add_object(repo, commit)
     return commit
 
 

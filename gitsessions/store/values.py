@@ -84,6 +84,9 @@ class CommitInfo:
         time: commit time, epoch seconds.
         tz_offset: the committer's UTC offset, seconds.
         message: the parsed commit message.
+        author_time: the author date, epoch seconds: when it was said (an imported turn's
+            original time); None: the commit time.
+        author_tz: the author's UTC offset, seconds (None: ``tz_offset``).
     """
 
     commit: CommitId
@@ -91,6 +94,15 @@ class CommitInfo:
     time: int
     tz_offset: int
     message: CommitMessage
+    author_time: int | None = None
+    author_tz: int | None = None
+
+    @property
+    def said(self) -> tuple[int, int]:
+        """``(epoch s, UTC offset s)`` of when it was said: the author date (``gs log``'s Date, as git's)."""
+        if self.author_time is None:
+            return self.time, self.tz_offset
+        return self.author_time, self.tz_offset if self.author_tz is None else self.author_tz
 
 
 @dataclass(frozen=True)

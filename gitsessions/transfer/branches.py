@@ -29,6 +29,7 @@ from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExist
 from ..events import Event, make_header
 from ..rules import (
     CommitId,
+    CommitMessage,
     Lineage,
     SessionId,
     commit_message,
@@ -42,6 +43,8 @@ from ..store import SessionStore
 #: What happened to one branch: ``new`` (a new session), ``grew`` (turns appended),
 #: ``fork`` (a new branch at its fork point), ``same`` (nothing new).
 Outcome = tuple[str, str, int]
+#: One commit to write: its events, message and author date (epoch s).
+Planned = tuple[list[Event], CommitMessage, "int | None"]
 
 
 @dataclass
@@ -107,13 +110,54 @@ def _said(chunk: list[Event]) -> int:
     return next((ev.time for ev in chunk if ev.type == "turn/start"), chunk[0].time) // 1000
 
 
-def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
-    """Every live session whose header says it holds ``source``, found by the id's hash."""
-    digest = base.rsplit("-", 1)[-1]
-    pattern = re.compile(rf".*-{digest}(?:-[0-9a-f]{{6}}(?:-\d+)?)?")
+class SourceIndex:
+    """Which live sessions may hold a conversation: read once per import, not once per conversation.
+
+    A session is found by the hash its name ends with (the name an import gave it) or by the
+    ``Imported-From`` trailer of its tip (``<tool> <id>``: a session renamed since keeps it),
+    one pass over the refs and one commit read per session; the sessions an import writes
+    are added as it goes. A session continued in gs *and* renamed is found by neither.
+    """
+
+    _DIGEST = re.compile(r".*-([0-9a-f]{8})(?:-[0-9a-f]{6}(?:-\d+)?)?")
+
+    def __init__(self) -> None:
+        self.by_digest: dict[str, set[str]] = {}
+        self.by_source: dict[str, set[str]] = {}
+        self.read = False
+
+    def read_from(self, store: SessionStore) -> SourceIndex:
+        """Read the store's sessions, the first time only (the command line keeps one index for all its files)."""
+        if self.read:
+            return self
+        self.read = True
+        for sid, tip in store.tips().items():
+            self.add(sid)
+            try:
+                source = store.commit_info(tip).message.fields.imported_from
+            except store.unreadable:
+                continue
+            if source:
+                self.by_source.setdefault(source, set()).add(sid)
+        return self
+
+    def add(self, sid: str, source: str | None = None) -> None:
+        """Count ``sid`` in (a session just written, from ``source`` when given)."""
+        if (m := self._DIGEST.fullmatch(sid)) is not None:
+            self.by_digest.setdefault(m.group(1), set()).add(sid)
+        if source:
+            self.by_source.setdefault(source, set()).add(sid)
+
+    def candidates(self, base: str, source: str) -> list[str]:
+        """The sessions that may hold the conversation whose id is ``base`` and trailer ``source``, sorted."""
+        return sorted(self.by_digest.get(base.rsplit("-", 1)[-1], set()) | self.by_source.get(source, set()))
+
+
+def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex) -> list[_Line]:
+    """Every live session whose header says it holds ``source``, among the index's candidates."""
     out = []
-    for sid in store.session_ids():
-        if not pattern.fullmatch(sid):
+    for sid in index.candidates(base, f"{source['tool']} {source['id']}"):
+        if store.tip(sid) is None:  # moved or removed since the index was read
             continue
         try:
             snap = store.load(sid)
@@ -138,18 +182,18 @@ def _lines(store: SessionStore, source: dict, base: str) -> list[_Line]:
 class _Writer:
     """Writes the branches of one conversation (the caller redacted them)."""
 
-    def __init__(self, store: SessionStore, conv: ImportedConversation, header: dict):
-        self.store, self.conv, self.header = store, conv, header
+    def __init__(self, store: SessionStore, conv: ImportedConversation, header: dict, index: SourceIndex):
+        self.store, self.conv, self.header, self.index = store, conv, header, index
         self.source = {"tool": conv.tool, "id": conv.source_id}
         self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
-        self.lines = _lines(store, self.source, self.base)
+        self.lines = _lines(store, self.source, self.base, index)
         self.parents: list[_Line] = []  # the sessions of the conversation it was forked from: forked, never grown
         if conv.forked_from is not None:
             origin = {"tool": conv.tool, "id": conv.forked_from}
-            self.parents = _lines(store, origin, imported_session_id(conv.tool, conv.forked_from))
+            self.parents = _lines(store, origin, imported_session_id(conv.tool, conv.forked_from), index)
             theirs = {ln.session_id for ln in self.parents}
             # Its own sessions began as forks of the origin's: their header is the origin's.
-            self.lines += [ln for ln in _lines(store, origin, self.base) if ln.session_id not in theirs]
+            self.lines += [ln for ln in _lines(store, origin, self.base, index) if ln.session_id not in theirs]
         self.subject_source = f"{conv.tool} {conv.source_id}"
         named = [ln.session_id for ln in self.lines if re.fullmatch(rf".*-{self.base[-8:]}", ln.session_id)]
         if named:
@@ -158,18 +202,27 @@ class _Writer:
     def _free(self, sid: str) -> SessionId:
         return SessionId(sid) if taken_by(self.store, sid) is None else fork_name(self.store, sid)
 
-    def _commit(self, line: _Line, chunks: list[list[Event]], flat: list[Event], start: int) -> None:
-        """Append ``chunks[start:]`` to ``line``, a commit each, dated when each turn began."""
+    def _commit(self, line: _Line, chunks: list[list[Event]], flat: list[Event], start: int,
+                first: Planned | None = None, header: dict | None = None) -> None:
+        """Append ``chunks[start:]`` to ``line``, dated when each began (after ``first``, made with ``header``).
+
+        The commits go to the store at once (:meth:`~gitsessions.store.SessionStore.append_many`:
+        one pack and one ref move in git), the ref moved only once they are durable.
+        """
         done = sum(len(c) for c in chunks[:start])
         so_far = flat[:done]  # one growing list: commit_message derives only what each turn adds to it
+        planned: list[Planned] = [first] if first is not None else []
+        ends = [len(first[0])] if first is not None else []
         for chunk in chunks[start:]:
             so_far += chunk
-            message = commit_message(line.session_id, so_far, done, lineage=line.lineage,
-                                     source=self.subject_source)
-            line.tip = self.store.append(line.session_id, chunk, message, expected_tip=line.tip,
-                                         author_time=_said(chunk))
+            planned.append((chunk, commit_message(line.session_id, so_far, done, lineage=line.lineage,
+                                                  source=self.subject_source), _said(chunk)))
             done += len(chunk)
-            line.at[done] = line.tip
+            ends.append(done)
+        shas = self.store.append_many(line.session_id, planned, expected_tip=None if first else line.tip,
+                                      header=header)
+        line.at.update(zip(ends, shas, strict=True))
+        line.tip = shas[-1] if shas else line.tip
         line.events, line.claimed = flat, True
 
     def _spawner(self) -> Lineage | None:
@@ -178,7 +231,7 @@ class _Writer:
             return None
         parent, at = self.conv.spawned
         base = imported_session_id(self.conv.tool, parent)
-        lines = _lines(self.store, {"tool": self.conv.tool, "id": parent}, base)
+        lines = _lines(self.store, {"tool": self.conv.tool, "id": parent}, base, self.index)
         line = min(lines, key=lambda ln: len(ln.session_id), default=None)  # the session, not a fork of it
         if line is None:
             return None
@@ -191,10 +244,8 @@ class _Writer:
         first = chunks[0]
         lineage = self._spawner()
         message = commit_message(sid, first, 0, kind="import", source=self.subject_source, lineage=lineage)
-        tip = self.store.append(sid, first, message, expected_tip=None, header=header,
-                                author_time=self.conv.created // 1000)
-        line = _Line(sid, list(first), {len(first): tip}, tip, lineage)
-        self._commit(line, chunks, flat, 1)
+        line = _Line(sid, [], {}, CommitId(""), lineage)
+        self._commit(line, chunks, flat, 1, first=(first, message, self.conv.created // 1000), header=header)
         return line
 
     def branch(self, key: str, chunks: list[list[Event]], first: bool) -> Outcome:
@@ -219,6 +270,7 @@ class _Writer:
             line = self._new(self._free(self.base if first and not self.lines else imported_fork_id(self.base, key)),
                              chunks, flat)
             self.lines.append(line)
+            self.index.add(line.session_id, self.subject_source)
             return (line.session_id, "new", turns(1))
         k, ff, line = best
         if ff:
@@ -236,11 +288,12 @@ class _Writer:
         fork.at[ends[k - 1]] = tip
         self._commit(fork, chunks, flat, k)
         self.lines.append(fork)
+        self.index.add(sid, self.subject_source)
         return (sid, "fork", turns(k))
 
 
 def write_conversation(store: SessionStore, conv: ImportedConversation, *,
-                       header_extra: dict[str, Any]) -> list[Outcome]:
+                       header_extra: dict[str, Any], index: SourceIndex | None = None) -> list[Outcome]:
     """Write one conversation's branches, incrementally (see the module's rules).
 
     ``conv`` comes redacted (:func:`~.write.write_import` is the door the file's text enters
@@ -251,6 +304,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
         store: the session store.
         conv: from a reader (:mod:`.chatgpt`), redacted.
         header_extra: fields of the header (``generator``; ``cwd`` only when paths are kept).
+        index: the sessions that may hold it, read once for a whole import (None: read here).
 
     Returns:
         ``(session, what, turns added)`` per branch, ``what`` one of ``new``, ``grew``,
@@ -263,7 +317,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
             again by the next import).
     """
     header = {"imported_from": conv.tool, "source": {"tool": conv.tool, "id": conv.source_id}, **header_extra}
-    writer = _Writer(store, conv, header)
+    writer = _Writer(store, conv, header, (index if index is not None else SourceIndex()).read_from(store))
     locks = []
     try:
         for line_sid in dict.fromkeys([writer.base, *(ln.session_id for ln in writer.lines)]):

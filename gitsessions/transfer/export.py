@@ -64,10 +64,10 @@ _IMPORTED_NOTE = "imported; not sent to the model"
 
 
 def _note_text(item: view.Item) -> str | None:
-    """The words of a title change, a setting, an undo or a fork, else None."""
+    """The words of a title change, a setting, a permission, an undo or a fork, else None."""
     if isinstance(item, view.TitleChange):
         return f"title set to: {item.title}"
-    if isinstance(item, view.Setting):
+    if isinstance(item, (view.Setting, view.Permission)):
         return item.text
     if isinstance(item, view.Undo):
         return f"turn {item.undone} undone (the model no longer sees it)"

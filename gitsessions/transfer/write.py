@@ -7,6 +7,7 @@ Another tool's conversations (ChatGPT's) are written a commit per turn, incremen
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..recovery import recover_journal
 from ..redact import Redactor
 from ..rules import check_session_id, commit_message, new_session_id, taken_by
 from ..store import SessionStore
-from .branches import ImportedConversation, Outcome, write_conversation
+from .branches import ImportedConversation, Outcome, SourceIndex, write_conversation
 from .read import TOOLS, ImportedSession, ImportPlan
 
 
@@ -85,7 +86,8 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
 def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
                  header_extra: dict[str, Any] | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
-                 keep_paths: bool = False) -> ImportResult:
+                 keep_paths: bool = False, progress: Callable[[int, int], None] | None = None,
+                 index: SourceIndex | None = None) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -106,6 +108,10 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         warnings: gets a line per orphaned journal recovered into a new session.
         keep_paths: keep ``cwd`` in the headers of another tool's conversations (local paths
             are left out of what may be shared unless asked for).
+        progress: called with ``(done, total)`` after each of another tool's conversations
+            (the command line's progress bar).
+        index: the sessions that may hold conversations, kept from the files imported before
+            (read from the store once; None: read for this file).
 
     Returns:
         What was written and what was skipped.
@@ -119,12 +125,15 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
     if plan.conversations:
         extra = {k: v for k, v in (header_extra or {}).items() if keep_paths or k != "cwd"}
         done = ImportResult()
-        for conv in plan.conversations:
+        index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
+        for i, conv in enumerate(plan.conversations):
+            conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
-                done.conversations.append((conv, write_conversation(store, _redacted(conv, redactor),
-                                                                    header_extra=extra)))
+                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index)))
             except TransferError as exc:  # another writer holds one of its sessions: the others go on
                 done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
+            if progress is not None:
+                progress(i + 1, len(plan.conversations))
         return done
     result = ImportResult(clashes=[(sid, _clash_text(sid, other) + " in the same file")
                                    for sid, other in plan.clashes])

@@ -1,30 +1,12 @@
-"""The tools the model may call: the clock every chat offers, and the opt-in file and shell tools.
+"""The tools the model may call, every one opt-in: none is offered unless named (issue 15).
 
-:mod:`.clock` is the harmless default; :mod:`.toolset` the opt-in tools (``--tools``) and
-which calls may run without asking; :mod:`.files` and :mod:`.shell` what they do;
-:mod:`.ignore` the ``.gitignore`` rules of their walks. The package's top imports only the
-clock: a plain chat loads nothing else.
+:mod:`.toolset` says which are on (``--tools``) and which calls may run without asking;
+:mod:`.clock`, :mod:`.files` and :mod:`.shell` what they do; :mod:`.ignore` the
+``.gitignore`` rules of their walks. A plain chat sends no ``tools`` and loads none of them.
 """
 
 from __future__ import annotations
 
 from .clock import TOOL_SCHEMAS, get_current_time
 
-__all__ = ["TOOL_SCHEMAS", "get_current_time", "run_tool"]
-
-
-def run_tool(name: str, arguments: str) -> tuple[str, bool]:
-    """Run a call of a tool every chat offers (the clock), as :class:`.toolset.Toolset` runs it.
-
-    Args:
-        name: the function name the model asked for.
-        arguments: its JSON-encoded arguments (the API's ``function.arguments`` string).
-
-    Returns:
-        ``(content, is_error)``: the text sent back as the tool message, and whether it is
-        an error (unknown tool, bad arguments, the tool failed). Never raises.
-    """
-    from .toolset import Toolset
-
-    tools = Toolset()
-    return tools.run(tools.prepare("", name, arguments))
+__all__ = ["TOOL_SCHEMAS", "get_current_time"]

@@ -1,4 +1,4 @@
-"""The one tool every chat offers, harmless: ``get_current_time``."""
+"""The clock, ``get_current_time`` (the ``time`` group of ``--tools``): harmless, it runs unasked."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from .files import ToolFailed
@@ -23,16 +24,18 @@ def _capped(text: str, limit: int = OUTPUT_CHARS) -> str:
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
 
 
-def run_command(root: Path, command: str, timeout: float | None = None) -> str:
+def run_command(root: Path, command: str, timeout: float | None = None, env: Mapping[str, str] | None = None) -> str:
     """Run ``command`` with ``sh -c`` in ``root``; return its exit status and output (stdout and stderr as one).
 
     The command gets no input (stdin is ``/dev/null``) and runs in a process group of its
     own, so a timeout ends what it started too, and the terminal's Ctrl+C goes to the chat.
+    Its environment is ``env`` alone, never gs's own (that holds the API key).
 
     Args:
         root: the working directory.
         command: the shell command.
         timeout: seconds it may run (default :data:`DEFAULT_TIMEOUT_S`, at most :data:`MAX_TIMEOUT_S`).
+        env: the command's environment variables (None: none; ``sh`` then searches its default ``PATH``).
 
     Returns:
         ``exit status N`` and the output, cut to :data:`OUTPUT_CHARS`.
@@ -50,7 +53,7 @@ def run_command(root: Path, command: str, timeout: float | None = None) -> str:
     if not 0 < limit <= MAX_TIMEOUT_S:
         raise ToolFailed(f"timeout must be above 0 and at most {MAX_TIMEOUT_S:g} seconds")
     try:
-        proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=root, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=root, env=dict(env or {}), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as exc:
         raise ToolFailed(f"the command could not start: {exc.strerror or exc}") from None

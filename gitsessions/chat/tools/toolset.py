@@ -1,7 +1,7 @@
 """The tools a chat offers, and which of their calls may run without asking.
 
 Opt-in (issue 15): ``--tools read,write,shell`` or ``tools: [...]`` in the config names
-groups of :data:`GROUPS`; with none, the chat offers only the harmless clock. A call is first
+groups of :data:`GROUPS`; with none, a request offers no tools at all. A call is first
 *prepared* (its arguments checked, a write's diff worked out, nothing done), then *decided*
 (:meth:`Toolset.decide`: reads run; every write and every command is asked of the user
 through the loop's callback, unless ``--yes``, the config's ``permissions: {allow: [...]}``
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "read": ("read_file", "list_files", "search_files"),
     "write": ("write_file", "edit_file"),
     "shell": ("run_command",),
+    "time": ("get_current_time",),
 }
 #: The tools whose every call is asked of the user (unless approved beforehand).
 ASKING = frozenset({"write_file", "edit_file", "run_command"})
@@ -68,6 +69,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                            "command": {"type": "string"},
                            "timeout": {"type": "number", "description": "Seconds (default 30, at most 600)."}},
                        ["command"]),
+    "get_current_time": CLOCK_SCHEMAS[0],
 }
 
 
@@ -150,10 +152,12 @@ class Toolset:
     """The tools one chat offers and the approvals given so far.
 
     Args:
-        enabled: the opt-in tools offered (names from :func:`expand`), besides the clock.
+        enabled: the tools offered (names from :func:`expand`; none: a request offers no tools).
         workspace: where the file tools reach (default: the current working directory).
         allow: tools approved beforehand (config ``permissions.allow``, expanded).
         yes: ``--yes``: every call is approved beforehand.
+        env: the environment a command gets (the face passes gs's own without its secret-named
+            variables, :func:`gitsessions.redact.is_secret_name`; default: none).
 
     Attributes:
         running: what each call runs inside (the face's: on a terminal, Ctrl+C stops a
@@ -161,18 +165,19 @@ class Toolset:
     """
 
     def __init__(self, enabled: Sequence[str] = (), workspace: Workspace | None = None,
-                 allow: Iterable[str] = (), yes: bool = False):
+                 allow: Iterable[str] = (), yes: bool = False, env: Mapping[str, str] | None = None):
         self.running: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
         self.enabled = tuple(enabled)
         self.workspace = workspace or Workspace(Path.cwd())
         self.allow = frozenset(allow)
         self.yes = yes
+        self.env = dict(env or {})
         self._session_approved: set[str] = set()
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
-        """The ``tools`` of a request: the clock, then the opt-in tools enabled."""
-        return [*CLOCK_SCHEMAS, *(SCHEMAS[name] for name in self.enabled)]
+        """The ``tools`` of a request: the tools enabled, in :data:`GROUPS` order."""
+        return [SCHEMAS[name] for name in self.enabled]
 
     def forget(self) -> None:
         """Drop the "for this session" approvals (another session was opened)."""
@@ -186,7 +191,7 @@ class Toolset:
                 raise ValueError("arguments must be a JSON object")
         except ValueError as exc:
             return Prepared(call_id, name, {}, error=f"error: bad arguments for {name}: {exc}")
-        if name != "get_current_time" and name not in self.enabled:
+        if name not in self.enabled:
             return Prepared(call_id, name, args, error=f"error: unknown tool {name!r}")
         try:
             return self._prepared(call_id, name, args)
@@ -224,7 +229,7 @@ class Toolset:
         if not isinstance(command, str):
             raise ValueError("command must be a string")
         return Prepared(call_id, name, args, asks=True, summary="run_command", preview=command,
-                        run=lambda: shell.run_command(ws.root, command, args.get("timeout")))
+                        run=lambda: shell.run_command(ws.root, command, args.get("timeout"), self.env))
 
     def decide(self, call: Prepared, ask: Callable[[Prepared], Answer] | None) -> Decision:
         """Whether ``call`` (one that :attr:`~Prepared.asks`) may run; asks through ``ask`` when nothing approved it.

@@ -1,0 +1,193 @@
+"""Importing at scale (issue 14, item 7): 1,000 Claude Code transcripts (~200 MB) in < 60 s.
+
+The transcripts are generated here, Claude Code-shaped (``<dir>/<session-uuid>.jsonl``, one
+JSON object per line: a prompt, the reply split over one line per content block, a
+``tool_use`` and its ``tool_result`` per step, an ``attachment`` line inside the chain, a
+``summary`` line), about 200 KB each. Until gs reads Claude Code's files, the same turns are
+imported as a ChatGPT ``conversations.json`` holding the same conversations (one file:
+what the write path costs is the same, a commit per turn).
+
+Figures: wall time of ``gs import`` (a subprocess, as a user runs it), its peak memory
+(``ru_maxrss`` of the child), the repo's size, and a second run (nothing new) beside the
+first. Baseline from the same run: ``git fast-import`` of the same number of commits.
+
+    python benchmarks/bench_import.py --conversations 100     # a short run while developing
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from _common import Settings, dir_sizes, fresh_dir, human_bytes, row, run_cmd, section, target, words
+from bench_cli import gs_cmd, gs_env
+
+N_CONVERSATIONS = 1000
+N_TURNS = 20
+TURN_SIZE = 10_000  # bytes of one turn in the transcript: ~200 KB a file
+LIMIT_S = 60.0
+
+
+def _uuid(i: int, j: int) -> str:
+    return str(uuid.UUID(int=(i << 64) | j))
+
+
+def claude_code_lines(i: int, turns: int = N_TURNS, turn_size: int = TURN_SIZE) -> list[dict]:
+    """One Claude Code transcript: ``turns`` prompts, each answered after one tool call."""
+    session = _uuid(i, 0)
+    lines: list[dict] = []
+    parent: str | None = None
+    n = 0
+
+    def add(kind: str, message: dict | None, **extra: object) -> None:
+        nonlocal parent, n
+        n += 1
+        line = {"type": kind, "uuid": _uuid(i, n), "parentUuid": parent, "isSidechain": False,
+                "userType": "external", "sessionId": session, "cwd": "/home/u/project", "version": "2.1.3",
+                "gitBranch": "main", "timestamp": f"2026-0{1 + i % 9}-{1 + i % 28:02d}T10:{n // 60 % 60:02d}:"
+                f"{n % 60:02d}.000Z", **extra}
+        if message is not None:
+            line["message"] = message
+        lines.append(line)
+        parent = line["uuid"]
+
+    for t in range(turns):
+        salt = i * 1000 + t
+        add("user", {"role": "user", "content": words(turn_size // 10, salt=salt)})
+        add("attachment", None, attachment={"type": "skill_listing", "content": "skills"})
+        call = f"toolu_{i:04d}{t:04d}"
+        mid = f"msg_{i:04d}{t:04d}a"
+        add("assistant", {"role": "assistant", "id": mid, "model": "claude-sonnet-4-5",
+                          "content": [{"type": "text", "text": words(turn_size // 10, salt=salt + 1)}]})
+        add("assistant", {"role": "assistant", "id": mid, "model": "claude-sonnet-4-5", "stop_reason": "tool_use",
+                          "content": [{"type": "tool_use", "id": call, "name": "Read",
+                                       "input": {"file_path": f"src/m{t}.py"}}],
+                          "usage": {"input_tokens": 900 + t, "output_tokens": 120}})
+        add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call,
+                                                  "content": words(turn_size // 2, salt=salt + 2)}]})
+        add("assistant", {"role": "assistant", "id": mid + "b", "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
+                          "content": [{"type": "text", "text": words(turn_size // 5, salt=salt + 3)}],
+                          "usage": {"input_tokens": 2000 + t, "output_tokens": 300}})
+    lines.append({"type": "summary", "summary": f"Work on module {i}", "leafUuid": parent})
+    return lines
+
+
+def write_claude_code(folder: Path, conversations: int, turns: int = N_TURNS) -> int:
+    """Write ``conversations`` transcripts under ``folder/<project>/``; return their total bytes."""
+    project = folder / "-home-u-project"
+    project.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for i in range(conversations):
+        data = "".join(json.dumps(line) + "\n" for line in claude_code_lines(i, turns))
+        path = project / f"{_uuid(i, 0)}.jsonl"
+        path.write_text(data)
+        total += len(data)
+    return total
+
+
+def chatgpt_conversation(i: int, lines: list[dict]) -> dict:
+    """The same conversation as a ChatGPT export's (a linear mapping; the tool call as a tool message)."""
+    mapping: dict[str, dict] = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+    parent = "root"
+    t0 = 1_700_000_000 + i * 86_400
+    for k, line in enumerate(lines):
+        msg = line.get("message")
+        if not msg:
+            continue
+        content = msg["content"]
+        if isinstance(content, str):
+            role, text = "user", content
+        elif content[0]["type"] == "text":
+            role, text = "assistant", content[0]["text"]
+        elif content[0]["type"] == "tool_result":
+            role, text = "tool", content[0]["content"]
+        else:  # the tool_use: an assistant message to the tool
+            role, text = "assistant", json.dumps(content[0]["input"])
+        key = line["uuid"]
+        author: dict = {"role": role, "name": "browser" if role == "tool" else None}
+        to = "browser" if not isinstance(content, str) and content[0]["type"] == "tool_use" else "all"
+        mapping[key] = {"id": key, "parent": parent, "children": [],
+                        "message": {"id": key, "author": author, "create_time": t0 + k, "recipient": to,
+                                    "content": {"content_type": "text", "parts": [text]}}}
+        mapping[parent]["children"].append(key)
+        parent = key
+    return {"id": _uuid(i, 0), "title": f"Module {i}", "create_time": t0, "update_time": t0 + len(lines),
+            "current_node": parent, "mapping": mapping}
+
+
+def write_chatgpt(path: Path, conversations: int, turns: int = N_TURNS) -> int:
+    """Write the same conversations as one ChatGPT ``conversations.json``; return its bytes."""
+    data = json.dumps([chatgpt_conversation(i, claude_code_lines(i, turns)) for i in range(conversations)])
+    path.write_text(data)
+    return len(data)
+
+
+def _import(repo: Path, tmp: Path, args: list[str]) -> tuple[float, float, int, str]:
+    """Run ``gs import ARGS``; return its wall and CPU times (s), peak RSS (bytes) and its stderr's last line.
+
+    The CPU time (user + system of the child) is the figure to compare on a shared machine:
+    the wall time counts the other processes' turns on the cores too.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = run_cmd(gs_cmd("import", *args), env=gs_env(repo, tmp))
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+    return wall, cpu, after.ru_maxrss * 1024, (tail[0] if tail else f"exit {done.returncode}")
+
+
+def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
+    section(f"import: {conversations} Claude Code-shaped conversations of {N_TURNS} turns (~200 KB each)")
+    base = fresh_dir(s, "import")
+    size = write_claude_code(base / "claude", conversations)
+    row("transcripts written", f"{conversations} files, {human_bytes(size)}")
+    from gitsessions.transfer import FORMATS
+
+    if "claude-code" in FORMATS:
+        files = sorted(str(p) for p in (base / "claude").rglob("*.jsonl"))
+        what, args = "Claude Code transcripts", ["--from", "claude-code", *files]
+    else:  # the parser has not landed: the same turns through ChatGPT's reader
+        export = base / "conversations.json"
+        size = write_chatgpt(export, conversations)
+        what, args = "ChatGPT conversations.json (same turns)", [str(export)]
+    row("imported as", f"{what}, {human_bytes(size)}")
+    repo = base / "gs.git"
+    wall, cpu, peak, said = _import(repo, base, args)
+    row("gs import (first run)", f"{wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {human_bytes(peak)}")
+    row("  it said", said)
+    files, apparent, _ = dir_sizes(repo)
+    row("repo after import", f"{files} files, {human_bytes(apparent)}")
+    again, cpu2, _, said2 = _import(repo, base, args)
+    row("gs import (again: nothing new)", f"{again:.1f} s wall, {cpu2:.1f} s CPU: {said2}")
+    fsck = run_cmd(["git", "--git-dir", str(repo), "fsck", "--strict", "--no-progress"])
+    row("git fsck --strict", "ok" if fsck.returncode == 0 else fsck.stderr.decode()[-300:])
+    scaled = wall * N_CONVERSATIONS / conversations
+    target(s, "import 1,000 Claude Code transcripts", f"{scaled:.1f} s" + ("" if conversations == N_CONVERSATIONS
+                                                                           else f" (scaled from {conversations})"),
+           f"< {LIMIT_S:.0f} s", scaled < LIMIT_S and fsck.returncode == 0)
+
+
+def run(s: Settings, only: set[str]) -> None:
+    if "import" in only:
+        bench_import(s)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--conversations", type=int, default=N_CONVERSATIONS)
+    ns = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="gs-bench-import-"))
+    try:
+        bench_import(Settings.make(True, tmp), ns.conversations)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(0)

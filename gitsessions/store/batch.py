@@ -1,0 +1,241 @@
+"""Many commits on one session in one write: what an import of another tool's conversation makes.
+
+A save made in a chat writes its blob, tree and commit as loose objects and fsyncs each (the
+turn is durable when the prompt returns). An import writes thousands of commits at once, and
+the fsyncs were most of its time (issue 14: 1,000 transcripts took minutes). Here the
+commits of one line (the turns added to one session) go into one pack, each blob a delta
+on an earlier one of the line (the log only grows: "copy the base, insert the new lines",
+with the bounded depth of :func:`~.pack.base_position`), written and fsynced once with its
+index; the ref is moved once, after the pack is durable, by compare-and-swap. A crash
+before the move leaves an unreferenced pack (harmless; ``gs gc`` drops it) and the session
+as it was, and the next import writes the same commits again.
+
+Memory stays at one copy of the log: every blob of the line is a prefix of the one buffer
+the saves grew in place (:class:`~.kept.KeptLogs`), so the pending objects are sizes into it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, cast
+
+from dulwich.file import GitFile
+from dulwich.object_store import PACK_MODE, BaseObjectStore
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
+from dulwich.pack import Pack, UnpackedObject, write_pack_data, write_pack_index
+from dulwich.repo import Repo
+
+from ..events import Event
+from ..rules import CommitId, CommitMessage
+from .faults import writes
+from .hooks import subject_of
+from .loose import blob_id
+from .pack import RepackResult, append_delta, base_position, records
+from .privacy import tighten_packs
+from .repo import make_commit
+
+if TYPE_CHECKING:
+    from .git import GitStore
+
+#: One commit of a line: its events, its message and its author date (epoch s, None: now).
+Planned = tuple[list[Event], CommitMessage, "int | None"]
+
+_BLOB = Blob.type_num
+
+
+class BatchWrites:
+    """:meth:`append_many` for :class:`~.git.GitStore` (a mixin: it uses the store's own steps)."""
+
+    @writes
+    def append_many(self, session_id: str, commits: Sequence[Planned], *,
+                    expected_tip: str | None, header: dict | None = None) -> list[CommitId]:
+        """Save ``commits`` one after another on ``session_id``, as one pack and one ref move.
+
+        What :meth:`~.git.GitStore.append` does for each (the same checks, hooks, objects
+        and commit ids), with one fsync of one pack for all of them instead of one per
+        object, and the branch moved once, from ``expected_tip`` to the last commit.
+
+        Args:
+            session_id: the session.
+            commits: ``(events, message, author_time)`` per commit, oldest first.
+            expected_tip: the tip the first builds on; None creates the session.
+            header: the header, required when creating.
+
+        Returns:
+            The commit ids, oldest first.
+
+        Raises:
+            InvalidEvent, SessionExists, CorruptSession, HookRefused, DiskFull, RepoReadOnly:
+                as :meth:`~.git.GitStore.append` (nothing of the line is referenced then).
+            ConcurrentUpdate: the branch is not at ``expected_tip`` when it is moved (the
+                pack stays unreferenced; nothing is overwritten).
+        """
+        if not commits:
+            return []
+        store = cast("GitStore", self)  # a mixin of that class only
+        ref = store._ref(session_id)
+        start, count = ((store._new_header(session_id, header), 0) if expected_tip is None
+                        else (b"", store._events_at(session_id, expected_tip)))
+        repo = store.repo(create=True)
+        assert repo is not None
+        parent: str | None = expected_tip
+        buf: bytearray | None = None
+        pending: list[_Pending] = []  # (blob size, blob id, tree, commit)
+        hooks = store.hooks
+        for events, message, author_time in commits:
+            body = store._new_lines(events, count)
+            buf, size = store._kept.grown(parent, start, body)
+            text = hooks.before(session_id, message.encode(), _prefix(buf, size), body)
+            with memoryview(buf)[:size] as view:
+                blob = blob_id(view)
+            tree = Tree()
+            tree.add(b"session.jsonl", 0o100644, blob)
+            tree.check()
+            commit = make_commit(store.identity, tree.id, [parent] if parent else [], text, author_time)
+            pending.append((size, blob, tree, commit))
+            count += len(events)
+            parent = commit.id.decode("ascii")
+            store._kept.put(parent, buf, count)  # the next one grows the same buffer in place
+            start = b""
+        assert buf is not None
+        objects = len({sha for _, blob, tree, commit in pending for sha in (blob, tree.id, commit.id)})
+        pack = _write_pack(repo, objects, _records(buf, pending))
+        _merge_when_many(store, repo, pack, pending)
+        tighten_packs(repo)
+        last = pending[-1][3]
+        reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(last.message)
+        if len(pending) > 1:
+            reflog = f"import: {len(pending)} commits, the last {reflog}"
+        now = int(time.time())
+        store._swap(repo, ref, expected_tip, last.id, reflog.encode("utf-8"), now, time.localtime(now).tm_gmtoff)
+        if expected_tip is None:
+            store.set_current(session_id)
+        shas = [CommitId(c.id.decode("ascii")) for *_, c in pending]
+        store._mark_verified(shas[-1], last)  # the tip, and its list row
+        for sha in shas:
+            hooks.after(session_id, sha)  # a failure is the runner's warning; the line is saved
+        return shas
+
+
+#: Packs of lines one store wrote that are merged into one (an import writes a pack per line,
+#: and every object lookup, and dulwich's cache of delta bases, grows with the packs).
+MERGE_PACKS = 16
+
+_Plan = dict[ObjectID, tuple[int, "ObjectID | None"]]
+#: A commit of a line being written: its blob's size and id, its tree and the commit.
+_Pending = tuple[int, ObjectID, Tree, Commit]
+#: The lines each repo's stores wrote in this process and not merged yet (pack name, objects
+#: in order, delta bases), by repo path: the command line opens a store per file.
+_UNMERGED: dict[str, list[tuple[str, list[ObjectID], _Plan]]] = {}
+
+
+def _merge_when_many(store: GitStore, repo: Repo, pack: Pack, pending: list[_Pending]) -> None:
+    """Remember the line's pack; once :data:`MERGE_PACKS` piled up, write them as one and remove them.
+
+    The merged pack holds the same objects with the same deltas (:func:`~.pack.records`), read
+    from those packs only; the old packs go only once it is durable and holds every object.
+    A process that ends before merging leaves its last packs (the background repack merges them).
+    """
+    lines = _UNMERGED.setdefault(os.path.realpath(store.path), [])
+    order: list[ObjectID] = []
+    plan: _Plan = {}
+    for k, (_size, blob, tree, commit) in enumerate(pending):
+        base = base_position(k)
+        plan.setdefault(blob, (0, None if base is None else pending[base][1]))
+        order += [blob, tree.id, commit.id]
+    lines.append((os.path.basename(pack._basename), order, plan))
+    if len(lines) < MERGE_PACKS:
+        return
+    objects = repo.object_store
+    objects._update_pack_cache()  # the packs other stores of this process wrote
+    kept = [(objects._pack_cache[name], o, p) for name, o, p in lines if name in objects._pack_cache]
+    lines.clear()
+    if len(kept) < 2:  # removed meanwhile (a repack): nothing to merge
+        return
+    packs = [p for p, _, _ in kept]
+    merged_order = list(dict.fromkeys(sha for _, o, _ in kept for sha in o))
+    merged_plan = {sha: entry for _, _, p in kept for sha, entry in p.items()}
+    reader = cast(BaseObjectStore, _Packs(packs))  # records reads objects by id, nothing else
+    merged = _write_pack(repo, len(merged_order), records(reader, merged_order, merged_plan, RepackResult()))
+    if all(sha in merged for sha in merged_order):  # never drop an object the new pack lacks
+        for old in packs:
+            if old is not merged:
+                objects._remove_pack(old)
+
+
+class _Packs:
+    """The objects of a few packs, as :func:`~.pack.records` reads them."""
+
+    def __init__(self, packs: list[Pack]):
+        self.packs = packs
+
+    def __getitem__(self, sha: ObjectID) -> ShaFile:
+        for pack in self.packs:
+            if sha in pack:
+                return pack[sha]
+        raise KeyError(sha)
+
+
+def _write_pack(repo: Repo, count: int, records: Iterator[UnpackedObject]) -> Pack:
+    """Write ``records`` as a pack and its index, each fsynced, and make them the store's.
+
+    What dulwich's ``add_pack_data`` does, without its reading the whole pack back (to index
+    it and to parse every object: half an import's time): the records are the objects this
+    store just built and checked, and the writer returns each one's offset and checksum.
+    As dulwich does, the pack is renamed into place before its index is written: a pack is
+    used only once its index is there. Compressed as a save's loose objects are (the repo's
+    ``core.looseCompression``, 1: ~3x faster than dulwich's pack default; a repack redoes it).
+    """
+    store = repo.object_store
+    fd, temp = tempfile.mkstemp(dir=store.pack_dir, prefix="tmp_pack_")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            entries, checksum = write_pack_data(f.write, records, num_records=count,
+                                                compression_level=store.loose_compression_level,
+                                                object_format=store.object_format)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temp, PACK_MODE)
+        base = os.path.join(store.pack_dir, f"pack-{checksum.hex()}")
+        os.rename(temp, base + ".pack")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    with GitFile(base + ".idx", "wb", mask=PACK_MODE, fsync=True, shared_perm=store.shared_perm) as index:
+        write_pack_index(index, sorted((sha, offset, crc) for sha, (offset, crc) in entries.items()), checksum,
+                         version=store.pack_index_version)
+    pack = Pack(base, object_format=store.object_format)
+    store._add_cached_pack(base, pack)
+    return pack
+
+
+def _prefix(buf: bytearray, size: int) -> Callable[[], bytes]:
+    """What the pre-commit hook reads: the log at one commit (a copy, made only when a hook runs)."""
+    return lambda: bytes(memoryview(buf)[:size])
+
+
+def _records(buf: bytearray, pending: list[_Pending]) -> Iterator[UnpackedObject]:
+    """The pack's records: each blob after the first a delta on an earlier one of the line, then its tree and commit."""
+    seen: set[ObjectID] = set()  # a pack holds each object once (two commits may share a tree)
+    for k, (size, blob, tree, commit) in enumerate(pending):
+        if blob not in seen:
+            seen.add(blob)
+            digest = bytes.fromhex(blob.decode("ascii"))
+            base_pos = base_position(k)
+            with memoryview(buf)[:size] as content:
+                if base_pos is None:
+                    yield UnpackedObject(_BLOB, sha=digest, decomp_chunks=[bytes(content)])
+                else:
+                    base_size, base, *_ = pending[base_pos]
+                    yield UnpackedObject(_BLOB, sha=digest, delta_base=bytes.fromhex(base.decode("ascii")),
+                                         decomp_chunks=[append_delta(base_size, content)])
+        for obj in (tree, commit):
+            if obj.id not in seen:
+                seen.add(obj.id)
+                yield UnpackedObject(obj.type_num, sha=bytes.fromhex(obj.id.decode("ascii")),
+                                     decomp_chunks=obj.as_raw_chunks())
