@@ -250,13 +250,7 @@ class ConfigError(GitSessionsError):
 
 
 class ProviderError(GitSessionsError):
-    """The model API failed (bad key, 4xx, 5xx, connection lost). The message is one line.
-
-    Attributes:
-        status: the HTTP status (None: none came).
-        unkept: the message for a caller that keeps no partial reply (a compaction's summary):
-            without the words saying the partial reply is kept (the message itself, when it has none).
-    """
+    """The model API failed (bad key, 4xx, 5xx, connection lost): one line; ``unkept``: not saying a partial is kept."""
 
     def __init__(self, message: str, status: int | None = None, *, unkept: str | None = None):
         self.status = status
