@@ -6,7 +6,7 @@ Keys (all optional)::
     api_key: sk-...            # overridden by OPENAI_API_KEY
     base_url: https://.../v1   # overridden by OPENAI_BASE_URL; http:// or https://
     model: gpt-4o-mini         # overridden by OPENAI_MODEL
-    system: You are terse.     # for a session that saved none (gs ask -s, gs chat -s save one); not stored
+    system: You are terse.     # the system prompt a new session starts with: its first event, logged
     max_steps: 8               # model requests per turn before it stops
     timeout: 120               # seconds the model may stay silent before the request fails
     max_retries: 2             # retries of a request that failed before its reply began
@@ -68,7 +68,7 @@ class Config:
     Attributes:
         path: the config file read (it may not exist).
         api_key, base_url, model: the provider (None when unset).
-        system: optional system prompt.
+        system: the system prompt a new session starts with (its first ``session/system`` event).
         max_steps: model requests per turn.
         timeout: seconds the model may stay silent (to connect, to begin, between two pieces
             of a reply) before the request fails.

@@ -250,10 +250,11 @@ class ConfigError(GitSessionsError):
 
 
 class ProviderError(GitSessionsError):
-    """The model API failed (bad key, 4xx, 5xx, connection lost). The message is one line."""
+    """The model API failed (bad key, 4xx, 5xx, connection lost): one line; ``unkept``: not saying a partial is kept."""
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, *, unkept: str | None = None):
         self.status = status
+        self.unkept = message if unkept is None else unkept
         super().__init__(message)
 
 

@@ -22,7 +22,7 @@ from .transcript import open_turn
 def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, always_fork: bool = False,
                   new_header: Callable[[str], dict] | None = None,
                   redactor: Redactor | None = None, warnings: list[str] | None = None,
-                  wait: LockWait | None = None) -> tuple[Session, str | None]:
+                  wait: LockWait | None = None, system: str | None = None) -> tuple[Session, str | None]:
     """Open revision ``rev`` for writing, forking when writing there must not move its branch.
 
     A plain id that names no session is created (when ``new_header`` is given). A revision
@@ -39,6 +39,8 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
         redactor: replaces secrets in what enters the session (see :class:`Session`).
         warnings: passed to :meth:`Session.open`.
         wait: how long to wait for the writer lock (see :meth:`Session.open`).
+        system: the system prompt a new session starts with (see :meth:`Session.open`); a
+            session that exists, and a fork, go on with what their log says.
 
     Returns:
         ``(session, note)``: the open session and, when a fork was made, a line saying so.
@@ -59,7 +61,7 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
             raise SessionNotFound(rev, store.session_ids())
         check_free(store, rev)  # an archived session keeps its id
         return Session.open(store, rev, new_header=new_header(rev), redactor=redactor, warnings=warnings,
-                            wait=wait), None
+                            wait=wait, system=system), None
     target = store.resolve(rev)
     if target.is_tip and fork_as is None and not always_fork:
         return Session.open(store, target.session_id, redactor=redactor, warnings=warnings, wait=wait), None

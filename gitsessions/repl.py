@@ -61,7 +61,8 @@ class Repl:
             ``KeyboardInterrupt`` or ``EOFError`` to leave.
         write: writes text to the user (no newline added).
         new_header: builds the header of a new session from its id.
-        system: optional system prompt.
+        system: the system prompt a new session starts with (config ``system:``), its first
+            ``session/system`` event; what is sent is what the log says (see :meth:`Session.open`).
         max_steps: model requests per turn.
         fork_as: continue ``session_id`` in a new fork of this id.
         redactor: replaces secrets in what enters a session (None: redaction is off).
@@ -136,7 +137,7 @@ class Repl:
         """Open revision ``rev`` (created when ``create``; see :func:`open_revision`) and switch to it."""
         session, note = open_revision(self.store, rev, fork_as=fork_as,
                                       new_header=self.new_header if create else None, redactor=self.redactor,
-                                      warnings=self.warnings, wait=wait)
+                                      warnings=self.warnings, wait=wait, system=self.system)
         self.switch(session, note)
 
     def switch(self, session: Session, note: str | None) -> None:
@@ -231,9 +232,8 @@ class Repl:
 
         try:
             try:
-                result = run_turn(self.session, self.provider, prompt, system=self.system,
-                                  max_steps=self.max_steps, tools=tools, toolset=self.toolset,
-                                  permit=permit if ask is not None else None,
+                result = run_turn(self.session, self.provider, prompt, max_steps=self.max_steps, tools=tools,
+                                  toolset=self.toolset, permit=permit if ask is not None else None,
                                   model=self.model or self.session.model, options=self.session.options,
                                   on_text=view.text, on_tool=view.tool)
             finally:

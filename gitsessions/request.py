@@ -23,26 +23,39 @@ OPTIONS: dict[str, tuple[type, float, float | None]] = {
 }
 
 
+#: The largest whole number a request carries: servers read an integer option as a signed 64-bit one.
+INT_MAX = 2**63 - 1
+
+
 class BadOption(GitSessionsError):
     """An option name or value a request cannot carry."""
+
+
+def _out_of_range(name: str, value: float) -> str | None:
+    """Why ``value`` is out of option ``name``'s range (None: it is within; a NaN never is)."""
+    kind, low, high = OPTIONS[name]
+    if kind is int and value > INT_MAX and high is None:
+        return f"from {low:g} to {INT_MAX} (the largest whole number a request carries)"
+    if not (value >= low and (high is None or value <= high)):  # NaN compares false: refused
+        return f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
+    return None
 
 
 def parse_option(name: str, text: str) -> float | int:
     """Read the value of option ``name`` as typed (``/set temperature 0.2``).
 
     Raises:
-        BadOption: an unknown name, or a value of the wrong kind or out of range.
+        BadOption: an unknown name, or a value of the wrong kind or out of range (said with the range).
     """
     if name not in OPTIONS:
         raise BadOption(f"no option {name!r}; the options are: {', '.join(OPTIONS)}")
-    kind, low, high = OPTIONS[name]
+    kind = OPTIONS[name][0]
     try:
         value = kind(text)
     except ValueError:
         word = "a whole number" if kind is int else "a number"
         raise BadOption(f"{name} takes {word}, not {text!r}") from None
-    if value < low or (high is not None and value > high):
-        span = f"from {low:g} to {high:g}" if high is not None else f"of {low:g} or more"
+    if span := _out_of_range(name, value):
         raise BadOption(f"{name} must be {span}, not {text}")
     return value
 
@@ -50,7 +63,8 @@ def parse_option(name: str, text: str) -> float | int:
 def options_of(data: Any) -> dict[str, Any]:
     """The options a ``session/options`` event's ``options`` holds, those a request can carry, in order.
 
-    A value of the wrong kind (another tool wrote it, or a newer gs) is left out rather than sent.
+    A value of the wrong kind or out of range (another tool wrote it, or a newer gs) is left
+    out rather than sent.
     """
     if not isinstance(data, Mapping):
         return {}
@@ -58,6 +72,8 @@ def options_of(data: Any) -> dict[str, Any]:
     for name, (kind, _low, _high) in OPTIONS.items():
         value = data.get(name)
         if isinstance(value, bool) or not isinstance(value, int if kind is int else (int, float)):
+            continue
+        if _out_of_range(name, value):
             continue
         out[name] = value
     return out

@@ -17,7 +17,7 @@ from .commitmsg import CommitMessage, Trailers
 from .errors import InvalidSessionId, SessionExists
 from .request import options_text
 from .text import case_variant
-from .transcript import Derivation, derived
+from .transcript import SYSTEM_REMOVED, Derivation, derived
 from .usage import tokens_of
 
 if TYPE_CHECKING:
@@ -263,7 +263,7 @@ class Lineage:
 #: The subject of a save that changes a setting, from the log after it.
 _SETTINGS: dict[str, Callable[[Derivation], str]] = {
     "session/title": lambda log: f"title: {log.title}",
-    "session/system": lambda log: f"system prompt: {log.system or '(none)'}",
+    "session/system": lambda log: f"system prompt: {log.system}" if log.system else SYSTEM_REMOVED,
     "session/model": lambda log: f"model: {log.model}",
     "session/options": lambda log: f"options: {options_text(log.options) or '(the server defaults)'}",
 }
@@ -284,7 +284,7 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
 
     Subjects (design.md): a turn ``turn N: <first line of the prompt>``, else ``title: T``,
     ``system prompt: S``, ``model: M``, ``options: temperature=0.2``, ``compact: the
-    conversation up to turn N``, ``undo: turn N`` or
+    conversation up to turn N`` (`` (automatic)`` when gs compacted it itself), ``undo: turn N`` or
     ``save: <event types>``; an import ``import: <source>``; a fork
     ``fork: <id> from <source or session> at <short commit>[ (<why>)]``. Trailers: see
     :class:`Trailers` (a fork adds no events, so it has no ``Events`` and no ``Model``).
@@ -334,13 +334,14 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
         elif summary := next((e for e in new if e.type == "compaction/summary"), None):
             upto = summary.data.get("through")
             covered = log.turns[upto] if isinstance(upto, int) and 0 <= upto < len(log.turns) else turn
-            subject = f"compact: the conversation up to turn {covered}"
+            automatic = " (automatic)" if summary.data.get("auto") else ""
+            subject = f"compact: the conversation up to turn {covered}{automatic}"
         elif any(e.type == "session/undo" for e in new):
             subject = "undo: turn " + ", ".join(str(e.data.get("turn")) for e in new if e.type == "session/undo")
         else:
             subject = "save: " + ", ".join(sorted({e.type for e in new}))
-    models = [e.data.get("model") for e in new if e.type in ("assistant/message", "session/model")
-              and e.data.get("model")]
+    models = [e.data.get("model") for e in new if e.type in ("assistant/message", "session/model", "compaction/summary")
+              and e.data.get("model")]  # a summary names the model that wrote it
     tokens = tokens_of(new)
     trailers = Trailers(
         session=session_id,

@@ -22,8 +22,16 @@ from .store import CommitInfo, SessionStore
 from .text import find_folded, fold, snippet
 from .turns import turn_number
 
-#: Event types whose ``content`` search looks at, and the role shown for each.
-_SEARCHED = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}
+#: Event types search looks at: the role shown for each, and the field holding its text.
+_SEARCHED = {"user/message": ("user", "content"), "assistant/message": ("assistant", "content"),
+             "tool/result": ("tool", "content"), "compaction/summary": ("summary", "summary")}
+#: How a log line without escapes names a type of :data:`_SEARCHED` (as it is written).
+_MARKS = ('/message"', '"tool/result"', '"compaction/summary"')
+
+
+def names_searched_type(line: str) -> bool:
+    """Whether a log line without escapes is of a type search reads (seen in its text, unparsed)."""
+    return any(mark in line for mark in _MARKS)
 
 
 @dataclass
@@ -68,14 +76,15 @@ def read_messages(text: str, turn: int = 0, want: Callable[[str], bool] | None =
         want: tells from a line's text whether to parse it (None: every line).
 
     Returns:
-        ``(seq, turn, role, content)`` per user, assistant or tool message, in log order,
+        ``(seq, turn, role, content)`` per user, assistant or tool message and per
+        compaction summary (role ``summary``), in log order,
         and the number of the turn the lines end in.
     """
     out = []
     for line in text.split("\n"):
         # A line with an escape may spell "turn/start" otherwise (JSON allows "turn\/start"),
         # unless it plainly says it is a message.
-        is_turn = '"turn/start"' in line or ("\\" in line and '/message"' not in line and '"tool/result"' not in line)
+        is_turn = '"turn/start"' in line or ("\\" in line and not names_searched_type(line))
         if not is_turn and want is not None and not want(line):
             continue
         try:
@@ -88,8 +97,8 @@ def read_messages(text: str, turn: int = 0, want: Callable[[str], bool] | None =
         if kind == "turn/start":
             turn = turn_number(data, turn)
             continue
-        role = _SEARCHED.get(kind) if isinstance(kind, str) else None
-        content = data.get("content")
+        role, key = _SEARCHED.get(kind, (None, "")) if isinstance(kind, str) else (None, "")
+        content = data.get(key)
         seq = obj.get("seq")
         if role is None or not isinstance(content, str) or not isinstance(seq, int):
             continue

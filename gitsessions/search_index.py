@@ -30,12 +30,12 @@ from contextlib import closing
 from pathlib import Path
 
 from .errors import CorruptSession
-from .search import body_text, read_messages
+from .search import body_text, names_searched_type, read_messages
 from .store import SessionStore
 from .text import find_folded, snippet
 
 #: Bumped when what is stored changes: an index of another version is rebuilt.
-VERSION = "4"
+VERSION = "5"  # 5: compaction summaries are searched
 #: Seconds to wait for another process writing the index before scanning instead.
 BUSY_TIMEOUT = 2.0
 #: Characters of message text in one chunk, about (a long session is several: bounded memory per insert).
@@ -136,10 +136,10 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _searched(line: str) -> bool:
     """Whether a log line may hold a message search reads (else :func:`read_messages` need not parse it).
 
-    A line without a backslash spells its type as written, so the three types are seen in
-    its text; one with any escape may spell them otherwise, and is parsed.
+    A line without a backslash spells its type as written, so the types are seen in its
+    text (:func:`names_searched_type`); one with any escape may spell them otherwise, and is parsed.
     """
-    return "\\" in line or '/message"' in line or '"tool/result"' in line
+    return "\\" in line or names_searched_type(line)
 
 
 def _version(con: sqlite3.Connection) -> str | None:

@@ -50,6 +50,8 @@ class Session(Saving):
         fork_from: the past revision the first write forks from (None: none, or it did).
         redactor: what :meth:`append` and :meth:`delta` replace (None: redaction is off).
         saves_behind: :meth:`end_turn` commits in a thread and returns at once (default False).
+        starts_with: the system prompt a new session starts with, written as its first event
+            (``session/system``) with the first event appended (None: none, or written).
 
     Args:
         store: the session store.
@@ -91,11 +93,12 @@ class Session(Saving):
         # mid-turn (memory keeps the rest; the next append writes them first, the next save commits all).
         self._journaled = len(events)
         self._deltas_refused = False  # streamed text is journaled in order or not at all
+        self.starts_with: str | None = None
 
     @classmethod
     def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
              redactor: Redactor | None = None, warnings: list[str] | None = None,
-             wait: LockWait | None = None) -> Session:
+             wait: LockWait | None = None, system: str | None = None) -> Session:
         """Open ``session_id`` for writing, taking its lock and recovering an orphaned journal.
 
         Args:
@@ -106,6 +109,9 @@ class Session(Saving):
             redactor: replaces secrets in what enters the session (and in a recovered journal).
             warnings: gets a line when the recovered turn went to a new session.
             wait: how long to wait for another writer to let go (None: refused at once).
+            system: the system prompt a new session starts with (the config's ``system:``):
+                its first event once something is written (:attr:`starts_with`); an existing
+                session sends what its log says, and so does one an earlier gs saved without it.
 
         Raises:
             SessionLocked: another live process writes it (still, after ``wait``).
@@ -128,6 +134,8 @@ class Session(Saving):
                     raise SessionNotFound(session_id, store.session_ids())
                 check_free(store, session_id)
                 session = cls(store, session_id, new_header, [], None, lock, redactor)
+                if system and system.strip():  # held as it will be logged: redacted
+                    session.starts_with = redactor.text(system) if redactor is not None else system
             session.recovered = recovered
             return session
         except BaseException:
@@ -139,6 +147,11 @@ class Session(Saving):
     def messages(self) -> list[dict[str, Any]]:
         """Return the derived chat-completions messages (see :func:`derive_messages`)."""
         return derive_messages(self.events)
+
+    @property
+    def system(self) -> str:
+        """The system prompt the next request begins with (``""``: none): the log's, or :attr:`starts_with`."""
+        return self.starts_with if self.starts_with is not None else derived(self.events).system
 
     @property
     def model(self) -> str | None:
@@ -170,6 +183,9 @@ class Session(Saving):
             RepoReadOnly: the journal cannot be written.
         """
         self._settle(block=False, raising=False)  # a commit that landed frees its journal first
+        if self.starts_with is not None:  # a new session's first event: the system prompt it starts with
+            system, self.starts_with = self.starts_with, None
+            self.append("session/system", {"content": system})
         if self.redactor is not None:
             data = self.redactor.value(data or {})  # in memory as on disk
         event = make_event(len(self.events), type, data)
@@ -270,13 +286,18 @@ class Session(Saving):
         """Save ``text`` as the system prompt (a ``session/system`` event; ``""`` removes it); commit it.
 
         What the model sees is derived from the log (design.md): the request of this turn and
-        of every later one, from here or from a fork, begins with it.
+        of every later one, from here or from a fork, begins with it. In a new session not yet
+        written it replaces :attr:`starts_with` (``""``: it starts with none, and no event says so).
 
         Returns:
-            The commit, or None when ``text`` (redacted) is the system prompt already.
+            The commit, or None when nothing was saved: ``text`` (redacted) is the system
+            prompt already, or it cleared a new session's :attr:`starts_with`.
         """
         content = self.redactor.text(text) if self.redactor is not None else text
-        if content.strip() == derived(self.events).system.strip():
+        if content.strip() == self.system.strip():
+            return None
+        self.starts_with = None
+        if not content.strip() and not derived(self.events).system:
             return None
         return self._save_one("session/system", {"content": text})
 

@@ -23,9 +23,12 @@ def compact_command(repl: Repl, arg: str) -> None:
     from .chat.compaction import compact
 
     assert repl.session is not None
-    repl.write("(compacting: asking the model for a summary of the conversation so far)\n")
+    def asking() -> None:  # said once there is something to compact
+        repl.write("(compacting: asking the model for a summary of the conversation so far)\n")
+
     try:
-        done = compact(repl.session, repl.provider, arg)
+        done = compact(repl.session, repl.provider, arg, model=repl.model or repl.session.model,  # as a turn names it
+                       on_ask=asking)
     except KeyboardInterrupt:
         repl.write("(compaction cancelled; nothing changed)\n")
     except ProviderError as exc:

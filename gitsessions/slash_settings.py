@@ -22,13 +22,14 @@ CLEAR = "--clear"
 def system(repl: Repl, arg: str) -> None:
     """``/system [TEXT | --clear]``: show, set or remove the system prompt of the next requests."""
     assert repl.session is not None
-    current = next((m["content"] for m in repl.session.messages()[:1] if m["role"] == "system"), None)
+    current = repl.session.system
     if not arg:
-        repl.write(f"(system prompt: {current})\n" if current else
+        repl.write(f"(system prompt: {current})\n" if current.strip() else
                    "(no system prompt; /system TEXT sets one)\n")
         return
     text = "" if arg == CLEAR else arg
-    if repl.session.set_system(text) is None:
+    repl.session.set_system(text)
+    if repl.session.system == current:  # not its commit: clearing a new session's start saves none, yet changes it
         repl.write("(the system prompt is that already)\n" if text else "(there is no system prompt to remove)\n")
     else:
         repl.write("(system prompt removed)\n" if not text else "(system prompt saved: sent from the next turn on)\n")
@@ -99,7 +100,6 @@ def usage(repl: Repl, arg: str) -> None:
     if arg:
         repl.write("usage: /usage (it shows the tokens used)\n")
         return
-    name = repl.current_model()
-    settings = repl.config.models.get(name) if repl.config is not None else None
-    price = settings.price if settings is not None else None
-    repl.write("".join(line + "\n" for line in report(name, repl.session.events, repl.window(), price)))
+    models = repl.config.models if repl.config is not None else {}
+    repl.write("".join(line + "\n" for line in report(repl.current_model(), repl.session.events, repl.window(),
+                                                        models)))

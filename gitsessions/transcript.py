@@ -20,7 +20,7 @@ from .request import options_of
 from .turns import turn_count, turn_number
 
 __all__ = [
-    "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "closing_events", "derive_messages", "open_turn",
+    "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "SYSTEM_REMOVED", "closing_events", "derive_messages", "open_turn",
     "summary_through", "title_of", "turn_count", "undone_turns",
 ]
 
@@ -33,6 +33,8 @@ CANCELLED = "cancelled"
 
 #: What the summary of a ``compaction/summary`` is sent after, as a user message.
 SUMMARY_LEAD = "Summary of the conversation so far:\n"
+#: What an empty ``session/system`` (it removes the system prompt) is said to be, shown or saved.
+SYSTEM_REMOVED = "system prompt removed"
 
 _SYNTHETIC_CONTENT = {
     NOT_STARTED: "error: this tool call was never run (the turn ended before it started).",

@@ -26,7 +26,7 @@ from typing import Any
 
 from .events import IMPORTED_MESSAGE, Event
 from .request import options_of, options_text
-from .transcript import summary_through, undone_turns
+from .transcript import SYSTEM_REMOVED, summary_through, undone_turns
 from .turns import turn_number
 
 
@@ -254,8 +254,9 @@ def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item 
     if t == "turn/end" and d.get("reason") != "completed":
         error = d.get("error")
         return TurnEnd(*base, reason=_text(d.get("reason")), error=_text(error) if error else None)
-    if t == "session/system":
-        return Message(*base, role="system", text=_text(d.get("content")))
+    if t == "session/system":  # an empty one removes it: a setting, not a message
+        text = _text(d.get("content"))
+        return Message(*base, role="system", text=text) if text.strip() else Setting(*base, text=SYSTEM_REMOVED)
     if t == "session/model":
         return Setting(*base, text=f"model: {_text(d.get('model'))}")
     if t == "session/options":

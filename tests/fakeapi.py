@@ -69,6 +69,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     #: The usage the reply reports (None: counted from the request, see ``_usage``).
     usage: dict[str, Any] | None = None
+    #: False: no usage at all, ``usage: null`` (llama-cpp-python's server, the embedded model's).
+    reports_usage: bool = True
 
     def content_pieces(self) -> list[str]:
         """The content split into streamed pieces of ``chunk_size`` characters."""
@@ -108,10 +110,14 @@ class Reply:
 
 def text(
     content: str, *, chunk_size: int = 4, delay: float = 0.0, finish_reason: str | None = "stop",
-    usage: dict[str, Any] | None = None,
+    usage: dict[str, Any] | None = None, reports_usage: bool = True,
 ) -> Reply:
-    """Stream ``content`` in pieces of ``chunk_size`` characters, ``delay`` seconds apart; ``usage`` reported."""
-    return Reply(content=content, chunk_size=chunk_size, delay=delay, finish_reason=finish_reason, usage=usage)
+    """Stream ``content`` in pieces of ``chunk_size`` characters, ``delay`` seconds apart; ``usage`` reported.
+
+    ``reports_usage=False``: the reply says ``usage: null`` (as llama-cpp-python's server does).
+    """
+    return Reply(content=content, chunk_size=chunk_size, delay=delay, finish_reason=finish_reason, usage=usage,
+                 reports_usage=reports_usage)
 
 
 def tool_calls(*calls: tuple[str, str, str] | tuple[str, str], content: str = "") -> Reply:
@@ -493,7 +499,7 @@ class _Handler(BaseHTTPRequestHandler):
                         "finish_reason": reply.finish_reason,
                     }
                 ],
-                "usage": _usage(body["messages"], reply),
+                "usage": _usage(body["messages"], reply) if reply.reports_usage else None,
             },
         )
 
@@ -541,7 +547,7 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.fault == "garbage":
                 self._write_event(reply.garbage.encode() + b"\n\n")
             self._send_event(chunk({}, reply.finish_reason))
-            if include_usage:
+            if include_usage and reply.reports_usage:
                 self._send_event({**base, "choices": [], "usage": _usage(body["messages"], reply)})
             self._send_event("[DONE]")
             self.wfile.write(b"0\r\n\r\n")

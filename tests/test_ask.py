@@ -152,7 +152,7 @@ def test_a_system_prompt_is_saved_and_the_session_continues_with_it(gs, git, fak
     assert int(git("rev-list", "--count", "work")) == int(before) + 1
     assert gs("ask", "work", "--system", "You are terse.", "fourth").code == 0
     assert [m["content"] for m in _sent(fake_api) if m["role"] == "system"] == ["You are terse."]
-    # a session that saved none gets the config's, as before
+    # a new session starts with the config's (its first event)
     assert gs("ask", "other", "hi").code == 0
     assert _sent(fake_api)[0] == {"role": "system", "content": "the config's default"}
     assert "system prompt: You are terse." in git("log", "--format=%s", "work")  # its own save, said in words

@@ -141,6 +141,7 @@ def test_a_compaction_that_fails_changes_nothing(gs, fake_api, tmp_path, failure
     fake_api.script(text("a1"), failure())
     r = chat(gs, "q1", "/compact")
     assert "(nothing was compacted: the model sees the conversation as before)" in r.out
+    assert r.out.count("nothing was compacted") == 1 and "kept" not in r.out  # no partial summary is
     log = gs("log", "work").out
     assert "compaction" not in log and sum(line.startswith("commit ") for line in log.splitlines()) == 1
     fake_api.reset()
@@ -151,6 +152,7 @@ def test_a_compaction_that_fails_changes_nothing(gs, fake_api, tmp_path, failure
 def test_nothing_to_compact_is_said(gs, fake_api):
     r = chat(gs, "/compact")
     assert "error: nothing to compact" in r.out and not fake_api.requests
+    assert "compacting" not in r.out  # refused before it says it asks
     fake_api.script(text("a1"), text("the summary"))
     r = chat(gs, "q1", "/compact", "/compact")
     assert r.out.count("error: nothing to compact") == 1 and len(fake_api.requests) == 2
@@ -275,3 +277,32 @@ def test_compacting_a_past_revision_writes_a_fork_and_the_original_never_moves(g
     fake_api.reset()
     chat(gs, "q3", session="short")
     assert sent(fake_api.requests[0]) == [("user", SUMMARY_LEAD + "the summary of turn 1"), ("user", "q3")]
+
+
+def test_gs_search_finds_a_summarys_text(gs, fake_api):
+    fake_api.script(text("a1"), text("they spoke of zebras"))
+    chat(gs, "q1", "/compact")
+    r = gs("search", "zebras")
+    assert r.code == 0, r.err
+    assert "summary: they spoke of zebras" in r.out
+    [hit] = gs("search", "zebras", "--json").json()
+    assert (hit["role"], hit["turn"]) == ("summary", 1)
+
+
+def test_a_compaction_commit_names_the_model_that_wrote_the_summary_and_whether_it_was_automatic(
+        gs, fake_api, git, tmp_path):
+    fake_api.script(text("a1"), text("s1"))
+    chat(gs, "q1", "/model fake-model", "/compact")
+    assert git("log", "-1", "--format=%s", "work").strip() == "compact: the conversation up to turn 1"
+    assert "Model: fake-model" in git("log", "-1", "--format=%B", "work")
+    (tmp_path / "config.yaml").write_text("models: {fake-model: {context: 100}}\ncompact_at: 0.5\n")
+    fake_api.script(text("x" * 200), text("s2"), text("a3"))
+    chat(gs, "q2", "q3")
+    subjects = git("log", "--format=%s", "work").splitlines()
+    assert "compact: the conversation up to turn 2 (automatic)" in subjects
+
+
+def test_compact_asks_the_model_the_session_chose(gs, fake_api):
+    fake_api.script(text("a1"), text("s1"))
+    chat(gs, "q1", "/model fake-model", "/compact")
+    assert fake_api.requests[-1]["model"] == "fake-model"

@@ -151,3 +151,95 @@ def test_the_user_who_asked_for_tools_is_told_the_model_cannot_call_them():
     assert offered_tools(False, tools) == ([], None)  # nothing asked: nothing to say
     none, note = offered_tools(False, tools, asked=True)
     assert none == [] and note is not None and "cannot call tools" in note
+
+
+def test_the_configs_system_prompt_is_logged_as_a_new_sessions_first_event_and_a_clear_stays(
+        gs, fake_api, git, tmp_path):
+    """Config ``system:`` is what a new session starts with, in its log; the log alone says what is sent."""
+    import json
+
+    assert gs("ask", "old", "before the config").code == 0  # a session an earlier gs saved without one
+    (tmp_path / "config.yaml").write_text("system: Be terse.\n")
+    assert gs("ask", "work", "hi").code == 0
+    assert _body(fake_api)["messages"][0] == {"role": "system", "content": "Be terse."}
+    first = json.loads(git("show", "work:session.jsonl").splitlines()[1])
+    assert (first["type"], first["data"]) == ("session/system", {"content": "Be terse."})
+    assert "system prompt › Be terse." in gs("show", "work").out
+
+    r = gs("chat", "work", input="/system\n/system --clear\nagain\n/compact\n")
+    assert r.code == 0, r.err
+    assert "(system prompt: Be terse.)" in r.out and "(system prompt removed)" in r.out
+    assert _body(fake_api, -2)["messages"][0]["role"] == "user"  # a clear stays cleared
+    assert _body(fake_api)["messages"][0]["role"] == "user"  # the compaction's request too
+
+    assert gs("ask", "-s", "", "bare", "hi").code == 0  # cleared before it began: nothing to send
+    assert _body(fake_api)["messages"][0]["role"] == "user"
+    assert "session/system" not in git("show", "bare:session.jsonl")
+    assert gs("ask", "-s", "Be kind.", "kind", "hi").code == 0  # -s replaces the config's
+    assert [m["content"] for m in _body(fake_api)["messages"] if m["role"] == "system"] == ["Be kind."]
+    assert git("show", "kind:session.jsonl").count("session/system") == 1
+
+    r = gs("chat", "chatted", input="/compact\nhi\n/compact\n")  # the summary request sees what the model saw
+    assert r.code == 0, r.err
+    assert _body(fake_api)["messages"][0] == {"role": "system", "content": "Be terse."}
+
+    assert "nothing was saved" in gs("chat", "empty", input="/system\n").err  # no turn: no session made
+    assert gs("ask", "old", "after").code == 0  # an older session sends what its log says: no system prompt
+    assert _body(fake_api)["messages"][0]["role"] == "user"
+
+
+def test_usage_prices_each_reply_at_its_own_models_price_and_names_the_unpriced(gs, fake_api, tmp_path):
+    Path(tmp_path / "config.yaml").write_text("models: {gpt-4o-mini: {price: {input: 1, output: 2}}}\n")
+    fake_api.script(text("one", usage={"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}),
+                    text("two", usage={"prompt_tokens": 3000, "completion_tokens": 50, "total_tokens": 3050}))
+    r = gs("chat", "w", input="first\n/model fake-model\nsecond\n/usage\n")
+    assert r.code == 0, r.err
+    assert ("this session: 4,000 prompt (0 cached) + 550 completion = 4,550 tokens in 2 requests · $0.0020 "
+            "(fake-model: no price)") in r.out  # gpt-4o-mini's reply at its price, not the whole at none
+    assert "this turn: 3,000 prompt (0 cached) + 50 completion = 3,050 tokens in 1 request (fake-model: no price)" \
+        in r.out
+    assert "cost: no price configured for fake-model (models.NAME.price in config.yaml)" in r.out
+
+
+def test_a_server_that_reports_no_usage_is_said_to_not_zero_tokens(store, fake_api):
+    """llama-cpp-python's server (the embedded model's) answers ``usage: null``: say so, not "0 tokens"."""
+    fake_api.script(text("a", reports_usage=False), text("b", reports_usage=False))
+    lines = iter(["hi", "/usage"])
+    out: list[str] = []
+    provider = OpenAIProvider("gpt-4o-mini", "k", fake_api.base_url, window=2048)
+    Repl(store, provider, "w", read_line=lambda _p: next(lines, None), write=out.append,
+         new_header=lambda sid: make_header(sid, created=1), config=load_config({}, None), footer=True).run()
+    said = "".join(out)
+    assert "gpt-4o-mini · window 2,048 · usage not reported by this server\n" in said
+    assert "this session: usage not reported by this server (1 reply)" in said
+    assert "0 tokens" not in said and "context: no usage reported yet" not in said
+
+
+def test_a_window_the_provider_was_started_with_is_the_servers(fake_api):
+    """The embedded server answers /props 404, but gs started it with its n_ctx: that is its window."""
+    assert OpenAIProvider("m", "k", fake_api.base_url).server_window() is None  # the fake tells nothing
+    assert OpenAIProvider("m", "k", fake_api.base_url, window=2048).server_window() == 2048
+
+
+def test_a_cleared_system_prompt_is_shown_as_removed(gs, fake_api, git):
+    assert gs("ask", "-s", "Be terse.", "work", "hi").code == 0
+    assert gs("chat", "work", input="/system --clear\n").code == 0
+    shown = gs("show", "work").out
+    assert "(system prompt removed)" in shown and "system prompt › \n" not in shown
+    exported = gs("export", "work", "-f", "markdown").out
+    assert "*(system prompt removed · " in exported and "*(no text)*" not in exported
+    assert "system prompt removed" in gs("export", "work", "-f", "html").out
+    assert git("log", "-1", "--format=%s", "work").strip() == "system prompt removed"
+
+
+def test_an_option_past_what_a_request_carries_is_refused_with_its_range(gs, fake_api):
+    r = gs("chat", "w", input="/set seed 99999999999999999999999\n/set temperature nan\n/set max_tokens 0\n"
+                              "/set top_p inf\nhi\n")
+    assert r.code == 0, r.err
+    assert ("error: seed must be from 0 to 9223372036854775807 (the largest whole number a request carries), "
+            "not 99999999999999999999999") in r.out
+    assert "error: temperature must be from 0 to 2, not nan" in r.out
+    assert "error: max_tokens must be 1 or more, not 0" in r.out
+    assert "error: top_p must be from 0 to 1, not inf" in r.out
+    assert "JSON" not in r.out
+    assert not {"seed", "temperature", "max_tokens", "top_p"} & set(_body(fake_api))  # nothing refused was saved

@@ -131,3 +131,12 @@ def test_gs_ask_runs_a_turn_through_the_embedded_model(repo_path):
     lines = subprocess.run([*git, "show", "local:session.jsonl"], capture_output=True, text=True).stdout
     reply = [json.loads(x) for x in lines.splitlines()[1:] if '"assistant/message"' in x]
     assert reply and reply[0]["data"]["content"].strip() == proc.stdout.strip()
+
+
+def test_the_embedded_models_window_is_the_one_gs_started_it_with(tmp_path):
+    """Its server has no /props; the provider says the n_ctx gs started it with (issue 15: never unknown here)."""
+    from gitsessions.chat.connect import connect
+    from gitsessions.config import load_config
+
+    with connect(load_config({}, tmp_path / "none.yaml")) as provider:
+        assert provider.server_window() == LocalModelServer().n_ctx

@@ -68,14 +68,16 @@ def test_a_plain_turn_streams_and_commits_its_events(store, session):
     assert not store.journal(SID).exists()
 
 
-def test_the_system_prompt_is_sent_first_and_not_stored(store, session):
+def test_the_system_prompt_sent_first_is_the_logs(store, session):
+    """What the model saw is in the log (issue 15): the loop sends the session's own system prompt, no other."""
     model = ScriptedProvider()
-    run_turn(session, model, "one", system="Be terse.")
-    run_turn(session, model, "two", system="Be terse.", tools=[])
+    session.set_system("Be terse.")
+    run_turn(session, model, "one")
+    run_turn(session, model, "two", tools=[])
     assert [m["content"] for m in model.requests[1][0]] == ["Be terse.", "one", "echo: one", "two"]
     assert model.requests[1][0][0]["role"] == "system"
     assert model.requests[1][1] == []
-    assert "Be terse." not in json.dumps(saved(store))
+    assert "Be terse." in json.dumps(saved(store))
     assert session.next_turn == 3
 
 

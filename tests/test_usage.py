@@ -10,13 +10,18 @@ from gitsessions.config import load_config
 from gitsessions.errors import ConfigError
 from gitsessions.events import Event
 from gitsessions.usage import (
+    UNNAMED,
+    ModelSettings,
     Price,
+    Spent,
     Tokens,
     context_used,
     context_window,
     cost,
     footer,
+    price_of,
     report,
+    spent,
     tokens_by_turn,
     tokens_of,
 )
@@ -84,12 +89,32 @@ def test_cost_prices_cached_prompt_tokens_apart():
 
 def test_the_footer_and_the_report_say_the_share_or_that_the_window_is_unknown():
     events = _events((1, {"prompt_tokens": 900, "completion_tokens": 100}))
+    events[-1].data["model"] = "m"
     assert footer("m", events, 4000) == "m · context 25% of 4,000 · 1,000 tokens this session"
     assert "window unknown" in footer("m", events, None)
-    lines = report("m", events, 4000, Price(1.0, 2.0))
+    lines = report("m", events, 4000, {"m": ModelSettings(price=Price(1.0, 2.0))})
     assert lines[1] == "this turn: 900 prompt (0 cached) + 100 completion = 1,000 tokens in 1 request · $0.0011"
     assert lines[3] == "context 25% of 4,000"
-    assert report("m", events, None, None)[-1].startswith("cost: no price configured")
+    assert report("m", events, None, {})[-1].startswith("cost: no price configured for m")
+
+
+def test_each_request_is_priced_at_the_price_of_the_model_that_answered_it():
+    """A reply's ``model`` is the server's (a dated snapshot: priced as its base); one naming none is unpriced."""
+    events = _events((1, {"prompt_tokens": 1_000_000, "completion_tokens": 0}),
+                     (2, {"prompt_tokens": 0, "completion_tokens": 1_000_000}),
+                     (3, {"prompt_tokens": 5, "completion_tokens": 5}),
+                     (4, {"prompt_tokens": 5, "completion_tokens": 5}))
+    replies = [ev for ev in events if ev.type == "assistant/message"]
+    for ev, name in zip(replies, ("gpt-4o-2024-08-06", "gpt-4-0613", "local", None), strict=True):
+        if name:
+            ev.data["model"] = name
+    models = {"gpt-4o": ModelSettings(price=Price(2.0, 8.0)), "gpt-4": ModelSettings(price=Price(30.0, 60.0))}
+    assert price_of(models, "gpt-4o-mini") is None  # another model, not a snapshot of gpt-4o
+    paid = spent(events, models)
+    assert paid == Spent(pytest.approx(2.0 + 60.0), 2, ("local", UNNAMED))
+    lines = report("gpt-4o", events, None, models)
+    assert lines[2].endswith(" · $62.0000 (local, an unnamed model: no price)")
+    assert lines[-1] == "cost: no price configured for local, an unnamed model (models.NAME.price in config.yaml)"
 
 
 def test_a_compaction_request_counts_in_what_the_session_spent_not_in_its_context():
@@ -98,3 +123,27 @@ def test_a_compaction_request_counts_in_what_the_session_spent_not_in_its_contex
                         {"summary": "s", "usage": {"prompt_tokens": 110, "completion_tokens": 7}}))
     assert tokens_of(events) == Tokens(210, 17, 0, 2)
     assert context_used(events) == 110  # the summary request read the context; it is not the context
+
+
+def test_usage_and_the_footer_count_the_same_requests_after_a_compaction():
+    """One rule: /usage's session total is the footer's, the summary's request among them."""
+    events = _events((1, {"prompt_tokens": 100, "completion_tokens": 10}))
+    events.append(Event(len(events), 0, "compaction/summary",
+                        {"summary": "s", "usage": {"prompt_tokens": 110, "completion_tokens": 7}}))
+    assert footer("m", events, None).endswith(" · 227 tokens this session")
+    assert report("m", events, None, {})[2].startswith(
+        "this session: 210 prompt (0 cached) + 17 completion = 227 tokens in 2 requests")
+    assert sum(tokens_by_turn(events).values(), Tokens()) == tokens_of(events)
+
+
+def test_the_context_share_after_a_compaction_is_said_to_be_from_before_it():
+    events = _events((1, {"prompt_tokens": 900, "completion_tokens": 100}))
+    events.append(Event(len(events), 0, "compaction/summary",
+                        {"summary": "s", "usage": {"prompt_tokens": 1000, "completion_tokens": 50}}))
+    assert report("m", events, 4000, {})[3] == (
+        "context 25% of 4,000 before the compaction (the next reply counts what is sent now)")
+    for type_, data in (("turn/start", {"turn": 2}), ("user/message", {"content": "q"}),
+                        ("assistant/message", {"content": "a",
+                                               "usage": {"prompt_tokens": 80, "completion_tokens": 20}})):
+        events.append(Event(len(events), 0, type_, data))
+    assert report("m", events, 4000, {})[3] == "context 2% of 4,000"

@@ -15,7 +15,7 @@ it returns what to tell the user.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,7 +122,7 @@ def request_tokens(events: Sequence[Event], prompt: str = "") -> int:
 
 
 def compact(session: Session, provider: Provider, instructions: str = "", *, model: str | None = None,
-            auto: bool = False) -> Compacted:
+            auto: bool = False, on_ask: Callable[[], None] = lambda: None) -> Compacted:
     """Ask the model for a summary of the session so far and save it as a ``compaction/summary``.
 
     The request is what the model sees now (the system prompt too) and then :data:`PROMPT`
@@ -137,6 +137,8 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, mod
         model: the model the request names (the session's ``session/model`` or the run's
             ``-m``; None: the provider's).
         auto: the compaction was automatic (the window was filling), not asked for.
+        on_ask: called when the request goes, once there is something to compact (a face
+            says that the model is asked).
 
     Returns:
         What was saved.
@@ -145,7 +147,7 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, mod
         NothingToSave: there is nothing to compact (no message, or only a summary), or a
             turn is open.
         ProviderError: the request failed, or the reply was cut or held no summary (nothing
-            was saved).
+            was saved; the message does not say so: the caller does, once).
         KeyboardInterrupt: Ctrl+C while the summary streamed (nothing was saved).
     """
     if session.in_turn:
@@ -160,6 +162,7 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, mod
     if session.redactor is not None:  # text the model is sent enters the session's way: redacted
         instructions = session.redactor.text(instructions)
     ask = PROMPT + (f"\n\nAlso: {instructions.strip()}" if instructions.strip() else "")
+    on_ask()
     completion = _ask(provider, [*log.messages(), {"role": "user", "content": ask}], model)
     data: dict[str, Any] = {"summary": completion.content, "through": through,
                             "model": completion.model or model or provider.model, "usage": completion.usage}
@@ -186,14 +189,17 @@ def _ask(provider: Provider, messages: list[dict[str, Any]], model: str | None) 
         for item in stream:
             if isinstance(item, Completion):
                 completion = item
+    except ProviderError as exc:  # no partial summary is kept, whatever the provider says of a reply
+        raise ProviderError(exc.unkept, exc.status) from None
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+    # The callers say that nothing was compacted.
     if completion.finish_reason == "length":
-        raise ProviderError("the summary was cut at the model's length limit; nothing was compacted")
+        raise ProviderError("the summary was cut at the model's length limit")
     if not completion.content.strip() or completion.tool_calls:
-        raise ProviderError("the model wrote no summary; nothing was compacted (try /compact again)")
+        raise ProviderError("the model wrote no summary (try /compact again)")
     return completion
 
 

@@ -88,7 +88,7 @@ def _ignore(*_args: Any) -> None:
 
 
 def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
-             system: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+             max_steps: int = DEFAULT_MAX_STEPS,
              tools: list[dict[str, Any]] | None = None, toolset: Toolset | None = None,
              permit: Permit | None = None,
              model: str | None = None, options: dict[str, Any] | None = None,
@@ -105,8 +105,6 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
         session: where events go.
         provider: the model.
         prompt: the user's message.
-        system: a system prompt sent first when the session saved none (``session/system``,
-            which the derived messages begin with); not stored in the log.
         max_steps: bound on model requests in this turn.
         tools: tool schemas offered (default: ``toolset``'s; none without one).
         toolset: what runs the calls and which may run unasked (None: no tool; a call the
@@ -135,9 +133,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
         for step in range(1, max_steps + 1):
             session.append("step/start", {"step": step})
             partial = []
-            messages = session.messages()
-            if system and not (messages and messages[0]["role"] == "system"):
-                messages = [{"role": "system", "content": system}, *messages]
+            messages = session.messages()  # the system prompt too: the log's session/system
             completion = Completion()
             stream = provider.stream(messages, tools, **request)
             try:

@@ -93,17 +93,20 @@ class OpenAIProvider:
             mid-reply is never retried.
         calls_tools: the model can call tools (False: offering them is pointless; the
             embedded SmolLM2 ignores them).
+        window: the context window the server runs with, tokens, when the caller knows it
+            (it started the server: the embedded model's ``n_ctx``); None: the server is asked.
     """
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, *,
-                 timeout_s: float = 120.0, max_retries: int = 2, calls_tools: bool = True):
+                 timeout_s: float = 120.0, max_retries: int = 2, calls_tools: bool = True,
+                 window: int | None = None):
         import openai  # slow to import; only commands that talk to a model pay for it
 
         self.model = model
         self.base_url = base_url
         self.timeout_s = timeout_s
         self.calls_tools = calls_tools
-        self._window: list[int | None] = []  # what the server said of its context window, once asked
+        self._window: list[int | None] = [window] if window else []  # the server's window, once known
         self._openai = openai
         http_client = None
         if base_url and base_url.startswith("http://"):
@@ -131,8 +134,9 @@ class OpenAIProvider:
         """The context window the server says it runs with, tokens (None: it says nothing).
 
         llama.cpp (the embedded model, and ``llama-server`` anywhere) tells it at ``/props``
-        beside its API root; other servers answer 404 or nothing. Asked once, quickly (2 s,
-        no retry); any failure is "unknown", never an error.
+        beside its API root; other servers answer 404 or nothing (llama-cpp-python's, the
+        embedded model's: its window is the one it was started with, given). Asked once,
+        quickly (2 s, no retry); any failure is "unknown", never an error.
         """
         if not self._window:
             self._window.append(self._ask_window() if self.base_url else None)
@@ -238,7 +242,7 @@ class OpenAIProvider:
         """The error event a server sends inside a stream (``{"error": {"message": ...}}``)."""
         message = error.get("message") if isinstance(error, dict) else None
         said = message if isinstance(message, str) and message else "An error occurred during streaming"
-        return ProviderError(f"the model API at {self._where()} failed mid-reply: {_one_line(said)}{self._kept(kept)}")
+        return self._kept(f"the model API at {self._where()} failed mid-reply: {_one_line(said)}", "", kept)
 
     def _failed(self, exc: BaseException, *, started: bool, kept: bool) -> ProviderError:
         """Translate an SDK or transport failure into the one-line :class:`ProviderError`.
@@ -273,16 +277,16 @@ class OpenAIProvider:
             return ProviderError(f"could not connect to {where}{within}; is the server running? {_CHECK_URL}")
         if timeout:
             mid = " mid-reply" if started else ""
-            return ProviderError(f"no data from {where} for {_seconds(self.timeout_s)}{mid}"
-                                 f"{self._kept(kept)}; try again, or raise timeout in config.yaml")
+            return self._kept(f"no data from {where} for {_seconds(self.timeout_s)}{mid}",
+                              "; try again, or raise timeout in config.yaml", kept)
         if isinstance(exc, openai.APIConnectionError) or isinstance(exc, self._httpx_errors()):
             if not started:
                 return ProviderError(f"the connection to {where} was closed before any reply "
                                      f"({_reason(exc)}); try again")
             return self._lost(kept=kept)
         # An error event inside the stream, or another API failure.
-        return ProviderError(f"the model API at {where} failed{' mid-reply' if started else ''}: "
-                             f"{_one_line(exc)}{self._kept(kept)}")
+        return self._kept(f"the model API at {where} failed{' mid-reply' if started else ''}: {_one_line(exc)}",
+                          "", kept)
 
     def _not_found(self, status: int, message: str) -> str:
         """The way out of a 404 that is the URL's fault: the API's own words say why otherwise.
@@ -301,16 +305,16 @@ class OpenAIProvider:
     def _lost(self, *, kept: bool) -> ProviderError:
         # The cause (a reset, a truncated body, a clean end without a finish) changes nothing
         # for the user, so the message is one for the kind.
-        return ProviderError(f"the connection to {self._where()} was lost mid-reply{self._kept(kept)}; "
-                             "try again")
+        return self._kept(f"the connection to {self._where()} was lost mid-reply", "; try again", kept)
 
     def _not_a_stream(self, detail: str, *, kept: bool) -> ProviderError:
-        return ProviderError(f"{self._where()} sent something that is not a chat-completions stream "
-                             f"({detail}){self._kept(kept)}; {_CHECK_URL}")
+        return self._kept(f"{self._where()} sent something that is not a chat-completions stream ({detail})",
+                          f"; {_CHECK_URL}", kept)
 
     @staticmethod
-    def _kept(kept: bool) -> str:
-        return "; the partial reply is kept" if kept else ""
+    def _kept(head: str, tail: str, kept: bool) -> ProviderError:
+        """``head``, that the partial reply is kept (when ``kept``: the loop keeps it), ``tail``."""
+        return ProviderError(head + ("; the partial reply is kept" if kept else "") + tail, unkept=head + tail)
 
     def _where(self) -> str:
         return self.base_url or "api.openai.com"

@@ -199,7 +199,7 @@ def chat(
                 store = stores.result()
                 opened = Repl(store, keys.guard(provider) if keys else provider,
                               sid or new_session_id(store, token_hex=drawn_first(drawn)), read_line=replay,
-                              write=write, new_header=_header, system=c.system_prompt(),
+                              write=write, new_header=_header, system=c.config.system,
                               max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                               warnings=c.warnings, wait=c.lock_wait(wait),
                               reply=rendered_replies(c.output, render) if interactive else None,
@@ -328,7 +328,7 @@ def ask(
                                 names_session=lambda word: names_session(store, word))
         session, note = open_revision(store, rev or new_session_id(store), fork_as=fork_as,
                                       new_header=_header, redactor=c.redactor(), warnings=c.warnings,
-                                      wait=c.lock_wait(wait))
+                                      wait=c.lock_wait(wait), system=c.config.system)
         if note:
             err(note)
         send_one(c, store, session, prompt, model, raw=raw, system=system, toolset=toolset)

@@ -121,11 +121,6 @@ class Context:
                                               config_secrets={"api_key": self.config.api_key})
         return self._redactor
 
-    def system_prompt(self) -> str | None:
-        """The config's ``system:`` prompt, redacted: it is sent to the model (never stored)."""
-        system, redactor = self.config.system, self.redactor()
-        return redactor.text(system) if system and redactor is not None else system
-
     def store(self) -> GitStore:
         """Open the session store (the repo itself is created on first write).
 

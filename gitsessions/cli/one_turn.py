@@ -64,9 +64,9 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
                 tools, note = offered_tools(provider.calls_tools, None, asked=toolset is not None)
                 if note:
                     err(f"gs: {note}")
-                result = run_turn(session, provider, prompt, system=c.system_prompt(),
-                                  max_steps=c.config.max_steps, tools=tools, toolset=toolset,
-                                  model=model or session.model, options=session.options, on_text=view.text)
+                result = run_turn(session, provider, prompt, max_steps=c.config.max_steps, tools=tools,
+                                  toolset=toolset, model=model or session.model, options=session.options,
+                                  on_text=view.text)
             finally:
                 view.end()  # the reply shown ends its line
     except DiskFull as exc:
