@@ -18,6 +18,7 @@ import pexpect
 from conftest import GS
 
 from gitsessions.rules import imported_session_id
+from gitsessions.store import GitStore
 from gitsessions.store.batch import MERGE_PACKS
 
 FIXTURE = Path(__file__).parent / "data" / "chatgpt" / "conversations.json"
@@ -194,3 +195,17 @@ def test_the_packs_of_many_lines_are_merged_as_the_import_goes(gs, git, repo_pat
         assert gs("show", sid).code == 0
     again = gs("import", *files)
     assert again.code == 0 and again.out == "" and "nothing new" in again.err.splitlines()
+
+
+def test_the_session_ids_are_listed_from_the_ref_names_packed_or_loose(gs, git, repo_path):
+    """What is taken is asked before each new session: the names are listed, no ref file read."""
+    assert gs("import", str(_export(repo_path.parent, _fixture()))).code == 0
+    git("pack-refs", "--all")  # the imported sessions' refs in packed-refs
+    tip = git("rev-parse", git("for-each-ref", "--format=%(refname)", "refs/heads").split()[0]).strip()
+    git("update-ref", "refs/heads/loose-one", tip)
+    git("update-ref", "refs/heads/feature/x", tip)  # no session id
+    (repo_path / "refs" / "heads" / "coming.lock").write_text(tip + "\n")  # being created: none yet
+    with GitStore(repo_path) as store:
+        ids = store.session_ids()
+        assert ids == list(store.tips()) and "loose-one" in ids and "coming" not in ids
+        assert len(ids) == len(git("for-each-ref", "refs/heads").splitlines()) - 1  # all but feature/x
