@@ -209,3 +209,21 @@ def test_the_session_ids_are_listed_from_the_ref_names_packed_or_loose(gs, git, 
         ids = store.session_ids()
         assert ids == list(store.tips()) and "loose-one" in ids and "coming" not in ids
         assert len(ids) == len(git("for-each-ref", "refs/heads").splitlines()) - 1  # all but feature/x
+
+
+def test_the_session_created_last_is_current_after_an_import_of_many_files(gs, git, repo_path, tmp_path):
+    """HEAD is moved once, by the command, to where moving it with each new session left it."""
+    base = _fixture()[1]
+    files = []
+    for i in range(3):
+        conv = json.loads(json.dumps(base))
+        conv["id"] = conv["conversation_id"] = f"head-{i}"
+        conv["title"] = f"Head {i}"
+        (tmp_path / f"h{i}").mkdir()
+        files.append(str(_export(tmp_path / f"h{i}", [conv])))
+    r = gs("import", *files)
+    assert r.code == 0, r.err
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/" + r.out.split()[-1]
+    assert r.out.split()[-1] == imported_session_id("chatgpt", "head-2", "Head 2")
+    assert gs("import", files[0]).code == 0  # nothing new: HEAD stays
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/" + r.out.split()[-1]

@@ -62,7 +62,7 @@ class BatchWrites:
 
     @writes
     def append_many(self, session_id: str, commits: Sequence[Planned], *,
-                    expected_tip: str | None, header: dict | None = None) -> list[CommitId]:
+                    expected_tip: str | None, header: dict | None = None, current: bool = True) -> list[CommitId]:
         """Save ``commits`` one after another on ``session_id``, as one pack and one ref move.
 
         What :meth:`~.git.GitStore.append` does for each (the same checks, hooks, objects
@@ -74,6 +74,7 @@ class BatchWrites:
             commits: ``(events, message, author_time)`` per commit, oldest first.
             expected_tip: the tip the first builds on; None creates the session.
             header: the header, required when creating.
+            current: make a new session current (False: the caller does, once for many).
 
         Returns:
             The commit ids, oldest first.
@@ -122,7 +123,7 @@ class BatchWrites:
             reflog = f"import: {len(pending)} commits, the last {reflog}"
         now = int(time.time())
         store._swap(repo, ref, expected_tip, last.id, reflog.encode("utf-8"), now, time.localtime(now).tm_gmtoff)
-        if expected_tip is None:
+        if expected_tip is None and current:
             store.set_current(session_id)
         shas = [CommitId(c.id.decode("ascii")) for *_, c in pending]
         store._mark_verified(shas[-1], last)  # the tip, and its list row

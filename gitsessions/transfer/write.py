@@ -89,7 +89,7 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
                  header_extra: dict[str, Any] | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  keep_paths: bool = False, progress: Callable[[int, int], None] | None = None,
-                 index: SourceIndex | None = None) -> ImportResult:
+                 index: SourceIndex | None = None, current: bool = True) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -114,6 +114,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             (the command line's progress bar).
         index: the sessions that may hold conversations, kept from the files imported before
             (read from the store once; None: read for this file).
+        current: make the last session another tool's conversations created current (False:
+            the caller does, once for many files: :func:`~.branches.last_created`).
 
     Returns:
         What was written and what was skipped.
@@ -131,7 +133,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         for i, conv in enumerate(plan.conversations):
             conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
-                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index)))
+                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index,
+                                                                    current=current)))
             except TransferError as exc:  # another writer holds one of its sessions: the others go on
                 done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
             if progress is not None:
