@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,31 +65,38 @@ class Redactor:
             self._shapes = [*self._own, *(library_shapes(self._detector_cache) if self._detectors else ())]
         return self._shapes
 
-    def text(self, text: str) -> str:
-        """Return ``text`` with every secret replaced by ``[REDACTED:<name>]``."""
+    def text(self, text: str, only: list[tuple[int, Shape]] | None = None) -> str:
+        """Return ``text`` with every secret replaced by ``[REDACTED:<name>]`` (``only``: :mod:`.redact_many`'s)."""
         for value in self._values:
             if value in text:
                 text = text.replace(value, f"[REDACTED:{self.secrets[value]}]")
-        scan = Scan(text)
-        for shape in self.shapes:
+                only = None  # what replaced it may hold a literal the shapes were chosen without
+        todo = only if only is not None else list(enumerate(self.shapes))
+        scan, k = Scan(text), 0
+        while k < len(todo):
+            i, shape = todo[k]
+            k += 1
             out = shape.sub(scan, f"[REDACTED:{shape.name}]")
             if out is not scan.text:
                 scan = Scan(out)
+                if todo is only:  # the replacement may hold another shape's literal
+                    todo, k = list(enumerate(self.shapes))[i + 1:], 0
         return scan.text
 
-    def value(self, value: Any) -> Any:
-        """Return a copy of a JSON value with :meth:`text` applied to every string (keys too)."""
+    def value(self, value: Any, text: Callable[[str], str] | None = None) -> Any:
+        """Return a copy of a JSON value with :meth:`text` (or ``text``) applied to every string (keys too)."""
+        text = text or self.text
         if isinstance(value, str):
-            return self.text(value)
+            return text(value)
         if isinstance(value, dict):
-            return {self.text(k) if isinstance(k, str) else k: self.value(v) for k, v in value.items()}
+            return {text(k) if isinstance(k, str) else k: self.value(v, text) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return [self.value(v) for v in value]
+            return [self.value(v, text) for v in value]
         return value
 
-    def event(self, event: Event) -> Event:
-        """Return ``event`` with its data redacted (the same object when nothing changed)."""
-        data = self.value(event.data)
+    def event(self, event: Event, text: Callable[[str], str] | None = None) -> Event:
+        """Return ``event`` with its data redacted (the same object if unchanged; ``text``: see :meth:`value`)."""
+        data = self.value(event.data, text)
         return event if data == event.data else Event(event.seq, event.time, event.type, data, event.ignorable)
 
 

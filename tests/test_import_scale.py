@@ -18,6 +18,7 @@ import pexpect
 from conftest import GS
 
 from gitsessions.rules import imported_session_id
+from gitsessions.store import GitStore
 from gitsessions.store.batch import MERGE_PACKS
 
 FIXTURE = Path(__file__).parent / "data" / "chatgpt" / "conversations.json"
@@ -188,7 +189,41 @@ def test_the_packs_of_many_lines_are_merged_as_the_import_goes(gs, git, repo_pat
     git("fsck", "--strict")
     for pack in packs:
         git("verify-pack", str(pack.with_suffix(".idx")))
+    merged = max(packs, key=lambda p: p.stat().st_size)  # its entries copied from the lines' packs: deltas kept
+    assert "chain length = 1" in git("verify-pack", "-v", str(merged.with_suffix(".idx")))
     for sid in (imported_session_id("chatgpt", c["id"], c["title"]) for c in convs):  # each reads back whole
         assert gs("show", sid).code == 0
     again = gs("import", *files)
     assert again.code == 0 and again.out == "" and "nothing new" in again.err.splitlines()
+
+
+def test_the_session_ids_are_listed_from_the_ref_names_packed_or_loose(gs, git, repo_path):
+    """What is taken is asked before each new session: the names are listed, no ref file read."""
+    assert gs("import", str(_export(repo_path.parent, _fixture()))).code == 0
+    git("pack-refs", "--all")  # the imported sessions' refs in packed-refs
+    tip = git("rev-parse", git("for-each-ref", "--format=%(refname)", "refs/heads").split()[0]).strip()
+    git("update-ref", "refs/heads/loose-one", tip)
+    git("update-ref", "refs/heads/feature/x", tip)  # no session id
+    (repo_path / "refs" / "heads" / "coming.lock").write_text(tip + "\n")  # being created: none yet
+    with GitStore(repo_path) as store:
+        ids = store.session_ids()
+        assert ids == list(store.tips()) and "loose-one" in ids and "coming" not in ids
+        assert len(ids) == len(git("for-each-ref", "refs/heads").splitlines()) - 1  # all but feature/x
+
+
+def test_the_session_created_last_is_current_after_an_import_of_many_files(gs, git, repo_path, tmp_path):
+    """HEAD is moved once, by the command, to where moving it with each new session left it."""
+    base = _fixture()[1]
+    files = []
+    for i in range(3):
+        conv = json.loads(json.dumps(base))
+        conv["id"] = conv["conversation_id"] = f"head-{i}"
+        conv["title"] = f"Head {i}"
+        (tmp_path / f"h{i}").mkdir()
+        files.append(str(_export(tmp_path / f"h{i}", [conv])))
+    r = gs("import", *files)
+    assert r.code == 0, r.err
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/" + r.out.split()[-1]
+    assert r.out.split()[-1] == imported_session_id("chatgpt", "head-2", "Head 2")
+    assert gs("import", files[0]).code == 0  # nothing new: HEAD stays
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/" + r.out.split()[-1]

@@ -101,11 +101,12 @@ class SessionStore(abc.ABC):
         """
 
     def append_many(self, session_id: str, commits: Sequence[tuple[list[Event], CommitMessage, int | None]], *,
-                    expected_tip: str | None, header: dict | None = None) -> list[CommitId]:
+                    expected_tip: str | None, header: dict | None = None, current: bool = True) -> list[CommitId]:
         """Save ``commits`` (``(events, message, author_time)`` each, oldest first) one after another.
 
         As many :meth:`append` calls; a backend may write them at once (the git one: one pack,
         one fsync, one ref move; see :mod:`.batch`). Returns their ids, oldest first.
+        ``current=False``: a new session is not made current (an import does it once, at its end).
 
         Raises:
             InvalidEvent, ConcurrentUpdate, SessionExists: as :meth:`append`.

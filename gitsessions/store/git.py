@@ -150,10 +150,6 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
     def _ref(self, session_id: str) -> Ref:
         return Ref(_HEADS + check_session_id(session_id).encode("ascii"))
 
-    def session_ids(self) -> list[SessionId]:
-        """Return the ids of all sessions, sorted: branches named by a valid id (``feature/x`` is none)."""
-        return list(self.tips())
-
     def tips(self) -> dict[SessionId, CommitId]:
         """Return every session's tip by id, sorted by id (one pass over the refs: what :meth:`tip` gives each)."""
         refs = read_refs(repo, _HEADS) if (repo := self.repo()) is not None else {}

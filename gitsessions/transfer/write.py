@@ -15,6 +15,7 @@ from ..errors import HookRefused, InvalidSessionId, SessionExists, TransferError
 from ..events import make_header
 from ..recovery import recover_journal
 from ..redact import Redactor
+from ..redact_many import redact_events
 from ..rules import check_new_id, check_session_id, commit_message, new_session_id, taken_by
 from ..store import SessionStore
 from .branches import ImportedConversation, Outcome, SourceIndex, write_conversation
@@ -48,7 +49,8 @@ def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> Imported
     """The conversation with secrets replaced: title, source id (they name the session) and every event."""
     if redactor is None:
         return conv
-    branches = [(key, [[redactor.event(ev) for ev in chunk] for chunk in chunks]) for key, chunks in conv.branches]
+    redacted = iter(redact_events(redactor, [ev for _, chunks in conv.branches for chunk in chunks for ev in chunk]))
+    branches = [(key, [[next(redacted) for _ in chunk] for chunk in chunks]) for key, chunks in conv.branches]
     spawned = (redactor.text(conv.spawned[0]), conv.spawned[1]) if conv.spawned else None
     forked = None if conv.forked_from is None else redactor.text(conv.forked_from)
     return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
@@ -87,7 +89,7 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
                  header_extra: dict[str, Any] | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  keep_paths: bool = False, progress: Callable[[int, int], None] | None = None,
-                 index: SourceIndex | None = None) -> ImportResult:
+                 index: SourceIndex | None = None, current: bool = True) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -112,6 +114,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             (the command line's progress bar).
         index: the sessions that may hold conversations, kept from the files imported before
             (read from the store once; None: read for this file).
+        current: make the last session another tool's conversations created current (False:
+            the caller does, once for many files: :func:`~.branches.last_created`).
 
     Returns:
         What was written and what was skipped.
@@ -129,7 +133,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         for i, conv in enumerate(plan.conversations):
             conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
-                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index)))
+                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index,
+                                                                    current=current)))
             except TransferError as exc:  # another writer holds one of its sessions: the others go on
                 done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
             if progress is not None:
@@ -174,7 +179,7 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
                 header = make_header(sid, imported_from=source, **(header_extra or {}))
             if redactor is not None:
                 source, header = redactor.text(source), redactor.value(header)
-                events = [redactor.event(ev) for ev in events]
+                events = redact_events(redactor, events)
             message = commit_message(sid, events, kind="import", source=source)
             try:
                 commit = store.append(sid, events, message, expected_tip=None, header=header)
