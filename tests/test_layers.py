@@ -73,6 +73,7 @@ MODULES = {
     "gitsessions.turns": "model",
     "gitsessions.text": "model",
     "gitsessions.redact": "model",
+    "gitsessions.redact_stream": "model",
     "gitsessions.detectors": "model",
     "gitsessions.regex_form": "model",
     "gitsessions.detector_cache": "model",

@@ -190,9 +190,9 @@ def test_a_key_streamed_in_small_chunks_never_sits_whole_in_the_journal(store, r
                                                                          monkeypatch):
     import random
 
-    from gitsessions import redact
+    from gitsessions import redact_stream
 
-    monkeypatch.setattr(redact, "STREAM_BATCH", 8)  # looked at often: the journal is checked at many cuts
+    monkeypatch.setattr(redact_stream, "STREAM_BATCH", 8)  # looked at often: the journal is checked at many cuts
     rnd = random.Random(seed)
     text = (f"Here is the token: {GHP}, then the env one {ENV['DEPLOY_TOKEN']} and a key "
             f"\"{SK}\" and a PEM\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n"

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_pty import chat_env, spawn_chat  # noqa: F401 (fixtures: a gs chat in a pty)
 
-from gitsessions import redact
+from gitsessions import redact_stream
 from gitsessions.redact import PATTERNS, Redactor, StreamRedactor, from_environment
 
 KEY = "test-key-0123456789abcdef"  # the OPENAI_API_KEY the gs runs use here
@@ -422,7 +422,7 @@ def test_a_secret_just_before_a_held_start_is_never_released(batch, monkeypatch)
     # A secret ending where a held start begins (a token right before "-----BEGIN", "sk-",
     # "password="): released alone it would not match, as what follows it is not known yet.
     # Looked at every ``batch`` characters, so that every cut is tried.
-    monkeypatch.setattr(redact, "STREAM_BATCH", batch)
+    monkeypatch.setattr(redact_stream, "STREAM_BATCH", batch)
     texts = [*SHAPES.values(), _ENV_KEY, "password=", "Zx8Qp2Lm9Rt4"]
     for a in texts:
         for b in texts:
