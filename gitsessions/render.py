@@ -187,14 +187,19 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     }
 
 
-def show_object(snap: Snapshot) -> dict[str, Any]:
-    """Return the ``gs show --format json`` object: ``id``, ``commit``, ``header``, ``events``, ``messages``."""
+def show_object(snap: Snapshot, *, full: bool = False) -> dict[str, Any]:
+    """Return the ``gs show --format json`` object: ``id``, ``commit``, ``header``, ``events``, ``messages``.
+
+    ``messages`` are what the next request sends; ``full``: as if no compaction was made
+    (every message, none given way to a summary).
+    """
+    events = [e for e in snap.events if e.type != "compaction/summary"] if full else snap.events
     return {
         "id": snap.session_id,
         "commit": snap.commit,
         "header": snap.header,
         "events": [e.to_dict() for e in snap.events],
-        "messages": derive_messages(snap.events),
+        "messages": derive_messages(events),
     }
 
 

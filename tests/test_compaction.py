@@ -113,7 +113,12 @@ def test_compact_sends_the_summary_instead_of_what_it_covers_and_the_log_keeps_i
                                "model": "gpt-4o-mini",
                                "usage": summary["data"]["usage"], "instructions": "keep the fruit"}
     assert summary["data"]["usage"]["prompt_tokens"] > 0
-    shown = gs("show", "work").out
+    sent_now = [m["content"] for m in json.loads(gs("show", "work", "-f", "json").out)["messages"]]
+    every = [m["content"] for m in json.loads(gs("show", "work", "-f", "json", "--full").out)["messages"]]
+    assert "q1 about apples" not in sent_now and SUMMARY_LEAD + "they asked about apples" in sent_now
+    assert every[:4] == ["q1 about apples", "a1", "q2", "a2"] and "q3" in every
+    shown = gs("show", "work", "--full").out
+    assert shown == gs("show", "work").out
     assert "you › q1 about apples" in shown.splitlines()
     assert "(summary of the conversation up to turn 2: they asked about apples)" in shown
     assert "    (summary up to turn 2: they asked about apples)" in gs("log", "work", "-p").out.splitlines()

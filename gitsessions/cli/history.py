@@ -217,14 +217,19 @@ def show(
     rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="REV")] = None,
     fmt: Annotated[ShowFormat, typer.Option(
         "--format", "-f", metavar="FORMAT", help="text (to read), json or jsonl.")] = ShowFormat.text,
+    full: Annotated[bool, typer.Option("--full", help="json: messages are every message, those a compaction "
+                                                      "summary stands for too (text always shows them).")] = False,
 ) -> None:
     """Show a session's transcript as of REV (default: the current session, as last saved).
 
     json: an object with id, commit, header, events and messages (the derived
-    chat-completions messages); jsonl: session.jsonl exactly as stored.
+    chat-completions messages: what the next request sends, a compaction's summary in place
+    of what it covers; --full: every message); jsonl: session.jsonl exactly as stored. The
+    text shows every message and each summary where it was made.
 
     Examples:
         gs show work
+        gs show work --format json --full
         gs show work~1 --format json
         gs show work@{2.hours.ago}
     """
@@ -236,7 +241,7 @@ def show(
         sys.stdout.buffer.write(snap.raw)
         sys.stdout.flush()
     elif fmt is ShowFormat.json:  # written as made: a 100 MB session is never one string
-        c.output.paged(itertools.chain(render.iterdumps(render.show_object(snap)), ["\n"]))
+        c.output.paged(itertools.chain(render.iterdumps(render.show_object(snap, full=full)), ["\n"]))
     elif _renders(c):
         from .rendered import transcript
 
