@@ -24,6 +24,7 @@ from gitsessions.repl import Repl
 from gitsessions.session import Session
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
+from gitsessions.store.lock import LockWait
 
 ROOT = Path(__file__).resolve().parents[1]
 SID = "work"
@@ -198,7 +199,9 @@ def test_kill_while_a_commit_is_in_flight_loses_nothing(repo_path: Path, gates, 
     gates["HOLD"].unlink()
     with GitStore(repo_path) as store:
         assert len(git("log", "--format=%H", SID).split()) == 1  # turn 2 never landed
-        s = Session.open(store, SID)
+        # The killed group's lock goes when the kernel has closed the last of its files: a loaded
+        # machine may take a moment after the wait returns.
+        s = Session.open(store, SID, wait=LockWait(TIMEOUT))
         s.close()
         assert prompts(store) == ["one", "two", "three"]
         assert ends(store) == ["completed", "completed", "interrupted"]
