@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import GS
 from dulwich.objects import Blob
 from test_store_contract import BAD_EVENT_IDS, BAD_EVENTS, Writer  # one helper for the store's callers
 
@@ -610,3 +611,14 @@ def test_a_folder_holding_part_of_a_repo_is_completed_into_one(repo_path: Path, 
     git("fsck", "--strict")
     assert git("log", "--format=%s", "work").strip() == "turn 1: one"
     assert not (repo_path / "gs" / "init-staging").exists()
+
+
+@pytest.mark.parametrize("name", ["init", "repack"])
+def test_a_session_named_like_a_lock_of_the_repo_saves_and_packs(gs_env, repo_path, name):
+    # The repo's own locks are not in gs/locks/, whose file names are session ids: a first save
+    # of a session named "init" waited forever for the lock it held itself.
+    for args in (["ask", name, "hi"], ["ask", name, "again"], ["gc"]):
+        run = subprocess.run([*GS, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, (args, run.stderr)
+    assert subprocess.run(["git", "--git-dir", str(repo_path), "log", "--format=%s", name],
+                          capture_output=True, text=True, check=True).stdout.split("\n")[0] == "turn 2: again"

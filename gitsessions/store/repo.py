@@ -68,7 +68,7 @@ def check_repo_path(path: Path) -> None:
 def init_repo(path: Path) -> Repo:
     """Create the bare session repo at ``path`` with its settings (once, whoever races) and open it."""
     # Several processes may make their first save at once: one initialises, under a lock.
-    lock_path = path / "gs" / "locks" / "init.lock"
+    lock_path = path / "gs" / "init.lock"  # beside locks/, whose names are session ids ("init" is one)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)  # private whatever the umask (store/privacy.py)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)

@@ -35,7 +35,7 @@ class PackState:
 
     def __init__(self, repo_path: str | os.PathLike):
         self.path = Path(repo_path) / "gs" / "pack-state"
-        self.lock_path = Path(repo_path) / "gs" / "locks" / "repack.lock"
+        self.lock_path = Path(repo_path) / "gs" / "repack.lock"  # not in locks/: a session may be named repack
 
     def record_save(self, blob_bytes: int) -> None:
         """Note one save of a blob of ``blob_bytes`` bytes (dropped when the disk is full: a hint only)."""
