@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -13,8 +14,10 @@ from typing import Annotated
 import typer
 
 from .. import __version__, transfer
+from ..errors import SessionLocked
 from ..history import read_revision
 from ..render import plural
+from ..store.lock import LockWait
 from ..tree import rev_or_current
 from ..turns import turn_count
 from .admin import pack_in_background
@@ -186,6 +189,37 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         tally.failed += 1
 
 
+#: How long an import waits for another one to finish (seconds): longer than a large
+#: import takes (issue 14: 1,000 transcripts in < 60 s), bounded so that cron runs do not pile up.
+IMPORT_WAIT_S = 300.0
+
+
+@contextmanager
+def _one_import(c: Context) -> Iterator[None]:
+    """Hold the repo's import lock: imports run one at a time, and each reads what the one before wrote.
+
+    Two imports of the same files at once (cron overlapping ``--watch``) would each find no
+    session holding a conversation and both write it (the second as ``-1`` forks).
+
+    Raises:
+        TransferError: another import still held it after :data:`IMPORT_WAIT_S` seconds.
+    """
+    with c.store() as store:
+        lock = store.import_lock()
+    if lock is None:
+        yield
+        return
+    try:
+        lock.acquire(LockWait(IMPORT_WAIT_S, lambda _, holder: err(f"gs: waiting for another import ({holder})")))
+    except SessionLocked as exc:
+        raise transfer.TransferError("now", f"another import ({exc.holder}) still runs after {IMPORT_WAIT_S:g} s",
+                                     "run the import again when it is done") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def _summary(tally: _Tally, found: bool) -> None:
     if (found or tally.files > 1) and not tally.sessions and not tally.failed:
         err("nothing new")
@@ -296,25 +330,30 @@ def import_(
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
     tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)))
-    for file in paths:
-        _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
-                     alone=len(paths) == 1 and not found and not watch, found=found)
-    if tally.sessions:
-        with c.store() as store:
-            if tally.created is not None:
-                store.set_current(tally.created)
-            pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
+    with _one_import(c):  # the index of sessions is read under it: what an import before wrote is found
+        for file in paths:
+            _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
+                         alone=len(paths) == 1 and not found and not watch, found=found)
+        if tally.sessions:
+            with c.store() as store:
+                if tally.created is not None:
+                    store.set_current(tally.created)
+                pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
     if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
         _summary(tally, found)
     if watch:
         def again(changed: list[str]) -> None:
-            round_tally = _Tally(index=tally.index)
-            for file in changed:
-                _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
-                             alone=False, found=True)
-            if round_tally.created is not None:
-                with c.store() as store:
-                    store.set_current(round_tally.created)
+            round_tally = _Tally()  # the index read again: another import may have written since
+            try:
+                with _one_import(c):  # per round: a watch does not keep cron's imports out
+                    for file in changed:
+                        _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
+                                     alone=False, found=True)
+                    if round_tally.created is not None:
+                        with c.store() as store:
+                            store.set_current(round_tally.created)
+            except transfer.TransferError as exc:
+                err(f"gs: {exc}")
 
         if found:
             where = transfer.discover.discover(fmt.value, os.environ, Path.home())[0]
