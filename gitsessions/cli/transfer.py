@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -129,6 +129,20 @@ class _Tally:
     #: The session created last (new or a fork): made current once the files are written,
     #: not as each is (a HEAD move, fsynced, per file).
     created: str | None = None
+    #: Takes the import lock (:func:`_one_import`) for the rest of the run, the first time a
+    #: file is written: before the index is read; a file that fails creates no repo.
+    stack: ExitStack | None = None
+    locked: bool = False
+
+    def hold(self, c: Context) -> None:
+        """Hold the import lock from now until the run's end (see :func:`_one_import`)."""
+        if self.stack is not None and not self.locked:
+            try:
+                self.stack.enter_context(_one_import(c))
+            except transfer.TransferError as exc:  # the whole run, not this file: the next would wait again
+                err(f"gs: {exc}")
+                raise typer.Exit(1) from None
+            self.locked = True
 
 
 def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
@@ -145,6 +159,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
         transfer.check_plan(plan, as_id)
+        tally.hold(c)
         with c.store() as store:
             result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
                                            redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
@@ -330,7 +345,7 @@ def import_(
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
     tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)))
-    with _one_import(c):  # the index of sessions is read under it: what an import before wrote is found
+    with ExitStack() as tally.stack:  # the index of sessions is read under the lock: what an import before wrote
         for file in paths:
             _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                          alone=len(paths) == 1 and not found and not watch, found=found)
@@ -345,7 +360,7 @@ def import_(
         def again(changed: list[str]) -> None:
             round_tally = _Tally()  # the index read again: another import may have written since
             try:
-                with _one_import(c):  # per round: a watch does not keep cron's imports out
+                with ExitStack() as round_tally.stack:  # per round: a watch does not keep cron's imports out
                     for file in changed:
                         _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
                                      alone=False, found=True)
