@@ -111,7 +111,8 @@ def _read_file(file: str) -> tuple[str, bytes]:
 
 _SAID = {"new": "imported {sid} ({turns}) from {what}; open it with: gs chat {sid}",
          "grew": "{sid}: {turns} new, from {what}",
-         "fork": "{sid}: a branch of {what} ({turns} of its own)"}
+         "fork": "{sid}: a branch of {what} ({turns} of its own)",
+         "archived": "{what}: archived as {sid}; gs restore {sid} to import into it again"}
 
 
 @dataclass
@@ -186,11 +187,14 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         tally.created = transfer.last_created(outcomes) or tally.created
         what = f"{conv.tool} conversation {conv.source_id}"
         for sid, how, n in outcomes:
-            if how != "same":
+            if how == "archived":  # gs rm'd: not written again
+                tally.skipped += 1
+                err(_SAID[how].format(sid=sid, what=what))
+            elif how != "same":
                 tally.sessions, tally.turns = tally.sessions + 1, tally.turns + n
                 err(_SAID[how].format(sid=sid, turns=plural(n, "turn"), what=what))
                 print(sid, flush=True)
-        if any(how != "same" for _, how, _ in outcomes):
+        if any(how not in ("same", "archived") for _, how, _ in outcomes):
             for note in conv.notes:
                 err(f"  note: {note}")
     if result.conversations and tally.sessions == before and alone:  # of many, the summary says it once
