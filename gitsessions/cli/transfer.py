@@ -150,6 +150,8 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
                  alone: bool, found: bool) -> None:
     """Import one file and say what it gave; a failure is counted (raised when it is the only file)."""
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
+    if keep_paths and file != "-":  # another tool's conversation: where its file was, not where gs ran
+        header_extra["source_file"] = str(Path(file).resolve())
     tally.files += 1
     if tally.progress is not None:
         tally.progress.next_file()
@@ -315,8 +317,8 @@ def import_(
         help="What the files are: auto (detect from the content), gs, messages, geekagent, chatgpt, claude-ai, "
         "claude-code, codex or llm.",
     )] = ImportFormat.auto,
-    keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Keep local paths (the working directory) in the "
-                                             "headers of imported conversations.")] = False,
+    keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Record the path of the file each conversation of "
+                                             "another tool came from in its session's header.")] = False,
     watch: Annotated[bool, typer.Option("--watch", help="Keep importing the files (or the tool's folder) as they "
                                         "change, until Ctrl+C.")] = False,
 ) -> None:

@@ -328,7 +328,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
     Args:
         store: the session store.
         conv: from a reader (:mod:`.chatgpt`), redacted.
-        header_extra: fields of the header (``generator``; ``cwd`` only when paths are kept).
+        header_extra: fields of the header (``generator``; ``source_file`` only when paths are kept).
         index: the sessions that may hold it, read once for a whole import (None: read here).
         current: make the last session it creates current (False: the caller does, once for
             a whole import; a fork is made current as it is created).
