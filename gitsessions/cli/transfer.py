@@ -162,7 +162,8 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
         transfer.check_plan(plan, as_id)
-        tally.hold(c)
+        if plan.sessions or plan.conversations:  # a file of skipped ones alone writes nothing, creates no repo
+            tally.hold(c)
         with c.store() as store:
             result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
                                            redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
