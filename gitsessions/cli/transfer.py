@@ -148,7 +148,7 @@ class _Tally:
 
 def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
                  alone: bool, found: bool) -> None:
-    """Import one file and say what it gave; a failure is counted (raised when it is the only file)."""
+    """Import one file and say what it gave; a failure is said (the file named as given) and counted."""
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
     if keep_paths and file != "-":  # another tool's conversation: where its file was, not where gs ran
         header_extra["source_file"] = str(Path(file).resolve())
@@ -170,10 +170,10 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
                                            index=tally.index, current=False,  # once, by the command
                                            progress=tally.progress.conversations if tally.progress else None)
     except transfer.TransferError as exc:
-        if alone:
-            raise
+        if file not in ("-", exc.source) and exc.source == Path(file).name:  # d1/ and d2/ may hold the same name
+            exc = transfer.TransferError(f"{exc.source} ({file})", exc.reason, exc.hint)
         err(f"gs: {exc}")
-        tally.failed += 1
+        tally.failed += 1  # even alone: the summary follows, and the exit status is 1
         return
     before = tally.sessions
     for note in plan.notes:
