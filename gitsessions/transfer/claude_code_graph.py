@@ -157,13 +157,17 @@ class _Transcript:
         """
         ends = self._ends(nodes)
         tips = [(leaf, self.path(leaf)) for leaf in ends if not leaf.results]
+        open_calls = [self._open(lines) for _, lines in tips]
         fits: list[list[_Node]] = [[] for _ in tips]
         for stray in reversed([n for n in ends if n.results]):
-            homes = [i for i, (_, lines) in enumerate(tips) if self._fits(stray, lines)]
+            # Its branch's: it hangs from one of its lines, answering calls it made and holds no result for.
+            homes = [i for i, (on, calls) in enumerate(open_calls)
+                     if stray.parent in on and calls.issuperset(stray.results)]
             for i in homes:
                 fits[i].append(stray)
             if not homes:  # no call of a branch: a result left by a rewind, or the file's last line
                 tips.append((stray, self.path(stray)))
+                open_calls.append(self._open(tips[-1][1]))
                 fits.append([])
         out = sorted(((leaf, self._merge(lines, fit[::-1])) for (leaf, lines), fit in zip(tips, fits, strict=True)),
                      key=lambda pair: pair[0].line)
@@ -176,15 +180,10 @@ class _Transcript:
         return [active, *[pair for pair in out if pair[0] is not active[0]]]
 
     @staticmethod
-    def _fits(stray: _Node, lines: list[_Node]) -> bool:
-        """Whether the result line ``stray`` is this branch's.
-
-        It hangs from one of its lines and answers calls it made and holds no result for.
-        """
-        if not any(n.uuid == stray.parent for n in lines):
-            return False
-        unanswered = {c for n in lines for c in n.calls} - {r for n in lines for r in n.results}
-        return unanswered.issuperset(stray.results)
+    def _open(lines: list[_Node]) -> tuple[set[str], set[str]]:
+        """A branch's line uuids and the calls it made and holds no result for."""
+        calls = {c for n in lines for c in n.calls} - {r for n in lines for r in n.results}
+        return {n.uuid for n in lines}, calls
 
     @staticmethod
     def _merge(lines: list[_Node], joined: list[_Node]) -> list[_Node]:
@@ -192,11 +191,15 @@ class _Transcript:
 
         Past the reply's later lines and the results written before it: results in call order.
         """
-        out = list(lines)
-        for stray in joined:
-            j = next(i for i, n in enumerate(out) if n.uuid == stray.parent) + 1
-            while j < len(out) and (out[j].obj.get("type") == "assistant"
-                                    or (out[j].results and out[j].line < stray.line)):
-                j += 1
-            out.insert(j, stray)
-        return out
+        hanging: dict[str, list[_Node]] = {}
+        for stray in sorted(joined, key=lambda n: n.line):
+            hanging.setdefault(stray.parent or "", []).append(stray)
+        out: list[_Node] = []
+        waiting: list[_Node] = []  # the results to place, in file order
+        for node in lines:
+            if waiting and node.obj.get("type") != "assistant":
+                out.extend(s for s in waiting if not (node.results and s.line > node.line))
+                waiting = [s for s in waiting if node.results and s.line > node.line]
+            out.append(node)
+            waiting = sorted(waiting + hanging.get(node.uuid, []), key=lambda n: n.line)
+        return out + waiting
