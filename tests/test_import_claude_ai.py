@@ -157,3 +157,29 @@ def test_attachments_titles_and_tool_output_are_redacted_before_anything_is_writ
     dump = git("log", "-p", "--all", "--format=%B") + git("show", f"{sid}:session.jsonl")
     assert secret not in dump and secret not in r.err and secret not in sid
     assert dump.count("[REDACTED:") >= 3
+
+
+def test_a_last_prompt_without_its_answer_waits_for_the_export_that_holds_it(gs, git, tmp_path):
+    """Exported while Claude.ai was answering: the prompt's turn is not closed without its answer,
+    so the later export fast-forwards with it rather than forking a copy."""
+    convs = _fixture()
+    asking = copy.deepcopy(convs)
+    del asking[0]["chat_messages"][-1]  # "Thanks. Make it a table." has no answer yet
+    lone = {"uuid": "c0ffee00-0000-4000-8000-00000000000c", "name": "Lone", "created_at": "2025-03-17T09:00:00Z",
+            "chat_messages": [{"uuid": "n-1", "text": "Only a question", "sender": "human",
+                               "created_at": "2025-03-17T09:00:01Z"}]}
+    r = gs("import", str(_export(tmp_path, [*asking, lone])))
+    assert r.code == 0 and r.out.split() == [REPORT, OLD], r.err
+    assert "its last prompt has no answer yet" in r.err
+    assert "skipped claude-ai conversation c0ffee00-0000-4000-8000-00000000000c" in r.err
+    assert git("log", "-1", "--format=%s", REPORT).strip() == "turn 2: How does that compare with the industry?"
+    tip = git("rev-parse", REPORT).strip()
+    lone["chat_messages"].append({"uuid": "n-2", "text": "An answer.", "sender": "assistant",
+                                  "created_at": "2025-03-17T09:00:05Z"})
+    r = gs("import", str(_export(tmp_path, [*convs, lone])))
+    assert r.code == 0 and f"{REPORT}: 1 turn new" in r.err, r.err
+    lone_id = imported_session_id("claude-ai", lone["uuid"], "Lone")
+    assert r.out.split() == [REPORT, lone_id]  # no fork
+    assert git("rev-parse", f"{REPORT}^").strip() == tip
+    assert git("log", "-1", "--format=%s", REPORT).strip() == "turn 3: Thanks. Make it a table."
+    git("fsck", "--strict")

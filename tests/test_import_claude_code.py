@@ -273,3 +273,45 @@ def test_redacted_before_anything_is_written(gs, git, tmp_path):
     assert r.code == 0, r.err
     dump = git("log", "-p", "--all", "--format=%B")
     assert secret not in dump and "[REDACTED:api-key]" in dump
+
+
+def _parallel(upto: int) -> list[dict]:
+    """A turn with two parallel calls as Claude Code chains them (anthropics/claude-code#37779):
+    the reply's lines one after the other, each result hanging from its own call's line, the
+    next line from the last result; the first ``upto`` of its six lines."""
+    def call(uuid: str, parent: str, call_id: str, name: str) -> dict:
+        line = _said(uuid, parent, "assistant", "", 11)
+        line["message"] |= {"id": "msg_par", "content": [{"type": "tool_use", "id": call_id, "name": "Write",
+                                                          "input": {"file_path": name, "content": "x"}}]}
+        return line
+
+    def result(uuid: str, parent: str, call_id: str, text: str) -> dict:
+        line = _said(uuid, parent, "user", "", 12)
+        line["message"]["content"] = [{"type": "tool_result", "tool_use_id": call_id, "content": text}]
+        return line
+
+    return [_said("p-1", "a-9", "user", "Write a.md and b.md", 10), call("p-2", "p-1", "toolu_A", "a.md"),
+            call("p-3", "p-2", "toolu_B", "b.md"), result("p-4", "p-2", "toolu_A", "created a.md"),
+            result("p-5", "p-3", "toolu_B", "created b.md"),
+            _said("p-6", "p-5", "assistant", "Both written.", 13)][:upto]
+
+
+def test_parallel_tool_calls_keep_their_results_on_the_branch(gs, git, repo_path, tmp_path, fake_api):
+    """The first call's result is no rewound branch: no fork, both real results, the turn completed."""
+    path = tmp_path / "parallel.jsonl"
+    for upto in (4, 5):  # the file being written: the turn waits, and no line of it is a fork
+        r = gs("import", str(_write(path, _lines() + _parallel(upto))))
+        assert r.code == 0 and ("its last turn is still under way" if upto == 4 else "nothing new") in r.err, r.err
+        assert r.out.split() == ([MAIN, REWOUND, AGENT] if upto == 4 else []), r.out
+    r = gs("import", str(_write(path, _lines() + _parallel(6))))
+    assert r.code == 0 and r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err, r.err
+    assert "never answered" not in r.err
+    with GitStore(repo_path) as store:
+        events = store.load(MAIN).events
+    turn = events[max(i for i, e in enumerate(events) if e.type == "turn/start"):]
+    assert [(e.data["id"], e.data["content"]) for e in turn if e.type == "tool/result"] == [
+        ("toolu_A", "created a.md"), ("toolu_B", "created b.md")]
+    assert [e.data["reason"] for e in turn if e.type == "turn/end"] == ["completed"]
+    assert "nothing new" in gs("import", str(path)).err
+    assert gs("ask", MAIN, "and now?").code == 0
+    assert validate_messages(fake_api.requests[-1]["messages"]) is None

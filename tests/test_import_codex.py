@@ -262,3 +262,46 @@ def test_from_codex_without_a_file_reads_codex_home_and_says_what_it_found(gs, g
     assert gs("import", "--from", "codex", env={"CODEX_HOME": str(root)}).out == ""
     r = gs("import", "--from", "codex", env={"CODEX_HOME": str(tmp_path / "none")})
     assert r.code == 1 and "no Codex folder here" in r.err and "set CODEX_HOME" in r.err
+
+
+def test_a_remote_compaction_stands_for_what_codex_kept(gs, repo_path, tmp_path, fake_api):
+    """Compacted by the model's server (codex-rs compact_remote.rs), the line's ``message`` is
+    empty: the messages Codex goes on with are its ``replacement_history``, the summary proper
+    an encrypted item. They are what the compaction is sent as, not an empty summary."""
+    def line(second: int, kind: str, payload: dict) -> dict:
+        return {"timestamp": f"2025-10-07T11:00:{second:02d}.000Z", "type": kind, "payload": payload}
+
+    def said(second: int, role: str, text: str) -> dict:
+        part = "output_text" if role == "assistant" else "input_text"
+        return line(second, "response_item", {"type": "message", "role": role,
+                                               "content": [{"type": part, "text": text}]})
+
+    def turn(second: int, prompt: str, reply: str) -> list[dict]:
+        return [line(second, "turn_context", {"model": "gpt-5-codex"}),
+                line(second, "event_msg", {"type": "task_started"}),
+                said(second, "user", "<environment_context>\n<cwd>/w</cwd>\n</environment_context>"),
+                said(second + 1, "user", prompt), said(second + 2, "assistant", reply),
+                line(second + 2, "event_msg", {"type": "task_complete"})]
+
+    kept = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Port the parser to Rust"}]},
+            {"type": "compaction", "encrypted_content": "gAAAA-remote-summary"}]
+    rid = "0199b000-0000-7000-8000-00000000000c"
+    rollout = _write(tmp_path / f"rollout-2025-10-07T11-00-00-{rid}.jsonl", [
+        line(0, "session_meta", {"id": rid, "timestamp": "2025-10-07T11:00:00.000Z", "cwd": "/w"}),
+        *turn(1, "Port the parser to Rust", "Ported."),
+        line(10, "compacted", {"message": "", "replacement_history": kept}),
+        *turn(20, "Now the tests", "Ported the tests.")])
+    r = gs("import", str(rollout))
+    assert r.code == 0, r.err
+    sid = imported_session_id("codex", rid, "Port the parser to Rust")
+    with GitStore(repo_path) as store:
+        summary = [e.data["summary"] for e in store.load(sid).events if e.type == "compaction/summary"]
+    assert len(summary) == 1 and "user: Port the parser to Rust" in summary[0]
+    assert "environment_context" not in summary[0]  # injected context: each turn brings its own
+    assert "encrypted" in summary[0] and "gAAAA" not in summary[0]
+    assert gs("ask", sid, "and now?").code == 0
+    messages = fake_api.requests[-1]["messages"]
+    assert validate_messages(messages) is None
+    assert messages[0]["content"].startswith("Summary of the conversation so far:\n")
+    assert "Port the parser to Rust" in messages[0]["content"] and "Ported." not in json.dumps(messages)
+    assert [m["content"] for m in messages[1:]] == ["Now the tests", "Ported the tests.", "and now?"]

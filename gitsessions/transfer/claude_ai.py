@@ -14,6 +14,9 @@ What becomes what:
   is what was said, ``tool_use`` a tool call (web search, artifacts), ``tool_result`` its
   result, ``thinking`` an ignorable message. A message without ``content`` (older exports)
   is its ``text``.
+- A last prompt without its answer (exported while Claude.ai was answering, or the answer
+  failed) waits for the export that holds the answer: imported now, its turn would be
+  closed, and the answer could only be a fork of it.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ class _Conversation:
         if not isinstance(chat, list):
             raise _Bad(f"{self.at}: \"chat_messages\" is {_kind(chat)}, not an array")
         self.last = cid
+        self.asked: tuple[int, str] | None = None  # the last prompt: where its messages begin, the uuid before it
         for j, msg in enumerate(chat):
             self.message(msg, f"{self.at}, message {j}")
 
@@ -88,8 +92,9 @@ class _Conversation:
         if not isinstance(msg, dict):
             raise _Bad(f"{at} is {_kind(msg)}, not an object")
         t = _ms(msg.get("created_at"), at, self.times[-1] if self.times else self.created)
-        self.last = str(msg.get("uuid") or self.last)
         sender = msg.get("sender")
+        self.asked = (len(self.messages), self.last) if sender == "human" else None
+        self.last = str(msg.get("uuid") or self.last)
         blocks = msg.get("content")
         if blocks is not None and not isinstance(blocks, list):
             raise _Bad(f"{at}: \"content\" is {_kind(blocks)}, not an array")
@@ -166,7 +171,13 @@ def read_export(obj: list) -> list[ImportedConversation]:
     out = []
     for i, raw in enumerate(obj):
         conv = _Conversation(raw, i)
+        held = []
+        if conv.asked is not None:  # no answer yet: closed now, the answer could only fork from it later
+            cut, conv.last = conv.asked
+            conv.messages, conv.times = conv.messages[:cut], conv.times[:cut]
+            held = ["its last prompt has no answer yet; it is imported once it has one"]
         chunks, notes = turns_from_messages(conv.messages, conv.times, title=conv.title, where=f"{conv.at}, ")
-        if len(chunks) > 1:
-            out.append(ImportedConversation(TOOL, conv.cid, conv.title, conv.created, [(conv.last, chunks)], notes))
+        if len(chunks) > 1 or held:
+            out.append(ImportedConversation(TOOL, conv.cid, conv.title, conv.created,
+                                            [(conv.last, chunks)] if len(chunks) > 1 else [], held + notes))
     return out

@@ -12,7 +12,8 @@ the file. What becomes what:
   and types not known yet) are passed over, also inside the chain.
 - One reply written as several ``assistant`` lines sharing ``message.id`` is one message;
   its ``tool_use`` blocks are tool calls, the ``tool_result`` blocks of the ``user`` lines
-  after it their results (``is_error`` kept).
+  after it their results (``is_error`` kept). Parallel calls' results hang from their calls'
+  lines: they are the branch's, no rewind (:mod:`.claude_code_graph`).
 - ``thinking`` blocks, meta lines (``isMeta``), the tool's own notes (slash command
   echoes, ``system`` lines, "[Request interrupted by user]") are ignorable events: kept,
   never sent to a model. Images are described in the text.
@@ -31,24 +32,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..events import Event
 from . import anthropic
 from .branches import ImportedConversation
-from .messages import COMPACTION, _Bad, _kind, turns_from_messages
+from .claude_code_graph import _Node, _Transcript
+from .messages import COMPACTION, _Bad, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids, ``gs import --from``).
 TOOL = "claude-code"
 #: Line types of Claude Code's own (beyond messages) that tell a file is one of its transcripts.
 _OWN_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "custom-title", "ai-title",
                         "last-prompt", "attachment", "mode"})
-#: What a conversion reads of a line in the graph (the rest is let go as the file is read).
-_READ = ("type", "message", "sessionId", "isSidechain", "agentId", "isMeta", "isCompactSummary", "subtype",
-         "content")
 #: The tool's own text in a user line: a slash command's echo and output, a cancel notice.
 _TOOL_NOTE = re.compile(r"\s*(<(command-name|command-message|local-command-stdout|local-command-caveat|"
                         r"local-command-stderr|bash-input|bash-stdout|bash-stderr)>|\[Request interrupted by user)")
@@ -97,108 +94,8 @@ def looks_like(text: str) -> bool:
     return obj["type"] in _OWN_TYPES or ("sessionId" in obj and ("uuid" in obj or "parentUuid" in obj))
 
 
-def _ms(stamp: Any) -> int | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        t = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-    return int(t * 1000) if 0 <= t < 2**32 else None  # git dates no commit before 1970 or past 2106
-
-
-@dataclass
-class _Node:
-    """A line of the graph (anything with a ``uuid``), as much of it as the conversion needs."""
-
-    uuid: str
-    parent: str | None
-    line: int
-    obj: dict
-    message: bool  # a user or assistant line with a message: what a branch ends at
-    time: int | None
-
-
 def _aside(name: str, text: str) -> dict:
     return {"role": "system", "name": name, "content": text}
-
-
-class _Transcript:
-    """One file's lines, read into a graph: what every conversion of a branch reads."""
-
-    def __init__(self, text: str):
-        self.nodes: dict[str, _Node] = {}
-        self.order: list[_Node] = []
-        self.titles: dict[str, str] = {}  # custom-title / ai-title: the last of each
-        self.summaries: dict[str, str] = {}  # leafUuid -> summary
-        self.notes: list[str] = []
-        lines = text.lstrip("\ufeff").split("\n")
-        for n, raw in enumerate(lines, 1):
-            line = raw.rstrip("\r")
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                if n == len(lines):  # no line end: a line Claude Code is still writing
-                    self.notes.append(f"line {n} is not whole yet (being written?); the next import reads it")
-                    break
-                raise _Bad(f"line {n}: not valid JSON ({exc})") from None
-            if not isinstance(obj, dict):
-                raise _Bad(f"line {n} is {_kind(obj)}, not an object")
-            self._take(obj, n)
-
-    def _take(self, obj: dict, n: int) -> None:
-        kind = obj.get("type")
-        if kind == "summary" and isinstance(obj.get("summary"), str):
-            self.summaries[str(obj.get("leafUuid"))] = obj["summary"]
-        elif kind in ("custom-title", "ai-title"):
-            title = obj.get("customTitle" if kind == "custom-title" else "aiTitle", obj.get("title"))
-            if isinstance(title, str) and title.strip():
-                self.titles[kind] = title.strip()
-        uuid = obj.get("uuid")
-        if not isinstance(uuid, str) or not uuid or uuid in self.nodes:
-            return  # not in the graph (a title, a snapshot), or a line written again
-        parent = obj.get("parentUuid")
-        if parent is None and obj.get("subtype") == "compact_boundary":
-            parent = obj.get("logicalParentUuid")  # the branch goes on through a compaction
-        message = obj.get("message")
-        is_message = kind in ("user", "assistant") and isinstance(message, dict)
-        if is_message and "content" not in obj["message"]:
-            raise _Bad(f"line {n}: a {kind} message without \"content\"")
-        kept = {k: obj[k] for k in _READ if k in obj}  # not toolUseResult and the rest: a copy of much of it
-        node = _Node(uuid, parent if isinstance(parent, str) else None, n, kept, is_message, _ms(obj.get("timestamp")))
-        self.nodes[uuid] = node
-        self.order.append(node)
-
-    def path(self, leaf: _Node) -> list[_Node]:
-        """The lines from the root to ``leaf``; a parent the file does not hold ends it (a root)."""
-        out, seen = [], set()
-        node: _Node | None = leaf
-        while node is not None:
-            if node.uuid in seen:
-                raise _Bad(f"line {node.line}: the parentUuid links form a loop")
-            seen.add(node.uuid)
-            out.append(node)
-            node = self.nodes.get(node.parent) if node.parent else None
-        return out[::-1]
-
-    def leaves(self, nodes: list[_Node]) -> list[_Node]:
-        """The message lines of ``nodes`` no later message line descends from: the newest first, then file order."""
-        inner: set[str] = set()
-        for node in nodes:
-            if not node.message:
-                continue
-            up = self.nodes.get(node.parent) if node.parent else None
-            seen: set[str] = set()
-            while up is not None and not up.message and up.uuid not in seen:
-                seen.add(up.uuid)
-                up = self.nodes.get(up.parent) if up.parent else None
-            if up is not None:
-                inner.add(up.uuid)
-        leaves = [n for n in nodes if n.message and n.uuid not in inner]
-        newest = max((n for n in nodes if n.message), key=lambda n: n.line, default=None)
-        return [newest, *[n for n in leaves if n is not newest]] if newest else []
 
 
 class _Messages:
@@ -317,19 +214,12 @@ class _Reader:
         self.file = _Transcript(text)
         self.start = next((n.time for n in self.file.order if n.time is not None), None)
 
-    def _path(self, leaf: _Node) -> list[_Node]:
-        """The branch to ``leaf`` within its side: a sub-agent's lines that hang from the session's are its own."""
-        side = leaf.obj.get("isSidechain") is True
-        return [n for n in self.file.path(leaf) if (n.obj.get("isSidechain") is True) == side]
-
     def branches(self, nodes: list[_Node], title: str, where: str,
                  notes: list[str]) -> tuple[list[tuple[str, list[list[Event]]]], str, int]:
         """Each leaf's branch split per turn (the newest first); the title; when it began (ms)."""
-        leaves = self.file.leaves(nodes)
         out: list[tuple[str, list[list[Event]]]] = []
         title_out, created = title, 0
-        for i, leaf in enumerate(leaves):
-            path = self._path(leaf)
+        for i, (leaf, path) in enumerate(self.file.branches(nodes)):
             begun = next((n.time for n in path if n.time is not None), self.start or 0)
             gathered = _Messages(begun)
             for node in path:
@@ -373,7 +263,7 @@ class _Reader:
         agents: dict[str, list[_Node]] = {}
         for node in side:  # grouped by agent (newer versions name it), else by the root each line leads to
             agent = node.obj.get("agentId")
-            key = f"agent-{agent}" if isinstance(agent, str) and agent else self._path(node)[0].uuid
+            key = f"agent-{agent}" if isinstance(agent, str) and agent else self.file.path(node)[0].uuid
             agents.setdefault(key, []).append(node)
         for key, nodes in agents.items():
             notes = []

@@ -13,8 +13,9 @@ formats notes). What becomes what:
 - ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` are tool calls (one
   assistant message holds the calls of one reply), their ``*_output`` items the results.
 - ``compacted`` is a ``compaction/summary`` event (the model is sent the summary and what
-  follows it); ``turn_context`` names the model of the replies after it, and with the
-  ``task_*`` events ends the turn before it once that has a reply; ``event_msg``
+  follows it; a remote compaction's summary is what its ``replacement_history`` kept);
+  ``turn_context`` names the model of the replies after it, and with the ``task_*`` events
+  ends the turn before it once that has a reply; ``event_msg``
   ``token_count`` gives the usage of the reply before it. Every other line (UI events,
   ``world_state``, types of newer versions) is skipped.
 - A file Codex is still writing (a torn last line, a turn without its ``task_complete``)
@@ -228,6 +229,32 @@ class _Rollout:
             self.notes.append("its last turn is still going on; it is imported once it is over")
         self.messages, self.times = self.messages[:cut], self.times[:cut]
 
+    def kept(self, history: Any, at: str) -> str:
+        """The summary's text from a remote compaction's ``replacement_history``.
+
+        Compacted by the model's server (codex-rs ``compact_remote.rs``), a ``compacted``
+        line has no ``message``: the items Codex goes on with are the ``replacement_history``,
+        what it kept in the clear (prompts, replies, calls) and the summary proper as an
+        encrypted ``compaction`` item only that server reads. Injected context is left out:
+        each turn brings its own.
+        """
+        parts = []
+        for item in history if isinstance(history, list) else []:
+            kind = item.get("type") if isinstance(item, dict) else None
+            if kind == "message" and item.get("role") in ("user", "assistant"):
+                text = _text(item.get("content"))
+                if not (item["role"] == "user" and text.lstrip().startswith(_CONTEXT_TAGS)):
+                    parts.append(f"{item['role']}: {text}")
+            elif kind in _CALLS:
+                parts.append(f"assistant called {item.get('name') or 'shell'}: "
+                             f"{_output(item.get('arguments', item.get('input', item.get('action'))))}")
+            elif kind in _OUTPUTS:
+                parts.append(f"tool result: {_output(item.get('output'))}")
+            elif kind in ("compaction", "compaction_summary"):
+                parts.append("[the rest of the summary is encrypted, for the model's server alone: not imported]")
+                self.notes.append(f"{at}: Codex's summary there is encrypted; what it kept in the clear stands for it")
+        return "\n\n".join(parts)
+
     def line(self, obj: Any, at: str) -> None:
         if not isinstance(obj, dict):
             raise _Bad(f"{at} is {_kind(obj)}, not an object")
@@ -240,7 +267,9 @@ class _Rollout:
         elif kind == "compacted":
             self.reply = None
             summary = payload.get("message")
-            self.add({"role": COMPACTION, "content": summary if isinstance(summary, str) else ""}, t)
+            if not isinstance(summary, str) or not summary.strip():  # compacted by the model's server
+                summary = self.kept(payload.get("replacement_history"), at)
+            self.add({"role": COMPACTION, "content": summary}, t)
         elif kind == "turn_context" or (kind == "event_msg" and payload.get("type") in _TURN_EVENTS):
             if kind == "event_msg":
                 self.tasks = True
