@@ -341,6 +341,7 @@ class TransferError(GitSessionsError):
     def __init__(self, source: str, reason: str, hint: str = "nothing was written"):
         self.source = source
         self.reason = reason
+        self.hint = hint
         super().__init__(f"cannot import {source}: {reason}" + (f"; {hint}" if hint else ""))
 
 

@@ -284,7 +284,21 @@ def test_local_paths_only_with_keep_paths_and_no_as(gs, repo_path, tmp_path):
     assert r.code == 1 and "--as does not apply to chatgpt conversations" in r.err and not repo_path.exists()
     assert gs("import", "--keep-paths", str(path)).code == 0
     with GitStore(repo_path) as store:
-        assert store.load(GREETING).header["cwd"]
+        header = store.load(GREETING).header
+    assert header["source_file"] == str(path.resolve()) and "cwd" not in header  # the file's, not gs's
+
+
+def test_keep_paths_commits_do_not_depend_on_where_gs_ran(gs, git, tmp_path, monkeypatch):
+    path = _export(tmp_path, _fixture()[1:])
+    tips = []
+    for i, where in enumerate([tmp_path, tmp_path / "elsewhere"]):
+        where.mkdir(exist_ok=True)
+        monkeypatch.chdir(where)
+        repo = tmp_path / f"repo{i}.git"
+        assert gs("import", "--keep-paths", str(path), env={"GS_REPO": str(repo)}).code == 0
+        tips.append(subprocess.run(["git", "-C", str(repo), "rev-parse", GREETING], check=True,
+                                   capture_output=True, text=True).stdout)
+    assert tips[0] == tips[1]
 
 
 def test_a_session_continued_in_gs_is_kept_and_chatgpt_growth_forks_from_it(gs, git, tmp_path):

@@ -300,3 +300,11 @@ def test_from_llm_without_a_file_reads_llm_user_path_and_says_what_it_found(gs, 
     assert len(r.out.split()) == 2
     r = gs("import", "--from", "llm", env={"LLM_USER_PATH": str(tmp_path / "none")})
     assert r.code == 1 and "no llm folder here" in r.err and "set LLM_USER_PATH" in r.err
+
+
+def test_the_test_extra_installs_the_llm_these_tests_run():
+    # pip install -e '.[test]' must be enough for this file: its databases are written by the llm CLI.
+    tomllib = pytest.importorskip("tomllib")
+    extra = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    names = [req.split(">")[0].split("=")[0].split("[")[0].strip() for req in extra["optional-dependencies"]["test"]]
+    assert "llm" in names

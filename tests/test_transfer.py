@@ -33,6 +33,15 @@ def _one_line_error(r) -> None:
     assert len(lines) == 1 and lines[0].startswith("gs: "), r.err
 
 
+def _import_error(r) -> None:
+    """One file refused: one ``gs:`` line saying why, then the run's summary (issue 14), exit 1."""
+    assert r.code == 1, (r.code, r.out, r.err)
+    assert "Traceback" not in r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("gs: "), r.err
+    assert lines[1] == "1 file (1 failed), 0 sessions written, 0 turns, 0 skipped", r.err
+
+
 def _session_with_tools(gs, fake_api, sid: str = "work") -> None:
     assert gs("ask", sid, TRICKY).code == 0
     fake_api.script(tool_calls(("get_current_time", "{}")), text("done ✓ \\ \"ok\""))
@@ -258,7 +267,7 @@ def test_malformed_archive_writes_nothing(gs, git, tmp_path, content, reason):
     f = tmp_path / "sessions.json"
     f.write_text(content)
     r = gs("import", str(f))
-    _one_line_error(r)
+    _import_error(r)
     assert reason in r.err and "nothing was written" in r.err
     assert _refs(git) == before
 
@@ -266,7 +275,7 @@ def test_malformed_archive_writes_nothing(gs, git, tmp_path, content, reason):
 def test_malformed_archive_into_an_empty_repo_creates_nothing(gs, repo_path, tmp_path):
     f = tmp_path / "sessions.json"
     f.write_text('{"current": "a", "sessions": {"a": [{"role": "user", "content": "hi"}], "b": [7]}}')
-    _one_line_error(gs("import", str(f)))
+    _import_error(gs("import", str(f)))
     assert not repo_path.exists()
 
 
@@ -345,20 +354,20 @@ def test_refusals_are_one_line_and_write_nothing(gs, git, tmp_path):
         if content is not None:
             f.write_text(content)
         r = gs("import", str(f))
-        _one_line_error(r)
+        _import_error(r)
         assert reason in r.err, (name, r.err)
     f = tmp_path / "ok.json"
     f.write_text('[{"role": "user", "content": "x"}]')
     for args, reason in ((("--as", "bad id!"), "invalid session id"), (("--as", "HEAD"), "HEAD"),
                          (("--as", "EXISTING"), "differ only by case")):
         r = gs("import", str(f), *args)
-        _one_line_error(r)
+        _import_error(r)
         assert reason in r.err, r.err
     r = gs("import", str(EXAMPLES / "geekagent-sessions.json"), "--as", "one")
-    _one_line_error(r)
+    _import_error(r)
     assert "--as" in r.err
     r = gs("import", str(tmp_path))
-    _one_line_error(r)
+    _import_error(r)
     assert _refs(git) == before
 
 
@@ -368,7 +377,7 @@ def test_own_jsonl_import_refuses_a_taken_id(gs, git, tmp_path):
     f.write_bytes(_raw(gs, "export", "work", "-f", "jsonl"))
     before = git("rev-parse", "work")
     r = gs("import", str(f))
-    _one_line_error(r)
+    _import_error(r)
     assert "already exists" in r.err and "--as" in r.err
     assert git("rev-parse", "work") == before
 
@@ -426,3 +435,15 @@ def test_help_has_examples(gs):
     for cmd in ("export", "import"):
         r = gs(cmd, "--help")
         assert r.code == 0 and "Examples:" in r.out, cmd
+
+
+def test_failing_files_of_one_name_are_told_apart_by_their_path(gs, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for d in ("d1", "d2"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "conversations.json").write_text('{"nope": 1}')
+    r = gs("import", "d1/conversations.json", "d2/conversations.json")
+    assert r.code == 1, r.err
+    assert "cannot import conversations.json (d1/conversations.json)" in r.err
+    assert "cannot import conversations.json (d2/conversations.json)" in r.err
+    assert r.err.splitlines()[-1] == "2 files (2 failed), 0 sessions written, 0 turns, 0 skipped"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -13,8 +14,10 @@ from typing import Annotated
 import typer
 
 from .. import __version__, transfer
+from ..errors import SessionLocked
 from ..history import read_revision
 from ..render import plural
+from ..store.lock import LockWait
 from ..tree import rev_or_current
 from ..turns import turn_count
 from .admin import pack_in_background
@@ -108,7 +111,8 @@ def _read_file(file: str) -> tuple[str, bytes]:
 
 _SAID = {"new": "imported {sid} ({turns}) from {what}; open it with: gs chat {sid}",
          "grew": "{sid}: {turns} new, from {what}",
-         "fork": "{sid}: a branch of {what} ({turns} of its own)"}
+         "fork": "{sid}: a branch of {what} ({turns} of its own)",
+         "archived": "{what}: archived as {sid}; gs restore {sid} to import into it again"}
 
 
 @dataclass
@@ -126,12 +130,28 @@ class _Tally:
     #: The session created last (new or a fork): made current once the files are written,
     #: not as each is (a HEAD move, fsynced, per file).
     created: str | None = None
+    #: Takes the import lock (:func:`_one_import`) for the rest of the run, the first time a
+    #: file is written: before the index is read; a file that fails creates no repo.
+    stack: ExitStack | None = None
+    locked: bool = False
+
+    def hold(self, c: Context) -> None:
+        """Hold the import lock from now until the run's end (see :func:`_one_import`)."""
+        if self.stack is not None and not self.locked:
+            try:
+                self.stack.enter_context(_one_import(c))
+            except transfer.TransferError as exc:  # the whole run, not this file: the next would wait again
+                err(f"gs: {exc}")
+                raise typer.Exit(1) from None
+            self.locked = True
 
 
 def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
                  alone: bool, found: bool) -> None:
-    """Import one file and say what it gave; a failure is counted (raised when it is the only file)."""
+    """Import one file and say what it gave; a failure is said (the file named as given) and counted."""
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
+    if keep_paths and file != "-":  # another tool's conversation: where its file was, not where gs ran
+        header_extra["source_file"] = str(Path(file).resolve())
     tally.files += 1
     if tally.progress is not None:
         tally.progress.next_file()
@@ -142,16 +162,18 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
         transfer.check_plan(plan, as_id)
+        if plan.sessions or plan.conversations:  # a file of skipped ones alone writes nothing, creates no repo
+            tally.hold(c)
         with c.store() as store:
             result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
                                            redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
                                            index=tally.index, current=False,  # once, by the command
                                            progress=tally.progress.conversations if tally.progress else None)
     except transfer.TransferError as exc:
-        if alone:
-            raise
+        if file not in ("-", exc.source) and exc.source == Path(file).name:  # d1/ and d2/ may hold the same name
+            exc = transfer.TransferError(f"{exc.source} ({file})", exc.reason, exc.hint)
         err(f"gs: {exc}")
-        tally.failed += 1
+        tally.failed += 1  # even alone: the summary follows, and the exit status is 1
         return
     before = tally.sessions
     for note in plan.notes:
@@ -168,11 +190,14 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         tally.created = transfer.last_created(outcomes) or tally.created
         what = f"{conv.tool} conversation {conv.source_id}"
         for sid, how, n in outcomes:
-            if how != "same":
+            if how == "archived":  # gs rm'd: not written again
+                tally.skipped += 1
+                err(_SAID[how].format(sid=sid, what=what))
+            elif how != "same":
                 tally.sessions, tally.turns = tally.sessions + 1, tally.turns + n
                 err(_SAID[how].format(sid=sid, turns=plural(n, "turn"), what=what))
                 print(sid, flush=True)
-        if any(how != "same" for _, how, _ in outcomes):
+        if any(how not in ("same", "archived") for _, how, _ in outcomes):
             for note in conv.notes:
                 err(f"  note: {note}")
     if result.conversations and tally.sessions == before and alone:  # of many, the summary says it once
@@ -184,6 +209,37 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         err(f"gs: not imported {sid}: {why}")
     if result.clashes:
         tally.failed += 1
+
+
+#: How long an import waits for another one to finish (seconds): longer than a large
+#: import takes (issue 14: 1,000 transcripts in < 60 s), bounded so that cron runs do not pile up.
+IMPORT_WAIT_S = 300.0
+
+
+@contextmanager
+def _one_import(c: Context) -> Iterator[None]:
+    """Hold the repo's import lock: imports run one at a time, and each reads what the one before wrote.
+
+    Two imports of the same files at once (cron overlapping ``--watch``) would each find no
+    session holding a conversation and both write it (the second as ``-1`` forks).
+
+    Raises:
+        TransferError: another import still held it after :data:`IMPORT_WAIT_S` seconds.
+    """
+    with c.store() as store:
+        lock = store.import_lock()
+    if lock is None:
+        yield
+        return
+    try:
+        lock.acquire(LockWait(IMPORT_WAIT_S, lambda _, holder: err(f"gs: waiting for another import ({holder})")))
+    except SessionLocked as exc:
+        raise transfer.TransferError("now", f"another import ({exc.holder}) still runs after {IMPORT_WAIT_S:g} s",
+                                     "run the import again when it is done") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _summary(tally: _Tally, found: bool) -> None:
@@ -262,8 +318,8 @@ def import_(
         help="What the files are: auto (detect from the content), gs, messages, geekagent, chatgpt, claude-ai, "
         "claude-code, codex or llm.",
     )] = ImportFormat.auto,
-    keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Keep local paths (the working directory) in the "
-                                             "headers of imported conversations.")] = False,
+    keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Record the path of the file each conversation of "
+                                             "another tool came from in its session's header.")] = False,
     watch: Annotated[bool, typer.Option("--watch", help="Keep importing the files (or the tool's folder) as they "
                                         "change, until Ctrl+C.")] = False,
 ) -> None:
@@ -296,25 +352,30 @@ def import_(
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
     tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)))
-    for file in paths:
-        _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
-                     alone=len(paths) == 1 and not found and not watch, found=found)
-    if tally.sessions:
-        with c.store() as store:
-            if tally.created is not None:
-                store.set_current(tally.created)
-            pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
+    with ExitStack() as tally.stack:  # the index of sessions is read under the lock: what an import before wrote
+        for file in paths:
+            _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
+                         alone=len(paths) == 1 and not found and not watch, found=found)
+        if tally.sessions:
+            with c.store() as store:
+                if tally.created is not None:
+                    store.set_current(tally.created)
+                pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
     if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
         _summary(tally, found)
     if watch:
         def again(changed: list[str]) -> None:
-            round_tally = _Tally(index=tally.index)
-            for file in changed:
-                _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
-                             alone=False, found=True)
-            if round_tally.created is not None:
-                with c.store() as store:
-                    store.set_current(round_tally.created)
+            round_tally = _Tally()  # the index read again: another import may have written since
+            try:
+                with ExitStack() as round_tally.stack:  # per round: a watch does not keep cron's imports out
+                    for file in changed:
+                        _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
+                                     alone=False, found=True)
+                    if round_tally.created is not None:
+                        with c.store() as store:
+                            store.set_current(round_tally.created)
+            except transfer.TransferError as exc:
+                err(f"gs: {exc}")
 
         if found:
             where = transfer.discover.discover(fmt.value, os.environ, Path.home())[0]

@@ -154,6 +154,10 @@ class SessionStore(abc.ABC):
     def lock(self, session_id: str) -> WriterLock:
         """Return the (not yet taken) writer lock of ``session_id``."""
 
+    def import_lock(self) -> WriterLock | None:
+        """Return the lock that serializes imports across processes (None: this backend has none)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - a backend without resources has nothing to close
         """Release what the store holds open (safe to call twice)."""
 

@@ -145,6 +145,10 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         self.check_path()
         return self.state.lock(session_id)
 
+    def import_lock(self) -> SessionLock:
+        """Return the (not yet taken) repo-wide import lock (see :meth:`.state.RepoState.import_lock`)."""
+        return self.state.import_lock()
+
     # -- reading ---------------------------------------------------------------------------
 
     def _ref(self, session_id: str) -> Ref:

@@ -215,6 +215,13 @@ class RepoState:
         return _RepoLock(self.root / "locks" / f"{check_session_id(session_id).casefold()}.lock", session_id,
                          self.repo_path)
 
+    def import_lock(self) -> SessionLock:
+        """Return the (not yet taken) lock one ``gs import`` holds while it writes (``<repo>/gs/import.lock``).
+
+        Beside ``locks/``, whose file names are session ids (a session may be named import).
+        """
+        return _RepoLock(self.root / "import.lock", "import", self.repo_path)
+
     # -- verified tips ---------------------------------------------------------------------
     # Tips known to hold a valid log: every save the store makes, and every successful
     # load. ``list_sessions`` parses only tips missing here, so listing stays O(sessions)

@@ -41,7 +41,8 @@ from ..rules import (
 from ..store import SessionStore
 
 #: What happened to one branch: ``new`` (a new session), ``grew`` (turns appended),
-#: ``fork`` (a new branch at its fork point), ``same`` (nothing new).
+#: ``fork`` (a new branch at its fork point), ``same`` (nothing new), ``archived`` (an archived
+#: session holds it, or the start of it: nothing written, ``gs restore`` brings it back).
 Outcome = tuple[str, str, int]
 #: One commit to write: its events, message and author date (epoch s).
 Planned = tuple[list[Event], CommitMessage, "int | None"]
@@ -124,6 +125,8 @@ class SourceIndex:
     def __init__(self) -> None:
         self.by_digest: dict[str, set[str]] = {}
         self.by_source: dict[str, set[str]] = {}
+        #: The archived sessions (``gs rm``) by the same two keys: they hold what they held.
+        self.archived: tuple[dict[str, set[str]], dict[str, set[str]]] = ({}, {})
         self.read = False
 
     def read_from(self, store: SessionStore) -> SourceIndex:
@@ -139,28 +142,39 @@ class SourceIndex:
                 continue
             if source:
                 self.by_source.setdefault(source, set()).add(sid)
+        for name in store.archived_ids():
+            if (kept := store.archive_ref(name)) is None:
+                continue
+            try:
+                source = store.commit_info(kept).message.fields.imported_from
+            except store.unreadable:
+                continue
+            self.add(name, source, archived=True)
         return self
 
-    def add(self, sid: str, source: str | None = None) -> None:
-        """Count ``sid`` in (a session just written, from ``source`` when given)."""
+    def add(self, sid: str, source: str | None = None, *, archived: bool = False) -> None:
+        """Count ``sid`` in (a session just written, from ``source`` when given; an archived one)."""
+        by_digest, by_source = self.archived if archived else (self.by_digest, self.by_source)
         if (m := self._DIGEST.fullmatch(sid)) is not None:
-            self.by_digest.setdefault(m.group(1), set()).add(sid)
+            by_digest.setdefault(m.group(1), set()).add(sid)
         if source:
-            self.by_source.setdefault(source, set()).add(sid)
+            by_source.setdefault(source, set()).add(sid)
 
-    def candidates(self, base: str, source: str) -> list[str]:
+    def candidates(self, base: str, source: str, *, archived: bool = False) -> list[str]:
         """The sessions that may hold the conversation whose id is ``base`` and trailer ``source``, sorted."""
-        return sorted(self.by_digest.get(base.rsplit("-", 1)[-1], set()) | self.by_source.get(source, set()))
+        by_digest, by_source = self.archived if archived else (self.by_digest, self.by_source)
+        return sorted(by_digest.get(base.rsplit("-", 1)[-1], set()) | by_source.get(source, set()))
 
 
-def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex) -> list[_Line]:
-    """Every live session whose header says it holds ``source``, among the index's candidates."""
+def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, archived: bool = False) -> list[_Line]:
+    """Every live (or archived) session whose header says it holds ``source``, among the index's candidates."""
     out = []
-    for sid in index.candidates(base, f"{source['tool']} {source['id']}"):
-        if store.tip(sid) is None:  # moved or removed since the index was read
+    for sid in index.candidates(base, f"{source['tool']} {source['id']}", archived=archived):
+        tip = store.archive_ref(sid) if archived else store.tip(sid)
+        if tip is None:  # moved or removed since the index was read
             continue
         try:
-            snap = store.load(sid)
+            snap = store.load(sid, tip)
         except CorruptSession:  # a damaged session is no line to build on
             continue
         except store.unreadable:
@@ -169,7 +183,7 @@ def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex) -> 
             continue
         at: dict[int, CommitId] = {}
         count = 0
-        infos = store.log(sid)
+        infos = store.log(sid, tip)
         for info in reversed(infos):  # oldest first: a commit without Events holds its parent's count
             events = info.message.fields.events
             count = events[1] + 1 if events else count
@@ -194,6 +208,7 @@ class _Writer:
             theirs = {ln.session_id for ln in self.parents}
             # Its own sessions began as forks of the origin's: their header is the origin's.
             self.lines += [ln for ln in _lines(store, origin, self.base, index) if ln.session_id not in theirs]
+        self.removed = _lines(store, self.source, self.base, index, archived=True)  # gs rm: not written again
         self.subject_source = f"{conv.tool} {conv.source_id}"
         named = [ln.session_id for ln in self.lines if re.fullmatch(rf".*-{self.base[-8:]}", ln.session_id)]
         if named:
@@ -263,6 +278,10 @@ class _Writer:
             if k and (best is None or (k, ff) > best[:2]):
                 best = (k, ff, line)
 
+        for gone in self.removed:  # a branch an archived session holds, or continues, is left to gs restore
+            if _shared(flat, gone.events) >= min(len(flat), len(gone.events)):
+                return (gone.session_id, "archived", 0)
+
         def turns(start: int) -> int:
             return sum(1 for chunk in chunks[start:] for ev in chunk if ev.type == "turn/start")
 
@@ -309,7 +328,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
     Args:
         store: the session store.
         conv: from a reader (:mod:`.chatgpt`), redacted.
-        header_extra: fields of the header (``generator``; ``cwd`` only when paths are kept).
+        header_extra: fields of the header (``generator``; ``source_file`` only when paths are kept).
         index: the sessions that may hold it, read once for a whole import (None: read here).
         current: make the last session it creates current (False: the caller does, once for
             a whole import; a fork is made current as it is created).

@@ -105,11 +105,12 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         store: the session store.
         plan: from :func:`read_import`.
         as_id: the id for a single-session file.
-        header_extra: fields of headers made here (``cwd``, ``generator``).
+        header_extra: fields of headers made here (``cwd``, ``generator``; ``source_file``, the
+            file's absolute path, for another tool's conversations with ``keep_paths``).
         redactor: replaces secrets in what is written (None: redaction is off).
         warnings: gets a line per orphaned journal recovered into a new session.
-        keep_paths: keep ``cwd`` in the headers of another tool's conversations (local paths
-            are left out of what may be shared unless asked for).
+        keep_paths: keep ``source_file`` in the headers of another tool's conversations (local
+            paths are left out of what may be shared unless asked for); ``cwd`` never is.
         progress: called with ``(done, total)`` after each of another tool's conversations
             (the command line's progress bar).
         index: the sessions that may hold conversations, kept from the files imported before
@@ -127,7 +128,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
     """
     check_plan(plan, as_id)
     if plan.conversations:
-        extra = {k: v for k, v in (header_extra or {}).items() if keep_paths or k != "cwd"}
+        # Never gs's own working directory: the commits would depend on where gs ran.
+        extra = {k: v for k, v in (header_extra or {}).items() if k != "cwd" and (keep_paths or k != "source_file")}
         done = ImportResult()
         index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
         for i, conv in enumerate(plan.conversations):
