@@ -109,6 +109,9 @@ EXCEPTIONS = {
         "config parser",
     ("gitsessions.config", "yaml"):
         "config.yaml is YAML and config.py is its one reader",
+    ("gitsessions.chat.tools.ignore", "dulwich"):
+        "the file tools honour .gitignore as git reads it: dulwich's ignore module is that rule, "
+        "maintained; it reads a working directory's files, never the session store",
     ("gitsessions.config", "platformdirs"):
         "the platform's default config, data and cache folders; only the face calls the helpers "
         "that ask platformdirs (which reads XDG_* itself)",
