@@ -28,7 +28,7 @@ from typing import Any
 
 from ..events import Event
 from .branches import ImportedConversation
-from .messages import _Bad, _kind, turns_from_messages
+from .messages import TIMES, _Bad, _kind, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids).
 TOOL = "chatgpt"
@@ -60,13 +60,8 @@ def from_zip(data: bytes) -> bytes:
         raise _Bad(f"not a readable zip ({exc})") from None
 
 
-#: Times outside these (epoch seconds) are no times a conversation was had: git cannot date a
-#: commit before 1970, and a huge one would overflow.
-_TIMES = (0, 2**32)
-
-
 def _ms(value: Any, fallback: int) -> int:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and _TIMES[0] <= value < _TIMES[1]
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and TIMES[0] <= value < TIMES[1]
     return int(value * 1000) if ok else fallback
 
 
