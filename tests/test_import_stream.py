@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -232,3 +233,23 @@ def test_memory_follows_the_largest_conversation_not_the_file(tmp_path):
     assert streamed < 40 * largest + 2 * 65536 * 4 < size / 2, (streamed, largest, size)
     kept = _peak(lambda: check_and_write(size))  # what reading the file whole holds: this test can fail
     assert kept > size, (kept, size)
+
+
+def test_writing_a_large_export_holds_no_more_than_a_conversation(tmp_path):
+    def write(n: int) -> tuple[int, int]:
+        path = _write_export(tmp_path / f"conversations-{n}.json", [_conv(i, 1, 12_000) for i in range(n)])
+        plan = read_import(None, path.name, path=path)
+        plan.conversations = Conversations(Source(None, path, path.name), chatgpt.convert, keep=0)
+        with GitStore(tmp_path / f"gs-{n}.git") as store:
+            store.tips()  # the store open and its refs read before the count begins
+            results = []
+            peak = _peak(lambda: results.append(write_import(store, plan)))
+        assert [how for _, outs in results[0].conversations for _, how, _ in outs] == ["new"] * n
+        subprocess.run(["git", "--git-dir", str(tmp_path / f"gs-{n}.git"), "fsck", "--strict"], check=True,
+                       capture_output=True)
+        return peak, path.stat().st_size
+
+    small, _ = write(30)
+    large, size = write(120)  # ~3 MB: four times the conversations, of ~25 kB each
+    # What each conversation became is kept for the summary, not its events.
+    assert large < 1.5 * small + 200_000 and large < size / 2, (small, large, size)
