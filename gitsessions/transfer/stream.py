@@ -37,7 +37,7 @@ CHUNK = 1 << 16
 _CUT_MARGIN = 16
 #: The export's conversations are kept from the check to the write when its text is at most this
 #: many characters (a second read costs a second conversion); larger, they are read again.
-KEEP_CHARS = 32 << 20
+KEEP_CHARS = 8 << 20
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER_TAIL = re.compile(r"[0-9.eE+-]*")
 
