@@ -127,9 +127,6 @@ class _Tally:
     #: The sessions holding conversations, read once for every file of the run.
     index: transfer.SourceIndex = field(default_factory=transfer.SourceIndex)
     progress: ImportProgress | None = None  # the bar on a terminal
-    #: The session created last (new or a fork): made current once the files are written,
-    #: not as each is (a HEAD move, fsynced, per file).
-    created: str | None = None
     #: Takes the import lock (:func:`_one_import`) for the rest of the run, the first time a
     #: file is written: before the index is read; a file that fails creates no repo.
     stack: ExitStack | None = None
@@ -167,7 +164,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         with c.store() as store:
             result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
                                            redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
-                                           index=tally.index, current=False,  # once, by the command
+                                           index=tally.index,
                                            progress=tally.progress.conversations if tally.progress else None)
     except transfer.TransferError as exc:
         if file not in ("-", exc.source) and exc.source == Path(file).name:  # d1/ and d2/ may hold the same name
@@ -187,7 +184,6 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
             err(f"  note: {note}")
         print(sid, flush=True)
     for conv, outcomes in result.conversations:
-        tally.created = transfer.last_created(outcomes) or tally.created
         what = f"{conv.tool} conversation {conv.source_id}"
         for sid, how, n in outcomes:
             if how == "archived":  # gs rm'd: not written again
@@ -358,8 +354,6 @@ def import_(
                          alone=len(paths) == 1 and not found and not watch, found=found)
         if tally.sessions:
             with c.store() as store:
-                if tally.created is not None:
-                    store.set_current(tally.created)
                 pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
     if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
         _summary(tally, found)
@@ -371,9 +365,6 @@ def import_(
                     for file in changed:
                         _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
                                      alone=False, found=True)
-                    if round_tally.created is not None:
-                        with c.store() as store:
-                            store.set_current(round_tally.created)
             except transfer.TransferError as exc:
                 err(f"gs: {exc}")
 

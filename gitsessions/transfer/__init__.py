@@ -23,7 +23,7 @@ Nothing here prints or reads the environment; the CLI does.
 from ..errors import TransferError
 from ..events import IMPORTED_MESSAGE
 from . import discover
-from .branches import ImportedConversation, SourceIndex, last_created, write_conversation
+from .branches import ImportedConversation, SourceIndex, write_conversation
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
 from .read import FORMATS, TOOLS, ImportedSession, ImportPlan, read_import
@@ -48,7 +48,6 @@ __all__ = [
     "export_bytes",
     "export_html",
     "export_markdown",
-    "last_created",
     "read_import",
     "write_conversation",
     "write_import",

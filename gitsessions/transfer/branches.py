@@ -235,7 +235,7 @@ class _Writer:
             done += len(chunk)
             ends.append(done)
         shas = self.store.append_many(line.session_id, planned, expected_tip=None if first else line.tip,
-                                      header=header, current=False)  # made current once, by the caller
+                                      header=header, current=False)  # an import leaves HEAD where it is
         line.at.update(zip(ends, shas, strict=True))
         line.tip = shas[-1] if shas else line.tip
         line.events, line.claimed = flat, True
@@ -301,7 +301,8 @@ class _Writer:
         lineage = Lineage(SessionId(line.session_id), point)
         message = commit_message(sid, flat[:ends[k - 1]], kind="fork", lineage=lineage,
                                  why=f"a branch in {self.conv.tool}")
-        tip = self.store.branch_from(sid, point, message, author_time=_said(chunks[k]))  # when it began
+        tip = self.store.branch_from(sid, point, message, author_time=_said(chunks[k]),  # when it began
+                                     current=False)
         inherited = {end: c for end, c in line.at.items() if end <= ends[k - 1]}
         fork = _Line(sid, flat[:ends[k - 1]], inherited, tip, lineage)
         fork.at[ends[k - 1]] = tip
@@ -311,15 +312,12 @@ class _Writer:
         return (sid, "fork", turns(k))
 
 
-def last_created(outcomes: list[Outcome]) -> str | None:
-    """The session created last of ``outcomes`` (a new one or a fork): the one a write makes current."""
-    return next((sid for sid, how, _ in reversed(outcomes) if how in ("new", "fork")), None)
-
-
 def write_conversation(store: SessionStore, conv: ImportedConversation, *,
-                       header_extra: dict[str, Any], index: SourceIndex | None = None,
-                       current: bool = True) -> list[Outcome]:
+                       header_extra: dict[str, Any], index: SourceIndex | None = None) -> list[Outcome]:
     """Write one conversation's branches, incrementally (see the module's rules).
+
+    The current session stays as it was: ``gs chat -c`` goes on with what the user was
+    doing, not with whatever conversation an import (from cron, ``--watch``) wrote last.
 
     ``conv`` comes redacted (:func:`~.write.write_import` is the door the file's text enters
     by), so the header, the id (from the title) and every commit message are made of
@@ -330,8 +328,6 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
         conv: from a reader (:mod:`.chatgpt`), redacted.
         header_extra: fields of the header (``generator``; ``source_file`` only when paths are kept).
         index: the sessions that may hold it, read once for a whole import (None: read here).
-        current: make the last session it creates current (False: the caller does, once for
-            a whole import; a fork is made current as it is created).
 
     Returns:
         ``(session, what, turns added)`` per branch, ``what`` one of ``new``, ``grew``,
@@ -354,10 +350,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
                                     f"session {line_sid!r} is being written by {lock.holder()}",
                                     "run the import again when it is done")
             locks.append(lock)
-        outcomes = [writer.branch(key, chunks, i == 0) for i, (key, chunks) in enumerate(conv.branches)]
-        if current and (made := last_created(outcomes)) is not None:
-            store.set_current(made)
-        return outcomes
+        return [writer.branch(key, chunks, i == 0) for i, (key, chunks) in enumerate(conv.branches)]
     except (ConcurrentUpdate, SessionExists) as exc:
         raise TransferError(f"{conv.tool} conversation {conv.source_id}", str(exc),
                             "run the import again: what was written is found again") from None
