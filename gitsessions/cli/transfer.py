@@ -154,7 +154,8 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         tally.progress.next_file()
     try:
         source, data = _read_file(file)
-        plan = transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file))
+        plan = transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file),
+                                    keep_paths=keep_paths)
         if found and plan.kind in transfer.TOOLS and not plan.conversations:
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
@@ -315,7 +316,8 @@ def import_(
         "claude-code, codex or llm.",
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Record the path of the file each conversation of "
-                                             "another tool came from in its session's header.")] = False,
+                                             "another tool came from in its session's header, and keep the "
+                                             "local paths in the context Codex injects.")] = False,
     watch: Annotated[bool, typer.Option("--watch", help="Keep importing the files (or the tool's folder) as they "
                                         "change, until Ctrl+C.")] = False,
 ) -> None:
