@@ -300,9 +300,16 @@ def test_a_remote_compaction_stands_for_what_codex_kept(gs, repo_path, tmp_path,
     assert len(summary) == 1 and "user: Port the parser to Rust" in summary[0]
     assert "environment_context" not in summary[0]  # injected context: each turn brings its own
     assert "encrypted" in summary[0] and "gAAAA" not in summary[0]
+    with GitStore(repo_path) as store:  # the encrypted summary is kept, ignorable, right after the summary
+        events = store.load(sid).events
+    at = next(i for i, e in enumerate(events) if e.type == "compaction/summary")
+    assert (events[at + 1].type, events[at + 1].ignorable) == ("import/message", True)
+    assert events[at + 1].data == {"role": "system", "name": "codex encrypted compaction",
+                                   "content": "gAAAA-remote-summary"}
     assert gs("ask", sid, "and now?").code == 0
     messages = fake_api.requests[-1]["messages"]
     assert validate_messages(messages) is None
+    assert "gAAAA" not in json.dumps(messages)
     assert messages[0]["content"].startswith("Summary of the conversation so far:\n")
     assert "Port the parser to Rust" in messages[0]["content"] and "Ported." not in json.dumps(messages)
     assert [m["content"] for m in messages[1:]] == ["Now the tests", "Ported the tests.", "and now?"]

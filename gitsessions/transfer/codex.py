@@ -15,7 +15,8 @@ formats notes). What becomes what:
 - ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` are tool calls (one
   assistant message holds the calls of one reply), their ``*_output`` items the results.
 - ``compacted`` is a ``compaction/summary`` event (the model is sent the summary and what
-  follows it; a remote compaction's summary is what its ``replacement_history`` kept);
+  follows it; a remote compaction's summary is what its ``replacement_history`` kept, and
+  its encrypted summary, which only the model's server reads, an ignorable message after it);
   ``turn_context`` names the model of the replies after it, and with the ``task_*`` events
   ends the turn before it once that has a reply; ``event_msg``
   ``token_count`` gives the usage of the reply before it. Every other line (UI events,
@@ -147,6 +148,7 @@ class _Rollout:
         self.complete = False  # the last prompt's task is complete
         self.notes: list[str] = []
         self.paths: set[str] = set()  # the working directories the rollout names (session_meta, turn_context)
+        self.sealed: set[str] = set()  # the encrypted compaction summaries kept so far (each once)
 
     def add(self, msg: Any, t: int) -> None:
         self.messages.append(msg)
@@ -205,7 +207,9 @@ class _Rollout:
         elif kind == "web_search_call":
             action: dict = item["action"] if isinstance(item.get("action"), dict) else {}
             self.aside("codex web search", str(action.get("query") or action.get("url") or "a web search"), t)
-        elif kind not in ("ghost_snapshot", "compaction_summary", "compaction"):
+        elif kind in ("compaction_summary", "compaction"):
+            self.seal(item, t)
+        elif kind != "ghost_snapshot":
             note = f"items of type {kind!r} were skipped"
             if note not in self.notes:
                 self.notes.append(note)
@@ -260,9 +264,21 @@ class _Rollout:
             elif kind in _OUTPUTS:
                 parts.append(f"tool result: {_output(item.get('output'))}")
             elif kind in ("compaction", "compaction_summary"):
-                parts.append("[the rest of the summary is encrypted, for the model's server alone: not imported]")
+                parts.append("[the rest of the summary is encrypted, for the model's server alone: kept aside, "
+                             "not sent]")
                 self.notes.append(f"{at}: Codex's summary there is encrypted; what it kept in the clear stands for it")
         return "\n\n".join(parts)
+
+    def seal(self, item: dict, t: int) -> None:
+        """Keep an encrypted compaction summary as an ignorable message (stored, never sent).
+
+        Only the server that wrote it reads it; kept so that nothing of the rollout is lost
+        (the same one in a ``compacted`` line and as an item is kept once).
+        """
+        sealed = item.get("encrypted_content")
+        if isinstance(sealed, str) and sealed and sealed not in self.sealed:
+            self.sealed.add(sealed)
+            self.aside("codex encrypted compaction", sealed, t)
 
     def line(self, obj: Any, at: str) -> None:
         if not isinstance(obj, dict):
@@ -279,6 +295,9 @@ class _Rollout:
             if not isinstance(summary, str) or not summary.strip():  # compacted by the model's server
                 summary = self.kept(payload.get("replacement_history"), at)
             self.add({"role": COMPACTION, "content": summary}, t)
+            for item in payload.get("replacement_history") or []:
+                if isinstance(item, dict) and item.get("type") in ("compaction", "compaction_summary"):
+                    self.seal(item, t)
         elif kind == "turn_context" or (kind == "event_msg" and payload.get("type") in _TURN_EVENTS):
             if kind == "event_msg":
                 self.tasks = True
