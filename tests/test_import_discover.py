@@ -7,8 +7,10 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
+import pexpect
 import pytest
 from conftest import GS
 from fakeapi import validate_messages
@@ -118,6 +120,36 @@ def test_watch_imports_a_transcript_as_it_grows_and_a_new_one(gs_env, repo_path,
     assert not any(line.startswith("gs:") and "stopped" not in line and "importing again" not in line
                    for line in lines), lines
     assert subprocess.run(["git", "-C", str(repo_path), "fsck", "--strict"]).returncode == 0
+
+
+def _drained(child, seconds: float) -> str:
+    """What a pty child writes in the next ``seconds`` (all of it read, so the next read begins after it)."""
+    out, end = "", time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        try:
+            out += child.read_nonblocking(4096, timeout=left)
+        except pexpect.TIMEOUT:
+            break
+    return out
+
+
+def test_watch_draws_the_progress_bar_only_for_a_round_with_something_to_import(gs_env, tmp_path):
+    """On a terminal the first import's bar is gone before the watch begins; an idle watch writes nothing."""
+    path = _write(tmp_path / "t.jsonl", _lines())
+    child = pexpect.spawn(GS[0], [*GS[1:], "import", "--watch", str(path)], env={**os.environ, "TERM": "xterm"},
+                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=WAIT_S)
+    try:
+        child.expect("Ctrl\\+C stops")
+        assert _drained(child, 1.5) == ""  # idle: a bar still up is redrawn ten times a second
+        with path.open("a", encoding="utf-8") as f:  # Claude Code appends a turn: that round has a bar of its own
+            f.write("".join(json.dumps(line) + "\n" for line in GROWTH))
+        child.expect(f"{MAIN}: 1 turn new")
+        _drained(child, 1)  # the round's end: its bar taken down
+        assert _drained(child, 1.5) == ""
+        child.sendintr()
+        child.expect("stopped importing")
+    finally:
+        child.close(force=True)
 
 
 def test_watch_refuses_stdin(gs):

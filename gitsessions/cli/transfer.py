@@ -349,8 +349,10 @@ def import_(
     paths = _discovered(fmt.value) if found else list(files or [])
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
-    tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)))
-    with ExitStack() as tally.stack:  # the index of sessions is read under the lock: what an import before wrote
+    tally = _Tally()
+    # The bar is gone before a watch begins: it is drawn again only for a round with files to import.
+    with ImportProgress(len(paths), c.output) as tally.progress, ExitStack() as tally.stack:
+        # the index of sessions is read under the lock: what an import before wrote
         for file in paths:
             _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                          alone=len(paths) == 1 and not found and not watch, found=found)
@@ -363,7 +365,8 @@ def import_(
         def again(changed: list[str]) -> None:
             round_tally = _Tally()  # the index read again: another import may have written since
             try:
-                with ExitStack() as round_tally.stack:  # per round: a watch does not keep cron's imports out
+                # per round: a watch does not keep cron's imports out, and its bar is this round's
+                with ImportProgress(len(changed), c.output) as round_tally.progress, ExitStack() as round_tally.stack:
                     for file in changed:
                         _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
                                      alone=False, found=True)
