@@ -140,12 +140,12 @@ def test_watch_draws_the_progress_bar_only_for_a_round_with_something_to_import(
                           dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=WAIT_S)
     try:
         child.expect("Ctrl\\+C stops")
-        assert _drained(child, 1.5) == ""  # idle: a bar still up is redrawn ten times a second
+        assert _drained(child, 1.5).strip() == ""  # idle: a bar still up is redrawn ten times a second
         with path.open("a", encoding="utf-8") as f:  # Claude Code appends a turn: that round has a bar of its own
             f.write("".join(json.dumps(line) + "\n" for line in GROWTH))
         child.expect(f"{MAIN}: 1 turn new")
         _drained(child, 1)  # the round's end: its bar taken down
-        assert _drained(child, 1.5) == ""
+        assert _drained(child, 1.5).strip() == ""
         child.sendintr()
         child.expect("stopped importing")
     finally:
