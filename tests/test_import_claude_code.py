@@ -250,7 +250,11 @@ def test_titles_a_rename_wins_and_a_file_of_titles_alone_holds_nothing(gs, tmp_p
     renamed = imported_session_id("claude-code", SESSION, "Loud flag")  # a rename beats the tool's own title
     assert r.code == 0 and r.out.split()[0] == renamed, r.err
     assert "Loud flag" in gs("list").out
-    assert "nothing new" in gs("import", str(FIXTURE)).err  # the same conversation, found by its id
+    lines.append({"type": "custom-title", "customTitle": "Louder flag", "sessionId": SESSION})  # renamed again
+    r = gs("import", str(_write(tmp_path / "renamed.jsonl", lines)))
+    assert r.code == 0 and r.out.split() == [renamed], r.err  # the same conversation, found by its id
+    assert f"{renamed}: titled 'Louder flag'" in r.err and "Louder flag" in gs("list").out
+    assert "nothing new" in gs("import", str(tmp_path / "renamed.jsonl")).err
     titles = _write(tmp_path / "titles.jsonl", [{"type": "summary", "summary": "Old chat", "leafUuid": "x"}])
     r = gs("import", "--from", "claude-code", str(titles))
     assert r.code == 1 and "holds no conversation with a prompt" in r.err

@@ -112,7 +112,8 @@ def _read_file(file: str) -> tuple[str, bytes]:
 _SAID = {"new": "imported {sid} ({turns}) from {what}; open it with: gs chat {sid}",
          "grew": "{sid}: {turns} new, from {what}",
          "fork": "{sid}: a branch of {what} ({turns} of its own)",
-         "archived": "{what}: archived as {sid}; gs restore {sid} to import into it again"}
+         "archived": "{what}: archived as {sid}; gs restore {sid} to import into it again",
+         "title": "{sid}: titled {title!r}, as {what} is now"}
 
 
 @dataclass
@@ -190,6 +191,11 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
             if how == "archived":  # gs rm'd: not written again
                 tally.skipped += 1
                 err(_SAID[how].format(sid=sid, what=what))
+            elif how == "title":  # renamed in its tool: a session written, unless its turns already said so
+                err(_SAID[how].format(sid=sid, title=conv.title.removeprefix("sub-agent: "), what=what))
+                if not any(s == sid and h not in ("same", "title") for s, h, _ in outcomes):
+                    tally.sessions += 1
+                    print(sid, flush=True)
             elif how != "same":
                 tally.sessions, tally.turns = tally.sessions + 1, tally.turns + n
                 err(_SAID[how].format(sid=sid, turns=plural(n, "turn"), what=what))
