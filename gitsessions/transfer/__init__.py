@@ -14,6 +14,7 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
 - :mod:`.llm_db`: llm's ``logs.db`` (SQLite, read-only) into conversations.
 - :mod:`.discover`: where each tool keeps its files (``gs import --from TOOL`` without a file).
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
+- :mod:`.conversation`: another tool's conversation as a reader gives it (:class:`ImportedConversation`).
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
   (:func:`write_conversation`).
 

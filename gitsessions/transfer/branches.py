@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExists, TransferError
@@ -42,6 +42,7 @@ from ..rules import (
     taken_by,
 )
 from ..store import SessionStore
+from .conversation import ImportedConversation
 
 #: What happened to one branch: ``new`` (a new session), ``grew`` (turns appended),
 #: ``fork`` (a new branch at its fork point), ``same`` (nothing new), ``archived`` (an archived
@@ -50,36 +51,6 @@ from ..store import SessionStore
 Outcome = tuple[str, str, int]
 #: One commit to write: its events, message and author date (epoch s).
 Planned = tuple[list[Event], CommitMessage, "int | None"]
-
-
-@dataclass
-class ImportedConversation:
-    """One conversation of another tool, converted and validated, not yet written.
-
-    Attributes:
-        tool: the source tool (``chatgpt``).
-        source_id: the conversation's id there.
-        title: its title (not yet redacted).
-        created: when it began, epoch ms (the first commit's author date).
-        branches: ``(key, chunks)`` per branch, the session's first; ``key`` names the branch
-            in the source (its leaf message's id), chunks are the events per commit.
-        notes: what the conversion changed or kept aside, for the user.
-        spawned: ``(source id, epoch ms)`` when another conversation of the tool started this
-            one (a sub-agent, a fork made in the tool): its new session's lineage is that
-            conversation's session at the turn under way then (none when it is not imported).
-        forked_from: the id (in the same tool) of the conversation this one was forked from,
-            whose history it repeats (a forked Codex session, a thread forked in llm): its
-            sessions are where the branches fork from, sharing their commits.
-    """
-
-    tool: str
-    source_id: str
-    title: str
-    created: int
-    branches: list[tuple[str, list[list[Event]]]]
-    notes: list[str] = field(default_factory=list)
-    spawned: tuple[str, int] | None = None
-    forked_from: str | None = None
 
 
 @dataclass
@@ -216,10 +187,10 @@ class _Writer:
         self.source = {"tool": conv.tool, "id": conv.source_id}
         self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
         self.lines = _lines(store, self.source, self.base, index)
-        self.parents: list[_Line] = []  # the sessions of the conversation it was forked from: forked, never grown
-        if conv.forked_from is not None:
-            origin = {"tool": conv.tool, "id": conv.forked_from}
-            self.parents = _lines(store, origin, imported_session_id(conv.tool, conv.forked_from), index)
+        self.parents: list[_Line] = []  # the sessions of the conversations it was forked from: forked, never grown
+        for other in dict.fromkeys([*([conv.forked_from] if conv.forked_from else []), *conv.family]):
+            origin = {"tool": conv.tool, "id": other}
+            self.parents += _lines(store, origin, imported_session_id(conv.tool, other), index)
             theirs = {ln.session_id for ln in self.parents}
             # Its own sessions began as forks of the origin's: their header is the origin's.
             self.lines += [ln for ln in _lines(store, origin, self.base, index) if ln.session_id not in theirs]

@@ -54,7 +54,8 @@ def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> Imported
     spawned = (redactor.text(conv.spawned[0]), conv.spawned[1]) if conv.spawned else None
     forked = None if conv.forked_from is None else redactor.text(conv.forked_from)
     return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
-                               branches=branches, spawned=spawned, forked_from=forked)
+                               branches=branches, spawned=spawned, forked_from=forked,
+                               family=tuple(redactor.text(other) for other in conv.family))
 
 
 def check_plan(plan: ImportPlan, as_id: str | None) -> None:
