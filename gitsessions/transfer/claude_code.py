@@ -23,7 +23,7 @@ the file. What becomes what:
 - A session made with ``--resume ID --fork-session`` repeats the origin's lines: when they
   keep the origin's ``sessionId`` (older versions) it is spawned by the origin where they
   end; 2.1 gives them the new id, and names no origin: the transcripts beside it that begin
-  with the same line (its ``uuid``) are its family (:func:`family`), and whichever of them
+  with the same line (its ``uuid``) are its family (:func:`.family`), and whichever of them
   is imported already is where it forks, sharing the commits of the lines they share.
 - The title: the last ``custom-title`` (a rename), else the last ``ai-title``, else a
   ``summary`` of the session's branch, else its first prompt.
@@ -31,7 +31,6 @@ the file. What becomes what:
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Mapping
@@ -41,6 +40,7 @@ from typing import Any
 from ..events import Event
 from . import anthropic
 from .branches import ImportedConversation
+from .claude_code_family import begun, family
 from .claude_code_graph import _Node, _Transcript
 from .messages import COMPACTION, _Bad, turns_from_messages
 
@@ -69,13 +69,13 @@ def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
     Returns:
         The transcript files, sessions before sub-agents (a sub-agent's lineage names its
         session, which must be imported first); sessions in the order they were begun (a
-        ``--fork-session`` copy after its origin, which it then forks: :func:`_begun`),
+        ``--fork-session`` copy after its origin, which it then forks: :func:`.begun`),
         sub-agents by name.
     """
     projects = projects_dir(env, home)
     if not projects.is_dir():
         return []
-    files = sorted((p for p in projects.glob("*/*.jsonl") if p.is_file()), key=lambda p: (_begun(p), p))
+    files = sorted((p for p in projects.glob("*/*.jsonl") if p.is_file()), key=lambda p: (begun(p), p))
     agents = sorted(p for p in projects.glob("*/*/subagents/*.jsonl") if p.is_file())
     return ([p for p in files if not p.name.startswith("agent-")] + [p for p in files if p.name.startswith("agent-")]
             + agents)
@@ -85,69 +85,6 @@ def projects_dir(env: Mapping[str, str], home: Path) -> Path:
     """The folder holding Claude Code's transcripts (``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``)."""
     config = env.get("CLAUDE_CONFIG_DIR")
     return (Path(config).expanduser() if config else home / ".claude") / "projects"
-
-
-#: How many lines of a transcript's start are read for where it begins (its first message line).
-_HEAD_LINES = 64
-#: What :func:`_head` found per file (a transcript's start never changes): its first message's uuid and stamp.
-_HEADS: dict[Path, tuple[str | None, str]] = {}
-
-
-def _head(path: Path) -> tuple[str | None, str]:
-    """The uuid of a transcript's first message line (None: none yet) and the first time stamp it holds.
-
-    The stamp is when the file was begun: a ``--fork-session`` copy writes its own lines
-    (stamped now) before the origin's it repeats (stamped then).
-    """
-    if path in _HEADS:
-        return _HEADS[path]
-    uuid, stamp = None, ""
-    try:
-        with path.open("rb") as f:
-            for raw in itertools.islice(f, _HEAD_LINES):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw)
-                except ValueError:
-                    break
-                if not isinstance(obj, dict):
-                    break
-                stamp = stamp or (obj["timestamp"] if isinstance(obj.get("timestamp"), str) else "")
-                if obj.get("type") in ("user", "assistant") and isinstance(obj.get("uuid"), str):
-                    uuid = obj["uuid"] if obj.get("isSidechain") is not True else None
-                    break
-    except OSError:
-        return None, ""
-    if uuid is not None:
-        _HEADS[path] = (uuid, stamp)
-    return uuid, stamp
-
-
-def _begun(path: Path) -> str:
-    return _head(path)[1]
-
-
-def family(path: Path, first: str, session: str) -> tuple[str, ...]:
-    """The sessions beside ``path`` (in its folder) whose transcript begins with the message line ``first``.
-
-    Claude Code 2.1 writes a ``--fork-session`` copy as a new file repeating the origin's
-    lines, same uuids, under the new session's id, and names no origin: a line's uuid is
-    its own, so two transcripts beginning with the same one are of one family.
-
-    Args:
-        path: the transcript read.
-        first: the uuid of its first message line.
-        session: its session id (left out).
-
-    Returns:
-        The other sessions' ids (their file names), sorted.
-    """
-    try:
-        others = sorted(p for p in path.parent.glob("*.jsonl") if p.name != path.name and p.stem != session)
-    except OSError:
-        return ()
-    return tuple(p.stem for p in others if not p.name.startswith("agent-") and _head(p)[0] == first)
 
 
 def looks_like(text: str) -> bool:
@@ -354,7 +291,7 @@ def read_transcript(text: str, path: Path | None = None, *, origins: bool = True
 
     A ``--fork-session`` copy comes after the session of each transcript of its family begun
     before it (its origin, read from its file): written first, it is what the copy forks,
-    whichever file is imported first (:func:`_begun`).
+    whichever file is imported first (:func:`.begun`).
 
     Args:
         text: the file's text.
@@ -372,10 +309,10 @@ def read_transcript(text: str, path: Path | None = None, *, origins: bool = True
     convs = _Reader(text, path).conversations()
     if path is None or not origins or not convs or not convs[0].family:
         return convs
-    begun, before = _begun(path), []
+    started, before = begun(path), []
     for other in convs[0].family:
         there = path.with_name(f"{other}.jsonl")
-        if not "" < _begun(there) < begun:
+        if not "" < begun(there) < started:
             continue  # begun after it (its copy), or when is not known: the one imported first is the other's base
         try:
             theirs = read_transcript(there.read_text(encoding="utf-8", errors="replace"), there, origins=False)
