@@ -362,3 +362,21 @@ def test_a_fork_session_copy_forks_its_origin_whichever_is_imported_first(gs, gi
     assert r.code == 0 and r.out.split() == [origin] and f"{origin}: 1 turn new" in r.err, r.err
     assert git("rev-parse", f"{origin}^").strip() == tip
     git("fsck", "--strict")
+
+
+def test_a_sub_agent_of_a_fork_session_copy_hangs_from_the_copy(gs, git, tmp_path):
+    """The copy's session is a fork of the origin's (its header the origin's): its sub-agent still finds it."""
+    folder = tmp_path / "projects" / "-home-user-proj"
+    folder.mkdir(parents=True)
+    files = [Path(shutil.copy(REAL / f"{sid}.jsonl", folder)) for sid in (ORIGIN_ID, COPY_ID)]
+    real_agent = REAL / "6c9351b7-41e1-40fa-8bcc-3d12c8708f15" / "subagents" / "agent-afa859268ef01e89e.jsonl"
+    agent = folder / COPY_ID / "subagents" / real_agent.name
+    agent.parent.mkdir(parents=True)
+    agent.write_text(real_agent.read_text(encoding="utf-8").replace("6c9351b7-41e1-40fa-8bcc-3d12c8708f15", COPY_ID),
+                     encoding="utf-8")
+    r = gs("import", *map(str, files), str(agent))
+    assert r.code == 0, r.err
+    copy = imported_session_id("claude-code", COPY_ID, "Please run echo hi")
+    sub = r.out.split()[-1]
+    assert sub.startswith("sub-agent-")
+    assert f"Forked-From: {copy}@{git('rev-parse', copy).strip()}" in git("log", "-1", "--format=%B", sub)

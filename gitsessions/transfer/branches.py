@@ -149,8 +149,12 @@ class SourceIndex:
         return sorted(by_digest.get(base.rsplit("-", 1)[-1], set()) | by_source.get(source, set()))
 
 
-def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, archived: bool = False) -> list[_Line]:
-    """Every live (or archived) session whose header says it holds ``source``, among the index's candidates."""
+def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, archived: bool = False,
+           headed: bool = True) -> list[_Line]:
+    """Every live (or archived) session whose header says it holds ``source``, among the index's candidates.
+
+    ``headed=False``: whatever its header (a fork of another conversation's session holds that one's).
+    """
     out = []
     for sid in index.candidates(base, f"{source['tool']} {source['id']}", archived=archived):
         tip = store.archive_ref(sid) if archived else store.tip(sid)
@@ -162,7 +166,7 @@ def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, arc
             continue
         except store.unreadable:
             continue
-        if snap.header.get("source") != source:
+        if headed and snap.header.get("source") != source:
             continue
         at: dict[int, CommitId] = {}
         count, titled = 0, None
@@ -251,7 +255,7 @@ class _Writer:
             return None
         parent, at = self.conv.spawned
         base = imported_session_id(self.conv.tool, parent)
-        lines = _lines(self.store, {"tool": self.conv.tool, "id": parent}, base, self.index)
+        lines = _lines(self.store, {"tool": self.conv.tool, "id": parent}, base, self.index, headed=False)
         line = min(lines, key=lambda ln: len(ln.session_id), default=None)  # the session, not a fork of it
         if line is None:
             return None
