@@ -71,10 +71,10 @@ def _key(ev: Event) -> tuple[Any, ...]:
 
 
 def _aligned(flat: list[Event], held: list[Event]) -> dict[int, int]:
-    """How many of ``held``'s events hold each start of ``flat`` that ``held`` holds (``{0: 0, ...}``).
+    """Map the length of each start of ``flat`` that ``held`` holds to how many of ``held``'s events hold it.
 
-    A title ``held`` has and ``flat`` has not (a rename since: ``gs title``, an import's) is
-    passed over, so a session renamed goes on growing; its key counts the title after it.
+    A title ``held`` has where ``flat`` has none (a rename since: ``gs title``, an import's)
+    is passed over and counted with the start before it, so a renamed session goes on growing.
     """
     out, i, j = {}, 0, 0
     while True:
