@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import TransferError
-from .branches import ImportedConversation
+from .conversation import ImportedConversation
 from .messages import _Bad
 
 #: Characters asked of the file per read (the buffer holds about this plus the element being read).
