@@ -145,10 +145,9 @@ def _export(src: stream.Source, fmt: str) -> ImportPlan | None:
     """The plan of a data export, checked a conversation at a time; None when the file is no export.
 
     What it is is told by the array's first element (as when the file is read whole); a file
-    that is no array, or whose first element does not read, is left to :func:`_read`.
+    that is no array, or whose first element does not read, is left to :func:`_read`. An
+    export read as another format (``--from codex``) is refused, as one read whole would be.
     """
-    if fmt not in ("auto", *(tool for tool, _, _ in _EXPORTS)):
-        return None
     none = object()
     with src.open() as raw:
         try:
