@@ -96,17 +96,11 @@ class ImportFormat(str, Enum):
     llm = "llm"
 
 
-def _read_file(file: str) -> tuple[str, bytes]:
+def _read_file(file: str) -> tuple[str, bytes | None]:
+    """The name an import file is called by, and stdin's bytes (a file is read by the import, a piece at a time)."""
     if file == "-":
         return "stdin", sys.stdin.buffer.read()
-    try:
-        return Path(file).name or file, Path(file).read_bytes()
-    except FileNotFoundError:
-        raise transfer.TransferError(file, "file not found") from None
-    except IsADirectoryError:
-        raise transfer.TransferError(file, "it is a directory, not a file") from None
-    except OSError as exc:
-        raise transfer.TransferError(file, exc.strerror or str(exc)) from None
+    return Path(file).name or file, None
 
 
 _SAID = {"new": "imported {sid} ({turns}) from {what}; open it with: gs chat {sid}",

@@ -136,7 +136,9 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         for i, conv in enumerate(plan.conversations):
             conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
-                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index)))
+                outcomes = write_conversation(store, conv, header_extra=extra, index=index)
+                # What is said of it, not its events: a large export's conversations are not all held at once.
+                done.conversations.append((dataclasses.replace(conv, branches=[]), outcomes))
             except TransferError as exc:  # another writer holds one of its sessions: the others go on
                 done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
             if progress is not None:
