@@ -16,13 +16,14 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
   (:func:`write_conversation`).
+- :mod:`.seen`: the files imported whole before, by content (passed over when unchanged).
 
 Nothing here prints or reads the environment; the CLI does.
 """
 
 from ..errors import TransferError
 from ..events import IMPORTED_MESSAGE
-from . import discover
+from . import discover, seen
 from .branches import ImportedConversation, SourceIndex, last_created, write_conversation
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
@@ -43,6 +44,7 @@ __all__ = [
     "TransferError",
     "check_plan",
     "discover",
+    "seen",
     "event_time",
     "events_from_messages",
     "export_bytes",

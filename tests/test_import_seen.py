@@ -1,0 +1,93 @@
+"""A file imported whole before is passed over when unchanged, and read again on any change (issue 14, item 7)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from gitsessions.redact import Redactor
+from gitsessions.transfer.seen import SeenFiles, options_digest
+
+FIXTURE = Path(__file__).parent / "data" / "claude_code" / "session.jsonl"  # a session, a fork, a sub-agent
+
+
+def _sessions(gs) -> list[str]:
+    return sorted(row["id"] for row in json.loads(gs("list", "--json").out))
+
+
+def _copy(tmp_path: Path, name: str = "session.jsonl") -> Path:
+    path = tmp_path / "in" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(FIXTURE.read_bytes())
+    return path
+
+
+def test_a_file_recorded_with_its_sessions_at_their_tips_is_not_read(gs, repo_path, tmp_path):
+    path = _copy(tmp_path)
+    assert gs("import", str(path)).code == 0
+    cache = repo_path / "gs" / "imported"
+    files = json.loads(cache.read_text())["files"]
+    (entry,) = files.values()
+    assert sorted(entry["tips"]) == _sessions(gs)
+    # Another file recorded as that one: an import takes the record's word for it and reads nothing.
+    other = tmp_path / "other.jsonl"
+    other.write_text(FIXTURE.read_text().replace("5f0c6a1e-2b7d", "6f0c6a1e-2b7d"))  # another conversation
+    content = SeenFiles.key(other.read_bytes(), "auto", None, None)[0]
+    files[content] = entry
+    cache.write_text(json.dumps({"format": 1, "files": files}))
+    r = gs("import", str(other))
+    assert r.code == 0 and r.out == "" and "nothing new in other.jsonl" in r.err, r.err
+    assert len(_sessions(gs)) == 3
+    cache.write_text("not json")  # a cache that cannot be read is an empty one: the file is read
+    r = gs("import", str(other))
+    assert r.code == 0 and r.out.strip(), r.err
+
+
+def test_the_same_file_again_says_what_reading_it_says(gs, repo_path, tmp_path):
+    path = _copy(tmp_path)
+    first = gs("import", str(path), str(FIXTURE))
+    assert first.code == 0 and len(_sessions(gs)) == 3
+    again = gs("import", str(path), str(FIXTURE))
+    (repo_path / "gs" / "imported").unlink()
+    read = gs("import", str(path), str(FIXTURE))
+    assert again.code == read.code == 0
+    assert again.out == read.out == "" and again.err == read.err, (again.err, read.err)
+    assert "2 files, 0 sessions written, 0 turns, 0 skipped" in again.err
+
+
+def test_a_changed_file_is_read_though_its_size_and_time_are_the_same(gs, git, tmp_path):
+    path = _copy(tmp_path)
+    assert gs("import", str(path)).code == 0
+    before = _sessions(gs)
+    stat = path.stat()
+    data = path.read_bytes()
+    assert b"Renamed to `--loud`." in data  # the last reply
+    path.write_bytes(data.replace(b"Renamed to `--loud`.", b"Renamed to `--LOUD`.", 1))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    r = gs("import", str(path))
+    assert r.code == 0 and r.out.strip() and "nothing new" not in r.err, r.err  # the edit gave a branch
+    assert len(_sessions(gs)) > len(before)
+    git("fsck", "--strict")
+
+
+def test_a_session_changed_since_has_its_file_read_again(gs, tmp_path):
+    path = _copy(tmp_path)
+    assert gs("import", str(path)).code == 0
+    assert gs("import", str(path)).code == 0  # recorded, and passed over
+    sid = _sessions(gs)[0]
+    assert gs("rm", sid).code == 0
+    r = gs("import", str(path))
+    assert r.code == 0 and f"archived as {sid}" in r.err, r.err  # read: what it says of the archived one
+
+
+def test_what_an_import_depends_on_besides_the_bytes_is_in_its_key_but_no_secret_value():
+    base = Redactor({"hunter2hunter2": "DB_PASSWORD"}, {"a": "foo"})
+    same = options_digest("auto", None, base)
+    assert options_digest("auto", None, Redactor({"other-value-1": "DB_PASSWORD"}, {"a": "foo"})) == same
+    for other in (options_digest("claude-code", None, base), options_digest("auto", "/x/session.jsonl", base),
+                  options_digest("auto", None, Redactor({"hunter2hunter2": "OTHER"}, {"a": "foo"})),
+                  options_digest("auto", None, Redactor({"hunter2hunter2": "DB_PASSWORD"}, {"a": "bar"})),
+                  options_digest("auto", None, None)):
+        assert other != same
