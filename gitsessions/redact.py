@@ -54,10 +54,16 @@ class Redactor:
         self.secrets = dict(secrets or {})
         # Longest values first, so a secret containing another is replaced whole.
         self._values = sorted(self.secrets, key=len, reverse=True)
-        self._own = own_shapes(dict(patterns or {}))
+        self._patterns = dict(patterns or {})
+        self._own = own_shapes(self._patterns)
         self._detectors = detectors
         self._detector_cache = detector_cache
         self._shapes: list[Shape] | None = None
+
+    def __reduce__(self) -> tuple[type[Redactor], tuple]:
+        # Pickled as what builds it (to a worker process reading an import ahead): the
+        # compiled shapes hold closures.
+        return Redactor, (self.secrets, self._patterns, self._detectors, self._detector_cache)
 
     @property
     def shapes(self) -> list[Shape]:

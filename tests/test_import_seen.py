@@ -6,8 +6,12 @@ import json
 import os
 from pathlib import Path
 
-from gitsessions.redact import Redactor
+from gitsessions.redact import Redactor, from_environment
+from gitsessions.store import MemoryStore
+from gitsessions.transfer import read_import
+from gitsessions.transfer.ahead import FEWEST, ReadAhead
 from gitsessions.transfer.seen import SeenFiles, options_digest
+from gitsessions.transfer.write import redact_plan
 
 FIXTURE = Path(__file__).parent / "data" / "claude_code" / "session.jsonl"  # a session, a fork, a sub-agent
 
@@ -91,3 +95,48 @@ def test_what_an_import_depends_on_besides_the_bytes_is_in_its_key_but_no_secret
                   options_digest("auto", None, Redactor({"hunter2hunter2": "DB_PASSWORD"}, {"a": "bar"})),
                   options_digest("auto", None, None)):
         assert other != same
+
+
+def _files(tmp_path: Path, n: int) -> list[str]:
+    """``n`` Claude Code transcripts: the fixture under other session ids, a secret in each."""
+    out = []
+    for i in range(n):
+        path = tmp_path / "many" / f"{i}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        text = FIXTURE.read_text().replace("5f0c6a1e-2b7d", f"5f0c6a1e-{i:04x}")
+        path.write_text(text.replace("Renamed to `--loud`.", f"Renamed; key sk-proj-{i:04d}A1b2C3d4E5f6G7h8I9j0K1l2"))
+        out.append(str(path))
+    return out
+
+
+def test_files_read_ahead_in_a_worker_are_written_as_those_read_one_by_one(gs, tmp_path, monkeypatch):
+    files = _files(tmp_path, FEWEST + 2)
+    broken = tmp_path / "many" / "broken.jsonl"
+    broken.write_text('{"type": "user", "uuid": "x"')
+    files.insert(3, str(broken))
+    r = gs("import", *files)
+    assert r.code == 1 and "broken.jsonl" in r.err and f"{len(files)} files (1 failed)" in r.err, r.err
+    ahead = {sid: gs("show", sid, "--format", "json").json()["events"] for sid in _sessions(gs)}
+    assert len(ahead) == 3 * (FEWEST + 2) and "sk-proj-" not in json.dumps(ahead)
+    monkeypatch.setenv("GS_REPO", str(tmp_path / "one-by-one.git"))
+    for file in files:
+        gs("import", file)
+    assert {sid: gs("show", sid, "--format", "json").json()["events"] for sid in _sessions(gs)} == ahead
+
+
+def test_a_plan_read_ahead_is_the_plan_read_here_and_only_for_the_same_bytes(tmp_path):
+    files = _files(tmp_path, 4)
+    redactor = from_environment({})
+    seen = SeenFiles(tmp_path / "imported")  # none recorded: every file is read ahead
+    with ReadAhead(files, "auto", redactor, seen, workers=1) as ahead:
+        got = [ahead.take(file, SeenFiles.key(Path(file).read_bytes(), "auto", None, redactor), MemoryStore)
+               for file in files[:3]]
+        Path(files[3]).write_text(Path(files[3]).read_text().replace("Renamed", "Named"))  # after it was sent
+        changed = ahead.take(files[3], SeenFiles.key(Path(files[3]).read_bytes(), "auto", None, redactor),
+                             MemoryStore)
+    assert got[0] is None  # the first is read here, while the worker starts
+    for file, plan in zip(files[1:3], got[1:], strict=True):
+        here = redact_plan(read_import(Path(file).read_bytes(), Path(file).name, path=Path(file)), redactor)
+        assert plan == here and "sk-proj-" not in repr(plan)
+    if changed is not None:  # the worker read it after the change: the plan of those bytes
+        assert "Named" in repr(changed) and "Renamed" not in repr(changed)

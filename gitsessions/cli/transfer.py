@@ -134,7 +134,7 @@ class _Tally:
     #: file is written: before the index is read; a file that fails creates no repo.
     stack: ExitStack | None = None
     locked: bool = False
-    seen: transfer.seen.SeenFiles | None = None  # the files imported whole before (None: read every file)
+    ahead: transfer.ahead.ReadAhead | None = None  # the files read ahead, and those imported whole before
 
     def hold(self, c: Context) -> None:
         """Hold the import lock from now until the run's end (see :func:`_one_import`)."""
@@ -158,13 +158,12 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         tally.progress.next_file()
     try:
         source, data = _read_file(file)
-        seen = tally.seen if file != "-" else None  # a file imported whole before, unchanged: not read again
-        key = seen.key(data, fmt, header_extra.get("source_file"), c.redactor()) if seen else None
-        if seen and key and seen.unchanged(c.store, key):
-            if alone:
-                err(f"nothing new in {source}")
-            return
-        plan = transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file))
+        ahead = tally.ahead if file != "-" else None  # a file imported whole before, unchanged: not read again
+        key = ahead.seen.key(data, fmt, header_extra.get("source_file"), c.redactor()) if ahead else None
+        ready = ahead.take(file, key, c.store) if ahead else None
+        if ahead and key and ahead.seen.unchanged(c.store, key):
+            return err(f"nothing new in {source}") if alone else None
+        plan = ready or transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file))
         if found and plan.kind in transfer.TOOLS and not plan.conversations:
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
@@ -174,10 +173,11 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         with c.store() as store:
             result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
                                            redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
-                                           index=tally.index, current=False,  # once, by the command
+                                           index=tally.index, redacted=ready is not None,
+                                           current=False,  # once, by the command
                                            progress=tally.progress.conversations if tally.progress else None)
-            if seen and key:
-                seen.record(store, key, plan, result)
+            if ahead and key:
+                ahead.seen.record(store, key, plan, result)
     except transfer.TransferError as exc:
         if file not in ("-", exc.source) and exc.source == Path(file).name:  # d1/ and d2/ may hold the same name
             exc = transfer.TransferError(f"{exc.source} ({file})", exc.reason, exc.hint)
@@ -360,14 +360,15 @@ def import_(
     paths = _discovered(fmt.value) if found else list(files or [])
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
-    tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)),
-                   seen=transfer.seen.SeenFiles(c.repo_path() / "gs" / "imported"))
+    tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)))
     with ExitStack() as tally.stack:  # the index of sessions is read under the lock: what an import before wrote
+        tally.ahead = tally.stack.enter_context(transfer.ahead.ReadAhead(
+            paths, fmt.value, c.redactor(), transfer.seen.SeenFiles(c.repo_path() / "gs" / "imported")))
         for file in paths:
             _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                          alone=len(paths) == 1 and not found and not watch, found=found)
-        if tally.locked and tally.seen:  # what it recorded, under the lock
-            tally.seen.save()
+        if tally.locked:  # what it recorded, under the lock
+            tally.ahead.seen.save()
         if tally.sessions:
             with c.store() as store:
                 if tally.created is not None:

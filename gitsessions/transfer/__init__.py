@@ -17,13 +17,14 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
   (:func:`write_conversation`).
 - :mod:`.seen`: the files imported whole before, by content (passed over when unchanged).
+- :mod:`.ahead`: the next files of an import read and redacted in a worker process.
 
 Nothing here prints or reads the environment; the CLI does.
 """
 
 from ..errors import TransferError
 from ..events import IMPORTED_MESSAGE
-from . import discover, seen
+from . import ahead, discover, seen
 from .branches import ImportedConversation, SourceIndex, last_created, write_conversation
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
@@ -42,6 +43,7 @@ __all__ = [
     "ImportedSession",
     "SourceIndex",
     "TransferError",
+    "ahead",
     "check_plan",
     "discover",
     "seen",

@@ -57,6 +57,14 @@ def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> Imported
                                branches=branches, spawned=spawned, forked_from=forked)
 
 
+def redact_plan(plan: ImportPlan, redactor: Redactor | None) -> ImportPlan:
+    """Return ``plan`` with its conversations redacted (what :func:`write_import` does first, done ahead).
+
+    The plan is then written with ``redacted=True``: text is redacted once, at this door.
+    """
+    return dataclasses.replace(plan, conversations=[_redacted(conv, redactor) for conv in plan.conversations])
+
+
 def check_plan(plan: ImportPlan, as_id: str | None) -> None:
     """Refuse an ``--as`` that cannot apply to ``plan`` (before anything is written).
 
@@ -89,7 +97,7 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
                  header_extra: dict[str, Any] | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  keep_paths: bool = False, progress: Callable[[int, int], None] | None = None,
-                 index: SourceIndex | None = None, current: bool = True) -> ImportResult:
+                 index: SourceIndex | None = None, current: bool = True, redacted: bool = False) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -117,6 +125,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             (read from the store once; None: read for this file).
         current: make the last session another tool's conversations created current (False:
             the caller does, once for many files: :func:`~.branches.last_created`).
+        redacted: the plan's conversations went through :func:`redact_plan` with ``redactor``
+            already (read ahead in a worker process).
 
     Returns:
         What was written and what was skipped.
@@ -133,7 +143,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         done = ImportResult()
         index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
         for i, conv in enumerate(plan.conversations):
-            conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
+            if not redacted:
+                conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
                 done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index,
                                                                     current=current)))

@@ -1,0 +1,130 @@
+"""Reading ahead: the next files of an import read, converted and redacted in a worker process.
+
+Of a Claude Code transcript's import, reading and redacting took about as long as writing
+its commits (issue 14, item 7); on a machine of two cores or more a worker process does the
+first for the files coming while this one writes (one writer: the store's writes stay in
+order, under one import lock). What the worker gives is only ever used for the bytes it
+read: the writer reads each file itself, as before (its digest says whether the file is
+one imported whole before, :mod:`.seen`), and takes the worker's plan only when it was made
+from the same bytes. Anything the worker could not do (a file that fails, a format that is
+not another tool's, a worker that died) is done here as before, so what an import says of
+a file, and its failures, are the same with or without it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+
+from ..redact import Redactor
+from ..store import SessionStore
+from .read import TOOLS, ImportPlan, read_import
+from .seen import Key, SeenFiles, digest
+from .write import redact_plan
+
+#: Files read ahead of the one being written, at most (each a plan held in memory).
+WINDOW = 3
+#: The fewest files an import reads for a worker to be worth its start (~0.5 s).
+FEWEST = 8
+
+_REDACTOR: Redactor | None = None  # the worker's, from the import's
+
+
+def _start(redactor: Redactor | None) -> None:
+    global _REDACTOR
+    _REDACTOR = redactor
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the writer's to handle: it stops the worker
+
+
+def _prepare(file: str, fmt: str) -> tuple[str, ImportPlan] | None:
+    """In the worker: the digest of the file's bytes and its redacted plan (None: left to the writer)."""
+    try:
+        data = Path(file).read_bytes()
+        plan = read_import(data, Path(file).name or file, fmt=fmt, path=Path(file))
+    except Exception:  # met again, and said, when the writer reads it (an error may not cross back whole)
+        return None
+    if plan.kind not in TOOLS or not plan.conversations:
+        return None
+    return digest(data), redact_plan(plan, _REDACTOR)
+
+
+class ReadAhead:
+    """The files of one import run, read ahead in a worker process when that may help.
+
+    Use as a context manager (the worker is stopped at its end, also on an error).
+
+    Args:
+        files: the files, in the order they are imported (passed to :meth:`take` in turn).
+        fmt: the format asked for.
+        redactor: the import's redactor (the worker gets a copy).
+        seen: the files imported whole before (not read ahead when they look unchanged).
+        workers: worker processes (None: one, when there are two cores or more and at
+            least :data:`FEWEST` files; 0: none).
+    """
+
+    def __init__(self, files: list[str], fmt: str, redactor: Redactor | None, seen: SeenFiles,
+                 workers: int | None = None):
+        self.files, self.fmt, self.redactor, self.seen = files, fmt, redactor, seen
+        if workers is None:
+            workers = 1 if len(files) >= FEWEST and (os.cpu_count() or 1) > 1 else 0
+        self._pool: ProcessPoolExecutor | None = None
+        if workers > 0:
+            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_start, initargs=(redactor,))
+        self._futures: dict[int, Future] = {}
+        self._at = -1  # the file being imported
+        self._sent = 0  # the files before this one were thought of
+
+    def __enter__(self) -> ReadAhead:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def take(self, file: str, key: Key | None, open_store: Callable[[], AbstractContextManager[SessionStore]]
+             ) -> ImportPlan | None:
+        """The next file's redacted plan, read ahead from the bytes whose key is ``key`` (None: read it here).
+
+        Also sends the files after it to the worker (those that do not look unchanged).
+        """
+        try:
+            self._at = self.files.index(file, self._at + 1)  # in order; one that failed to be read was not taken
+        except ValueError:
+            return None
+        future = self._futures.pop(self._at, None)
+        self._send(open_store)
+        if future is None or key is None:
+            return None
+        try:
+            done = future.result()
+        except Exception:  # the file's failure (or the worker's) is met again when it is read here
+            return None
+        return done[1] if done is not None and done[0] == key[0] else None
+
+    def _send(self, open_store: Callable[[], AbstractContextManager[SessionStore]]) -> None:
+        if self._pool is None:
+            return
+        while self._sent <= self._at + WINDOW and self._sent < len(self.files):
+            k, name = self._sent, self.files[self._sent]
+            self._sent += 1
+            if k <= self._at or name == "-":
+                continue  # the first is read here while the worker starts
+            try:
+                data = Path(name).read_bytes()
+            except OSError:
+                continue  # said when it is read in its turn
+            if self.seen.unchanged(open_store, SeenFiles.key(data, self.fmt, None, self.redactor)):
+                continue
+            try:
+                self._futures[k] = self._pool.submit(_prepare, name, self.fmt)
+            except Exception:  # no worker can start here (a broken pool, an embedding without a main guard)
+                self.__exit__(None, None, None)  # every file is read here from now on
+                return
