@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 from gitsessions.redact import Redactor, from_environment
-from gitsessions.store import MemoryStore
 from gitsessions.transfer import read_import
 from gitsessions.transfer.ahead import FEWEST, ReadAhead
 from gitsessions.transfer.seen import SeenFiles, options_digest
@@ -129,11 +128,9 @@ def test_a_plan_read_ahead_is_the_plan_read_here_and_only_for_the_same_bytes(tmp
     redactor = from_environment({})
     seen = SeenFiles(tmp_path / "imported")  # none recorded: every file is read ahead
     with ReadAhead(files, "auto", redactor, seen, workers=1) as ahead:
-        got = [ahead.take(file, SeenFiles.key(Path(file).read_bytes(), "auto", None, redactor), MemoryStore)
-               for file in files[:3]]
+        got = [ahead.take(file, SeenFiles.key(Path(file).read_bytes(), "auto", None, redactor)) for file in files[:3]]
         Path(files[3]).write_text(Path(files[3]).read_text().replace("Renamed", "Named"))  # after it was sent
-        changed = ahead.take(files[3], SeenFiles.key(Path(files[3]).read_bytes(), "auto", None, redactor),
-                             MemoryStore)
+        changed = ahead.take(files[3], SeenFiles.key(Path(files[3]).read_bytes(), "auto", None, redactor))
     assert got[0] is None  # the first is read here, while the worker starts
     for file, plan in zip(files[1:3], got[1:], strict=True):
         here = redact_plan(read_import(Path(file).read_bytes(), Path(file).name, path=Path(file)), redactor)

@@ -160,7 +160,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         source, data = _read_file(file)
         ahead = tally.ahead if file != "-" else None  # a file imported whole before, unchanged: not read again
         key = ahead.seen.key(data, fmt, header_extra.get("source_file"), c.redactor()) if ahead else None
-        ready = ahead.take(file, key, c.store) if ahead else None
+        ready = ahead.take(file, key) if ahead else None
         if ahead and key and ahead.seen.unchanged(c.store, key):
             return err(f"nothing new in {source}") if alone else None
         plan = ready or transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file))

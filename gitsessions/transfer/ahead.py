@@ -16,17 +16,18 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import AbstractContextManager
+from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from ..redact import Redactor
-from ..store import SessionStore
 from .read import TOOLS, ImportPlan, read_import
 from .seen import Key, SeenFiles, digest
 from .write import redact_plan
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 #: Files read ahead of the one being written, at most (each a plan held in memory).
 WINDOW = 3
@@ -73,10 +74,8 @@ class ReadAhead:
         self.files, self.fmt, self.redactor, self.seen = files, fmt, redactor, seen
         if workers is None:
             workers = 1 if len(files) >= FEWEST and (os.cpu_count() or 1) > 1 else 0
-        self._pool: ProcessPoolExecutor | None = None
-        if workers > 0:
-            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_start, initargs=(redactor,))
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None  # started with the first file sent to it
         self._futures: dict[int, Future] = {}
         self._at = -1  # the file being imported
         self._sent = 0  # the files before this one were thought of
@@ -85,12 +84,12 @@ class ReadAhead:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.workers = 0  # every file is read here from now on
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def take(self, file: str, key: Key | None, open_store: Callable[[], AbstractContextManager[SessionStore]]
-             ) -> ImportPlan | None:
+    def take(self, file: str, key: Key | None) -> ImportPlan | None:
         """The next file's redacted plan, read ahead from the bytes whose key is ``key`` (None: read it here).
 
         Also sends the files after it to the worker (those that do not look unchanged).
@@ -100,7 +99,7 @@ class ReadAhead:
         except ValueError:
             return None
         future = self._futures.pop(self._at, None)
-        self._send(open_store)
+        self._send()
         if future is None or key is None:
             return None
         try:
@@ -109,8 +108,8 @@ class ReadAhead:
             return None
         return done[1] if done is not None and done[0] == key[0] else None
 
-    def _send(self, open_store: Callable[[], AbstractContextManager[SessionStore]]) -> None:
-        if self._pool is None:
+    def _send(self) -> None:
+        if not self.workers:
             return
         while self._sent <= self._at + WINDOW and self._sent < len(self.files):
             k, name = self._sent, self.files[self._sent]
@@ -121,10 +120,14 @@ class ReadAhead:
                 data = Path(name).read_bytes()
             except OSError:
                 continue  # said when it is read in its turn
-            if self.seen.unchanged(open_store, SeenFiles.key(data, self.fmt, None, self.redactor)):
-                continue
+            if self.seen.recorded(SeenFiles.key(data, self.fmt, None, self.redactor)):
+                continue  # most likely passed over (if not, the writer reads it)
             try:
+                if self._pool is None:
+                    from concurrent.futures import ProcessPoolExecutor
+                    self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                                     initializer=_start, initargs=(self.redactor,))
                 self._futures[k] = self._pool.submit(_prepare, name, self.fmt)
             except Exception:  # no worker can start here (a broken pool, an embedding without a main guard)
-                self.__exit__(None, None, None)  # every file is read here from now on
+                self.__exit__(None, None, None)
                 return

@@ -96,6 +96,11 @@ class SeenFiles:
         """The key of a file's import: its bytes' digest and :func:`options_digest` of the rest."""
         return digest(data), options_digest(fmt, path, redactor)
 
+    def recorded(self, key: Key) -> bool:
+        """Whether a file imported with ``key`` was recorded (its sessions not looked at: a guess, read nothing)."""
+        entry = self.files.get(key[0])
+        return isinstance(entry, dict) and entry.get("options") == key[1]
+
     def unchanged(self, open_store: Callable[[], AbstractContextManager[SessionStore]], key: Key) -> bool:
         """Whether a file imported with ``key`` (:meth:`key`) would give nothing new.
 
