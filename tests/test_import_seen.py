@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from gitsessions.redact import Redactor, from_environment
@@ -127,13 +128,26 @@ def test_a_plan_read_ahead_is_the_plan_read_here_and_only_for_the_same_bytes(tmp
     files = _files(tmp_path, 4)
     redactor = from_environment({})
     seen = SeenFiles(tmp_path / "imported")  # none recorded: every file is read ahead
-    with ReadAhead(files, "auto", redactor, seen, workers=1) as ahead:
-        got = [ahead.take(file, SeenFiles.key(Path(file).read_bytes(), "auto", None, redactor)) for file in files[:3]]
+    with ReadAhead(files, "auto", False, redactor, seen, workers=1) as ahead:
+        got = [ahead.take(file, Path(file).read_bytes(), None)[1] for file in files[:3]]
         Path(files[3]).write_text(Path(files[3]).read_text().replace("Renamed", "Named"))  # after it was sent
-        changed = ahead.take(files[3], SeenFiles.key(Path(files[3]).read_bytes(), "auto", None, redactor))
+        changed = ahead.take(files[3], Path(files[3]).read_bytes(), None)[1]
     assert got[0] is None  # the first is read here, while the worker starts
     for file, plan in zip(files[1:3], got[1:], strict=True):
         here = redact_plan(read_import(Path(file).read_bytes(), Path(file).name, path=Path(file)), redactor)
         assert plan == here and "sk-proj-" not in repr(plan)
     if changed is not None:  # the worker read it after the change: the plan of those bytes
         assert "Named" in repr(changed) and "Renamed" not in repr(changed)
+
+
+def test_a_transcript_read_with_its_fork_session_kin_is_not_recorded(gs, repo_path, tmp_path):
+    # Its plan holds what the other files of its folder hold (its origin's lines): not its bytes alone.
+    real = Path(__file__).parent / "data" / "claude_code" / "real" / "projects" / "-home-user-proj"
+    folder = tmp_path / "projects" / "-home-user-proj"
+    folder.mkdir(parents=True)
+    ids = ("90db39e8-d010-41f7-9e46-35f238abb614", "ba86959a-5d04-4b85-95c9-4fb3424581b1")  # a session, its copy
+    files = [shutil.copy(real / f"{sid}.jsonl", folder) for sid in ids]
+    alone = _copy(tmp_path)
+    assert gs("import", *map(str, files), str(alone)).code == 0
+    recorded = json.loads((repo_path / "gs" / "imported").read_text())["files"]
+    assert list(recorded) == [SeenFiles.key(alone.read_bytes(), "auto", None, None)[0]]

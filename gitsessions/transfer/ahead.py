@@ -43,11 +43,11 @@ def _start(redactor: Redactor | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the writer's to handle: it stops the worker
 
 
-def _prepare(file: str, fmt: str) -> tuple[str, ImportPlan] | None:
+def _prepare(file: str, fmt: str, keep_paths: bool) -> tuple[str, ImportPlan] | None:
     """In the worker: the digest of the file's bytes and its redacted plan (None: left to the writer)."""
     try:
         data = Path(file).read_bytes()
-        plan = read_import(data, Path(file).name or file, fmt=fmt, path=Path(file))
+        plan = read_import(data, Path(file).name or file, fmt=fmt, path=Path(file), keep_paths=keep_paths)
     except Exception:  # met again, and said, when the writer reads it (an error may not cross back whole)
         return None
     if plan.kind not in TOOLS or not plan.conversations:
@@ -63,15 +63,16 @@ class ReadAhead:
     Args:
         files: the files, in the order they are imported (passed to :meth:`take` in turn).
         fmt: the format asked for.
+        keep_paths: keep the local paths a tool wrote into a conversation (``--keep-paths``).
         redactor: the import's redactor (the worker gets a copy).
         seen: the files imported whole before (not read ahead when they look unchanged).
         workers: worker processes (None: one, when there are two cores or more and at
             least :data:`FEWEST` files; 0: none).
     """
 
-    def __init__(self, files: list[str], fmt: str, redactor: Redactor | None, seen: SeenFiles,
+    def __init__(self, files: list[str], fmt: str, keep_paths: bool, redactor: Redactor | None, seen: SeenFiles,
                  workers: int | None = None):
-        self.files, self.fmt, self.redactor, self.seen = files, fmt, redactor, seen
+        self.files, self.fmt, self.keep_paths, self.redactor, self.seen = files, fmt, keep_paths, redactor, seen
         if workers is None:
             workers = 1 if len(files) >= FEWEST and (os.cpu_count() or 1) > 1 else 0
         self.workers = workers
@@ -89,18 +90,30 @@ class ReadAhead:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def take(self, file: str, key: Key | None) -> ImportPlan | None:
-        """The next file's redacted plan, read ahead from the bytes whose key is ``key`` (None: read it here).
+    def take(self, file: str, data: bytes, source_file: str | None) -> tuple[Key, ImportPlan | None]:
+        """The next file's key, and its redacted plan if it was read ahead from the same bytes.
 
         Also sends the files after it to the worker (those that do not look unchanged).
+
+        Args:
+            file: the file, as named (the next of :attr:`files`, or one after it).
+            data: its bytes, as the writer read them.
+            source_file: its path when kept in headers (``--keep-paths``), else None.
+
+        Returns:
+            Its :meth:`.SeenFiles.key`, and its plan (None: read it here).
         """
+        key = self.seen.key(data, self.fmt, source_file, self.redactor)
+        return key, self._take(file, key)
+
+    def _take(self, file: str, key: Key) -> ImportPlan | None:
         try:
             self._at = self.files.index(file, self._at + 1)  # in order; one that failed to be read was not taken
         except ValueError:
             return None
         future = self._futures.pop(self._at, None)
         self._send()
-        if future is None or key is None:
+        if future is None:
             return None
         try:
             done = future.result()
@@ -127,7 +140,7 @@ class ReadAhead:
                     from concurrent.futures import ProcessPoolExecutor
                     self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                                      initializer=_start, initargs=(self.redactor,))
-                self._futures[k] = self._pool.submit(_prepare, name, self.fmt)
+                self._futures[k] = self._pool.submit(_prepare, name, self.fmt, self.keep_paths)
             except Exception:  # no worker can start here (a broken pool, an embedding without a main guard)
                 self.__exit__(None, None, None)
                 return

@@ -116,7 +116,7 @@ FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
 
 
 def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: str = "auto",
-                path: Path | None = None) -> ImportPlan:
+                path: Path | None = None, keep_paths: bool = False) -> ImportPlan:
     """Detect the format of an import file from its content, validate all of it and convert it.
 
     Args:
@@ -125,7 +125,9 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
         time_ms: the time given to events made from messages (default: now).
         fmt: one of :data:`FORMATS`; a named format is read as that one or refused.
         path: the file ``data`` was read from, if any: a database (llm's ``logs.db``) is
-            opened there, read-only, to see what its writer has not merged into it yet.
+            opened there, read-only, to see what its writer has not merged into it yet; a
+            Claude Code transcript's folder tells its ``--fork-session`` copies.
+        keep_paths: keep the local paths a tool wrote into a conversation (Codex's context).
 
     Returns:
         The plan (nothing is written).
@@ -141,7 +143,7 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
         if llm_db.is_db(data):
             plan = _conversations(llm_db.TOOL, source, llm_db.read_db(path, data))
         else:
-            plan = _read(data, source, t, fmt)
+            plan = _read(data, source, t, fmt, keep_paths, path)
         if fmt not in ("auto", "gs" if plan.kind in ("jsonl", "json") else plan.kind):
             raise _Bad(f"it is not a {fmt} file (it reads as {plan.kind})")
         return plan
@@ -151,12 +153,13 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
         raise TransferError(source, exc.reason) from None
 
 
-def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
+def _read(data: bytes, source: str, t: int, fmt: str, keep_paths: bool = False,
+          path: Path | None = None) -> ImportPlan:
     text = _decode(data)
     if not text.strip():
         raise _Bad("the file is empty")
     if fmt in ("auto", claude_code.TOOL) and claude_code.looks_like(text):
-        return ImportPlan(claude_code.TOOL, source, [], conversations=claude_code.read_transcript(text))
+        return ImportPlan(claude_code.TOOL, source, [], conversations=claude_code.read_transcript(text, path))
     try:
         obj = _loads(text)
     except json.JSONDecodeError as exc:
@@ -168,7 +171,7 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
         if isinstance(head, dict) and head.get("type") == "session":
             return _read_jsonl(text, source, t)
         if codex.is_rollout(head):
-            return _conversations(codex.TOOL, source, [codex.read_rollout(text)])
+            return _conversations(codex.TOOL, source, [codex.read_rollout(text, keep_paths=keep_paths)])
         raise _Bad(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if isinstance(obj, list):
         if chatgpt.is_export(obj) or (fmt == chatgpt.TOOL and not obj):
@@ -180,7 +183,7 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
         if obj.get("type") == "session":
             return _read_jsonl(text, source, t)  # a header-only log
         if codex.is_rollout(obj):
-            return _conversations(codex.TOOL, source, [codex.read_rollout(text)])  # a rollout of one line
+            return _conversations(codex.TOOL, source, [codex.read_rollout(text, keep_paths=keep_paths)])  # one line
         if "header" in obj and "events" in obj:
             return _read_show_json(obj, source, t)
         if "sessions" in obj:

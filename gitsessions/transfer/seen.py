@@ -4,7 +4,8 @@ Importing a tool's folder again (cron, ``--watch``'s first pass) found nothing n
 almost every file, but read, converted and redacted each and compared it with its
 sessions: ~60 ms a Claude Code transcript (issue 14, item 7). This derived cache (see
 "Derived caches" in the design notes) keeps, for each file whose import left nothing
-aside (every conversation in live sessions: no clash, nothing skipped, no note), the
+aside (every conversation in live sessions: no clash, nothing skipped, no note) and that
+was read alone (not a Claude Code transcript with ``--fork-session`` kin beside it), the
 digest of its bytes and of what the import depended on (gs's version, the format asked
 for, the paths kept, the redaction's shapes and the names of the secrets it replaces,
 never their values), and the tips of the sessions it gave. The file is passed over only
@@ -137,6 +138,7 @@ class SeenFiles:
         outcomes = [outcome for _, outs in result.conversations for outcome in outs]
         clean = (plan.kind in TOOLS and plan.conversations and not plan.sessions and not plan.skipped
                  and not plan.notes and not result.clashes and not result.imported and outcomes
+                 and not any(conv.family for conv in plan.conversations)  # read with its folder's other files
                  and all(how in ("new", "grew", "fork", "same") for _, how, _ in outcomes))
         tips = {sid: store.tip(sid) for sid, _, _ in outcomes} if clean else {}
         self.files.pop(content, None)  # recorded last: the oldest entries go first
