@@ -7,9 +7,11 @@ JSON object per line: a prompt, the reply split over one line per content block,
 imported as a ChatGPT ``conversations.json`` holding the same conversations (one file:
 what the write path costs is the same, a commit per turn).
 
-Figures: wall time of ``gs import`` (a subprocess, as a user runs it), its peak memory
-(``ru_maxrss`` of the child), the repo's size, and a second run (nothing new) beside the
-first. Baseline from the same run: ``git fast-import`` of the same number of commits.
+Figures: wall time of ``gs import`` (a subprocess, as a user runs it; its CPU time counts
+the worker process that reads ahead), its peak memory (``ru_maxrss`` of the child), the
+repo's size, a second run (nothing new: every file passed over by its digest) and a third
+after one transcript grew (that file alone is read) beside the first. Baseline from the
+same run: ``git fast-import`` of the same number of commits.
 
     python benchmarks/bench_import.py --conversations 100     # a short run while developing
 """
@@ -155,8 +157,8 @@ def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
     from gitsessions.transfer import FORMATS
 
     if "claude-code" in FORMATS:
-        files = sorted(str(p) for p in (base / "claude").rglob("*.jsonl"))
-        what, args = "Claude Code transcripts", ["--from", "claude-code", *files]
+        transcripts = sorted(str(p) for p in (base / "claude").rglob("*.jsonl"))
+        what, args = "Claude Code transcripts", ["--from", "claude-code", *transcripts]
     else:  # the parser has not landed: the same turns through ChatGPT's reader
         export = base / "conversations.json"
         size = write_chatgpt(export, conversations)
@@ -170,6 +172,14 @@ def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
     row("repo after import", f"{files} files, {human_bytes(apparent)}")
     again, cpu2, _, said2 = _import(repo, base, args)
     row("gs import (again: nothing new)", f"{again:.1f} s wall, {cpu2:.1f} s CPU: {said2}")
+    if "claude-code" in FORMATS:  # one transcript grew: that file alone is read again
+        grown = Path(transcripts[conversations // 2])
+        lines = [json.loads(line) for line in grown.read_text().splitlines()]
+        more = claude_code_lines(conversations // 2, N_TURNS + 1)[-7:-1]  # its next turn, before the summary
+        more[0]["parentUuid"] = next(line["uuid"] for line in reversed(lines) if "uuid" in line)
+        grown.write_text("".join(json.dumps(line) + "\n" for line in [*lines, *more]))
+        third, cpu3, _, said3 = _import(repo, base, args)
+        row("gs import (one file grew)", f"{third:.1f} s wall, {cpu3:.1f} s CPU: {said3}")
     fsck = run_cmd(["git", "--git-dir", str(repo), "fsck", "--strict", "--no-progress"])
     row("git fsck --strict", "ok" if fsck.returncode == 0 else fsck.stderr.decode()[-300:])
     scaled = wall * N_CONVERSATIONS / conversations

@@ -126,6 +126,7 @@ class _Tally:
     #: file is written: before the index is read; a file that fails creates no repo.
     stack: ExitStack | None = None
     locked: bool = False
+    ahead: transfer.ahead.ReadAhead | None = None  # the files read ahead, and those imported whole before
 
     def hold(self, c: Context) -> None:
         """Hold the import lock from now until the run's end (see :func:`_one_import`)."""
@@ -149,8 +150,11 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         tally.progress.next_file()
     try:
         source, data = _read_file(file)
-        plan = transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file),
-                                    keep_paths=keep_paths)
+        key, ready = tally.ahead.take(file, data, header_extra.get("source_file")) if tally.ahead else (None, None)
+        if tally.ahead and key and tally.ahead.seen.unchanged(c.store, key):  # imported whole before: not read
+            return err(f"nothing new in {source}") if alone else None
+        plan = ready or transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file),
+                                             keep_paths=keep_paths)
         if found and plan.kind in transfer.TOOLS and not plan.conversations:
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
@@ -160,8 +164,10 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         with c.store() as store:
             result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
                                            redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
-                                           index=tally.index,
+                                           index=tally.index, redacted=ready is not None,
                                            progress=tally.progress.conversations if tally.progress else None)
+            if tally.ahead and key:
+                tally.ahead.seen.record(store, key, plan, result)
     except transfer.TransferError as exc:
         if file not in ("-", exc.source) and exc.source == Path(file).name:  # d1/ and d2/ may hold the same name
             exc = transfer.TransferError(f"{exc.source} ({file})", exc.reason, exc.hint)
@@ -353,9 +359,13 @@ def import_(
     # The bar is gone before a watch begins: it is drawn again only for a round with files to import.
     with ImportProgress(len(paths), c.output) as tally.progress, ExitStack() as tally.stack:
         # the index of sessions is read under the lock: what an import before wrote
+        tally.ahead = tally.stack.enter_context(transfer.ahead.ReadAhead(
+            paths, fmt.value, keep_paths, c.redactor(), transfer.seen.SeenFiles(c.repo_path() / "gs" / "imported")))
         for file in paths:
             _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                          alone=len(paths) == 1 and not found and not watch, found=found)
+        if tally.locked:  # what it recorded, under the lock
+            tally.ahead.seen.save()
         if tally.sessions:
             with c.store() as store:
                 pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down

@@ -17,13 +17,15 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
 - :mod:`.conversation`: another tool's conversation as a reader gives it (:class:`ImportedConversation`).
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
   (:func:`write_conversation`).
+- :mod:`.seen`: the files imported whole before, by content (passed over when unchanged).
+- :mod:`.ahead`: the next files of an import read and redacted in a worker process.
 
 Nothing here prints or reads the environment; the CLI does.
 """
 
 from ..errors import TransferError
 from ..events import IMPORTED_MESSAGE
-from . import discover
+from . import ahead, discover, seen
 from .branches import ImportedConversation, SourceIndex, write_conversation
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
@@ -42,8 +44,10 @@ __all__ = [
     "ImportedSession",
     "SourceIndex",
     "TransferError",
+    "ahead",
     "check_plan",
     "discover",
+    "seen",
     "event_time",
     "events_from_messages",
     "export_bytes",

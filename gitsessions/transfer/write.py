@@ -58,6 +58,14 @@ def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> Imported
                                family=tuple(redactor.text(other) for other in conv.family))
 
 
+def redact_plan(plan: ImportPlan, redactor: Redactor | None) -> ImportPlan:
+    """Return ``plan`` with its conversations redacted (what :func:`write_import` does first, done ahead).
+
+    The plan is then written with ``redacted=True``: text is redacted once, at this door.
+    """
+    return dataclasses.replace(plan, conversations=[_redacted(conv, redactor) for conv in plan.conversations])
+
+
 def check_plan(plan: ImportPlan, as_id: str | None) -> None:
     """Refuse an ``--as`` that cannot apply to ``plan`` (before anything is written).
 
@@ -90,7 +98,7 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
                  header_extra: dict[str, Any] | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  keep_paths: bool = False, progress: Callable[[int, int], None] | None = None,
-                 index: SourceIndex | None = None) -> ImportResult:
+                 index: SourceIndex | None = None, redacted: bool = False) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
@@ -118,6 +126,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             (the command line's progress bar).
         index: the sessions that may hold conversations, kept from the files imported before
             (read from the store once; None: read for this file).
+        redacted: the plan's conversations went through :func:`redact_plan` with ``redactor``
+            already (read ahead in a worker process).
 
     Returns:
         What was written and what was skipped.
@@ -134,7 +144,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         done = ImportResult()
         index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
         for i, conv in enumerate(plan.conversations):
-            conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
+            if not redacted:
+                conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
                 outcomes = write_conversation(store, conv, header_extra=extra, index=index)
                 # What is said of it, not its events: a large export's conversations are not all held at once.
