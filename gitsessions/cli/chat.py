@@ -39,10 +39,10 @@ def _latest_session(store: GitStore) -> str:
     current = store.current()
     if current is not None:
         return current
-    infos = store.list_sessions()
-    if not infos:
-        raise NoCurrentSession("chat -c", sessions=False)
-    return max(infos, key=lambda i: i.time).session_id
+    last = store.saved_last()
+    if last is None:
+        raise NoCurrentSession("chat -c", head=store.head_ref(), sessions=bool(store.session_ids()))
+    return last
 
 
 def _pull_on_open(c: Context, store: GitStore) -> None:
