@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -176,9 +178,52 @@ def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
            f"< {LIMIT_S:.0f} s", scaled < LIMIT_S and fsck.returncode == 0)
 
 
+#: The large ChatGPT export of the memory figure (issue 14, item 7: memory stays bounded), bytes.
+EXPORT_SIZE = 150 << 20
+
+
+def bench_import_memory(s: Settings, size: int = EXPORT_SIZE) -> None:
+    """Peak RSS of ``gs import`` of one large ChatGPT ``conversations.json``, beside its size.
+
+    The export is read a conversation at a time (``transfer/stream.py``): the peak should
+    follow the largest conversation (~200 KB here), not the file. The child's own peak is
+    read with ``wait4`` (``RUSAGE_CHILDREN`` would keep the largest of every import before).
+    """
+    section(f"import memory: one ChatGPT conversations.json of ~{human_bytes(size)}")
+    base = fresh_dir(s, "import-memory")
+    export = base / "conversations.json"
+    written, n = 0, 0
+    with export.open("w", encoding="utf-8") as out:  # written a conversation at a time, as it is read
+        out.write("[")
+        while written < size:
+            text = json.dumps(chatgpt_conversation(n, claude_code_lines(n)))
+            out.write(("," if n else "") + text)
+            written, n = written + len(text) + 1, n + 1
+        out.write("]")
+    row("export written", f"{n} conversations, {human_bytes(export.stat().st_size)} "
+        f"(each ~{human_bytes(len(text))})")
+    repo = base / "gs.git"
+    t0 = time.perf_counter()
+    child = subprocess.Popen(gs_cmd("import", str(export)), env=gs_env(repo, base), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    said = child.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    peak = usage.ru_maxrss * 1024
+    row("gs import", f"{wall:.1f} s wall, {usage.ru_utime + usage.ru_stime:.1f} s CPU, exit {child.returncode}")
+    row("  it said", said[0] if said else "")
+    row("peak RSS vs the export's size", f"{human_bytes(peak)} for {human_bytes(export.stat().st_size)} "
+        f"({peak / export.stat().st_size:.2f}x)")
+    target(s, "import memory bounded (peak RSS of a large ChatGPT export)", human_bytes(peak),
+           "< half the export's size", child.returncode == 0 and peak < export.stat().st_size / 2)
+
+
 def run(s: Settings, only: set[str]) -> None:
     if "import" in only:
         bench_import(s)
+        bench_import_memory(s)
 
 
 if __name__ == "__main__":

@@ -120,14 +120,15 @@ class SessionStore(abc.ABC):
         return out
 
     @abc.abstractmethod
-    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
-                    reason: str | None = None, author_time: int | None = None) -> CommitId:
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *, reason: str | None = None,
+                    author_time: int | None = None, current: bool = True) -> CommitId:
         """Create session ``session_id`` starting at ``commit`` in O(1) (a fork); return its first commit.
 
         ``message`` comes ready from :func:`gitsessions.rules.commit_message` (kind ``fork``);
         ``reason`` is the move's line in the new ref's reflog (default ``branch: <subject>``;
         ``gs restore`` of a reflog entry says ``restore: ...``); ``author_time`` dates the
-        commit as in :meth:`append` (an imported branch: when it began).
+        commit as in :meth:`append` (an imported branch: when it began); ``current=False``
+        leaves the current session as it is (an import's fork).
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).

@@ -14,6 +14,7 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
 - :mod:`.llm_db`: llm's ``logs.db`` (SQLite, read-only) into conversations.
 - :mod:`.discover`: where each tool keeps its files (``gs import --from TOOL`` without a file).
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
+- :mod:`.conversation`: another tool's conversation as a reader gives it (:class:`ImportedConversation`).
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
   (:func:`write_conversation`).
 
@@ -23,7 +24,7 @@ Nothing here prints or reads the environment; the CLI does.
 from ..errors import TransferError
 from ..events import IMPORTED_MESSAGE
 from . import discover
-from .branches import ImportedConversation, SourceIndex, last_created, write_conversation
+from .branches import ImportedConversation, SourceIndex, write_conversation
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
 from .read import FORMATS, TOOLS, ImportedSession, ImportPlan, read_import
@@ -48,7 +49,6 @@ __all__ = [
     "export_bytes",
     "export_html",
     "export_markdown",
-    "last_created",
     "read_import",
     "write_conversation",
     "write_import",
