@@ -7,9 +7,11 @@ JSON object per line: a prompt, the reply split over one line per content block,
 imported as a ChatGPT ``conversations.json`` holding the same conversations (one file:
 what the write path costs is the same, a commit per turn).
 
-Figures: wall time of ``gs import`` (a subprocess, as a user runs it), its peak memory
-(``ru_maxrss`` of the child), the repo's size, and a second run (nothing new) beside the
-first. Baseline from the same run: ``git fast-import`` of the same number of commits.
+Figures: wall time of ``gs import`` (a subprocess, as a user runs it; its CPU time counts
+the worker process that reads ahead), its peak memory (``ru_maxrss`` of the child), the
+repo's size, a second run (nothing new: every file passed over by its digest) and a third
+after one transcript grew (that file alone is read) beside the first. Baseline from the
+same run: ``git fast-import`` of the same number of commits.
 
     python benchmarks/bench_import.py --conversations 100     # a short run while developing
 """
@@ -18,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -153,8 +157,8 @@ def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
     from gitsessions.transfer import FORMATS
 
     if "claude-code" in FORMATS:
-        files = sorted(str(p) for p in (base / "claude").rglob("*.jsonl"))
-        what, args = "Claude Code transcripts", ["--from", "claude-code", *files]
+        transcripts = sorted(str(p) for p in (base / "claude").rglob("*.jsonl"))
+        what, args = "Claude Code transcripts", ["--from", "claude-code", *transcripts]
     else:  # the parser has not landed: the same turns through ChatGPT's reader
         export = base / "conversations.json"
         size = write_chatgpt(export, conversations)
@@ -168,6 +172,14 @@ def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
     row("repo after import", f"{files} files, {human_bytes(apparent)}")
     again, cpu2, _, said2 = _import(repo, base, args)
     row("gs import (again: nothing new)", f"{again:.1f} s wall, {cpu2:.1f} s CPU: {said2}")
+    if "claude-code" in FORMATS:  # one transcript grew: that file alone is read again
+        grown = Path(transcripts[conversations // 2])
+        lines = [json.loads(line) for line in grown.read_text().splitlines()]
+        more = claude_code_lines(conversations // 2, N_TURNS + 1)[-7:-1]  # its next turn, before the summary
+        more[0]["parentUuid"] = next(line["uuid"] for line in reversed(lines) if "uuid" in line)
+        grown.write_text("".join(json.dumps(line) + "\n" for line in [*lines, *more]))
+        third, cpu3, _, said3 = _import(repo, base, args)
+        row("gs import (one file grew)", f"{third:.1f} s wall, {cpu3:.1f} s CPU: {said3}")
     fsck = run_cmd(["git", "--git-dir", str(repo), "fsck", "--strict", "--no-progress"])
     row("git fsck --strict", "ok" if fsck.returncode == 0 else fsck.stderr.decode()[-300:])
     scaled = wall * N_CONVERSATIONS / conversations
@@ -176,9 +188,52 @@ def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
            f"< {LIMIT_S:.0f} s", scaled < LIMIT_S and fsck.returncode == 0)
 
 
+#: The large ChatGPT export of the memory figure (issue 14, item 7: memory stays bounded), bytes.
+EXPORT_SIZE = 150 << 20
+
+
+def bench_import_memory(s: Settings, size: int = EXPORT_SIZE) -> None:
+    """Peak RSS of ``gs import`` of one large ChatGPT ``conversations.json``, beside its size.
+
+    The export is read a conversation at a time (``transfer/stream.py``): the peak should
+    follow the largest conversation (~200 KB here), not the file. The child's own peak is
+    read with ``wait4`` (``RUSAGE_CHILDREN`` would keep the largest of every import before).
+    """
+    section(f"import memory: one ChatGPT conversations.json of ~{human_bytes(size)}")
+    base = fresh_dir(s, "import-memory")
+    export = base / "conversations.json"
+    written, n = 0, 0
+    with export.open("w", encoding="utf-8") as out:  # written a conversation at a time, as it is read
+        out.write("[")
+        while written < size:
+            text = json.dumps(chatgpt_conversation(n, claude_code_lines(n)))
+            out.write(("," if n else "") + text)
+            written, n = written + len(text) + 1, n + 1
+        out.write("]")
+    row("export written", f"{n} conversations, {human_bytes(export.stat().st_size)} "
+        f"(each ~{human_bytes(len(text))})")
+    repo = base / "gs.git"
+    t0 = time.perf_counter()
+    child = subprocess.Popen(gs_cmd("import", str(export)), env=gs_env(repo, base), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    said = child.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    peak = usage.ru_maxrss * 1024
+    row("gs import", f"{wall:.1f} s wall, {usage.ru_utime + usage.ru_stime:.1f} s CPU, exit {child.returncode}")
+    row("  it said", said[0] if said else "")
+    row("peak RSS vs the export's size", f"{human_bytes(peak)} for {human_bytes(export.stat().st_size)} "
+        f"({peak / export.stat().st_size:.2f}x)")
+    target(s, "import memory bounded (peak RSS of a large ChatGPT export)", human_bytes(peak),
+           "< half the export's size", child.returncode == 0 and peak < export.stat().st_size / 2)
+
+
 def run(s: Settings, only: set[str]) -> None:
     if "import" in only:
         bench_import(s)
+        bench_import_memory(s)
 
 
 if __name__ == "__main__":

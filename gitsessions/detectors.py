@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .entropy import TOKEN, TOKEN_TAIL, random_parts
+from .entropy import SHORTEST, TOKEN, TOKEN_TAIL, random_parts
 from .regex_form import ASCII_LOWER, Form, LazyPattern, Source, form_of
+from .scan import Scan
 from .secret_names import assignment_patterns
 
 #: Credential shapes detect-secrets lacks or matches too narrowly, name -> regex (compiled
@@ -69,49 +70,6 @@ KIND_NAMES = {"JSON Web Token": "jwt", "Basic Auth Credentials": "url-password",
               "Secret Keyword": "assigned-secret", "Base64 High Entropy String": "high-entropy-string",
               "NPM tokens": "npm-token"}
 
-class Scan:
-    """One text looked through by many shapes: what they all ask of it is worked out once.
-
-    Args:
-        text: the text (not changed: a shape that replaces something makes a new text).
-    """
-
-    def __init__(self, text: str):
-        self.text = text
-        self._lowered: str | None = None
-        self._has: dict[tuple[str, bool], bool] = {}
-        self._hits: dict[tuple[str, ...], list[int]] = {}
-
-    @property
-    def lowered(self) -> str:
-        """The text with ASCII letters in lower case (same length, same indexes)."""
-        if self._lowered is None:
-            self._lowered = self.text.translate(ASCII_LOWER)
-        return self._lowered
-
-    def has(self, needle: str, icase: bool) -> bool:
-        """Whether the text holds ``needle`` (lower case, compared ignoring ASCII case when ``icase``)."""
-        key = (needle, icase)
-        found = self._has.get(key)
-        if found is None:
-            found = self._has[key] = needle in (self.lowered if icase else self.text)
-        return found
-
-    def hits(self, needles: tuple[str, ...]) -> list[int]:
-        """Where any of ``needles`` (lower case) is in the text ignoring ASCII case, in order."""
-        found = self._hits.get(needles)
-        if found is None:
-            lowered, at = self.lowered, set()
-            for needle in needles:
-                if self.has(needle, True):
-                    j = lowered.find(needle)
-                    while j >= 0:
-                        at.add(j)
-                        j = lowered.find(needle, j + 1)
-            found = self._hits[needles] = sorted(at)
-        return found
-
-
 #: The characters of a token: a match that ends inside a run of them goes on to its end.
 _RUN = frozenset(string.ascii_letters + string.digits + "+/=_-")
 #: The rest of a run (dot-separated parts too: a JWT's signature after its lazy match).
@@ -154,6 +112,9 @@ class Shape:
             quote, which would make a long text cost its length squared.
         known_form: :attr:`form` as read before (from the detector cache: parsing every
             pattern again costs milliseconds per process).
+        runs: every match starts where a run of at least this many
+            :data:`~gitsessions.scan.RUN_CHARS` starts (the high-entropy rule's): the pattern
+            is matched there only (None: not known).
     """
 
     name: str
@@ -163,6 +124,7 @@ class Shape:
     tail: re.Pattern[str] | None = None
     near: tuple[str, ...] | None = None
     known_form: Form | None = None
+    runs: int | None = None
 
     @functools.cached_property
     def form(self) -> Form:
@@ -219,6 +181,30 @@ class Shape:
                 yield from self.rx.finditer(text, start, end)
             last = end
 
+    def _matches(self, scan: Scan, pos: int):
+        # What ``rx.finditer(text, pos)`` yields, the pattern matched only where a match may
+        # start (its literal starts, or its runs): a search over all the text costs tens of
+        # nanoseconds a character (``\b`` before a literal defeats the engine's own skip).
+        # finditer takes the first place at or after ``pos`` where it matches, then goes on
+        # from the match's end; every match starts at one of the places, so the same.
+        text = scan.text
+        if self.runs is not None:
+            at = scan.runs(self.runs)
+        elif self.form.starts is not None and self.needles is not None:
+            at = scan.hits(*self.needles)
+            if len(at) > len(text) // 32 + 1:  # so many that the engine's search is cheaper
+                return self.rx.finditer(text, pos)
+        else:
+            return self.rx.finditer(text, pos)
+        return self._at(text, at, pos)
+
+    def _at(self, text: str, at: list[int], pos: int):
+        last = pos
+        for j in at:
+            if j >= last and (m := self.rx.match(text, j)) is not None:
+                last = m.end()
+                yield m
+
     def spans(self, text: str | Scan, pos: int = 0, checked: bool = False):
         r"""Yield ``(start, end)`` of each secret this shape finds in ``text`` from ``pos`` on, in order.
 
@@ -231,7 +217,7 @@ class Shape:
         text = scan.text
         if not checked and not self.may_match(scan):
             return
-        matches = self.rx.finditer(text, pos) if self.near is None else self._near(scan, pos)
+        matches = self._near(scan, pos) if self.near is not None else self._matches(scan, pos)
         last = pos
         for m in matches:
             if m.start() < last:
@@ -248,19 +234,20 @@ class Shape:
                 last = m.end()
                 yield start + a, start + b
 
-    def sub(self, text: str | Scan, replacement: str) -> str:
+    def sub(self, text: str | Scan, replacement: str, checked: bool = False) -> str:
         """Return ``text`` with every secret this shape finds replaced by ``replacement``.
 
         Args:
             text: the text (or a :class:`Scan` of it, shared with other shapes).
             replacement: what each secret is replaced by.
+            checked: the caller knows the text holds one of :attr:`needles`.
         """
         scan = text if isinstance(text, Scan) else Scan(text)
         text = scan.text
-        if not self.may_match(scan):
+        if not checked and not self.may_match(scan):
             return text
         out, at = [], 0
-        for start, end in self.spans(scan):
+        for start, end in self.spans(scan, checked=True):
             out.append(text[at:start] + replacement)
             at = end
         return "".join(out) + text[at:] if out else text
@@ -325,7 +312,7 @@ def library_shapes(cache: Path | None = None) -> tuple[Shape, ...]:
     for pattern, group, form in assignments:
         out.append(Shape(assigned, LazyPattern(pattern), group, near=words, known_form=form))
     out.append(Shape(_kind(lib["entropy"]["type"]), re.compile(TOKEN), pick=random_parts(lib["entropy"]["charset"]),
-                     tail=re.compile(TOKEN_TAIL)))
+                     tail=re.compile(TOKEN_TAIL), runs=SHORTEST))
     return tuple(out)
 
 

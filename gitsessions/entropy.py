@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator
 #: detect-secrets' Base64HighEntropyString uses by default. Tokens shorter than 24
 #: characters cannot reach it (log2(20) < 4.5), so ordinary identifiers never do.
 ENTROPY_LIMIT = 4.5
-#: A high-entropy candidate: a run of base64 (and url-safe base64) characters, at least 20 long.
-TOKEN = r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])"
-_DIGITS, _UPPER, _LOWER = frozenset("0123456789"), frozenset(string.ascii_uppercase), frozenset(string.ascii_lowercase)
 #: The least length of a high-entropy candidate (and of a path segment judged alone).
-_SHORTEST = 20
+SHORTEST = 20
+#: A high-entropy candidate: a run of base64 (and url-safe base64) characters, at least
+#: :data:`SHORTEST` long (the run's class is :data:`gitsessions.scan.RUN_CHARS`).
+TOKEN = rf"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{{{SHORTEST},}}={{0,2}}(?![A-Za-z0-9+/=_-])"
+_DIGITS, _UPPER, _LOWER = frozenset("0123456789"), frozenset(string.ascii_uppercase), frozenset(string.ascii_lowercase)
 #: A word of a path segment (split at ``-``, ``_`` and ``.``): ``How``, ``JSON``, ``Python3``, ``12345678``.
 _WORD = re.compile(r"[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
@@ -84,7 +85,7 @@ def random_parts(charset: str) -> Callable[[str], Iterator[tuple[int, int]]]:
         if _DIGITS.isdisjoint(token) or _UPPER.isdisjoint(token) or _LOWER.isdisjoint(token):
             return  # nor can any part of it mix them (most candidates: words, paths, hex ids)
         for start, end in _segments(token):
-            if end - start >= _SHORTEST and random_looking(token[start:end]):
+            if end - start >= SHORTEST and random_looking(token[start:end]):
                 yield start, end
 
     return parts

@@ -52,6 +52,10 @@ class Later(Generic[T]):
         finally:
             then()
 
+    def pending(self) -> bool:
+        """True while ``make`` runs in its thread (started, not ended): what waits for it would wait."""
+        return self._thread is not None and not self._done and self._failed is None
+
     def made(self) -> T | None:
         """What ``make`` returned if it has returned, without waiting (None: not yet, or it failed)."""
         return self._value if self._done else None

@@ -21,11 +21,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .detectors import OWN_PATTERNS, Scan, Shape, library_shapes, own_shapes
+from .detectors import OWN_PATTERNS, Shape, library_shapes, own_shapes
 from .errors import GitSessionsError, InvalidSessionId
 from .events import Event
 from .redact_stream import STREAM_BATCH as STREAM_BATCH  # where callers have looked for them
 from .redact_stream import StreamRedactor as StreamRedactor
+from .scan import Scan
 from .secret_names import MIN_SECRET_LEN
 from .secret_names import SECRET_NAME_PARTS as SECRET_NAME_PARTS  # where callers have looked for them
 from .secret_names import is_secret_name as is_secret_name
@@ -53,10 +54,16 @@ class Redactor:
         self.secrets = dict(secrets or {})
         # Longest values first, so a secret containing another is replaced whole.
         self._values = sorted(self.secrets, key=len, reverse=True)
-        self._own = own_shapes(dict(patterns or {}))
+        self._patterns = dict(patterns or {})
+        self._own = own_shapes(self._patterns)
         self._detectors = detectors
         self._detector_cache = detector_cache
         self._shapes: list[Shape] | None = None
+
+    def __reduce__(self) -> tuple[type[Redactor], tuple]:
+        # Pickled as what builds it (to a worker process reading an import ahead): the
+        # compiled shapes hold closures.
+        return Redactor, (self.secrets, self._patterns, self._detectors, self._detector_cache)
 
     @property
     def shapes(self) -> list[Shape]:
@@ -66,7 +73,14 @@ class Redactor:
         return self._shapes
 
     def text(self, text: str, only: list[tuple[int, Shape]] | None = None) -> str:
-        """Return ``text`` with every secret replaced by ``[REDACTED:<name>]`` (``only``: :mod:`.redact_many`'s)."""
+        """Return ``text`` with every secret replaced by ``[REDACTED:<name>]``.
+
+        Args:
+            text: the text.
+            only: ``(index, shape)`` of the :attr:`shapes` to try, in order, each known to
+                find one of its needles in ``text`` or to have none (:mod:`.redact_many`'s);
+                None: all.
+        """
         for value in self._values:
             if value in text:
                 text = text.replace(value, f"[REDACTED:{self.secrets[value]}]")
@@ -76,7 +90,7 @@ class Redactor:
         while k < len(todo):
             i, shape = todo[k]
             k += 1
-            out = shape.sub(scan, f"[REDACTED:{shape.name}]")
+            out = shape.sub(scan, f"[REDACTED:{shape.name}]", checked=todo is only)
             if out is not scan.text:
                 scan = Scan(out)
                 if todo is only:  # the replacement may hold another shape's literal

@@ -12,12 +12,14 @@ import's time (issue 14, item 7).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .detectors import Scan
+from .detectors import Shape
 from .events import Event
 from .redact import Redactor
+from .scan import Scan
 
 
 def redact_events(redactor: Redactor, events: Iterable[Event]) -> list[Event]:
@@ -33,18 +35,55 @@ def redact_events(redactor: Redactor, events: Iterable[Event]) -> list[Event]:
     """
     events = list(events)
     unique = list({id(ev): ev for ev in events}.values())
-    joined = Scan("\n".join(_strings([ev.data for ev in unique])))
-    only = [(i, shape) for i, shape in enumerate(redactor.shapes) if shape.may_match(joined)]
-    seen: dict[str, str] = {}  # a string is redacted once: keys and names repeat in every event
-
-    def text(s: str) -> str:
-        out = seen.get(s)
-        if out is None:
-            out = seen[s] = redactor.text(s, only)
-        return out
-
-    done = {id(ev): redactor.event(ev, text) for ev in unique}
+    strings = list(dict.fromkeys(_strings([ev.data for ev in unique])))
+    todo = _shapes_of(redactor, strings)
+    seen = {s: redactor.text(s, only) for s, only in zip(strings, todo, strict=True)}
+    done = {id(ev): redactor.event(ev, seen.__getitem__) for ev in unique}
     return [done[id(ev)] for ev in events]
+
+
+def _shapes_of(redactor: Redactor, strings: list[str]) -> list[list[tuple[int, Shape]]]:
+    """The shapes to try on each of ``strings``: those whose literals it holds, and those without literals.
+
+    The literals are looked for in all the strings joined by a newline; an occurrence lies
+    whole within one string (none holds a newline) or it spans two and says nothing of
+    either; after one occurrence in a string, the search goes on at the next string.
+    """
+    starts, at = [], 0
+    for s in strings:
+        starts.append(at)
+        at += len(s) + 1
+    joined = Scan("\n".join(strings))
+    everywhere: list[tuple[int, Shape]] = []
+    holding: dict[tuple[str, bool], set[int]] = {}  # a literal -> the strings holding it
+    within: list[tuple[int, Shape, set[int]]] = []
+    for i, shape in enumerate(redactor.shapes):
+        if shape.needles is None:
+            everywhere.append((i, shape))
+            continue
+        needles, icase = shape.needles
+        sets = [holding[key] if (key := (needle, icase)) in holding else
+                holding.setdefault(key, _holding(joined, needle, icase, strings, starts)) for needle in needles]
+        if any(sets):
+            within.append((i, shape, set().union(*sets)))
+    return [sorted([*everywhere, *((i, shape) for i, shape, held in within if k in held)], key=lambda pair: pair[0])
+            for k in range(len(strings))]
+
+
+def _holding(joined: Scan, needle: str, icase: bool, strings: list[str], starts: list[int]) -> set[int]:
+    """The indexes of the strings holding ``needle`` (lower case, ignoring ASCII case when ``icase``)."""
+    out: set[int] = set()
+    if not joined.has(needle, icase):
+        return out
+    seen = joined.lowered if icase else joined.text
+    j = seen.find(needle)
+    while j >= 0:
+        k = bisect_right(starts, j) - 1
+        end = starts[k] + len(strings[k])
+        if j + len(needle) <= end:
+            out.add(k)
+        j = seen.find(needle, end + 1 if j + len(needle) <= end else j + 1)
+    return out
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -11,8 +11,8 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from .detectors import Scan
 from .regex_form import ASCII_LOWER, MAX_HOLD
+from .scan import Scan
 
 if TYPE_CHECKING:
     from .redact import Redactor

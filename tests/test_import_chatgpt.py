@@ -349,3 +349,32 @@ def test_times_no_commit_can_hold_and_thoughts_with_empty_parts(gs, git, tmp_pat
     dates = [int(t) for t in git("log", "--format=%at", MAIN).split()]
     assert all(1_600_000_000 < t < 2**32 for t in dates), dates
     assert "thinking here" in gs("export", MAIN, "-f", "jsonl").out
+
+
+def test_a_rename_in_chatgpt_is_saved_as_gs_title_saves_one_and_the_session_goes_on_growing(gs, git, tmp_path):
+    convs = _fixture()
+    assert gs("import", str(_export(tmp_path, convs))).code == 0
+    convs[0]["title"] = "YAML, parsed"  # renamed in ChatGPT, no new turn
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and r.out.split() == [MAIN], r.err  # the same session, found by its id
+    assert f"{MAIN}: titled 'YAML, parsed'" in r.err
+    assert git("log", "-1", "--format=%s", MAIN).strip() == "title: YAML, parsed"  # gs title's own commit
+    assert f"Imported-From: chatgpt {YAML_ID}" in git("log", "-1", "--format=%B", MAIN)
+    assert "YAML, parsed" in gs("list").out
+    before = _refs(git)
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and r.out == "" and "nothing new" in r.err and _refs(git) == before
+    # The user's own title stays until ChatGPT's changes again; the turns said since are a fast-forward.
+    assert gs("title", MAIN, "My YAML notes").code == 0
+    tip = git("rev-parse", MAIN).strip()
+    _add(convs[0], "n-u4", "n-a3b", "user", "Thanks! And JSON?", T + 400)
+    _add(convs[0], "n-a4", "n-u4", "assistant", "json.loads and json.dumps.", T + 410)
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err and "titled" not in r.err, r.err
+    assert git("rev-parse", f"{MAIN}^").strip() == tip  # grown, not forked
+    assert "My YAML notes" in gs("list").out
+    convs[0]["title"] = "YAML and JSON"
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and f"{MAIN}: titled 'YAML and JSON'" in r.err and "YAML and JSON" in gs("list").out
+    assert "nothing new" in gs("import", str(_export(tmp_path, convs))).err
+    git("fsck", "--strict")

@@ -183,3 +183,13 @@ def test_a_last_prompt_without_its_answer_waits_for_the_export_that_holds_it(gs,
     assert git("rev-parse", f"{REPORT}^").strip() == tip
     assert git("log", "-1", "--format=%s", REPORT).strip() == "turn 3: Thanks. Make it a table."
     git("fsck", "--strict")
+
+
+def test_a_conversation_renamed_in_claude_ai_is_retitled_on_the_next_import(gs, git, tmp_path):
+    convs = _fixture()
+    assert gs("import", str(_export(tmp_path, convs))).code == 0
+    report = next(c for c in convs if c["uuid"] == REPORT_ID)
+    report["name"] = "Q3 report, short"
+    r = gs("import", str(_export(tmp_path, convs)))
+    assert r.code == 0 and r.out.split() == [REPORT] and f"{REPORT}: titled 'Q3 report, short'" in r.err, r.err
+    assert "nothing new" in gs("import", str(_export(tmp_path, convs))).err

@@ -13,6 +13,7 @@ fake API.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -250,7 +251,11 @@ def test_titles_a_rename_wins_and_a_file_of_titles_alone_holds_nothing(gs, tmp_p
     renamed = imported_session_id("claude-code", SESSION, "Loud flag")  # a rename beats the tool's own title
     assert r.code == 0 and r.out.split()[0] == renamed, r.err
     assert "Loud flag" in gs("list").out
-    assert "nothing new" in gs("import", str(FIXTURE)).err  # the same conversation, found by its id
+    lines.append({"type": "custom-title", "customTitle": "Louder flag", "sessionId": SESSION})  # renamed again
+    r = gs("import", str(_write(tmp_path / "renamed.jsonl", lines)))
+    assert r.code == 0 and r.out.split() == [renamed], r.err  # the same conversation, found by its id
+    assert f"{renamed}: titled 'Louder flag'" in r.err and "Louder flag" in gs("list").out
+    assert "nothing new" in gs("import", str(tmp_path / "renamed.jsonl")).err
     titles = _write(tmp_path / "titles.jsonl", [{"type": "summary", "summary": "Old chat", "leafUuid": "x"}])
     r = gs("import", "--from", "claude-code", str(titles))
     assert r.code == 1 and "holds no conversation with a prompt" in r.err
@@ -315,3 +320,63 @@ def test_parallel_tool_calls_keep_their_results_on_the_branch(gs, git, repo_path
     assert "nothing new" in gs("import", str(path)).err
     assert gs("ask", MAIN, "and now?").code == 0
     assert validate_messages(fake_api.requests[-1]["messages"]) is None
+
+
+#: Claude Code 2.1.197's own files: a session, and its copy made with --resume ID --fork-session.
+REAL = Path(__file__).parent / "data" / "claude_code" / "real" / "projects" / "-home-user-proj"
+ORIGIN_ID, COPY_ID = "90db39e8-d010-41f7-9e46-35f238abb614", "ba86959a-5d04-4b85-95c9-4fb3424581b1"
+
+
+@pytest.mark.parametrize("runs", [["origin", "copy"], ["copy origin"], ["copy", "origin"], ["copy"]])
+def test_a_fork_session_copy_forks_its_origin_whichever_is_imported_first(gs, git, tmp_path, runs):
+    """2.1 repeats the origin's lines (same uuids) under the copy's id and names no origin: the
+    copy is a fork of the origin's session where they part, its shared turns the origin's commits."""
+    folder = tmp_path / "projects" / "-home-user-proj"
+    folder.mkdir(parents=True)
+    files = {name: Path(shutil.copy(REAL / f"{sid}.jsonl", folder)) for name, sid in (("origin", ORIGIN_ID),
+                                                                                  ("copy", COPY_ID))}
+    for run in runs:
+        r = gs("import", *(str(files[name]) for name in run.split()))
+        assert r.code == 0, r.err
+    origin = imported_session_id("claude-code", ORIGIN_ID, "Please run echo hi")
+    copy = imported_session_id("claude-code", COPY_ID, "Please run echo hi")
+    assert sorted(_refs(git).split()[0::2]) == sorted([f"refs/heads/{copy}", f"refs/heads/{origin}"])
+    tip = git("rev-parse", origin).strip()
+    assert git("log", "--format=%s", origin).splitlines() == [
+        "turn 2: And a second question", "turn 1: Please run echo hi", f"import: claude-code {ORIGIN_ID}"]
+    assert git("merge-base", origin, copy).strip() == tip  # no turn twice: the copy's first two are the origin's
+    assert f"Forked-From: {origin}@{tip}" in git("log", "-1", "--format=%B", copy)
+    assert git("log", "-1", "--format=%s", copy).strip() == "turn 3: A forked question"
+    before = _refs(git)
+    r = gs("import", str(files["origin"]), str(files["copy"]))
+    assert r.code == 0 and "nothing new" in r.err and _refs(git) == before, r.err
+    with files["origin"].open("a", encoding="utf-8") as f:  # the origin resumed: it grows, the copy stays
+        f.write(json.dumps({"parentUuid": "bbec82b7-f34c-4a0a-93ac-a1a2f17e4aa7", "isSidechain": False,
+                            "type": "user", "message": {"role": "user", "content": "And a third?"},
+                            "uuid": "u-more", "timestamp": "2026-12-01T18:53:00.000Z", "sessionId": ORIGIN_ID}) + "\n")
+        f.write(json.dumps({"parentUuid": "u-more", "isSidechain": False, "type": "assistant",
+                            "message": {"role": "assistant", "id": "msg_more", "content": [{"type": "text",
+                                                                                            "text": "Yes."}]},
+                            "uuid": "a-more", "timestamp": "2026-12-01T18:53:01.000Z", "sessionId": ORIGIN_ID}) + "\n")
+    r = gs("import", str(files["copy"]), str(files["origin"]))
+    assert r.code == 0 and r.out.split() == [origin] and f"{origin}: 1 turn new" in r.err, r.err
+    assert git("rev-parse", f"{origin}^").strip() == tip
+    git("fsck", "--strict")
+
+
+def test_a_sub_agent_of_a_fork_session_copy_hangs_from_the_copy(gs, git, tmp_path):
+    """The copy's session is a fork of the origin's (its header the origin's): its sub-agent still finds it."""
+    folder = tmp_path / "projects" / "-home-user-proj"
+    folder.mkdir(parents=True)
+    files = [Path(shutil.copy(REAL / f"{sid}.jsonl", folder)) for sid in (ORIGIN_ID, COPY_ID)]
+    real_agent = REAL / "6c9351b7-41e1-40fa-8bcc-3d12c8708f15" / "subagents" / "agent-afa859268ef01e89e.jsonl"
+    agent = folder / COPY_ID / "subagents" / real_agent.name
+    agent.parent.mkdir(parents=True)
+    agent.write_text(real_agent.read_text(encoding="utf-8").replace("6c9351b7-41e1-40fa-8bcc-3d12c8708f15", COPY_ID),
+                     encoding="utf-8")
+    r = gs("import", *map(str, files), str(agent))
+    assert r.code == 0, r.err
+    copy = imported_session_id("claude-code", COPY_ID, "Please run echo hi")
+    sub = r.out.split()[-1]
+    assert sub.startswith("sub-agent-")
+    assert f"Forked-From: {copy}@{git('rev-parse', copy).strip()}" in git("log", "-1", "--format=%B", sub)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 from fakeapi import validate_messages
@@ -299,9 +300,43 @@ def test_a_remote_compaction_stands_for_what_codex_kept(gs, repo_path, tmp_path,
     assert len(summary) == 1 and "user: Port the parser to Rust" in summary[0]
     assert "environment_context" not in summary[0]  # injected context: each turn brings its own
     assert "encrypted" in summary[0] and "gAAAA" not in summary[0]
+    with GitStore(repo_path) as store:  # the encrypted summary is kept, ignorable, right after the summary
+        events = store.load(sid).events
+    at = next(i for i, e in enumerate(events) if e.type == "compaction/summary")
+    assert (events[at + 1].type, events[at + 1].ignorable) == ("import/message", True)
+    assert events[at + 1].data == {"role": "system", "name": "codex encrypted compaction",
+                                   "content": "gAAAA-remote-summary"}
     assert gs("ask", sid, "and now?").code == 0
     messages = fake_api.requests[-1]["messages"]
     assert validate_messages(messages) is None
+    assert "gAAAA" not in json.dumps(messages)
     assert messages[0]["content"].startswith("Summary of the conversation so far:\n")
     assert "Port the parser to Rust" in messages[0]["content"] and "Ported." not in json.dumps(messages)
     assert [m["content"] for m in messages[1:]] == ["Now the tests", "Ported the tests.", "and now?"]
+
+
+def test_the_context_codex_injects_keeps_its_local_paths_only_with_keep_paths(gs, git, repo_path, tmp_path):
+    """The working directory and writable roots Codex tells the model are this machine's paths."""
+    lines = _lines(MAIN_FILE)
+    context = next(line for line in lines if "<environment_context>" in json.dumps(line))
+    block = context["payload"]["content"][0]
+    block["text"] = block["text"].replace("</environment_context>", "  <writable_roots>\n    <root>/srv/scratch</root>"
+                                          "\n  </writable_roots>\n</environment_context>")
+    agents = {"timestamp": context["timestamp"], "type": "response_item", "payload": {
+        "type": "message", "role": "user",
+        "content": [{"type": "input_text", "text": "# AGENTS.md instructions for /home/user/proj/src\n\nBe brief."}]}}
+    lines.insert(lines.index(context) + 1, agents)
+    rollout = _write(tmp_path / MAIN_FILE.name, lines)
+    assert gs("import", str(rollout)).code == 0
+    stored = git("show", f"{MAIN}:session.jsonl")
+    assert "/home/user" not in stored and "/srv/scratch" not in stored
+    with GitStore(repo_path) as store:
+        asides = [e.data["content"] for e in store.load(MAIN).events if e.data.get("name") == "codex user context"]
+    assert f"<cwd>{codex.LOCAL_PATH}</cwd>" in asides[0] and f"<root>{codex.LOCAL_PATH}</root>" in asides[0]
+    assert "<approval_policy>on-request</approval_policy>" in asides[0]  # the rest of the context stays
+    assert asides[1] == f"# AGENTS.md instructions for {codex.LOCAL_PATH}/src\n\nBe brief."
+    assert "nothing new" in gs("import", str(rollout)).err
+    kept = tmp_path / "kept.git"
+    assert gs("import", "--keep-paths", str(rollout), env={"GS_REPO": str(kept)}).code == 0
+    shown = subprocess.run(["git", "-C", str(kept), "show", f"{MAIN}:session.jsonl"], capture_output=True, text=True)
+    assert "<cwd>/home/user/proj</cwd>" in shown.stdout and "<root>/srv/scratch</root>" in shown.stdout

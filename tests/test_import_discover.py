@@ -7,8 +7,10 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
+import pexpect
 import pytest
 from conftest import GS
 from fakeapi import validate_messages
@@ -120,6 +122,36 @@ def test_watch_imports_a_transcript_as_it_grows_and_a_new_one(gs_env, repo_path,
     assert subprocess.run(["git", "-C", str(repo_path), "fsck", "--strict"]).returncode == 0
 
 
+def _drained(child, seconds: float) -> str:
+    """What a pty child writes in the next ``seconds`` (all of it read, so the next read begins after it)."""
+    out, end = "", time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        try:
+            out += child.read_nonblocking(4096, timeout=left)
+        except pexpect.TIMEOUT:
+            break
+    return out
+
+
+def test_watch_draws_the_progress_bar_only_for_a_round_with_something_to_import(gs_env, tmp_path):
+    """On a terminal the first import's bar is gone before the watch begins; an idle watch writes nothing."""
+    path = _write(tmp_path / "t.jsonl", _lines())
+    child = pexpect.spawn(GS[0], [*GS[1:], "import", "--watch", str(path)], env={**os.environ, "TERM": "xterm"},
+                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=WAIT_S)
+    try:
+        child.expect("Ctrl\\+C stops")
+        assert _drained(child, 1.5).strip() == ""  # idle: a bar still up is redrawn ten times a second
+        with path.open("a", encoding="utf-8") as f:  # Claude Code appends a turn: that round has a bar of its own
+            f.write("".join(json.dumps(line) + "\n" for line in GROWTH))
+        child.expect(f"{MAIN}: 1 turn new")
+        _drained(child, 1)  # the round's end: its bar taken down
+        assert _drained(child, 1.5).strip() == ""
+        child.sendintr()
+        child.expect("stopped importing")
+    finally:
+        child.close(force=True)
+
+
 def test_watch_refuses_stdin(gs):
     r = gs("import", "--watch", "-")
     assert r.code == 2 and "stdin" in r.err
@@ -133,8 +165,8 @@ REAL = Path(__file__).parent / "data" / "claude_code" / "real"
 def test_transcripts_claude_code_wrote_import_and_continue(gs, git, fake_api):
     r = gs("import", "--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(REAL)})
     assert r.code == 0, r.err
-    assert "found 4 Claude Code transcripts" in r.err and "4 files, 4 sessions written, 7 turns, 0 skipped" in r.err
-    agents, origin, forked, agent = r.out.split()  # in file order, sub-agents last
+    assert "found 4 Claude Code transcripts" in r.err and "4 files, 4 sessions written, 5 turns, 0 skipped" in r.err
+    origin, forked, agents, agent = r.out.split()  # in the order they were begun, sub-agents last
     assert origin.startswith("please-run-echo-hi-") and forked.startswith("please-run-echo-hi-")
     assert git("log", "--format=%s", origin).splitlines() == [
         "turn 2: And a second question", "turn 1: Please run echo hi",
@@ -142,8 +174,14 @@ def test_transcripts_claude_code_wrote_import_and_continue(gs, git, fake_api):
     shown = gs("show", origin, "--format", "json").json()
     calls = [e["data"] for e in shown["events"] if e["type"] == "tool/result"]
     assert [(c["name"], c["content"], c["is_error"]) for c in calls] == [("Bash", "hi", False)]
-    # --fork-session repeats the origin's lines under the new session's id: a session of its own
-    assert len(git("log", "--format=%s", forked).splitlines()) == 4
+    # --fork-session repeats the origin's lines under the new session's id: a fork of the origin where they end
+    assert f"{forked}: a branch of claude-code conversation ba86959a-5d04-4b85-95c9-4fb3424581b1 (1 turn of its own)" \
+        in r.err
+    assert git("merge-base", origin, forked).strip() == git("rev-parse", origin).strip()
+    assert f"Forked-From: {origin}@{git('rev-parse', origin).strip()}" in git("log", "-1", "--format=%B", forked)
+    subjects = git("log", "--format=%s", forked).splitlines()
+    assert len(subjects) == 5 and subjects[0] == "turn 3: A forked question"
+    assert subjects[1].startswith(f"fork: {forked} from {origin} at ")  # the origin's three commits, then its own
     # the sub-agent (in <session>/subagents/) hangs from the turn that ran it
     assert agents.startswith("please-use-an-agent-to-count-files-") and agent.startswith("sub-agent-count-the-files-")
     assert f"Forked-From: {agents}@{git('rev-parse', agents).strip()}" in git("log", "-1", "--format=%B", agent)

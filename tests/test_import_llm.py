@@ -308,3 +308,17 @@ def test_the_test_extra_installs_the_llm_these_tests_run():
     extra = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
     names = [req.split(">")[0].split("=")[0].split("[")[0].strip() for req in extra["optional-dependencies"]["test"]]
     assert "llm" in names
+
+
+def test_a_conversation_renamed_in_llm_is_retitled_on_the_next_import(gs, git, llm_home):
+    db = llm_home / "logs.db"
+    hello = _sessions(gs("import", str(db)))["hello"]
+    tid = _threads(db)["hello"]
+    with sqlite3.connect(db) as con:  # what renaming it in llm's store leaves
+        for table in ("threads", "conversations"):
+            if con.execute("select 1 from sqlite_master where name = ?", (table,)).fetchone():
+                con.execute(f"update {table} set name = 'Greetings' where id = ?", (tid,))  # noqa: S608
+    r = gs("import", str(db))
+    assert r.code == 0 and r.out.split() == [hello] and f"{hello}: titled 'Greetings'" in r.err, r.err
+    assert git("log", "-1", "--format=%s", hello).strip() == "title: Greetings"
+    assert "nothing new" in gs("import", str(db)).err

@@ -211,8 +211,9 @@ def test_the_session_ids_are_listed_from_the_ref_names_packed_or_loose(gs, git, 
         assert len(ids) == len(git("for-each-ref", "refs/heads").splitlines()) - 1  # all but feature/x
 
 
-def test_the_session_created_last_is_current_after_an_import_of_many_files(gs, git, repo_path, tmp_path):
-    """HEAD is moved once, by the command, to where moving it with each new session left it."""
+def test_an_import_leaves_the_current_session_as_it_was(gs, git, fake_api, tmp_path):
+    """HEAD is the user's chat: ``gs chat -c`` goes on with it after an import (from cron, --watch)."""
+    assert gs("ask", "mine", "hello there").code == 0
     base = _fixture()[1]
     files = []
     for i in range(3):
@@ -221,9 +222,14 @@ def test_the_session_created_last_is_current_after_an_import_of_many_files(gs, g
         conv["title"] = f"Head {i}"
         (tmp_path / f"h{i}").mkdir()
         files.append(str(_export(tmp_path / f"h{i}", [conv])))
-    r = gs("import", *files)
+    own = tmp_path / "own.jsonl"
+    own.write_bytes(gs("export", "mine", "--format", "jsonl").out.encode())
+    r = gs("import", *files, str(_export(tmp_path, _fixture())))  # new sessions and forks
     assert r.code == 0, r.err
-    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/" + r.out.split()[-1]
-    assert r.out.split()[-1] == imported_session_id("chatgpt", "head-2", "Head 2")
-    assert gs("import", files[0]).code == 0  # nothing new: HEAD stays
-    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/" + r.out.split()[-1]
+    assert gs("import", str(own), "--as", "copy").code == 0  # gs's own format too
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/mine"
+    fake_api.reset()
+    r = gs("chat", "-c", input="and again\n")
+    assert r.code == 0, r.err
+    assert [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] == "user"] == [
+        "hello there", "and again"]

@@ -135,3 +135,28 @@ def test_a_long_list_is_parsed_a_bounded_number_of_times_not_once_a_line(monkeyp
     view.end()
     assert nonblank(out.getvalue()) == nonblank(render_at_once(reply))
     assert len(calls) < 100 and sum(calls) < 20 * len(reply), (len(calls), sum(calls))
+
+
+def test_behind_a_reply_is_drawn_plain_while_markdown_loads_and_printed_rendered_once_it_has(monkeypatch):
+    """The chat's first token waits for no import: rich's markdown loads behind it (~0.15 s)."""
+    import threading
+
+    import gitsessions.cli.markdown as md
+    from gitsessions.later import Later
+
+    release = threading.Event()
+
+    def slow_load() -> bool:
+        release.wait(10)
+        return md._load()
+
+    monkeypatch.setattr(md, "_LOADED", Later(slow_load, name="gs-markdown"))
+    out = io.StringIO()
+    view = RenderedReply(make_console(out, color=True, width=60), behind=True)  # a terminal: the live region drawn
+    view.text("Some plain words")
+    assert "Some plain words" in out.getvalue()  # drawn at once: plain, it looks as rendered
+    release.set()  # (markdown's syntax would wait for the load: it never shows as written)
+    view.text(", then **bold** text.")
+    assert view.end()
+    printed = out.getvalue().rsplit("\x1b[?2026h", 1)[-1]  # the last synchronized write: the block printed whole
+    assert "bold" in printed and "**" not in printed and "text." in printed

@@ -41,10 +41,10 @@ def _latest_session(store: GitStore) -> str:
     current = store.current()
     if current is not None:
         return current
-    infos = store.list_sessions()
-    if not infos:
-        raise NoCurrentSession("chat -c", sessions=False)
-    return max(infos, key=lambda i: i.time).session_id
+    last = store.saved_last()
+    if last is None:
+        raise NoCurrentSession("chat -c", head=store.head_ref(), sessions=bool(store.session_ids()))
+    return last
 
 
 def _pull_on_open(c: Context, store: GitStore) -> None:
@@ -205,7 +205,7 @@ def chat(
                               write=write, new_header=_header, system=c.config.system,
                               max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
                               warnings=c.warnings, wait=c.lock_wait(wait),
-                              reply=rendered_replies(c.output, render) if interactive else None,
+                              reply=rendered_replies(c.output, render, behind=True) if interactive else None,
                               recap=(1 if interactive else 0) if recap is None else recap,
                               draw_recap=recap_drawer(c.output, render, show) if interactive else None,
                               model=model, config=c.config, footer=interactive,
@@ -241,16 +241,26 @@ def chat(
             return opened
 
         opening = Later(open_chat, name="gs-open")
-        # A long-lived chat collects cycles as usual (main() turned that off for start-up),
-        # from when the model client is built: in the background, once the session is open.
+
+        def client_built() -> None:  # in the client's thread, once it is built
+            # A long-lived chat collects cycles as usual (main() turned that off for start-up).
+            gc.enable()
+            from .markdown import load_behind
+            from .stream import renders
+
+            if replay.reading and renders(c.output, render):  # the user is still typing: else it waits
+                load_behind()  # for the first token, which draws plain text meanwhile
+
         if not isinstance(provider, BackgroundProvider):
             gc.enable()
         build = provider.start if isinstance(provider, BackgroundProvider) else lambda then: None
+        # The first request waits for the model client (the SDK: most of the time), so it is
+        # built first; the session opens beside it (the store is the request's too).
         if behind:
-            shown.append(lambda: opening.start(then=lambda: build(then=gc.enable)))
+            shown.extend((lambda: build(then=client_built), opening.start))
         else:
             opening.result()
-            shown.append(lambda: build(then=gc.enable))
+            shown.append(lambda: build(then=client_built))
         first_prompt = chat_prompt(sid or drawn or "")
         early.hand_over(first_prompt if behind else "")  # before the mode below is taken as the terminal's own
         with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \

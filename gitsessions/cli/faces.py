@@ -32,18 +32,27 @@ class FirstLine:
     def __init__(self, read_line: Callable[[str], str | None]):
         self.read_line = read_line
         self._first: list[tuple[str | None, BaseException | None]] = []
+        #: True while a line is waited for: work done behind the prompt now delays no turn.
+        self.reading = False
 
     def read(self, prompt: str) -> None:
         """Read the first line now, kept for the first call."""
         try:
-            self._first.append((self.read_line(prompt), None))
+            self._first.append((self._read(prompt), None))
         except (KeyboardInterrupt, EOFError) as exc:
             self._first.append((None, exc))
+
+    def _read(self, prompt: str) -> str | None:
+        self.reading = True
+        try:
+            return self.read_line(prompt)
+        finally:
+            self.reading = False
 
     def __call__(self, prompt: str) -> str | None:
         """The line read ahead (once), else a line read now."""
         if not self._first:
-            return self.read_line(prompt)
+            return self._read(prompt)
         line, left = self._first.pop()
         if left is not None:
             raise left

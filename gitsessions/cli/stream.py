@@ -12,7 +12,9 @@ Tool calls and their results are one dimmed line each. Until the first token, th
 region holds a dim ``…``.
 
 rich (and pygments, for code) is imported by :class:`RenderedReply` only: the chat builds
-one for its first reply, after its first prompt is drawn.
+one for its first reply, after its first prompt is drawn. rich's markdown (~0.15 s to
+import) is loaded behind the chat (:mod:`.markdown`): the chat's replies are drawn as
+plain text until it is, so the first token waits for nothing but the model.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..render import terminal_safe
 from ..text import clip, fold
+from .markdown import loading, markdown, parser
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -46,6 +49,9 @@ REDRAW_MAX_S = 0.5
 #: lines it had (and at least one): a long list or table costs linear time in all, and its
 #: end is seen within an eighth of its length.
 PARSE_SHARE = 8
+#: What text must not hold to look the same plain as rendered: markdown's syntax, a line's
+#: start that may open a block, a newline (a soft break: rendered as a space).
+_MARKUP = re.compile(r"[\n\\`*_\[\]#>|~<&!]|^[\s\-+=\d]")
 #: A fenced code block's opening line (CommonMark: up to 3 spaces, 3+ backticks or tildes).
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[^\n]*\n")
 
@@ -127,31 +133,14 @@ def blocks(text: str) -> tuple[list[str], int]:
     if not end:
         return [], 0
     lines = text[:end].splitlines(keepends=True)
-    starts = [t.map for t in _parser().parse(text[:end]) if t.level == 0 and t.nesting >= 0 and t.map]
+    starts = [t.map for t in parser().parse(text[:end]) if t.level == 0 and t.nesting >= 0 and t.map]
     if len(starts) < 2:
         return [], 0
     done = ["".join(lines[a:b]).strip("\n") for a, b in starts[:-1]]
     return done, sum(len(line) for line in lines[: starts[-1][0]])
 
 
-_PARSER: list[Any] = []
 _NOTHING = ""  # an empty live region
-
-
-def _parser() -> Any:
-    """The markdown parser rich's :class:`~rich.markdown.Markdown` uses (CommonMark, tables, strikethrough)."""
-    if not _PARSER:
-        from markdown_it import MarkdownIt
-
-        _PARSER.append(MarkdownIt().enable("strikethrough").enable("table"))
-    return _PARSER[0]
-
-
-def markdown(text: str) -> Any:
-    """``text`` (already terminal-safe) as a rich renderable: links show their URL, code is highlighted."""
-    from rich.markdown import Markdown
-
-    return Markdown(text, hyperlinks=False)
 
 
 class RenderedReply(ReplyView):
@@ -159,9 +148,13 @@ class RenderedReply(ReplyView):
 
     Args:
         console: a console on the terminal (:meth:`gitsessions.cli.output.Output.console`).
+        behind: while rich's markdown loads in a background thread (started by the first
+            text if it was not), text that looks the same plain as rendered (:data:`_MARKUP`)
+            is drawn plain and no block is printed: the first token is drawn at once, and
+            markdown's syntax never shows (False: the first text loads it in place).
     """
 
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, behind: bool = False):
         from rich.live import Live
         from rich.text import Text
 
@@ -177,6 +170,7 @@ class RenderedReply(ReplyView):
                           redirect_stdout=False, redirect_stderr=False, vertical_overflow="visible")
         self._live.start(refresh=True)
         self._paused = False
+        self._behind = behind
 
     def pause(self) -> None:
         """Print what text there is and take the live region away (see :meth:`ReplyView.pause`)."""
@@ -202,7 +196,9 @@ class RenderedReply(ReplyView):
         done: list[str] = []
         ended = chunk.count("\n")
         self._lines, self._new_lines = self._lines + ended, self._new_lines + ended
-        if ended and self._new_lines >= max(1, self._lines // PARSE_SHARE) and not self._in_open_fence():
+        plain = self._behind and loading() and not _MARKUP.search(self._text)
+        if ended and not plain and self._new_lines >= max(1, self._lines // PARSE_SHARE) \
+                and not self._in_open_fence():
             done, offset = blocks(self._text)
             self._new_lines = 0
             if offset:
@@ -213,7 +209,8 @@ class RenderedReply(ReplyView):
             return
         with _synchronized(self._console):
             rows = max(1, self._console.size.height - 1)
-            tail = _Block(_visible_end(self._text, rows), bool(done) or self._printed, rows) \
+            tail = (_plain_end(self._text, rows) if plain else
+                    _Block(_visible_end(self._text, rows), bool(done) or self._printed, rows)) \
                 if self._text.strip() else _NOTHING
             self._live.update(tail, refresh=True)  # (rich draws what it last refreshed under what is printed)
             self._print(*done)  # above the live region, in the same synchronized write
@@ -288,6 +285,13 @@ def _synchronized(console: Console) -> Iterator[None]:
         console.file.flush()
 
 
+def _plain_end(text: str, rows: int) -> Any:
+    """The last ``rows`` lines of a block being written, as plain text (rich's markdown still loading)."""
+    from rich.text import Text
+
+    return Text("\n".join(text.strip("\n").split("\n")[-rows:]))
+
+
 def _visible_end(text: str, rows: int) -> str:
     """The end of a block being written that fills ``rows`` screen rows (what the live region shows).
 
@@ -353,10 +357,11 @@ def renders(out: Output, render: bool) -> bool:
     return render and out.color()
 
 
-def rendered_replies(out: Output, render: bool) -> Callable[[], ReplyView] | None:
+def rendered_replies(out: Output, render: bool, behind: bool = False) -> Callable[[], ReplyView] | None:
     """What shows each reply of a chat on this terminal: rendered markdown (:func:`renders`), or None for plain text.
 
-    rich is imported by the first reply, not here.
+    rich is imported by the first reply, not here; with ``behind``, rich's markdown is
+    loaded behind the replies (see :class:`RenderedReply`).
     """
     if not renders(out, render):
         return None
@@ -365,6 +370,6 @@ def rendered_replies(out: Output, render: bool) -> Callable[[], ReplyView] | Non
     def reply() -> ReplyView:
         if not consoles:
             consoles.append(out.console())
-        return RenderedReply(consoles[0])
+        return RenderedReply(consoles[0], behind=behind)
 
     return reply

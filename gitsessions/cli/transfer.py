@@ -96,23 +96,18 @@ class ImportFormat(str, Enum):
     llm = "llm"
 
 
-def _read_file(file: str) -> tuple[str, bytes]:
+def _read_file(file: str) -> tuple[str, bytes | None]:
+    """The name an import file is called by, and stdin's bytes (a file is read by the import, a piece at a time)."""
     if file == "-":
         return "stdin", sys.stdin.buffer.read()
-    try:
-        return Path(file).name or file, Path(file).read_bytes()
-    except FileNotFoundError:
-        raise transfer.TransferError(file, "file not found") from None
-    except IsADirectoryError:
-        raise transfer.TransferError(file, "it is a directory, not a file") from None
-    except OSError as exc:
-        raise transfer.TransferError(file, exc.strerror or str(exc)) from None
+    return Path(file).name or file, None
 
 
 _SAID = {"new": "imported {sid} ({turns}) from {what}; open it with: gs chat {sid}",
          "grew": "{sid}: {turns} new, from {what}",
          "fork": "{sid}: a branch of {what} ({turns} of its own)",
-         "archived": "{what}: archived as {sid}; gs restore {sid} to import into it again"}
+         "archived": "{what}: archived as {sid}; gs restore {sid} to import into it again",
+         "title": "{sid}: titled {title!r}, as {what} is now"}
 
 
 @dataclass
@@ -127,13 +122,11 @@ class _Tally:
     #: The sessions holding conversations, read once for every file of the run.
     index: transfer.SourceIndex = field(default_factory=transfer.SourceIndex)
     progress: ImportProgress | None = None  # the bar on a terminal
-    #: The session created last (new or a fork): made current once the files are written,
-    #: not as each is (a HEAD move, fsynced, per file).
-    created: str | None = None
     #: Takes the import lock (:func:`_one_import`) for the rest of the run, the first time a
     #: file is written: before the index is read; a file that fails creates no repo.
     stack: ExitStack | None = None
     locked: bool = False
+    ahead: transfer.ahead.ReadAhead | None = None  # the files read ahead, and those imported whole before
 
     def hold(self, c: Context) -> None:
         """Hold the import lock from now until the run's end (see :func:`_one_import`)."""
@@ -157,7 +150,11 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         tally.progress.next_file()
     try:
         source, data = _read_file(file)
-        plan = transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file))
+        key, ready = tally.ahead.take(file, data, header_extra.get("source_file")) if tally.ahead else (None, None)
+        if tally.ahead and key and tally.ahead.seen.unchanged(c.store, key):  # imported whole before: not read
+            return err(f"nothing new in {source}") if alone else None
+        plan = ready or transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file),
+                                             keep_paths=keep_paths)
         if found and plan.kind in transfer.TOOLS and not plan.conversations:
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
@@ -167,8 +164,10 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         with c.store() as store:
             result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
                                            redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
-                                           index=tally.index, current=False,  # once, by the command
+                                           index=tally.index, redacted=ready is not None,
                                            progress=tally.progress.conversations if tally.progress else None)
+            if tally.ahead and key:
+                tally.ahead.seen.record(store, key, plan, result)
     except transfer.TransferError as exc:
         if file not in ("-", exc.source) and exc.source == Path(file).name:  # d1/ and d2/ may hold the same name
             exc = transfer.TransferError(f"{exc.source} ({file})", exc.reason, exc.hint)
@@ -187,12 +186,16 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
             err(f"  note: {note}")
         print(sid, flush=True)
     for conv, outcomes in result.conversations:
-        tally.created = transfer.last_created(outcomes) or tally.created
         what = f"{conv.tool} conversation {conv.source_id}"
         for sid, how, n in outcomes:
             if how == "archived":  # gs rm'd: not written again
                 tally.skipped += 1
                 err(_SAID[how].format(sid=sid, what=what))
+            elif how == "title":  # renamed in its tool: a session written, unless its turns already said so
+                err(_SAID[how].format(sid=sid, title=conv.title.removeprefix("sub-agent: "), what=what))
+                if not any(s == sid and h not in ("same", "title") for s, h, _ in outcomes):
+                    tally.sessions += 1
+                    print(sid, flush=True)
             elif how != "same":
                 tally.sessions, tally.turns = tally.sessions + 1, tally.turns + n
                 err(_SAID[how].format(sid=sid, turns=plural(n, "turn"), what=what))
@@ -319,7 +322,8 @@ def import_(
         "claude-code, codex or llm.",
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Record the path of the file each conversation of "
-                                             "another tool came from in its session's header.")] = False,
+                                             "another tool came from in its session's header, and keep the "
+                                             "local paths in the context Codex injects.")] = False,
     watch: Annotated[bool, typer.Option("--watch", help="Keep importing the files (or the tool's folder) as they "
                                         "change, until Ctrl+C.")] = False,
 ) -> None:
@@ -351,15 +355,19 @@ def import_(
     paths = _discovered(fmt.value) if found else list(files or [])
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
-    tally = _Tally(progress=ctx.with_resource(ImportProgress(len(paths), c.output)))
-    with ExitStack() as tally.stack:  # the index of sessions is read under the lock: what an import before wrote
+    tally = _Tally()
+    # The bar is gone before a watch begins: it is drawn again only for a round with files to import.
+    with ImportProgress(len(paths), c.output) as tally.progress, ExitStack() as tally.stack:
+        # the index of sessions is read under the lock: what an import before wrote
+        tally.ahead = tally.stack.enter_context(transfer.ahead.ReadAhead(
+            paths, fmt.value, keep_paths, c.redactor(), transfer.seen.SeenFiles(c.repo_path() / "gs" / "imported")))
         for file in paths:
             _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                          alone=len(paths) == 1 and not found and not watch, found=found)
+        if tally.locked:  # what it recorded, under the lock
+            tally.ahead.seen.save()
         if tally.sessions:
             with c.store() as store:
-                if tally.created is not None:
-                    store.set_current(tally.created)
                 pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
     if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
         _summary(tally, found)
@@ -367,13 +375,11 @@ def import_(
         def again(changed: list[str]) -> None:
             round_tally = _Tally()  # the index read again: another import may have written since
             try:
-                with ExitStack() as round_tally.stack:  # per round: a watch does not keep cron's imports out
+                # per round: a watch does not keep cron's imports out, and its bar is this round's
+                with ImportProgress(len(changed), c.output) as round_tally.progress, ExitStack() as round_tally.stack:
                     for file in changed:
                         _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
                                      alone=False, found=True)
-                    if round_tally.created is not None:
-                        with c.store() as store:
-                            store.set_current(round_tally.created)
             except transfer.TransferError as exc:
                 err(f"gs: {exc}")
 

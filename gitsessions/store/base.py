@@ -120,14 +120,15 @@ class SessionStore(abc.ABC):
         return out
 
     @abc.abstractmethod
-    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
-                    reason: str | None = None, author_time: int | None = None) -> CommitId:
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *, reason: str | None = None,
+                    author_time: int | None = None, current: bool = True) -> CommitId:
         """Create session ``session_id`` starting at ``commit`` in O(1) (a fork); return its first commit.
 
         ``message`` comes ready from :func:`gitsessions.rules.commit_message` (kind ``fork``);
         ``reason`` is the move's line in the new ref's reflog (default ``branch: <subject>``;
         ``gs restore`` of a reflog entry says ``restore: ...``); ``author_time`` dates the
-        commit as in :meth:`append` (an imported branch: when it began).
+        commit as in :meth:`append` (an imported branch: when it began); ``current=False``
+        leaves the current session as it is (an import's fork).
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).
@@ -294,6 +295,13 @@ class SessionStore(abc.ABC):
         """
         return listing.live_rows(self, self._rows())
 
+    def saved_last(self) -> SessionId | None:
+        """Return the live session whose tip is newest (ties: the smaller id); None when none can be read.
+
+        What ``gs chat -c`` continues when ``HEAD`` names none (:func:`.listing.saved_last`).
+        """
+        return listing.saved_last(self, self._rows())
+
     def archived_sessions(self) -> list[SessionInfo]:
         """Return :class:`SessionInfo` rows of archived sessions (from their tip commits)."""
         return listing.archived_rows(self)
@@ -364,20 +372,12 @@ class SessionStore(abc.ABC):
             name = f"{session_id}-{n}"
         was_current = self.current() == session_id
         self._move(session_id, name, sha, f"archive: {session_id}", to_archive=True)
-        if was_current:
-            self._current_after_archive()
+        # The session saved last becomes current, so HEAD names a session again (what git clone
+        # checks out, what gs show shows); with none left it keeps naming the archived one, whose
+        # commands then say how to restore it (NoCurrentSession).
+        if was_current and (last := self.saved_last()) is not None:
+            self.set_current(last)
         return name
-
-    def _current_after_archive(self) -> None:
-        """Make the session saved last current once the current one was archived (none left: as it was).
-
-        So the repo's ``HEAD`` names a session again: ``git clone`` checks it out, and ``gs show``
-        without a REV shows it; with no live session left, ``HEAD`` keeps naming the archived one,
-        whose commands then say how to restore it (:class:`~gitsessions.errors.NoCurrentSession`).
-        """
-        rows = [row for row in self.list_sessions() if row.error is None]
-        if rows:
-            self.set_current(max(rows, key=lambda row: (row.time, row.session_id)).session_id)
 
     def restore(self, name: str, as_id: str | None = None) -> SessionId:
         """Bring archived session ``name`` back (as ``as_id`` or ``name``); return its id.

@@ -298,14 +298,14 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
     # -- branches and the archive ----------------------------------------------------------
 
     @writes
-    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
-                    reason: str | None = None, author_time: int | None = None) -> CommitId:
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *, reason: str | None = None,
+                    author_time: int | None = None, current: bool = True) -> CommitId:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same tree).
 
         O(1): one commit object, no content copied. Lineage lives in the parent link and the
         message's ``Forked-From`` trailer, so it survives push and clone; the caller derives
         the message (:func:`gitsessions.rules.commit_message`, kind ``fork``). ``reason`` is the
-        reflog line (default ``branch: <subject>``); ``author_time`` as in :meth:`append`.
+        reflog line (default ``branch: <subject>``); ``author_time``, ``current`` as in the base class.
 
         Raises:
             SessionExists: the id is taken (also by case, or by an archived session).
@@ -322,7 +322,8 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         new = write_commit(repo, self.identity, parent.tree, [commit], text, author_time)
         self._swap(repo, self._ref(session_id), None, new.id, (reason or f"branch: {subject_of(text)}").encode(),
                    new.commit_time, new.commit_timezone)
-        self.set_current(session_id)
+        if current:
+            self.set_current(session_id)
         if commit in self._verified_tips():
             self._mark_verified(_hex(new.id), new)  # same tree, same log
         hooks.after(session_id, _hex(new.id))  # a failure is the runner's warning

@@ -37,6 +37,10 @@ class RowCache:
         """Return the rows kept, by commit."""
         return {}
 
+    def times(self) -> dict[str, int]:
+        """Return the commit time (epoch seconds) of each row kept, by commit: :meth:`read`'s, or a cheaper read."""
+        return {commit: row[0] for commit, row in self.read().items()}
+
     def update(self, rows: Mapping[str, Row], known: Mapping[str, Row], live: Iterable[str]) -> None:
         """Keep ``rows`` just read from git (``known``: what :meth:`read` gave; ``live``: every tip)."""
 
@@ -89,6 +93,29 @@ def live_rows(store: SessionStore, cache: RowCache) -> list[SessionInfo]:
         out.append(SessionInfo(sid, tip, info.time, message, error))
     cache.update(read, known, tips.values())
     return out
+
+
+def saved_last(store: SessionStore, cache: RowCache) -> SessionId | None:
+    """Return :meth:`SessionStore.saved_last` of ``store``, from the times in ``cache`` when it has every tip's.
+
+    The rule is :func:`live_rows`'s rows without an error, the newest tip commit first, the
+    smaller id on a tie (a commit time is in seconds). When every tip has a cached time, only
+    the winner's commit is read, to check its time (a time the cache got wrong falls back to
+    the rule); else the rows are read as ``gs list`` reads them, and kept, so the next call
+    reads none.
+    """
+    tips = store.tips()
+    times = cache.times()
+    if tips and all(tip in times for tip in tips.values()):
+        sid = max(tips, key=lambda sid: times[tips[sid]])  # the first of the newest, by id
+        time = times[tips[sid]]
+        try:
+            if store.commit_info(tips[sid]).time == time:
+                return sid
+        except store.unreadable:
+            pass  # flagged by the rule below
+    rows = [row for row in live_rows(store, cache) if row.error is None]
+    return max(rows, key=lambda row: row.time).session_id if rows else None
 
 
 def archived_rows(store: SessionStore) -> list[SessionInfo]:

@@ -229,15 +229,15 @@ class MemoryStore(SessionStore):
             self._current = sid  # a new session is current (an open makes an old one so: Session.open)
         return sha
 
-    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *,
-                    reason: str | None = None, author_time: int | None = None) -> CommitId:
+    def branch_from(self, session_id: str, commit: str, message: CommitMessage, *, reason: str | None = None,
+                    author_time: int | None = None, current: bool = True) -> CommitId:
         """Create session ``session_id`` whose first commit sits on ``commit`` (same log; no reflog kept)."""
         sid = check_session_id(session_id)
         check_free(self, sid)
         parent = self._commits[CommitId(commit)]
         sha = self._commit([CommitId(commit)], message.encode(), parent.raw, author_time)
         self._swap(self._heads, sid, None, sha)
-        self._current = sid
+        self._current = sid if current else self._current
         return sha
 
     def _move(self, src: str, dst: str, commit: str, message: str, *,

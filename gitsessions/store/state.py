@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -131,6 +132,26 @@ class ListRows(RowCache):
             items = [item for line in lines if (item := _json(line)) is not None]
         return {it[0]: (it[1], CommitMessage(it[2], it[3])) for it in items if _is_row(it)}
 
+    def times(self) -> dict[str, int]:
+        """Return the commit time of each cached row by commit, read from the start of its line alone.
+
+        A tenth of :meth:`read`'s cost (``gs chat -c`` among 10,000 sessions): the rest of a
+        line is not parsed. A line gs wrote starts ``["<commit>", <time>, "`` (:func:`_row_line`);
+        a write cut short loses the end of its line, never those fields, so a start of that
+        shape holds its commit's time. A commit given two times is left out (read from git);
+        :func:`.listing.saved_last` checks the time it picks.
+        """
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            return {}
+        found: dict[bytes, bytes] = {}
+        torn = set()
+        for commit, time in _ROW_START.findall(b"\n" + data):  # a search for the literal: no split
+            if found.setdefault(commit, time) != time:
+                torn.add(commit)
+        return {commit.decode("ascii"): int(time) for commit, time in found.items() if commit not in torn}
+
     def add(self, rows: Mapping[str, Row]) -> None:
         """Append ``rows`` (one ``O_APPEND`` write; dropped when the repo refuses it)."""
         if rows:
@@ -151,6 +172,10 @@ class ListRows(RowCache):
         else:
             optional_write(lambda: _replace(self.path, b"".join(_row_line(c, r) for c, r in keep.items())))
             self.lines = len(keep)
+
+
+#: The start of a line :func:`_row_line` writes, after the end of the one before: the commit and its time.
+_ROW_START = re.compile(rb'\n\["([0-9a-f]{40})", (-?[0-9]+), "')
 
 
 def _row_line(commit: str, row: Row) -> bytes:

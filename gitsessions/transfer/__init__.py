@@ -14,16 +14,19 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
 - :mod:`.llm_db`: llm's ``logs.db`` (SQLite, read-only) into conversations.
 - :mod:`.discover`: where each tool keeps its files (``gs import --from TOOL`` without a file).
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
+- :mod:`.conversation`: another tool's conversation as a reader gives it (:class:`ImportedConversation`).
 - :mod:`.branches`: another tool's conversation, a commit per turn, incrementally
   (:func:`write_conversation`).
+- :mod:`.seen`: the files imported whole before, by content (passed over when unchanged).
+- :mod:`.ahead`: the next files of an import read and redacted in a worker process.
 
 Nothing here prints or reads the environment; the CLI does.
 """
 
 from ..errors import TransferError
 from ..events import IMPORTED_MESSAGE
-from . import discover
-from .branches import ImportedConversation, SourceIndex, last_created, write_conversation
+from . import ahead, discover, seen
+from .branches import ImportedConversation, SourceIndex, write_conversation
 from .export import EXPORT_FORMATS, event_time, export_bytes, export_html, export_markdown
 from .messages import ROLES, events_from_messages
 from .read import FORMATS, TOOLS, ImportedSession, ImportPlan, read_import
@@ -41,14 +44,15 @@ __all__ = [
     "ImportedSession",
     "SourceIndex",
     "TransferError",
+    "ahead",
     "check_plan",
     "discover",
+    "seen",
     "event_time",
     "events_from_messages",
     "export_bytes",
     "export_html",
     "export_markdown",
-    "last_created",
     "read_import",
     "write_conversation",
     "write_import",

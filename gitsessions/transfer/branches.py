@@ -15,18 +15,21 @@ against them turn by turn:
 - any other branch becomes a fork at the last turn it shares with the session closest to
   it: the old line is never rewritten.
 
-Titles are left out of the matching: a conversation renamed in its tool is the same one.
+Titles are left out of the matching (a session's renames since are passed over). A title
+changed in the tool is saved as ``gs title`` saves one, on the session of the active branch,
+when it is not the one the imports before saw (a title given in gs stays until then).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExists, TransferError
-from ..events import Event, make_header
+from ..events import Event, make_event, make_header
 from ..rules import (
     CommitId,
     CommitMessage,
@@ -39,43 +42,15 @@ from ..rules import (
     taken_by,
 )
 from ..store import SessionStore
+from .conversation import ImportedConversation
 
 #: What happened to one branch: ``new`` (a new session), ``grew`` (turns appended),
 #: ``fork`` (a new branch at its fork point), ``same`` (nothing new), ``archived`` (an archived
-#: session holds it, or the start of it: nothing written, ``gs restore`` brings it back).
+#: session holds it, or the start of it: nothing written, ``gs restore`` brings it back);
+#: ``title`` (after the others: the session was given the title the tool has now).
 Outcome = tuple[str, str, int]
 #: One commit to write: its events, message and author date (epoch s).
 Planned = tuple[list[Event], CommitMessage, "int | None"]
-
-
-@dataclass
-class ImportedConversation:
-    """One conversation of another tool, converted and validated, not yet written.
-
-    Attributes:
-        tool: the source tool (``chatgpt``).
-        source_id: the conversation's id there.
-        title: its title (not yet redacted).
-        created: when it began, epoch ms (the first commit's author date).
-        branches: ``(key, chunks)`` per branch, the session's first; ``key`` names the branch
-            in the source (its leaf message's id), chunks are the events per commit.
-        notes: what the conversion changed or kept aside, for the user.
-        spawned: ``(source id, epoch ms)`` when another conversation of the tool started this
-            one (a sub-agent, a fork made in the tool): its new session's lineage is that
-            conversation's session at the turn under way then (none when it is not imported).
-        forked_from: the id (in the same tool) of the conversation this one was forked from,
-            whose history it repeats (a forked Codex session, a thread forked in llm): its
-            sessions are where the branches fork from, sharing their commits.
-    """
-
-    tool: str
-    source_id: str
-    title: str
-    created: int
-    branches: list[tuple[str, list[list[Event]]]]
-    notes: list[str] = field(default_factory=list)
-    spawned: tuple[str, int] | None = None
-    forked_from: str | None = None
 
 
 @dataclass
@@ -88,19 +63,27 @@ class _Line:
     tip: CommitId
     lineage: Lineage | None
     claimed: bool = False
+    titled: str | None = None  # the title its imports saw last (its own renames in gs are not theirs)
 
 
 def _key(ev: Event) -> tuple[Any, ...]:
-    return (ev.seq, ev.type, None if ev.type == "session/title" else ev.data, ev.ignorable)
+    return (ev.type, None if ev.type == "session/title" else ev.data, ev.ignorable)
 
 
-def _shared(a: list[Event], b: list[Event]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if _key(x) != _key(y):
-            break
-        n += 1
-    return n
+def _aligned(flat: list[Event], held: list[Event]) -> dict[int, int]:
+    """Map the length of each start of ``flat`` that ``held`` holds to how many of ``held``'s events hold it.
+
+    A title ``held`` has where ``flat`` has none (a rename since: ``gs title``, an import's)
+    is passed over and counted with the start before it, so a renamed session goes on growing.
+    """
+    out, i, j = {}, 0, 0
+    while True:
+        while j < len(held) and held[j].type == "session/title" and (i == len(flat) or flat[i].type != held[j].type):
+            j += 1
+        out[i] = j
+        if i == len(flat) or j == len(held) or _key(flat[i]) != _key(held[j]):
+            return out
+        i, j = i + 1, j + 1
 
 
 def _said(chunk: list[Event]) -> int:
@@ -166,8 +149,12 @@ class SourceIndex:
         return sorted(by_digest.get(base.rsplit("-", 1)[-1], set()) | by_source.get(source, set()))
 
 
-def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, archived: bool = False) -> list[_Line]:
-    """Every live (or archived) session whose header says it holds ``source``, among the index's candidates."""
+def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, archived: bool = False,
+           headed: bool = True) -> list[_Line]:
+    """Every live (or archived) session whose header says it holds ``source``, among the index's candidates.
+
+    ``headed=False``: whatever its header (a fork of another conversation's session holds that one's).
+    """
     out = []
     for sid in index.candidates(base, f"{source['tool']} {source['id']}", archived=archived):
         tip = store.archive_ref(sid) if archived else store.tip(sid)
@@ -179,17 +166,20 @@ def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, arc
             continue
         except store.unreadable:
             continue
-        if snap.header.get("source") != source:
+        if headed and snap.header.get("source") != source:
             continue
         at: dict[int, CommitId] = {}
-        count = 0
+        count, titled = 0, None
         infos = store.log(sid, tip)
         for info in reversed(infos):  # oldest first: a commit without Events holds its parent's count
-            events = info.message.fields.events
+            events, before = info.message.fields.events, count
             count = events[1] + 1 if events else count
             at[count] = info.commit
+            if info.message.fields.imported_from:  # an import's commit: the title it saw
+                titled = next((str(e.data.get("title")) for e in reversed(snap.events[before:count])
+                               if e.type == "session/title"), titled)
         lineage = infos[0].message.fields.forked_from if infos else None
-        out.append(_Line(sid, list(snap.events), at, snap.commit, lineage))
+        out.append(_Line(sid, list(snap.events), at, snap.commit, lineage, titled=titled))
     return out
 
 
@@ -201,15 +191,18 @@ class _Writer:
         self.source = {"tool": conv.tool, "id": conv.source_id}
         self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
         self.lines = _lines(store, self.source, self.base, index)
-        self.parents: list[_Line] = []  # the sessions of the conversation it was forked from: forked, never grown
-        if conv.forked_from is not None:
-            origin = {"tool": conv.tool, "id": conv.forked_from}
-            self.parents = _lines(store, origin, imported_session_id(conv.tool, conv.forked_from), index)
+        self.parents: list[_Line] = []  # the sessions of the conversations it was forked from: forked, never grown
+        for other in dict.fromkeys([*([conv.forked_from] if conv.forked_from else []), *conv.family]):
+            origin = {"tool": conv.tool, "id": other}
+            self.parents += _lines(store, origin, imported_session_id(conv.tool, other), index)
             theirs = {ln.session_id for ln in self.parents}
             # Its own sessions began as forks of the origin's: their header is the origin's.
             self.lines += [ln for ln in _lines(store, origin, self.base, index) if ln.session_id not in theirs]
         self.removed = _lines(store, self.source, self.base, index, archived=True)  # gs rm: not written again
         self.subject_source = f"{conv.tool} {conv.source_id}"
+        #: The title the tool gives it now: its first commit's (a sub-agent's is not its conversation's title).
+        self.title = next((str(ev.data.get("title")) for ev in (conv.branches[0][1][0] if conv.branches else [])
+                           if ev.type == "session/title"), "")
         named = [ln.session_id for ln in self.lines if re.fullmatch(rf".*-{self.base[-8:]}", ln.session_id)]
         if named:
             self.base = named[0]  # the name an earlier import gave (the title may have changed since)
@@ -217,28 +210,44 @@ class _Writer:
     def _free(self, sid: str) -> SessionId:
         return SessionId(sid) if taken_by(self.store, sid) is None else fork_name(self.store, sid)
 
-    def _commit(self, line: _Line, chunks: list[list[Event]], flat: list[Event], start: int,
+    def _commit(self, line: _Line, chunks: list[list[Event]], start: int,
                 first: Planned | None = None, header: dict | None = None) -> None:
         """Append ``chunks[start:]`` to ``line``, dated when each began (after ``first``, made with ``header``).
 
+        Their seq goes on from the line's (which may hold renames the conversation has not).
         The commits go to the store at once (:meth:`~gitsessions.store.SessionStore.append_many`:
         one pack and one ref move in git), the ref moved only once they are durable.
         """
-        done = sum(len(c) for c in chunks[:start])
-        so_far = flat[:done]  # one growing list: commit_message derives only what each turn adds to it
+        so_far = list(first[0] if first is not None else line.events)  # commit_message derives what each adds
+        offset = len(so_far) - sum(len(c) for c in chunks[:start])
         planned: list[Planned] = [first] if first is not None else []
-        ends = [len(first[0])] if first is not None else []
+        ends = [len(so_far)] if first is not None else []
         for chunk in chunks[start:]:
+            chunk = [dataclasses.replace(ev, seq=ev.seq + offset) for ev in chunk] if offset else chunk
+            done = len(so_far)
             so_far += chunk
             planned.append((chunk, commit_message(line.session_id, so_far, done, lineage=line.lineage,
                                                   source=self.subject_source), _said(chunk)))
-            done += len(chunk)
-            ends.append(done)
+            ends.append(len(so_far))
         shas = self.store.append_many(line.session_id, planned, expected_tip=None if first else line.tip,
-                                      header=header, current=False)  # made current once, by the caller
+                                      header=header, current=False)  # an import leaves HEAD where it is
         line.at.update(zip(ends, shas, strict=True))
         line.tip = shas[-1] if shas else line.tip
-        line.events, line.claimed = flat, True
+        line.events, line.claimed = so_far, True
+
+    def retitle(self, sid: str) -> Outcome | None:
+        """Give ``sid`` (the active branch's session) the tool's title if it changed, dated at its last event."""
+        line = next(ln for ln in [*self.lines, *self.parents] if ln.session_id == sid)
+        title = self.title
+        if line in self.parents or not title or line.titled in (None, title):
+            return None  # a line of the conversation it was forked from is that one's
+        ev = make_event(len(line.events), "session/title", {"title": title}, time_ms=max(e.time for e in line.events))
+        message = commit_message(sid, [*line.events, ev], len(line.events), lineage=line.lineage,
+                                 source=self.subject_source)
+        line.tip = self.store.append(sid, [ev], message, expected_tip=line.tip, author_time=ev.time // 1000)
+        line.events, line.titled = [*line.events, ev], title
+        line.at[len(line.events)] = line.tip
+        return (sid, "title", 0)
 
     def _spawner(self) -> Lineage | None:
         """Where the conversation that started this one stood when it did (see ``spawned``)."""
@@ -246,7 +255,7 @@ class _Writer:
             return None
         parent, at = self.conv.spawned
         base = imported_session_id(self.conv.tool, parent)
-        lines = _lines(self.store, {"tool": self.conv.tool, "id": parent}, base, self.index)
+        lines = _lines(self.store, {"tool": self.conv.tool, "id": parent}, base, self.index, headed=False)
         line = min(lines, key=lambda ln: len(ln.session_id), default=None)  # the session, not a fork of it
         if line is None:
             return None
@@ -254,13 +263,13 @@ class _Writer:
         count = min((n for n in line.at if n >= max(said, 1)), default=max(line.at))  # the commit holding that turn
         return Lineage(SessionId(line.session_id), line.at[count])
 
-    def _new(self, sid: str, chunks: list[list[Event]], flat: list[Event]) -> _Line:
+    def _new(self, sid: str, chunks: list[list[Event]]) -> _Line:
         header = make_header(sid, created=self.conv.created, **self.header)
         first = chunks[0]
         lineage = self._spawner()
         message = commit_message(sid, first, 0, kind="import", source=self.subject_source, lineage=lineage)
-        line = _Line(sid, [], {}, CommitId(""), lineage)
-        self._commit(line, chunks, flat, 1, first=(first, message, self.conv.created // 1000), header=header)
+        line = _Line(sid, [], {}, CommitId(""), lineage, titled=self.title)
+        self._commit(line, chunks, 1, first=(first, message, self.conv.created // 1000), header=header)
         return line
 
     def branch(self, key: str, chunks: list[list[Event]], first: bool) -> Outcome:
@@ -269,17 +278,19 @@ class _Writer:
         ends = list(itertools.accumulate(len(c) for c in chunks))
         best: tuple[int, bool, _Line] | None = None
         for line in [*self.lines, *self.parents]:
-            shared = _shared(flat, line.events)
+            held = _aligned(flat, line.events)
+            shared = max(held)
             if shared >= len(flat):  # held already (perhaps continued in gs since)
-                line.claimed = line.claimed or len(line.events) == len(flat)
+                line.claimed = line.claimed or len(line.events) == held[len(flat)]
                 return (line.session_id, "same", 0)
-            k = max((j + 1 for j, end in enumerate(ends) if end <= shared and end in line.at), default=0)
-            ff = k > 0 and len(line.events) == ends[k - 1] and not line.claimed and line not in self.parents
+            k = max((j + 1 for j, end in enumerate(ends) if end <= shared and held[end] in line.at), default=0)
+            ff = k > 0 and len(line.events) == held[ends[k - 1]] and not line.claimed and line not in self.parents
             if k and (best is None or (k, ff) > best[:2]):
                 best = (k, ff, line)
 
         for gone in self.removed:  # a branch an archived session holds, or continues, is left to gs restore
-            if _shared(flat, gone.events) >= min(len(flat), len(gone.events)):
+            held = _aligned(flat, gone.events)
+            if max(held) == len(flat) or held[max(held)] == len(gone.events):
                 return (gone.session_id, "archived", 0)
 
         def turns(start: int) -> int:
@@ -287,39 +298,38 @@ class _Writer:
 
         if best is None:
             line = self._new(self._free(self.base if first and not self.lines else imported_fork_id(self.base, key)),
-                             chunks, flat)
+                             chunks)
             self.lines.append(line)
             self.index.add(line.session_id, self.subject_source)
             return (line.session_id, "new", turns(1))
         k, ff, line = best
         if ff:
-            self._commit(line, chunks, flat, k)
+            self._commit(line, chunks, k)
             return (line.session_id, "grew", turns(k))
-        point = line.at[ends[k - 1]]
+        upto = _aligned(flat, line.events)[ends[k - 1]]  # the line's events at the fork point
+        point = line.at[upto]
         own = first and not self.lines  # a forked conversation's own first line keeps its own name
         sid = self._free(self.base if own else imported_fork_id(self.base, key))
         lineage = Lineage(SessionId(line.session_id), point)
-        message = commit_message(sid, flat[:ends[k - 1]], kind="fork", lineage=lineage,
+        message = commit_message(sid, line.events[:upto], kind="fork", lineage=lineage,
                                  why=f"a branch in {self.conv.tool}")
-        tip = self.store.branch_from(sid, point, message, author_time=_said(chunks[k]))  # when it began
-        inherited = {end: c for end, c in line.at.items() if end <= ends[k - 1]}
-        fork = _Line(sid, flat[:ends[k - 1]], inherited, tip, lineage)
-        fork.at[ends[k - 1]] = tip
-        self._commit(fork, chunks, flat, k)
+        tip = self.store.branch_from(sid, point, message, author_time=_said(chunks[k]),  # when it began
+                                     current=False)
+        inherited = {end: c for end, c in line.at.items() if end <= upto}
+        fork = _Line(sid, line.events[:upto], inherited, tip, lineage, titled=line.titled)
+        fork.at[upto] = tip
+        self._commit(fork, chunks, k)
         self.lines.append(fork)
         self.index.add(sid, self.subject_source)
         return (sid, "fork", turns(k))
 
 
-def last_created(outcomes: list[Outcome]) -> str | None:
-    """The session created last of ``outcomes`` (a new one or a fork): the one a write makes current."""
-    return next((sid for sid, how, _ in reversed(outcomes) if how in ("new", "fork")), None)
-
-
 def write_conversation(store: SessionStore, conv: ImportedConversation, *,
-                       header_extra: dict[str, Any], index: SourceIndex | None = None,
-                       current: bool = True) -> list[Outcome]:
+                       header_extra: dict[str, Any], index: SourceIndex | None = None) -> list[Outcome]:
     """Write one conversation's branches, incrementally (see the module's rules).
+
+    The current session stays as it was: ``gs chat -c`` goes on with what the user was
+    doing, not with whatever conversation an import (from cron, ``--watch``) wrote last.
 
     ``conv`` comes redacted (:func:`~.write.write_import` is the door the file's text enters
     by), so the header, the id (from the title) and every commit message are made of
@@ -330,8 +340,6 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
         conv: from a reader (:mod:`.chatgpt`), redacted.
         header_extra: fields of the header (``generator``; ``source_file`` only when paths are kept).
         index: the sessions that may hold it, read once for a whole import (None: read here).
-        current: make the last session it creates current (False: the caller does, once for
-            a whole import; a fork is made current as it is created).
 
     Returns:
         ``(session, what, turns added)`` per branch, ``what`` one of ``new``, ``grew``,
@@ -355,9 +363,8 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
                                     "run the import again when it is done")
             locks.append(lock)
         outcomes = [writer.branch(key, chunks, i == 0) for i, (key, chunks) in enumerate(conv.branches)]
-        if current and (made := last_created(outcomes)) is not None:
-            store.set_current(made)
-        return outcomes
+        titled = writer.retitle(outcomes[0][0]) if outcomes and outcomes[0][1] != "archived" else None
+        return outcomes + [titled] if titled else outcomes
     except (ConcurrentUpdate, SessionExists) as exc:
         raise TransferError(f"{conv.tool} conversation {conv.source_id}", str(exc),
                             "run the import again: what was written is found again") from None

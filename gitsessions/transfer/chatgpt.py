@@ -20,10 +20,9 @@ What becomes what:
 
 from __future__ import annotations
 
-import io
 import re
 import time
-import zipfile
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..events import Event
@@ -44,20 +43,16 @@ def is_export(obj: Any) -> bool:
     return isinstance(obj, list) and bool(obj) and isinstance(obj[0], dict) and "mapping" in obj[0]
 
 
-def from_zip(data: bytes) -> bytes:
-    """Return the bytes of ``conversations.json`` inside an export ``.zip``.
+def member(names: list[str]) -> str:
+    """The member of an export ``.zip`` (its ``names``) that holds the conversations.
 
     Raises:
-        _Bad: not a readable zip, or no ``conversations.json`` in it.
+        _Bad: no ``conversations.json`` in it.
     """
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == CONVERSATIONS]
-            if not names:
-                raise _Bad(f"a zip without {CONVERSATIONS}: not a ChatGPT or Claude.ai data export")
-            return archive.read(min(names, key=len))
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise _Bad(f"not a readable zip ({exc})") from None
+    found = [n for n in names if n.rsplit("/", 1)[-1] == CONVERSATIONS]
+    if not found:
+        raise _Bad(f"a zip without {CONVERSATIONS}: not a ChatGPT or Claude.ai data export")
+    return min(found, key=len)
 
 
 def _ms(value: Any, fallback: int) -> int:
@@ -207,14 +202,28 @@ class _Conversation:
         return messages, times
 
 
-def read_export(obj: list) -> list[ImportedConversation]:
+def read_export(obj: Iterable[Any]) -> list[ImportedConversation]:
     """Convert a parsed ``conversations.json`` into conversations, each branch split per turn.
 
     Raises:
         _Bad: something cannot be read (the message names the conversation and the node).
     """
-    out = []
-    for i, raw in enumerate(obj):
+    return list(convert(obj))
+
+
+def convert(items: Iterable[Any]) -> Iterator[ImportedConversation]:
+    """Convert the conversations of ``conversations.json`` one by one, as they are read.
+
+    Args:
+        items: the array's elements, in order (a list, or a :class:`~.stream.ArrayReader`).
+
+    Yields:
+        Each conversation with a turn (those without any are left out).
+
+    Raises:
+        _Bad: something cannot be read (the message names the conversation and the node).
+    """
+    for i, raw in enumerate(items):
         conv = _Conversation(raw, i)
         current = raw.get("current_node")
         if current is None:
@@ -229,7 +238,5 @@ def read_export(obj: list) -> list[ImportedConversation]:
             conv.notes.extend(n for n in notes if n not in conv.notes)
             if len(chunks) > 1 and chunks not in [c for _, c in branches]:  # a branch without prompts adds nothing
                 branches.append((leaf, chunks))
-        if not branches:
-            continue
-        out.append(ImportedConversation(TOOL, conv.cid, conv.title, conv.created, branches, conv.notes))
-    return out
+        if branches:
+            yield ImportedConversation(TOOL, conv.cid, conv.title, conv.created, branches, conv.notes)

@@ -22,6 +22,7 @@ What becomes what:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .branches import ImportedConversation
@@ -162,14 +163,28 @@ class _Conversation:
                 raise _Bad(f"{at}, content block {k} is {_kind(block)}, not an object")
 
 
-def read_export(obj: list) -> list[ImportedConversation]:
+def read_export(obj: Iterable[Any]) -> list[ImportedConversation]:
     """Convert a parsed Claude.ai ``conversations.json`` into conversations, each turn a chunk.
 
     Raises:
         _Bad: something cannot be read (the message names the conversation and the message).
     """
-    out = []
-    for i, raw in enumerate(obj):
+    return list(convert(obj))
+
+
+def convert(items: Iterable[Any]) -> Iterator[ImportedConversation]:
+    """Convert the conversations of Claude.ai's ``conversations.json`` one by one, as they are read.
+
+    Args:
+        items: the array's elements, in order (a list, or a :class:`~.stream.ArrayReader`).
+
+    Yields:
+        Each conversation with a turn, or with a prompt waiting for its answer (no branch, a note).
+
+    Raises:
+        _Bad: something cannot be read (the message names the conversation and the message).
+    """
+    for i, raw in enumerate(items):
         conv = _Conversation(raw, i)
         held = []
         if conv.asked is not None:  # no answer yet: closed now, the answer could only fork from it later
@@ -178,6 +193,5 @@ def read_export(obj: list) -> list[ImportedConversation]:
             held = ["its last prompt has no answer yet; it is imported once it has one"]
         chunks, notes = turns_from_messages(conv.messages, conv.times, title=conv.title, where=f"{conv.at}, ")
         if len(chunks) > 1 or held:
-            out.append(ImportedConversation(TOOL, conv.cid, conv.title, conv.created,
-                                            [(conv.last, chunks)] if len(chunks) > 1 else [], held + notes))
-    return out
+            yield ImportedConversation(TOOL, conv.cid, conv.title, conv.created,
+                                       [(conv.last, chunks)] if len(chunks) > 1 else [], held + notes)

@@ -22,7 +22,9 @@ the file. What becomes what:
   at the time the sub-agent began (its lineage).
 - A session made with ``--resume ID --fork-session`` repeats the origin's lines: when they
   keep the origin's ``sessionId`` (older versions) it is spawned by the origin where they
-  end; 2.1 gives them the new id, and the copy is a session of its own.
+  end; 2.1 gives them the new id, and names no origin: the transcripts beside it that begin
+  with the same line (its ``uuid``) are its family (:func:`.family`), and whichever of them
+  is imported already is where it forks, sharing the commits of the lines they share.
 - The title: the last ``custom-title`` (a rename), else the last ``ai-title``, else a
   ``summary`` of the session's branch, else its first prompt.
 """
@@ -38,6 +40,7 @@ from typing import Any
 from ..events import Event
 from . import anthropic
 from .branches import ImportedConversation
+from .claude_code_family import begun, family
 from .claude_code_graph import _Node, _Transcript
 from .messages import COMPACTION, _Bad, turns_from_messages
 
@@ -52,7 +55,7 @@ _TOOL_NOTE = re.compile(r"\s*(<(command-name|command-message|local-command-stdou
 
 
 def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Every Claude Code transcript on this machine: sessions first, then their sub-agents.
+    """Every Claude Code transcript on this machine: sessions first, each group oldest first, then sub-agents.
 
     Claude Code keeps its files in ``CLAUDE_CONFIG_DIR`` when that is set, else ``~/.claude``;
     transcripts are ``projects/<escaped cwd>/<session>.jsonl`` and a session's sub-agents
@@ -65,12 +68,14 @@ def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
 
     Returns:
         The transcript files, sessions before sub-agents (a sub-agent's lineage names its
-        session, which must be imported first), each group sorted.
+        session, which must be imported first); sessions in the order they were begun (a
+        ``--fork-session`` copy after its origin, which it then forks: :func:`.begun`),
+        sub-agents by name.
     """
     projects = projects_dir(env, home)
     if not projects.is_dir():
         return []
-    files = sorted(p for p in projects.glob("*/*.jsonl") if p.is_file())
+    files = sorted((p for p in projects.glob("*/*.jsonl") if p.is_file()), key=lambda p: (begun(p), p))
     agents = sorted(p for p in projects.glob("*/*/subagents/*.jsonl") if p.is_file())
     return ([p for p in files if not p.name.startswith("agent-")] + [p for p in files if p.name.startswith("agent-")]
             + agents)
@@ -210,9 +215,11 @@ def _first_prompt(messages: list[dict]) -> str:
 class _Reader:
     """One transcript file into its conversations: the session, then each sub-agent's."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, path: Path | None = None):
         self.file = _Transcript(text)
         self.start = next((n.time for n in self.file.order if n.time is not None), None)
+        self.path = path
+        self.first: str | None = None  # the uuid of the session's first message line
 
     def branches(self, nodes: list[_Node], title: str, where: str,
                  notes: list[str]) -> tuple[list[tuple[str, list[list[Event]]]], str, int]:
@@ -226,6 +233,7 @@ class _Reader:
                 gathered.line(node)
             gathered.flush()
             if i == 0:
+                self.first = next((n.uuid for n in path if n.message), None)
                 summaries = self.file.summaries
                 summary = next((summaries[n.uuid] for n in reversed(path) if n.uuid in summaries), "")
                 title_out = title or summary or _first_prompt(gathered.messages) or "Claude Code session"
@@ -256,10 +264,14 @@ class _Reader:
         if branches:
             origin = next((n.obj["sessionId"] for n in main if isinstance(n.obj.get("sessionId"), str)), session)
             spawned: tuple[str, int] | None = None
+            kin: tuple[str, ...] = ()
             if origin != session:  # made with --fork-session: the origin's lines come first, theirs unchanged
                 shared = [n.time for n in main if n.obj.get("sessionId") == origin and n.time is not None]
                 spawned = (origin, shared[-1]) if shared else None
-            out.append(ImportedConversation(TOOL, session, title, created, branches, notes, spawned=spawned))
+            elif self.path is not None and self.first is not None:  # 2.1's copies: told by their first line
+                kin = family(self.path, self.first, session)
+            out.append(ImportedConversation(TOOL, session, title, created, branches, notes, spawned=spawned,
+                                            family=kin))
         agents: dict[str, list[_Node]] = {}
         for node in side:  # grouped by agent (newer versions name it), else by the root each line leads to
             agent = node.obj.get("agentId")
@@ -274,11 +286,18 @@ class _Reader:
         return out
 
 
-def read_transcript(text: str) -> list[ImportedConversation]:
+def read_transcript(text: str, path: Path | None = None, *, origins: bool = True) -> list[ImportedConversation]:
     """Convert a Claude Code transcript into conversations: the session's, then each sub-agent's.
+
+    A ``--fork-session`` copy comes after the session of each transcript of its family begun
+    before it (its origin, read from its file): written first, it is what the copy forks,
+    whichever file is imported first (:func:`.begun`).
 
     Args:
         text: the file's text.
+        path: where it was read from, if from a file: the transcripts beside it that begin
+            as it does are its ``family`` (``--fork-session`` copies and their origin).
+        origins: read the family begun before it too (False: this file's alone).
 
     Returns:
         The conversations, each branch split per turn (a file of titles and snapshots alone
@@ -287,4 +306,20 @@ def read_transcript(text: str) -> list[ImportedConversation]:
     Raises:
         _Bad: something cannot be read (the message names the line).
     """
-    return _Reader(text).conversations()
+    convs = _Reader(text, path).conversations()
+    if path is None or not origins or not convs or not convs[0].family:
+        return convs
+    started, before = begun(path), []
+    for other in convs[0].family:
+        there = path.with_name(f"{other}.jsonl")
+        if not "" < begun(there) < started:
+            continue  # begun after it (its copy), or when is not known: the one imported first is the other's base
+        try:
+            theirs = read_transcript(there.read_text(encoding="utf-8", errors="replace"), there, origins=False)
+        except (OSError, _Bad):
+            continue  # its own import says what is wrong with it
+        for conv in theirs[:1]:
+            if conv.source_id == other:
+                conv.notes.append(f"read with {convs[0].source_id}, its --fork-session copy, which forks it")
+                before.append(conv)
+    return before + convs

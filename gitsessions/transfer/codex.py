@@ -9,11 +9,14 @@ formats notes). What becomes what:
 - ``response_item`` messages: the user's prompts open turns; the assistant's replies are
   steps. What Codex injects as messages (``developer`` and ``system`` messages, ``user``
   messages holding ``<environment_context>`` or instructions) and the model's ``reasoning``
-  summaries are kept as ignorable messages (stored, never sent to a model).
+  summaries are kept as ignorable messages (stored, never sent to a model). The local paths
+  in that context (the working directory, writable roots) are replaced unless the paths are
+  kept, as no other source's local paths are imported then (:func:`_without_paths`).
 - ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` are tool calls (one
   assistant message holds the calls of one reply), their ``*_output`` items the results.
 - ``compacted`` is a ``compaction/summary`` event (the model is sent the summary and what
-  follows it; a remote compaction's summary is what its ``replacement_history`` kept);
+  follows it; a remote compaction's summary is what its ``replacement_history`` kept, and
+  its encrypted summary, which only the model's server reads, an ignorable message after it);
   ``turn_context`` names the model of the replies after it, and with the ``task_*`` events
   ends the turn before it once that has a reply; ``event_msg``
   ``token_count`` gives the usage of the reply before it. Every other line (UI events,
@@ -29,6 +32,7 @@ Nothing here reads the file system but :func:`default_paths`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,11 @@ _TITLE_MAX = 80
 #: How injected context begins (Codex writes it as ``user`` messages).
 _CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "<user_shell_command>", "# AGENTS.md",
                  "<turn_aborted>")
+#: What stands for a local path left out of the injected context (``--keep-paths`` keeps it).
+LOCAL_PATH = "[a local path: kept with --keep-paths]"
+#: An element of the injected context holding an absolute path (``<cwd>/home/me/proj</cwd>``, a
+#: ``<root>`` of ``<writable_roots>``): POSIX, home-relative or a Windows drive.
+_PATH_ELEMENT = re.compile(r"(<([\w-]+)>)\s*(?:/|~/|[A-Za-z]:[\\/])[^<\n]*(</\2>)")
 #: ``event_msg`` types that open or close a turn.
 _TURN_EVENTS = ("task_started", "task_complete", "turn_aborted")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
@@ -138,6 +147,8 @@ class _Rollout:
         self.tasks = False  # this Codex writes task events (task_complete ends each turn)
         self.complete = False  # the last prompt's task is complete
         self.notes: list[str] = []
+        self.paths: set[str] = set()  # the working directories the rollout names (session_meta, turn_context)
+        self.sealed: set[str] = set()  # the encrypted compaction summaries kept so far (each once)
 
     def add(self, msg: Any, t: int) -> None:
         self.messages.append(msg)
@@ -196,7 +207,9 @@ class _Rollout:
         elif kind == "web_search_call":
             action: dict = item["action"] if isinstance(item.get("action"), dict) else {}
             self.aside("codex web search", str(action.get("query") or action.get("url") or "a web search"), t)
-        elif kind not in ("ghost_snapshot", "compaction_summary", "compaction"):
+        elif kind in ("compaction_summary", "compaction"):
+            self.seal(item, t)
+        elif kind != "ghost_snapshot":
             note = f"items of type {kind!r} were skipped"
             if note not in self.notes:
                 self.notes.append(note)
@@ -251,9 +264,21 @@ class _Rollout:
             elif kind in _OUTPUTS:
                 parts.append(f"tool result: {_output(item.get('output'))}")
             elif kind in ("compaction", "compaction_summary"):
-                parts.append("[the rest of the summary is encrypted, for the model's server alone: not imported]")
+                parts.append("[the rest of the summary is encrypted, for the model's server alone: kept aside, "
+                             "not sent]")
                 self.notes.append(f"{at}: Codex's summary there is encrypted; what it kept in the clear stands for it")
         return "\n\n".join(parts)
+
+    def seal(self, item: dict, t: int) -> None:
+        """Keep an encrypted compaction summary as an ignorable message (stored, never sent).
+
+        Only the server that wrote it reads it; kept so that nothing of the rollout is lost
+        (the same one in a ``compacted`` line and as an item is kept once).
+        """
+        sealed = item.get("encrypted_content")
+        if isinstance(sealed, str) and sealed and sealed not in self.sealed:
+            self.sealed.add(sealed)
+            self.aside("codex encrypted compaction", sealed, t)
 
     def line(self, obj: Any, at: str) -> None:
         if not isinstance(obj, dict):
@@ -270,6 +295,9 @@ class _Rollout:
             if not isinstance(summary, str) or not summary.strip():  # compacted by the model's server
                 summary = self.kept(payload.get("replacement_history"), at)
             self.add({"role": COMPACTION, "content": summary}, t)
+            for item in payload.get("replacement_history") or []:
+                if isinstance(item, dict) and item.get("type") in ("compaction", "compaction_summary"):
+                    self.seal(item, t)
         elif kind == "turn_context" or (kind == "event_msg" and payload.get("type") in _TURN_EVENTS):
             if kind == "event_msg":
                 self.tasks = True
@@ -277,17 +305,32 @@ class _Rollout:
             self.end_turn(t)  # (older ones write turn_context after the prompt: no end there)
             if kind == "turn_context" and isinstance(payload.get("model"), str):
                 self.model = payload["model"]
+            if kind == "turn_context" and isinstance(payload.get("cwd"), str) and payload["cwd"].strip():
+                self.paths.add(payload["cwd"])
         elif kind == "event_msg" and payload.get("type") == "token_count" and self.said is not None:
             usage = _usage(payload.get("info"))
             if usage is not None and "usage" not in self.said:
                 self.said["usage"] = usage
 
 
-def read_rollout(text: str) -> ImportedConversation:
+def _without_paths(text: str, paths: set[str]) -> str:
+    """Injected context with its local paths replaced by :data:`LOCAL_PATH`.
+
+    The working directories the rollout names are replaced wherever the text holds them
+    (longest first: a folder inside another), then any element holding an absolute path.
+    """
+    for path in sorted(paths, key=len, reverse=True):
+        text = text.replace(path, LOCAL_PATH)
+    return _PATH_ELEMENT.sub(lambda m: f"{m.group(1)}{LOCAL_PATH}{m.group(3)}", text)
+
+
+def read_rollout(text: str, *, keep_paths: bool = False) -> ImportedConversation:
     """Convert a rollout's text into one conversation, each turn a chunk.
 
     Args:
         text: the file's text (its first line is ``session_meta``).
+        keep_paths: keep the local paths of the context Codex injected (``--keep-paths``);
+            else each is :data:`LOCAL_PATH`.
 
     Returns:
         The conversation (titled by its first prompt; ``forked_from`` noted).
@@ -313,10 +356,16 @@ def read_rollout(text: str) -> ImportedConversation:
             if not is_rollout(obj):
                 raise _Bad(f"line {n}: a Codex rollout begins with a session_meta line")
             meta = obj["payload"]
+            if isinstance(meta.get("cwd"), str) and meta["cwd"].strip():
+                rollout.paths.add(meta["cwd"])
             continue
         rollout.line(obj, f"line {n}")
     assert meta is not None  # the caller detected the format from the first line
     rollout.hold_back(over=not torn and (rollout.complete or not rollout.tasks))
+    if not keep_paths:
+        rollout.messages = [dict(m, content=_without_paths(m["content"], rollout.paths))
+                            if isinstance(m, dict) and str(m.get("name", "")).endswith(" context") else m
+                            for m in rollout.messages]
     given = meta.get("base_instructions") or meta.get("instructions")  # Codex's own prompt: kept, not sent
     given = given.get("text") if isinstance(given, dict) else given
     if isinstance(given, str) and given.strip():

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from ..errors import CorruptSession, InvalidEvent, InvalidSessionId, TransferErr
 from ..events import Event, clean_value, encode_header, make_event, now_ms, parse_log
 from ..rules import check_session_id
 from ..transcript import closing_events, derive_messages, open_turn
-from . import chatgpt, claude_ai, claude_code, codex, llm_db
+from . import chatgpt, claude_ai, claude_code, codex, llm_db, stream
 from .branches import ImportedConversation
 from .messages import _Bad, _kind, events_from_messages
 
@@ -82,31 +82,7 @@ class ImportPlan:
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     clashes: list[tuple[str, str]] = field(default_factory=list)
-    conversations: list[ImportedConversation] = field(default_factory=list)
-
-
-def _reject_constant(name: str) -> Any:
-    raise _Bad(f"not JSON: {name} is not a JSON value")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Bad(f"key {key!r} appears twice in one object")
-        out[key] = value
-    return out
-
-
-def _loads(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
-
-
-def _decode(data: bytes) -> str:
-    """Bytes to text: BOM dropped, invalid UTF-8 -> U+FFFD."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8", errors="replace")
+    conversations: Collection[ImportedConversation] = field(default_factory=list)
 
 
 #: Other tools whose files hold conversations (a plan's ``conversations``, written a commit per turn).
@@ -115,33 +91,42 @@ TOOLS = (chatgpt.TOOL, claude_ai.TOOL, claude_code.TOOL, codex.TOOL, llm_db.TOOL
 FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
 
 
-def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: str = "auto",
-                path: Path | None = None) -> ImportPlan:
+def read_import(data: bytes | None, source: str, *, time_ms: int | None = None, fmt: str = "auto",
+                path: Path | None = None, keep_paths: bool = False) -> ImportPlan:
     """Detect the format of an import file from its content, validate all of it and convert it.
 
+    A data export (ChatGPT's or Claude.ai's ``conversations.json``, or its ``.zip``) is read
+    a conversation at a time (:mod:`.stream`): checked whole now, read again as it is
+    written when it is large; every other format is read whole (each is one conversation
+    or one session, or small).
+
     Args:
-        data: the file's bytes.
+        data: the file's bytes (None: read from ``path``, a piece at a time).
         source: the file name, for messages.
         time_ms: the time given to events made from messages (default: now).
         fmt: one of :data:`FORMATS`; a named format is read as that one or refused.
         path: the file ``data`` was read from, if any: a database (llm's ``logs.db``) is
-            opened there, read-only, to see what its writer has not merged into it yet.
+            opened there, read-only, to see what its writer has not merged into it yet; a
+            Claude Code transcript's folder tells its ``--fork-session`` copies.
+        keep_paths: keep the local paths a tool wrote into a conversation (Codex's context).
 
     Returns:
         The plan (nothing is written).
 
     Raises:
-        TransferError: the file is not JSON, has an unknown shape, or holds something invalid
-            (the message says what and where).
+        TransferError: the file cannot be opened, is not JSON, has an unknown shape, or holds
+            something invalid (the message says what and where).
     """
     t = now_ms() if time_ms is None else time_ms
+    src = stream.Source(data, path, source)
     try:
-        if data.startswith(b"PK\x03\x04") and fmt in ("auto", chatgpt.TOOL, claude_ai.TOOL):  # a data export's zip
-            data = chatgpt.from_zip(data)
-        if llm_db.is_db(data):
-            plan = _conversations(llm_db.TOOL, source, llm_db.read_db(path, data))
+        head = src.head(len(llm_db.MAGIC))
+        if head.startswith(b"PK\x03\x04") and fmt in ("auto", chatgpt.TOOL, claude_ai.TOOL):  # a data export's zip
+            src.in_zip(chatgpt.member)
+        if src.member is None and llm_db.is_db(head):
+            plan = _conversations(llm_db.TOOL, source, llm_db.read_db(path, b"" if data is None else data))
         else:
-            plan = _read(data, source, t, fmt)
+            plan = _export(src, fmt) or _read(src.read(), source, t, fmt, keep_paths, path)
         if fmt not in ("auto", "gs" if plan.kind in ("jsonl", "json") else plan.kind):
             raise _Bad(f"it is not a {fmt} file (it reads as {plan.kind})")
         return plan
@@ -151,14 +136,42 @@ def read_import(data: bytes, source: str, *, time_ms: int | None = None, fmt: st
         raise TransferError(source, exc.reason) from None
 
 
-def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
-    text = _decode(data)
+#: The data exports read a conversation at a time: their tool and conversion.
+_EXPORTS = ((chatgpt.TOOL, chatgpt.is_export, chatgpt.convert),
+            (claude_ai.TOOL, claude_ai.is_export, claude_ai.convert))
+
+
+def _export(src: stream.Source, fmt: str) -> ImportPlan | None:
+    """The plan of a data export, checked a conversation at a time; None when the file is no export.
+
+    What it is is told by the array's first element (as when the file is read whole); a file
+    that is no array, or whose first element does not read, is left to :func:`_read`. An
+    export read as another format (``--from codex``) is refused, as one read whole would be.
+    """
+    none = object()
+    with src.open() as raw:
+        try:
+            first = next(iter(stream.ArrayReader(stream.text_of(raw))), none)
+        except _Bad:
+            return None
+    for tool, is_export, convert in _EXPORTS:
+        if (is_export([first]) if first is not none else fmt == tool):
+            if fmt not in ("auto", tool):
+                raise _Bad(f"it is not a {fmt} file (it reads as {tool})")
+            convs = stream.Conversations(src, convert)
+            return ImportPlan(tool, src.source, [], skipped=convs.skipped, conversations=convs)
+    return None
+
+
+def _read(data: bytes, source: str, t: int, fmt: str, keep_paths: bool = False,
+          path: Path | None = None) -> ImportPlan:
+    text = stream.decode(data)
     if not text.strip():
         raise _Bad("the file is empty")
     if fmt in ("auto", claude_code.TOOL) and claude_code.looks_like(text):
-        return ImportPlan(claude_code.TOOL, source, [], conversations=claude_code.read_transcript(text))
+        return ImportPlan(claude_code.TOOL, source, [], conversations=claude_code.read_transcript(text, path))
     try:
-        obj = _loads(text)
+        obj = stream.loads(text)
     except json.JSONDecodeError as exc:
         first = text.split("\n", 1)[0].rstrip("\r")
         try:
@@ -168,19 +181,15 @@ def _read(data: bytes, source: str, t: int, fmt: str) -> ImportPlan:
         if isinstance(head, dict) and head.get("type") == "session":
             return _read_jsonl(text, source, t)
         if codex.is_rollout(head):
-            return _conversations(codex.TOOL, source, [codex.read_rollout(text)])
+            return _conversations(codex.TOOL, source, [codex.read_rollout(text, keep_paths=keep_paths)])
         raise _Bad(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    if isinstance(obj, list):
-        if chatgpt.is_export(obj) or (fmt == chatgpt.TOOL and not obj):
-            return ImportPlan(chatgpt.TOOL, source, [], conversations=chatgpt.read_export(obj))
-        if claude_ai.is_export(obj) or (fmt == claude_ai.TOOL and not obj):
-            return _conversations(claude_ai.TOOL, source, claude_ai.read_export(obj))
+    if isinstance(obj, list):  # (a data export is read by _export)
         return _read_messages(obj, source, t, model=None)
     if isinstance(obj, dict):
         if obj.get("type") == "session":
             return _read_jsonl(text, source, t)  # a header-only log
         if codex.is_rollout(obj):
-            return _conversations(codex.TOOL, source, [codex.read_rollout(text)])  # a rollout of one line
+            return _conversations(codex.TOOL, source, [codex.read_rollout(text, keep_paths=keep_paths)])  # one line
         if "header" in obj and "events" in obj:
             return _read_show_json(obj, source, t)
         if "sessions" in obj:

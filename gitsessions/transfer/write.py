@@ -54,7 +54,16 @@ def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> Imported
     spawned = (redactor.text(conv.spawned[0]), conv.spawned[1]) if conv.spawned else None
     forked = None if conv.forked_from is None else redactor.text(conv.forked_from)
     return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
-                               branches=branches, spawned=spawned, forked_from=forked)
+                               branches=branches, spawned=spawned, forked_from=forked,
+                               family=tuple(redactor.text(other) for other in conv.family))
+
+
+def redact_plan(plan: ImportPlan, redactor: Redactor | None) -> ImportPlan:
+    """Return ``plan`` with its conversations redacted (what :func:`write_import` does first, done ahead).
+
+    The plan is then written with ``redacted=True``: text is redacted once, at this door.
+    """
+    return dataclasses.replace(plan, conversations=[_redacted(conv, redactor) for conv in plan.conversations])
 
 
 def check_plan(plan: ImportPlan, as_id: str | None) -> None:
@@ -89,12 +98,14 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
                  header_extra: dict[str, Any] | None = None,
                  redactor: Redactor | None = None, warnings: list[str] | None = None,
                  keep_paths: bool = False, progress: Callable[[int, int], None] | None = None,
-                 index: SourceIndex | None = None, current: bool = True) -> ImportResult:
+                 index: SourceIndex | None = None, redacted: bool = False) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
 
     A session whose id is taken (by a session, also differing only by case, or by an archived
     one) is never touched: for a single-session file that is an error; for an archive the
     session is skipped and reported in :attr:`ImportResult.clashes`, and the others are written.
+
+    The current session (HEAD) stays as it was: an import is no chat of the user's.
 
     The file's text enters a session here, so this is its door: events, header and source
     name are redacted first, and the commit message is derived from the redacted events;
@@ -115,8 +126,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             (the command line's progress bar).
         index: the sessions that may hold conversations, kept from the files imported before
             (read from the store once; None: read for this file).
-        current: make the last session another tool's conversations created current (False:
-            the caller does, once for many files: :func:`~.branches.last_created`).
+        redacted: the plan's conversations went through :func:`redact_plan` with ``redactor``
+            already (read ahead in a worker process).
 
     Returns:
         What was written and what was skipped.
@@ -133,10 +144,12 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         done = ImportResult()
         index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
         for i, conv in enumerate(plan.conversations):
-            conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
+            if not redacted:
+                conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
-                done.conversations.append((conv, write_conversation(store, conv, header_extra=extra, index=index,
-                                                                    current=current)))
+                outcomes = write_conversation(store, conv, header_extra=extra, index=index)
+                # What is said of it, not its events: a large export's conversations are not all held at once.
+                done.conversations.append((dataclasses.replace(conv, branches=[]), outcomes))
             except TransferError as exc:  # another writer holds one of its sessions: the others go on
                 done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
             if progress is not None:
@@ -184,7 +197,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
                 events = redact_events(redactor, events)
             message = commit_message(sid, events, kind="import", source=source)
             try:
-                commit = store.append(sid, events, message, expected_tip=None, header=header)
+                commit = store.append_many(sid, [(events, message, None)], expected_tip=None, header=header,
+                                           current=False)[0]  # an import leaves HEAD where it is
             except SessionExists as exc:  # created between our check and the write
                 if single:
                     raise
