@@ -21,6 +21,7 @@ import signal
 import sys
 from typing import Any
 
+from ..places import config_path
 from ..text import chat_prompt
 
 #: Signals that end the process and can be handled: the terminal is given back first.
@@ -58,13 +59,8 @@ def _pulls_on_open(env: dict[str, str] | os._Environ[str]) -> bool:
 
     A config that only mentions ``on-open`` is taken as pulling: the usual way is always right.
     """
-    if env.get("GS_CONFIG"):
-        path = os.path.expanduser(env["GS_CONFIG"])
-    else:
-        base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-        path = os.path.join(base, "gitsessions", "config.yaml")
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(config_path(env), encoding="utf-8", errors="replace") as f:
             return "on-open" in f.read()
     except OSError:
         return False
