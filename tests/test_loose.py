@@ -225,3 +225,46 @@ def test_a_delta_that_does_not_fit_its_base_is_damage_for_both_appliers():
                 applier(base, delta)
     sound = bytes([100, 13, 0x91, 5, 10, 3]) + b"new"  # copy 10 bytes from 5, insert 3
     assert _apply(base, sound) == apply_delta(base, sound) == bytes(range(5, 15)) + b"new"
+
+
+def test_a_pack_a_repack_takes_away_while_blobs_are_read_is_read_from_the_one_replacing_it(repo_path: Path):
+    """A background ``gs gc`` (``git repack -adf``) deletes packs a reader has just listed: every
+    read still gives the blob (dulwich looks again), never a PackFileDisappeared (an import
+    crashed so, exit 70)."""
+    import threading
+
+    from gitsessions.store.unpack import read_blob
+
+    store = GitStore(repo_path)
+    tip, saved = None, []
+    for seq in range(6):
+        tip = _save(store, "s", tip, seq, f"turn {seq}\n" * 2000)
+        saved.append(tip)
+        _git(repo_path, "repack", "-dq")  # a pack per save, as an import leaves them
+    store.close()
+    blobs = [_git(repo_path, "rev-parse", f"{c}:session.jsonl").strip() for c in saved]
+    want = {sha: _git(repo_path, "cat-file", "blob", sha.decode()) for sha in blobs}
+    done, errors = threading.Event(), []
+
+    def repack() -> None:
+        while not done.is_set():
+            subprocess.run(["git", f"--git-dir={repo_path}", "repack", "-adfq"], check=True)
+
+    with GitStore(repo_path) as reader:
+        worker = threading.Thread(target=repack)
+        worker.start()
+        try:
+            for _ in range(300):
+                for sha, content in want.items():
+                    try:
+                        got = read_blob(reader.repo(), sha)
+                    except Exception as exc:  # the defect: PackFileDisappeared
+                        errors.append(exc)
+                        continue
+                    assert got in (None, content)  # None: dulwich reads it
+                    if got is None:
+                        assert reader.repo().object_store[sha].as_raw_string() == content
+        finally:
+            done.set()
+            worker.join()
+    assert not errors, errors[:3]

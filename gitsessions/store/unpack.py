@@ -25,6 +25,7 @@ import zlib
 
 from dulwich.errors import ApplyDeltaError
 from dulwich.objects import ObjectID
+from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from .loose import ZLIB_HEADER, adler32_combine, blob_header, deflate_segment
@@ -48,7 +49,7 @@ def read_blob(repo: Repo, sha: ObjectID) -> bytes | None:
 
     Returns:
         The blob's bytes; None when the object is not a loose or packed blob this reader
-        follows, or is damaged.
+        follows, is damaged, or its pack was deleted by a repack since it was listed.
     """
     store = repo.object_store
     try:
@@ -72,6 +73,8 @@ def read_blob(repo: Repo, sha: ObjectID) -> bytes | None:
                 finally:
                     view.release()
     except (zlib.error, ValueError, IndexError, KeyError, OSError):
+        return None
+    except PackFileDisappeared:  # a repack (a background gs gc) took it away: dulwich looks again
         return None
     return None
 
