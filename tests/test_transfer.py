@@ -431,6 +431,28 @@ def test_import_reads_stdin(gs):
     assert gs("show", "piped", "--format", "json").json()["messages"][0]["content"] == "from a pipe"
 
 
+def test_import_reads_a_named_pipe_once(gs, tmp_path):
+    # A FIFO (or bash's <(...)) can be read once: a file is read twice (its digest, then its
+    # conversations), a pipe is taken whole, as stdin is (it hung on the second open).
+    import os
+    import threading
+
+    fifo = tmp_path / "piped.json"
+    os.mkfifo(fifo)
+    body = b'[{"role": "user", "content": "through a fifo"}]'
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(body)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    r = gs("import", str(fifo), "--as", "fifo")
+    writer.join(timeout=10)
+    assert r.code == 0, r.err
+    assert gs("show", "fifo", "--format", "json").json()["messages"][0]["content"] == "through a fifo"
+
+
 def test_help_has_examples(gs):
     for cmd in ("export", "import"):
         r = gs(cmd, "--help")

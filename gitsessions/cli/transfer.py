@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -97,9 +98,12 @@ class ImportFormat(str, Enum):
 
 
 def _read_file(file: str) -> tuple[str, bytes | None]:
-    """The name an import file is called by, and stdin's bytes (a file is read by the import, a piece at a time)."""
+    """The name an import file is called by, and the bytes of stdin or a pipe (a file is read a piece at a time)."""
     if file == "-":
         return "stdin", sys.stdin.buffer.read()
+    with suppress(OSError):  # a file that cannot be opened is said by the import
+        if not stat.S_ISREG(os.stat(file).st_mode) and not os.path.isdir(file):  # a FIFO, <(...): read once
+            return Path(file).name or file, Path(file).read_bytes()
     return Path(file).name or file, None
 
 
