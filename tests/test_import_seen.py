@@ -140,6 +140,22 @@ def test_a_plan_read_ahead_is_the_plan_read_here_and_only_for_the_same_bytes(tmp
         assert "Named" in repr(changed) and "Renamed" not in repr(changed)
 
 
+def test_the_worker_ignores_ctrl_c_from_its_start(tmp_path):
+    # Not only once its initializer runs: a Ctrl+C while it imported printed its traceback.
+    import signal
+
+    files = _files(tmp_path, 3)
+    with ReadAhead(files, "auto", False, from_environment({}), SeenFiles(tmp_path / "imported"), workers=1) as ahead:
+        ahead.take(files[0], None, None)  # sends the next files: the worker starts now
+        pids = list(ahead._pool._processes)  # type: ignore[union-attr]
+        assert pids
+        for pid in pids:  # at once, while it is still starting
+            status = Path(f"/proc/{pid}/status").read_text()
+            ignored = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16)
+            assert ignored & (1 << (signal.SIGINT - 1)), status
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # this process's is back
+
+
 def test_a_transcript_read_with_its_fork_session_kin_is_not_recorded(gs, repo_path, tmp_path):
     # Its plan holds what the other files of its folder hold (its origin's lines): not its bytes alone.
     real = Path(__file__).parent / "data" / "claude_code" / "real" / "projects" / "-home-user-proj"

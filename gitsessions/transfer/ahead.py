@@ -16,7 +16,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -45,6 +48,24 @@ def _start(redactor: Redactor | None) -> None:
     global _REDACTOR
     _REDACTOR = redactor
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the writer's to handle: it stops the worker
+
+
+@contextmanager
+def _ignoring_sigint() -> Iterator[None]:
+    """Ctrl+C ignored in this process meanwhile, so that a process started now starts ignoring it.
+
+    An ignored signal stays ignored across ``exec`` (a handler does not), and Python keeps it
+    so: the worker never sees a Ctrl+C, even while it imports. One pressed in these few
+    milliseconds is lost. Only in the main thread (signals are set there alone); elsewhere a no-op.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _prepare(file: str, fmt: str, keep_paths: bool) -> tuple[str, ImportPlan] | None:
@@ -151,6 +172,11 @@ class ReadAhead:
                     from concurrent.futures import ProcessPoolExecutor
                     self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                                      initializer=_start, initargs=(self.redactor,))
+                    # The worker starts with Ctrl+C ignored, not only once _start runs: a
+                    # Ctrl+C while it imported printed its traceback.
+                    with _ignoring_sigint():
+                        self._futures[k] = self._pool.submit(_prepare, name, self.fmt, self.keep_paths)
+                    continue
                 self._futures[k] = self._pool.submit(_prepare, name, self.fmt, self.keep_paths)
             except Exception:  # no worker can start here (a broken pool, an embedding without a main guard)
                 self.__exit__(None, None, None)
