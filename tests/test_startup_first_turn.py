@@ -15,14 +15,18 @@ from test_pty import PROMPT, TIMEOUT, chat_env, finish
 
 __all__ = ["chat_env"]  # a fixture shared with test_pty
 
-#: Runs ``gs chat`` (argv after the script) and names gs's modules imported when it first connects to the model.
+#: Runs ``gs chat`` (argv after the script) and names gs's modules imported when it first connects to the
+#: model, and the threads that started a subprocess before that.
 _AT_REQUEST = (
-    "import sys\n"
+    "import sys, threading\n"
     "def hook(event, args):\n"
+    "    if event == 'subprocess.Popen' and not hook.done:\n"
+    "        hook.popen.append(threading.current_thread().name)\n"
     "    if event == 'socket.connect' and isinstance(args[1], tuple) and not hook.done:\n"
     "        hook.done = True\n"
     "        print('IMPORTED', sorted(m for m in sys.modules if m.startswith('gitsessions')), flush=True)\n"
-    "hook.done = False\n"
+    "        print('POPEN', hook.popen, flush=True)\n"
+    "hook.done, hook.popen = False, []\n"
     "sys.addaudithook(hook)\n"
     "sys.argv = ['gs'] + sys.argv[1:]\n"
     "from gitsessions.cli import main\n"
@@ -34,7 +38,7 @@ _ON_DEMAND = {"gitsessions.slash", "gitsessions.slash_compact", "gitsessions.sla
               "gitsessions.cli.complete"}
 
 
-def test_the_first_request_waits_for_no_slash_command_nor_tab_which_still_work_after_it(chat_env, fake_api):
+def test_the_first_request_waits_for_no_slash_command_tab_or_subprocess_which_work_after_it(chat_env, fake_api):
     fake_api.script(text("Hello from the model."))
     child = pexpect.spawn(sys.executable, ["-c", _AT_REQUEST, "chat", "demo"], env=chat_env, dimensions=(24, 100),
                           encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
@@ -44,6 +48,9 @@ def test_the_first_request_waits_for_no_slash_command_nor_tab_which_still_work_a
     modules = set(eval(child.match.group(1)))  # a list literal printed by the child
     assert "gitsessions.chat.loop" in modules  # the turn's own, imported by now
     assert not modules & _ON_DEMAND, modules & _ON_DEMAND
+    child.expect(r"POPEN (\[.*?\])")
+    # the SDK's platform headers (``uname -p``) are computed where the client is built, behind the prompt
+    assert "MainThread" not in eval(child.match.group(1)), child.match.group(1)
     child.expect_exact("Hello from the model.")
     child.expect(PROMPT)
     child.send("/ti")
