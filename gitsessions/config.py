@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .places import APP_NAME, config_path
 from .rules import DEFAULT_MAX_STEPS
 from .usage import ModelSettings, parse_models
 
@@ -58,7 +59,6 @@ DEFAULT_SYNC_TIMEOUT_S = 30.0
 DEFAULT_COMPACT_AT = 0.8
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
-APP_NAME = "gitsessions"
 
 
 @dataclass(frozen=True)
@@ -122,22 +122,6 @@ class Config:
     def has_provider(self) -> bool:
         """True when a remote provider is configured (a key, or a base URL such as Ollama's)."""
         return bool(self.api_key or self.base_url)
-
-
-def config_path(env: Mapping[str, str]) -> Path:
-    """Return the config file path: ``$GS_CONFIG`` or the platform config dir's."""
-    if env.get("GS_CONFIG"):
-        return Path(env["GS_CONFIG"]).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.yaml"
-
-
-def default_cache_dir() -> Path:
-    """Return the platform's user cache dir for gitsessions (derived files, safe to delete)."""
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
 def default_repo_path() -> Path:

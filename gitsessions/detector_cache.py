@@ -6,7 +6,7 @@ detectors' regex sources, the keyword rule's regexes and the entropy rule's char
 from it once and kept in a small JSON file: a derived cache (see "Derived caches" in the
 design notes), rebuilt when missing, unreadable or stale, and never the source of truth.
 
-gs keeps it in the platform's user cache dir (:func:`gitsessions.config.default_cache_dir`,
+gs keeps it in the platform's user cache dir (:func:`gitsessions.places.default_cache_dir`,
 e.g. ``~/.cache/gitsessions/detectors.json``), not in a session repo: it derives from the
 installed library, not from any conversation, so every repo on the machine shares it and a
 read-only or synced repo is never written for it. It is stale when the library's files

@@ -19,6 +19,7 @@ from .redact import Redactor
 from .rules import DEFAULT_MAX_STEPS
 from .session import Session
 from .store import LockWait, SessionStore
+from .text import chat_prompt
 
 if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
     from .chat.compaction import AutoCompact
@@ -172,7 +173,7 @@ class Repl:
 
     def prompt_text(self) -> str:
         """The prompt shown before input: ``<session> › ``."""
-        return f"{self.session.id if self.session else '?'} › "
+        return chat_prompt(self.session.id if self.session else "?")
 
     def run(self, recap: bool = True) -> None:
         """Show the recap, then loop until ``/exit``, end of input, or Ctrl+C/Ctrl+D at the prompt.

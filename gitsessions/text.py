@@ -82,3 +82,8 @@ def case_variant(name: str, known: Iterable[str]) -> str | None:
     """
     folded = name.casefold()
     return next((k for k in known if k != name and k.casefold() == folded), None)
+
+
+def chat_prompt(session_id: str) -> str:
+    """Return the chat's prompt for ``session_id``: ``<session> › `` (the early prompt draws it too)."""
+    return f"{session_id} › "

@@ -17,6 +17,8 @@ import typer
 from .. import __version__
 from ..errors import NoCurrentSession, RemoteError
 from ..events import make_header
+from ..text import chat_prompt
+from . import early
 from .common import Context, WaitCommand, WaitOption, err, short
 from .faces import FirstLine, chat_faces, drawn_first, session_picker
 from .tools import OneTurnTools, OneTurnYes, approver, terminal_answers, tools_line, toolset_for
@@ -143,7 +145,8 @@ def chat(
             err("nothing opened (gs chat -r lists the sessions again)")
             return
         sid = picked or (_latest_session(store) if cont else session)
-        drawn = None if sid else secrets.token_hex(4)  # a new session's id, checked once the store is open
+        # a new session's id (the one the early prompt shows, if any), checked once the store is open
+        drawn = None if sid else (early.held_session() or secrets.token_hex(4))
         # A plain name's session is opened behind the first prompt; one opened after a wait, or
         # a past revision (forked: its id is known once it is open) before it.
         behind = interactive and not wait and fork_as is None and not any(ch in (sid or "") for ch in "~^@")
@@ -261,10 +264,12 @@ def chat(
         else:
             opening.result()
             shown.append(lambda: build(then=client_built))
+        first_prompt = chat_prompt(sid or drawn or "")
+        early.hand_over(first_prompt if behind else "")  # before the mode below is taken as the terminal's own
         with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
                 contextlib.closing(lines) if not interactive else contextlib.nullcontext():
             if behind:
-                replay.read(f"{sid or drawn} › ")  # drawn before the session is open; the line waits for it
+                replay.read(first_prompt)  # drawn before the session is open; the line waits for it
             repl = opening.result()
             if not first:
                 stack.enter_context(repl.store)

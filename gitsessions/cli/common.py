@@ -225,7 +225,7 @@ def detector_cache() -> Path:
     In the platform's user cache dir: it derives from the installed library, so every
     session repo shares it, and a read-only repo is never written for it.
     """
-    from ..config import default_cache_dir
+    from ..places import default_cache_dir
 
     return default_cache_dir() / "detectors.json"
 

@@ -1,0 +1,119 @@
+"""The chat's early prompt (cli/early.py) in a pty: drawn first, keys typed meanwhile kept, the mode given back."""
+
+from __future__ import annotations
+
+import shlex
+
+import pexpect
+import pytest
+from conftest import GS
+from fakeapi import text
+from test_pty import TIMEOUT, chat_env, spawn_gs
+
+from gitsessions.cli import early
+
+__all__ = ["chat_env", "spawn_gs"]  # fixtures shared with test_pty
+
+EARLY = "early › "
+
+
+def test_typed_ahead_keys_are_the_first_line_and_the_prompt_is_drawn_once(fake_api, spawn_gs):
+    fake_api.script(text("got it"))
+    child = spawn_gs("chat", "early")
+    child.expect_exact(EARLY)
+    assert child.before == ""  # the prompt is the first thing on the screen: drawn before the imports
+    child.send("hello there\r")  # before prompt_toolkit runs (it is imported after this draw)
+    child.expect_exact(EARLY.strip())  # prompt_toolkit's, drawn over the first
+    assert "\n" not in child.before and "\r" in child.before  # on the same line: one prompt
+    child.expect_exact("got it")
+    child.expect_exact(EARLY.strip())
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "hello there"}
+
+
+def test_a_new_session_shows_the_id_it_gets(fake_api, spawn_gs):
+    fake_api.script(text("fine"))
+    child = spawn_gs("chat")
+    child.expect(r"^([0-9a-f]{8}) › ")
+    sid = child.match.group(1)
+    child.send("hi\r")
+    child.expect_exact("fine")
+    child.sendline("/exit")
+    child.expect_exact(f"resume with: gs chat {sid}")
+    child.expect(pexpect.EOF)
+
+
+@pytest.mark.parametrize("key", ["c", "d"], ids=["ctrl-c", "ctrl-d"])
+def test_an_early_ctrl_c_or_ctrl_d_leaves_as_at_the_prompt_and_the_mode_comes_back(fake_api, chat_env, key):
+    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env={**chat_env, "PS1": "sh$ "},
+                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    try:
+        shell.expect_exact("sh$ ")
+        shell.sendline("stty -g; echo MODE-END")
+        shell.expect_exact("MODE-END\r\n")
+        shell.expect_exact("MODE-END")
+        before = shell.before.strip()
+        shell.sendline(shlex.join([*GS, "chat", "early"]) + "; echo STATUS=$?")
+        shell.expect_exact(EARLY)
+        shell.sendcontrol(key)  # while the prompt is held: a byte to prompt_toolkit, no signal
+        shell.expect_exact("nothing was saved")
+        shell.expect(r"STATUS=(\d+)")
+        assert shell.match.group(1) == "0"
+        shell.expect_exact("sh$ ")
+        shell.sendline("stty -g; echo MODE-END")
+        shell.expect_exact("MODE-END\r\n")
+        shell.expect_exact("MODE-END")
+        assert shell.before.strip() == before
+        assert fake_api.requests == []
+    finally:
+        shell.close(force=True)
+
+
+def test_the_mode_comes_back_when_the_chat_is_killed_before_the_hand_over(chat_env):
+    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env={**chat_env, "PS1": "sh$ "},
+                          dimensions=(24, 100), encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    try:
+        shell.expect_exact("sh$ ")
+        shell.sendline("stty -g; echo MODE-END")
+        shell.expect_exact("MODE-END\r\n")
+        shell.expect_exact("MODE-END")
+        before = shell.before.strip()
+        # killed as soon as its prompt is drawn: before prompt_toolkit takes the terminal
+        shell.sendline(shlex.join([*GS, "chat", "early"]) + " & sleep 0.02; kill -TERM $!; wait; echo GONE")
+        shell.expect_exact("GONE\r\n")
+        shell.expect_exact("sh$ ")
+        shell.sendline("stty -g; echo MODE-END")
+        shell.expect_exact("MODE-END\r\n")
+        shell.expect_exact("MODE-END")
+        assert shell.before.strip() == before
+    finally:
+        shell.close(force=True)
+
+
+@pytest.mark.parametrize("args", [("chat", "early", "--raw"), ("--no-color", "chat", "early"),
+                                  ("chat", "early", "--recap", "2"), ("chat", "-c")])
+def test_options_take_the_usual_way(fake_api, spawn_gs, gs, args):
+    gs("ask", "early", "first")  # something to continue
+    child = spawn_gs(*args)
+    child.expect_exact("›")
+    assert child.before != "" and not child.before.startswith("early")  # prompt_toolkit's escapes came first
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+
+
+def test_piped_stdin_takes_the_usual_way(fake_api, chat_env):
+    fake_api.script(text("piped reply"))
+    cmd = "echo hello | " + shlex.join([*GS, "chat", "early"])
+    out = pexpect.run(f"bash -c {shlex.quote(cmd)}", env=chat_env, encoding="utf-8", timeout=TIMEOUT)
+    assert "piped reply" in out
+    assert EARLY not in out
+    assert fake_api.requests[0]["messages"][-1]["content"] == "hello"
+
+
+def test_nothing_is_held_when_not_started_as_gs():
+    assert early.hold(["chat", "early"]) is None  # this process is pytest
+    assert early.held_session() is None
+    early.hand_over(EARLY)  # nothing held: nothing done
