@@ -79,6 +79,7 @@ MODULES = {
     "gitsessions.detector_cache": "model",
     "gitsessions.view": "model",
     "gitsessions.config": "model",
+    "gitsessions.places": "model",
 }
 
 #: Third-party library -> the one layer that may import it.
@@ -113,7 +114,10 @@ EXCEPTIONS = {
         "the file tools honour .gitignore as git reads it: dulwich's ignore module is that rule, "
         "maintained; it reads a working directory's files, never the session store",
     ("gitsessions.config", "platformdirs"):
-        "the platform's default config, data and cache folders; only the face calls the helpers "
+        "the platform's default data folder; only the face calls the helpers that ask "
+        "platformdirs (which reads XDG_* itself)",
+    ("gitsessions.places", "platformdirs"):
+        "the platform's default config and cache folders; only the face calls the helpers "
         "that ask platformdirs (which reads XDG_* itself)",
 }
 
