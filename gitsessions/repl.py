@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import slash
 from .cli.stream import PlainReply, ReplyView
 from .errors import DiskFull, GitSessionsError
 from .forking import open_revision
@@ -282,4 +281,6 @@ class Repl:
 
     def command(self, line: str) -> bool:
         """Run a slash command (see :mod:`gitsessions.slash`); return False when the REPL should end."""
+        from . import slash  # at the first command: a chat's first turn does not wait for it
+
         return slash.command(self, line)

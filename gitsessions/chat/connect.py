@@ -103,7 +103,12 @@ def connect(config: Config, *, model: str | None = None,
             return OpenAIProvider(name, config.api_key or "none", config.base_url,
                                   timeout_s=config.timeout, max_retries=config.max_retries)
 
-        yield BackgroundProvider(name, build) if background else build()
+        def build_behind() -> OpenAIProvider:  # in its thread: what the first request would compute too
+            provider = build()
+            provider.prepare()
+            return provider
+
+        yield BackgroundProvider(name, build_behind) if background else build()
         return
     from . import local
     from .provider import OpenAIProvider

@@ -117,6 +117,14 @@ class OpenAIProvider:
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s,
                                      max_retries=max_retries, http_client=http_client)
 
+    def prepare(self) -> None:
+        """Compute now what the client computes once, at its first request: its platform headers.
+
+        They run ``uname -p`` in a subprocess; a chat calls this in the thread that built the
+        client, behind its prompt, so that its first request does not.
+        """
+        self._client.platform_headers()  # cached by the SDK for the process
+
     def models(self) -> list[str]:
         """The models the server offers (``GET /models``), sorted.
 

@@ -153,12 +153,18 @@ def chat(
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
         built: list[Repl] = []  # the chat once built: the prompt's history reads its session
-        tab: list[Completer] = []  # what Tab completes, once the store is open
+        tab: list[GitStore] = []  # the store Tab reads, once open
+        completers: list[Completer] = []  # what Tab completes: made at the first Tab
         ready = threading.Event()  # set when the session is open, or failed to open
 
         def completer() -> Completer | None:
             ready.wait()  # a Tab right after the prompt is drawn: for the little the opening takes
-            return tab[0] if tab else None
+            if tab and not completers:  # the slash commands are imported here, not before the first turn
+                from ..slash import COMMANDS
+                from .complete import ChatCompleter
+
+                completers.append(ChatCompleter(tab[0], COMMANDS))
+            return completers[0] if completers else None
 
         if interactive:
             from .prompt import terminal_io
@@ -224,10 +230,7 @@ def chat(
                     note = offered_tools(provider.calls_tools, None, asked=True)[1]
                     write(f"({note})\n" if note else tools_line(toolset))
                 if interactive:
-                    from ..slash import COMMANDS
-                    from .complete import ChatCompleter
-
-                    tab.append(ChatCompleter(store, COMMANDS))
+                    tab.append(store)
                 if behind:
                     opened.show_recap()
             except BaseException:
