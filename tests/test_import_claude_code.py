@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -380,3 +381,19 @@ def test_a_sub_agent_of_a_fork_session_copy_hangs_from_the_copy(gs, git, tmp_pat
     sub = r.out.split()[-1]
     assert sub.startswith("sub-agent-")
     assert f"Forked-From: {copy}@{git('rev-parse', copy).strip()}" in git("log", "-1", "--format=%B", sub)
+
+
+def test_a_turn_imported_before_the_next_prompt_is_the_same_commit_as_imported_after(gs, git, tmp_path):
+    """Two machines importing the same transcript at different moments share the commits of the
+    turns both saw: a turn's events carry its own lines' times, never those of what follows."""
+    lines = _lines() + GROWTH
+    early = _write(tmp_path / "early" / f"{SESSION}.jsonl", lines[:-2])  # before turn 4 was asked
+    late = _write(tmp_path / "late" / f"{SESSION}.jsonl", lines)
+    other = tmp_path / "other.git"
+    assert gs("import", str(early)).code == 0
+    assert gs("import", str(late)).code == 0
+    assert gs("import", str(late), env={"GS_REPO": str(other)}).code == 0
+    here = git("rev-list", MAIN).split()
+    there = subprocess.run(["git", "-C", str(other), "rev-list", MAIN], capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert len(here) == 5 and here == there

@@ -340,3 +340,34 @@ def test_the_context_codex_injects_keeps_its_local_paths_only_with_keep_paths(gs
     assert gs("import", "--keep-paths", str(rollout), env={"GS_REPO": str(kept)}).code == 0
     shown = subprocess.run(["git", "-C", str(kept), "show", f"{MAIN}:session.jsonl"], capture_output=True, text=True)
     assert "<cwd>/home/user/proj</cwd>" in shown.stdout and "<root>/srv/scratch</root>" in shown.stdout
+
+
+def _contexts(cwd: str, context: str) -> list[str]:
+    """The context asides of a one-turn rollout begun in ``cwd`` whose injected context is ``context``."""
+    def line(minute: int, kind: str, payload: dict) -> str:
+        return json.dumps({"timestamp": f"2026-03-02T09:{minute:02d}:00.000Z", "type": kind, "payload": payload})
+
+    def said(role: str, text: str) -> dict:
+        kind = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+    text = "".join(f"{x}\n" for x in (
+        line(0, "session_meta", {"id": "s-paths", "timestamp": "2026-03-02T09:00:00.000Z", "cwd": cwd}),
+        line(0, "response_item", said("user", context)),
+        line(1, "response_item", said("user", "hi")),
+        line(2, "response_item", said("assistant", "hello"))))
+    conv = codex.read_rollout(text)
+    return [e.data["content"] for chunk in conv.branches[0][1] for e in chunk
+            if e.data.get("name") == "codex user context"]
+
+
+def test_a_root_cwd_is_no_path_to_replace_and_every_plain_writable_root_is_replaced():
+    """A cwd of ``/`` is in every closing tag: replaced as text it would wreck the context. The older
+    plain-text context lists its writable roots on one line: each of them is a local path."""
+    xml = "<environment_context>\n  <cwd>/</cwd>\n  <approval_policy>never</approval_policy>\n</environment_context>"
+    assert _contexts("/", xml) == [xml.replace("<cwd>/</cwd>", f"<cwd>{codex.LOCAL_PATH}</cwd>")]
+    plain = ("<environment_context>\nCurrent working directory: /home/bob/p\n"
+             "Writable roots: /home/bob/p, /tmp/bobscratch\n</environment_context>")
+    [aside] = _contexts("/home/bob/p", plain)
+    assert "/home/bob" not in aside and "/tmp/bobscratch" not in aside
+    assert f"Writable roots: {codex.LOCAL_PATH}, {codex.LOCAL_PATH}\n" in aside

@@ -112,14 +112,15 @@ class _Messages:
         self.t = start
         self.reply: dict | None = None  # the assistant message being gathered from its lines
         self.reply_id: Any = None
+        self.reply_t = start  # the time of the reply's last line: what follows it must not date it
 
-    def add(self, msg: dict) -> None:
+    def add(self, msg: dict, t: int | None = None) -> None:
         self.messages.append(msg)
-        self.times.append(self.t)
+        self.times.append(self.t if t is None else t)
 
     def flush(self) -> None:
         if self.reply is not None and (self.reply["content"] or self.reply.get("tool_calls")):
-            self.add(self.reply)
+            self.add(self.reply, self.reply_t)
         self.reply, self.reply_id = None, None
 
     def line(self, node: _Node) -> None:
@@ -169,7 +170,7 @@ class _Messages:
             self.reply, self.reply_id = {"role": "assistant", "content": ""}, mid
             if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
                 self.reply["model"] = message["model"]
-        reply = self.reply
+        reply, self.reply_t = self.reply, self.t
         if isinstance(message.get("usage"), dict):  # each line of a reply repeats it: the last one holds
             reply["usage"] = anthropic.usage(message["usage"])
         for block in blocks:

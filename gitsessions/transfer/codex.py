@@ -51,7 +51,12 @@ _CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "<user_shell_co
 LOCAL_PATH = "[a local path: kept with --keep-paths]"
 #: An element of the injected context holding an absolute path (``<cwd>/home/me/proj</cwd>``, a
 #: ``<root>`` of ``<writable_roots>``): POSIX, home-relative or a Windows drive.
-_PATH_ELEMENT = re.compile(r"(<([\w-]+)>)\s*(?:/|~/|[A-Za-z]:[\\/])[^<\n]*(</\2>)")
+_ABSOLUTE = r"(?:/|~/|[A-Za-z]:[\\/])"
+_PATH_ELEMENT = re.compile(rf"(<([\w-]+)>)\s*{_ABSOLUTE}[^<\n]*(</\2>)")
+#: The older plain-text context's list of writable roots (``Writable roots: /a, /b``).
+_ROOTS_LINE = re.compile(r"(?m)^(\s*Writable roots:[ \t]*)(.*)$")
+#: One absolute path of that list (up to the next comma).
+_ROOT = re.compile(rf"{_ABSOLUTE}[^,\n]*")
 #: ``event_msg`` types that open or close a turn.
 _TURN_EVENTS = ("task_started", "task_complete", "turn_aborted")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
@@ -317,10 +322,14 @@ def _without_paths(text: str, paths: set[str]) -> str:
     """Injected context with its local paths replaced by :data:`LOCAL_PATH`.
 
     The working directories the rollout names are replaced wherever the text holds them
-    (longest first: a folder inside another), then any element holding an absolute path.
+    (longest first: a folder inside another), then any element holding an absolute path and
+    each absolute path of a plain-text ``Writable roots:`` line. A file system's root (``/``,
+    ``C:`` and its slash) names nothing of the machine and is in every closing tag: it is not replaced as text.
     """
     for path in sorted(paths, key=len, reverse=True):
-        text = text.replace(path, LOCAL_PATH)
+        if re.fullmatch(r"\s*(?:[A-Za-z]:)?[\\/]*\s*", path) is None:
+            text = text.replace(path, LOCAL_PATH)
+    text = _ROOTS_LINE.sub(lambda m: m.group(1) + _ROOT.sub(LOCAL_PATH, m.group(2)), text)
     return _PATH_ELEMENT.sub(lambda m: f"{m.group(1)}{LOCAL_PATH}{m.group(3)}", text)
 
 
