@@ -34,6 +34,23 @@ def test_typed_ahead_keys_are_the_first_line_and_the_prompt_is_drawn_once(fake_a
     assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "hello there"}
 
 
+def test_a_paste_while_the_prompt_is_held_is_one_line(fake_api, spawn_gs):
+    # The terminal marks a paste only when asked to: the early prompt asks, as prompt_toolkit does,
+    # so a pasted block is one message, not a turn per line.
+    fake_api.script(text("one turn"))
+    child = spawn_gs("chat", "early")
+    child.expect_exact(EARLY)
+    child.expect_exact("\x1b[?2004h")
+    child.send("\x1b[200~first line\rsecond line\x1b[201~\r")  # what the terminal sends for a paste
+    child.expect_exact("one turn")
+    child.expect_exact(EARLY.strip())
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert len(fake_api.requests) == 1
+    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "first line\nsecond line"}
+
+
 def test_a_new_session_shows_the_id_it_gets(fake_api, spawn_gs):
     fake_api.script(text("fine"))
     child = spawn_gs("chat")

@@ -39,6 +39,9 @@ class _Held:
 
 _held: _Held | None = None
 
+#: xterm's bracketed paste mode on and off: a paste comes between ESC[200~ and ESC[201~.
+_PASTE_ON, _PASTE_OFF = b"\x1b[?2004h", b"\x1b[?2004l"
+
 
 def _early_session(argv: list[str], columns: int) -> str | None:
     """The session id of a plain ``gs chat [SESSION]`` whose prompt fits one line, else None.
@@ -115,7 +118,8 @@ def hold(argv: list[str] | None = None) -> str | None:
         if number is not None:
             held.handlers[number] = signal.signal(number, _on_signal)
     sys.stdout, sys.stderr = _Releasing(held.streams[0]), _Releasing(held.streams[1])
-    os.write(sys.stdout.fileno(), held.prompt.encode("utf-8"))
+    # Bracketed paste on, as prompt_toolkit has it: a paste arrives marked as one (not a turn per line).
+    os.write(sys.stdout.fileno(), held.prompt.encode("utf-8") + _PASTE_ON)
     return sid
 
 
@@ -152,7 +156,8 @@ def release(keep: bool = False) -> None:
     for number, handler in held.handlers.items():
         signal.signal(number, handler)
     try:
-        os.write(held.fd if os.isatty(held.fd) else sys.stdout.fileno(), b"\r" if keep else b"\r\x1b[K")
+        # Kept: prompt_toolkit takes over, its bracketed paste on already; else it is turned off.
+        os.write(held.fd if os.isatty(held.fd) else sys.stdout.fileno(), b"\r" if keep else b"\r\x1b[K" + _PASTE_OFF)
         # TCSANOW, not TCSAFLUSH: what was typed while the prompt was held is the first line.
         termios.tcsetattr(held.fd, termios.TCSANOW, held.mode)
     except (OSError, termios.error):  # the terminal is gone (hang-up)
