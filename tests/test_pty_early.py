@@ -41,6 +41,7 @@ def test_a_paste_while_the_prompt_is_held_is_one_line(fake_api, spawn_gs):
     child = spawn_gs("chat", "early")
     child.expect_exact(EARLY)
     child.expect_exact("\x1b[?2004h")
+    assert child.before == ""  # asked with the early prompt, not only once prompt_toolkit drew its own
     child.send("\x1b[200~first line\rsecond line\x1b[201~\r")  # what the terminal sends for a paste
     child.expect_exact("one turn")
     child.expect_exact(EARLY.strip())
