@@ -13,6 +13,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -156,6 +157,41 @@ def run_cmd(argv: list[str], env: dict[str, str] | None = None, input: bytes | N
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): "
                            f"{proc.stderr.decode(errors='replace')[-2000:]}")
     return proc
+
+
+@dataclass
+class Measured:
+    """One child process run by :func:`run_measured`: what it cost and what it said."""
+
+    wall: float  #: seconds, start to exit
+    cpu: float  #: seconds, user + system of the child and the children it waited for
+    peak: int  #: peak resident set, bytes
+    returncode: int
+    stderr: str
+
+
+def run_measured(argv: list[str], env: dict[str, str] | None = None) -> Measured:
+    """Run ``argv`` (stdin ``/dev/null``, stdout discarded) under GNU ``/usr/bin/time``.
+
+    Why not this process's own ``wait4``: Linux carries the forking process's resident set
+    into the child's ``ru_maxrss`` (``vfork``/``fork`` then ``exec`` keep the old memory's high
+    water), so a child of a benchmark that has built large fixtures reports the benchmark's
+    size, not its own. ``time`` is small, and its child's peak is the child's.
+
+    Raises:
+        RuntimeError: ``/usr/bin/time`` left no figures (it is missing, or was killed).
+    """
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-o", out.name, "-f", "%U %S %M", *argv], env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t0
+        figures = out.read().split()[-3:]  # after "Command exited with non-zero status N", if it did
+    if len(figures) != 3:
+        raise RuntimeError(f"{argv[0]}: /usr/bin/time printed no figures (exit {proc.returncode})")
+    user, system, kb = figures
+    return Measured(wall, float(user) + float(system), int(kb) * 1024, proc.returncode,
+                    proc.stderr.decode(errors="replace"))
 
 
 # --------------------------------------------------------------------------- reporting

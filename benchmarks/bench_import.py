@@ -8,7 +8,7 @@ imported as a ChatGPT ``conversations.json`` holding the same conversations (one
 what the write path costs is the same, a commit per turn).
 
 Figures: wall time of ``gs import`` (a subprocess, as a user runs it; its CPU time counts
-the worker process that reads ahead), its peak memory (``ru_maxrss`` of the child), the
+the worker process that reads ahead), its peak memory (of the child alone: ``_common.run_measured``), the
 repo's size, a second run (nothing new: every file passed over by its digest) and a third
 after one transcript grew (that file alone is read) beside the first. Baseline from the
 same run: ``git fast-import`` of the same number of commits.
@@ -20,17 +20,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
-from _common import Settings, dir_sizes, fresh_dir, human_bytes, row, run_cmd, section, target, words
+from _common import (
+    Settings,
+    dir_sizes,
+    fresh_dir,
+    human_bytes,
+    row,
+    run_cmd,
+    run_measured,
+    section,
+    target,
+    words,
+)
 from bench_cli import gs_cmd, gs_env
 
 N_CONVERSATIONS = 1000
@@ -139,14 +146,9 @@ def _import(repo: Path, tmp: Path, args: list[str]) -> tuple[float, float, int, 
     The CPU time (user + system of the child) is the figure to compare on a shared machine:
     the wall time counts the other processes' turns on the cores too.
     """
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = run_cmd(gs_cmd("import", *args), env=gs_env(repo, tmp))
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
-    return wall, cpu, after.ru_maxrss * 1024, (tail[0] if tail else f"exit {done.returncode}")
+    done = run_measured(gs_cmd("import", *args), env=gs_env(repo, tmp))
+    tail = done.stderr.strip().splitlines()[-1:]
+    return done.wall, done.cpu, done.peak, (tail[0] if tail else f"exit {done.returncode}")
 
 
 def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
@@ -197,7 +199,7 @@ def bench_import_memory(s: Settings, size: int = EXPORT_SIZE) -> None:
 
     The export is read a conversation at a time (``transfer/stream.py``): the peak should
     follow the largest conversation (~200 KB here), not the file. The child's own peak is
-    read with ``wait4`` (``RUSAGE_CHILDREN`` would keep the largest of every import before).
+    read by ``/usr/bin/time`` (:func:`_common.run_measured` says why not this process's ``wait4``).
     """
     section(f"import memory: one ChatGPT conversations.json of ~{human_bytes(size)}")
     base = fresh_dir(s, "import-memory")
@@ -213,21 +215,15 @@ def bench_import_memory(s: Settings, size: int = EXPORT_SIZE) -> None:
     row("export written", f"{n} conversations, {human_bytes(export.stat().st_size)} "
         f"(each ~{human_bytes(len(text))})")
     repo = base / "gs.git"
-    t0 = time.perf_counter()
-    child = subprocess.Popen(gs_cmd("import", str(export)), env=gs_env(repo, base), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert child.stderr is not None
-    said = child.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - t0
-    peak = usage.ru_maxrss * 1024
-    row("gs import", f"{wall:.1f} s wall, {usage.ru_utime + usage.ru_stime:.1f} s CPU, exit {child.returncode}")
+    done = run_measured(gs_cmd("import", str(export)), env=gs_env(repo, base))
+    said = done.stderr.strip().splitlines()[-1:]
+    peak = done.peak
+    row("gs import", f"{done.wall:.1f} s wall, {done.cpu:.1f} s CPU, exit {done.returncode}")
     row("  it said", said[0] if said else "")
     row("peak RSS vs the export's size", f"{human_bytes(peak)} for {human_bytes(export.stat().st_size)} "
         f"({peak / export.stat().st_size:.2f}x)")
     target(s, "import memory bounded (peak RSS of a large ChatGPT export)", human_bytes(peak),
-           "< half the export's size", child.returncode == 0 and peak < export.stat().st_size / 2)
+           "< half the export's size", done.returncode == 0 and peak < export.stat().st_size / 2)
 
 
 def run(s: Settings, only: set[str]) -> None:

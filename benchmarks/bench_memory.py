@@ -41,6 +41,7 @@ from _common import (
     human_bytes,
     row,
     run_cmd,
+    run_measured,
     section,
     target,
     turn_events,
@@ -86,17 +87,15 @@ print(json.dumps({"base": base, "load": after_load, "derive": after_derive, "hel
 
 
 def peak_rss_kb(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, float]:
-    """Run ``argv`` (output discarded) under ``/usr/bin/time -v``; return its peak RSS (kB) and wall seconds."""
-    t0 = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-v", *argv], env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv} exited {proc.returncode}: {proc.stderr[-500:]}")
-    for line in proc.stderr.splitlines():
-        if "Maximum resident set size" in line:
-            return int(line.split(":")[1]), wall
-    raise RuntimeError("no peak RSS in /usr/bin/time's output")
+    """Run ``argv`` (output discarded); return its peak RSS (kB) and wall seconds (:func:`_common.run_measured`).
+
+    Raises:
+        RuntimeError: it exited non-zero.
+    """
+    done = run_measured(argv, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv} exited {done.returncode}: {done.stderr[-500:]}")
+    return done.peak // 1024, done.wall
 
 
 def _fast_import(repo: Path, commits: list[tuple[str, str, bytes]]) -> None:
