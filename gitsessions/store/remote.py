@@ -31,6 +31,7 @@ from .faults import writes_to
 from .git import GitStore
 from .pull import pull_steps
 from .reports import Credentials, PullReport, PushReport, SyncReport
+from .shared import write_config
 from .sync import (
     Sides,
     holder,
@@ -138,7 +139,7 @@ class Remotes:
         config = repo.get_config()
         section = (b"remote", name.encode())
         config.set(section, b"url", url.encode())
-        write_refspecs(config, name)
+        write_refspecs(repo, config, name)
         return stripped
 
     @writes_to(lambda self, *args, **kwargs: self.store.path)
@@ -152,7 +153,7 @@ class Remotes:
         repo = self._open()
         config = repo.get_config()
         del config[(b"remote", name.encode())]
-        config.write_to_path()
+        write_config(repo, config)
         prefix = Ref(f"refs/remotes/{name}/".encode())
         for ref in list(repo.refs.keys(base=prefix)):
             repo.refs.remove_if_equals(Ref(prefix + ref), None)
