@@ -29,6 +29,7 @@ from ..errors import RemoteError
 from .clients import DEFAULT_TIMEOUT_S, connect, strip_password
 from .faults import writes_to
 from .git import GitStore
+from .new_remote import create_bare
 from .pull import pull_steps
 from .reports import Credentials, PullReport, PushReport, SyncReport
 from .shared import write_config
@@ -262,6 +263,7 @@ class Remotes:
         """
         report = SyncReport()
         self._know_logs()
+        report.push.created_there = create_bare(self._location(remote)[0], self.store)
         for _ in range(SYNC_ROUNDS):
             fetched, here = self._fetch(remote)
             pulled, base = self._pull(remote, fetched, here)
@@ -288,7 +290,10 @@ class Remotes:
             RemoteError: unreachable or refused as a whole.
         """
         self._know_logs()
-        return self._push(remote, only=only)
+        created = create_bare(self._location(remote)[0], self.store, only)
+        report = self._push(remote, only=only)
+        report.created_there = created
+        return report
 
     def _push(self, remote: str, *, only: Collection[str] | None = None, known: dict[bytes, bytes] | None = None,
               base: dict[bytes, bytes] | None = None) -> PushReport:
