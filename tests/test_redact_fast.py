@@ -12,11 +12,13 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
 from test_redact import IN_TEXT, ORDINARY, SHAPES
 
+from gitsessions import redact_stream
 from gitsessions.detectors import Shape
 from gitsessions.events import Event
-from gitsessions.redact import Redactor, from_environment
+from gitsessions.redact import Redactor, StreamRedactor, from_environment
 from gitsessions.redact_many import redact_events
 from gitsessions.regex_form import LazyPattern
 from gitsessions.scan import Scan
@@ -88,19 +90,27 @@ def test_runs_are_found_at_their_character_offsets_past_ascii():
 
 
 class _Tries:
-    """A shape's compiled regex that counts the starts it is tried at: one a match, every one a search looks at."""
+    """A shape's compiled regex that counts the starts it is tried at (one a match, every one a search looks
+    at) and the characters those tries may read (to the end of the text, or the pattern's longest match)."""
 
-    def __init__(self, rx):
+    def __init__(self, rx, longest: int | None = None):
         self.rx = rx.compiled if isinstance(rx, LazyPattern) else rx
         self.pattern, self.flags, self.groups, self.groupindex = rx.pattern, rx.flags, rx.groups, self.rx.groupindex
-        self.tries = 0
+        self.longest = longest
+        self.tries = self.reads = 0
+
+    def _read(self, text: str, pos: int, endpos: int) -> int:
+        width = max(min(endpos, len(text)) - pos, 0)
+        return width if self.longest is None else min(width, self.longest + 1)
 
     def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize):
         self.tries += 1
+        self.reads += self._read(text, pos, endpos)
         return self.rx.match(text, pos, endpos)
 
     def finditer(self, text: str, pos: int = 0, endpos: int = sys.maxsize):
         self.tries += min(endpos, len(text)) - pos + 1  # with no match, the engine tries every start
+        self.reads += self._read(text, pos, endpos)
         return self.rx.finditer(text, pos, endpos)
 
 
@@ -137,3 +147,21 @@ def test_a_secret_after_a_long_run_of_starts_is_found_as_by_the_regex_searched()
             assert spans == list(_slow(shape).spans(text)), (shape.name, text[:80])
             found += len(spans)
     assert found >= len(texts)  # every text holds a secret some shape finds
+
+
+@pytest.mark.parametrize("piece", ["sk-", "password="])
+def test_a_streamed_match_still_going_on_is_not_read_again_on_every_batch(piece, monkeypatch):
+    """It is held whole (it may go on): read again every STREAM_BATCH characters, a long one costs its length
+    squared; looked at once it doubled, about its length."""
+    monkeypatch.setattr(redact_stream, "STREAM_INTERVAL", float("inf"))  # looked at by size only: counts are exact
+    base = from_environment({})
+    reads = []
+    for n in (4_000, 16_000):
+        counted = [_Tries(shape.rx, shape.form.longest) for shape in base.shapes]
+        redactor = Redactor(base.secrets)
+        redactor._shapes = [dataclasses.replace(shape, rx=c) for shape, c in zip(base.shapes, counted, strict=True)]
+        stream, text = StreamRedactor(redactor), (piece * n)[:n]
+        out = "".join(stream.feed(text[i:i + 16]) for i in range(0, n, 16)) + stream.flush()
+        assert out == base.text(text) and "[REDACTED:" in out
+        reads.append(sum(c.reads for c in counted))
+    assert reads[1] < 6 * reads[0], reads  # four times the text: about four times the reading, not sixteen
