@@ -160,7 +160,7 @@ class SeenFiles:
         content, options = key
         outcomes = [outcome for _, outs in result.conversations for outcome in outs]
         clean = (plan.kind in TOOLS and plan.conversations and not plan.sessions and not plan.skipped
-                 and not plan.notes and not result.clashes and not result.imported and outcomes
+                 and not plan.notes and not result.clashes and not result.stopped and not result.imported and outcomes
                  and not any(conv.family for conv in plan.conversations)  # read with its folder's other files
                  and all(how in ("new", "grew", "fork", "same") for _, how, _ in outcomes))
         tips = {sid: store.tip(sid) for sid, _, _ in outcomes} if clean else {}
