@@ -161,7 +161,9 @@ class SeenFiles:
         outcomes = [outcome for _, outs in result.conversations for outcome in outs]
         clean = (plan.kind in TOOLS and plan.conversations and not plan.sessions and not plan.skipped
                  and not plan.notes and not result.clashes and not result.stopped and not result.imported and outcomes
-                 and not any(conv.family for conv in plan.conversations)  # read with its folder's other files
+                 # read with its folder's other files; asked of what was written (every one of them, when
+                 # clean): a large export's plan would read the file a third time
+                 and not any(conv.family for conv, _ in result.conversations)
                  and all(how in ("new", "grew", "fork", "same") for _, how, _ in outcomes))
         tips = {sid: store.tip(sid) for sid, _, _ in outcomes} if clean else {}
         self.files.pop(content, None)  # recorded last: the oldest entries go first
