@@ -204,3 +204,27 @@ def test_a_large_export_is_recorded_from_its_write_not_read_a_third_time(tmp_pat
         assert len(reads) == 2 and len(result.conversations) == 3  # checked, then read again as it was written
         seen.record(store, key, plan, result)
     assert len(reads) == 2 and seen.recorded(key)
+
+
+def test_the_files_of_a_run_are_checked_in_one_store_opened_once_that_sees_every_move(gs, git, repo_path, tmp_path):
+    files = []
+    for i in range(3):  # the fixture under other session ids, each alone in its folder
+        files.append(tmp_path / f"in{i}" / "session.jsonl")
+        files[-1].parent.mkdir()
+        files[-1].write_text(FIXTURE.read_text().replace("5f0c6a1e-2b7d", f"5f0c6a1e-{i:04x}"))
+    assert gs("import", *map(str, files)).code == 0
+    recorded = json.loads((repo_path / "gs" / "imported").read_text())["files"]
+    keys = [(content, entry["options"]) for content, entry in recorded.items()]
+    assert len(keys) == 3
+    opened: list[GitStore] = []
+
+    def open_store() -> GitStore:  # what each check asked of: counted
+        opened.append(GitStore(repo_path))
+        return opened[-1]
+
+    with SeenFiles(repo_path / "gs" / "imported") as seen:
+        assert all(seen.unchanged(open_store, key) for key in keys)
+        sid, tip = next(iter(recorded[keys[1][0]]["tips"].items()))
+        git("update-ref", f"refs/heads/{sid}", f"{tip}~1")  # moved by another writer: that store sees it
+        assert [seen.unchanged(open_store, key) for key in keys] == [True, False, True]
+    assert len(opened) == 1 and opened[0]._repo is None  # closed with the run

@@ -365,7 +365,8 @@ def import_(
     with ImportProgress(len(paths), c.output) as tally.progress, ExitStack() as tally.stack:
         # the index of sessions is read under the lock: what an import before wrote
         tally.ahead = tally.stack.enter_context(transfer.ahead.ReadAhead(
-            paths, fmt.value, keep_paths, c.redactor(), transfer.seen.SeenFiles(c.repo_path() / "gs" / "imported")))
+            paths, fmt.value, keep_paths, c.redactor(),  # the files seen, whose store is opened once for the run
+            tally.stack.enter_context(transfer.seen.SeenFiles(c.repo_path() / "gs" / "imported"))))
         for file in paths:
             _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                          alone=len(paths) == 1 and not found and not watch, found=found)
