@@ -5,8 +5,8 @@ one JSON array of conversations that can be hundreds of megabytes (issue 14, ite
 stays bounded). :class:`ArrayReader` decodes such an array one element at a time with
 :meth:`json.JSONDecoder.raw_decode` over a buffered text read; an element cut by the end of
 a read is decoded again once more is read (the read doubling, so a large element costs a
-bounded number of decodes). :class:`Source` opens the file (or the zip's member) again for
-each pass, and :class:`Conversations` holds what an export converts to: checked whole
+bounded number of decodes). :class:`~.source.Source` opens the file (or the zip's member)
+again for each pass, and :class:`Conversations` holds what an export converts to: checked whole
 before anything is written (the rule of every import), then read again as it is written
 when it is too large to keep; that second read gives a conversation only when the bytes
 read so far are the ones the check read (their digests), so a file rewritten meanwhile,
@@ -20,19 +20,15 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import io
 import json
-import os
 import re
-import zipfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import IO, Any
 
 from ..errors import TransferError
 from .conversation import ImportedConversation
 from .messages import _Bad
+from .source import CHANGED, Source
 
 #: Bytes asked of the file per read (the buffer holds about this plus the element being read).
 CHUNK = 1 << 16
@@ -42,8 +38,6 @@ _CUT_MARGIN = 16
 #: The export's conversations are kept from the check to the write when its text is at most this
 #: many characters (a second read costs a second conversion); larger, they are read again.
 KEEP_CHARS = 8 << 20
-#: What is said of a file that changed between the check and the write.
-CHANGED = "it changed while it was being imported"
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER_TAIL = re.compile(r"[0-9.eE+-]*")
 
@@ -226,85 +220,6 @@ class ArrayReader:
                 self._next_char()
         if self._next_char():
             raise self._fail(self.pos, "Extra data after the array")
-
-
-class Source:
-    """An import file, opened again for each pass: bytes in memory (stdin) or a file, or a zip's member.
-
-    Args:
-        data: the bytes (None: read ``path``).
-        path: the file.
-        source: its name, for messages.
-    """
-
-    def __init__(self, data: bytes | None, path: Path | None, source: str):
-        if data is None and path is None:
-            raise ValueError("a Source needs data or a path")
-        self.data, self.path, self.source = data, path, source
-        self.member: str | None = None  # the zip's member read (None: the file itself)
-        self._stat: tuple[int, int, int] | None = None
-
-    def _opened(self) -> IO[bytes]:
-        if self.data is not None:
-            return io.BytesIO(self.data)
-        assert self.path is not None
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115  # closed by open()'s caller
-        except FileNotFoundError:
-            raise TransferError(str(self.path), "file not found") from None
-        except IsADirectoryError:
-            raise TransferError(str(self.path), "it is a directory, not a file") from None
-        except OSError as exc:
-            raise TransferError(str(self.path), exc.strerror or str(exc)) from None
-        st = os.fstat(f.fileno())
-        stat = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if self._stat is not None and stat != self._stat:
-            f.close()
-            raise _Bad(f"{CHANGED}; import it again")
-        self._stat = stat
-        return f
-
-    @contextmanager
-    def open(self) -> Iterator[IO[bytes]]:
-        """The file's bytes (the zip member's when :meth:`in_zip` chose one), from the start.
-
-        Raises:
-            TransferError: the file cannot be opened.
-            _Bad: it changed since it was first opened, or the zip cannot be read.
-        """
-        with self._opened() as f:
-            if self.member is None:
-                yield f
-                return
-            try:
-                with zipfile.ZipFile(f) as archive, archive.open(self.member) as member:
-                    yield member
-            except (zipfile.BadZipFile, EOFError) as exc:
-                raise _Bad(f"not a readable zip ({exc})") from None
-
-    def head(self, n: int) -> bytes:
-        """The first ``n`` bytes (fewer in a shorter file)."""
-        with self.open() as f:
-            return f.read(n)
-
-    def read(self) -> bytes:
-        """The whole file (for the formats read whole: each of them one conversation or session)."""
-        if self.data is not None and self.member is None:
-            return self.data
-        with self.open() as f:
-            return f.read()
-
-    def in_zip(self, choose: Callable[[list[str]], str]) -> None:
-        """Read the member ``choose`` picks from the zip's names from now on.
-
-        Raises:
-            _Bad: not a readable zip (or ``choose``'s own refusal).
-        """
-        try:
-            with self._opened() as f, zipfile.ZipFile(f) as archive:
-                self.member = choose(archive.namelist())
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise _Bad(f"not a readable zip ({exc})") from None
 
 
 class Conversations:
