@@ -131,6 +131,47 @@ def test_piped_stdin_takes_the_usual_way(fake_api, chat_env):
     assert fake_api.requests[0]["messages"][-1]["content"] == "hello"
 
 
+@pytest.mark.parametrize("term", ["dumb", "unknown"])
+def test_a_dumb_terminal_gets_a_plain_prompt_after_the_banner_and_its_turn_is_answered(fake_api, chat_env, term):
+    # prompt_toolkit writes a dumb terminal's prompt as text and runs no app of the chat's: the
+    # work that waited for the prompt to be drawn (the session's opening) never started, and
+    # Enter hung. Nothing is drawn early there; the session opens before the prompt.
+    fake_api.script(text("plain reply"))
+    child = pexpect.spawn(GS[0], [*GS[1:], "chat", "early"], env={**chat_env, "TERM": term}, dimensions=(24, 100),
+                          encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    try:
+        child.expect_exact("session early")
+        assert EARLY not in child.before  # the banner first: no prompt drawn early
+        child.expect_exact(EARLY)
+        child.send("hello\r")
+        child.expect_exact("plain reply")
+        child.expect_exact(EARLY)
+        child.send("/exit\r")
+        child.expect_exact("resume with: gs chat early")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
+
+
+def test_prompt_toolkits_dumb_prompt_starts_what_waits_for_the_prompt(chat_env):
+    # The chat's prompt on a dumb terminal, alone: on_shown is called although nothing renders.
+    code = ("from prompt_toolkit.history import InMemoryHistory\n"
+            "from gitsessions.cli.prompt import prompt_io\n"
+            "from gitsessions.cli.terminal import ReplyKeys\n"
+            "faces = prompt_io(InMemoryHistory(), str, str, ReplyKeys(), on_shown=lambda: print('SHOWN', flush=True))\n"
+            "print('LINE', faces.read_line('p > '))\n")
+    child = pexpect.spawn(GS[0], ["-c", code], env={**chat_env, "TERM": "dumb"}, dimensions=(24, 100),
+                          encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    try:
+        child.expect_exact("SHOWN")
+        child.send("typed\r")
+        child.expect_exact("LINE typed")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
 def test_nothing_is_held_when_not_started_as_gs():
     assert early.hold(["chat", "early"]) is None  # this process is pytest
     assert early.held_session() is None

@@ -69,6 +69,19 @@ def _pulls_on_open(env: dict[str, str] | os._Environ[str]) -> bool:
         return False
 
 
+def dumb_terminal(env: dict[str, str] | os._Environ[str]) -> bool:
+    """Whether ``$TERM`` names a terminal that cannot move its cursor: prompt_toolkit's rule (``is_dumb_terminal``).
+
+    prompt_toolkit then writes its prompt as plain text and echoes what is typed, so nothing
+    is drawn early (it would be written twice) and the chat opens its session before the prompt
+    (what the opening writes could not go above a prompt on such a terminal).
+
+    Args:
+        env: the environment (``os.environ``).
+    """
+    return env.get("TERM", "").lower() in ("dumb", "unknown")
+
+
 def started_as_gs() -> bool:
     """Whether this process was started as ``gs``/``gitsessions`` (its script, or ``python -m gitsessions``)."""
     name = os.path.basename(sys.argv[0]) if sys.argv else ""
@@ -83,7 +96,7 @@ def hold(argv: list[str] | None = None) -> str | None:
 
     Returns:
         The session id drawn (a new one when none was named), else None: nothing was done
-        (not a terminal, options, ``TERM=dumb``, a config that pulls on open, or a
+        (not a terminal, options, a :func:`dumb_terminal`, a config that pulls on open, or a
         prompt wider than the terminal).
     """
     global _held
@@ -93,7 +106,7 @@ def hold(argv: list[str] | None = None) -> str | None:
         import termios
 
         fd = sys.stdin.fileno()
-        if not (os.isatty(fd) and os.isatty(sys.stdout.fileno())) or os.environ.get("TERM") == "dumb":
+        if not (os.isatty(fd) and os.isatty(sys.stdout.fileno())) or dumb_terminal(os.environ):
             return None
         sid = _early_session(list(sys.argv[1:] if argv is None else argv), os.get_terminal_size(fd).columns)
         if sid is None or _pulls_on_open(os.environ):

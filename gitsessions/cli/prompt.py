@@ -176,7 +176,7 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         safe: applied to each text written (control characters made visible).
         keys: told when each prompt starts and ends (see :class:`ReplyKeys`).
         on_shown: called once, right after the first prompt is drawn (work that can wait
-            until the user sees the prompt).
+            until the user sees the prompt); on a dumb terminal as it is written.
         completer: what Tab completes (a prompt_toolkit completer; None: nothing).
         note: what stands dimmed at the right of the prompt's line (read at each prompt;
             None or "": nothing).
@@ -189,15 +189,16 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
                                                 prompt_continuation=_continuation,
                                                 completer=completer, complete_while_typing=False,
                                                 rprompt=lambda: _note(note))
+    from prompt_toolkit.utils import is_dumb_terminal
+
     fd = sys.stdin.fileno()
-    if on_shown is not None:
-        pending = [on_shown]
+    pending = [on_shown] if on_shown is not None else []
 
-        def after_render(_app: Any) -> None:
-            while pending:
-                pending.pop()()
+    def after_render(_app: Any) -> None:
+        while pending:
+            pending.pop()()
 
-        session.app.after_render += after_render
+    session.app.after_render += after_render
 
     owner = threading.current_thread()
     waiting: list[str] = []  # text another thread wrote, printed by this one
@@ -242,6 +243,8 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
     def read_line(prompt: str) -> str | None:
         flush()
         keys.prompt_starts()
+        if is_dumb_terminal():  # prompt_toolkit writes this prompt as it starts, in an app that renders nothing
+            after_render(None)
         try:
             line = session.prompt(prompt)
         finally:
