@@ -131,6 +131,22 @@ def test_piped_stdin_takes_the_usual_way(fake_api, chat_env):
     assert fake_api.requests[0]["messages"][-1]["content"] == "hello"
 
 
+def test_a_tab_typed_ahead_completes_the_line_that_is_sent(fake_api, spawn_gs):
+    # prompt_toolkit's Tab completed in a task of its own, after the Enter typed with it: the
+    # line shown was /help, the line sent /he.
+    child = spawn_gs("chat", "early")
+    child.expect_exact(EARLY)
+    child.send("/he\t\r")  # before prompt_toolkit runs: read with the Enter, in one go
+    child.expect_exact("/exit")  # /help's list
+    child.expect_exact(EARLY.strip())
+    assert "unknown command" not in child.before
+    child.send("/exit\r")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake_api.requests == []
+
+
 @pytest.mark.parametrize("term", ["dumb", "unknown"])
 def test_a_dumb_terminal_gets_a_plain_prompt_after_the_banner_and_its_turn_is_answered(fake_api, chat_env, term):
     # prompt_toolkit writes a dumb terminal's prompt as text and runs no app of the chat's: the

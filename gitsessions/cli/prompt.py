@@ -292,15 +292,22 @@ def _continuation(width: int, _line: int, _soft: int) -> str:
 
 
 def _chat_keys(loaded: Callable[[], bool]) -> Any:
-    """Key bindings of the chat's prompt: :func:`_send_on_enter`'s, and Ctrl+C as a shell has it.
+    """Key bindings of the chat's prompt: :func:`_send_on_enter`'s, Tab, and Ctrl+C as a shell has it.
 
-    Ctrl+C on a half-typed line clears it (bash, python and Claude Code do); on an empty
-    line it leaves the chat, as it always did. Up and Down pressed before the line history
+    Tab completes before the next key is read (:func:`.complete.complete_now`). Ctrl+C on a
+    half-typed line clears it (bash, python and Claude Code do); on an empty line it leaves
+    the chat, as it always did. Up and Down pressed before the line history
     is ``loaded`` (at the first prompt, it waits for the session being opened) wait for it.
     """
     from prompt_toolkit.filters import Condition
 
     kb = _send_on_enter()
+
+    @kb.add("tab")
+    def _complete(event: Any) -> None:
+        from .complete import complete_now  # at the first Tab, as the completer
+
+        complete_now(event.current_buffer)
 
     @kb.add("up", filter=Condition(lambda: not loaded()))
     @kb.add("down", filter=Condition(lambda: not loaded()))
