@@ -17,14 +17,37 @@ __all__ = ["chat_env", "spawn_gs"]  # fixtures shared with test_pty
 EARLY = "early › "
 
 
-def test_typed_ahead_keys_are_the_first_line_and_the_prompt_is_drawn_once(fake_api, spawn_gs):
+def test_the_prompt_is_drawn_first_and_prompt_toolkit_draws_it_again_in_place(fake_api, spawn_gs):
     fake_api.script(text("got it"))
     child = spawn_gs("chat", "early")
     child.expect_exact(EARLY)
     assert child.before == ""  # the prompt is the first thing on the screen: drawn before the imports
-    child.send("hello there\r")  # before prompt_toolkit runs (it is imported after this draw)
     child.expect_exact(EARLY.strip())  # prompt_toolkit's, drawn over the first
     assert "\n" not in child.before and "\r" in child.before  # on the same line: one prompt
+    child.expect_exact("session early")  # the banner, above the prompt once the session is open
+    child.send("hello there\r")
+    child.expect_exact("got it")
+    child.expect_exact(EARLY.strip())
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "hello there"}
+
+
+def test_typed_ahead_keys_are_the_first_line_below_the_banner_and_the_prompt_is_drawn_once(fake_api, spawn_gs):
+    # A line typed ahead ended the first prompt before the session was open: its banner came
+    # below the line. The session now opens first: the early prompt is erased, the banner
+    # written where it was, and the prompt drawn below it with the line.
+    fake_api.script(text("got it"))
+    child = spawn_gs("chat", "early")
+    child.expect_exact(EARLY)
+    child.send("hello there\r")  # before prompt_toolkit runs (it is imported after this draw)
+    child.expect_exact("session early")
+    assert "hello" not in child.before and EARLY.strip() not in child.before
+    assert "\r\x1b[K" in child.before  # (it is erased: the banner is written where it was)
+    child.expect_exact(EARLY.strip())  # prompt_toolkit's, below the banner: the only prompt on the screen
+    child.expect_exact("hello there")
     child.expect_exact("got it")
     child.expect_exact(EARLY.strip())
     child.sendline("/exit")

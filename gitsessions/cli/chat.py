@@ -261,6 +261,9 @@ def chat(
         build = provider.start if isinstance(provider, BackgroundProvider) else lambda then: None
         # The first request waits for the model client (the SDK: most of the time), so it is
         # built first; the session opens beside it (the store is the request's too).
+        # Keys typed ahead (held by the early prompt) would end the first prompt before the session
+        # is open, its banner below them: it opens first, its banner above the prompt that shows them.
+        behind = behind and not early.typed_ahead()
         if behind:
             shown.extend((lambda: build(then=client_built), opening.start))
         else:

@@ -141,6 +141,18 @@ def held_session() -> str | None:
     return _held.session_id if _held is not None else None
 
 
+def typed_ahead() -> bool:
+    """Whether keys typed while the prompt is held wait to be read (False when nothing is held)."""
+    if _held is None:
+        return False
+    import select
+
+    try:
+        return bool(select.select([_held.fd], [], [], 0)[0])
+    except (OSError, ValueError):  # the terminal is gone (hang-up)
+        return False
+
+
 def hand_over(prompt: str) -> None:
     """Give the terminal back for ``prompt`` to be drawn (by prompt_toolkit): call before its first prompt.
 
