@@ -170,6 +170,34 @@ def test_a_tab_typed_ahead_completes_the_line_that_is_sent(fake_api, spawn_gs):
     assert fake_api.requests == []
 
 
+@pytest.mark.parametrize("name", ["abcdefghijk", "abcdefghijklmnopq"], ids=["nearly-as-wide", "as-wide"])
+def test_on_a_narrow_terminal_the_prompt_is_cut_to_fit_and_not_drawn_early(fake_api, chat_env, name):
+    # 20 columns: a prompt as wide as the terminal was drawn as nothing by prompt_toolkit (the
+    # whole chat with it), and one nearly as wide, drawn early too, wrapped a column a row.
+    fake_api.script(text("narrow reply"))
+    child = pexpect.spawn(GS[0], [*GS[1:], "chat", name], env={**chat_env, "COLUMNS": "20"}, dimensions=(24, 20),
+                          encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+    try:
+        child.expect_exact("abcdefgh… ›")  # 12 columns: 8 left for the line
+        assert name not in child.before  # not drawn early, uncut
+        child.send("hello\r")
+        child.expect_exact("narrow reply")
+        child.expect_exact("abcdefgh… ›")
+        child.send("/exit\r")
+        child.expect_exact(f"resume with: gs chat {name}")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
+
+
+def test_a_prompt_is_cut_to_leave_room_for_the_line():
+    assert early.fitted_prompt("work › ", 100) == "work › "
+    assert early.fitted_prompt("abcdefghijklmnopq › ", 20) == "abcdefgh… › "
+    assert early.fitted_prompt("abcdefghijklmnopq › ", 12) == "› "  # no room for a letter of the name
+    assert all(early.fits(early.fitted_prompt("x" * n + " › ", 20), 20) for n in range(1, 40))
+
+
 @pytest.mark.parametrize("term", ["dumb", "unknown"])
 def test_a_dumb_terminal_gets_a_plain_prompt_after_the_banner_and_its_turn_is_answered(fake_api, chat_env, term):
     # prompt_toolkit writes a dumb terminal's prompt as text and runs no app of the chat's: the

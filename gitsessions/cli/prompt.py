@@ -19,6 +19,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
 from ..events import clean_text
 from ..render import terminal_safe
+from .early import fitted_prompt
 from .terminal import ReplyKeys
 
 if TYPE_CHECKING:
@@ -246,7 +247,8 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         if is_dumb_terminal():  # prompt_toolkit writes this prompt as it starts, in an app that renders nothing
             after_render(None)
         try:
-            line = session.prompt(prompt)
+            # as wide as the terminal lets it be, at each redraw (a resize)
+            line = session.prompt(lambda: fitted_prompt(prompt, session.app.output.get_size().columns))
         finally:
             flush()
         keys.prompt_ended(session.input, fd)
