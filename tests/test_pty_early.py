@@ -212,6 +212,7 @@ def test_a_dumb_terminal_gets_a_plain_prompt_after_the_banner_and_its_turn_is_an
         child.expect_exact(EARLY)
         child.send("hello\r")
         child.expect_exact("plain reply")
+        assert "\x1b[?2004" not in child.before  # no bracketed paste asked of it: it would show the escape
         child.expect_exact(EARLY)
         child.send("/exit\r")
         child.expect_exact("resume with: gs chat early")
