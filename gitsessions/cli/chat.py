@@ -262,11 +262,14 @@ def chat(
         # The first request waits for the model client (the SDK: most of the time), so it is
         # built first; the session opens beside it (the store is the request's too).
         # Keys typed ahead (held by the early prompt) would end the first prompt before the session
-        # is open, its banner below them: it opens first, its banner above the prompt that shows them.
-        behind = behind and not early.typed_ahead()
+        # is open, its banner below them: it opens first (beside the client the line waits for).
+        ahead = behind and early.typed_ahead()
+        behind = behind and not ahead
         if behind:
             shown.extend((lambda: build(then=client_built), opening.start))
         else:
+            if ahead:
+                build(then=client_built)
             opening.result()
             shown.append(lambda: build(then=client_built))
         first_prompt = chat_prompt(sid or drawn or "")
