@@ -17,6 +17,17 @@ __all__ = ["chat_env", "spawn_gs"]  # fixtures shared with test_pty
 EARLY = "early › "
 
 
+def answered_then_left(child: pexpect.spawn, fake_api, line: str) -> None:
+    """The reply ("got it") to ``line``, sent, then the prompt again, and ``/exit``: the chat ends well."""
+    child.expect_exact("got it")
+    child.expect_exact(EARLY.strip())
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": line}
+
+
 def test_the_prompt_is_drawn_first_and_prompt_toolkit_draws_it_again_in_place(fake_api, spawn_gs):
     fake_api.script(text("got it"))
     child = spawn_gs("chat", "early")
@@ -26,13 +37,7 @@ def test_the_prompt_is_drawn_first_and_prompt_toolkit_draws_it_again_in_place(fa
     assert "\n" not in child.before and "\r" in child.before  # on the same line: one prompt
     child.expect_exact("session early")  # the banner, above the prompt once the session is open
     child.send("hello there\r")
-    child.expect_exact("got it")
-    child.expect_exact(EARLY.strip())
-    child.sendline("/exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "hello there"}
+    answered_then_left(child, fake_api, "hello there")
 
 
 def test_typed_ahead_keys_are_the_first_line_below_the_banner_and_the_prompt_is_drawn_once(fake_api, spawn_gs):
@@ -48,13 +53,7 @@ def test_typed_ahead_keys_are_the_first_line_below_the_banner_and_the_prompt_is_
     assert "\r\x1b[K" in child.before  # (it is erased: the banner is written where it was)
     child.expect_exact(EARLY.strip())  # prompt_toolkit's, below the banner: the only prompt on the screen
     child.expect_exact("hello there")
-    child.expect_exact("got it")
-    child.expect_exact(EARLY.strip())
-    child.sendline("/exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    assert fake_api.requests[0]["messages"][-1] == {"role": "user", "content": "hello there"}
+    answered_then_left(child, fake_api, "hello there")
 
 
 def test_a_paste_while_the_prompt_is_held_is_one_line(fake_api, spawn_gs):
