@@ -16,7 +16,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:  # dulwich is imported when a repo is read, not by the command line's start
     from dulwich.file import SharedPerm
@@ -128,7 +128,11 @@ class Exposed:
     perm: SharedPerm | None = None
 
 
-def _stats(paths: Iterable[Path]) -> Iterator[tuple[Path, os.stat_result]]:
+#: A path as a string or a Path: what :func:`_stats` and :func:`_over` take, and give back.
+_P = TypeVar("_P", str, Path)
+
+
+def _stats(paths: Iterable[_P]) -> Iterator[tuple[_P, os.stat_result]]:
     """Each of ``paths`` that is there and no symbolic link, with its ``lstat``."""
     for path in paths:
         try:
@@ -139,7 +143,7 @@ def _stats(paths: Iterable[Path]) -> Iterator[tuple[Path, os.stat_result]]:
             yield path, st
 
 
-def _over(paths: Iterable[Path], allowed: int) -> list[Path]:
+def _over(paths: Iterable[_P], allowed: int) -> list[_P]:
     """The ``paths`` whose group or other bits go beyond ``allowed`` (symbolic links skipped)."""
     return [path for path, st in _stats(paths) if stat.S_IMODE(st.st_mode) & 0o077 & ~allowed]
 
@@ -220,8 +224,9 @@ def tighten_packs(repo: Repo) -> None:
         names = os.listdir(folder)
     except FileNotFoundError:
         return
-    make_private(Exposed(tuple(_over((folder / n for n in names), allowed_bits(store.shared_perm))),
-                         allowed_bits(store.shared_perm)))
+    # Names joined as strings: a Path interns each of its parts, and a pack folder can be long.
+    over = _over((os.path.join(folder, n) for n in names), allowed_bits(store.shared_perm))
+    make_private(Exposed(tuple(map(Path, over)), allowed_bits(store.shared_perm)))
 
 
 def make_private(found: Exposed) -> tuple[int, list[tuple[Path, str]]]:
