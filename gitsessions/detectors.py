@@ -16,6 +16,7 @@ is needed of it is read once per installed version into a cache file
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import string
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .entropy import SHORTEST, TOKEN, TOKEN_TAIL, random_parts
-from .regex_form import ASCII_LOWER, Form, LazyPattern, Source, form_of
+from .regex_form import ASCII_LOWER, Form, LazyPattern, Source, form_of, run_after_start
 from .scan import Scan
 from .secret_names import assignment_patterns
 
@@ -181,6 +182,11 @@ class Shape:
                 yield from self.rx.finditer(text, start, end)
             last = end
 
+    @functools.cached_property
+    def restart(self) -> tuple[int, re.Pattern[str]] | None:
+        """How far a failed try rules out later starts (:func:`~gitsessions.regex_form.run_after_start`)."""
+        return run_after_start(self.rx) if self.form.starts is not None and self.near is None else None
+
     def _matches(self, scan: Scan, pos: int):
         # What ``rx.finditer(text, pos)`` yields, the pattern matched only where a match may
         # start (its literal starts, or its runs): a search over all the text costs tens of
@@ -192,18 +198,27 @@ class Shape:
             at = scan.runs(self.runs)
         elif self.form.starts is not None and self.needles is not None:
             at = scan.hits(*self.needles)
-            if len(at) > len(text) // 32 + 1:  # so many that the engine's search is cheaper
+            # So many that the engine's search is cheaper, unless a failed try rules out
+            # the starts after it: the engine's search tries each again (their run squared).
+            if len(at) > len(text) // 32 + 1 and self.restart is None:
                 return self.rx.finditer(text, pos)
         else:
             return self.rx.finditer(text, pos)
         return self._at(text, at, pos)
 
     def _at(self, text: str, at: list[int], pos: int):
-        last = pos
-        for j in at:
-            if j >= last and (m := self.rx.match(text, j)) is not None:
-                last = m.end()
+        restart = self.restart
+        i = bisect.bisect_left(at, pos)
+        while i < len(at):
+            j = at[i]
+            if (m := self.rx.match(text, j)) is not None:
                 yield m
+                i = bisect.bisect_left(at, m.end(), i + 1)
+            elif restart is not None:  # so does every start whose literal ends within the run after j's
+                size, run = restart
+                i = bisect.bisect_right(at, run.match(text, j + size).end() - size, i + 1)  # type: ignore[union-attr]
+            else:
+                i += 1
 
     def spans(self, text: str | Scan, pos: int = 0, checked: bool = False):
         r"""Yield ``(start, end)`` of each secret this shape finds in ``text`` from ``pos`` on, in order.

@@ -45,7 +45,7 @@ def _segments(token: str) -> list[tuple[int, int]]:
         if segment:
             spans.append((at, at + len(segment)))
         at += len(segment) + 1
-    words = [(a, b) for a, b in spans if _wordy(token[a:b])]
+    words = {(a, b) for a, b in spans if _wordy(token[a:b])}  # a set: a long path's segments are looked up once each
     if 2 * len(words) < len(spans) or not any(b - a >= 3 for a, b in words):
         return [(0, len(token))]
     return [span for span in spans if span not in words]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .events import Event
+from .text import INTERRUPTED, tool_line, turn_ended, turn_rule
 from .transcript import derived
 
 #: A message of more lines than this is cut in the recap.
@@ -56,7 +57,7 @@ def recap(events: Sequence[Event], turns: int) -> list[Entry]:
     for i in reversed(picked):
         ev, data = events[i], events[i].data
         if ev.type == "turn/start":
-            out.append(("turn", f"── turn {log.turns[i]} ──"))
+            out.append(("turn", turn_rule(log.turns[i])))
         elif ev.type == "user/message":
             lines, more = _clipped("you › " + str(data.get("content", "")))
             out.append(("prompt", "\n".join(lines + more)))
@@ -68,12 +69,11 @@ def recap(events: Sequence[Event], turns: int) -> list[Entry]:
                 out.append(("reply", "\n".join(lines)))
                 out += [("more", line) for line in more]
             if data.get("interrupted"):
-                out.append(("mark", "[interrupted]"))
-            out += [("tool", f"⚙ {call.get('name', '')}(…)") for call in data.get("tool_calls") or []
+                out.append(("mark", INTERRUPTED))
+            out += [("tool", tool_line(str(call.get("name", "")), "…")) for call in data.get("tool_calls") or []
                     if isinstance(call, dict)]
         elif ev.type == "turn/end" and data.get("reason", "completed") != "completed":
-            why = f": {data['error']}" if data.get("error") else ""
-            out.append(("ended", f"(turn ended: {data.get('reason')}{why})"))
+            out.append(("ended", turn_ended(data.get("reason"), data.get("error"))))
     return out
 
 

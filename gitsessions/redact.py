@@ -98,15 +98,22 @@ class Redactor:
         return scan.text
 
     def value(self, value: Any, text: Callable[[str], str] | None = None) -> Any:
-        """Return a copy of a JSON value with :meth:`text` (or ``text``) applied to every string (keys too)."""
+        """Return a copy of a JSON value with :meth:`text` (or ``text``) applied to every string (keys too).
+
+        The one walk of which strings of a value are redacted (:mod:`.redact_many` finds them with it).
+        """
         text = text or self.text
-        if isinstance(value, str):
-            return text(value)
-        if isinstance(value, dict):
-            return {text(k) if isinstance(k, str) else k: self.value(v, text) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self.value(v, text) for v in value]
-        return value
+
+        def walk(value: Any) -> Any:
+            if isinstance(value, str):
+                return text(value)
+            if isinstance(value, dict):
+                return {text(k) if isinstance(k, str) else k: walk(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [walk(v) for v in value]
+            return value
+
+        return walk(value)
 
     def event(self, event: Event, text: Callable[[str], str] | None = None) -> Event:
         """Return ``event`` with its data redacted (the same object if unchanged; ``text``: see :meth:`value`)."""

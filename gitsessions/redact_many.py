@@ -13,7 +13,7 @@ import's time (issue 14, item 7).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from .detectors import Shape
@@ -35,7 +35,7 @@ def redact_events(redactor: Redactor, events: Iterable[Event]) -> list[Event]:
     """
     events = list(events)
     unique = list({id(ev): ev for ev in events}.values())
-    strings = list(dict.fromkeys(_strings([ev.data for ev in unique])))
+    strings = _strings(redactor, [ev.data for ev in unique])
     todo = _shapes_of(redactor, strings)
     seen = {s: redactor.text(s, only) for s, only in zip(strings, todo, strict=True)}
     done = {id(ev): redactor.event(ev, seen.__getitem__) for ev in unique}
@@ -86,15 +86,18 @@ def _holding(joined: Scan, needle: str, icase: bool, strings: list[str], starts:
     return out
 
 
-def _strings(value: Any) -> Iterator[str]:
-    """Every string of a JSON value, keys too (what :meth:`~gitsessions.redact.Redactor.value` redacts)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            if isinstance(k, str):
-                yield k
-            yield from _strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _strings(v)
+def _strings(redactor: Redactor, values: list[Any]) -> list[str]:
+    """Every string of the JSON ``values``, keys too, once each: what :meth:`.Redactor.value` redacts.
+
+    Found by that walk itself, each string kept and given back unchanged, so the strings
+    looked at here are the ones it redacts (the copies it builds are dropped).
+    """
+    found: dict[str, None] = {}
+
+    def keep(s: str) -> str:
+        found[s] = None
+        return s
+
+    for value in values:
+        redactor.value(value, keep)
+    return list(found)

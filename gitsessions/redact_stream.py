@@ -26,6 +26,9 @@ STREAM_BATCH = 256
 #: ... or once this long passed since the last look (seconds), so that the journal lags a
 #: reply streamed at reading speed by a fraction of a second, not by a batch.
 STREAM_INTERVAL = 0.1
+#: Held text longer than this (characters; a match still going on, past any start's or
+#: keyword's hold) is looked at again once it doubled, not every batch.
+HELD_LONG = 4 * MAX_HOLD
 
 
 class StreamRedactor:
@@ -255,7 +258,12 @@ class StreamRedactor:
         out.append(self._pending[at:cut])
         self._context = (self._context + self._pending[:cut])[-self.context - 1:]
         self._pending = self._pending[cut:]
-        self._next = len(self._pending) + STREAM_BATCH
+        # Past what a start or keyword holds, what is held is a match still going on (a run of
+        # sk-sk-..., password=password=...), held whole: looked at again every batch, it would be
+        # read again each time (its length squared), so only once it doubled. None of it is
+        # released any sooner, and held text of the usual size is looked at every batch.
+        held = len(self._pending)
+        self._next = held + (STREAM_BATCH if held <= HELD_LONG else held)
         self._due = time.monotonic() + STREAM_INTERVAL
         return "".join(out)
 

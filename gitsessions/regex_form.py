@@ -211,3 +211,76 @@ def form_of(rx: Source) -> Form:
     longest = hi if hi <= MAX_HOLD else None
     items = list(parsed)
     return Form(_literal_starts(items), hold, icase, _may_hold_space(items), longest, _inner_literal(items, icase))
+
+
+def _class_source(item: tuple, flags: int) -> str | None:
+    """The source of a regex matching one character as parsed ``item`` does (None: not one character's test)."""
+    c = _sre
+    op, av = item
+    if op == c.ANY:
+        return "(?s:.)" if flags & re.DOTALL else "."
+    if op in (c.LITERAL, c.NOT_LITERAL):
+        return ("[^" if op == c.NOT_LITERAL else "[") + re.escape(chr(av)) + "]"
+    if op != c.IN:
+        return None
+    names = {c.CATEGORY_DIGIT: r"\d", c.CATEGORY_NOT_DIGIT: r"\D", c.CATEGORY_SPACE: r"\s",
+             c.CATEGORY_NOT_SPACE: r"\S", c.CATEGORY_WORD: r"\w", c.CATEGORY_NOT_WORD: r"\W"}
+    out = ""
+    for kind, arg in av:
+        if kind == c.NEGATE and not out:
+            out = "^"
+        elif kind == c.LITERAL:
+            out += re.escape(chr(arg))
+        elif kind == c.RANGE:
+            out += re.escape(chr(arg[0])) + "-" + re.escape(chr(arg[1]))
+        elif kind == c.CATEGORY and arg in names:
+            out += names[arg]
+        else:
+            return None
+    return f"[{out}]"
+
+
+def _refers_back(items: list) -> bool:
+    """Whether parsed pattern items hold a back reference (to what the start matched: unknown)."""
+    c = _sre
+    for op, av in items:
+        if op in (c.GROUPREF, c.GROUPREF_EXISTS):
+            return True
+        for sub in (av if isinstance(av, (list, tuple)) else ()):
+            if isinstance(sub, _sre_parse.SubPattern) and _refers_back(list(sub)):
+                return True
+            if isinstance(sub, (list, tuple)) and any(isinstance(s, _sre_parse.SubPattern) and _refers_back(list(s))
+                                                      for s in sub):
+                return True
+    return False
+
+
+def run_after_start(rx: Source) -> tuple[int, re.Pattern[str]] | None:
+    r"""For a pattern that opens with a literal and then a run (``eyJ[A-Za-z0-9_=-]+\.``, ``//.+/:_authToken=``).
+
+    A match tried at ``j`` that fails fails as well at every later start whose literal ends
+    within the run that followed ``j``'s (that run's ends are a subset of ``j``'s ones, and
+    nothing after the run depends on where it began). So a failed try rules out every start
+    up to the run's end: each character is looked at by one try, not by every start before it
+    (a long run of starts that never ends a match costs its length, not its length squared).
+
+    Returns:
+        ``(length of the literal, a regex matching the run)``, or None: the pattern has
+        another form (something before the literal, a bounded run, a back reference).
+    """
+    c = _sre
+    try:
+        items = list(_sre_parse.parse(rx.pattern, rx.flags))
+    except Exception:  # an engine detail changed: be careful, not clever
+        return None
+    k = 0
+    while k < len(items) and items[k][0] == c.LITERAL:
+        k += 1
+    if not k or k == len(items) or items[k][0] not in (c.MAX_REPEAT, c.MIN_REPEAT) or _refers_back(items):
+        return None
+    _lo, hi, body = items[k][1]
+    body = list(body)
+    one = _class_source(body[0], rx.flags) if hi == c.MAXREPEAT and len(body) == 1 else None
+    if one is None:
+        return None
+    return k, re.compile(f"{one}*", rx.flags & (re.IGNORECASE | re.DOTALL | re.ASCII))

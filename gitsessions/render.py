@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .events import Event
-from .text import clip, fold
+from .text import INTERRUPTED, clip, fold, tool_line, turn_ended, turn_rule
 from .transcript import derive_messages
 
 if TYPE_CHECKING:
@@ -256,23 +256,22 @@ def transcript_item(item: view.Item) -> list[str]:
 
     out: list[str] = []
     if isinstance(item, view.TurnStart):
-        out.append(f"── turn {item.turn} ──")
+        out.append(turn_rule(item.turn))
     elif isinstance(item, view.Message) and item.imported:
         out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
     elif isinstance(item, view.Message) and item.role in ("user", "system"):
         out.append(("you" if item.role == "user" else "system prompt") + " › " + item.text)
     elif isinstance(item, view.Message):
-        mark = "[interrupted]" if item.interrupted else ""
+        mark = INTERRUPTED if item.interrupted else ""
         if item.text or (mark and not item.tool_calls):
             out.append("assistant › " + " ".join(filter(None, (item.text, mark))))
             mark = ""
         for call in item.tool_calls:
-            out.append(f"  ⚙ {call.name}({call.arguments or ''})" + (f" {mark}" if mark else ""))
+            out.append("  " + tool_line(call.name, call.arguments or "") + (f" {mark}" if mark else ""))
     elif isinstance(item, view.ToolResult):
         out.append(f"  ↳ {item.text}" + (" (error)" if item.is_error else ""))
     elif isinstance(item, view.TurnEnd):
-        why = f": {item.error}" if item.error else ""
-        out.append(f"  (turn ended: {item.reason}{why})")
+        out.append("  " + turn_ended(item.reason, item.error))
     elif isinstance(item, view.TitleChange):
         out.append(f"(title: {item.title})")
     elif isinstance(item, (view.Setting, view.Permission)):
@@ -377,13 +376,13 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
         elif isinstance(item, view.Message) and item.role in ("user", "system"):
             block(f"{item.role}: ", item.text)
         elif isinstance(item, view.Message):
-            mark = "[interrupted]" if item.interrupted else ""
+            mark = INTERRUPTED if item.interrupted else ""
             if item.text or not item.tool_calls:
                 block("assistant: ", " ".join(filter(None, (item.text, mark))))
                 mark = ""
             for call in item.tool_calls:
                 args = clip(fold(call.arguments or ""), COMPACT_TOOL_CHARS)
-                out.append(f"{indent}⚙ {call.name}({args})" + (f" {mark}" if mark else ""))
+                out.append(indent + tool_line(call.name, args) + (f" {mark}" if mark else ""))
         elif isinstance(item, view.ToolResult):
             flag = " (error)" if item.is_error else ""
             out.append(f"{indent}↳ {clip(fold(item.text), COMPACT_TOOL_CHARS)}{flag}")

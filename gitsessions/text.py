@@ -1,7 +1,8 @@
 """Plain text helpers: one line of a text, a cut, a code fence, a match and its context.
 
 Pure functions of strings (no terminal, no git), shared by the renderings, the search and
-the imports.
+the imports; and the words every transcript view uses for a turn's parts (the chat's recap,
+``gs show``, the compact rendering of ``gs log -p``), so they read the same everywhere.
 """
 
 from __future__ import annotations
@@ -87,3 +88,22 @@ def case_variant(name: str, known: Iterable[str]) -> str | None:
 def chat_prompt(session_id: str) -> str:
     """Return the chat's prompt for ``session_id``: ``<session> › `` (the early prompt draws it too)."""
     return f"{session_id} › "
+
+
+#: Said after a reply the stream cut short (an ``assistant/message`` with ``interrupted``).
+INTERRUPTED = "[interrupted]"
+
+
+def turn_rule(turn: int) -> str:
+    """The line that heads turn ``turn`` in a transcript: ``── turn N ──``."""
+    return f"── turn {turn} ──"
+
+
+def tool_line(name: object, arguments: str) -> str:
+    """A tool call in a transcript: ``⚙ name(arguments)`` (the arguments as given: clip them first)."""
+    return f"⚙ {name}({arguments})"
+
+
+def turn_ended(reason: object, error: object = None) -> str:
+    """The note of a turn that did not complete: ``(turn ended: REASON[: ERROR])``."""
+    return f"(turn ended: {reason}" + (f": {error}" if error else "") + ")"

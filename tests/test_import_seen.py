@@ -8,9 +8,11 @@ import shutil
 from pathlib import Path
 
 from gitsessions.redact import Redactor, from_environment
-from gitsessions.transfer import read_import
+from gitsessions.store import GitStore
+from gitsessions.transfer import chatgpt, read_import, write_import
 from gitsessions.transfer.ahead import FEWEST, ReadAhead
 from gitsessions.transfer.seen import FORMAT, SeenFiles, options_digest
+from gitsessions.transfer.stream import Conversations, Source
 from gitsessions.transfer.write import redact_plan
 
 FIXTURE = Path(__file__).parent / "data" / "claude_code" / "session.jsonl"  # a session, a fork, a sub-agent
@@ -175,3 +177,54 @@ def test_a_file_is_keyed_by_its_bytes_read_a_piece_at_a_time(tmp_path):
     big.write_bytes(b"[" + b" " * (3 << 20) + b"]")
     assert SeenFiles.key(big, "auto", None, None) == SeenFiles.key(big.read_bytes(), "auto", None, None)
     assert SeenFiles.key(big, "auto", None, None)[0] != SeenFiles.key(b"[]", "auto", None, None)[0]
+
+
+def test_a_large_export_is_recorded_from_its_write_not_read_a_third_time(tmp_path, repo_path):
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([{"id": f"c{i}", "title": f"Chat {i}", "create_time": 1700000000, "current_node": "a",
+                                 "mapping": {"q": {"id": "q", "parent": None, "children": ["a"], "message": {
+                                     "id": "q", "author": {"role": "user"}, "create_time": 1700000000 + i,
+                                     "content": {"content_type": "text", "parts": [f"question {i}"]}}},
+                                     "a": {"id": "a", "parent": "q", "children": [], "message": {
+                                         "id": "a", "author": {"role": "assistant"}, "create_time": 1700000001 + i,
+                                         "content": {"content_type": "text", "parts": [f"answer {i}"]}}}}}
+                                for i in range(3)]))
+    reads: list[int] = []
+
+    def convert(elements):  # ChatGPT's own conversion, each read of the file counted
+        reads.append(1)
+        yield from chatgpt.convert(elements)
+
+    plan = read_import(None, path.name, path=path)
+    plan.conversations = Conversations(Source(None, path, path.name), convert, keep=0)  # too large to keep
+    seen = SeenFiles(tmp_path / "imported")
+    key = seen.key(path, "auto", None, None)
+    with GitStore(repo_path) as store:
+        result = write_import(store, plan)
+        assert len(reads) == 2 and len(result.conversations) == 3  # checked, then read again as it was written
+        seen.record(store, key, plan, result)
+    assert len(reads) == 2 and seen.recorded(key)
+
+
+def test_the_files_of_a_run_are_checked_in_one_store_opened_once_that_sees_every_move(gs, git, repo_path, tmp_path):
+    files = []
+    for i in range(3):  # the fixture under other session ids, each alone in its folder
+        files.append(tmp_path / f"in{i}" / "session.jsonl")
+        files[-1].parent.mkdir()
+        files[-1].write_text(FIXTURE.read_text().replace("5f0c6a1e-2b7d", f"5f0c6a1e-{i:04x}"))
+    assert gs("import", *map(str, files)).code == 0
+    recorded = json.loads((repo_path / "gs" / "imported").read_text())["files"]
+    keys = [(content, entry["options"]) for content, entry in recorded.items()]
+    assert len(keys) == 3
+    opened: list[GitStore] = []
+
+    def open_store() -> GitStore:  # what each check asked of: counted
+        opened.append(GitStore(repo_path))
+        return opened[-1]
+
+    with SeenFiles(repo_path / "gs" / "imported") as seen:
+        assert all(seen.unchanged(open_store, key) for key in keys)
+        sid, tip = next(iter(recorded[keys[1][0]]["tips"].items()))
+        git("update-ref", f"refs/heads/{sid}", f"{tip}~1")  # moved by another writer: that store sees it
+        assert [seen.unchanged(open_store, key) for key in keys] == [True, False, True]
+    assert len(opened) == 1 and opened[0]._repo is None  # closed with the run

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
+import sys
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -25,7 +27,8 @@ from gitsessions.errors import TransferError
 from gitsessions.store import GitStore
 from gitsessions.transfer import chatgpt, claude_ai, read_import, write_import
 from gitsessions.transfer.messages import _Bad
-from gitsessions.transfer.stream import ArrayReader, Conversations, Source, loads, text_of
+from gitsessions.transfer.seen import SeenFiles
+from gitsessions.transfer.stream import KEEP_CHARS, ArrayReader, Conversations, Source, loads, text_of
 
 
 def _elements(raw: bytes, chunk: int) -> list:
@@ -253,3 +256,117 @@ def test_writing_a_large_export_holds_no_more_than_a_conversation(tmp_path):
     large, size = write(120)  # ~3 MB: four times the conversations, of ~25 kB each
     # What each conversation became is kept for the summary, not its events.
     assert large < 1.5 * small + 200_000 and large < size / 2, (small, large, size)
+
+
+def _rewrite_in_place(path: Path, old: bytes, new: bytes) -> None:
+    """``old`` replaced by ``new`` (as long) in the file itself: the same inode, size and modification time."""
+    st, data = path.stat(), path.read_bytes()
+    assert len(old) == len(new) and data.count(old) == 1
+    with open(path, "r+b") as f:
+        f.write(data.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_ino, path.stat().st_size, path.stat().st_mtime_ns) == (st.st_ino, st.st_size,
+                                                                                  st.st_mtime_ns)
+
+
+def _written(result) -> list[str]:
+    return [conv.source_id for conv, _ in result.conversations]
+
+
+@pytest.mark.parametrize("new", [b"assistant 3.1 y", b'assistant 3.1 "'], ids=["still-an-export", "no-longer-json"])
+def test_an_export_rewritten_in_place_as_it_is_written_stops_there_and_says_what_was_written(
+        tmp_path, repo_path, git, new):
+    path = _write_export(tmp_path / "conversations.json", [_conv(i, 1, 400) for i in range(5)])
+    plan = read_import(None, path.name, path=path)
+    plan.conversations = Conversations(Source(None, path, path.name), chatgpt.convert, keep=0, chunk=64)
+
+    def rewrite(done: int, total: int) -> None:  # once the first is written: what is read next is another version
+        if done == 1:
+            _rewrite_in_place(path, b"assistant 3.1 x", new)
+
+    with GitStore(repo_path) as store:
+        result = write_import(store, plan, progress=rewrite)
+    written = _written(result)
+    k = len(written)
+    assert 1 <= k <= 3 and written == [f"conv-{i}" for i in range(k)], written  # those read before the change
+    assert result.stopped is not None
+    said = "cannot import conversations.json: it changed while it was being imported"
+    assert str(result.stopped).startswith(said + (" (it now reads: not JSON (line " if b'"' in new else ";"))
+    assert str(result.stopped).endswith(f"; the first {k} of its 5 conversations were imported, as said above, "
+                                        f"and the other {5 - k} were not; run the import again")
+    assert len(_heads(git)) == k and "assistant 3.1 y" not in git("log", "--all", "-p")  # nothing of the new one
+    git("fsck", "--strict")
+    if b'"' not in new:  # run again, as it says: the new version, whole
+        plan.conversations = Conversations(Source(None, path, path.name), chatgpt.convert, keep=0, chunk=64)
+        with GitStore(repo_path) as store:
+            result = write_import(store, plan)
+        assert result.stopped is None and _written(result) == [f"conv-{i}" for i in range(5)]
+        assert [how for _, outs in result.conversations for _, how, _ in outs] == ["same"] * k + ["new"] * (5 - k)
+        assert "assistant 3.1 y" in git("log", "--all", "-p")
+
+
+def test_an_export_grown_past_its_last_conversation_as_it_is_written_says_all_were_imported(tmp_path, repo_path):
+    path = _write_export(tmp_path / "conversations.json", [_conv(i, 1, 400) for i in range(3)])
+    plan = read_import(None, path.name, path=path)
+    plan.conversations = Conversations(Source(None, path, path.name), chatgpt.convert, keep=0, chunk=64)
+
+    def grow(done: int, total: int) -> None:  # once the last is written, white space after the array: other bytes
+        if done == total:
+            with open(path, "ab") as f:
+                f.write(b"\n")
+
+    with GitStore(repo_path) as store:
+        result = write_import(store, plan, progress=grow)
+    assert _written(result) == ["conv-0", "conv-1", "conv-2"]
+    assert str(result.stopped) == ("cannot import conversations.json: it changed while it was being imported; its 3 "
+                                   "conversations were imported, as said above, as they were before; run the "
+                                   "import again")
+
+
+def test_an_export_changed_before_its_second_read_writes_nothing_and_says_so(tmp_path, repo_path):
+    path = _write_export(tmp_path / "conversations.json", [_conv(i, 1, 10) for i in range(3)])
+    plan = read_import(None, path.name, path=path)
+    plan.conversations = Conversations(Source(None, path, path.name), chatgpt.convert, keep=0)
+    _rewrite_in_place(path, b"assistant 0.1 x", b"assistant 0.1 y")  # the first conversation: none is as checked
+    with GitStore(repo_path) as store:
+        result = write_import(store, plan)
+    assert result.conversations == [] and not repo_path.exists()
+    assert str(result.stopped) == ("cannot import conversations.json: it changed while it was being imported; "
+                                   "nothing was written; run the import again")
+
+
+def test_gs_import_of_a_large_export_rewritten_as_it_is_written_says_what_it_imported(gs, repo_path, tmp_path, git):
+    path = _write_export(tmp_path / "conversations.json", [_conv(i, 1, 40_000) for i in range(110)])
+    assert path.stat().st_size > KEEP_CHARS  # checked whole, then read again as it is written
+    checked = path.read_bytes()
+    small = tmp_path / "hello.json"
+    small.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    assert gs("import", str(small), "--as", "hello").code == 0  # the repo, for its hook
+    # Its post-commit hook rewrites the export in place after the first commit of the import (another
+    # tool saving its file as gs reads it): what is read from then on is another version.
+    mark, rewrite = tmp_path / "rewritten", tmp_path / "rewrite.py"
+    rewrite.write_text(f"import os, pathlib\np = pathlib.Path({str(path)!r})\nst = p.stat()\n"
+                       "data = p.read_bytes().replace(b'assistant 6.1 x', b'assistant 6.1 y')\n"
+                       "with open(p, 'r+b') as f:\n    f.write(data)\n"
+                       "os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))\n")
+    hook = repo_path / "hooks" / "post-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f"#!/bin/sh\n[ -e '{mark}' ] || {{ touch '{mark}'; '{sys.executable}' '{rewrite}'; }}\n")
+    hook.chmod(0o755)
+    r = gs("import", str(path))
+    assert r.code == 1 and mark.exists(), r.err
+    ids = r.out.split()  # those written, the first ones: each read before the change reached the reader
+    k = len(ids)
+    assert 1 <= k <= 6 and [sid.rsplit("-", 1)[0] for sid in ids] == [f"conversation-{i}" for i in range(k)], ids
+    assert sorted(ids) == sorted(h.split()[0].removeprefix("refs/heads/") for h in _heads(git)
+                                 if not h.startswith("refs/heads/hello "))
+    assert all(f"imported {sid} (1 turn) from chatgpt conversation conv-{i}" in r.err for i, sid in enumerate(ids))
+    assert r.err.endswith(f"gs: cannot import conversations.json: it changed while it was being imported; the first "
+                          f"{k} of its 110 conversations were imported, as said above, and the other {110 - k} were "
+                          f"not; run the import again\n1 file (1 failed), {k} session{'s' * (k > 1)} written, "
+                          f"{k} turn{'s' * (k > 1)}, 0 skipped\n"), r.err
+    assert "nothing" not in r.err
+    assert "assistant 6.1 y" not in git("log", "--all", "-p")  # nothing of the file's new version
+    # Not kept as imported whole: the same bytes as the checked ones again are read again, and give the rest.
+    files = json.loads((repo_path / "gs" / "imported").read_text())["files"]
+    assert SeenFiles.key(checked, "auto", None, None)[0] not in files

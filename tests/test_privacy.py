@@ -227,3 +227,38 @@ def test_a_repo_made_in_an_empty_folder_the_user_made_is_private(gs, tmp_path):
     folder.mkdir(mode=0o755)
     assert gs("--repo", str(folder), "ask", "work", "hi").code == 0
     assert find(folder, "-perm", "/077") == []
+
+
+@pytest.mark.parametrize(("value", "umask"), [("group", 0o007), ("all", 0o002), ("0660", 0o007), ("0640", 0o027)])
+def test_what_gs_rewrites_in_a_shared_repo_gets_the_mode_git_gives_it(gs, repo_path, git, tmp_path, value, umask):
+    """A ref, HEAD, packed-refs and the config gs writes: as git writes them there, under the umask gs runs with
+    (the setting's, others kept out): a group member can move a session as git lets them."""
+    subprocess.run(["git", "init", "-q", "--bare", f"--shared={value}", str(repo_path)], check=True)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+
+    def git_here(*args: str) -> None:
+        """git itself writing in the repo, under the umask gs writes with."""
+        subprocess.run(["sh", "-c", f'umask {umask:03o} && exec git -C "$0" "$@"', str(repo_path), *args], check=True)
+
+    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "other", "one").code == 0
+    git_here("pack-refs", "--all")
+    assert gs("remote", "add", "origin", str(remote)).code == 0  # the config
+    assert gs("ask", "work", "two").code == 0  # a loose ref again, and its reflog
+    assert gs("push").code == 0  # remote-tracking refs, in folders of their own
+    assert gs("rm", "other").code == 0  # packed-refs rewritten, an archive ref, HEAD back to work
+    git_here("update-ref", "refs/by-git/deep/ref", "work")
+    by_git = stat.S_IMODE((repo_path / "refs" / "by-git" / "deep" / "ref").stat().st_mode)
+    by_git_folder = (repo_path / "refs" / "by-git" / "deep").stat().st_mode & 0o7777
+    assert by_git & 0o060 == (0o060 if value != "0640" else 0o040), oct(by_git)  # git's own rule, as a check
+    files = ["HEAD", "config", "packed-refs", "refs/heads/work", "refs/archive/other",
+             "refs/remotes/origin/heads/work", "logs/refs/heads/work", "logs/refs/archive/other"]
+    assert {f: oct(stat.S_IMODE((repo_path / f).stat().st_mode)) for f in files} == dict.fromkeys(files, oct(by_git))
+    folders = ["refs/archive", "refs/remotes/origin", "refs/remotes/origin/heads", "logs/refs/archive"]
+    modes = {f: oct((repo_path / f).stat().st_mode & 0o7777) for f in folders}
+    assert modes == dict.fromkeys(folders, oct(by_git_folder))
+    assert "refs/heads/work" in (repo_path / "HEAD").read_text()
+    git("fsck", "--strict")
+    git_here("update-ref", "refs/heads/work", "work~1")  # git moves what gs wrote, through the same files
+    git_here("config", "gs.test", "yes")

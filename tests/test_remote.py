@@ -232,3 +232,43 @@ def test_a_refused_background_push_is_told_by_the_next_command(two_machines, tmp
     assert "background" not in a("list").err  # once
     (tmp_path / "config.yaml").write_text("")
     assert a("sync").code == 0
+
+
+@pytest.mark.parametrize("command", ["push", "sync"])
+def test_a_push_to_a_path_not_there_yet_makes_the_bare_repo_its_head_the_current_session(two_machines, tmp_path,
+                                                                                          command):
+    """So plain git clone checks the session out, and git log there shows it, with no second command."""
+    a, _b, _remote = two_machines
+    assert a("ask", "aaa", "one").code == 0 and a("ask", "work", "two").code == 0
+    assert a("chat", "work", input="three\n").code == 0  # the current session: not the first by name
+    new = tmp_path / "backups" / "sessions.git"
+    r = a(command, str(new))
+    assert r.code == 1 and "could not reach" in r.err and not new.parent.exists()  # a folder missing: refused
+    new.parent.mkdir()
+    r = a(command, str(new))
+    assert r.code == 0 and f"created the bare repository {new} (nothing was there)" in r.err, r.err
+    assert "pushed refs/heads/work" in r.err and "pushed refs/heads/aaa" in r.err
+    assert _git(new, "symbolic-ref", "HEAD").strip() == "refs/heads/work"
+    assert _git(new, "log", "--format=%H").split() == [e["commit"] for e in a("log", "work", "--json").json()]
+    clone = subprocess.run(["git", "clone", str(new), str(tmp_path / "checkout")], capture_output=True, text=True)
+    assert clone.returncode == 0 and "warning" not in clone.stderr, clone.stderr
+    assert (tmp_path / "checkout" / "session.jsonl").exists()
+    _git(new, "fsck", "--strict")
+    r = a(command, str(new))
+    assert r.code == 0 and "created" not in r.err, r.err
+
+
+def test_a_push_to_a_repo_made_empty_by_git_leaves_its_head(two_machines):
+    """git's push leaves the remote's HEAD alone, and so does gs's (gs clone needs none)."""
+    a, _b, remote = two_machines
+    before = _git(remote, "symbolic-ref", "HEAD")
+    assert a("ask", "work", "one").code == 0
+    r = a("push", str(remote))
+    assert r.code == 0 and "created" not in r.err and "pushed refs/heads/work" in r.err, r.err
+    assert _git(remote, "symbolic-ref", "HEAD") == before
+
+
+def test_a_push_with_nothing_to_push_makes_no_repo_there(two_machines, tmp_path):
+    a, _b, _remote = two_machines
+    r = a("push", str(tmp_path / "new.git"))
+    assert r.code == 0 and not (tmp_path / "new.git").exists(), r.err

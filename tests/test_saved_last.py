@@ -1,7 +1,9 @@
 """The session saved last (``gs chat -c`` when ``HEAD`` names none), and the row cache it reads.
 
 ``SessionStore.saved_last`` answers from the commit times of the ``gs list`` rows cached in
-``<repo>/gs/rows`` when every tip has one, else by the rule ``gs list`` follows. Checked here
+``<repo>/gs/rows`` (and whether an import wrote them: an import's commits are dated when the
+conversation was said, and come after gs's saves) when every tip has one, else by the rule
+``gs list`` follows. Checked here
 against what the real git CLI says of the refs: with the cache missing, stale, damaged or
 rewritten by other processes at once.
 """
@@ -20,8 +22,11 @@ from gitsessions.events import encode_log
 from gitsessions.store import GitStore
 
 
-def _at(repo: Path, sid: str, when: int, raw: bytes | None = None) -> str:
-    """Commit a one-turn log of ``sid`` (or ``raw``) with plain git, dated ``when``, on ``sid``'s tip."""
+def _at(repo: Path, sid: str, when: int, raw: bytes | None = None, trailers: str = "") -> str:
+    """Commit a one-turn log of ``sid`` (or ``raw``) with plain git, dated ``when``, on ``sid``'s tip.
+
+    ``trailers``: more trailer lines (``Imported-From: ...``: as an import writes its commits).
+    """
     if not repo.exists():
         with GitStore(repo) as store:
             store.repo(create=True)
@@ -32,7 +37,7 @@ def _at(repo: Path, sid: str, when: int, raw: bytes | None = None) -> str:
     parent = subprocess.run(["git", "-C", str(repo), "rev-parse", "-q", "--verify", f"refs/heads/{sid}"],
                             capture_output=True, text=True).stdout.split()
     proc = subprocess.run(["git", "-C", str(repo), "commit-tree", tree, *(["-p", parent[0]] if parent else []),
-                           "-m", f"turn 1: hi\n\nSession: {sid}\nTurn: 1\nMessages: 2"],
+                           "-m", f"turn 1: hi\n\nSession: {sid}\nTurn: 1\nMessages: 2{trailers}"],
                           capture_output=True, text=True, check=True,
                           env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
                                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x",
@@ -53,9 +58,13 @@ def _saved_last(repo: Path) -> str | None:
         return store.saved_last()
 
 
-def _cached(repo: Path) -> dict[str, int]:
+def _stamps(repo: Path) -> dict[str, tuple[int, bool]]:
     with GitStore(repo) as store:
-        return store.state.rows.times()
+        return store.state.rows.stamps()
+
+
+def _cached(repo: Path) -> dict[str, int]:
+    return {commit: time for commit, (time, _) in _stamps(repo).items()}
 
 
 def _tips(repo: Path) -> dict[str, str]:
@@ -168,3 +177,60 @@ def test_saves_and_callers_at_once_leave_the_answer_git_gives(repo_path: Path, t
         assert cached[tip] == int(git_bytes(repo_path, "log", "-1", "--format=%ct", tip))
     (repo_path / "gs" / "rows").unlink()
     assert _saved_last(repo_path) == _git_says(repo_path)
+
+
+#: What an import's commits carry (``Imported-From``), and a date an export's skewed clock gave (2096).
+IMPORTED, FUTURE = "\nImported-From: claude-code 5f0c6a1e", 4_000_000_000
+
+
+def test_an_imports_commit_comes_after_every_save_of_gs_whatever_its_date(repo_path: Path):
+    """An import dates its commits, the commit time too, when the conversation was said (two machines
+    make the same commits): the newest save of gs's wins, the newest import only when no save is left."""
+    tips = {"a": _at(repo_path, "a", 2_000), "b": _at(repo_path, "b", 1_000),
+            "i": _at(repo_path, "i", FUTURE, trailers=IMPORTED), "j": _at(repo_path, "j", 3_000, trailers=IMPORTED)}
+    assert _saved_last(repo_path) == "a"  # read from git (and kept)
+    assert _stamps(repo_path) == {tips["a"]: (2_000, False), tips["b"]: (1_000, False), tips["i"]: (FUTURE, True),
+                                  tips["j"]: (3_000, True)}
+    assert _saved_last(repo_path) == "a"  # from the cache
+    rows = repo_path / "gs" / "rows"
+    lines = {line[2:42].decode(): line for line in rows.read_bytes().splitlines()}
+    cut_a = lines[tips["a"]][:lines[tips["a"]].index(b'"Turn"')]
+    cut_i = lines[tips["i"]][:lines[tips["i"]].index(b'"Imported-From"')]
+    # a's line cut short, i's row appended to it: the key on that line is i's, not a's
+    rows.write_bytes(lines[tips["b"]] + b"\n" + lines[tips["j"]] + b"\n" + cut_a + lines[tips["i"]] + b"\n")
+    assert _stamps(repo_path) == {tips["a"]: (2_000, False), tips["b"]: (1_000, False), tips["j"]: (3_000, True)}
+    assert _saved_last(repo_path) == "a"
+    # i's line cut before its key: the cache takes it for a save of gs's, and its commit says otherwise
+    rows.write_bytes(b"".join(lines[tips[s]] + b"\n" for s in "abj") + cut_i)
+    assert _stamps(repo_path)[tips["i"]] == (FUTURE, False)
+    assert _saved_last(repo_path) == "a"
+    for sid in "ab":
+        git_bytes(repo_path, "update-ref", "-d", f"refs/heads/{sid}")
+    assert _saved_last(repo_path) == "i" == _git_says(repo_path)  # imports alone: the newest
+    rows.unlink()
+    assert _saved_last(repo_path) == "i"
+
+
+def test_chat_continue_and_rm_pass_over_an_import_dated_in_the_future(gs, git, repo_path: Path, fake_api, tmp_path):
+    """``gs chat -c`` goes on with the session the user saved last, and ``gs rm`` of it makes the
+    one saved before it current: an imported conversation dated in the future is neither."""
+    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "other", "hello").code == 0
+    transcript = tmp_path / "future.jsonl"
+    fixture = Path(__file__).parent / "data" / "claude_code" / "session.jsonl"
+    transcript.write_text(fixture.read_text(encoding="utf-8").replace('"timestamp":"2026-', '"timestamp":"2096-'),
+                          encoding="utf-8")
+    r = gs("import", str(transcript))
+    assert r.code == 0 and len(r.out.split()) == 3, r.err
+    assert all(int(git("log", "-1", "--format=%ct", sid)) > FUTURE - 10**8 for sid in r.out.split())
+    git("symbolic-ref", "HEAD", "refs/heads/master")  # names none: the session saved last
+    r = gs("chat", "-c", input="next\n")
+    assert r.code == 0 and "session other saved" in r.err, r.err
+    assert [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] == "user"] == ["hello", "next"]
+    r = gs("rm", "other")
+    assert r.code == 0 and "the current session is now work" in r.err, r.err
+    (repo_path / "gs" / "rows").unlink()  # the rule itself, not the cache
+    r = gs("rm", "work")
+    newest = _git_says(repo_path)  # imports alone: the newest of them
+    assert r.code == 0 and f"the current session is now {newest}" in r.err, r.err
+    git("fsck", "--strict")

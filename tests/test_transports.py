@@ -203,6 +203,35 @@ def test_push_clone_pull_and_divergence(transport: Transport, machines, tmp_path
         assert b"<<<<<<<" not in blobs and b">>>>>>>" not in blobs and b"\n=======\n" not in blobs
 
 
+@pytest.mark.parametrize("transport", ["file", *NETWORK], indirect=True)
+def test_a_clone_of_a_remote_whose_head_names_nothing_goes_on_with_the_session_saved_last(
+        transport: Transport, machines):
+    """``git init --bare`` leaves HEAD at an unborn master gs never pushes; the push does not rewrite it
+    (git's does not either), and gs clone needs none: the session saved last is current there."""
+    a, b = machines
+    remote = init_bare(transport.root / "remote.git")
+    for sid, prompt in [("a-first", "one"), ("z-last", "two"), ("m-newest", "four")]:
+        assert a("ask", sid, prompt).code == 0
+    for sid in ("a-first", "z-last"):  # saved a day before m-newest (a save's time is in seconds)
+        tip = _git(a.repo, "rev-parse", sid).strip()
+        day_before = {**os.environ, "GIT_COMMITTER_DATE": "@1700000000 +0000", "GIT_AUTHOR_DATE": "@1700000000 +0000",
+                      "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+                      "GIT_COMMITTER_EMAIL": "t@x"}
+        older = subprocess.run(["git", "-C", str(a.repo), "commit-tree", f"{tip}^{{tree}}", "-m",
+                                _git(a.repo, "log", "-1", "--format=%B", tip)],
+                               capture_output=True, text=True, check=True, env=day_before).stdout.strip()
+        _git(a.repo, "update-ref", f"refs/heads/{sid}", older, tip)
+    assert a("remote", "add", "origin", transport.url("remote.git")).code == 0
+    r = a("push")
+    assert r.code == 0 and "created" not in r.err, r.err
+    assert _git(remote, "symbolic-ref", "HEAD").strip() in ("refs/heads/master", "refs/heads/main")
+    r = b("clone", transport.url("remote.git"), str(b.repo))
+    assert r.code == 0, r.err
+    assert _git(b.repo, "symbolic-ref", "HEAD").strip() == "refs/heads/m-newest"
+    assert _git(b.repo, "log", "--format=%H").split() == [e["commit"] for e in a("log", "m-newest", "--json").json()]
+    assert _messages(b, "m-newest") == ["four", "echo: four"]
+
+
 # -- refusals and unreachable servers ----------------------------------------------------------
 
 

@@ -147,9 +147,11 @@ def chat(
         sid = picked or (_latest_session(store) if cont else session)
         # a new session's id (the one the early prompt shows, if any), checked once the store is open
         drawn = None if sid else (early.held_session() or secrets.token_hex(4))
-        # A plain name's session is opened behind the first prompt; one opened after a wait, or
-        # a past revision (forked: its id is known once it is open) before it.
-        behind = interactive and not wait and fork_as is None and not any(ch in (sid or "") for ch in "~^@")
+        # A plain name's session is opened behind the first prompt; one opened after a wait, a
+        # past revision (forked: its id is known once it is open), or on a dumb terminal (its
+        # prompt is plain text, nothing can be written above it) before it.
+        behind = (interactive and not wait and fork_as is None and not any(ch in (sid or "") for ch in "~^@")
+                  and not early.dumb_terminal(os.environ))
         keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
         shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
         built: list[Repl] = []  # the chat once built: the prompt's history reads its session
@@ -259,9 +261,15 @@ def chat(
         build = provider.start if isinstance(provider, BackgroundProvider) else lambda then: None
         # The first request waits for the model client (the SDK: most of the time), so it is
         # built first; the session opens beside it (the store is the request's too).
+        # Keys typed ahead (held by the early prompt) would end the first prompt before the session
+        # is open, its banner below them: it opens first (beside the client the line waits for).
+        ahead = behind and early.typed_ahead()
+        behind = behind and not ahead
         if behind:
             shown.extend((lambda: build(then=client_built), opening.start))
         else:
+            if ahead:
+                build(then=client_built)
             opening.result()
             shown.append(lambda: build(then=client_built))
         first_prompt = chat_prompt(sid or drawn or "")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.buffer import Buffer, CompletionState
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, get_common_complete_suffix
 from prompt_toolkit.document import Document
 
 from ..errors import GitSessionsError
@@ -64,3 +65,42 @@ class ChatCompleter(Completer):
         if mark == "~":
             return [(f"{sid}~{n}", info.message.subject) for n, info in enumerate(log) if n]
         return [(f"{sid}@{info.commit[:12]}", info.message.subject) for info in log]
+
+
+def complete_now(buffer: Buffer) -> None:
+    """Tab at the chat's prompt: what prompt_toolkit's Tab does, done before the next key is read.
+
+    prompt_toolkit's Tab (``menu-complete``) completes in a task of its own, after the keys
+    read with it: an Enter typed ahead with it sent the line as typed (``/he``) while the
+    line completed (``/help``) was shown. Here the completions are read as Tab is handled,
+    and used as prompt_toolkit uses them: the next one when a menu is open; else their common
+    part inserted (a menu of the rest when there are several); else the only one taken; else
+    a menu of them.
+
+    Args:
+        buffer: the prompt's input, and its completer.
+    """
+    if buffer.complete_state:
+        buffer.complete_next()
+        return
+    document = buffer.document
+    found = list(buffer.completer.get_completions(document, CompleteEvent(completion_requested=True))
+                 ) if buffer.completer else []
+    before = document.text_before_cursor
+    if len(found) == 1 and before[len(before) + found[0].start_position:] == found[0].text:
+        return  # the one completion is what is typed already
+    common = get_common_complete_suffix(document, found) if found else ""
+    if common:
+        buffer.insert_text(common)
+        if len(found) > 1:
+            _menu(buffer, [c.new_completion_from_position(len(common)) for c in found])
+    elif len(found) == 1:
+        buffer.apply_completion(found[0])
+    elif found:
+        _menu(buffer, found)
+
+
+def _menu(buffer: Buffer, completions: list[Completion]) -> None:
+    """Show ``completions`` in a menu at the cursor, none chosen yet."""
+    buffer.complete_state = CompletionState(original_document=buffer.document, completions=completions)
+    buffer.on_completions_changed.fire()

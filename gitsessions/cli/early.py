@@ -43,8 +43,37 @@ _held: _Held | None = None
 _PASTE_ON, _PASTE_OFF = b"\x1b[?2004h", b"\x1b[?2004l"
 
 
+#: The columns the chat's prompt leaves for what is typed: a prompt that would leave fewer is
+#: shortened (prompt_toolkit draws nothing of a prompt as wide as the terminal, and a line it
+#: wraps goes on under the prompt's end, a column or two a row).
+INPUT_ROOM = 8
+
+#: What ends the chat's prompt (:func:`gitsessions.text.chat_prompt`).
+_MARK = " › "
+
+
+def fits(prompt: str, columns: int) -> bool:
+    """Whether ``prompt`` leaves :data:`INPUT_ROOM` columns of a terminal ``columns`` wide (one column a character)."""
+    return len(prompt) + INPUT_ROOM <= columns
+
+
+def fitted_prompt(prompt: str, columns: int) -> str:
+    """``prompt`` as the chat draws it on a terminal ``columns`` wide: cut when it does not :func:`fits`.
+
+    The session's name is cut (``a-long-na… › ``), down to the mark alone (``› ``).
+
+    Args:
+        prompt: the chat's prompt (``<session> › ``).
+        columns: the terminal's width.
+    """
+    if fits(prompt, columns) or not prompt.endswith(_MARK):
+        return prompt
+    keep = columns - INPUT_ROOM - len(_MARK) - 1
+    return prompt[:keep] + "…" + _MARK if keep > 0 else _MARK.lstrip()
+
+
 def _early_session(argv: list[str], columns: int) -> str | None:
-    """The session id of a plain ``gs chat [SESSION]`` whose prompt fits one line, else None.
+    """The session id of a plain ``gs chat [SESSION]`` whose prompt :func:`fits` uncut, else None.
 
     Any option (a global one too) may change what comes before the prompt, and a revision
     (``work~1``) is forked under another name: those take the usual way.
@@ -54,7 +83,7 @@ def _early_session(argv: list[str], columns: int) -> str | None:
     sid = argv[1] if len(argv) == 2 else os.urandom(4).hex()  # as secrets.token_hex(4), a new session's id
     if sid.startswith("-") or not sid.isascii() or not sid.isprintable() or any(ch in sid for ch in "~^@ "):
         return None
-    return sid if len(chat_prompt(sid)) < columns else None
+    return sid if fits(chat_prompt(sid), columns) else None
 
 
 def _pulls_on_open(env: dict[str, str] | os._Environ[str]) -> bool:
@@ -67,6 +96,19 @@ def _pulls_on_open(env: dict[str, str] | os._Environ[str]) -> bool:
             return "on-open" in f.read()
     except OSError:
         return False
+
+
+def dumb_terminal(env: dict[str, str] | os._Environ[str]) -> bool:
+    """Whether ``$TERM`` names a terminal that cannot move its cursor: prompt_toolkit's rule (``is_dumb_terminal``).
+
+    prompt_toolkit then writes its prompt as plain text and echoes what is typed, so nothing
+    is drawn early (it would be written twice) and the chat opens its session before the prompt
+    (what the opening writes could not go above a prompt on such a terminal).
+
+    Args:
+        env: the environment (``os.environ``).
+    """
+    return env.get("TERM", "").lower() in ("dumb", "unknown")
 
 
 def started_as_gs() -> bool:
@@ -83,8 +125,8 @@ def hold(argv: list[str] | None = None) -> str | None:
 
     Returns:
         The session id drawn (a new one when none was named), else None: nothing was done
-        (not a terminal, options, ``TERM=dumb``, a config that pulls on open, or a
-        prompt wider than the terminal).
+        (not a terminal, options, a :func:`dumb_terminal`, a config that pulls on open, or a
+        prompt that would be cut: :func:`fitted_prompt`).
     """
     global _held
     if _held is not None or not started_as_gs():
@@ -93,7 +135,7 @@ def hold(argv: list[str] | None = None) -> str | None:
         import termios
 
         fd = sys.stdin.fileno()
-        if not (os.isatty(fd) and os.isatty(sys.stdout.fileno())) or os.environ.get("TERM") == "dumb":
+        if not (os.isatty(fd) and os.isatty(sys.stdout.fileno())) or dumb_terminal(os.environ):
             return None
         sid = _early_session(list(sys.argv[1:] if argv is None else argv), os.get_terminal_size(fd).columns)
         if sid is None or _pulls_on_open(os.environ):
@@ -126,6 +168,18 @@ def hold(argv: list[str] | None = None) -> str | None:
 def held_session() -> str | None:
     """The session id whose prompt is drawn and held (None: none is)."""
     return _held.session_id if _held is not None else None
+
+
+def typed_ahead() -> bool:
+    """Whether keys typed while the prompt is held wait to be read (False when nothing is held)."""
+    if _held is None:
+        return False
+    import select
+
+    try:
+        return bool(select.select([_held.fd], [], [], 0)[0])
+    except (OSError, ValueError):  # the terminal is gone (hang-up)
+        return False
 
 
 def hand_over(prompt: str) -> None:

@@ -19,6 +19,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
 from ..events import clean_text
 from ..render import terminal_safe
+from .early import fitted_prompt
 from .terminal import ReplyKeys
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         safe: applied to each text written (control characters made visible).
         keys: told when each prompt starts and ends (see :class:`ReplyKeys`).
         on_shown: called once, right after the first prompt is drawn (work that can wait
-            until the user sees the prompt).
+            until the user sees the prompt); on a dumb terminal as it is written.
         completer: what Tab completes (a prompt_toolkit completer; None: nothing).
         note: what stands dimmed at the right of the prompt's line (read at each prompt;
             None or "": nothing).
@@ -189,15 +190,16 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
                                                 prompt_continuation=_continuation,
                                                 completer=completer, complete_while_typing=False,
                                                 rprompt=lambda: _note(note))
+    from prompt_toolkit.utils import is_dumb_terminal
+
     fd = sys.stdin.fileno()
-    if on_shown is not None:
-        pending = [on_shown]
+    pending = [on_shown] if on_shown is not None else []
 
-        def after_render(_app: Any) -> None:
-            while pending:
-                pending.pop()()
+    def after_render(_app: Any) -> None:
+        while pending:
+            pending.pop()()
 
-        session.app.after_render += after_render
+    session.app.after_render += after_render
 
     owner = threading.current_thread()
     waiting: list[str] = []  # text another thread wrote, printed by this one
@@ -242,8 +244,11 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
     def read_line(prompt: str) -> str | None:
         flush()
         keys.prompt_starts()
+        if is_dumb_terminal():  # prompt_toolkit writes this prompt as it starts, in an app that renders nothing
+            after_render(None)
         try:
-            line = session.prompt(prompt)
+            # as wide as the terminal lets it be, at each redraw (a resize)
+            line = session.prompt(lambda: fitted_prompt(prompt, session.app.output.get_size().columns))
         finally:
             flush()
         keys.prompt_ended(session.input, fd)
@@ -289,15 +294,22 @@ def _continuation(width: int, _line: int, _soft: int) -> str:
 
 
 def _chat_keys(loaded: Callable[[], bool]) -> Any:
-    """Key bindings of the chat's prompt: :func:`_send_on_enter`'s, and Ctrl+C as a shell has it.
+    """Key bindings of the chat's prompt: :func:`_send_on_enter`'s, Tab, and Ctrl+C as a shell has it.
 
-    Ctrl+C on a half-typed line clears it (bash, python and Claude Code do); on an empty
-    line it leaves the chat, as it always did. Up and Down pressed before the line history
+    Tab completes before the next key is read (:func:`.complete.complete_now`). Ctrl+C on a
+    half-typed line clears it (bash, python and Claude Code do); on an empty line it leaves
+    the chat, as it always did. Up and Down pressed before the line history
     is ``loaded`` (at the first prompt, it waits for the session being opened) wait for it.
     """
     from prompt_toolkit.filters import Condition
 
     kb = _send_on_enter()
+
+    @kb.add("tab")
+    def _complete(event: Any) -> None:
+        from .complete import complete_now  # at the first Tab, as the completer
+
+        complete_now(event.current_buffer)
 
     @kb.add("up", filter=Condition(lambda: not loaded()))
     @kb.add("down", filter=Condition(lambda: not loaded()))

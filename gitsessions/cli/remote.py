@@ -142,6 +142,8 @@ def _print_push(report, where: str, *, alone: bool = True, read_only: str | None
     ``read_only``: why this repo cannot be written (then no ``gs sync``, which writes here, is advised).
     """
     _strangers(report.skipped)
+    if report.created_there:
+        err(f"created the bare repository {report.created_there} (nothing was there)")
     for ref in report.pushed:
         err(f"pushed {ref} to {where}")
     for ref, kept in report.deleted:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ..render import COMPACT_TOOL_CHARS, compact_lines, terminal_safe, transcript_item
-from ..text import clip, fold
+from ..text import INTERRUPTED, clip, fold, tool_line
 from .stream import _Block, renders
 
 if TYPE_CHECKING:
@@ -80,13 +80,13 @@ def _reply_lines(console: Console, item: view.Message, label: str, indent: str, 
 
     console.print(Text(label, style="bold green"))
     console.print(Padding(_Block(terminal_safe(item.text), gap=False), (0, 0, 0, len(indent))))
-    mark = " [interrupted]" if item.interrupted else ""
+    mark = f" {INTERRUPTED}" if item.interrupted else ""
     for call in item.tool_calls:
         args = call.arguments or ""
         args = clip(fold(args), clipped) if clipped else args
-        console.print(Text(terminal_safe(f"{tools}⚙ {call.name}({args}){mark}"), style="dim"))
+        console.print(Text(terminal_safe(tools + tool_line(call.name, args) + mark), style="dim"))
     if mark and not item.tool_calls:
-        console.print(Text(f"{indent}[interrupted]", style="yellow"))
+        console.print(Text(indent + INTERRUPTED, style="yellow"))
 
 
 def compact(items: Iterable[view.Item], out: Output, indent: str = "    ") -> str:

@@ -28,6 +28,7 @@ from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
 from prompt_toolkit.input.vt100_parser import Vt100Parser
 from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.keys import Keys
+from prompt_toolkit.utils import is_dumb_terminal
 
 
 class ReplyKeys:
@@ -163,8 +164,11 @@ def _bracketed_paste(on: bool) -> None:
     """Ask the terminal to mark pasted text (``ESC [200~ ... ESC [201~``), or to stop.
 
     Between prompts, a paste of several lines would otherwise reach the next prompt as lines,
-    each one sent by its newline; marked, prompt_toolkit reads it as one paste.
+    each one sent by its newline; marked, prompt_toolkit reads it as one paste. A dumb
+    terminal is not asked (prompt_toolkit does not ask it either): it would show the escape.
     """
+    if is_dumb_terminal():
+        return
     with contextlib.suppress(OSError, ValueError):  # no terminal left (a hang-up)
         sys.stdout.write("\x1b[?2004h" if on else "\x1b[?2004l")
         sys.stdout.flush()

@@ -207,15 +207,16 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         if any(how not in ("same", "archived") for _, how, _ in outcomes):
             for note in conv.notes:
                 err(f"  note: {note}")
-    if result.conversations and tally.sessions == before and alone:  # of many, the summary says it once
+    if result.conversations and tally.sessions == before and alone and not result.stopped:  # of many: the summary
         err(f"nothing new in {source}")
     tally.skipped += len(plan.skipped) + len(result.clashes)
     for skip in plan.skipped:
         err(f"skipped {skip}")
     for sid, why in result.clashes:
         err(f"gs: not imported {sid}: {why}")
-    if result.clashes:
-        tally.failed += 1
+    if result.stopped:  # what was written is said above, and how many were not
+        err(f"gs: {result.stopped}")
+    tally.failed += bool(result.clashes or result.stopped)
 
 
 #: How long an import waits for another one to finish (seconds): longer than a large
@@ -364,7 +365,8 @@ def import_(
     with ImportProgress(len(paths), c.output) as tally.progress, ExitStack() as tally.stack:
         # the index of sessions is read under the lock: what an import before wrote
         tally.ahead = tally.stack.enter_context(transfer.ahead.ReadAhead(
-            paths, fmt.value, keep_paths, c.redactor(), transfer.seen.SeenFiles(c.repo_path() / "gs" / "imported")))
+            paths, fmt.value, keep_paths, c.redactor(),  # the files seen, whose store is opened once for the run
+            tally.stack.enter_context(transfer.seen.SeenFiles(c.repo_path() / "gs" / "imported"))))
         for file in paths:
             _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                          alone=len(paths) == 1 and not found and not watch, found=found)

@@ -92,7 +92,7 @@ class SessionStore(abc.ABC):
             expected_tip: the tip the caller built on; None creates the session.
             header: the header, required when creating.
             author_time: the commit's author date, epoch seconds (an import gives each turn
-                its original time); None: now. The committer date is always the time of the save.
+                its original time); None: now. Git's committer date is it too (one import: the same commits anywhere).
 
         Raises:
             InvalidEvent: seq not contiguous, or values that are not plain JSON.
@@ -296,9 +296,9 @@ class SessionStore(abc.ABC):
         return listing.live_rows(self, self._rows())
 
     def saved_last(self) -> SessionId | None:
-        """Return the live session whose tip is newest (ties: the smaller id); None when none can be read.
+        """Return the live session gs saved last, imports' tips after gs's saves (:func:`.listing.saved_last`).
 
-        What ``gs chat -c`` continues when ``HEAD`` names none (:func:`.listing.saved_last`).
+        What ``gs chat -c`` continues when ``HEAD`` names none, and ``gs rm`` makes current; None: none can be read.
         """
         return listing.saved_last(self, self._rows())
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from dulwich.errors import NotCommitError, ObjectFormatException
 from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
-from dulwich.repo import Repo
 
 from ..errors import ConcurrentUpdate, CorruptSession
 from ..events import Event
@@ -41,6 +40,7 @@ from .repo import (
     swap,
     write_commit,
 )
+from .shared import SessionRepo
 from .state import ListRows, RepoState
 from .unpack import read_blob
 from .values import HookRunner, NoHooks
@@ -85,7 +85,7 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         #: The sidecar files under ``<repo>/gs/`` (journals, locks, verified tips, pack state).
         self.state = RepoState(self.path)
         self.identity = identity.encode("utf-8")
-        self._repo: Repo | None = None
+        self._repo: SessionRepo | None = None
         # the logs read or saved, by commit: a save appends to the last one's bytes.
         self._kept = KeptLogs()
         #: Runs the commit hooks (see :mod:`.hooks`); whoever built it collects its warnings.
@@ -105,7 +105,7 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         """
         check_repo_path(self.path)
 
-    def repo(self, create: bool = False) -> Repo | None:
+    def repo(self, create: bool = False) -> SessionRepo | None:
         """Return the open dulwich ``Repo``; create it when ``create`` (else None if missing).
 
         Raises:
@@ -113,7 +113,7 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         """
         if self._repo is None:
             if self.exists():
-                self._repo = Repo(str(self.path))
+                self._repo = SessionRepo(str(self.path))
             elif create:
                 self.check_path()
                 self._repo = init_repo(self.path)
@@ -396,5 +396,5 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         self.close()  # reopen with a fresh pack list next time
         return result
 
-    def _swap(self, repo: Repo, ref: Ref, old: str | None, new: ObjectID, msg: bytes, now: int, tz: int) -> None:
+    def _swap(self, repo: SessionRepo, ref: Ref, old: str | None, new: ObjectID, msg: bytes, now: int, tz: int) -> None:
         swap(repo, ref, None if old is None else _oid(old), new, committer=self.identity, message=msg, now=now, tz=tz)

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 #: A row: the tip's commit time (epoch seconds) and its message as ``gs list`` shows it.
 Row = tuple[int, CommitMessage]
+#: What :func:`saved_last` reads of a row: its commit time and whether an import wrote the commit.
+Stamp = tuple[int, bool]
 
 #: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
 _COUNTED = ("Turn", "Messages", "Title")
@@ -37,12 +39,17 @@ class RowCache:
         """Return the rows kept, by commit."""
         return {}
 
-    def times(self) -> dict[str, int]:
-        """Return the commit time (epoch seconds) of each row kept, by commit: :meth:`read`'s, or a cheaper read."""
-        return {commit: row[0] for commit, row in self.read().items()}
+    def stamps(self) -> dict[str, Stamp]:
+        """Return the :data:`Stamp` of each row kept (commit time, epoch s; imported), by commit: :meth:`read`'s."""
+        return {commit: (row[0], imported(row[1])) for commit, row in self.read().items()}
 
     def update(self, rows: Mapping[str, Row], known: Mapping[str, Row], live: Iterable[str]) -> None:
         """Keep ``rows`` just read from git (``known``: what :meth:`read` gave; ``live``: every tip)."""
+
+
+def imported(message: CommitMessage) -> bool:
+    """True when an import wrote the commit of ``message`` (its ``Imported-From`` trailer)."""
+    return message.fields.imported_from is not None
 
 
 def trusted(message: CommitMessage) -> bool:
@@ -96,26 +103,41 @@ def live_rows(store: SessionStore, cache: RowCache) -> list[SessionInfo]:
 
 
 def saved_last(store: SessionStore, cache: RowCache) -> SessionId | None:
-    """Return :meth:`SessionStore.saved_last` of ``store``, from the times in ``cache`` when it has every tip's.
+    """Return :meth:`SessionStore.saved_last` of ``store``, from the stamps in ``cache`` when it has every tip's.
 
-    The rule is :func:`live_rows`'s rows without an error, the newest tip commit first, the
-    smaller id on a tie (a commit time is in seconds). When every tip has a cached time, only
-    the winner's commit is read, to check its time (a time the cache got wrong falls back to
-    the rule); else the rows are read as ``gs list`` reads them, and kept, so the next call
-    reads none.
+    The rule: of :func:`live_rows`'s rows without an error, the one whose tip gs saved
+    newest, by its commit (committer) time: when it was saved. A tip an import wrote (its
+    ``Imported-From`` trailer) comes after all of them, and the newest of those only when
+    no other is left: an import dates its commits, the commit time too, when the
+    conversation was said, so that the same import makes the same commits on every machine
+    (a sync finds them equal); that says nothing of when it was saved here, and a skewed
+    clock in an export dates it in the future. Nor is an import the user's chat (it leaves
+    ``HEAD`` as it was). A session continued in gs since has a tip of gs's, dated by it.
+    Not the reflog: it is this machine's alone (a clone has none), and an import run after
+    a chat would move a ref last. Ties go to the smaller id (a commit time is in seconds).
+
+    When every tip has a cached stamp only the winner's commit is read, to check its stamp
+    (a stamp the cache got wrong falls back to the rule); else the rows are read as ``gs
+    list`` reads them, and kept, so the next call reads none.
     """
     tips = store.tips()
-    times = cache.times()
-    if tips and all(tip in times for tip in tips.values()):
-        sid = max(tips, key=lambda sid: times[tips[sid]])  # the first of the newest, by id
-        time = times[tips[sid]]
+    stamps = cache.stamps()
+    if tips and all(tip in stamps for tip in tips.values()):
+        sid = max(tips, key=lambda sid: _rank(stamps[tips[sid]]))  # the first of the newest, by id
         try:
-            if store.commit_info(tips[sid]).time == time:
+            info = store.commit_info(tips[sid])
+            if (info.time, imported(info.message)) == stamps[tips[sid]]:
                 return sid
         except store.unreadable:
             pass  # flagged by the rule below
     rows = [row for row in live_rows(store, cache) if row.error is None]
-    return max(rows, key=lambda row: row.time).session_id if rows else None
+    return max(rows, key=lambda row: _rank((row.time, imported(row.message)))).session_id if rows else None
+
+
+def _rank(stamp: Stamp) -> tuple[bool, int]:
+    """The order of :func:`saved_last`: gs's saves before imports' commits, each by commit time."""
+    time, by_import = stamp
+    return (not by_import, time)
 
 
 def archived_rows(store: SessionStore) -> list[SessionInfo]:

@@ -29,8 +29,10 @@ from ..errors import RemoteError
 from .clients import DEFAULT_TIMEOUT_S, connect, strip_password
 from .faults import writes_to
 from .git import GitStore
+from .new_remote import create_bare
 from .pull import pull_steps
 from .reports import Credentials, PullReport, PushReport, SyncReport
+from .shared import write_config
 from .sync import (
     Sides,
     holder,
@@ -138,7 +140,7 @@ class Remotes:
         config = repo.get_config()
         section = (b"remote", name.encode())
         config.set(section, b"url", url.encode())
-        write_refspecs(config, name)
+        write_refspecs(repo, config, name)
         return stripped
 
     @writes_to(lambda self, *args, **kwargs: self.store.path)
@@ -152,7 +154,7 @@ class Remotes:
         repo = self._open()
         config = repo.get_config()
         del config[(b"remote", name.encode())]
-        config.write_to_path()
+        write_config(repo, config)
         prefix = Ref(f"refs/remotes/{name}/".encode())
         for ref in list(repo.refs.keys(base=prefix)):
             repo.refs.remove_if_equals(Ref(prefix + ref), None)
@@ -261,6 +263,7 @@ class Remotes:
         """
         report = SyncReport()
         self._know_logs()
+        report.push.created_there = create_bare(self._location(remote)[0], self.store)
         for _ in range(SYNC_ROUNDS):
             fetched, here = self._fetch(remote)
             pulled, base = self._pull(remote, fetched, here)
@@ -287,7 +290,10 @@ class Remotes:
             RemoteError: unreachable or refused as a whole.
         """
         self._know_logs()
-        return self._push(remote, only=only)
+        created = create_bare(self._location(remote)[0], self.store, only)
+        report = self._push(remote, only=only)
+        report.created_there = created
+        return report
 
     def _push(self, remote: str, *, only: Collection[str] | None = None, known: dict[bytes, bytes] | None = None,
               base: dict[bytes, bytes] | None = None) -> PushReport:

@@ -26,6 +26,7 @@ from dulwich.repo import Repo
 
 from ..errors import ConcurrentUpdate, RepoError
 from .loose import Deflated, blob_id
+from .shared import SessionRepo, write_config
 
 #: Settings written at init (design.md, "Repo settings").
 INIT_CONFIG = {
@@ -65,7 +66,7 @@ def check_repo_path(path: Path) -> None:
         raise RepoError(str(path), f"the folder holds other things ({shown}), not a session repo")
 
 
-def init_repo(path: Path) -> Repo:
+def init_repo(path: Path) -> SessionRepo:
     """Create the bare session repo at ``path`` with its settings (once, whoever races) and open it."""
     # Several processes may make their first save at once: one initialises, under a lock.
     lock_path = path / "gs" / "init.lock"  # beside locks/, whose names are session ids ("init" is one)
@@ -88,7 +89,7 @@ def init_repo(path: Path) -> Repo:
                 config.set((b"core",), key, value)
             config.set((b"gc",), b"auto", b"0")  # dulwich's auto-gc repacks without deltas
             config.set((b"core",), b"logAllRefUpdates", b"true")
-            config.write_to_path()
+            write_config(repo, config)
             repo.close()
             for name in sorted(os.listdir(staging), key=lambda n: n == "HEAD"):
                 if not (path / name).exists():
@@ -96,7 +97,7 @@ def init_repo(path: Path) -> Repo:
             shutil.rmtree(staging, ignore_errors=True)
     finally:
         os.close(fd)
-    return Repo(str(path))  # reopen so the object store reads the settings
+    return SessionRepo(str(path))  # reopen so the object store reads the settings
 
 
 def swap(repo: Repo, ref: Ref, old: ObjectID | None, new: ObjectID, *, committer: bytes, message: bytes,
@@ -126,11 +127,6 @@ def swap(repo: Repo, ref: Ref, old: ObjectID | None, new: ObjectID, *, committer
     if not ok:
         found = repo.refs.read_ref(ref)
         raise ConcurrentUpdate(ref.decode(), expected, found.decode() if found else None)
-    shared = repo.object_store.shared_perm
-    if shared is not None:  # dulwich's refs do not widen themselves; git's do (core.sharedRepository)
-        for path in (os.path.join(repo.controldir().encode(), part, ref) for part in (b"", b"logs")):
-            with contextlib.suppress(FileNotFoundError):
-                adjust_shared_perm(path, shared)
 
 
 def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes, message: bytes) -> None:

@@ -7,6 +7,7 @@ does not build these classes: only the sync commands use them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypedDict
 
 
@@ -88,6 +89,7 @@ class PushReport:
         connected: whether a push connection was opened at all.
         others_there: session refs the remote held outside the ones pushed (``only=``): a
             share to a repository that is not empty.
+        created_there: the bare repository this push made first (a local path not there yet).
     """
 
     pushed: list[str] = field(default_factory=list)
@@ -101,6 +103,7 @@ class PushReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     connected: bool = False
     others_there: int = 0
+    created_there: Path | None = None
 
 
 @dataclass

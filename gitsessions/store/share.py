@@ -29,6 +29,7 @@ from .faults import writes_to
 from .git import GitStore
 from .remote import Remotes
 from .reports import PushReport
+from .shared import write_config
 from .urls import repository_key
 from .values import Revision
 
@@ -119,7 +120,7 @@ def remember(store: GitStore, url: str, session_id: str) -> None:
         known = []
     if session_id.encode() not in known:
         config.add(section, b"session", session_id.encode())
-        config.write_to_path()
+        write_config(repo, config)
 
 
 def share(store: GitStore, revision: Revision, url: str, *, username: str | None = None,

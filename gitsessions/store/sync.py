@@ -39,6 +39,7 @@ from ..rules import SESSION_ID_RE
 from .git import SESSION_FILE
 from .repo import read_refs
 from .reports import PushReport
+from .shared import write_config
 
 HEADS = b"refs/heads/"
 ARCHIVE = b"refs/archive/"
@@ -218,7 +219,7 @@ class Sides:
 # -- the sync base -----------------------------------------------------------------------------
 
 
-def write_refspecs(config: ConfigFile, remote: str) -> None:
+def write_refspecs(repo: Repo, config: ConfigFile, remote: str) -> None:
     """Write the fetch refspecs of ``remote`` that put its refs where the sync base lives.
 
     So a plain ``git fetch`` keeps the same layout: ``refs/remotes/<remote>/heads/*`` and
@@ -227,7 +228,7 @@ def write_refspecs(config: ConfigFile, remote: str) -> None:
     section = (b"remote", remote.encode())
     config.set(section, b"fetch", f"+refs/heads/*:refs/remotes/{remote}/heads/*".encode())
     config.add(section, b"fetch", f"+refs/archive/*:refs/remotes/{remote}/archive/*".encode())
-    config.write_to_path()
+    write_config(repo, config)
 
 
 def upgrade_refspecs(repo: Repo, remote: str) -> None:
@@ -235,7 +236,7 @@ def upgrade_refspecs(repo: Repo, remote: str) -> None:
     config = repo.get_config()
     if list(config.get_multivar((b"remote", remote.encode()), b"fetch")) == [
             f"+refs/heads/*:refs/remotes/{remote}/*".encode()]:
-        write_refspecs(config, remote)
+        write_refspecs(repo, config, remote)
 
 
 def _tracking(remote: str, ref: bytes) -> Ref:

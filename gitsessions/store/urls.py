@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 
@@ -19,15 +20,27 @@ def repository_key(url: str) -> str:
     scheme and host are lowercased; a trailing ``/`` goes.
     """
     url = url.strip()
+    path = local_path(url)
+    if path is not None:
+        return os.path.realpath(path)
+    parts = urlsplit(url)
+    if not parts.scheme or (len(parts.scheme) == 1 and os.name == "nt"):  # scp-like host:path
+        return url.rstrip("/")
+    host = (parts.hostname or "").lower() + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), parts.query, ""))
+
+
+def local_path(url: str) -> Path | None:
+    """The path on this machine that ``url`` names (a plain path or ``file://``), else None (a network URL)."""
+    url = url.strip()
     parts = urlsplit(url)
     if parts.scheme == "file":
         url, parts = parts.path, urlsplit(parts.path)
-    if not parts.scheme or (len(parts.scheme) == 1 and os.name == "nt"):  # a path (C:\ on Windows)
-        if ":" in url.split("/", 1)[0]:  # scp-like host:path
-            return url.rstrip("/")
-        return os.path.realpath(os.path.expanduser(url))
-    host = (parts.hostname or "").lower() + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), parts.query, ""))
+    if parts.scheme and not (len(parts.scheme) == 1 and os.name == "nt"):  # not C:\ on Windows
+        return None
+    if ":" in url.split("/", 1)[0]:  # scp-like host:path
+        return None
+    return Path(os.path.expanduser(url))
 
 
 def remote_named(remote: str, remotes: list[tuple[str, str]]) -> str | None:

@@ -12,6 +12,8 @@ The package re-exports its parts (as dulwich's porcelain package does), so calle
 - :mod:`.claude_code`: Claude Code's transcripts into conversations (rewinds as forks, sub-agents).
 - :mod:`.codex`: Codex rollouts into conversations (a forked session forks its origin's).
 - :mod:`.llm_db`: llm's ``logs.db`` (SQLite, read-only) into conversations.
+- :mod:`.stream`: a data export's array read a conversation at a time (:mod:`.source`: the
+  file, or its zip's member, opened again for each pass).
 - :mod:`.discover`: where each tool keeps its files (``gs import --from TOOL`` without a file).
 - :mod:`.write`: writing a plan into the store (:func:`write_import`).
 - :mod:`.conversation`: another tool's conversation as a reader gives it (:class:`ImportedConversation`).

@@ -64,6 +64,7 @@ class _Line:
     lineage: Lineage | None
     claimed: bool = False
     titled: str | None = None  # the title its imports saw last (its own renames in gs are not theirs)
+    source: dict | None = None  # its header's: the conversation its first commit imported
 
 
 def _key(ev: Event) -> tuple[Any, ...]:
@@ -150,10 +151,11 @@ class SourceIndex:
 
 
 def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, archived: bool = False,
-           headed: bool = True) -> list[_Line]:
+           headed: bool = True, heads: list[dict | None] | None = None) -> list[_Line]:
     """Every live (or archived) session whose header says it holds ``source``, among the index's candidates.
 
-    ``headed=False``: whatever its header (a fork of another conversation's session holds that one's).
+    ``heads``: the headers' sources that say so too (a fork of another conversation's session
+    has that session's header); ``headed=False``: whatever its header.
     """
     out = []
     for sid in index.candidates(base, f"{source['tool']} {source['id']}", archived=archived):
@@ -166,7 +168,7 @@ def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, arc
             continue
         except store.unreadable:
             continue
-        if headed and snap.header.get("source") != source:
+        if headed and snap.header.get("source") not in [source, *(heads or [])]:
             continue
         at: dict[int, CommitId] = {}
         count, titled = 0, None
@@ -179,7 +181,8 @@ def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, arc
                 titled = next((str(e.data.get("title")) for e in reversed(snap.events[before:count])
                                if e.type == "session/title"), titled)
         lineage = infos[0].message.fields.forked_from if infos else None
-        out.append(_Line(sid, list(snap.events), at, snap.commit, lineage, titled=titled))
+        out.append(_Line(sid, list(snap.events), at, snap.commit, lineage, titled=titled,
+                         source=snap.header.get("source")))
     return out
 
 
@@ -190,15 +193,16 @@ class _Writer:
         self.store, self.conv, self.header, self.index = store, conv, header, index
         self.source = {"tool": conv.tool, "id": conv.source_id}
         self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
-        self.lines = _lines(store, self.source, self.base, index)
         self.parents: list[_Line] = []  # the sessions of the conversations it was forked from: forked, never grown
         for other in dict.fromkeys([*([conv.forked_from] if conv.forked_from else []), *conv.family]):
-            origin = {"tool": conv.tool, "id": other}
-            self.parents += _lines(store, origin, imported_session_id(conv.tool, other), index)
-            theirs = {ln.session_id for ln in self.parents}
-            # Its own sessions began as forks of the origin's: their header is the origin's.
-            self.lines += [ln for ln in _lines(store, origin, self.base, index) if ln.session_id not in theirs]
-        self.removed = _lines(store, self.source, self.base, index, archived=True)  # gs rm: not written again
+            # Whatever their header: a fork's sessions began as forks of its origin's, whose header they keep.
+            self.parents += _lines(store, {"tool": conv.tool, "id": other}, imported_session_id(conv.tool, other),
+                                   index, headed=False)
+        theirs = {ln.session_id for ln in self.parents}
+        heads = [ln.source for ln in self.parents]  # its own sessions began as forks of theirs, with their header
+        self.lines = [ln for ln in _lines(store, self.source, self.base, index, heads=heads)
+                      if ln.session_id not in theirs]
+        self.removed = _lines(store, self.source, self.base, index, archived=True, heads=heads)  # gs rm: not again
         self.subject_source = f"{conv.tool} {conv.source_id}"
         #: The title the tool gives it now: its first commit's (a sub-agent's is not its conversation's title).
         self.title = next((str(ev.data.get("title")) for ev in (conv.branches[0][1][0] if conv.branches else [])

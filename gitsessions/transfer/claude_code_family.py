@@ -72,9 +72,12 @@ def family(path: Path, first: str, session: str) -> tuple[str, ...]:
         session: its session id (left out).
 
     Returns:
-        The other sessions' ids (their file names), sorted.
+        The other sessions' ids (their file names) in the order they were begun (:func:`begun`;
+        ties by id): a copy of a copy repeats its origin's lines and its copy's, and is read
+        after both, whatever their names.
     """
-    return tuple(stem for stem in _firsts(path.parent).get(first, ()) if stem not in (session, path.stem))
+    kin = [stem for stem in _firsts(path.parent).get(first, ()) if stem not in (session, path.stem)]
+    return tuple(sorted(kin, key=lambda stem: (begun(path.with_name(f"{stem}.jsonl")), stem)))
 
 
 #: Per folder: the time of its listing (a file added or removed moves it) and its sessions by first line.

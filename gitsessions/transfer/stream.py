@@ -5,10 +5,12 @@ one JSON array of conversations that can be hundreds of megabytes (issue 14, ite
 stays bounded). :class:`ArrayReader` decodes such an array one element at a time with
 :meth:`json.JSONDecoder.raw_decode` over a buffered text read; an element cut by the end of
 a read is decoded again once more is read (the read doubling, so a large element costs a
-bounded number of decodes). :class:`Source` opens the file (or the zip's member) again for
-each pass, and :class:`Conversations` holds what an export converts to: checked whole
+bounded number of decodes). :class:`~.source.Source` opens the file (or the zip's member)
+again for each pass, and :class:`Conversations` holds what an export converts to: checked whole
 before anything is written (the rule of every import), then read again as it is written
-when it is too large to keep.
+when it is too large to keep; that second read gives a conversation only when the bytes
+read so far are the ones the check read (their digests), so a file rewritten meanwhile,
+even in place, stops it before anything of the new version is written.
 
 Text as every import reads it: a BOM dropped, invalid UTF-8 -> U+FFFD, a key twice in one
 object and ``NaN``/``Infinity`` refused (what :func:`json.loads` in :mod:`.read` refuses).
@@ -16,21 +18,19 @@ object and ``NaN``/``Infinity`` refused (what :func:`json.loads` in :mod:`.read`
 
 from __future__ import annotations
 
-import io
+import codecs
+import hashlib
 import json
-import os
 import re
-import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import IO, Any
 
 from ..errors import TransferError
 from .conversation import ImportedConversation
 from .messages import _Bad
+from .source import CHANGED, Source
 
-#: Characters asked of the file per read (the buffer holds about this plus the element being read).
+#: Bytes asked of the file per read (the buffer holds about this plus the element being read).
 CHUNK = 1 << 16
 #: A decode error this close to the end of what was read may be the element cut short: read more first.
 #: (The farthest a cut leaves the error is ``-Infinit``, 8; an unterminated string says so.)
@@ -105,9 +105,35 @@ def lines(raw: Iterable[bytes]) -> Iterator[tuple[int, str, bool]]:
         yield n, text.lstrip("\ufeff") if n == 1 else text, ended
 
 
-def text_of(raw: IO[bytes]) -> IO[str]:
-    """A binary stream as text the way imports read it: a BOM dropped, invalid UTF-8 -> U+FFFD, line ends kept."""
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
+class Text:
+    """A binary stream ``raw`` as text the way imports read it, and the digest of the bytes read so far.
+
+    A BOM dropped, invalid UTF-8 -> U+FFFD, line ends kept. Each :meth:`read` asks ``raw`` for the
+    bytes it is asked for (a file, a zip's member and bytes in memory give them all but at the end),
+    so two reads of the same bytes stop at the same places, with the same digests there.
+    """
+
+    def __init__(self, raw: IO[bytes]):
+        self.raw = raw
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        self._hash = hashlib.blake2b(digest_size=20)
+
+    def read(self, n: int) -> str:
+        """Text of the next ``n`` bytes or more ('' only at the end: bytes that end inside a character read on)."""
+        while True:
+            data = self.raw.read(n)
+            self._hash.update(data)
+            text = self._decoder.decode(data, final=not data)
+            if text or not data:
+                return text
+
+    def digest(self) -> bytes:
+        """The digest of the bytes read so far."""
+        return self._hash.copy().digest()
+
+
+#: A binary stream as text the way imports read it (see :class:`Text`).
+text_of = Text
 
 
 class ArrayReader:
@@ -116,14 +142,14 @@ class ArrayReader:
     Args:
         text: the stream (from :func:`text_of`), read from its start.
         what: what an element is, for messages (``conversation``).
-        chunk: characters per read (tests make it tiny to cut every element).
+        chunk: bytes per read (tests make it tiny to cut every element, and every character).
 
     Iterating yields each element; the stream is read to its end, so that what follows the
     array is checked too. Errors (:class:`_Bad`) say the line and column (as
     :func:`json.loads` counts them, so the same file gives the same place) and the element.
     """
 
-    def __init__(self, text: IO[str], what: str = "element", chunk: int = CHUNK):
+    def __init__(self, text: Text, what: str = "element", chunk: int = CHUNK):
         self.text, self.what, self.chunk = text, what, max(1, chunk)
         self.buf, self.pos, self.eof = "", 0, False
         self.base = 0  # the offset in the text of buf[0]
@@ -148,7 +174,7 @@ class ArrayReader:
         return _Bad(f"not JSON ({self.where(at)}, {self.what} {self.index}: {why})")
 
     def _more(self, n: int) -> bool:
-        """Read ``n`` more characters into the buffer, dropping what was decoded; False at the end."""
+        """Read ``n`` more bytes' text into the buffer, dropping what was decoded; False at the end."""
         data = "" if self.eof else self.text.read(n)
         if not data:  # the buffer as it was: what was found in it is said at its place
             self.eof = True
@@ -216,98 +242,22 @@ class ArrayReader:
             raise self._fail(self.pos, "Extra data after the array")
 
 
-class Source:
-    """An import file, opened again for each pass: bytes in memory (stdin) or a file, or a zip's member.
-
-    Args:
-        data: the bytes (None: read ``path``).
-        path: the file.
-        source: its name, for messages.
-    """
-
-    def __init__(self, data: bytes | None, path: Path | None, source: str):
-        if data is None and path is None:
-            raise ValueError("a Source needs data or a path")
-        self.data, self.path, self.source = data, path, source
-        self.member: str | None = None  # the zip's member read (None: the file itself)
-        self._stat: tuple[int, int, int] | None = None
-
-    def _opened(self) -> IO[bytes]:
-        if self.data is not None:
-            return io.BytesIO(self.data)
-        assert self.path is not None
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115  # closed by open()'s caller
-        except FileNotFoundError:
-            raise TransferError(str(self.path), "file not found") from None
-        except IsADirectoryError:
-            raise TransferError(str(self.path), "it is a directory, not a file") from None
-        except OSError as exc:
-            raise TransferError(str(self.path), exc.strerror or str(exc)) from None
-        st = os.fstat(f.fileno())
-        stat = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if self._stat is not None and stat != self._stat:
-            f.close()
-            raise _Bad("it changed while it was being imported; import it again")
-        self._stat = stat
-        return f
-
-    @contextmanager
-    def open(self) -> Iterator[IO[bytes]]:
-        """The file's bytes (the zip member's when :meth:`in_zip` chose one), from the start.
-
-        Raises:
-            TransferError: the file cannot be opened.
-            _Bad: it changed since it was first opened, or the zip cannot be read.
-        """
-        with self._opened() as f:
-            if self.member is None:
-                yield f
-                return
-            try:
-                with zipfile.ZipFile(f) as archive, archive.open(self.member) as member:
-                    yield member
-            except (zipfile.BadZipFile, EOFError) as exc:
-                raise _Bad(f"not a readable zip ({exc})") from None
-
-    def head(self, n: int) -> bytes:
-        """The first ``n`` bytes (fewer in a shorter file)."""
-        with self.open() as f:
-            return f.read(n)
-
-    def read(self) -> bytes:
-        """The whole file (for the formats read whole: each of them one conversation or session)."""
-        if self.data is not None and self.member is None:
-            return self.data
-        with self.open() as f:
-            return f.read()
-
-    def in_zip(self, choose: Callable[[list[str]], str]) -> None:
-        """Read the member ``choose`` picks from the zip's names from now on.
-
-        Raises:
-            _Bad: not a readable zip (or ``choose``'s own refusal).
-        """
-        try:
-            with self._opened() as f, zipfile.ZipFile(f) as archive:
-                self.member = choose(archive.namelist())
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise _Bad(f"not a readable zip ({exc})") from None
-
-
 class Conversations:
     """Another tool's conversations in one data export: all checked before the first is written.
 
     The check converts every conversation (a malformed one refuses the file, nothing
     written). When the file's text is at most ``keep`` characters, what it converted is
-    kept for the write; larger, only the count and the notes are, and iterating converts the
-    file again, one conversation at a time (memory bounded by the largest conversation).
+    kept for the write; larger, only the count, the notes and the digests of the bytes read
+    at each conversation are, and iterating converts the file again, one conversation at a
+    time (memory bounded by the largest conversation), each given only when the bytes read
+    so far are those the check read: a file rewritten meanwhile (also in place, of the same
+    size and time) stops the iteration before anything of its new version is given.
 
     Args:
         src: the file (its array of conversations).
         convert: the tool's conversion of the array's elements, yielding each conversation.
         keep: the most characters of text whose conversations are kept (default :data:`KEEP_CHARS`).
-        chunk: characters per read (:class:`ArrayReader`).
+        chunk: bytes per read (:class:`ArrayReader`).
 
     Raises:
         _Bad: (making it) the file is not a JSON array, or a conversation cannot be read.
@@ -320,11 +270,14 @@ class Conversations:
         self.count = 0
         #: Those without a turn to write that said why (a prompt still unanswered).
         self.skipped: list[str] = []
+        #: The digest of the bytes read when each conversation was made, then of the whole file.
+        self._digests: list[bytes] = []
         kept: list[ImportedConversation] = []
         whole = True
-        for conv, offset in self._read():
-            if not conv.branches:
-                if conv.notes:
+        for conv, offset, digest in self._read():
+            self._digests.append(digest)
+            if conv is None or not conv.branches:
+                if conv is not None and conv.notes:
                     self.skipped.append(f"{conv.tool} conversation {conv.source_id} ({'; '.join(conv.notes)})")
                 continue
             self.count += 1
@@ -334,13 +287,16 @@ class Conversations:
             else:
                 kept.clear()
         self._kept = kept if whole else None
+        self._digests = [] if whole else self._digests  # the file is not read again
 
-    def _read(self) -> Iterator[tuple[ImportedConversation, int]]:
-        """Each conversation and how many characters of the file were read to make it."""
+    def _read(self) -> Iterator[tuple[ImportedConversation | None, int, bytes]]:
+        """Each conversation, the characters read to make it, the digest of the bytes read; last the file's."""
         with self.src.open() as raw:
-            reader = ArrayReader(text_of(raw), "conversation", self.chunk)
+            text = text_of(raw)
+            reader = ArrayReader(text, "conversation", self.chunk)
             for conv in self.convert(iter(reader)):
-                yield conv, reader.offset
+                yield conv, reader.offset, text.digest()
+            yield None, reader.offset, text.digest()
 
     @property
     def kept(self) -> bool:
@@ -357,17 +313,23 @@ class Conversations:
         return any(c == conv for c in self)
 
     def __iter__(self) -> Iterator[ImportedConversation]:
-        """The conversations with a turn to write, in file order.
+        """The conversations with a turn to write, in file order, each made of the bytes the check read.
 
         Raises:
-            TransferError: the file changed since the check, so that it no longer reads.
+            TransferError: the file changed since the check (its reason says so), before the
+                first conversation made of other bytes, or at the end (what follows the
+                conversations changed); those given before are the ones the check read.
         """
         if self._kept is not None:
             yield from self._kept
             return
         try:
-            for conv, _ in self._read():
-                if conv.branches:
+            for n, (conv, _, digest) in enumerate(self._read()):
+                if n >= len(self._digests) or digest != self._digests[n]:
+                    raise _Bad(CHANGED)
+                if conv is not None and conv.branches:
                     yield conv
-        except _Bad as exc:
-            raise TransferError(self.src.source, str(exc)) from None
+        except _Bad as exc:  # the check read it whole: a failure now is the file's change
+            why = str(exc)
+            raise TransferError(self.src.source, CHANGED if why.startswith(CHANGED) else f"{CHANGED} (it now "
+                                f"reads: {why})", "") from None

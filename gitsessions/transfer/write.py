@@ -7,7 +7,7 @@ Another tool's conversations (ChatGPT's) are written a commit per turn, incremen
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,11 +30,15 @@ class ImportResult:
         imported: ``(id, commit, session)`` per session written.
         clashes: ``(id, reason)`` per session not written because its id is taken.
         conversations: per conversation of another tool, what each of its branches became.
+        stopped: why the file's conversations stopped before their end (it changed since
+            the check, as it was read again), saying which were imported and which not;
+            None when every one was taken.
     """
 
     imported: list[tuple[str, str, ImportedSession]] = field(default_factory=list)
     clashes: list[tuple[str, str]] = field(default_factory=list)
     conversations: list[tuple[ImportedConversation, list[Outcome]]] = field(default_factory=list)
+    stopped: TransferError | None = None
 
 
 def _clash_text(session_id: str, other: str) -> str:
@@ -56,6 +60,30 @@ def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> Imported
     return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
                                branches=branches, spawned=spawned, forked_from=forked,
                                family=tuple(redactor.text(other) for other in conv.family))
+
+
+def _until_stopped(convs: Collection[ImportedConversation], done: ImportResult) -> Iterator[ImportedConversation]:
+    """``convs``, until the next cannot be read (a large export changed as it is read again): ``done.stopped``.
+
+    Those given before were made of the bytes the check read, and stay written: the error
+    says how many were imported and how many not (never "nothing was written" after a
+    write), and to run the import again.
+    """
+    taken = 0
+    try:
+        for conv in convs:
+            yield conv
+            taken += 1
+    except TransferError as exc:
+        total = len(convs)
+        if not taken:
+            said = "nothing was written"
+        elif taken == total:  # what follows the last one changed
+            said = f"its {total} conversations were imported, as said above, as they were before"
+        else:
+            said = (f"the first {taken} of its {total} conversations were imported, as said above, and the other "
+                    f"{total - taken} were not")
+        done.stopped = TransferError(exc.source, exc.reason, f"{said}; run the import again")
 
 
 def redact_plan(plan: ImportPlan, redactor: Redactor | None) -> ImportPlan:
@@ -130,7 +158,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             already (read ahead in a worker process).
 
     Returns:
-        What was written and what was skipped.
+        What was written and what was skipped (and, when a large export changed as it was
+        read again, where that stopped: :attr:`ImportResult.stopped`).
 
     Raises:
         TransferError: a refused ``--as`` or an empty plan.
@@ -143,7 +172,7 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         extra = {k: v for k, v in (header_extra or {}).items() if k != "cwd" and (keep_paths or k != "source_file")}
         done = ImportResult()
         index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
-        for i, conv in enumerate(plan.conversations):
+        for i, conv in enumerate(_until_stopped(plan.conversations, done)):
             if not redacted:
                 conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
             try:
