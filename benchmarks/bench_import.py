@@ -14,6 +14,7 @@ after one transcript grew (that file alone is read) beside the first. Baseline f
 same run: ``git fast-import`` of the same number of commits.
 
     python benchmarks/bench_import.py --conversations 100     # a short run while developing
+    python benchmarks/bench_import.py --transcript-mb 20      # the large transcript's memory, smaller
 """
 
 from __future__ import annotations
@@ -226,19 +227,58 @@ def bench_import_memory(s: Settings, size: int = EXPORT_SIZE) -> None:
            "< half the export's size", done.returncode == 0 and peak < export.stat().st_size / 2)
 
 
+#: The large Claude Code transcript of the memory figure, bytes (one session: its log is as large).
+TRANSCRIPT_SIZE = 100 << 20
+#: Bytes of one turn of it (a prompt, a reply, a tool call and its ~50 KB result).
+BIG_TURN = 100_000
+
+
+def bench_import_transcript_memory(s: Settings, size: int = TRANSCRIPT_SIZE) -> None:
+    """Peak RSS of ``gs import`` of one large Claude Code transcript, beside its size.
+
+    The transcript is read a line at a time (``stream.lines``); what stays is the one
+    conversation it holds, as events, and the session's log the store writes it into,
+    each about the file's size: the peak cannot be below the two.
+    """
+    section(f"import memory: one Claude Code transcript of ~{human_bytes(size)}")
+    base = fresh_dir(s, "import-transcript")
+    path = base / "claude" / "-home-u-project" / f"{_uuid(0, 0)}.jsonl"
+    path.parent.mkdir(parents=True)
+    per_turn = len("".join(json.dumps(line) + "\n" for line in claude_code_lines(0, 1, BIG_TURN)[:-1]))
+    with path.open("w", encoding="utf-8") as out:
+        for line in claude_code_lines(0, max(1, size // per_turn), BIG_TURN):
+            out.write(json.dumps(line) + "\n")
+    written = path.stat().st_size
+    row("transcript written", f"{max(1, size // per_turn)} turns, {human_bytes(written)}")
+    done = run_measured(gs_cmd("import", "--from", "claude-code", str(path)), env=gs_env(base / "gs.git", base))
+    said = done.stderr.strip().splitlines()[-1:]
+    row("gs import", f"{done.wall:.1f} s wall, {done.cpu:.1f} s CPU, exit {done.returncode}")
+    row("  it said", said[0] if said else "")
+    row("peak RSS vs the transcript's size", f"{human_bytes(done.peak)} for {human_bytes(written)} "
+        f"({done.peak / written:.2f}x)")
+    target(s, "import memory (peak RSS of one large Claude Code transcript)", f"{done.peak / written:.2f}x its size",
+           "< 2x its size", done.returncode == 0 and done.peak < 2 * written)
+
+
 def run(s: Settings, only: set[str]) -> None:
     if "import" in only:
         bench_import(s)
         bench_import_memory(s)
+        bench_import_transcript_memory(s)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--conversations", type=int, default=N_CONVERSATIONS)
+    ap.add_argument("--transcript-mb", type=float, default=None,
+                    help="instead: the memory figure of one Claude Code transcript of this many MiB")
     ns = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="gs-bench-import-"))
     try:
-        bench_import(Settings.make(True, tmp), ns.conversations)
+        if ns.transcript_mb is not None:
+            bench_import_transcript_memory(Settings.make(True, tmp), int(ns.transcript_mb * (1 << 20)))
+        else:
+            bench_import(Settings.make(True, tmp), ns.conversations)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(0)

@@ -33,7 +33,7 @@ def test_append_delta_rebuilds_the_target():
     """The hand-made delta is checked by git itself in the test below; here its shape."""
     base = b"x" * 70000
     target = base + b"appended line\n" * 50
-    delta = append_delta(len(base), target)
+    delta = b"".join(append_delta(len(base), target))
     assert len(delta) < 1000
     assert base_position(0) is None and base_position(5) == 4
     assert base_position(BLOCK) == 0 and base_position(3 * BLOCK) == 2 * BLOCK

@@ -12,6 +12,7 @@ then goes its own way.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
@@ -356,7 +357,7 @@ def _contexts(cwd: str, context: str) -> list[str]:
         line(0, "response_item", said("user", context)),
         line(1, "response_item", said("user", "hi")),
         line(2, "response_item", said("assistant", "hello"))))
-    conv = codex.read_rollout(text)
+    conv = codex.read_rollout(io.BytesIO(text.encode()))
     return [e.data["content"] for chunk in conv.branches[0][1] for e in chunk
             if e.data.get("name") == "codex user context"]
 

@@ -267,7 +267,7 @@ def _records(buf: bytearray, pending: list[_Pending]) -> Iterator[UnpackedObject
                 else:
                     base_size, base, *_ = pending[base_pos]
                     yield UnpackedObject(_BLOB, sha=digest, delta_base=bytes.fromhex(base.decode("ascii")),
-                                         decomp_chunks=[append_delta(base_size, content)])
+                                         decomp_chunks=append_delta(base_size, content))
         for obj in (tree, commit):
             if obj.id not in seen:
                 seen.add(obj.id)

@@ -37,6 +37,8 @@ BLOCK = 16
 _MAX_COPY = 0xFFFFFF
 #: git's delta insert op carries at most this many bytes.
 _MAX_INSERT = 0x7F
+#: Bytes of a delta per piece (:func:`append_delta`).
+_PIECE = 1 << 20
 #: Saves after which an automatic repack is due.
 AUTO_SAVES = 64
 #: Loose bytes (uncompressed blob sizes) after which an automatic repack is due.
@@ -63,8 +65,8 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def append_delta(base_len: int, target: bytes | memoryview) -> bytes:
-    """Return a git delta turning a base of ``base_len`` bytes into ``target``.
+def append_delta(base_len: int, target: bytes | memoryview) -> list[bytes]:
+    """Return a git delta turning a base of ``base_len`` bytes into ``target``, in pieces.
 
     Only valid when ``target`` starts with the base (the append-only case): the delta
     copies the base whole and inserts ``target[base_len:]`` (git pack format, "deltified
@@ -75,8 +77,11 @@ def append_delta(base_len: int, target: bytes | memoryview) -> bytes:
         target: the new object's content.
 
     Returns:
-        The delta bytes.
+        The delta's bytes, in pieces of about :data:`_PIECE` (a delta on an early base holds
+        nearly the whole log: made and compressed a piece at a time, it is never copied
+        whole, and what the pack writer compresses of it comes out a piece at a time).
     """
+    pieces: list[bytes] = []
     out = bytearray(_varint(base_len) + _varint(len(target)))
     offset = 0
     while offset < base_len:
@@ -100,7 +105,10 @@ def append_delta(base_len: int, target: bytes | memoryview) -> bytes:
         chunk = tail[i:i + _MAX_INSERT]
         out.append(len(chunk))
         out += chunk
-    return bytes(out)
+        if len(out) >= _PIECE:
+            pieces.append(bytes(out))
+            out.clear()
+    return [*pieces, bytes(out)]
 
 
 def base_position(k: int) -> int | None:
@@ -327,7 +335,7 @@ def records(store: BaseObjectStore, order: list[ObjectID], plan: dict[ObjectID, 
             result.deltas += 1
             result.max_depth = max(result.max_depth, depth)
             yield UnpackedObject(obj.type_num, sha=digest, delta_base=bytes.fromhex(base.decode("ascii")),
-                                 decomp_chunks=[delta])
+                                 decomp_chunks=delta)
         else:
             if base is not None:
                 plan[sha] = (0, None)  # not an append of its base: stored whole

@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..events import Event
-from . import anthropic
+from . import anthropic, stream
 from .branches import ImportedConversation
 from .claude_code_family import begun, family
 from .claude_code_graph import _Node, _Transcript
@@ -87,13 +87,8 @@ def projects_dir(env: Mapping[str, str], home: Path) -> Path:
     return (Path(config).expanduser() if config else home / ".claude") / "projects"
 
 
-def looks_like(text: str) -> bool:
-    """True when ``text`` reads as a Claude Code transcript (judged by its first line)."""
-    first = text.lstrip("\ufeff").split("\n", 1)[0].strip()
-    try:
-        obj = json.loads(first)
-    except ValueError:
-        return False
+def is_transcript(obj: Any) -> bool:
+    """True when ``obj`` (a file's first line, parsed) begins a Claude Code transcript."""
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str) or "seq" in obj or "payload" in obj:
         return False
     return obj["type"] in _OWN_TYPES or ("sessionId" in obj and ("uuid" in obj or "parentUuid" in obj))
@@ -216,8 +211,8 @@ def _first_prompt(messages: list[dict]) -> str:
 class _Reader:
     """One transcript file into its conversations: the session, then each sub-agent's."""
 
-    def __init__(self, text: str, path: Path | None = None):
-        self.file = _Transcript(text)
+    def __init__(self, raw: Iterable[bytes], path: Path | None = None):
+        self.file = _Transcript(stream.lines(raw))
         self.start = next((n.time for n in self.file.order if n.time is not None), None)
         self.path = path
         self.first: str | None = None  # the uuid of the session's first message line
@@ -287,7 +282,8 @@ class _Reader:
         return out
 
 
-def read_transcript(text: str, path: Path | None = None, *, origins: bool = True) -> list[ImportedConversation]:
+def read_transcript(raw: Iterable[bytes], path: Path | None = None, *,
+                    origins: bool = True) -> list[ImportedConversation]:
     """Convert a Claude Code transcript into conversations: the session's, then each sub-agent's.
 
     A ``--fork-session`` copy comes after the session of each transcript of its family begun
@@ -295,7 +291,8 @@ def read_transcript(text: str, path: Path | None = None, *, origins: bool = True
     whichever file is imported first (:func:`.begun`).
 
     Args:
-        text: the file's text.
+        raw: the file's bytes, line by line (a binary file: read a line at a time, never
+            held whole).
         path: where it was read from, if from a file: the transcripts beside it that begin
             as it does are its ``family`` (``--fork-session`` copies and their origin).
         origins: read the family begun before it too (False: this file's alone).
@@ -307,7 +304,7 @@ def read_transcript(text: str, path: Path | None = None, *, origins: bool = True
     Raises:
         _Bad: something cannot be read (the message names the line).
     """
-    convs = _Reader(text, path).conversations()
+    convs = _Reader(raw, path).conversations()
     if path is None or not origins or not convs or not convs[0].family:
         return convs
     started, before = begun(path), []
@@ -316,7 +313,8 @@ def read_transcript(text: str, path: Path | None = None, *, origins: bool = True
         if not "" < begun(there) < started:
             continue  # begun after it (its copy), or when is not known: the one imported first is the other's base
         try:
-            theirs = read_transcript(there.read_text(encoding="utf-8", errors="replace"), there, origins=False)
+            with there.open("rb") as f:
+                theirs = read_transcript(f, there, origins=False)
         except (OSError, _Bad):
             continue  # its own import says what is wrong with it
         for conv in theirs[:1]:

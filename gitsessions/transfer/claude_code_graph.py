@@ -16,6 +16,7 @@ unanswered, hanging from a line of that branch, is that branch's, read after the
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -61,23 +62,25 @@ class _Node:
 
 
 class _Transcript:
-    """One file's lines, read into a graph: what every conversion of a branch reads."""
+    """One file's lines, read into a graph: what every conversion of a branch reads.
 
-    def __init__(self, text: str):
+    Args:
+        lines: the file's lines, as :func:`.stream.lines` gives them (read one at a time).
+    """
+
+    def __init__(self, lines: Iterable[tuple[int, str, bool]]):
         self.nodes: dict[str, _Node] = {}
         self.order: list[_Node] = []
         self.titles: dict[str, str] = {}  # custom-title / ai-title: the last of each
         self.summaries: dict[str, str] = {}  # leafUuid -> summary
         self.notes: list[str] = []
-        lines = text.lstrip("\ufeff").split("\n")
-        for n, raw in enumerate(lines, 1):
-            line = raw.rstrip("\r")
+        for n, line, ended in lines:  # each let go once taken: what the graph keeps of it is _READ
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except ValueError as exc:
-                if n == len(lines):  # no line end: a line Claude Code is still writing
+                if not ended:  # no line end: a line Claude Code is still writing
                     self.notes.append(f"line {n} is not whole yet (being written?); the next import reads it")
                     break
                 raise _Bad(f"line {n}: not valid JSON ({exc})") from None

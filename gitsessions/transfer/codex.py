@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from . import stream
 from .branches import ImportedConversation
 from .messages import COMPACTION, TURN_OVER, _Bad, _kind, iso_ms, turns_from_messages
 
@@ -333,11 +334,12 @@ def _without_paths(text: str, paths: set[str]) -> str:
     return _PATH_ELEMENT.sub(lambda m: f"{m.group(1)}{LOCAL_PATH}{m.group(3)}", text)
 
 
-def read_rollout(text: str, *, keep_paths: bool = False) -> ImportedConversation:
-    """Convert a rollout's text into one conversation, each turn a chunk.
+def read_rollout(raw: Iterable[bytes], *, keep_paths: bool = False) -> ImportedConversation:
+    """Convert a rollout into one conversation, each turn a chunk.
 
     Args:
-        text: the file's text (its first line is ``session_meta``).
+        raw: the file's bytes, line by line (a binary file: read a line at a time, never held
+            whole); its first line is ``session_meta``.
         keep_paths: keep the local paths of the context Codex injected (``--keep-paths``);
             else each is :data:`LOCAL_PATH`.
 
@@ -349,15 +351,14 @@ def read_rollout(text: str, *, keep_paths: bool = False) -> ImportedConversation
     """
     rollout = _Rollout()
     meta: dict | None = None
-    lines = text.splitlines()
     torn = False
-    for n, raw in enumerate(lines, 1):
-        if not raw.strip():
+    for n, line, ended in stream.lines(raw):
+        if not line.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = json.loads(line)
         except ValueError as exc:
-            if n == len(lines) and not text.endswith("\n"):  # Codex is writing it: the next import reads it
+            if not ended:  # Codex is writing it: the next import reads it
                 torn = True
                 break
             raise _Bad(f"line {n}: not JSON ({exc})") from None

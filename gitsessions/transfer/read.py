@@ -24,6 +24,8 @@ become U+FFFD.
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import re
 from collections.abc import Callable, Collection
@@ -126,7 +128,8 @@ def read_import(data: bytes | None, source: str, *, time_ms: int | None = None, 
         if src.member is None and llm_db.is_db(head):
             plan = _conversations(llm_db.TOOL, source, llm_db.read_db(path, b"" if data is None else data))
         else:
-            plan = _export(src, fmt) or _read(src.read(), source, t, fmt, keep_paths, path)
+            plan = (_export(src, fmt) or _lines(src, fmt, keep_paths, path)
+                    or _read(src.read(), source, t, fmt, keep_paths))
         if fmt not in ("auto", "gs" if plan.kind in ("jsonl", "json") else plan.kind):
             raise _Bad(f"it is not a {fmt} file (it reads as {plan.kind})")
         return plan
@@ -163,13 +166,32 @@ def _export(src: stream.Source, fmt: str) -> ImportPlan | None:
     return None
 
 
-def _read(data: bytes, source: str, t: int, fmt: str, keep_paths: bool = False,
-          path: Path | None = None) -> ImportPlan:
+def _lines(src: stream.Source, fmt: str, keep_paths: bool, path: Path | None) -> ImportPlan | None:
+    """The plan of another tool's JSON-lines file, read a line at a time; None when the file is none.
+
+    Claude Code's transcripts and Codex's rollouts are told by their first line and can be
+    hundreds of megabytes (issue 14, item 7): each line is let go once converted, so memory
+    follows what the conversation holds, not the file's text too.
+    """
+    with src.open() as raw:
+        first = raw.readline()
+        try:
+            head = json.loads(next(stream.lines([first]))[1]) if first.strip() else None
+        except ValueError:
+            return None
+        if fmt in ("auto", claude_code.TOOL) and claude_code.is_transcript(head):
+            return ImportPlan(claude_code.TOOL, src.source, [],
+                              conversations=claude_code.read_transcript(itertools.chain([first], raw), path))
+        if codex.is_rollout(head):
+            return _conversations(codex.TOOL, src.source,
+                                  [codex.read_rollout(itertools.chain([first], raw), keep_paths=keep_paths)])
+    return None
+
+
+def _read(data: bytes, source: str, t: int, fmt: str, keep_paths: bool = False) -> ImportPlan:
     text = stream.decode(data)
     if not text.strip():
         raise _Bad("the file is empty")
-    if fmt in ("auto", claude_code.TOOL) and claude_code.looks_like(text):
-        return ImportPlan(claude_code.TOOL, source, [], conversations=claude_code.read_transcript(text, path))
     try:
         obj = stream.loads(text)
     except json.JSONDecodeError as exc:
@@ -180,16 +202,14 @@ def _read(data: bytes, source: str, t: int, fmt: str, keep_paths: bool = False,
             head = None
         if isinstance(head, dict) and head.get("type") == "session":
             return _read_jsonl(text, source, t)
-        if codex.is_rollout(head):
-            return _conversations(codex.TOOL, source, [codex.read_rollout(text, keep_paths=keep_paths)])
         raise _Bad(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if isinstance(obj, list):  # (a data export is read by _export)
         return _read_messages(obj, source, t, model=None)
     if isinstance(obj, dict):
         if obj.get("type") == "session":
             return _read_jsonl(text, source, t)  # a header-only log
-        if codex.is_rollout(obj):
-            return _conversations(codex.TOOL, source, [codex.read_rollout(text, keep_paths=keep_paths)])  # one line
+        if codex.is_rollout(obj):  # one object over several lines (a rollout's first line is _lines')
+            return _conversations(codex.TOOL, source, [codex.read_rollout(io.BytesIO(data), keep_paths=keep_paths)])
         if "header" in obj and "events" in obj:
             return _read_show_json(obj, source, t)
         if "sessions" in obj:

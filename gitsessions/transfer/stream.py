@@ -22,7 +22,7 @@ import codecs
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from ..errors import TransferError
@@ -83,6 +83,26 @@ def decode(data: bytes) -> str:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     return data.decode("utf-8", errors="replace")
+
+
+def lines(raw: Iterable[bytes]) -> Iterator[tuple[int, str, bool]]:
+    r"""A JSON-lines file's lines one at a time, as every import reads text (the file is never held whole).
+
+    Lines end at ``\n`` alone (a JSON string may hold U+2028 or U+0085 as they are); a BOM is
+    dropped from the first, a CR before the line end dropped (CRLF), invalid UTF-8 -> U+FFFD
+    (as :func:`decode`: no UTF-8 sequence holds the byte ``\n``, so it is the same text).
+
+    Args:
+        raw: the bytes line by line, each with its ``\n`` (a binary file: iterating one does that).
+
+    Yields:
+        ``(number, text, ended)``: the line's number from 1, its text without the line end, and
+        whether it had one (a last line without is one its writer may still be writing).
+    """
+    for n, data in enumerate(raw, 1):
+        ended = data.endswith(b"\n")
+        text = data[:-1 if ended else None].rstrip(b"\r").decode("utf-8", errors="replace")
+        yield n, text.lstrip("\ufeff") if n == 1 else text, ended
 
 
 class Text:
