@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from gitsessions.redact import Redactor, from_environment
 from gitsessions.store import GitStore
@@ -228,3 +232,49 @@ def test_the_files_of_a_run_are_checked_in_one_store_opened_once_that_sees_every
         git("update-ref", f"refs/heads/{sid}", f"{tip}~1")  # moved by another writer: that store sees it
         assert [seen.unchanged(open_store, key) for key in keys] == [True, False, True]
     assert len(opened) == 1 and opened[0]._repo is None  # closed with the run
+
+
+#: What each ``open`` of a file does first (the interpreter's audit hook: added once, for this module's tests).
+_ON_OPEN: dict[str, Callable[[], None]] = {}
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open" and isinstance(args[0], (str, os.PathLike)) and (act := _ON_OPEN.get(os.fspath(args[0]))):
+        act()
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture
+def on_open() -> Iterator[dict[str, Callable[[], None]]]:
+    """Path -> what to do just before each ``open`` of it, in this process (cleared after the test)."""
+    yield _ON_OPEN
+    _ON_OPEN.clear()
+
+
+def test_a_file_rewritten_between_the_check_and_the_import_is_recorded_by_the_bytes_imported(gs, repo_path,
+                                                                                               tmp_path, on_open):
+    # A tool rewrites its transcript (an older version put back) after gs read it for its key and
+    # before gs read it to import it: the tips are those of the older version's bytes.
+    path = _copy(tmp_path)
+    long = path.read_bytes()
+    short = b"".join(long.splitlines(keepends=True)[:14])  # up to "Now add tests" answered
+    opens: list[int] = []
+
+    def rewrite() -> None:
+        opens.append(1)
+        if len(opens) == 2:  # the import's own read, after the one for the key
+            with open(path.with_suffix(".tmp"), "wb") as f:
+                f.write(short)
+            os.replace(path.with_suffix(".tmp"), path)
+
+    on_open[str(path)] = rewrite
+    r = gs("import", str(path))
+    assert r.code == 0 and len(opens) >= 2 and "(2 turns)" in r.err, r.err  # the short version's
+    on_open.clear()
+    recorded = json.loads((repo_path / "gs" / "imported").read_text())["files"]
+    assert list(recorded) == [SeenFiles.key(short, "auto", None, None)[0]]
+    path.write_bytes(long)  # the tool's later turns again: not the bytes imported, so read
+    r = gs("import", str(path))
+    assert r.code == 0 and "nothing new" not in r.err and "a branch of claude-code" in r.err, r.err

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..redact import Redactor
 from .read import TOOLS, ImportPlan, read_import
-from .seen import Key, SeenFiles, content_digest
+from .seen import Key, SeenFiles
 from .stream import KEEP_CHARS
 from .write import redact_plan
 
@@ -68,7 +68,7 @@ def _ignoring_sigint() -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
 
 
-def _prepare(file: str, fmt: str, keep_paths: bool) -> tuple[str, ImportPlan] | None:
+def _prepare(file: str, fmt: str, keep_paths: bool) -> tuple[str | None, ImportPlan] | None:
     """In the worker: the digest of the file's bytes and its redacted plan (None: left to the writer)."""
     try:
         data = Path(file).read_bytes()  # at most LARGEST bytes (see ReadAhead._send)
@@ -77,7 +77,7 @@ def _prepare(file: str, fmt: str, keep_paths: bool) -> tuple[str, ImportPlan] | 
         return None
     if plan.kind not in TOOLS or not plan.conversations:
         return None
-    return content_digest(data), redact_plan(plan, _REDACTOR)
+    return plan.digest, redact_plan(plan, _REDACTOR)  # the digest of ``data``: the bytes the plan was made of
 
 
 class ReadAhead:

@@ -74,6 +74,8 @@ class ImportPlan:
             earlier id in the same file (the later one is not imported).
         conversations: another tool's conversations (kinds of :data:`TOOLS`), written a commit
             per turn by :func:`~.branches.write_conversation`.
+        digest: the hex digest of the bytes it was made of (:attr:`~.source.Source.digest`;
+            None: not all read by this, as a database SQLite reads).
     """
 
     kind: str
@@ -83,6 +85,7 @@ class ImportPlan:
     notes: list[str] = field(default_factory=list)
     clashes: list[tuple[str, str]] = field(default_factory=list)
     conversations: Collection[ImportedConversation] = field(default_factory=list)
+    digest: str | None = None
 
 
 #: Other tools whose files hold conversations (a plan's ``conversations``, written a commit per turn).
@@ -129,6 +132,7 @@ def read_import(data: bytes | None, source: str, *, time_ms: int | None = None, 
             plan = _export(src, fmt) or _read(src.read(), source, t, fmt, keep_paths, path)
         if fmt not in ("auto", "gs" if plan.kind in ("jsonl", "json") else plan.kind):
             raise _Bad(f"it is not a {fmt} file (it reads as {plan.kind})")
+        plan.digest = src.digest if plan.kind != llm_db.TOOL else None  # a database: and its log beside it
         return plan
     except _Bad as exc:
         raise TransferError(source, str(exc)) from None

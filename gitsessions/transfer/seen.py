@@ -5,8 +5,10 @@ almost every file, but read, converted and redacted each and compared it with it
 sessions: ~60 ms a Claude Code transcript (issue 14, item 7). This derived cache (see
 "Derived caches" in the design notes) keeps, for each file whose import left nothing
 aside (every conversation in live sessions: no clash, nothing skipped, no note) and that
-was read alone (not a Claude Code transcript with ``--fork-session`` kin beside it), the
-digest of its bytes and of what the import depended on (gs's version, the format asked
+was read alone (not a Claude Code transcript with ``--fork-session`` kin beside it) and by
+gs itself (not llm's database, which SQLite reads with the log beside it), the digest of
+the bytes the import read (while it read them: a tool appending to its transcript meanwhile
+is not taken for bytes imported) and of what the import depended on (gs's version, the format asked
 for, the paths kept, the redaction's shapes and the names of the secrets it replaces,
 never their values), and the tips of the sessions it gave. The file is passed over only
 when all of that is the same and every one of those sessions is still at that tip: a file
@@ -31,6 +33,7 @@ from .. import __version__
 from ..redact import Redactor
 from ..store import SessionStore
 from .read import TOOLS, ImportPlan
+from .source import new_hash
 from .write import ImportResult
 
 #: Bumped when what the file holds changes shape.
@@ -73,7 +76,7 @@ def content_digest(source: bytes | Path) -> str:
     Raises:
         OSError: ``source`` cannot be read.
     """
-    h = hashlib.blake2b(digest_size=20)
+    h = new_hash()
     if isinstance(source, bytes):
         h.update(source)
     else:
@@ -169,24 +172,32 @@ class SeenFiles:
     def record(self, store: SessionStore, key: Key, plan: ImportPlan, result: ImportResult) -> None:
         """Keep a file just imported, when nothing of it was left aside (else forget it).
 
+        It is kept under the digest of the bytes ``plan`` was made of (:attr:`.ImportPlan.digest`),
+        not ``key``'s: a tool appending to its file between the read for ``key`` and the
+        import's own would have these tips kept for bytes they do not hold. A plan of bytes
+        not all read here (a database) is not kept.
+
         Args:
             store: the store written (each session's tip is read now).
-            key: the file's :meth:`key`.
+            key: the file's :meth:`key` (read before the import: forgotten too).
             plan: what the file held.
             result: what writing it did.
         """
-        content, options = key
+        content, options = plan.digest, key[1]
         outcomes = [outcome for _, outs in result.conversations for outcome in outs]
-        clean = (plan.kind in TOOLS and plan.conversations and not plan.sessions and not plan.skipped
-                 and not plan.notes and not result.clashes and not result.stopped and not result.imported and outcomes
+        clean = (content is not None and plan.kind in TOOLS and plan.conversations and not plan.sessions
+                 and not plan.skipped and not plan.notes and not result.clashes and not result.stopped
+                 and not result.imported and outcomes
                  # read with its folder's other files; asked of what was written (every one of them, when
                  # clean): a large export's plan would read the file a third time
                  and not any(conv.family for conv, _ in result.conversations)
                  and all(how in ("new", "grew", "fork", "same") for _, how, _ in outcomes))
         tips = {sid: store.tip(sid) for sid, _, _ in outcomes} if clean else {}
-        self.files.pop(content, None)  # recorded last: the oldest entries go first
-        if tips and all(tips.values()):
-            self.files[content] = {"options": options, "tips": tips}
+        self.files.pop(key[0], None)
+        if content is not None:
+            self.files.pop(content, None)  # recorded last: the oldest entries go first
+            if tips and all(tips.values()):
+                self.files[content] = {"options": options, "tips": tips}
         self.changed = True
 
     def save(self) -> None:

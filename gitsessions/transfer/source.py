@@ -4,23 +4,64 @@ A data export is read twice (:mod:`.stream`: checked whole, then read again as i
 written); a file that another program replaced between the two (its inode, size or time
 changed) is refused when it is opened again, and one rewritten in place is caught by the
 digest of what is read (:class:`~.stream.Conversations`).
+
+Every pass hashes the bytes it reads (:attr:`Source.digest`): the import's cache of files
+taken whole (:mod:`.seen`) keys a file by the bytes its plan was made of, not by another
+read of a file that a tool may be appending to meanwhile.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..errors import TransferError
 from .messages import _Bad
 
 #: What is said of a file that changed between the check and the write.
 CHANGED = "it changed while it was being imported"
+#: Bytes hashed at a time when a zip is hashed whole.
+_BUFFER = 1 << 16
+
+
+def new_hash() -> hashlib.blake2b:
+    """The hash a file's bytes are keyed by (:func:`~.seen.content_digest`, :attr:`Source.digest`)."""
+    return hashlib.blake2b(digest_size=20)
+
+
+class _Hashing(io.RawIOBase):
+    """A file's bytes, hashed as they are read; :attr:`ended` once a read met the end."""
+
+    def __init__(self, f: io.FileIO):
+        self.f, self.hash, self.ended = f, new_hash(), False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self.f.readinto(b) or 0
+        if n:
+            self.hash.update(memoryview(b)[:n])
+        else:
+            self.ended = True
+        return n
+
+    def close(self) -> None:
+        self.f.close()
+        super().close()
+
+
+def hashed(f: io.FileIO) -> tuple[io.BufferedReader, _Hashing]:
+    """``f`` (opened unbuffered) read through a buffer, and what hashes what the buffer reads."""
+    raw = _Hashing(f)
+    size = os.fstat(f.fileno()).st_blksize  # what open() buffers: a pass reads the file as it did
+    return io.BufferedReader(raw, size if size > 1 else io.DEFAULT_BUFFER_SIZE), raw
 
 
 class Source:
@@ -38,13 +79,15 @@ class Source:
         self.data, self.path, self.source = data, path, source
         self.member: str | None = None  # the zip's member read (None: the file itself)
         self._stat: tuple[int, int, int] | None = None
+        self._digest: str | None = None  # of the last pass that read the file to its end
+        self._zip_digest: str | None = None  # of the zip's bytes, read when its member was chosen
 
     def _opened(self) -> IO[bytes]:
         if self.data is not None:
             return io.BytesIO(self.data)
         assert self.path is not None
         try:
-            f = open(self.path, "rb")  # noqa: SIM115  # closed by open()'s caller
+            f = open(self.path, "rb", buffering=0)  # noqa: SIM115  # closed by open()'s caller
         except FileNotFoundError:
             raise TransferError(str(self.path), "file not found") from None
         except IsADirectoryError:
@@ -67,15 +110,38 @@ class Source:
             TransferError: the file cannot be opened.
             _Bad: it changed since it was first opened, or the zip cannot be read.
         """
+        self._digest = None
         with self._opened() as f:
             if self.member is None:
-                yield f
+                if self.data is not None:
+                    yield f
+                    return
+                reader, raw = hashed(f)  # type: ignore[arg-type]  # a FileIO: opened unbuffered
+                yield reader
+                self._digest = raw.hash.hexdigest() if raw.ended else None
                 return
             try:
                 with zipfile.ZipFile(f) as archive, archive.open(self.member) as member:
                     yield member
+                    ended = not member.read(1)
             except (zipfile.BadZipFile, EOFError) as exc:
                 raise _Bad(f"not a readable zip ({exc})") from None
+            self._digest = self._zip_digest if ended else None
+
+    @property
+    def digest(self) -> str | None:
+        """The hex digest of the bytes the last pass read, when it read them all (else None).
+
+        That of ``data``; of a file, the bytes that pass read from the file itself, as it read
+        them (the same digest as :func:`~.seen.content_digest` of those bytes); of a zip's
+        member, the zip's bytes read when the member was chosen (every later pass is of the
+        same file, its inode, size and time, or refused).
+        """
+        if self.data is not None:
+            h = new_hash()
+            h.update(self.data)
+            return h.hexdigest()
+        return self._digest
 
     def head(self, n: int) -> bytes:
         """The first ``n`` bytes (fewer in a shorter file)."""
@@ -96,7 +162,14 @@ class Source:
             _Bad: not a readable zip (or ``choose``'s own refusal).
         """
         try:
-            with self._opened() as f, zipfile.ZipFile(f) as archive:
-                self.member = choose(archive.namelist())
+            with self._opened() as f:
+                if self.data is None:
+                    h = new_hash()
+                    while piece := f.read(_BUFFER):
+                        h.update(piece)
+                    self._zip_digest = h.hexdigest()
+                    f.seek(0)
+                with zipfile.ZipFile(f) as archive:
+                    self.member = choose(archive.namelist())
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise _Bad(f"not a readable zip ({exc})") from None
