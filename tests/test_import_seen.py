@@ -278,3 +278,21 @@ def test_a_file_rewritten_between_the_check_and_the_import_is_recorded_by_the_by
     path.write_bytes(long)  # the tool's later turns again: not the bytes imported, so read
     r = gs("import", str(path))
     assert r.code == 0 and "nothing new" not in r.err and "a branch of claude-code" in r.err, r.err
+
+
+def test_a_file_recorded_is_read_once_for_its_key_when_files_are_read_ahead(tmp_path, on_open):
+    files = _files(tmp_path, FEWEST + 2)
+    redactor = from_environment({})
+    seen = SeenFiles(tmp_path / "imported")
+    for file in files:  # each recorded, as by an import before: none is sent to the worker
+        seen.files[SeenFiles.key(Path(file), "auto", None, redactor)[0]] = {
+            "options": options_digest("auto", None, redactor), "tips": {"x": "0" * 40}}
+    opens = {file: 0 for file in files}
+    for file in files:
+        on_open[file] = lambda file=file: opens.__setitem__(file, opens[file] + 1)
+    with ReadAhead(files, "auto", False, redactor, seen, workers=1) as ahead:
+        keys = [ahead.take(file, None, None)[0] for file in files]
+        assert ahead._pool is None
+    on_open.clear()
+    assert keys == [SeenFiles.key(Path(file).read_bytes(), "auto", None, redactor) for file in files]
+    assert opens == {file: 1 for file in files}

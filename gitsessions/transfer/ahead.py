@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..redact import Redactor
 from .read import TOOLS, ImportPlan, read_import
-from .seen import Key, SeenFiles
+from .seen import Key, SeenFiles, options_digest
 from .stream import KEEP_CHARS
 from .write import redact_plan
 
@@ -68,6 +68,16 @@ def _ignoring_sigint() -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
 
 
+def _stat(file: str) -> tuple[int, ...]:
+    """What changes when a file is written (its change time too, which no program sets back).
+
+    Raises:
+        OSError: the file cannot be looked at.
+    """
+    st = os.stat(file)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 def _prepare(file: str, fmt: str, keep_paths: bool) -> tuple[str | None, ImportPlan] | None:
     """In the worker: the digest of the file's bytes and its redacted plan (None: left to the writer)."""
     try:
@@ -103,6 +113,8 @@ class ReadAhead:
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None  # started with the first file sent to it
         self._futures: dict[int, Future] = {}
+        #: The content digests read when files were sent (or not, as unchanged): ``(stat, digest)``.
+        self._digests: dict[int, tuple[tuple[int, ...], str]] = {}
         self._at = -1  # the file being imported
         self._sent = 0  # the files before this one were thought of
 
@@ -128,19 +140,26 @@ class ReadAhead:
 
         Returns:
             Its :meth:`.SeenFiles.key` (None: the file cannot be read; the import says so),
-            and its plan (None: read it here).
+            and its plan (None: read it here). The digest is the one read when the file was
+            sent, or passed over as recorded, if the file has not been written since (else
+            it is read now): a file is read once for it, not twice.
         """
         try:
-            key = self.seen.key(Path(file) if data is None else data, self.fmt, source_file, self.redactor)
+            at: int | None = self.files.index(file, self._at + 1)  # in order; one failing to be read is not taken
+        except ValueError:
+            at = None
+        known = self._digests.pop(at, None) if at is not None else None
+        try:
+            if data is None and known is not None and known[0] == _stat(file):  # read for it when it was sent
+                key = known[1], options_digest(self.fmt, source_file, self.redactor)
+            else:
+                key = self.seen.key(Path(file) if data is None else data, self.fmt, source_file, self.redactor)
         except OSError:
             return None, None
-        return key, self._take(file, key)
+        return key, None if at is None else self._take(at, key)
 
-    def _take(self, file: str, key: Key) -> ImportPlan | None:
-        try:
-            self._at = self.files.index(file, self._at + 1)  # in order; one that failed to be read was not taken
-        except ValueError:
-            return None
+    def _take(self, at: int, key: Key) -> ImportPlan | None:
+        self._at = at
         future = self._futures.pop(self._at, None)
         self._send()
         if future is None:
@@ -160,11 +179,13 @@ class ReadAhead:
             if k <= self._at or name == "-":
                 continue  # the first is read here while the worker starts
             try:
-                if Path(name).stat().st_size > LARGEST:
+                stat = _stat(name)  # before the read: a change while it is read is seen in take
+                if stat[2] > LARGEST:
                     continue  # read by the writer, a conversation at a time
                 key = SeenFiles.key(Path(name), self.fmt, None, self.redactor)
             except OSError:
                 continue  # said when it is read in its turn
+            self._digests[k] = stat, key[0]  # take reads it again only if it changed since
             if self.seen.recorded(key):
                 continue  # most likely passed over (if not, the writer reads it)
             try:
