@@ -234,10 +234,23 @@ def test_a_refused_background_push_is_told_by_the_next_command(two_machines, tmp
     assert a("sync").code == 0
 
 
-@pytest.mark.parametrize("command", ["push", "sync"])
-def test_a_push_to_a_path_not_there_yet_makes_the_bare_repo_its_head_the_current_session(two_machines, tmp_path,
-                                                                                          command):
+def test_a_sync_or_a_dangling_link_makes_no_repo_there(two_machines, tmp_path):
+    """Only a push the user asks for makes one: gs watch syncs unattended, maybe to a disk not mounted."""
+    a, _b, _remote = two_machines
+    assert a("ask", "work", "one").code == 0
+    new = tmp_path / "sessions.git"
+    r = a("sync", str(new))
+    assert r.code == 1 and "could not reach" in r.err and not new.exists(), r.err
+    link = tmp_path / "link.git"
+    link.symlink_to(tmp_path / "nowhere.git")
+    r = a("push", str(link))
+    assert r.code == 1 and "could not reach" in r.err and "Traceback" not in r.err, r.err
+    assert link.is_symlink() and not (tmp_path / "nowhere.git").exists()
+
+
+def test_a_push_to_a_path_not_there_yet_makes_the_bare_repo_its_head_the_current_session(two_machines, tmp_path):
     """So plain git clone checks the session out, and git log there shows it, with no second command."""
+    command = "push"
     a, _b, _remote = two_machines
     assert a("ask", "aaa", "one").code == 0 and a("ask", "work", "two").code == 0
     assert a("chat", "work", input="three\n").code == 0  # the current session: not the first by name

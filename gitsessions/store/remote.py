@@ -262,8 +262,7 @@ class Remotes:
             RemoteError: unreachable, not a git repository, refused as a whole.
         """
         report = SyncReport()
-        self._know_logs()
-        report.push.created_there = create_bare(self._location(remote)[0], self.store)
+        self._know_logs()  # no repo is made at a path not there: only an explicit push does (a watch must not)
         for _ in range(SYNC_ROUNDS):
             fetched, here = self._fetch(remote)
             pulled, base = self._pull(remote, fetched, here)
