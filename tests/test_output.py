@@ -46,8 +46,9 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
     assert list(styled([line, "plain\x07"], Output(), Terminal())) == plain
     monkeypatch.setenv("NO_COLOR", "")  # no-color.org: set and empty is not set
     assert Output().color(Terminal())
-    monkeypatch.setenv("TERM", "dumb")
-    assert not Output().color(Terminal())
+    for dumb in ("dumb", "unknown", "DUMB"):  # the prompt's rule: no escape where the prompt writes none
+        monkeypatch.setenv("TERM", dumb)
+        assert not Output().color(Terminal()), dumb
 
 
 def test_the_pager_is_gits_rule(monkeypatch):

@@ -48,10 +48,13 @@ class Output:
         """True when colour (any escape sequence for style) may be written to ``stream`` (default stdout).
 
         Only on a terminal (git's ``color.ui=auto``), and not with ``--no-color``, a non-empty
-        ``NO_COLOR`` (no-color.org) or ``TERM=dumb``.
+        ``NO_COLOR`` (no-color.org) or a dumb terminal (``TERM=dumb`` or ``unknown``, any case:
+        :func:`.early.dumb_terminal`, the rule the prompt follows).
         """
+        from .early import dumb_terminal
+
         stream = sys.stdout if stream is None else stream
-        if self.no_color or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        if self.no_color or os.environ.get("NO_COLOR") or dumb_terminal(os.environ):
             return False
         return is_terminal(stream)
 
