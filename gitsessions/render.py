@@ -240,7 +240,7 @@ def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
 
     ``── turn N ──`` heads each turn, ``you ›``, ``system prompt ›`` and ``assistant ›`` the messages (an imported
     one: ``<role> (imported, not sent to the model) ›``), tool calls are ``⚙ name(args)`` and
-    results ``↳ ...`` (indented), notes sit in parentheses. Control characters are made
+    results ``↳ ...`` (indented, each line of them), notes sit in parentheses. Control characters are made
     visible (:func:`terminal_safe`).
     """
     from . import view
@@ -269,7 +269,8 @@ def transcript_item(item: view.Item) -> list[str]:
         for call in item.tool_calls:
             out.append("  " + tool_line(call.name, call.arguments or "") + (f" {mark}" if mark else ""))
     elif isinstance(item, view.ToolResult):
-        out.append(f"  ↳ {item.text}" + (" (error)" if item.is_error else ""))
+        text = item.text.replace("\n", "\n    ")  # its later lines under its first, not at column 0
+        out.append(f"  ↳ {text}" + (" (error)" if item.is_error else ""))
     elif isinstance(item, view.TurnEnd):
         out.append("  " + turn_ended(item.reason, item.error))
     elif isinstance(item, view.TitleChange):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gitsessions import view
+from gitsessions import render, view
 from gitsessions.cli import app
 from gitsessions.events import encode_log, make_event, make_header
 
@@ -203,3 +203,13 @@ def test_every_visible_event_reaches_every_display(tmp_path):
     for name, text in displays.items():
         missing = [n for n in needles if n not in text]
         assert not missing, (name, missing)
+
+
+def test_a_tool_result_of_several_lines_stays_under_its_arrow():
+    """gs show: a listing a tool returned kept its later lines at column 0, under no turn's indent."""
+    events = _events(("turn/start", {"turn": 1}), ("user/message", {"content": "ls"}),
+                     ("assistant/message", {"content": None,
+                                            "tool_calls": [{"id": "c1", "name": "ls", "arguments": "{}"}]}),
+                     ("tool/result", {"id": "c1", "name": "ls", "content": "README.md\nsrc"}))
+    lines = "".join(render.transcript_lines(events)).splitlines()
+    assert lines[lines.index("  ↳ README.md") + 1] == "    src", lines
