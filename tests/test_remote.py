@@ -241,6 +241,9 @@ def test_a_sync_or_a_dangling_link_makes_no_repo_there(two_machines, tmp_path):
     new = tmp_path / "sessions.git"
     r = a("sync", str(new))
     assert r.code == 1 and "could not reach" in r.err and not new.exists(), r.err
+    assert "nothing is there (gs push makes the repository in a folder that exists)" in r.err, r.err
+    r = a("push", str(tmp_path / "not-mounted" / "sessions.git"))
+    assert r.code == 1 and f"nor is its folder {tmp_path / 'not-mounted'}: a typo, or a disk not mounted?" in r.err
     link = tmp_path / "link.git"
     link.symlink_to(tmp_path / "nowhere.git")
     r = a("push", str(link))

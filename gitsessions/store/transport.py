@@ -14,6 +14,7 @@ limit on every network request).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
@@ -34,6 +35,7 @@ from .privacy import tighten_packs
 from .repo import read_refs
 from .reports import PushReport
 from .sync import SYNCED, label, named_like_a_session
+from .urls import local_path
 
 #: What dulwich raises when the remote cannot be reached or read.
 NETWORK_ERRORS = (OSError, GitProtocolError, HangupException, NotGitRepository, HTTPUnauthorized)
@@ -101,6 +103,9 @@ def unreachable(url: str, exc: BaseException, client: Any = None) -> RemoteError
         text = f"could not connect to {ssh_refused[1]}:{ssh_refused[2]} (connection refused)"
     elif any(isinstance(cause, ConnectionRefusedError) for cause in causes):
         text = f"could not connect to {_host_port(url)} (connection refused)"
+    elif (path := local_path(url)) is not None and not os.path.lexists(path):
+        text = "nothing is there (" + ("gs push makes the repository in a folder that exists" if path.parent.is_dir()
+                                       else f"nor is its folder {path.parent}: a typo, or a disk not mounted?") + ")"
     elif any(isinstance(cause, NotGitRepository) for cause in causes):
         where = "on the server: git init --bare PATH" if "://" in url and not url.startswith("file:") else \
             f"with: git init --bare {urlsplit(url).path if url.startswith('file:') else url}"
