@@ -23,8 +23,9 @@ the file. What becomes what:
 - A session made with ``--resume ID --fork-session`` repeats the origin's lines: when they
   keep the origin's ``sessionId`` (older versions) it is spawned by the origin where they
   end; 2.1 gives them the new id, and names no origin: the transcripts beside it that begin
-  with the same line (its ``uuid``) are its family (:func:`.family`), and whichever of them
-  is imported already is where it forks, sharing the commits of the lines they share.
+  with the same line (its ``uuid``) and were begun before it are its origins (:func:`.family`):
+  it forks them where they part, sharing the commits of the lines they share. An origin
+  imported after its copy (its file missing then) is a session of its own.
 - The title: the last ``custom-title`` (a rename), else the last ``ai-title``, else a
   ``summary`` of the session's branch, else its first prompt.
 """
@@ -307,11 +308,9 @@ def read_transcript(raw: Iterable[bytes], path: Path | None = None, *,
     convs = _Reader(raw, path).conversations()
     if path is None or not origins or not convs or not convs[0].family:
         return convs
-    started, before = begun(path), []
-    for other in convs[0].family:
+    before = []
+    for other in convs[0].family:  # begun before it
         there = path.with_name(f"{other}.jsonl")
-        if not "" < begun(there) < started:
-            continue  # begun after it (its copy), or when is not known: the one imported first is the other's base
         try:
             with there.open("rb") as f:
                 theirs = read_transcript(f, there, origins=False)

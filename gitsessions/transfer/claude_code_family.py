@@ -60,11 +60,14 @@ def begun(path: Path) -> str:
 
 
 def family(path: Path, first: str, session: str) -> tuple[str, ...]:
-    """The sessions beside ``path`` (in its folder) whose transcript begins with the message line ``first``.
+    """The sessions beside ``path`` begun before it whose transcript begins with the message line ``first``.
 
     Claude Code 2.1 writes a ``--fork-session`` copy as a new file repeating the origin's
     lines, same uuids, under the new session's id, and names no origin: a line's uuid is
-    its own, so two transcripts beginning with the same one are of one family.
+    its own, so two transcripts beginning with the same one are of one family, and the ones
+    begun before it are its origins. Those begun after it (its copies) are not: an origin
+    imported after its copy (its file missing then) is its own session, as it would have
+    been beside it, never taken as held by the copy that repeats its start.
 
     Args:
         path: the transcript read.
@@ -72,11 +75,13 @@ def family(path: Path, first: str, session: str) -> tuple[str, ...]:
         session: its session id (left out).
 
     Returns:
-        The other sessions' ids (their file names) in the order they were begun (:func:`begun`;
-        ties by id): a copy of a copy repeats its origin's lines and its copy's, and is read
-        after both, whatever their names.
+        The other sessions' ids (their file names) begun before it, in the order they were
+        begun (:func:`begun`; ties by id): a copy of a copy repeats its origin's lines and its
+        copy's, and is read after both, whatever their names.
     """
-    kin = [stem for stem in _firsts(path.parent).get(first, ()) if stem not in (session, path.stem)]
+    started = begun(path)
+    kin = [stem for stem in _firsts(path.parent).get(first, ()) if stem not in (session, path.stem)
+           and "" < begun(path.with_name(f"{stem}.jsonl")) < started]
     return tuple(sorted(kin, key=lambda stem: (begun(path.with_name(f"{stem}.jsonl")), stem)))
 
 
