@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import io
 import os
 import secrets
@@ -19,7 +18,7 @@ from ..errors import NoCurrentSession, RemoteError
 from ..events import make_header
 from ..text import chat_prompt
 from . import early
-from .common import Context, WaitCommand, WaitOption, err, short
+from .common import Context, WaitCommand, WaitOption, collect_cycles, err, short
 from .faces import FirstLine, chat_faces, drawn_first, session_picker
 from .tools import OneTurnTools, OneTurnYes, approver, terminal_answers, tools_line, toolset_for
 
@@ -248,8 +247,7 @@ def chat(
         opening = Later(open_chat, name="gs-open")
 
         def client_built() -> None:  # in the client's thread, once it is built
-            # A long-lived chat collects cycles as usual (main() turned that off for start-up).
-            gc.enable()
+            collect_cycles()  # a long-lived chat
             from .markdown import load_behind
             from .stream import renders
 
@@ -257,7 +255,7 @@ def chat(
                 load_behind()  # for the first token, which draws plain text meanwhile
 
         if not isinstance(provider, BackgroundProvider):
-            gc.enable()
+            collect_cycles()
         build = provider.start if isinstance(provider, BackgroundProvider) else lambda then: None
         # The first request waits for the model client (the SDK: most of the time), so it is
         # built first; the session opens beside it (the store is the request's too).

@@ -22,7 +22,7 @@ from ..store.lock import LockWait
 from ..tree import rev_or_current
 from ..turns import turn_count
 from .admin import pack_in_background
-from .common import Context, err, short
+from .common import Context, collect_cycles, err, short
 from .import_progress import ImportProgress
 
 app = typer.Typer()
@@ -356,6 +356,7 @@ def import_(
         gs import - < chat.json
     """
     c: Context = ctx.obj
+    collect_cycles()  # an import of many files, or of a large one, frees each conversation's cycles
     found = not files
     paths = _discovered(fmt.value) if found else list(files or [])
     if watch and "-" in paths:

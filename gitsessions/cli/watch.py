@@ -15,7 +15,7 @@ from collections.abc import Callable
 import typer
 
 from ..errors import GitSessionsError
-from .common import Context, err
+from .common import Context, collect_cycles, err
 
 #: Seconds between two rounds that look for remote changes, unless ``--interval`` says otherwise.
 DEFAULT_INTERVAL_S = 60.0
@@ -54,6 +54,7 @@ def watch_sync(c: Context, where: str, sync_once: Callable[[], None], interval: 
     import watchfiles
 
     interval = DEFAULT_INTERVAL_S if interval is None else interval
+    collect_cycles()  # it runs until stopped
     with c.store() as store:
         store.repo(create=True)  # something to watch before the first save or pull
     path = c.repo_path()
