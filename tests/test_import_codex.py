@@ -232,6 +232,11 @@ def test_a_turn_codex_has_not_finished_is_left_for_the_next_import(gs, git, tmp_
     r = gs("import", str(rollout))
     assert r.code == 0 and "its last turn is still going on" in r.err, r.err
     tip = git("rev-parse", MAIN).strip()
+    usage = {"timestamp": lines[last_prompt + 1]["timestamp"], "type": "event_msg",
+             "payload": {"type": "token_count", "info": None}}
+    _write(rollout, [*lines[:last_prompt + 2], usage])  # the file grew, the turn is not over yet
+    r = gs("import", str(rollout))  # says why nothing is new: not a turn lost
+    assert r.code == 0 and f"nothing new in {rollout.name}\n  note: its last turn is still going on" in r.err, r.err
     _write(rollout, lines)
     r = gs("import", str(rollout))
     assert r.code == 0 and f"{MAIN}: 1 turn new" in r.err and "still going on" not in r.err, r.err

@@ -209,6 +209,8 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
                 err(f"  note: {note}")
     if result.conversations and tally.sessions == before and alone and not result.stopped:  # of many: the summary
         err(f"nothing new in {source}")
+        for note in dict.fromkeys(note for conv, _ in result.conversations for note in conv.notes):
+            err(f"  note: {note}")  # a turn still under way, held for the next import, says why nothing is new
     tally.skipped += len(plan.skipped) + len(result.clashes)
     for skip in plan.skipped:
         err(f"skipped {skip}")
