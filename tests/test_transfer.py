@@ -245,6 +245,15 @@ def test_archive_with_ids_clashing_inside_it(gs, tmp_path):
     assert r.code == 1 and r.out.split() == ["a"] and "not imported A" in r.err
 
 
+def test_an_unknown_shape_names_every_format_gs_imports(gs, tmp_path):
+    f = tmp_path / "u.json"
+    f.write_text('{"hello": 1}')
+    r = gs("import", str(f))
+    assert r.code == 1 and "unknown shape" in r.err, r.err
+    for name in ("messages array", "GeekAgent", "ChatGPT", "Claude.ai", "Claude Code", "Codex", "logs.db"):
+        assert name in r.err, (name, r.err)
+
+
 @pytest.mark.parametrize("content, reason", [
     ("{}", "unknown shape"),
     ('{"current": "a", "sessions": []}', "not a valid GeekAgent"),

@@ -219,9 +219,9 @@ def _read(data: bytes, source: str, t: int, fmt: str, keep_paths: bool = False) 
             return _read_messages(obj["messages"], source, t, model=model)
     raise _Bad(
         "unknown shape: gs imports its own jsonl or json export, a chat-completions messages array "
-        "(or an object with \"messages\"), a GeekAgent sessions.json ({\"current\", \"sessions\"}) or "
-        "ChatGPT's data export (conversations.json or the .zip); "
-        "markdown and html exports are for reading only"
+        "(or an object with \"messages\"), a GeekAgent sessions.json ({\"current\", \"sessions\"}), "
+        "ChatGPT's or Claude.ai's data export (conversations.json or the .zip), a Claude Code transcript, "
+        "a Codex rollout or llm's logs.db; markdown and html exports are for reading only"
     )
 
 
