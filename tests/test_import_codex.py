@@ -377,3 +377,42 @@ def test_a_root_cwd_is_no_path_to_replace_and_every_plain_writable_root_is_repla
     [aside] = _contexts("/home/bob/p", plain)
     assert "/home/bob" not in aside and "/tmp/bobscratch" not in aside
     assert f"Writable roots: {codex.LOCAL_PATH}, {codex.LOCAL_PATH}\n" in aside
+
+
+def test_a_compaction_inside_a_turn_is_that_turns(gs, repo_path, tmp_path, fake_api):
+    """Codex compacts on its own when the context fills, also mid-task: the turn keeps its prompt
+    and its answer in one commit, the summary between them, not a turn of its own without a prompt."""
+    def line(second: int, kind: str, payload: dict) -> dict:
+        return {"timestamp": f"2025-10-08T11:00:{second:02d}.000Z", "type": kind, "payload": payload}
+
+    def said(second: int, role: str, text: str) -> dict:
+        part = "output_text" if role == "assistant" else "input_text"
+        return line(second, "response_item", {"type": "message", "role": role,
+                                               "content": [{"type": part, "text": text}]})
+
+    rid = "0199b000-0000-7000-8000-00000000000d"
+    rollout = _write(tmp_path / f"rollout-2025-10-08T11-00-00-{rid}.jsonl", [
+        line(0, "session_meta", {"id": rid, "timestamp": "2025-10-08T11:00:00.000Z", "cwd": "/w"}),
+        line(1, "event_msg", {"type": "task_started"}), said(1, "user", "Port the parser"),
+        said(2, "assistant", "Ported."), line(2, "event_msg", {"type": "task_complete"}),
+        line(10, "event_msg", {"type": "task_started"}), said(10, "user", "Now the tests"),
+        line(11, "response_item", {"type": "function_call", "name": "shell", "call_id": "c1",
+                                   "arguments": json.dumps({"command": ["cargo", "test"]})}),
+        line(12, "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        line(13, "compacted", {"message": "The parser was ported; the tests were run.", "replacement_history": []}),
+        said(14, "assistant", "The tests pass."), line(14, "event_msg", {"type": "task_complete"})])
+    r = gs("import", str(rollout))
+    assert r.code == 0, r.err
+    sid = imported_session_id("codex", rid, "Port the parser")
+    subjects = subprocess.run(["git", "--git-dir", str(repo_path), "log", "--format=%s", sid],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+    assert subjects[:2] == ["turn 2: Now the tests", "turn 1: Port the parser"], subjects
+    with GitStore(repo_path) as store:
+        events = store.load(sid).events
+    last = [e.type for e in events[[e.type for e in events].index("turn/end") + 1:]]
+    said_types = [t for t in last if t in ("user/message", "compaction/summary", "assistant/message")]
+    assert said_types == ["user/message", "assistant/message", "compaction/summary", "assistant/message"], last
+    assert gs("ask", sid, "and now?").code == 0
+    messages = fake_api.requests[-1]["messages"]
+    assert validate_messages(messages) is None
+    assert "The tests pass." in json.dumps(messages) and "The parser was ported" in json.dumps(messages)

@@ -260,9 +260,9 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     Args:
         messages: chat-completions messages (assistant messages may name their ``model`` and
             ``usage``, as the API's usage object; tool messages say ``is_error``); a
-            :data:`COMPACTION` message is a compaction summary; :class:`EventItem` values
-            are kept as they are, and :data:`TURN_OVER` marks where the source ends a turn
-            (its time is not used).
+            :data:`COMPACTION` message is a compaction summary (it opens a turn, unless
+            the source marks turns' ends); :class:`EventItem` values are kept as they are,
+            and :data:`TURN_OVER` marks where the source ends a turn (its time is not used).
         times: each message's time, epoch ms.
         title: a title event opens the log when given.
         where: prefix for messages (``"conversation 2, "``).
@@ -276,8 +276,11 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     builder = _Builder(times[0] if times else 0, None, where)
     if title:
         builder.add("session/title", {"title": title})
+    # Where the source marks turns' ends (Codex), a compaction may fall inside a turn (an
+    # automatic one, the context full mid-task): it is that turn's, not a turn of its own.
+    opening = ("user",) if any(msg is TURN_OVER for msg in messages) else ("user", COMPACTION)
     for i, msg in enumerate(messages):
-        if isinstance(msg, dict) and msg.get("role") in ("user", COMPACTION):
+        if isinstance(msg, dict) and msg.get("role") in opening:
             builder.close_turn()  # at the time of the turn's last message
         if msg is TURN_OVER:
             builder.close_turn()
