@@ -478,3 +478,19 @@ def test_failing_files_of_one_name_are_told_apart_by_their_path(gs, tmp_path, mo
     assert "cannot import conversations.json (d1/conversations.json)" in r.err
     assert "cannot import conversations.json (d2/conversations.json)" in r.err
     assert r.err.splitlines()[-1] == "2 files (2 failed), 0 sessions written, 0 turns, 0 skipped"
+
+
+def test_as_is_taken_or_refused_the_same_for_a_file_imported_before(gs, tmp_path):
+    # A file imported whole before is passed over by its digest: not with --as, which says where it goes.
+    assert gs("ask", "work", "hi").code == 0
+    out = tmp_path / "work.jsonl"
+    assert gs("export", "work", "--format", "jsonl", "-o", str(out)).code == 0
+    assert gs("import", str(out), "--as", "first").code == 0
+    r = gs("import", str(out), "--as", "second")
+    assert r.code == 0 and r.out.split() == ["second"], r.err
+    transcript = Path(__file__).parent / "data" / "claude_code" / "real" / "projects" / "-home-user-proj"
+    cc = next(transcript.glob("*.jsonl"))
+    assert gs("import", str(cc)).code == 0
+    for _ in range(2):
+        r = gs("import", str(cc), "--as", "mine")
+        assert r.code == 1 and "--as does not apply to claude-code conversations" in r.err, r.err

@@ -155,7 +155,8 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
     try:
         source, data = _read_file(file)
         key, ready = tally.ahead.take(file, data, header_extra.get("source_file")) if tally.ahead else (None, None)
-        if tally.ahead and key and tally.ahead.seen.unchanged(c.store, key):  # imported whole before: not read
+        # Imported whole before: not read, unless --as names where (checked, and written there, as for a new file).
+        if tally.ahead and key and as_id is None and tally.ahead.seen.unchanged(c.store, key):
             return err(f"nothing new in {source}") if alone else None
         plan = ready or transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file),
                                              keep_paths=keep_paths)
