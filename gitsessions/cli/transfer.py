@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from enum import Enum
@@ -24,6 +24,7 @@ from ..turns import turn_count
 from .admin import pack_in_background
 from .common import Context, collect_cycles, err, short
 from .import_progress import ImportProgress
+from .watch import watch_files
 
 app = typer.Typer()
 
@@ -274,48 +275,6 @@ def _discovered(fmt: str) -> list[str]:
     return [str(p) for p in paths]
 
 
-def _stats(files: list[str]) -> dict[str, tuple[int, int]]:
-    out = {}
-    for f in files:
-        try:
-            st = os.stat(f)
-        except OSError:
-            continue
-        out[f] = (st.st_mtime_ns, st.st_size)
-    return out
-
-
-def _watch(roots: list[Path], wanted: Callable[[], list[str]], again: Callable[[list[str]], None]) -> None:
-    """Import again each file of ``wanted()`` that changed, whenever something changes under ``roots``, until Ctrl+C.
-
-    Which files changed is judged by their size and time, not by the events alone: a file
-    written at once into a folder just made can come before the folder is watched.
-
-    Args:
-        roots: the folders watched (with ``watchfiles``, as ``gs sync --watch`` watches the repo).
-        wanted: the files to import, in order (asked again on each change: a new transcript counts).
-        again: imports the changed files and says what they gave.
-    """
-    import watchfiles
-
-    seen = _stats(wanted())
-    try:
-        ready = False
-        for changes in watchfiles.watch(*roots, debounce=500, rust_timeout=1000, yield_on_timeout=True):
-            if not changes and ready:
-                continue
-            now = _stats(wanted())
-            todo = [f for f, stat in now.items() if seen.get(f) != stat]
-            seen = now
-            if todo:
-                again(todo)
-            if not ready:  # watching now (what changed since the first import was taken up above)
-                ready = True
-                err(f"gs: importing again as {', '.join(str(r) for r in roots)} change; Ctrl+C stops")
-    except KeyboardInterrupt:
-        err("gs: stopped importing")
-
-
 @app.command("import")
 def import_(
     ctx: typer.Context,
@@ -395,10 +354,10 @@ def import_(
 
         if found:
             where = transfer.discover.discover(fmt.value, os.environ, Path.home())[0]
-            _watch([where], lambda: [str(p) for p in transfer.discover.discover(fmt.value, os.environ,
+            watch_files([where], lambda: [str(p) for p in transfer.discover.discover(fmt.value, os.environ,
                                                                                 Path.home())[1]], again)
         else:
-            _watch(sorted({Path(f).resolve().parent for f in paths}), lambda: paths, again)
+            watch_files(sorted({Path(f).resolve().parent for f in paths}), lambda: paths, again)
         return  # Ctrl+C ends a watch: what failed was said as it happened
     if tally.failed:
         raise typer.Exit(1)

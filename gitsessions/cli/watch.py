@@ -1,16 +1,21 @@
-"""``gs sync --watch``: keep a machine that just mirrors in sync, until Ctrl+C.
+"""``gs sync --watch`` and ``gs import --watch``: keep going as things change, until Ctrl+C.
 
-A round is one ``gs sync``. One runs at start, then whenever the sessions' refs here
-changed since the last round (a save, a rename, an archive: seen by watching the repo
-folder with ``watchfiles``), and every ``interval`` seconds for what changed on the remote.
+``gs import --watch`` (:func:`watch_files`) imports again each file that changed.
+
+``gs sync --watch`` keeps a machine that just mirrors in sync: a round is one ``gs sync``.
+One runs at start, then whenever the sessions' refs here changed since the last round (a
+save, a rename, an archive: seen by watching the repo folder with ``watchfiles``), and
+every ``interval`` seconds for what changed on the remote.
 A round that moved nothing and has nothing to report prints nothing (no line per interval);
 one that fails says so in one line and the loop goes on; Ctrl+C ends it with exit 0.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import typer
 
@@ -78,3 +83,46 @@ def watch_sync(c: Context, where: str, sync_once: Callable[[], None], interval: 
                 _round(sync_once, interval)
     except KeyboardInterrupt:
         err(f"gs: stopped syncing {path} with {where}")
+
+
+def _stats(files: list[str]) -> dict[str, tuple[int, int]]:
+    """Each file's modification time (ns) and size (bytes), those that can be read."""
+    out = {}
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        out[f] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def watch_files(roots: list[Path], wanted: Callable[[], list[str]], again: Callable[[list[str]], None]) -> None:
+    """Import again each file of ``wanted()`` that changed, whenever something changes under ``roots``, until Ctrl+C.
+
+    Which files changed is judged by their size and time, not by the events alone: a file
+    written at once into a folder just made can come before the folder is watched.
+
+    Args:
+        roots: the folders watched (with ``watchfiles``, as ``gs sync --watch`` watches the repo).
+        wanted: the files to import, in order (asked again on each change: a new transcript counts).
+        again: imports the changed files and says what they gave.
+    """
+    import watchfiles
+
+    seen = _stats(wanted())
+    try:
+        ready = False
+        for changes in watchfiles.watch(*roots, debounce=500, rust_timeout=1000, yield_on_timeout=True):
+            if not changes and ready:
+                continue
+            now = _stats(wanted())
+            todo = [f for f, stat in now.items() if seen.get(f) != stat]
+            seen = now
+            if todo:
+                again(todo)
+            if not ready:  # watching now (what changed since the first import was taken up above)
+                ready = True
+                err(f"gs: importing again as {', '.join(str(r) for r in roots)} change; Ctrl+C stops")
+    except KeyboardInterrupt:
+        err("gs: stopped importing")
