@@ -271,32 +271,35 @@ def test_from_codex_without_a_file_reads_codex_home_and_says_what_it_found(gs, g
     assert r.code == 1 and "no Codex folder here" in r.err and "set CODEX_HOME" in r.err
 
 
+def _line(second: int, kind: str, payload: dict) -> dict:
+    """A rollout line written ``second`` s after 2025-10-07 11:00 UTC."""
+    return {"timestamp": f"2025-10-07T11:00:{second:02d}.000Z", "type": kind, "payload": payload}
+
+
+def _said(second: int, role: str, text: str) -> dict:
+    """A rollout's message line."""
+    part = "output_text" if role == "assistant" else "input_text"
+    return _line(second, "response_item", {"type": "message", "role": role, "content": [{"type": part, "text": text}]})
+
+
 def test_a_remote_compaction_stands_for_what_codex_kept(gs, repo_path, tmp_path, fake_api):
     """Compacted by the model's server (codex-rs compact_remote.rs), the line's ``message`` is
     empty: the messages Codex goes on with are its ``replacement_history``, the summary proper
     an encrypted item. They are what the compaction is sent as, not an empty summary."""
-    def line(second: int, kind: str, payload: dict) -> dict:
-        return {"timestamp": f"2025-10-07T11:00:{second:02d}.000Z", "type": kind, "payload": payload}
-
-    def said(second: int, role: str, text: str) -> dict:
-        part = "output_text" if role == "assistant" else "input_text"
-        return line(second, "response_item", {"type": "message", "role": role,
-                                               "content": [{"type": part, "text": text}]})
-
     def turn(second: int, prompt: str, reply: str) -> list[dict]:
-        return [line(second, "turn_context", {"model": "gpt-5-codex"}),
-                line(second, "event_msg", {"type": "task_started"}),
-                said(second, "user", "<environment_context>\n<cwd>/w</cwd>\n</environment_context>"),
-                said(second + 1, "user", prompt), said(second + 2, "assistant", reply),
-                line(second + 2, "event_msg", {"type": "task_complete"})]
+        return [_line(second, "turn_context", {"model": "gpt-5-codex"}),
+                _line(second, "event_msg", {"type": "task_started"}),
+                _said(second, "user", "<environment_context>\n<cwd>/w</cwd>\n</environment_context>"),
+                _said(second + 1, "user", prompt), _said(second + 2, "assistant", reply),
+                _line(second + 2, "event_msg", {"type": "task_complete"})]
 
     kept = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Port the parser to Rust"}]},
             {"type": "compaction", "encrypted_content": "gAAAA-remote-summary"}]
     rid = "0199b000-0000-7000-8000-00000000000c"
     rollout = _write(tmp_path / f"rollout-2025-10-07T11-00-00-{rid}.jsonl", [
-        line(0, "session_meta", {"id": rid, "timestamp": "2025-10-07T11:00:00.000Z", "cwd": "/w"}),
+        _line(0, "session_meta", {"id": rid, "timestamp": "2025-10-07T11:00:00.000Z", "cwd": "/w"}),
         *turn(1, "Port the parser to Rust", "Ported."),
-        line(10, "compacted", {"message": "", "replacement_history": kept}),
+        _line(10, "compacted", {"message": "", "replacement_history": kept}),
         *turn(20, "Now the tests", "Ported the tests.")])
     r = gs("import", str(rollout))
     assert r.code == 0, r.err
@@ -382,25 +385,17 @@ def test_a_root_cwd_is_no_path_to_replace_and_every_plain_writable_root_is_repla
 def test_a_compaction_inside_a_turn_is_that_turns(gs, repo_path, tmp_path, fake_api):
     """Codex compacts on its own when the context fills, also mid-task: the turn keeps its prompt
     and its answer in one commit, the summary between them, not a turn of its own without a prompt."""
-    def line(second: int, kind: str, payload: dict) -> dict:
-        return {"timestamp": f"2025-10-08T11:00:{second:02d}.000Z", "type": kind, "payload": payload}
-
-    def said(second: int, role: str, text: str) -> dict:
-        part = "output_text" if role == "assistant" else "input_text"
-        return line(second, "response_item", {"type": "message", "role": role,
-                                               "content": [{"type": part, "text": text}]})
-
     rid = "0199b000-0000-7000-8000-00000000000d"
-    rollout = _write(tmp_path / f"rollout-2025-10-08T11-00-00-{rid}.jsonl", [
-        line(0, "session_meta", {"id": rid, "timestamp": "2025-10-08T11:00:00.000Z", "cwd": "/w"}),
-        line(1, "event_msg", {"type": "task_started"}), said(1, "user", "Port the parser"),
-        said(2, "assistant", "Ported."), line(2, "event_msg", {"type": "task_complete"}),
-        line(10, "event_msg", {"type": "task_started"}), said(10, "user", "Now the tests"),
-        line(11, "response_item", {"type": "function_call", "name": "shell", "call_id": "c1",
+    rollout = _write(tmp_path / f"rollout-2025-10-07T11-00-00-{rid}.jsonl", [
+        _line(0, "session_meta", {"id": rid, "timestamp": "2025-10-07T11:00:00.000Z", "cwd": "/w"}),
+        _line(1, "event_msg", {"type": "task_started"}), _said(1, "user", "Port the parser"),
+        _said(2, "assistant", "Ported."), _line(2, "event_msg", {"type": "task_complete"}),
+        _line(10, "event_msg", {"type": "task_started"}), _said(10, "user", "Now the tests"),
+        _line(11, "response_item", {"type": "function_call", "name": "shell", "call_id": "c1",
                                    "arguments": json.dumps({"command": ["cargo", "test"]})}),
-        line(12, "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
-        line(13, "compacted", {"message": "The parser was ported; the tests were run.", "replacement_history": []}),
-        said(14, "assistant", "The tests pass."), line(14, "event_msg", {"type": "task_complete"})])
+        _line(12, "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        _line(13, "compacted", {"message": "The parser was ported; the tests were run.", "replacement_history": []}),
+        _said(14, "assistant", "The tests pass."), _line(14, "event_msg", {"type": "task_complete"})])
     r = gs("import", str(rollout))
     assert r.code == 0, r.err
     sid = imported_session_id("codex", rid, "Port the parser")
