@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from gitsessions.events import Event, make_event, make_header  # noqa: E402
-from gitsessions.rules import CommitMessage  # noqa: E402
+from gitsessions.log.commits import CommitMessage  # noqa: E402
+from gitsessions.log.events import Event, make_event, make_header  # noqa: E402
 from gitsessions.store import GitStore  # noqa: E402
 
 PY = sys.executable
@@ -352,7 +352,7 @@ def turn_events(seq: int, turn: int, size: int = 2048, tools: bool = False) -> l
 
 
 def message_for(session_id: str, turn: int, events: list[Event], n_messages: int) -> CommitMessage:
-    """A commit message shaped like :func:`gitsessions.session.commit_message` writes
+    """A commit message shaped like :func:`gitsessions.writer.session.commit_message` writes
     (without re-deriving the whole transcript for every synthetic save)."""
     prompt = next((e.data["content"] for e in events if e.type == "user/message"), "save")
     trailers = {"Session": session_id, "Turn": str(turn), "Model": "gpt-4o-mini",
@@ -400,7 +400,7 @@ class Builder:
         self.seq += len(events)
         self.size += sum(len(e.encode()) for e in events)
         if header is not None:
-            from gitsessions.events import encode_header
+            from gitsessions.log.events import encode_header
 
             self.size += len(encode_header(header))
         return self.tip

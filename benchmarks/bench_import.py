@@ -157,7 +157,7 @@ def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
     base = fresh_dir(s, "import")
     size = write_claude_code(base / "claude", conversations)
     row("transcripts written", f"{conversations} files, {human_bytes(size)}")
-    from gitsessions.transfer import FORMATS
+    from gitsessions.transfer.read import FORMATS
 
     if "claude-code" in FORMATS:
         transcripts = sorted(str(p) for p in (base / "claude").rglob("*.jsonl"))

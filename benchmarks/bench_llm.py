@@ -231,8 +231,8 @@ def bench_request(s: Settings, messages: int = 601, chunks: int = 1003) -> None:
     import openai
     from bench_turn import instant_server
 
-    from gitsessions.chat.provider import OpenAIProvider
-    from gitsessions.chat.wire import RequestEncoder
+    from gitsessions.provider.client import OpenAIProvider
+    from gitsessions.provider.wire import RequestEncoder
 
     section(f"6b. one chat request of {messages} messages answered in {chunks} chunks: the SDK's "
             "chat.completions.create vs gs's provider (the client's post, plain JSON)")

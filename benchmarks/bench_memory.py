@@ -47,7 +47,7 @@ from _common import (
     turn_events,
 )
 
-from gitsessions.events import encode_header, make_header
+from gitsessions.log.events import encode_header, make_header
 from gitsessions.store import GitStore
 
 HERE = Path(__file__).resolve().parent
@@ -59,8 +59,8 @@ LIST_TURNS = 20
 _OPEN_CHILD = r"""
 import json, sys, time
 from gitsessions.store import GitStore
-from gitsessions.events import parse_log
-from gitsessions.transcript import derive_messages
+from gitsessions.log.events import parse_log
+from gitsessions.log.transcript import derive_messages
 
 def hwm():
     for line in open("/proc/self/status"):
@@ -160,7 +160,7 @@ def bench_open(s: Settings, target_bytes: int) -> None:
     print(f"  one session of {turns} turns (a tool call every 3rd), {messages} messages, {human_bytes(size)} "
           f"session.jsonl, ~{size // (turns * 7)} bytes per event (built in {time.perf_counter() - t0:.0f} s)")
     floor, _ = peak_rss_kb([PY, "-c", "pass"])
-    imports, _ = peak_rss_kb([PY, "-c", "import gitsessions.cli, gitsessions.transcript"])
+    imports, _ = peak_rss_kb([PY, "-c", "import gitsessions.cli, gitsessions.log.transcript"])
     row("floor: python -c pass | import gitsessions.cli", f"{floor / 1024:.0f} MB | {imports / 1024:.0f} MB")
     worst = 0.0
     for label, path in repos.items():

@@ -22,7 +22,8 @@ import time
 
 from _common import PY, ROOT, Settings, measure, row, section
 
-from gitsessions.redact import StreamRedactor, from_environment
+from gitsessions.secrets.redact import from_environment
+from gitsessions.secrets.redact_stream import StreamRedactor
 
 PARAGRAPH = (
     "Here is how to configure the service. First open `config.yaml` and set `timeout` to 30 "
@@ -63,7 +64,7 @@ def _load_cost(cache: str | None) -> float:
     Args:
         cache: the detector cache file (None: none, detect-secrets is imported).
     """
-    code = ("import time; from pathlib import Path; from gitsessions.detectors import library_shapes; "
+    code = ("import time; from pathlib import Path; from gitsessions.secrets.detectors import library_shapes; "
             f"cache = {cache!r}; t = time.perf_counter(); "
             "library_shapes(Path(cache) if cache else None); print(time.perf_counter() - t)")
     runs = sorted(float(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True,

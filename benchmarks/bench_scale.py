@@ -40,8 +40,8 @@ from _common import (
 from bench_cli import gs_cmd, gs_env
 from gitservers import init_bare
 
-from gitsessions.events import Event, encode_header, make_event, make_header
-from gitsessions.rules import commit_message
+from gitsessions.log.commits import commit_message
+from gitsessions.log.events import Event, encode_header, make_event, make_header
 
 N_SESSIONS, N_TURNS = 10_000, 20
 TURN_SIZE = 1200  # bytes of one turn's events, encoded

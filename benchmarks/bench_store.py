@@ -26,10 +26,10 @@ from _common import (
     turn_events,
 )
 
-from gitsessions.events import make_header, parse_log
-from gitsessions.rules import CommitMessage
+from gitsessions.log.commits import CommitMessage
+from gitsessions.log.events import make_header, parse_log
+from gitsessions.log.transcript import derive_messages
 from gitsessions.store import GitStore
-from gitsessions.transcript import derive_messages
 
 SAVE_SIZES = [("10 KB", 10 * 1024), ("1 MB", 1024 * 1024), ("5 MB", 5 * 1024 * 1024)]
 SAVE_TURN_BYTES = 2048

@@ -37,9 +37,9 @@ from _common import (
 from bench_cli import gs_cmd, gs_env
 from gitservers import GitDaemon, init_bare
 
-from gitsessions.events import encode_header, make_header
+from gitsessions.log.events import encode_header, make_header
 from gitsessions.store import GitStore
-from gitsessions.store.remote import Remotes
+from gitsessions.store.remote.remotes import Remotes
 
 N_SYNC = 1000
 N_CLONE, CLONE_MESSAGES = 200, 5000

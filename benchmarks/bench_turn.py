@@ -1,6 +1,6 @@
 """gs's own cost per turn and per streamed chunk (issue 11 goals 1 and 2), against an instant server.
 
-- **The per-turn curve.** ``gs chat``'s loop (:class:`gitsessions.repl.Repl`, in-process, the
+- **The per-turn curve.** ``gs chat``'s loop (:class:`gitsessions.cli.repl.repl.Repl`, in-process, the
   real provider, store, journal and redactor; output discarded) runs turns 1..N of one new
   session against ``instant_server.py`` in its own process. A turn's gs time is its wall
   time (from the prompt read to the next prompt asked) minus the server's own time for the
@@ -40,14 +40,14 @@ from pathlib import Path
 
 from _common import PY, Builder, FixtureStore, Settings, git, row, run_cmd, section, target
 
-from gitsessions.chat.body import pieces as body_pieces
 from gitsessions.chat.loop import run_turn
-from gitsessions.chat.provider import OpenAIProvider
-from gitsessions.events import make_header
-from gitsessions.redact import from_environment
-from gitsessions.repl import Repl
-from gitsessions.session import Session
+from gitsessions.cli.repl.repl import Repl
+from gitsessions.log.events import make_header
+from gitsessions.provider.body import pieces as body_pieces
+from gitsessions.provider.client import OpenAIProvider
+from gitsessions.secrets.redact import from_environment
 from gitsessions.store import GitStore
+from gitsessions.writer.session import Session
 
 HERE = Path(__file__).resolve().parent
 CURVE_POINTS = (1, 10, 30, 100, 200, 300, 1000, 3000)
@@ -264,7 +264,7 @@ def http_floor(url: str, chunks: int, chars: int, whole_reads: bool) -> tuple[fl
     pieces it handed over (to replay).
 
     Args:
-        whole_reads: read the body as the provider does (:func:`gitsessions.chat.body.pieces`);
+        whole_reads: read the body as the provider does (:func:`gitsessions.provider.body.pieces`);
             else through httpx's ``iter_bytes`` (h11 parses it one HTTP chunk at a time).
     """
     import httpx2

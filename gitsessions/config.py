@@ -41,9 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .log.usage import ModelSettings, parse_models
 from .places import APP_NAME, config_path
-from .rules import DEFAULT_MAX_STEPS
-from .usage import ModelSettings, parse_models
+
+#: Model requests one turn may take before it ends with reason ``max-steps`` (config ``max_steps``).
+DEFAULT_MAX_STEPS = 8
 
 #: Keys a config file may hold (a typo is an error, not silently ignored).
 KNOWN_KEYS = frozenset({"api_key", "base_url", "model", "system", "max_steps", "timeout", "max_retries", "repo",
@@ -84,7 +86,7 @@ class Config:
             with colour; False: the text as the model wrote it.
         key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
         models: what the config says of each model: its context window and price (see
-            :mod:`gitsessions.usage`).
+            :mod:`gitsessions.log.usage`).
         tools: the tool groups or tools the chat offers (``tools:``; names checked where
             they are used: :func:`gitsessions.chat.tools.toolset.expand`).
         allow_tools: the groups or tools whose calls run without asking (``permissions.allow``).

@@ -1,7 +1,7 @@
 """Where gitsessions keeps its files on this machine: the config file, the cache folder.
 
 Kept apart from :mod:`gitsessions.config` (which imports the rules and the model table) so
-that the chat's early prompt (:mod:`gitsessions.cli.early`) can find the config file with
+that the chat's early prompt (:mod:`gitsessions.cli.display.early`) can find the config file with
 the standard library and platformdirs alone.
 """
 

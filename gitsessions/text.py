@@ -8,7 +8,8 @@ the imports; and the words every transcript view uses for a turn's parts (the ch
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 
 def fold(text: str) -> str:
@@ -107,3 +108,44 @@ def tool_line(name: object, arguments: str) -> str:
 def turn_ended(reason: object, error: object = None) -> str:
     """The note of a turn that did not complete: ``(turn ended: REASON[: ERROR])``."""
     return f"(turn ended: {reason}" + (f": {error}" if error else "") + ")"
+
+
+def iso_time(epoch_s: int, tz_offset_s: int = 0) -> str:
+    """Return ``epoch_s`` as ISO 8601 in the given UTC offset (seconds)."""
+    import datetime as dt  # here: the chat's early prompt imports this module
+
+    tz = dt.timezone(dt.timedelta(seconds=tz_offset_s)) if tz_offset_s else dt.timezone.utc
+    return dt.datetime.fromtimestamp(epoch_s, tz).isoformat()
+
+
+def plural(n: int, word: str) -> str:
+    """``1 turn``, ``2 turns``: ``n`` and ``word``, with an ``s`` unless n is 1."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def dumps(obj: Any) -> str:
+    """Return pretty, stable JSON (UTF-8 text, not ASCII-escaped)."""
+    import json  # here: the chat's early prompt imports this module
+
+    return json.dumps(obj, ensure_ascii=False, indent=2)
+
+
+def iterdumps(obj: Any, piece: int = 1 << 16) -> Iterator[str]:
+    """Yield :func:`dumps` of ``obj`` in pieces of about ``piece`` characters, joined: the same text.
+
+    For output that is written as it is made: the JSON of a 100 MB session is never one
+    string (with each message's text twice, in ``events`` and ``messages``, it was 4x the
+    log, and encoding it for the terminal once more).
+    """
+    import json
+
+    buf: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(obj):
+        buf.append(chunk)
+        size += len(chunk)
+        if size >= piece:
+            yield "".join(buf)
+            buf, size = [], 0
+    if buf:
+        yield "".join(buf)

@@ -3,8 +3,8 @@
 ``ScriptedProvider`` has what the loop needs of a model (``model`` and ``stream(messages,
 tools)``, see ``gitsessions.chat.loop.Provider``) and plays a script instead of calling an
 API. Each request pops the next reply, a list of items played in order:
-:class:`~gitsessions.chat.provider.TextDelta` and
-:class:`~gitsessions.chat.provider.Completion` are yielded, an exception instance (a
+:class:`~gitsessions.provider.client.TextDelta` and
+:class:`~gitsessions.provider.client.Completion` are yielded, an exception instance (a
 ``ProviderError``, ``KeyboardInterrupt`` for Ctrl+C) is raised at that point. With the
 script used up it echoes the last user message, like tests/fakeapi.py's server.
 
@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from gitsessions.chat.provider import Completion, TextDelta
+from gitsessions.provider.client import Completion, TextDelta
 
 MODEL = "scripted-model"
 USAGE = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}

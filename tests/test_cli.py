@@ -253,7 +253,7 @@ def test_no_model_configured_names_both_ways_out(gs, monkeypatch):
     # patching the one availability check, in a real gs process.
     code = (
         "import sys\n"
-        "import gitsessions.chat.local as local\n"
+        "import gitsessions.provider.local as local\n"
         "local.local_available = lambda: False\n"
         "sys.argv = ['gs', 'ask', 'n', 'hi']\n"
         "from gitsessions.cli import main\n"

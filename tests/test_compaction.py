@@ -17,12 +17,12 @@ from scripted import cut as cut_with
 from test_transcript import Log, call, turn
 
 from gitsessions.chat.compaction import PROMPT, AutoCompact, request_tokens
+from gitsessions.cli.repl.repl import Repl
 from gitsessions.config import Config
-from gitsessions.events import make_header
-from gitsessions.repl import Repl
+from gitsessions.log.events import make_header
+from gitsessions.log.transcript import SUMMARY_LEAD, derive_messages
+from gitsessions.log.usage import ModelSettings
 from gitsessions.store import GitStore
-from gitsessions.transcript import SUMMARY_LEAD, derive_messages
-from gitsessions.usage import ModelSettings
 
 
 def contents(log: Log) -> list[Any]:
@@ -263,7 +263,7 @@ def test_a_secret_in_the_instructions_reaches_neither_the_model_nor_the_log(gs, 
 
 
 def test_every_display_says_up_to_which_turn_a_summary_stands():
-    from gitsessions import view
+    from gitsessions.log import view
 
     log = done(done(Log(), 1, "q1", "a1"), 2, "q2", "a2")
     log.add("compaction/summary", summary="one", through=3).add("compaction/summary", summary="both")

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeChatServer, text
 
-from gitsessions.chat.provider import OpenAIProvider
 from gitsessions.chat.tools.toolset import Toolset, expand
+from gitsessions.cli.repl.repl import Repl
 from gitsessions.config import load_config
-from gitsessions.events import make_header
-from gitsessions.repl import Repl
+from gitsessions.log.events import make_header
+from gitsessions.provider.client import OpenAIProvider
 from gitsessions.store import GitStore
 
 
@@ -144,7 +144,7 @@ def test_a_model_that_cannot_call_tools_is_offered_none(store, fake_api):
 
 
 def test_the_user_who_asked_for_tools_is_told_the_model_cannot_call_them():
-    from gitsessions.request import offered_tools
+    from gitsessions.log.request import offered_tools
 
     tools = [{"type": "function", "function": {"name": "read_file"}}]
     assert offered_tools(True, tools, asked=True) == (tools, None)

@@ -1,4 +1,4 @@
-"""The ``session.jsonl`` format: events, header, JSONL encoding and parsing (gitsessions.events)."""
+"""The ``session.jsonl`` format: events, header, JSONL encoding and parsing (gitsessions.log.events)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gitsessions.errors import CorruptSession, InvalidEvent, UnsupportedVersion
-from gitsessions.events import (
+from gitsessions.log.events import (
     FORMAT_VERSION,
     KNOWN_TYPES,
     WRITTEN_IGNORABLE,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conftest import GS
 
-from gitsessions.events import Event, encode_log, make_header
+from gitsessions.log.events import Event, encode_log, make_header
 from gitsessions.store import GitStore
 
 HAND = {"GIT_AUTHOR_NAME": "someone", "GIT_AUTHOR_EMAIL": "someone@example.org",

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import pytest
 from fakeapi import Reply, cut, drop, error, garbage, reset, stall, text
 
-from gitsessions.chat.provider import OpenAIProvider, TextDelta
 from gitsessions.config import load_config
 from gitsessions.errors import ConfigError, ProviderError
+from gitsessions.provider.client import OpenAIProvider, TextDelta
 
 PROMPT = "tell me about refs"
 

@@ -232,7 +232,7 @@ def test_a_ctrl_c_waiting_in_the_terminal_after_enter_is_taken_and_the_rest_kept
     from prompt_toolkit.input import create_input
     from prompt_toolkit.input.typeahead import get_typeahead
 
-    from gitsessions.cli.terminal import ReplyKeys
+    from gitsessions.cli.repl.terminal import ReplyKeys
 
     main_fd, term_fd = os.openpty()
     try:

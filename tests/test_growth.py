@@ -7,8 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from gitsessions.events import make_event, make_header
-from gitsessions.rules import CommitMessage
+from gitsessions.log.commits import CommitMessage
+from gitsessions.log.events import make_event, make_header
 from gitsessions.store import GitStore
 from gitsessions.store.pack import AUTO_SAVES, BLOCK, append_delta, base_position
 

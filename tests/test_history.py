@@ -10,10 +10,10 @@ import re
 import pytest
 from fakeapi import drop, text, tool_calls
 
-from gitsessions.events import make_event, make_header
-from gitsessions.rules import commit_message
-from gitsessions.session import Session
+from gitsessions.log.commits import commit_message
+from gitsessions.log.events import make_event, make_header
 from gitsessions.store import GitStore
+from gitsessions.writer.session import Session
 
 
 def _three_turns(gs, git, sid: str = "w") -> list[str]:
@@ -214,8 +214,8 @@ def test_graph_with_a_hundred_forks(gs, git, repo_path, monkeypatch):
             tip = store.append("w", new, commit_message("w", events, len(events) - 3), expected_tip=tip,
                                header=make_header("w") if tip is None else None)
         history = [c.commit for c in store.log("w")]
-        from gitsessions.session import fork
         from gitsessions.store import Revision
+        from gitsessions.writer.session import fork
         for i in range(100):
             point = history[i % 30]
             fork(store, Revision("w", point, point == history[0]), f"f{i:03d}")

@@ -1,4 +1,4 @@
-"""The history services (gitsessions/history.py, search.py) in-process, on real repos: sessions are
+"""The history services (gitsessions/history/reading.py, search.py) in-process, on real repos: sessions are
 made by in-process ``gs`` commands and by plain ``git`` plumbing (as another tool or a
 pull writes them), then read through the service's functions directly. The commands on
 top of it are tested end to end in tests/test_history.py."""
@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from fakeapi import text
 
-from gitsessions import history, search
 from gitsessions.errors import CorruptSession, SessionNotFound
+from gitsessions.history import reading as history
+from gitsessions.history import search
 from gitsessions.store import GitStore
 
 HEADER = b'{"type":"session","version":1,"created":1}\n'

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.redact import PATTERNS, Redactor
+from gitsessions.secrets.redact import PATTERNS, Redactor
 from gitsessions.store.hook_install import SECRET_PATTERNS_FILE, hook_status, install_hooks, shipped_hooks
 from gitsessions.store.hooks import CommitHooks, clean_message, run_hook
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from fakeapi import validate_messages
 
-from gitsessions.rules import imported_fork_id, imported_session_id
+from gitsessions.ids import imported_fork_id, imported_session_id
 from gitsessions.store import GitStore
 
 FIXTURE = Path(__file__).parent / "data" / "chatgpt" / "conversations.json"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fakeapi import validate_messages
 
-from gitsessions.rules import imported_fork_id, imported_session_id
+from gitsessions.ids import imported_fork_id, imported_session_id
 from gitsessions.store import GitStore
 
 DATA = Path(__file__).parent / "data" / "claude_ai"

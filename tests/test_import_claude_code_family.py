@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.rules import imported_session_id
+from gitsessions.ids import imported_session_id
 
 REAL = Path(__file__).parent / "data" / "claude_code" / "real" / "projects" / "-home-user-proj"
 ORIGIN_ID, COPY_ID = "90db39e8-d010-41f7-9e46-35f238abb614", "ba86959a-5d04-4b85-95c9-4fb3424581b1"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from fakeapi import validate_messages
 
-from gitsessions.rules import imported_session_id
+from gitsessions.ids import imported_session_id
 from gitsessions.store import GitStore
-from gitsessions.transfer import codex
+from gitsessions.transfer.readers import codex
 
 DATA = Path(__file__).parent / "data" / "codex"
 ID = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"

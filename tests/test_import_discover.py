@@ -17,7 +17,7 @@ from fakeapi import validate_messages
 from test_import_claude_code import AGENT, GROWTH, MAIN, REWOUND, SESSION, _lines, _said, _write
 from test_watch import WAIT_S, _wait_for
 
-from gitsessions.transfer import claude_code
+from gitsessions.transfer.readers import claude_code
 
 
 def _claude_dir(root: Path) -> Path:

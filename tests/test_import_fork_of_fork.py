@@ -21,7 +21,7 @@ from test_import_codex import TITLE as CODEX_TITLE
 from test_import_codex import _lines as _rollout
 from test_import_codex import _write as _write_rollout
 
-from gitsessions.rules import imported_session_id
+from gitsessions.ids import imported_session_id
 
 REAL = Path(__file__).parent / "data" / "claude_code" / "real" / "projects" / "-home-user-proj"
 REAL_ORIGIN, COPY_ID = "90db39e8-d010-41f7-9e46-35f238abb614", "ba86959a-5d04-4b85-95c9-4fb3424581b1"

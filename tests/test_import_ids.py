@@ -1,8 +1,8 @@
-"""The id rule of conversations imported from other tools (gitsessions.rules)."""
+"""The id rule of conversations imported from other tools (gitsessions.ids)."""
 
 from __future__ import annotations
 
-from gitsessions.rules import SESSION_ID_RE, imported_fork_id, imported_session_id
+from gitsessions.ids import SESSION_ID_RE, imported_fork_id, imported_session_id
 
 
 def test_the_id_is_a_readable_slug_and_a_hash_of_the_source_id():

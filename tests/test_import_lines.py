@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.transfer import claude_code, codex, stream
-from gitsessions.transfer.messages import _Bad
+from gitsessions.transfer.readers import claude_code, codex, stream
+from gitsessions.transfer.readers.messages import _Bad
 
 DATA = Path(__file__).parent / "data"
 TRANSCRIPT = DATA / "claude_code" / "session.jsonl"

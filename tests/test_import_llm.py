@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeChatServer, text, tool_calls, validate_messages
 
-from gitsessions.rules import imported_session_id
+from gitsessions.ids import imported_session_id
 from gitsessions.store import GitStore
-from gitsessions.transfer import llm_db
+from gitsessions.transfer.readers import llm_db
 
 LLM = Path(sys.executable).with_name("llm")
 ADD = "def add(a: int, b: int) -> int:\n    return a + b\n"

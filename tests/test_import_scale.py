@@ -17,7 +17,7 @@ from pathlib import Path
 import pexpect
 from conftest import GS
 
-from gitsessions.rules import imported_session_id
+from gitsessions.ids import imported_session_id
 from gitsessions.store import GitStore
 from gitsessions.store.batch import MERGE_PACKS
 

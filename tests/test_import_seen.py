@@ -7,13 +7,14 @@ import os
 import shutil
 from pathlib import Path
 
-from gitsessions.redact import Redactor, from_environment
+from gitsessions.secrets.redact import Redactor, from_environment
 from gitsessions.store import GitStore
-from gitsessions.transfer import chatgpt, read_import, write_import
 from gitsessions.transfer.ahead import FEWEST, ReadAhead
+from gitsessions.transfer.read import read_import
+from gitsessions.transfer.readers import chatgpt
+from gitsessions.transfer.readers.stream import Conversations, Source
 from gitsessions.transfer.seen import FORMAT, SeenFiles, options_digest
-from gitsessions.transfer.stream import Conversations, Source
-from gitsessions.transfer.write import redact_plan
+from gitsessions.transfer.write import redact_plan, write_import
 
 FIXTURE = Path(__file__).parent / "data" / "claude_code" / "session.jsonl"  # a session, a fork, a sub-agent
 

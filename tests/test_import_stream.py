@@ -1,9 +1,9 @@
 """Reading a data export a conversation at a time: the same values as ``json.load``, memory bounded.
 
-The decoding (:class:`~gitsessions.transfer.stream.ArrayReader`) is checked against
+The decoding (:class:`~gitsessions.transfer.readers.stream.ArrayReader`) is checked against
 :func:`json.loads` on generated arrays and on broken ones (the same place named), with reads
 as small as one character so that every token, string and escape is cut by a read; the
-export's check-then-write (:class:`~gitsessions.transfer.stream.Conversations`) on real
+export's check-then-write (:class:`~gitsessions.transfer.readers.stream.Conversations`) on real
 files, plain and zipped, through the real store; memory with :mod:`tracemalloc`: the peak
 follows the largest conversation, not the file.
 """
@@ -25,10 +25,12 @@ from hypothesis import strategies as st
 
 from gitsessions.errors import TransferError
 from gitsessions.store import GitStore
-from gitsessions.transfer import chatgpt, claude_ai, read_import, write_import
-from gitsessions.transfer.messages import _Bad
+from gitsessions.transfer.read import read_import
+from gitsessions.transfer.readers import chatgpt, claude_ai
+from gitsessions.transfer.readers.messages import _Bad
+from gitsessions.transfer.readers.stream import KEEP_CHARS, ArrayReader, Conversations, Source, loads, text_of
 from gitsessions.transfer.seen import SeenFiles
-from gitsessions.transfer.stream import KEEP_CHARS, ArrayReader, Conversations, Source, loads, text_of
+from gitsessions.transfer.write import write_import
 
 
 def _elements(raw: bytes, chunk: int) -> list:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitsessions.events import make_header
-from gitsessions.session import Session
+from gitsessions.log.events import make_header
 from gitsessions.store import GitStore
+from gitsessions.writer.session import Session
 
 PROMPT = "the prompt typed before the crash"
 

@@ -12,7 +12,7 @@ import time
 import openai
 import pytest
 
-from gitsessions.chat.local import MODEL_ALIAS, LocalModelServer, find_model_file, local_available
+from gitsessions.provider.local import MODEL_ALIAS, LocalModelServer, find_model_file, local_available
 
 # CI installs the local extra: there a missing model is a failure, not a skip.
 if os.environ.get("CI") and not local_available():
@@ -135,8 +135,8 @@ def test_gs_ask_runs_a_turn_through_the_embedded_model(repo_path):
 
 def test_the_embedded_models_window_is_the_one_gs_started_it_with(tmp_path):
     """Its server has no /props; the provider says the n_ctx gs started it with (issue 15: never unknown here)."""
-    from gitsessions.chat.connect import connect
     from gitsessions.config import load_config
+    from gitsessions.provider.connect import connect
 
     with connect(load_config({}, tmp_path / "none.yaml")) as provider:
         assert provider.server_window() == LocalModelServer().n_ctx

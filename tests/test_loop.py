@@ -14,9 +14,9 @@ from scripted import MODEL, USAGE, ScriptedProvider, call, cut, say
 from gitsessions.chat.loop import run_turn
 from gitsessions.chat.tools.toolset import Toolset, expand
 from gitsessions.errors import ProviderError
-from gitsessions.events import make_header
-from gitsessions.session import Session
+from gitsessions.log.events import make_header
 from gitsessions.store import GitStore
+from gitsessions.writer.session import Session
 
 SID = "work"
 

@@ -16,10 +16,10 @@ from scripted import ScriptedProvider, call, say
 from gitsessions.chat.loop import run_turn
 from gitsessions.chat.tools.files import Workspace
 from gitsessions.chat.tools.toolset import Toolset, expand
-from gitsessions.events import make_header
-from gitsessions.redact import from_environment
-from gitsessions.session import Session
+from gitsessions.log.events import make_header
+from gitsessions.secrets.redact import from_environment
 from gitsessions.store import GitStore
+from gitsessions.writer.session import Session
 
 SID = "work"
 #: Shaped like an OpenAI key; not a real one.

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from dulwich.objects import Blob
 
-from gitsessions.events import make_event, make_header
-from gitsessions.rules import CommitMessage
+from gitsessions.log.commits import CommitMessage
+from gitsessions.log.events import make_event, make_header
 from gitsessions.store import GitStore
 from gitsessions.store.loose import SEGMENT, ZLIB_HEADER, Deflated, adler32_combine, blob_header, deflate_segment
 

@@ -14,29 +14,22 @@ from pathlib import Path
 import pytest
 
 from gitsessions.chat.loop import run_turn
-from gitsessions.chat.provider import Completion, TextDelta
 from gitsessions.errors import HookRefused, SessionExists
-from gitsessions.events import make_event, make_header
-from gitsessions.forking import open_revision
-from gitsessions.recovery import try_recover
-from gitsessions.redact import STREAM_BATCH, Redactor, StreamRedactor, from_environment
-from gitsessions.rules import (
-    CommitMessage,
-    Lineage,
-    Trailers,
-    commit_message,
-    fork_name,
-    new_session_id,
-    pull_fork_name,
-    rev_session_id,
-    taken_by,
-)
-from gitsessions.session import Session, fork
+from gitsessions.ids import fork_name, new_session_id, pull_fork_name, rev_session_id, taken_by
+from gitsessions.log.commits import CommitMessage, Lineage, Trailers, commit_message
+from gitsessions.log.events import make_event, make_header
+from gitsessions.log.turns import last_turn, next_turn, turn_number, turn_numbers, turns_of
+from gitsessions.provider.client import Completion, TextDelta
+from gitsessions.secrets.redact import Redactor, from_environment
+from gitsessions.secrets.redact_stream import STREAM_BATCH, StreamRedactor
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
-from gitsessions.store.remote import Remotes
-from gitsessions.transfer import read_import, write_import
-from gitsessions.turns import last_turn, next_turn, turn_number, turn_numbers, turns_of
+from gitsessions.store.remote.remotes import Remotes
+from gitsessions.transfer.read import read_import
+from gitsessions.transfer.write import write_import
+from gitsessions.writer.forking import open_revision
+from gitsessions.writer.recovery import try_recover
+from gitsessions.writer.session import Session, fork
 
 #: Shaped like a GitHub token and an OpenAI key; neither is real.
 GHP = "ghp_" + "Q7w8E9r0T1y2U3i4O5p6" + "A7s8D9f0G1h2"
@@ -190,7 +183,7 @@ def test_a_key_streamed_in_small_chunks_never_sits_whole_in_the_journal(store, r
                                                                          monkeypatch):
     import random
 
-    from gitsessions import redact_stream
+    from gitsessions.secrets import redact_stream
 
     monkeypatch.setattr(redact_stream, "STREAM_BATCH", 8)  # looked at often: the journal is checked at many cuts
     rnd = random.Random(seed)

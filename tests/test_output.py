@@ -1,4 +1,4 @@
-"""gitsessions/cli/output.py and the words of time in tables: git's output conventions
+"""gitsessions/cli/display/output.py and the words of time in tables: git's output conventions
 (colour only on a terminal, NO_COLOR, --no-color; the pager's rule; "3 hours ago")."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import subprocess
 import pytest
 from conftest import GS
 
-from gitsessions import render
-from gitsessions.cli.output import DEFAULT_PAGER, Output, styled
+from gitsessions.cli.display import render
+from gitsessions.cli.display.output import DEFAULT_PAGER, Output, styled
 
 
 class Terminal(io.StringIO):

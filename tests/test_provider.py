@@ -10,9 +10,9 @@ import socket
 import pytest
 from fakeapi import FakeChatServer, drop, error, text, tool_calls
 
-from gitsessions.chat.provider import Completion, OpenAIProvider, TextDelta
 from gitsessions.chat.tools import TOOL_SCHEMAS
 from gitsessions.errors import ProviderError
+from gitsessions.provider.client import Completion, OpenAIProvider, TextDelta
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -177,7 +177,7 @@ def test_a_ctrl_c_wrapped_by_the_sdks_lazy_type_building_still_cancels():
     'Error building `literal` serializer: KeyboardInterrupt' (exit 70 instead of a cancel)."""
     import pydantic_core
 
-    from gitsessions.chat.provider import _as_interrupt
+    from gitsessions.provider.client import _as_interrupt
 
     wrapped = pydantic_core.SchemaError("Error building `literal` serializer:\n  KeyboardInterrupt: ")
     assert isinstance(_as_interrupt(wrapped), KeyboardInterrupt)

@@ -10,10 +10,10 @@ import openai
 import pytest
 from fakeapi import garbage, tool_calls
 
-from gitsessions.chat.provider import Completion, OpenAIProvider, TextDelta
 from gitsessions.chat.tools import TOOL_SCHEMAS
-from gitsessions.chat.wire import RequestEncoder, sse_data
 from gitsessions.errors import ProviderError
+from gitsessions.provider.client import Completion, OpenAIProvider, TextDelta
+from gitsessions.provider.wire import RequestEncoder, sse_data
 
 
 @pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])

@@ -10,7 +10,7 @@ from conftest import GS
 from fakeapi import text
 from test_pty import TIMEOUT, chat_env, spawn_gs
 
-from gitsessions.cli import early
+from gitsessions.cli.display import early
 
 __all__ = ["chat_env", "spawn_gs"]  # fixtures shared with test_pty
 
@@ -224,8 +224,8 @@ def test_a_dumb_terminal_gets_a_plain_prompt_after_the_banner_and_its_turn_is_an
 def test_prompt_toolkits_dumb_prompt_starts_what_waits_for_the_prompt(chat_env):
     # The chat's prompt on a dumb terminal, alone: on_shown is called although nothing renders.
     code = ("from prompt_toolkit.history import InMemoryHistory\n"
-            "from gitsessions.cli.prompt import prompt_io\n"
-            "from gitsessions.cli.terminal import ReplyKeys\n"
+            "from gitsessions.cli.repl.prompt import prompt_io\n"
+            "from gitsessions.cli.repl.terminal import ReplyKeys\n"
             "faces = prompt_io(InMemoryHistory(), str, str, ReplyKeys(), on_shown=lambda: print('SHOWN', flush=True))\n"
             "print('LINE', faces.read_line('p > '))\n")
     child = pexpect.spawn(GS[0], ["-c", code], env={**chat_env, "TERM": "dumb"}, dimensions=(24, 100),

@@ -1,6 +1,6 @@
 """The recap a chat shows on opening a session with earlier turns (issue 13, item 6).
 
-:func:`gitsessions.recap.recap_lines` over real sessions (made by ``gs ask`` and the chat
+:func:`gitsessions.cli.display.recap.recap_lines` over real sessions (made by ``gs ask`` and the chat
 over a pipe, the model scripted by the fake API); the recap in a real terminal is in
 tests/test_terminal_keys.py.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fakeapi import error, text
 
-from gitsessions.recap import RECAP_LINES, recap_lines
+from gitsessions.cli.display.recap import RECAP_LINES, recap_lines
 from gitsessions.store import GitStore
 
 

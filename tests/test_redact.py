@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_pty import chat_env, spawn_chat  # noqa: F401 (fixtures: a gs chat in a pty)
 
-from gitsessions import redact_stream
-from gitsessions.redact import PATTERNS, Redactor, StreamRedactor, from_environment
+from gitsessions.secrets import redact_stream
+from gitsessions.secrets.redact import PATTERNS, Redactor, from_environment
+from gitsessions.secrets.redact_stream import StreamRedactor
 
 KEY = "test-key-0123456789abcdef"  # the OPENAI_API_KEY the gs runs use here
 SK = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
@@ -256,7 +257,7 @@ def test_ordinary_text_is_left_alone():
 def test_the_detectors_are_those_of_detect_secrets():
     from detect_secrets.plugins.slack import SlackDetector
 
-    from gitsessions.detectors import library_shapes
+    from gitsessions.secrets.detectors import library_shapes
 
     slack = [s.rx for s in library_shapes() if s.name == "slack-token"]
     assert slack == list(SlackDetector().denylist)  # its regexes, not a copy of them
@@ -264,7 +265,7 @@ def test_the_detectors_are_those_of_detect_secrets():
 
 
 def _shapes_in_a_new_process(cache) -> dict:
-    code = ("import json, sys; from pathlib import Path; from gitsessions.detectors import library_shapes; "
+    code = ("import json, sys; from pathlib import Path; from gitsessions.secrets.detectors import library_shapes; "
             f"shapes = library_shapes(Path({str(cache)!r})); "
             "print(json.dumps({'imported': 'detect_secrets' in sys.modules, "
             "'shapes': [[s.name, s.rx.pattern, s.rx.flags, s.group, s.near] for s in shapes]}))")
@@ -273,7 +274,7 @@ def _shapes_in_a_new_process(cache) -> dict:
 
 
 def test_the_detector_set_is_read_from_the_library_once_then_from_its_cache(tmp_path):
-    from gitsessions.detector_cache import library_key
+    from gitsessions.secrets.detector_cache import library_key
 
     cache = tmp_path / "cache" / "detectors.json"
     first = _shapes_in_a_new_process(cache)

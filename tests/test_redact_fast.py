@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from test_redact import IN_TEXT, ORDINARY, SHAPES
 
-from gitsessions import redact_stream
-from gitsessions.detectors import Shape
-from gitsessions.events import Event
-from gitsessions.redact import Redactor, StreamRedactor, from_environment
-from gitsessions.redact_many import redact_events
-from gitsessions.regex_form import LazyPattern
-from gitsessions.scan import Scan
+from gitsessions.log.events import Event
+from gitsessions.secrets import redact_stream
+from gitsessions.secrets.detectors import Shape
+from gitsessions.secrets.redact import Redactor, from_environment
+from gitsessions.secrets.redact_many import redact_events
+from gitsessions.secrets.redact_stream import StreamRedactor
+from gitsessions.secrets.regex_form import LazyPattern
+from gitsessions.secrets.scan import Scan
 
 _ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,9 +6,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_redact import IN_TEXT, ORDINARY, SHAPES
 
-from gitsessions.events import Event
-from gitsessions.redact import Redactor, from_environment
-from gitsessions.redact_many import redact_events
+from gitsessions.log.events import Event
+from gitsessions.secrets.redact import Redactor, from_environment
+from gitsessions.secrets.redact_many import redact_events
 
 _ENV_KEY = "sk-envvalue-0123456789abcdef"
 _REDACTOR = from_environment({"OPENAI_API_KEY": _ENV_KEY, "DB_PASSWORD": "hunter2hunter2"})

@@ -1,6 +1,6 @@
-"""gitsessions/render.py in-process: what reaches a terminal, the stable JSON rows of
+"""gitsessions/cli/display/render.py in-process: what reaches a terminal, the stable JSON rows of
 ``list``/``log``/``show``, and the text helpers of ``search``. (The display of events is
-gitsessions/view.py's, tested in tests/test_view.py.)"""
+gitsessions/log/view.py's, tested in tests/test_view.py.)"""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions import render
-from gitsessions.rules import CommitMessage
+from gitsessions.cli.display import render
+from gitsessions.log.commits import CommitMessage
 from gitsessions.store import GitStore
-from gitsessions.text import clip, find_folded, fold, snippet
+from gitsessions.text import clip, dumps, find_folded, fold, iso_time, snippet
+from gitsessions.transfer.export import show_object
 
 
 @pytest.mark.parametrize("raw, shown", [
@@ -30,9 +31,9 @@ def test_terminal_safe_shows_control_characters(raw, shown):
 
 
 def test_times():
-    assert render.iso_time(0) == "1970-01-01T00:00:00+00:00"
-    assert render.iso_time(1_700_000_000, 2 * 3600) == "2023-11-15T00:13:20+02:00"
-    assert render.iso_time(1_700_000_000, -(5 * 3600 + 30 * 60)) == "2023-11-14T16:43:20-05:30"
+    assert iso_time(0) == "1970-01-01T00:00:00+00:00"
+    assert iso_time(1_700_000_000, 2 * 3600) == "2023-11-15T00:13:20+02:00"
+    assert iso_time(1_700_000_000, -(5 * 3600 + 30 * 60)) == "2023-11-14T16:43:20-05:30"
     local = render.local_time(1_700_000_000)
     assert local == time.strftime("%Y-%m-%d %H:%M", time.localtime(1_700_000_000))
 
@@ -47,7 +48,7 @@ def test_rows_of_list_log_and_show(gs, repo_path: Path):
         snap = store.load("w")
     row = render.session_row(alt_info)
     assert row == {"id": "alt", "title": "Title line", "turns": 1, "messages": 2,
-                   "saved": render.iso_time(alt_info.time), "commit": alt_info.tip,
+                   "saved": iso_time(alt_info.time), "commit": alt_info.tip,
                    "forked_from": f"w@{w_log[1].commit}", "error": None}
     # a tip made by another tool: no trailers, no time; and a session that could not be read
     bare = replace(alt_info, message=CommitMessage("made by hand", {}), time=0, error="corrupt at line 2")
@@ -58,20 +59,20 @@ def test_rows_of_list_log_and_show(gs, repo_path: Path):
 
     newest = render.commit_row(w_log[0])
     assert newest["commit"] == w_log[0].commit and newest["parents"] == [w_log[1].commit]
-    assert newest["time"] == render.iso_time(w_log[0].time, w_log[0].tz_offset)
+    assert newest["time"] == iso_time(w_log[0].time, w_log[0].tz_offset)
     assert (newest["turn"], newest["subject"], newest["model"]) == (2, "turn 2: second", "gpt-4o-mini")
     assert newest["events"] == "6-11" and newest["forked_from"] is None
     assert newest["trailers"]["Session"] == "w" and newest["trailers"]["Events"] == "6-11"
     assert render.commit_row(replace(w_log[0], message=CommitMessage("by hand", {})))["turn"] is None
 
-    shown = render.show_object(snap)
+    shown = show_object(snap)
     assert set(shown) == {"id", "commit", "header", "events", "messages"}
     assert shown["id"] == "w" and shown["commit"] == w_log[0].commit and shown["header"] == snap.header
     assert [e["seq"] for e in shown["events"]] == list(range(12))
     assert [m["role"] for m in shown["messages"]] == ["user", "assistant", "user", "assistant"]
-    text = render.dumps(shown)
+    text = dumps(shown)
     assert json.loads(text) == shown and "\n  " in text  # indented
-    assert render.dumps({"s": "café ✓"}) == '{\n  "s": "café ✓"\n}'  # UTF-8, not \\u escapes
+    assert dumps({"s": "café ✓"}) == '{\n  "s": "café ✓"\n}'  # UTF-8, not \\u escapes
 
 
 def test_fold_clip_and_snippet():
@@ -101,7 +102,7 @@ def test_find_folded_maps_back_to_the_original_text(text, needle, span):
 
 
 def test_a_session_is_named_by_its_title_or_else_its_own_first_prompt():
-    from gitsessions.render import fork_label
+    from gitsessions.cli.display.render import fork_label
 
     assert fork_label("yaml", None, None) == "yaml"  # a root
     assert fork_label("yaml", "shorter please", "yaml") == "shorter please"  # a fork with its parent's title

@@ -12,12 +12,12 @@ from fakeapi import validate_messages
 from scripted import ScriptedProvider, call, cut, say
 
 from gitsessions.chat.tools.toolset import Toolset
+from gitsessions.cli.repl.repl import Repl
+from gitsessions.cli.repl.slash import HELP
 from gitsessions.errors import ProviderError
-from gitsessions.events import make_header
-from gitsessions.repl import Repl
-from gitsessions.session import Session
-from gitsessions.slash import HELP
+from gitsessions.log.events import make_header
 from gitsessions.store import GitStore
+from gitsessions.writer.session import Session
 
 
 @pytest.fixture

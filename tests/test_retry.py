@@ -13,8 +13,8 @@ import pytest
 from scripted import ScriptedProvider
 from test_repl_inprocess import Script, repl, run, subjects
 
-from gitsessions.redo import attempt_at
 from gitsessions.store import GitStore
+from gitsessions.writer.redo import attempt_at
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def heads(git) -> dict[str, str]:
 
 
 def saved(store: GitStore, sid: str) -> str:
-    from gitsessions.render import local_time
+    from gitsessions.cli.display.render import local_time
 
     tip = store.log(sid, limit=1)[0]
     return f"{local_time(tip.time)} · {tip.commit[:7]}"
@@ -39,7 +39,7 @@ def user_prompts(store: GitStore, sid: str, model_view: bool = True) -> list[str
     """The user prompts the model sees in ``sid`` (or, ``model_view=False``, every one in its log)."""
     snap = store.load(sid)
     if model_view:
-        from gitsessions.transcript import derive_messages
+        from gitsessions.log.transcript import derive_messages
 
         return [m["content"] for m in derive_messages(snap.events) if m["role"] == "user"]
     return [e.data["content"] for e in snap.events if e.type == "user/message"]
@@ -241,7 +241,7 @@ def picked(keys: str, rows: list[str], **kw):
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from gitsessions.cli.picker import pick
+    from gitsessions.cli.display.picker import pick
 
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
         pipe.send_text(keys)

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider
 
+from gitsessions.cli.repl.repl import Repl
 from gitsessions.errors import HookRefused, SessionLocked
-from gitsessions.events import make_header
-from gitsessions.repl import Repl
-from gitsessions.session import Session
+from gitsessions.log.events import make_header
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
 from gitsessions.store.lock import LockWait
+from gitsessions.writer.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
 SID = "work"
@@ -157,8 +157,8 @@ def test_a_crash_after_the_commit_landed_recovers_only_the_next_turn(repo_path: 
 
 KILLED_CHILD = """
 import os, sys, time
-from gitsessions.events import make_header
-from gitsessions.session import Session
+from gitsessions.log.events import make_header
+from gitsessions.writer.session import Session
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
 repo, hold = sys.argv[1], sys.argv[2]

@@ -18,7 +18,7 @@ from pathlib import Path
 from test_store import Stores, git_bytes
 from test_store_contract import Writer
 
-from gitsessions.events import encode_log
+from gitsessions.log.events import encode_log
 from gitsessions.store import GitStore
 
 

@@ -9,7 +9,7 @@ from test_pty import TIMEOUT
 from test_pty_render import chat_env, start, unstyled
 
 from gitsessions.cli.history import hit_parts
-from gitsessions.search import Hit, marked
+from gitsessions.history.search import Hit, marked
 
 __all__ = ["chat_env", "start"]  # fixtures shared with test_pty_render
 

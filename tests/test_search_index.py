@@ -1,5 +1,5 @@
-"""``gs search`` through its derived index (gitsessions/search_index.py) answers exactly what the
-scan of every log answers (gitsessions/search.py), on an archive made by in-process ``gs``
+"""``gs search`` through its derived index (gitsessions/history/search_index.py) answers exactly what the
+scan of every log answers (gitsessions/history/search.py), on an archive made by in-process ``gs``
 commands and by plain ``git`` (forks, archives, a redacted secret, sessions grown, rewritten
 and deleted behind gs's back); and when the index cannot be used (damaged, locked, a
 read-only repo) the scan answers, the same."""
@@ -14,7 +14,7 @@ from fakeapi import text
 from test_faults_disk import _mount, _umount
 from test_history_service import HEADER, asks, opened, plain, turn  # noqa: F401 - plain is a fixture
 
-from gitsessions import search
+from gitsessions.history import search
 from gitsessions.store import GitStore
 
 SK = "sk-" + "Zq7Xw3Rt9Yp2Lm5Nb8Vc1Kd4" + "Hf6Js0Ga"
@@ -160,7 +160,7 @@ def test_a_turn_start_spelled_with_escapes_numbers_turns_in_the_scan_too(repo_pa
 
 def test_long_logs_are_indexed_in_several_chunks(repo_path, plain, monkeypatch):  # noqa: F811
     """A log of more text than a chunk holds is split: every chunk still finds what the scan finds."""
-    monkeypatch.setattr("gitsessions.search_index.CHUNK_CHARS", 20)
+    monkeypatch.setattr("gitsessions.history.search_index.CHUNK_CHARS", 20)
     with GitStore(repo_path) as store:
         store.repo(create=True)
     plain("w", HEADER + b"".join(turn(6 * k, k + 1, f"needle number {k}", "a reply, and a needle") for k in range(5)))

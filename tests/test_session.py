@@ -12,11 +12,11 @@ import pytest
 from fakeapi import validate_messages
 
 from gitsessions.errors import SessionLocked, SessionNotFound
-from gitsessions.events import make_header
-from gitsessions.recovery import try_recover
-from gitsessions.session import Session
+from gitsessions.log.events import make_header
+from gitsessions.log.transcript import CANCELLED, NOT_STARTED, OUTCOME_UNKNOWN, open_turn
 from gitsessions.store import GitStore
-from gitsessions.transcript import CANCELLED, NOT_STARTED, OUTCOME_UNKNOWN, open_turn
+from gitsessions.writer.recovery import try_recover
+from gitsessions.writer.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
 SID = "work"
@@ -223,8 +223,8 @@ def test_orphaned_journal_is_recovered(store: GitStore, repo_path: Path, git, ho
 
 RECOVER_CHILD = """
 import sys, time
-from gitsessions.events import make_header
-from gitsessions.session import Session
+from gitsessions.log.events import make_header
+from gitsessions.writer.session import Session
 from gitsessions.store import GitStore
 store = GitStore(sys.argv[1])
 s = Session.open(store, "work", new_header=make_header("work", created=1))
@@ -373,11 +373,11 @@ def test_journal_event_with_escaped_surrogate_is_cleaned(store: GitStore):
 def test_orphaned_turn_survives_when_the_branch_moved_on(tmp_path):
     """A journal built on a commit that is no longer the tip (the branch was moved by a pull or
     another tool) is kept as a session of its own, grown from that commit; nothing is dropped."""
-    from gitsessions.events import make_event, make_header
-    from gitsessions.recovery import recover_journal
-    from gitsessions.rules import CommitMessage
-    from gitsessions.session import Session
+    from gitsessions.log.commits import CommitMessage
+    from gitsessions.log.events import make_event, make_header
     from gitsessions.store import GitStore
+    from gitsessions.writer.recovery import recover_journal
+    from gitsessions.writer.session import Session
 
     store = GitStore(tmp_path / "r.git")
     s = Session.open(store, "w", new_header=make_header("w"))

@@ -110,11 +110,12 @@ def test_the_chat_opens_its_store_and_session_and_imports_its_turns_and_model_cl
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
-    assert {"gitsessions.cli.prompt", "gitsessions.store.privacy"} <= modules  # the prompt; the repo checked
-    later = {"gitsessions.repl", "gitsessions.session", "gitsessions.store.git", "gitsessions.store.base",
-             "gitsessions.chat.provider", "gitsessions.chat.loop", "gitsessions.view", "gitsessions.history",
-             "gitsessions.redo", "gitsessions.tree", "gitsessions.cli.picker", "gitsessions.cli.history",
-             "gitsessions.store.memory", "gitsessions.store.reports"}  # tests' backend; what sync reports
+    assert {"gitsessions.cli.repl.prompt", "gitsessions.store.privacy"} <= modules  # the prompt; the repo checked
+    later = {"gitsessions.cli.repl.repl", "gitsessions.writer.session", "gitsessions.store.git",
+             "gitsessions.store.base", "gitsessions.provider.client", "gitsessions.chat.loop", "gitsessions.log.view",
+             "gitsessions.history.reading", "gitsessions.writer.redo", "gitsessions.history.tree",
+             "gitsessions.cli.display.picker", "gitsessions.cli.history",
+             "gitsessions.store.memory", "gitsessions.store.remote.reports"}  # tests' backend; what sync reports
     assert not modules & later, modules & later
     assert not {m for m in modules if m.startswith(("dulwich", "rich"))}  # the recap is drawn behind the prompt
 
@@ -123,7 +124,7 @@ def test_the_store_package_still_gives_its_in_memory_backend_and_sync_still_its_
     import gitsessions.store
     from gitsessions.store import MemoryStore
     from gitsessions.store.memory import MemoryStore as defined
-    from gitsessions.store.remote import PullReport, PushReport, SyncReport
+    from gitsessions.store.remote.remotes import PullReport, PushReport, SyncReport
 
     assert MemoryStore is defined is gitsessions.store.MemoryStore
     assert "MemoryStore" in gitsessions.store.__all__
@@ -136,7 +137,7 @@ def test_the_store_package_still_gives_its_in_memory_backend_and_sync_still_its_
 
 
 def test_a_failed_background_build_is_raised_at_the_first_request_then_tried_anew():
-    from gitsessions.chat.connect import BackgroundProvider
+    from gitsessions.provider.connect import BackgroundProvider
 
     builds, ended = [], []
 

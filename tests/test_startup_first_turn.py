@@ -34,8 +34,8 @@ _AT_REQUEST = (
 )
 
 #: Imported by a slash command or a Tab, not by a plain turn.
-_ON_DEMAND = {"gitsessions.slash", "gitsessions.slash_compact", "gitsessions.slash_settings",
-              "gitsessions.cli.complete"}
+_ON_DEMAND = {"gitsessions.cli.repl.slash", "gitsessions.cli.repl.slash_compact", "gitsessions.cli.repl.slash_settings",
+              "gitsessions.cli.repl.complete"}
 
 
 def test_the_first_request_waits_for_no_slash_command_tab_or_subprocess_which_work_after_it(chat_env, fake_api):

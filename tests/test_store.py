@@ -31,8 +31,8 @@ from gitsessions.errors import (
     SessionLocked,
     SessionNotFound,
 )
-from gitsessions.events import encode_log, make_event
-from gitsessions.rules import CommitMessage
+from gitsessions.log.commits import CommitMessage
+from gitsessions.log.events import encode_log, make_event
 from gitsessions.store import GitStore, SessionLock
 
 

@@ -25,8 +25,8 @@ from gitsessions.errors import (
     SessionLocked,
     SessionNotFound,
 )
-from gitsessions.events import Event, encode_log, make_event, make_header
-from gitsessions.rules import CommitMessage
+from gitsessions.log.commits import CommitMessage
+from gitsessions.log.events import Event, encode_log, make_event, make_header
 from gitsessions.store import GitStore, MemoryStore, SessionStore
 
 T0 = 1_700_000_000_000

@@ -1,4 +1,4 @@
-"""gitsessions/cli/stream.py: a reply shown while it streams, plain or as rendered markdown.
+"""gitsessions/cli/display/stream.py: a reply shown while it streams, plain or as rendered markdown.
 
 In-process on a rich console that is no terminal (so it draws no live region): what it
 prints is every block once, and reads as the whole reply rendered at once. The real
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import io
 
-from gitsessions.cli.output import make_console
-from gitsessions.cli.stream import PlainReply, RenderedReply, _Block, blocks
+from gitsessions.cli.display.output import make_console
+from gitsessions.cli.display.stream import PlainReply, RenderedReply, _Block, blocks
 
 REPLY = ("# Title\n\nSome **bold** and `code`, a [link](http://x.org).\n\n- one\n- two\n\n1. first\n\n2. second\n\n"
          "```python\ndef f(x):\n\n    return x + 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n> quoted\nlazy\n\n"
@@ -103,9 +103,9 @@ def test_plain_writes_as_it_comes():
 def test_a_turn_that_fails_midway_closes_its_rendered_reply_and_the_next_one_renders(repo_path):
     from scripted import ScriptedProvider, cut, say
 
+    from gitsessions.cli.repl.repl import Repl
     from gitsessions.errors import GitSessionsError
-    from gitsessions.events import make_header
-    from gitsessions.repl import Repl
+    from gitsessions.log.events import make_header
     from gitsessions.store import GitStore
 
     out = io.StringIO()
@@ -122,7 +122,7 @@ def test_a_turn_that_fails_midway_closes_its_rendered_reply_and_the_next_one_ren
 
 def test_a_long_list_is_parsed_a_bounded_number_of_times_not_once_a_line(monkeypatch):
     """Parsing the block being written costs its size: once a line made a long list quadratic."""
-    import gitsessions.cli.stream as stream
+    import gitsessions.cli.display.stream as stream
 
     calls: list[int] = []
     real = stream.blocks
@@ -141,7 +141,7 @@ def test_behind_a_reply_is_drawn_plain_while_markdown_loads_and_printed_rendered
     """The chat's first token waits for no import: rich's markdown loads behind it (~0.15 s)."""
     import threading
 
-    import gitsessions.cli.markdown as md
+    import gitsessions.cli.display.markdown as md
     from gitsessions.later import Later
 
     release = threading.Event()

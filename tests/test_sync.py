@@ -1,4 +1,4 @@
-"""Sync that converges (issue 10, items 1-3; the rule: README "Sync", gitsessions/store/sync.py).
+"""Sync that converges (issue 10, items 1-3; the rule: README "Sync", gitsessions/store/remote/sync.py).
 
 Two session repos and a bare remote: both sides gain turns and a few syncs later every repo
 holds the same session refs, with every turn of both sides; renames, archives and restores
@@ -17,7 +17,7 @@ from gitservers import GitDaemon, init_bare
 from test_transports import NETWORK, Transport, machines, transport  # noqa: F401 - fixtures
 
 from gitsessions.store import GitStore
-from gitsessions.store.remote import Remotes
+from gitsessions.store.remote.remotes import Remotes
 
 
 def _git(repo: Path, *args: str, input: str | None = None) -> str:

@@ -18,10 +18,10 @@ import pytest
 from gitservers import init_bare
 from test_transports import Transport, transport  # noqa: F401 - the fixture, shared
 
-from gitsessions.events import make_event, make_header
-from gitsessions.rules import CommitMessage, commit_message
+from gitsessions.log.commits import CommitMessage, commit_message
+from gitsessions.log.events import make_event, make_header
 from gitsessions.store import GitStore
-from gitsessions.store.remote import Remotes
+from gitsessions.store.remote.remotes import Remotes
 from gitsessions.store.thinpack import PushPack
 
 TURN_WORDS = "the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing".split()

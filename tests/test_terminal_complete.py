@@ -11,8 +11,8 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from gitsessions.cli.complete import ChatCompleter
-from gitsessions.slash import COMMANDS, HELP
+from gitsessions.cli.repl.complete import ChatCompleter
+from gitsessions.cli.repl.slash import COMMANDS, HELP
 from gitsessions.store import GitStore
 
 

@@ -9,8 +9,8 @@ from fakeapi import validate_messages
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitsessions.events import TURN_END_REASONS, Event, clean_text, make_event
-from gitsessions.transcript import (
+from gitsessions.log.events import TURN_END_REASONS, Event, clean_text, make_event
+from gitsessions.log.transcript import (
     CANCELLED,
     NOT_STARTED,
     OUTCOME_UNKNOWN,

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_transcript import logs
 
-from gitsessions.events import Event
-from gitsessions.transcript import derive_messages, derived, title_of
-from gitsessions.turns import last_turn, next_turn, turns_of
+from gitsessions.log.events import Event
+from gitsessions.log.transcript import derive_messages, derived, title_of
+from gitsessions.log.turns import last_turn, next_turn, turns_of
 
 
 def fresh(events: list[Event]) -> list[dict]:

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from gitservers import GitDaemon, GitHTTPServer, SSHServer, free_port, init_bare
 
-from gitsessions.events import make_event, make_header
-from gitsessions.rules import commit_message
+from gitsessions.log.commits import commit_message
+from gitsessions.log.events import make_event, make_header
 from gitsessions.store import GitStore
 
 NETWORK = ["git", "ssh", "http"]

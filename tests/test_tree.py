@@ -1,4 +1,5 @@
-"""The family tree of a session (issue 12, items 3 and 5): HEAD as the current session, gitsessions.tree, gs tree."""
+"""The family tree of a session (issue 12, items 3 and 5): HEAD as the current session,
+gitsessions.history.tree, gs tree."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.events import Event, make_header
+from gitsessions.history.tree import Node, family
+from gitsessions.log.events import Event, make_header
 from gitsessions.store import GitStore
-from gitsessions.tree import Node, family
 
 
 def _shape(node: Node) -> list[tuple[int, str, str | None, int | None, bool]]:

@@ -1,4 +1,4 @@
-"""Tokens and the context window (gitsessions.usage): the config's ``models:``, the sums, the words."""
+"""Tokens and the context window (gitsessions.log.usage): the config's ``models:``, the sums, the words."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from gitsessions.config import load_config
 from gitsessions.errors import ConfigError
-from gitsessions.events import Event
-from gitsessions.usage import (
+from gitsessions.log.events import Event
+from gitsessions.log.usage import (
     UNNAMED,
     ModelSettings,
     Price,

@@ -1,4 +1,4 @@
-"""The one event view (``gitsessions.view``) and every display that renders it, in-process.
+"""The one event view (``gitsessions.log.view``) and every display that renders it, in-process.
 
 ``gs show``, ``gs log -p``, ``gs diff`` and the markdown/html exports must agree on what a
 reader sees of a session: each test here builds a log, imports it with ``gs import`` (which
@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gitsessions import render, view
 from gitsessions.cli import app
-from gitsessions.events import encode_log, make_event, make_header
+from gitsessions.cli.display import render
+from gitsessions.log import view
+from gitsessions.log.events import encode_log, make_event, make_header
 
 T = 1_700_000_000_000
 

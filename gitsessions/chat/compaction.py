@@ -4,7 +4,7 @@
 pass a share of the model's context window, config ``compact_at``) ask the model for a summary
 of what it sees now and append it as one event naming the range it covers: ``through``, the
 seq of the last event it stands for. The derived transcript then sends the summary plus what
-follows (:mod:`gitsessions.transcript`); nothing in the log is removed, so ``gs show``,
+follows (:mod:`gitsessions.log.transcript`); nothing in the log is removed, so ``gs show``,
 ``gs search``, exports and a fork from before the compaction still see every message.
 
 A compaction that fails (an API error, a cut stream, a reply with no summary, Ctrl+C) appends
@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NothingToSave, ProviderError
-from ..events import Event
-from ..transcript import SUMMARY_LEAD, derived
+from ..log.events import Event
+from ..log.transcript import SUMMARY_LEAD, derived
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..session import Session
+    from ..provider.wire import Completion
+    from ..writer.session import Session
     from .loop import Provider
-    from .wire import Completion
 
 #: What the model is asked for (the user's instructions, if any, follow it).
 PROMPT = (
@@ -64,7 +64,7 @@ class Compacted:
 
     def line(self) -> str:
         """What the user is told: ``compacted turns 1-7 (24 messages) into a summary; ...``."""
-        from ..render import plural
+        from ..text import plural
 
         first, last = self.turns
         turns = f"turn {first}" if first == last else f"turns {first}-{last}"
@@ -180,7 +180,7 @@ def _ask(provider: Provider, messages: list[dict[str, Any]], model: str | None) 
 
     No request options are sent: a ``max_tokens`` set for replies would cut the summary.
     """
-    from .wire import Completion
+    from ..provider.wire import Completion
 
     completion = Completion()  # none at all: no summary
     request: dict[str, Any] = {"model": model} if model else {}  # as the loop names one: only when set
@@ -223,7 +223,7 @@ class AutoCompact:
             provider: the model the turn goes to.
             prompt: the turn's prompt.
             window: the model's context window, tokens (None: unknown, and then nothing is
-                compacted automatically: ``/compact`` still is; see :func:`gitsessions.usage.context_window`).
+                compacted automatically: ``/compact`` still is; see :func:`gitsessions.log.usage.context_window`).
             model: the model the turn's requests name (None: the provider's).
 
         Returns:

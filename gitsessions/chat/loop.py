@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..config import DEFAULT_MAX_STEPS
 from ..errors import ProviderError
-from ..rules import DEFAULT_MAX_STEPS
-from .provider import Completion, TextDelta
+from ..provider.client import Completion, TextDelta
 
 if TYPE_CHECKING:
     from .tools.toolset import Answer, Prepared, Toolset
@@ -31,7 +31,7 @@ Permit = Callable[["Prepared"], "Answer"]
 
 
 class SessionSink(Protocol):
-    """What the loop needs of a session (see :class:`gitsessions.session.Session`)."""
+    """What the loop needs of a session (see :class:`gitsessions.writer.session.Session`)."""
 
     @property
     def next_turn(self) -> int:
@@ -56,7 +56,7 @@ class SessionSink(Protocol):
 
 
 class Provider(Protocol):
-    """What the loop needs of a model (see :class:`gitsessions.chat.provider.OpenAIProvider`)."""
+    """What the loop needs of a model (see :class:`gitsessions.provider.client.OpenAIProvider`)."""
 
     model: str
 
@@ -113,7 +113,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
             a call is denied unless approved beforehand); each decision is a ``tool/permission``.
         model: the model of the requests (None: the provider's); the session's ``session/model``
             or the run's ``-m``, chosen by the caller.
-        options: request options (``session/options``; see :mod:`gitsessions.request`).
+        options: request options (``session/options``; see :mod:`gitsessions.log.request`).
         on_text: called with each piece of reply text as it arrives.
         on_tool: called ``(name, arguments, result, is_error)`` after each tool call ran or
             was denied, with the arguments and result as the session holds them (redacted).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import early
+from .display import early
 
 # Before the imports below (~150 ms): `gs chat [SESSION]` on a terminal draws its prompt now.
 early.hold()
@@ -24,8 +24,8 @@ from ..errors import GitSessionsError
 from ..store.privacy import PRIVATE_UMASK
 from . import background
 from .common import Context, err
+from .display.output import Output
 from .help import Command, Group, choose, enum_of, plain_message
-from .output import Output
 
 #: The exit status of an internal error (a bug), apart from typer's 2 for a usage error:
 #: EX_SOFTWARE of sysexits(3). The others: 0 success, 1 a failure the user can act on

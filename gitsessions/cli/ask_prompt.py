@@ -15,7 +15,7 @@ The rules are ``llm``'s, whose users pipe files in all the time (``cat notes.md 
   is not UTF-8 text is refused, saying so.
 
 This is the face (it reads stdin and files); the text it builds enters the session by the
-one door (:meth:`gitsessions.session.Session.append`), redacted there like any prompt.
+one door (:meth:`gitsessions.writer.session.Session.append`), redacted there like any prompt.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 import typer
 
 from ..errors import GitSessionsError
-from ..events import clean_text
-from ..rules import rev_session_id
+from ..ids import rev_session_id
+from ..log.events import clean_text
 from ..store import SessionStore
 from ..text import fence
 

@@ -15,18 +15,18 @@ import typer
 
 from .. import __version__
 from ..errors import NoCurrentSession, RemoteError
-from ..events import make_header
+from ..log.events import make_header
 from ..text import chat_prompt
-from . import early
 from .common import Context, WaitCommand, WaitOption, collect_cycles, err, short
+from .display import early
 from .faces import FirstLine, chat_faces, drawn_first, session_picker
-from .tools import OneTurnTools, OneTurnYes, approver, terminal_answers, tools_line, toolset_for
+from .repl.tools import OneTurnTools, OneTurnYes, approver, terminal_answers, tools_line, toolset_for
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
 
-    from ..repl import Repl
     from ..store import GitStore
+    from .repl.repl import Repl
 
 app = typer.Typer()
 
@@ -119,8 +119,8 @@ def chat(
         gs chat work --recap 3              # open 'work' showing its last 3 turns
         gs chat --tools read,write          # the model may read files, and edit them when you allow
     """
-    from ..chat.connect import BackgroundProvider, connect
     from ..later import Later
+    from ..provider.connect import BackgroundProvider, connect
 
     c: Context = ctx.obj
     if sum((cont, resume, session is not None)) > 1:
@@ -161,14 +161,14 @@ def chat(
         def completer() -> Completer | None:
             ready.wait()  # a Tab right after the prompt is drawn: for the little the opening takes
             if tab and not completers:  # the slash commands are imported here, not before the first turn
-                from ..slash import COMMANDS
-                from .complete import ChatCompleter
+                from .repl.complete import ChatCompleter
+                from .repl.slash import COMMANDS
 
                 completers.append(ChatCompleter(tab[0], COMMANDS))
             return completers[0] if completers else None
 
         if interactive:
-            from .prompt import terminal_io
+            from .repl.prompt import terminal_io
 
             keys, faces = terminal_io(c, on_shown=lambda: [start() for start in shown],
                                       session=lambda: built[0].session if built else None,
@@ -199,10 +199,10 @@ def chat(
 
         def open_chat() -> Repl:  # in a thread when behind the prompt: what it writes is shown above it
             from ..chat.compaction import auto_compaction
-            from ..repl import Repl
-            from ..rules import new_session_id
-            from .rendered import recap_drawer
-            from .stream import rendered_replies
+            from ..ids import new_session_id
+            from .display.rendered import recap_drawer
+            from .display.stream import rendered_replies
+            from .repl.repl import Repl
 
             store = None
             try:
@@ -226,7 +226,7 @@ def chat(
                     write(f"gs {__version__} · session {opened.session.id} · model {opened.current_model()} · "
                           "/help for commands\n")
                 if toolset is not None:  # which tools are on, or that this model can use none
-                    from ..request import offered_tools
+                    from ..log.request import offered_tools
 
                     note = offered_tools(provider.calls_tools, None, asked=True)[1]
                     write(f"({note})\n" if note else tools_line(toolset))
@@ -248,8 +248,8 @@ def chat(
 
         def client_built() -> None:  # in the client's thread, once it is built
             collect_cycles()  # a long-lived chat
-            from .markdown import load_behind
-            from .stream import renders
+            from .display.markdown import load_behind
+            from .display.stream import renders
 
             if replay.reading and renders(c.output, render):  # the user is still typing: else it waits
                 load_behind()  # for the first token, which draws plain text meanwhile
@@ -339,8 +339,8 @@ def ask(
         gs ask -s "Be terse." -a notes.md work "summarize"
         gs ask --tools read,shell --yes "run the tests and say what fails"
     """
-    from ..forking import open_revision
-    from ..rules import new_session_id
+    from ..ids import new_session_id
+    from ..writer.forking import open_revision
     from .ask_prompt import ask_input, names_session
     from .one_turn import send_one
 
@@ -380,8 +380,8 @@ def retry(
         gs retry work~1 --fork work-b       # the turn before, as work-b
         gs retry work --tools read,shell --yes
     """
-    from ..history import read_revision
-    from ..redo import attempt_at, open_attempt, where_both_live
+    from ..history.reading import read_revision
+    from ..writer.redo import attempt_at, open_attempt, where_both_live
     from .one_turn import send_one
 
     c: Context = ctx.obj

@@ -22,11 +22,11 @@ from ..errors import RepoError
 from ..store import privacy
 from ..store.lock import LockWait
 from .background import take_failures
+from .display.output import Output
 from .help import Command
-from .output import Output
 
 if TYPE_CHECKING:  # the backend (and dulwich) is imported when a store is opened: the chat does it behind its prompt
-    from ..redact import Redactor  # (and the redactor when it is built: its detectors compile their shapes)
+    from ..secrets.redact import Redactor  # (and the redactor when it is built: its detectors compile their shapes)
     from ..store import GitStore
 
 def collect_cycles() -> None:
@@ -119,7 +119,7 @@ class Context:
         return DEFAULT_IDENTITY
 
     def redactor(self) -> Redactor | None:
-        """The secret redactor for this run (None when ``redact: false``); see :mod:`gitsessions.redact`.
+        """The secret redactor for this run (None when ``redact: false``); see :mod:`gitsessions.secrets.redact`.
 
         Everything that lets text into a session takes it (a chat, an import, the recovery
         of a journal), so every command that opens the store builds it.
@@ -127,7 +127,7 @@ class Context:
         if not self.config.redact:
             return None
         if self._redactor is None:
-            from ..redact import from_environment
+            from ..secrets.redact import from_environment
 
             self._redactor = from_environment(os.environ, self.config.redact_patterns, detector_cache=detector_cache(),
                                               config_secrets={"api_key": self.config.api_key})
@@ -172,7 +172,7 @@ class Context:
         store = GitStore(path, identity=self.identity(), hooks=hooks)
         redactor = self.redactor()
         if redactor is not None:  # a new session id is a ref name, pushed: none that looks like a secret
-            from ..redact import refuse_secret_id
+            from ..secrets.redact import refuse_secret_id
 
             store.new_id_rule = functools.partial(refuse_secret_id, redactor)
         store.check_path()
@@ -232,7 +232,7 @@ class Context:
 
 
 def detector_cache() -> Path:
-    """The file that keeps what redaction reads of detect-secrets (see :mod:`gitsessions.detector_cache`).
+    """The file that keeps what redaction reads of detect-secrets (see :mod:`gitsessions.secrets.detector_cache`).
 
     In the platform's user cache dir: it derives from the installed library, so every
     session repo shares it, and a read-only repo is never written for it.
@@ -249,7 +249,7 @@ def err(message: str) -> None:
 
 def write_lines(lines: Iterable[str]) -> None:
     """Print ``lines`` on stdout, each ended by a newline, control characters shown (render.terminal_safe)."""
-    from ..render import terminal_safe
+    from .display.render import terminal_safe
 
     sys.stdout.write(terminal_safe("".join(line + "\n" for line in lines)))
     sys.stdout.flush()

@@ -11,12 +11,12 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..render import terminal_safe
 from .common import Context, err
+from .display.render import terminal_safe
 
 if TYPE_CHECKING:
-    from ..redo import Spot
     from ..store import GitStore, SessionInfo
+    from .repl.tree_lines import Spot
 
 
 class FirstLine:
@@ -87,7 +87,7 @@ def session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
     path = c.repo_path()
 
     def search(query: str) -> set[str]:
-        from ..search_index import lookup
+        from ..history.search_index import lookup
         from ..store.git import GitStore
 
         with GitStore(path) as own:
@@ -96,10 +96,11 @@ def session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
         return {key[0] for key, hits in (found or {}).items() if any(hit[2] == "user" for hit in hits)}
 
     def pick_session() -> str | None:
-        from ..history import list_sessions
-        from ..render import fork_label, local_time, plural
-        from ..tree import first_prompt  # gs tree's own rule for a fork's first prompt
-        from .picker import pick
+        from ..history.reading import list_sessions
+        from ..history.tree import first_prompt  # gs tree's own rule for a fork's first prompt
+        from ..text import plural
+        from .display.picker import pick
+        from .display.render import fork_label, local_time
 
         infos = sorted(list_sessions(store, redactor=c.redactor(), warnings=c.warnings),
                        key=lambda i: i.time, reverse=True)
@@ -136,7 +137,7 @@ def session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
 
 def _copy(text: str) -> str:
     """``/copy``'s clipboard (see :func:`.clipboard.copy`), imported when first used."""
-    from .clipboard import copy
+    from .repl.clipboard import copy
 
     return copy(text)
 
@@ -153,7 +154,7 @@ def _ctrl_c_cancels(pick: Callable[..., object]) -> Callable[..., object]:
 
 def _spot_picker(spots: Sequence[Spot], selected: int) -> Spot | None:
     """The picker of ``/tree``: the family's sessions and turns, the current one selected."""
-    from .picker import pick
+    from .display.picker import pick
 
     return pick(spots, lambda s: terminal_safe(s.label), selected=selected,
                 title="Jump where? ↑↓ move · Enter opens (a past turn: what you send forks) · Esc cancels")

@@ -3,7 +3,7 @@
 They import neither the model client nor the terminal UI, so they start fast. Revisions
 (``SESSION``, ``SESSION~N``, ``SESSION^``, ``SESSION@COMMIT``, ``SESSION@{N}``,
 ``SESSION@{DATE}``; ``log`` and ``show`` without one: the current session) are resolved by the store;
-what each command computes lives in :mod:`gitsessions.history` and :mod:`gitsessions.search`,
+what each command computes lives in :mod:`gitsessions.history.reading` and :mod:`gitsessions.history.search`,
 this module only parses arguments and prints.
 """
 
@@ -17,16 +17,18 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import history as hist
-from .. import render
-from ..rules import Lineage
-from ..search import Hit, marked
-from ..search import search as search_sessions
+from ..history import reading as hist
+from ..history.search import Hit, marked
+from ..history.search import search as search_sessions
+from ..history.tree import rev_or_current
+from ..log.commits import Lineage
+from ..log.view import Item, is_message
 from ..store import CommitInfo, Revision
-from ..tree import rev_or_current
-from ..view import Item, is_message
+from ..text import dumps, iterdumps, plural
+from ..transfer.export import show_object
 from .common import Context, err, short
-from .output import Rendered, styled
+from .display import render
+from .display.output import Rendered, styled
 
 app = typer.Typer()
 
@@ -77,7 +79,7 @@ def list_(
         rows = [render.session_row(info) for info in listed]
     rows.sort(key=lambda r: r["saved"] or "", reverse=True)
     if as_json:
-        c.output.paged([render.dumps(rows) + "\n"])
+        c.output.paged([dumps(rows) + "\n"])
         return
     if not rows:
         err("no archived sessions" if archived else "no sessions yet; start one with: gs chat")
@@ -133,7 +135,7 @@ def log(
         """The messages a commit added: rendered on a terminal (config ``render:``), else plain."""
         if not _renders(c):
             return render.compact_lines(items(info))
-        from .rendered import compact
+        from .display.rendered import compact
 
         text = compact(items(info), c.output)
         return [Rendered(text)] if text else []
@@ -148,7 +150,7 @@ def log(
                 row["branches"] = [{"session": b.session_id, "tip": b.tip, "turns_since": b.turns_since,
                                     "how": b.how} for b in branches.get(info.commit, [])]
             rows.append(row)
-        c.output.paged([render.dumps(rows) + "\n"])
+        c.output.paged([dumps(rows) + "\n"])
         return
     out: list[Any] = []
     for i, info in enumerate(commits):
@@ -190,7 +192,7 @@ def _graph_commit(out: list[Any], info: CommitInfo, row: dict, branches: list[hi
     for b in branches:
         if b.how == "points here":
             continue
-        out.append(f"| * {b.session_id} ({b.how}, {render.plural(b.turns_since, 'turn')} since; tip {short(b.tip)})")
+        out.append(f"| * {b.session_id} ({b.how}, {plural(b.turns_since, 'turn')} since; tip {short(b.tip)})")
     if len(here) < len(branches):
         out.append("|/")
     names = ([target.session_id] if first and target.is_tip else []) + [b.session_id for b in here]
@@ -241,9 +243,9 @@ def show(
         sys.stdout.buffer.write(snap.raw)
         sys.stdout.flush()
     elif fmt is ShowFormat.json:  # written as made: a 100 MB session is never one string
-        c.output.paged(itertools.chain(render.iterdumps(render.show_object(snap, full=full)), ["\n"]))
+        c.output.paged(itertools.chain(iterdumps(show_object(snap, full=full)), ["\n"]))
     elif _renders(c):
-        from .rendered import transcript
+        from .display.rendered import transcript
 
         c.output.paged(transcript(snap.events, c.output))
     else:
@@ -284,12 +286,12 @@ def diff(
     if as_json:
         for s in (sa, sb):
             s["messages"] = [render.item_json(item) for item in s["messages"]]
-        print(render.dumps({"base": d.base.commit if d.base else None, "a": sa, "b": sb}))
+        print(dumps({"base": d.base.commit if d.base else None, "a": sa, "b": sb}))
         return
     out = [f"common ancestor: {short(d.base.commit)} {d.base.message.subject}" if d.base
            else "no common ancestor: the two sessions share no history"]
     for mark, s in (("---", sa), ("+++", sb)):
-        out.append(f"{mark} only in {s['rev']} ({render.plural(s['count'], 'message')})")
+        out.append(f"{mark} only in {s['rev']} ({plural(s['count'], 'message')})")
         turn = None
         for item in s["messages"]:
             if item.turn != turn:
@@ -353,7 +355,7 @@ def search(
                                on_skip=lambda sid, exc: err(f"gs: skipped {sid}: {exc}"), redactor=c.redactor(),
                                warnings=c.warnings, index=c.repo_path() / "gs" / "search.sqlite")
     if as_json:
-        print(render.dumps([_hit_row(h) for h in hits]))
+        print(dumps([_hit_row(h) for h in hits]))
     else:
         c.output.paged(styled((hit_parts(h, query) for h in hits), c.output))
     if not hits:

@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from .. import render
-from ..detectors import hook_patterns
+from ..secrets.detectors import hook_patterns
 from ..store.hook_install import backup_remote, hook_status, install_hooks, shipped_hooks
+from ..text import dumps
 from .common import Context, detector_cache, err
 from .help import Group
 
@@ -95,7 +95,7 @@ def list_(
     repo_path = c.repo_path()
     rows = hook_status(repo_path)
     if as_json:
-        print(render.dumps([{"name": r.name, "path": str(r.path), "installed": r.installed,
+        print(dumps([{"name": r.name, "path": str(r.path), "installed": r.installed,
                              "executable": r.executable, "version": r.origin, "run_by_gs": r.run_by_gs}
                             for r in rows]))
         return

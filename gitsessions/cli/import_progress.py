@@ -12,7 +12,7 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from .output import Output, is_terminal, make_console
+from .display.output import Output, is_terminal, make_console
 
 
 class ImportProgress:

@@ -7,11 +7,11 @@ from typing import Annotated
 import typer
 
 from ..errors import BadRevision, NotASessionId, NothingToRestore, SessionExists
-from ..history import read_revision
-from ..recovery import recover_journal
-from ..rules import REV_RE, fork_name, taken_by
-from ..session import Session
-from ..session import fork as fork_session
+from ..history.reading import read_revision
+from ..ids import REV_RE, fork_name, taken_by
+from ..writer.recovery import recover_journal
+from ..writer.session import Session
+from ..writer.session import fork as fork_session
 from .common import Context, WaitCommand, WaitOption, err, short
 
 app = typer.Typer()

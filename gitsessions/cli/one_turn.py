@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..errors import DiskFull, GitSessionsError
-from ..render import terminal_safe
 from ..store import GitStore
 from .admin import pack_in_background
 from .common import Context, err, short
+from .display.render import terminal_safe
+from .display.stream import PlainReply, rendered_replies
 from .remote import push_in_background
-from .stream import PlainReply, rendered_replies
 
 if TYPE_CHECKING:
     from ..chat.tools.toolset import Toolset
-    from ..session import Session
+    from ..writer.session import Session
 
 
 def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: str | None, *,
@@ -36,10 +36,10 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
         typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
     """
     from ..chat.compaction import auto_compaction
-    from ..chat.connect import connect
     from ..chat.loop import run_turn
-    from ..request import offered_tools
-    from ..usage import context_window
+    from ..log.request import offered_tools
+    from ..log.usage import context_window
+    from ..provider.connect import connect
 
     sid = session.id
     tty = sys.stdout.isatty()

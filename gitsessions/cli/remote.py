@@ -12,7 +12,7 @@ from ..store import GitStore
 from ..store.faults import unwritable
 
 if TYPE_CHECKING:  # the module itself is imported lazily: dulwich's transports cost start-up time
-    from ..store.remote import Credentials
+    from ..store.remote.remotes import Credentials
 from .admin import pack_in_background, run_in_background
 from .common import Context, err, short
 from .help import Group
@@ -43,7 +43,7 @@ def _credentials(c: Context) -> Credentials:
 
 
 def _remotes(c: Context, store: GitStore):
-    from ..store.remote import Remotes
+    from ..store.remote.remotes import Remotes
 
     return Remotes(store, **_credentials(c), warnings=c.warnings)
 
@@ -58,7 +58,7 @@ def _default(c: Context, remote: str | None) -> str:
     if "@" in where:  # only then can it hold a password (and the transports are worth importing)
         from urllib.parse import urlsplit
 
-        from ..store.remote import strip_password
+        from ..store.remote.remotes import strip_password
 
         c.url_password = urlsplit(where).password or c.url_password
         where = strip_password(where)[0]
@@ -70,7 +70,7 @@ def _named(remotes, where: str) -> str:
 
     A URL that is no configured remote has no sync base: said once.
     """
-    from ..store.urls import remote_named
+    from ..store.remote.urls import remote_named
 
     name = remote_named(where, remotes.list())
     if name is None:
@@ -322,7 +322,7 @@ def clone(
         gs clone ssh://me@host/srv/sessions.git
         gs clone ssh://me@host/srv/sessions.git ~/sessions
     """
-    from ..store.clone import clone as clone_store
+    from ..store.remote.clone import clone as clone_store
 
     c: Context = ctx.obj
     target = path.expanduser() if path else c.repo_path()

@@ -1,4 +1,4 @@
-"""``gs share``: publish one session to a separate git remote (see :mod:`gitsessions.store.share`)."""
+"""``gs share``: publish one session to a separate git remote (see :mod:`gitsessions.store.remote.share`)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import GitSessionsError
-from ..render import terminal_safe
 from .common import Context, err, short
+from .display.render import terminal_safe
 
 if TYPE_CHECKING:  # imported lazily: dulwich's transports cost start-up time
-    from ..store.share import ShareOffer
+    from ..store.remote.share import ShareOffer
 
 app = typer.Typer()
 
@@ -52,10 +52,10 @@ def share(
         gs share work https://gist.github.com/0123abcd.git
         gs share work~2 ssh://me@host/srv/shared.git --yes
     """
-    from ..history import read_revision
-    from ..store.remote import strip_password
-    from ..store.share import describe, remember, shared_before
-    from ..store.share import share as publish
+    from ..history.reading import read_revision
+    from ..store.remote.remotes import strip_password
+    from ..store.remote.share import describe, remember, shared_before
+    from ..store.remote.share import share as publish
     from .remote import _credentials
 
     c: Context = ctx.obj

@@ -14,13 +14,18 @@ from typing import Annotated
 
 import typer
 
-from .. import __version__, transfer
-from ..errors import SessionLocked
-from ..history import read_revision
-from ..render import plural
+from .. import __version__
+from ..errors import SessionLocked, TransferError
+from ..history.reading import read_revision
+from ..history.tree import rev_or_current
+from ..log.turns import turn_count
 from ..store.lock import LockWait
-from ..tree import rev_or_current
-from ..turns import turn_count
+from ..text import plural
+from ..transfer import ahead, discover, seen
+from ..transfer.branches import SourceIndex
+from ..transfer.export import export_bytes
+from ..transfer.read import TOOLS, read_import
+from ..transfer.write import check_plan, write_import
 from .admin import pack_in_background
 from .common import Context, collect_cycles, err, short
 from .import_progress import ImportProgress
@@ -71,7 +76,7 @@ def export(
         rev = rev_or_current(store, rev, "export")
         target = read_revision(store, rev, c.redactor(), c.warnings)  # recovers a turn a crashed gs left in the journal
         snap = store.load(target.session_id, target.commit)
-    data = transfer.export_bytes(snap, fmt.value)
+    data = export_bytes(snap, fmt.value)
     if output is None or str(output) == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -125,20 +130,20 @@ class _Tally:
     turns: int = 0
     skipped: int = 0
     #: The sessions holding conversations, read once for every file of the run.
-    index: transfer.SourceIndex = field(default_factory=transfer.SourceIndex)
+    index: SourceIndex = field(default_factory=SourceIndex)
     progress: ImportProgress | None = None  # the bar on a terminal
     #: Takes the import lock (:func:`_one_import`) for the rest of the run, the first time a
     #: file is written: before the index is read; a file that fails creates no repo.
     stack: ExitStack | None = None
     locked: bool = False
-    ahead: transfer.ahead.ReadAhead | None = None  # the files read ahead, and those imported whole before
+    ahead: ahead.ReadAhead | None = None  # the files read ahead, and those imported whole before
 
     def hold(self, c: Context) -> None:
         """Hold the import lock from now until the run's end (see :func:`_one_import`)."""
         if self.stack is not None and not self.locked:
             try:
                 self.stack.enter_context(_one_import(c))
-            except transfer.TransferError as exc:  # the whole run, not this file: the next would wait again
+            except TransferError as exc:  # the whole run, not this file: the next would wait again
                 err(f"gs: {exc}")
                 raise typer.Exit(1) from None
             self.locked = True
@@ -159,24 +164,24 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         # Imported whole before: not read, unless --as names where (checked, and written there, as for a new file).
         if tally.ahead and key and as_id is None and tally.ahead.seen.unchanged(c.store, key):
             return err(f"nothing new in {source}") if alone else None
-        plan = ready or transfer.read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file),
+        plan = ready or read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file),
                                              keep_paths=keep_paths)
-        if found and plan.kind in transfer.TOOLS and not plan.conversations:
+        if found and plan.kind in TOOLS and not plan.conversations:
             tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
             return
-        transfer.check_plan(plan, as_id)
+        check_plan(plan, as_id)
         if plan.sessions or plan.conversations:  # a file of skipped ones alone writes nothing, creates no repo
             tally.hold(c)
         with c.store() as store:
-            result = transfer.write_import(store, plan, as_id=as_id, header_extra=header_extra,
+            result = write_import(store, plan, as_id=as_id, header_extra=header_extra,
                                            redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
                                            index=tally.index, redacted=ready is not None,
                                            progress=tally.progress.conversations if tally.progress else None)
             if tally.ahead and key:
                 tally.ahead.seen.record(store, key, plan, result)
-    except transfer.TransferError as exc:
+    except TransferError as exc:
         if file not in ("-", exc.source) and exc.source == Path(file).name:  # d1/ and d2/ may hold the same name
-            exc = transfer.TransferError(f"{exc.source} ({file})", exc.reason, exc.hint)
+            exc = TransferError(f"{exc.source} ({file})", exc.reason, exc.hint)
         err(f"gs: {exc}")
         tally.failed += 1  # even alone: the summary follows, and the exit status is 1
         return
@@ -246,7 +251,7 @@ def _one_import(c: Context) -> Iterator[None]:
     try:
         lock.acquire(LockWait(IMPORT_WAIT_S, lambda _, holder: err(f"gs: waiting for another import ({holder})")))
     except SessionLocked as exc:
-        raise transfer.TransferError("now", f"another import ({exc.holder}) still runs after {IMPORT_WAIT_S:g} s",
+        raise TransferError("now", f"another import ({exc.holder}) still runs after {IMPORT_WAIT_S:g} s",
                                      "run the import again when it is done") from None
     try:
         yield
@@ -263,13 +268,13 @@ def _summary(tally: _Tally, found: bool) -> None:
 
 def _discovered(fmt: str) -> list[str]:
     """The files of the tool ``--from`` names, found where it keeps them; says what was found."""
-    src = transfer.discover.source(fmt)
+    src = discover.source(fmt)
     if src is None:
-        named = ", ".join(transfer.discover.SOURCES)
+        named = ", ".join(discover.SOURCES)
         raise typer.BadParameter(f"name the FILEs to import (only --from {named} finds its files by itself)")
-    where, paths = transfer.discover.discover(fmt, os.environ, Path.home())
+    where, paths = discover.discover(fmt, os.environ, Path.home())
     if not where.exists():
-        raise transfer.TransferError(str(where), f"no {src.label} folder here",
+        raise TransferError(str(where), f"no {src.label} folder here",
                                      f"if {src.label} keeps its files elsewhere, set {src.variable}, or name the files")
     err(f"found {plural(len(paths), f'{src.label} {src.what}')} in {where}")
     return [str(p) for p in paths]
@@ -327,9 +332,9 @@ def import_(
     # The bar is gone before a watch begins: it is drawn again only for a round with files to import.
     with ImportProgress(len(paths), c.output) as tally.progress, ExitStack() as tally.stack:
         # the index of sessions is read under the lock: what an import before wrote
-        tally.ahead = tally.stack.enter_context(transfer.ahead.ReadAhead(
+        tally.ahead = tally.stack.enter_context(ahead.ReadAhead(
             paths, fmt.value, keep_paths, c.redactor(),  # the files seen, whose store is opened once for the run
-            tally.stack.enter_context(transfer.seen.SeenFiles(c.repo_path() / "gs" / "imported"))))
+            tally.stack.enter_context(seen.SeenFiles(c.repo_path() / "gs" / "imported"))))
         for file in paths:
             _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
                          alone=len(paths) == 1 and not found and not watch, found=found)
@@ -349,12 +354,12 @@ def import_(
                     for file in changed:
                         _import_file(c, file, fmt.value, round_tally, as_id=as_id, keep_paths=keep_paths,
                                      alone=False, found=True)
-            except transfer.TransferError as exc:
+            except TransferError as exc:
                 err(f"gs: {exc}")
 
         if found:
-            where = transfer.discover.discover(fmt.value, os.environ, Path.home())[0]
-            watch_files([where], lambda: [str(p) for p in transfer.discover.discover(fmt.value, os.environ,
+            where = discover.discover(fmt.value, os.environ, Path.home())[0]
+            watch_files([where], lambda: [str(p) for p in discover.discover(fmt.value, os.environ,
                                                                                 Path.home())[1]], again)
         else:
             watch_files(sorted({Path(f).resolve().parent for f in paths}), lambda: paths, again)

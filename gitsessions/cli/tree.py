@@ -1,6 +1,6 @@
 """Where sessions stand: ``tree`` (a session's family), ``reflog`` (every move of its name), ``status``.
 
-What each computes lives in :mod:`gitsessions.tree` and the store; this module parses
+What each computes lives in :mod:`gitsessions.history.tree` and the store; this module parses
 arguments and prints. Without a SESSION each works on the current session (the repo's HEAD).
 """
 
@@ -10,13 +10,14 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import render
 from ..errors import NotASessionId, SessionArchived, SessionNotFound
-from ..history import list_sessions, merge_base
-from ..rules import REV_RE, check_session_id
+from ..history.reading import list_sessions, merge_base
+from ..history.tree import family, rev_or_current
+from ..ids import REV_RE, check_session_id
 from ..store import GitStore, ReflogEntry
-from ..tree import family, rev_or_current
+from ..text import dumps, iso_time, plural
 from .common import Context, short, write_lines
+from .display import render
 
 app = typer.Typer()
 
@@ -69,7 +70,7 @@ def tree(
         sid = _session(store, session, "tree")
         root = family(store, sid, list_sessions(store, redactor=c.redactor(), warnings=c.warnings))
     if as_json:
-        print(render.dumps(root.to_json()))
+        print(dumps(root.to_json()))
     else:
         write_lines(text for text, _, _ in render.family_lines(root))
 
@@ -78,7 +79,7 @@ def tree(
 
 
 def _entry_row(name: str, n: int, e: ReflogEntry) -> dict[str, Any]:
-    return {"rev": f"{name}@{{{n}}}", "commit": e.new, "old": e.old, "time": render.iso_time(e.time, e.tz_offset),
+    return {"rev": f"{name}@{{{n}}}", "commit": e.new, "old": e.old, "time": iso_time(e.time, e.tz_offset),
             "who": e.who, "reason": e.reason}
 
 
@@ -108,7 +109,7 @@ def reflog(
         entries = list(reversed(store.reflog(sid, archived=archived)))[:n]
     rows = [_entry_row(sid, i, e) for i, e in enumerate(entries)]
     if as_json:
-        print(render.dumps(rows))
+        print(dumps(rows))
         return
     lines = [f"{short(e.new) or '-------'} {r['rev']}  {render.local_time(e.time)}  {e.reason or '(no reason)'}"
              for r, e in zip(rows, entries, strict=True)]
@@ -157,11 +158,11 @@ def status(
         remotes = {name: (theirs, _against(store, tip, theirs) if tip is not None else None)
                    for name, theirs in store.tracking(sid).items()}
     row = {"session": sid, "current": sid == current, "tip": tip, "subject": info.message.subject if info else None,
-           "saved": render.iso_time(info.time, info.tz_offset) if info else None, "journal": journal,
+           "saved": iso_time(info.time, info.tz_offset) if info else None, "journal": journal,
            "remotes": {name: {"tip": theirs, "ahead": ab[0] if ab else None, "behind": ab[1] if ab else None,
                               "shared_history": ab is not None} for name, (theirs, ab) in remotes.items()}}
     if as_json:
-        print(render.dumps(row))
+        print(dumps(row))
         return
     lines = [f"{'current session' if sid == current else 'session'}: {sid}"
              + ("" if sid == current else f" (the current session is {current or 'none'})"),
@@ -176,7 +177,7 @@ def status(
         elif ab == (0, 0):
             lines.append(f"{name}: up to date with {where}")
         else:
-            lines.append(f"{name}: {render.plural(ab[0], 'save')} ahead, {ab[1]} behind {where} (gs sync {name})")
+            lines.append(f"{name}: {plural(ab[0], 'save')} ahead, {ab[1]} behind {where} (gs sync {name})")
     if not remotes:
         lines.append("remotes: none track this session (gs push sends it)")
     write_lines(lines)

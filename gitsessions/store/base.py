@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from ..errors import InvalidEvent, NothingToRestore, SessionExists, SessionNotFound
-from ..events import Event, check_event, encode_header, parse_log
-from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
+from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id
+from ..log.commits import CommitMessage
+from ..log.events import Event, check_event, encode_header, parse_log
 from ..text import case_variant
 from . import listing
 from .revisions import resolve as resolve_revision
@@ -32,13 +33,13 @@ class SessionStore(abc.ABC):
     A backend implements the primitives (ids, tips, commits, bytes, the writes, the sidecar
     journal and lock); the rules built on them (case-insensitive lookup, revision syntax,
     listing, archive naming) are written once here. Ids given in are plain ``str`` (checked
-    where it matters); ids handed out are :data:`~gitsessions.rules.SessionId` and
-    :data:`~gitsessions.rules.CommitId`.
+    where it matters); ids handed out are :data:`~gitsessions.ids.SessionId` and
+    :data:`~gitsessions.ids.CommitId`.
     """
 
     #: Errors a backend raises for a commit it cannot read (the session is listed with the error).
     unreadable: tuple[type[Exception], ...] = (KeyError, ValueError)
-    #: Refuses a new session id beyond the id rules (see :func:`~gitsessions.rules.check_free`;
+    #: Refuses a new session id beyond the id rules (see :func:`~gitsessions.ids.check_free`;
     #: the CLI's refuses one that looks like a secret); None: every valid, free id is taken.
     new_id_rule: Callable[[str], None] | None = None
 
@@ -124,7 +125,7 @@ class SessionStore(abc.ABC):
                     author_time: int | None = None, current: bool = True) -> CommitId:
         """Create session ``session_id`` starting at ``commit`` in O(1) (a fork); return its first commit.
 
-        ``message`` comes ready from :func:`gitsessions.rules.commit_message` (kind ``fork``);
+        ``message`` comes ready from :func:`gitsessions.log.commits.commit_message` (kind ``fork``);
         ``reason`` is the move's line in the new ref's reflog (default ``branch: <subject>``;
         ``gs restore`` of a reflog entry says ``restore: ...``); ``author_time`` dates the
         commit as in :meth:`append` (an imported branch: when it began); ``current=False``

@@ -39,8 +39,9 @@ from dulwich.pack import (
 )
 from dulwich.repo import Repo
 
-from ..events import Event
-from ..rules import CommitId, CommitMessage
+from ..ids import CommitId
+from ..log.commits import CommitMessage
+from ..log.events import Event
 from .faults import writes
 from .hooks import subject_of
 from .loose import blob_id

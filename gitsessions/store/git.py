@@ -17,8 +17,9 @@ from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
 
 from ..errors import ConcurrentUpdate, CorruptSession
-from ..events import Event
-from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
+from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id
+from ..log.commits import CommitMessage
+from ..log.events import Event
 from .base import CommitInfo, SessionStore
 from .batch import BatchWrites
 from .faults import writes
@@ -304,7 +305,7 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
 
         O(1): one commit object, no content copied. Lineage lives in the parent link and the
         message's ``Forked-From`` trailer, so it survives push and clone; the caller derives
-        the message (:func:`gitsessions.rules.commit_message`, kind ``fork``). ``reason`` is the
+        the message (:func:`gitsessions.log.commits.commit_message`, kind ``fork``). ``reason`` is the
         reflog line (default ``branch: <subject>``); ``author_time``, ``current`` as in the base class.
 
         Raises:

@@ -36,7 +36,7 @@ def _shipped_folder() -> Traversable:
 
 #: The file next to the shipped ``pre-commit`` holding the credential shapes it checks:
 #: :func:`install_hooks` writes it from the patterns its caller passes (the CLI passes the
-#: redactor's shapes, :func:`~gitsessions.detectors.hook_patterns`), so the hook restates none
+#: redactor's shapes, :func:`~gitsessions.secrets.detectors.hook_patterns`), so the hook restates none
 #: of them and needs no gitsessions to run.
 SECRET_PATTERNS_FILE = "gs-secret-patterns.json"
 
@@ -131,7 +131,7 @@ def install_hooks(repo_path: Path, names: list[str] | None = None, force: bool =
         force: replace a hook that differs from the shipped one (it is kept as
             ``<name>.orig``, or ``<name>.orig.<n>`` when that is taken).
         secret_patterns: the credential shapes the ``pre-commit`` hook checks, name -> Python
-            regex (compiled with ``re.DOTALL``, as :class:`~gitsessions.redact.Redactor` does).
+            regex (compiled with ``re.DOTALL``, as :class:`~gitsessions.secrets.redact.Redactor` does).
 
     Returns:
         ``(name, what, backup)`` per hook: ``what`` is ``installed``, ``replaced`` (the old

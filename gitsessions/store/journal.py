@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..events import Event, clean_text
+from ..log.events import Event, clean_text
 from .faults import os_faults
 
 JOURNAL_VERSION = 1
@@ -52,7 +52,7 @@ class Journal:
     """Append-only journal file of one session's turn in progress.
 
     Records are written as given: the session redacted them where their text entered it
-    (see :mod:`gitsessions.redact`), so the journal never holds a secret.
+    (see :mod:`gitsessions.secrets.redact`), so the journal never holds a secret.
 
     Args:
         path: the journal file (its folder is created on first write).

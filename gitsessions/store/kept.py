@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import NamedTuple
 
-from ..events import missing_line_end
+from ..log.events import missing_line_end
 from .loose import Deflated
 
 #: At most this many logs are kept (the newest first to stay).

@@ -11,11 +11,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import CorruptSession, UnsupportedVersion
-from ..rules import CommitMessage, SessionId, commit_message
+from ..ids import SessionId
+from ..log.commits import CommitMessage, commit_message
 from .values import SessionInfo
 
 if TYPE_CHECKING:
-    from ..events import Event
+    from ..log.events import Event
     from .base import SessionStore
 
 #: A row: the tip's commit time (epoch seconds) and its message as ``gs list`` shows it.

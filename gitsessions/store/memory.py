@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConcurrentUpdate, CorruptSession
-from ..events import Event, missing_line_end
-from ..rules import SESSION_ID_RE, CommitId, CommitMessage, SessionId, check_free, check_session_id
+from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id
+from ..log.commits import CommitMessage
+from ..log.events import Event, missing_line_end
 from .base import CommitInfo, SessionStore
 from .journal import Journal
 from .lock import LockWait, acquire_within

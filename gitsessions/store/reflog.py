@@ -21,7 +21,7 @@ from dulwich.file import FileLocked
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from ..rules import SESSION_ID_RE, CommitId, SessionId, check_session_id
+from ..ids import SESSION_ID_RE, CommitId, SessionId, check_session_id
 from .faults import optional_write
 from .repo import point_head, read_refs
 from .values import ReflogEntry

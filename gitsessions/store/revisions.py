@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import BadRevision, SessionNotFound
-from ..rules import REV_RE, CommitId, SessionId, check_session_id
+from ..ids import REV_RE, CommitId, SessionId, check_session_id
 from .values import ReflogEntry, Revision
 
 if TYPE_CHECKING:

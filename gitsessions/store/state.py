@@ -18,7 +18,8 @@ from pathlib import Path
 
 from dulwich.repo import Repo
 
-from ..rules import CommitMessage, check_session_id
+from ..ids import check_session_id
+from ..log.commits import CommitMessage
 from .faults import optional_write, os_faults
 from .journal import Journal
 from .listing import Row, RowCache, Stamp, trusted

@@ -1,7 +1,7 @@
 """The values that cross the store seam, and the shapes of its journal, lock and hook runner.
 
 Plain data: identity and storage keys (ref names, object ids) stay in the backend. Commit
-ids are 40-digit lowercase hex (:data:`~gitsessions.rules.CommitId`).
+ids are 40-digit lowercase hex (:data:`~gitsessions.ids.CommitId`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..events import Event
-from ..rules import CommitId, CommitMessage, SessionId
+from ..ids import CommitId, SessionId
+from ..log.commits import CommitMessage
+from ..log.events import Event
 from .journal import JournalContents
 from .lock import LockWait
 

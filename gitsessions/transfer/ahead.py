@@ -24,10 +24,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from ..redact import Redactor
+from ..secrets.redact import Redactor
 from .read import TOOLS, ImportPlan, read_import
+from .readers.stream import KEEP_CHARS
 from .seen import Key, SeenFiles, content_digest
-from .stream import KEEP_CHARS
 from .write import redact_plan
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 A conversation (:class:`ImportedConversation`) is a list of branches, each a list of
 chunks: the events before the first prompt, then one list per turn. The first branch is
-the session (named by :func:`~gitsessions.rules.imported_session_id`), the others forks at
+the session (named by :func:`~gitsessions.ids.imported_session_id`), the others forks at
 the turn where they leave it. Each chunk is one commit whose author date is when it was
 said; the first commit holds the header (the source tool and conversation id).
 
@@ -29,20 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExists, TransferError
-from ..events import Event, make_event, make_header
-from ..rules import (
-    CommitId,
-    CommitMessage,
-    Lineage,
-    SessionId,
-    commit_message,
-    fork_name,
-    imported_fork_id,
-    imported_session_id,
-    taken_by,
-)
+from ..ids import CommitId, SessionId, fork_name, imported_fork_id, imported_session_id, taken_by
+from ..log.commits import CommitMessage, Lineage, commit_message
+from ..log.events import Event, make_event, make_header
 from ..store import SessionStore
-from .conversation import ImportedConversation
+from .readers.conversation import ImportedConversation
 
 #: What happened to one branch: ``new`` (a new session), ``grew`` (turns appended),
 #: ``fork`` (a new branch at its fork point), ``same`` (nothing new), ``archived`` (an archived

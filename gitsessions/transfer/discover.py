@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import claude_code, codex, llm_db
+from .readers import claude_code, codex, llm_db
 
 #: ``default_paths(env, home)`` of a source: its files, in the order they are to be imported.
 Finder = Callable[[Mapping[str, str], Path], list[Path]]

@@ -2,7 +2,7 @@
 
 ``markdown`` and ``html`` are for reading (title, session, commit, then every message with its
 role and time, tool calls and results, interrupted replies and turns that did not complete):
-both render :func:`gitsessions.view.items`, as ``gs show`` does. ``json`` is exactly the
+both render :func:`gitsessions.log.view.items`, as ``gs show`` does. ``json`` is exactly the
 ``gs show --format json`` object; ``jsonl`` is ``session.jsonl`` byte for byte.
 """
 
@@ -11,17 +11,33 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
+from typing import Any
 
-from .. import view
-from ..events import clean_text
-from ..render import dumps, show_object
+from ..log import view
+from ..log.events import clean_text
+from ..log.transcript import derive_messages, title_of
+from ..log.turns import turn_count
 from ..store import Snapshot
-from ..text import fence
-from ..transcript import derive_messages, title_of
-from ..turns import turn_count
+from ..text import dumps, fence
 
 #: ``gs export --format`` values.
 EXPORT_FORMATS = ("markdown", "json", "jsonl", "html")
+
+
+def show_object(snap: Snapshot, *, full: bool = False) -> dict[str, Any]:
+    """Return the ``gs show --format json`` object: ``id``, ``commit``, ``header``, ``events``, ``messages``.
+
+    ``messages`` are what the next request sends; ``full``: as if no compaction was made
+    (every message, none given way to a summary).
+    """
+    events = [e for e in snap.events if e.type != "compaction/summary"] if full else snap.events
+    return {
+        "id": snap.session_id,
+        "commit": snap.commit,
+        "header": snap.header,
+        "events": [e.to_dict() for e in snap.events],
+        "messages": derive_messages(events),
+    }
 
 
 def event_time(ms: int) -> str:

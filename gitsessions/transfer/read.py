@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CorruptSession, InvalidEvent, InvalidSessionId, TransferError, UnsupportedVersion
-from ..events import Event, clean_value, encode_header, make_event, now_ms, parse_log
-from ..rules import check_session_id
-from ..transcript import closing_events, derive_messages, open_turn
-from . import chatgpt, claude_ai, claude_code, codex, llm_db, stream
-from .branches import ImportedConversation
-from .messages import _Bad, _kind, events_from_messages
+from ..ids import check_session_id
+from ..log.events import Event, clean_value, encode_header, make_event, now_ms, parse_log
+from ..log.transcript import closing_events, derive_messages, open_turn
+from .readers import chatgpt, claude_ai, claude_code, codex, llm_db, stream
+from .readers.conversation import ImportedConversation
+from .readers.messages import _Bad, _kind, events_from_messages
 
 #: GeekAgent's id rule (seed tutorial, ``ID_PATTERN``); gs's own rule is checked as well.
 _GEEKAGENT_ID = re.compile(r"^[a-zA-Z0-9_-]+$")

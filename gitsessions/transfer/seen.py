@@ -28,7 +28,7 @@ from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 
 from .. import __version__
-from ..redact import Redactor
+from ..secrets.redact import Redactor
 from ..store import SessionStore
 from .read import TOOLS, ImportPlan
 from .write import ImportResult

@@ -12,14 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import HookRefused, InvalidSessionId, SessionExists, TransferError
-from ..events import make_header
-from ..recovery import recover_journal
-from ..redact import Redactor
-from ..redact_many import redact_events
-from ..rules import check_new_id, check_session_id, commit_message, new_session_id, taken_by
+from ..ids import check_new_id, check_session_id, new_session_id, taken_by
+from ..log.commits import commit_message
+from ..log.events import make_header
+from ..secrets.redact import Redactor
+from ..secrets.redact_many import redact_events
 from ..store import SessionStore
-from .branches import ImportedConversation, Outcome, SourceIndex, write_conversation
+from ..writer.recovery import recover_journal
+from .branches import Outcome, SourceIndex, write_conversation
 from .read import TOOLS, ImportedSession, ImportPlan
+from .readers.conversation import ImportedConversation
 
 
 @dataclass

@@ -157,7 +157,7 @@ class Toolset:
         allow: tools approved beforehand (config ``permissions.allow``, expanded).
         yes: ``--yes``: every call is approved beforehand.
         env: the environment a command gets (the face passes gs's own without its secret-named
-            variables, :func:`gitsessions.redact.is_secret_name`; default: none).
+            variables, :func:`gitsessions.secrets.secret_names.is_secret_name`; default: none).
 
     Attributes:
         running: what each call runs inside (the face's: on a terminal, Ctrl+C stops a

@@ -1,0 +1,371 @@
+"""The derived transcript: events -> chat-completions messages, and closing unfinished turns.
+
+The model never sees the log; it sees the messages :func:`derive_messages` derives from it
+(design.md, "The derived transcript"). Whatever the log holds, the result is a valid
+chat-completions transcript: every assistant tool call is answered by exactly one tool
+message right after it, no tool message answers nothing, strings are well-formed Unicode.
+
+A turn that did not finish (a crash, Ctrl+C, an API error) is closed by *appending* the
+events :func:`closing_events` returns — never by cutting the log (seed design record).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .events import Event, clean_text
+from .request import options_of
+from .turns import turn_count, turn_number
+
+__all__ = [
+    "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "SYSTEM_REMOVED", "closing_events", "derive_messages", "open_turn",
+    "summary_through", "title_of", "turn_count", "undone_turns",
+]
+
+#: ``tool/result.error_code`` for a call the assistant asked for that never started.
+NOT_STARTED = "not_started"
+#: ``tool/result.error_code`` for a call that started but whose outcome was never recorded.
+OUTCOME_UNKNOWN = "outcome_unknown"
+#: ``tool/result.error_code`` for a call skipped because the user cancelled the reply.
+CANCELLED = "cancelled"
+
+#: What the summary of a ``compaction/summary`` is sent after, as a user message.
+SUMMARY_LEAD = "Summary of the conversation so far:\n"
+#: What an empty ``session/system`` (it removes the system prompt) is said to be, shown or saved.
+SYSTEM_REMOVED = "system prompt removed"
+
+_SYNTHETIC_CONTENT = {
+    NOT_STARTED: "error: this tool call was never run (the turn ended before it started).",
+    OUTCOME_UNKNOWN: (
+        "error: this tool call was started but its outcome is unknown (the turn was "
+        "interrupted). Do not blindly retry it: check first whether it already took effect."
+    ),
+    CANCELLED: "error: this tool call was not run because the user cancelled the reply.",
+}
+
+
+def undone_turns(events: Sequence[Event]) -> set[int]:
+    """Return the turn numbers that ``session/undo`` events dropped from the transcript."""
+    return {e.data["turn"] for e in events if e.type == "session/undo" and isinstance(e.data.get("turn"), int)}
+
+
+def summary_through(ev: Event) -> int:
+    """Return the seq of the last event a ``compaction/summary`` covers: its ``through``, else the one before it."""
+    through = ev.data.get("through")
+    if isinstance(through, int) and not isinstance(through, bool) and 0 <= through < ev.seq:
+        return through
+    return ev.seq - 1
+
+
+def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """Derive the chat-completions ``messages`` list from a session's events.
+
+    The result depends on ``events`` alone; when they are the list derived last, grown by
+    appending, only the new events are looked at (see :func:`derived`).
+
+    Args:
+        events: the log after the header, in seq order (any content, any interruption).
+
+    Returns:
+        Messages as dicts: ``{"role": "user", "content": str}``,
+        ``{"role": "assistant", "content": str, "tool_calls": [...]}`` (``tool_calls``
+        only when non-empty, in the API's ``{"id", "type": "function", "function": {"name",
+        "arguments"}}`` shape) and ``{"role": "tool", "tool_call_id": str, "content": str}``.
+        A ``compaction/summary`` replaces the messages of the events it covers (up to its
+        ``through``, a seq; all before it when it names none) with one user message holding
+        the summary; a summary of a turn that a later ``session/undo`` drops is void (the model
+        would see the dropped turn through it). Undone turns are left out. The last
+        ``session/system`` (a setting: no undo drops it) is the first message, ``{"role":
+        "system", "content": str}``; an empty one removes it. The dicts may be shared with
+        later calls: read them, do not change them.
+    """
+    return derived(events).messages()
+
+
+class Derivation:
+    """What a log says, derived event by event: the transcript so far, each event's turn, the title.
+
+    The one body of :func:`derive_messages` (and of the ``Turn``, ``Title`` and ``Messages``
+    a save's commit message carries): :meth:`add` takes the events in log order.
+
+    Args:
+        undone: the turns ``session/undo`` events drop (:func:`undone_turns` of the whole log).
+
+    Attributes:
+        undone: as given.
+        count: events taken.
+        turn: the number of the last turn started (0 before the first; see :mod:`gitsessions.log.turns`).
+        turns: the turn of each event taken, in order.
+        title: :func:`title_of` the events taken.
+        model: the model the last ``session/model`` chose (None: none did; the run's default).
+        options: the request options of the last ``session/options`` (see :mod:`gitsessions.log.request`).
+    """
+
+    def __init__(self, undone: set[int]):
+        self.undone = undone
+        self.count = 0
+        self.turn = 0
+        self.turns: list[int] = []
+        self.title = ""
+        self.model: str | None = None
+        self.options: dict[str, Any] = {}
+        self._top: int | None = None  # the highest turn number started
+        self._system: dict[str, Any] | None = None  # the system message of the last session/system
+        self._messages: list[dict[str, Any]] = []
+        self._origins: list[int] = []  # the seq of the event each message comes from (a tool's: its call's)
+        self._asked = -1  # the seq of the assistant message the pending calls belong to
+        self._undone_before: set[int] = set()  # the turns undone by the events taken
+        self._pending: list[str] = []  # call ids awaiting a result, in call order
+        self._results: dict[Any, str] = {}
+        self._started: set[str] = set()  # pending calls a tool/call event shows began
+        self._last: Event | None = None
+
+    @property
+    def next_turn(self) -> int:
+        """The number the next turn gets: one more than any turn started (see :mod:`gitsessions.log.turns`)."""
+        return 1 + (self._top if self._top is not None else 0)
+
+    @property
+    def system(self) -> str:
+        """The system prompt in effect after the events taken (``""``: none)."""
+        return str(self._system["content"]) if self._system else ""
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The messages of the events taken (calls still unanswered get synthetic results)."""
+        return ([self._system] if self._system else []) + self._messages + self._answers()
+
+    def _answers(self) -> list[dict[str, Any]]:
+        """The tool messages answering the pending calls: their results, else a synthetic error."""
+        out = []
+        for call_id in self._pending:
+            content = self._results.get(call_id)
+            if content is None:
+                code = OUTCOME_UNKNOWN if call_id in self._started else NOT_STARTED
+                content = _SYNTHETIC_CONTENT[code]
+            out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        return out
+
+    def _flush(self) -> None:
+        answers = self._answers()
+        self._messages += answers
+        self._origins += [self._asked] * len(answers)
+        self._pending.clear()
+        self._results.clear()
+        self._started.clear()
+
+    def add(self, ev: Event) -> None:
+        """Take the next event of the log."""
+        self.count += 1
+        self._last = ev
+        if ev.type == "turn/start":
+            self.turn = turn_number(ev.data, self.turn)
+            self._top = self.turn if self._top is None else max(self._top, self.turn)
+        self.turns.append(self.turn)
+        if ev.type != "user/message" or self.turn not in self.undone:  # an undone prompt is no title
+            self.title = _titled(self.title, ev)
+        if ev.type == "session/system":  # a setting, not part of a turn: an undo leaves it
+            system = clean_text(str(ev.data.get("content", "")))
+            self._system = {"role": "system", "content": system} if system.strip() else None
+        elif ev.type == "session/model":  # settings too: what the next requests send besides messages
+            self.model = clean_text(str(ev.data.get("model") or "")).strip() or None
+        elif ev.type == "session/options":
+            self.options = options_of(ev.data.get("options"))
+        elif ev.type == "session/undo" and isinstance(ev.data.get("turn"), int):
+            self._undone_before.add(ev.data["turn"])
+        elif ev.type == "compaction/summary":  # it stands for the turns it covers, not for its own
+            self._summarize(ev)
+            return
+        if ev.type == "turn/start" or self.turn in self.undone:
+            return
+        d = ev.data
+        if ev.type == "user/message":
+            self._flush()
+            self._messages.append({"role": "user", "content": clean_text(str(d.get("content", "")))})
+            self._origins.append(ev.seq)
+        elif ev.type == "assistant/message":
+            self._flush()
+            calls: list[dict[str, Any]] = []
+            seen: set[str] = set()
+            for call in d.get("tool_calls") or []:
+                # Compare cleaned ids: two lone surrogates both become U+FFFD.
+                call_id = clean_text(str(call.get("id") or ""))
+                if not call_id or call_id in seen:
+                    continue  # an id we could never answer unambiguously
+                seen.add(call_id)
+                calls.append(
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {
+                            "name": clean_text(str(call.get("name", ""))),
+                            "arguments": clean_text(str(call.get("arguments", "") or "")),
+                        },
+                    }
+                )
+            content = d.get("content")
+            content = clean_text(content) if isinstance(content, str) else ""
+            if not content and not calls:
+                return  # an interrupted reply that produced nothing
+            # "" rather than null beside tool calls: some servers (llama.cpp) refuse null.
+            msg: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                msg["tool_calls"] = calls
+            self._messages.append(msg)
+            self._origins.append(ev.seq)
+            self._pending.extend(c["id"] for c in calls)
+            self._asked = ev.seq
+        elif ev.type == "tool/call":
+            cid = d.get("id")
+            if isinstance(cid, str) and clean_text(cid) in self._pending:
+                self._started.add(clean_text(cid))
+        elif ev.type == "tool/result":
+            cid = d.get("id")
+            cid = clean_text(cid) if isinstance(cid, str) else cid
+            if cid in self._pending and cid not in self._results:
+                self._results[cid] = clean_text(str(d.get("content", "")))
+
+    def _summarize(self, ev: Event) -> None:
+        """Take a ``compaction/summary``: the messages of the events it covers give way to it.
+
+        A tool message goes with the call it answers (kept or replaced together), so what is
+        left is a valid transcript wherever ``through`` falls.
+        """
+        through = summary_through(ev)
+        if set(self.turns[:through + 1]) & (self.undone - self._undone_before):
+            return  # a turn it covers was undone after it: what it covers is sent as the log has it
+        if self._asked <= through:  # the calls still unanswered are replaced with the message asking
+            self._pending.clear()
+            self._results.clear()
+            self._started.clear()
+        keep = [i for i, origin in enumerate(self._origins) if origin > through]
+        summary = {"role": "user", "content": SUMMARY_LEAD + clean_text(str(ev.data.get("summary", "")))}
+        self._messages = [summary, *(self._messages[i] for i in keep)]
+        self._origins = [ev.seq, *(self._origins[i] for i in keep)]
+
+    def derives(self, events: Sequence[Event]) -> bool:
+        """True when ``events`` begins with the events taken.
+
+        Judged by the last one taken: the lists kept only grow at the end or lose their last events.
+        """
+        return len(events) >= self.count and (self.count == 0 or events[self.count - 1] is self._last)
+
+
+_derived: list[tuple[Sequence[Event], Derivation]] = []  # the lists derived last, newest first
+_derived_lock = threading.Lock()
+_KEEP = 4
+
+
+def derived(events: Sequence[Event]) -> Derivation:
+    """Return the :class:`Derivation` of ``events``, taking only what is new since the last time.
+
+    A session's events are one list that grows by a few events per save, and every request
+    and every save derives from it: the derivation of each of the last few lists is kept and
+    extended by the events appended since (a cache keyed by the list object: the result is
+    the same as a fresh derivation's). It starts again when the list lost or replaced the
+    events it had, or when a new ``session/undo`` changes which turns are left out.
+
+    Args:
+        events: the log after the header, in seq order.
+
+    Returns:
+        The derivation; shared with later calls: read it, do not change it.
+    """
+    with _derived_lock:
+        found = next((d for seen, d in _derived if seen is events), None)
+        if found is not None and not found.derives(events):
+            found = None
+        if found is not None and any(e.type == "session/undo" for e in events[found.count:]):
+            if undone_turns(events) != found.undone:
+                found = None
+        if found is None:
+            found = Derivation(undone_turns(events))
+        for ev in events[found.count:]:
+            found.add(ev)
+        _derived[:] = [(events, found), *((seen, d) for seen, d in _derived if seen is not events)][:_KEEP]
+        return found
+
+
+def open_turn(events: Sequence[Event]) -> int | None:
+    """Return the index in ``events`` of the ``turn/start`` of an unfinished turn, else None."""
+    for i in range(len(events) - 1, -1, -1):
+        if events[i].type == "turn/end":
+            return None
+        if events[i].type == "turn/start":
+            return i
+    return None
+
+
+def closing_events(events: Sequence[Event], reason: str) -> list[tuple[str, dict[str, Any]]]:
+    """Return the events (type, data) that close the last turn if it is unfinished.
+
+    Unanswered tool calls get synthetic error results — ``not_started`` when no ``tool/call``
+    event shows the call began (``cancelled`` when the user cancelled), ``outcome_unknown``
+    when it began but has no result; a missing ``step/end`` is added; then ``turn/end`` with
+    ``reason``.
+
+    Args:
+        events: the log so far.
+        reason: the ``turn/end`` reason (``interrupted`` after a crash, ``aborted`` for a
+            user cancel, ``error`` after an API failure).
+
+    Returns:
+        The (type, data) pairs to append, in order; empty when no turn is open.
+    """
+    start = open_turn(events)
+    if start is None:
+        return []
+    turn_events = events[start:]
+    turn = derived(events).turns[start]
+    # Unanswered calls, in request order. A result answers the latest request of its id, so an
+    # id reused in a later step (some local servers number calls per reply) is answered again.
+    requested: dict[Any, str] = {}  # ids as the log holds them (another writer may use non-strings)
+    started: set[Any] = set()
+    open_step = None
+    for ev in turn_events:
+        if ev.type == "assistant/message":
+            for call in ev.data.get("tool_calls") or []:
+                if call.get("id"):
+                    requested.setdefault(call["id"], call.get("name", ""))
+        elif ev.type == "tool/call":
+            started.add(ev.data.get("id"))
+        elif ev.type == "tool/result":
+            requested.pop(ev.data.get("id"), None)
+            started.discard(ev.data.get("id"))
+        elif ev.type == "step/start":
+            open_step = ev.data.get("step")
+        elif ev.type == "step/end":
+            open_step = None
+    out: list[tuple[str, dict[str, Any]]] = []
+    for call_id, name in requested.items():
+        if call_id in started:
+            code = OUTCOME_UNKNOWN
+        else:
+            code = CANCELLED if reason == "aborted" else NOT_STARTED
+        out.append(
+            ("tool/result", {"id": call_id, "name": name, "content": _SYNTHETIC_CONTENT[code],
+                             "is_error": True, "error_code": code})
+        )
+    if open_step is not None:
+        out.append(("step/end", {"step": open_step}))
+    out.append(("turn/end", {"turn": turn, "reason": reason}))
+    return out
+
+
+def title_of(events: Sequence[Event]) -> str:
+    """Return the session title: the last ``session/title``, else the first prompt's first line.
+
+    An undone turn's prompt is no title: a new attempt at turn 1 undoes it (see :mod:`gitsessions.writer.redo`)
+    and is titled by its own prompt.
+    """
+    return derived(events).title
+
+
+def _titled(title: str, ev: Event) -> str:
+    """The title after ``ev``, given the title before it (see :func:`title_of`)."""
+    if ev.type == "session/title":
+        return str(ev.data.get("title", ""))
+    if ev.type == "user/message" and not title:
+        return str(ev.data.get("content", "")).strip().split("\n", 1)[0]
+    return title

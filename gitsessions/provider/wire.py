@@ -1,0 +1,278 @@
+"""The chat-completions wire format as plain JSON: the request body, the streamed events, the reply.
+
+The provider sends and reads these through the ``openai`` SDK's client without the SDK's
+types: a request body encodes each message once for the whole conversation (the messages of
+a request are those of the one before plus the new ones), and a streamed reply is read as
+server-sent events whose data are JSON chunks, assembled into one :class:`Completion`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import operator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..log.events import clean_text
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of reply text, in arrival order."""
+
+    text: str
+
+
+@dataclass
+class Completion:
+    """The assembled reply of one request.
+
+    Attributes:
+        content: the whole reply text.
+        tool_calls: ``[{"id", "name", "arguments"}]`` in the model's order.
+        finish_reason: the API's ``finish_reason`` (``stop``, ``tool_calls``, ``length``...).
+        model: the model that answered, as the API names it.
+        usage: the API's usage object (``prompt_tokens``, ``completion_tokens``,
+            ``total_tokens``, ...) when the stream reported it.
+    """
+
+    content: str = ""
+    tool_calls: list[dict[str, str]] = field(default_factory=list)
+    finish_reason: str | None = None
+    model: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+def sse_data(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    r"""Yield the ``data`` of each server-sent event in a byte stream (the SSE wire format).
+
+    Lines end with ``\n``, ``\r\n`` or ``\r``; an event's ``data:`` lines are joined by ``\n``
+    and it ends at a blank line. Other fields (``event``, ``id``, ``retry``) and comments are
+    skipped; an event unfinished when the body ends is dropped, as the SDK's decoder does.
+
+    Args:
+        pieces: the response body as it arrives, cut anywhere.
+    """
+    rest = b""  # until a \r is seen: the unfinished event; after: the unfinished line
+    data: list[bytes] = []
+    lines_only = False  # a \r was seen: line by line from then on
+    for piece in itertools.chain(pieces, (None,)):
+        if not lines_only and piece is not None and b"\r" not in piece:
+            # Lines end with \n alone (what servers send): split the events at their blank lines.
+            events = (rest + piece if rest else piece).split(b"\n\n")
+            rest = events.pop()
+            for event in events:
+                if event.startswith(b"data: ") and b"\n" not in event:
+                    yield event[6:]  # the usual event: one data line
+                else:
+                    yield from _event_data(event.split(b"\n"))
+            continue
+        lines_only = True
+        if piece is not None:
+            lines = (rest + piece if rest else piece).splitlines(keepends=True)
+            # A line is whole once its end arrived; a lone \r may still be followed by \n.
+            rest = lines.pop() if lines and lines[-1][-1:] != b"\n" else b""
+        elif rest.endswith(b"\r"):  # the body ended: a lone \r did end its line
+            lines = rest.splitlines(keepends=True)
+        else:
+            break
+        for line in lines:
+            line = line.rstrip(b"\r\n")
+            if not line:
+                if data:
+                    yield data[0] if len(data) == 1 else b"\n".join(data)
+                    data = []
+            elif line.startswith(b"data:"):
+                data.append(_field_value(line))
+
+
+def _field_value(line: bytes) -> bytes:
+    """The value of a field's line: after the colon and one space, if there is one."""
+    at = line.index(b":") + 1
+    return line[at + 1:] if line[at:at + 1] == b" " else line[at:]
+
+
+def _event_data(lines: list[bytes]) -> Iterator[bytes]:
+    """The data of the events in ``lines`` (no line ends; the last one ends at a blank line)."""
+    data: list[bytes] = []
+    for line in [*lines, b""]:
+        if not line:
+            if data:
+                yield b"\n".join(data)
+                data = []
+        elif line.startswith(b"data:"):
+            data.append(_field_value(line))
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` with the ``None`` entries of every object left out (the API's ``usage``)."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    return value
+
+
+class Reply:
+    """The reply being assembled from chat-completions chunks (plain JSON objects).
+
+    Attributes:
+        done: the :class:`Completion` so far (model, usage, finish reason).
+        parts: reply text yielded so far.
+        held: a high surrogate waiting for its pair in the next chunk.
+        chunks: chunks taken.
+        ended: the stream's closing ``data: [DONE]`` arrived.
+    """
+
+    def __init__(self, model: str):
+        self.done = Completion(model=model)
+        self.parts: list[str] = []
+        self.held = ""
+        self.chunks = 0
+        self.ended = False
+        self._calls: dict[int, dict[str, str]] = {}
+
+    def take(self, chunk: Any) -> str | None:
+        """Take one chunk; return its reply text ("" for none), or None for no chunk at all."""
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        if not isinstance(choices, list):
+            return None
+        self.chunks += 1
+        done = self.done
+        model, usage = chunk.get("model"), chunk.get("usage")
+        if model and model != done.model:
+            done.model = str(model)
+        if isinstance(usage, dict):
+            done.usage = _without_none(usage)
+        out = ""
+        for choice in choices:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if isinstance(delta, dict):
+                content = delta.get("content")
+                if content and isinstance(content, str):
+                    out += self._text(content)
+                if delta.get("tool_calls"):
+                    for tc in delta["tool_calls"]:
+                        if isinstance(tc, dict):
+                            self._call(tc)
+            if isinstance(choice, dict) and choice.get("finish_reason"):
+                done.finish_reason = str(choice["finish_reason"])
+        return out
+
+    def _text(self, content: str) -> str:
+        """Return ``content`` as well-formed text to show and keep.
+
+        A surrogate pair split across two chunks is joined, a lone surrogate becomes U+FFFD
+        (it cannot be printed or saved).
+        """
+        text, self.held = self.held + content if self.held else content, ""
+        if not text.isascii():  # (ASCII, the usual text, holds no surrogate)
+            if "\ud800" <= text[-1] <= "\udbff":
+                text, self.held = text[:-1], text[-1]
+            text = clean_text(text)
+        if text:
+            self.parts.append(text)
+        return text
+
+    def _call(self, tc: dict[str, Any]) -> None:
+        """Add one streamed fragment of a tool call (its id, name and arguments come in pieces)."""
+        index = tc.get("index")
+        slot = self._calls.setdefault(index if isinstance(index, int) else len(self._calls),
+                                      {"id": "", "name": "", "arguments": ""})
+        if tc.get("id"):
+            slot["id"] = str(tc["id"])
+        function = tc.get("function")
+        if isinstance(function, dict):
+            if function.get("name"):
+                slot["name"] += str(function["name"])
+            if function.get("arguments"):
+                slot["arguments"] += str(function["arguments"])
+
+    def completion(self) -> Completion:
+        """The assembled :class:`Completion` (tool calls in index order, missing ids filled in)."""
+        done = self.done
+        done.content = "".join(self.parts)
+        calls = [self._calls[index] for index in sorted(self._calls)]
+        done.tool_calls = [{**call, "id": call["id"] or f"call_{i}"} for i, call in enumerate(calls)]
+        return done
+
+
+_decoder = json.JSONDecoder()
+
+
+def decode_chunk(data: bytes) -> Any:
+    """Parse an event's data as JSON, as ``json.loads`` does, with less work per chunk.
+
+    Raises:
+        ValueError: not UTF-8, or not JSON.
+    """
+    text = data.decode("utf-8")
+    try:
+        value, end = _decoder.raw_decode(text)  # no look for white space around it
+    except ValueError:
+        end = -1
+    return value if end == len(text) else _decoder.decode(text)  # the rare case: spaces, or an error
+
+
+def _dumps(value: Any) -> bytes:
+    # As the SDK encodes a body: compact, UTF-8, no NaN.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+class RequestEncoder:
+    """Encodes the JSON bodies of one conversation's requests, each message once.
+
+    Every request of a chat sends the whole transcript again: the messages of the request
+    before (the same objects, as :func:`gitsessions.log.transcript.derive_messages` extends its
+    list) and a few new ones. The encoding of the messages the last request began with is
+    kept, and the part of it that the next request begins with again is sent as it is; the
+    rest is encoded. A message is the same when it is the same object (messages are read,
+    never changed, on their way to the model) or, for a few (a system prompt built anew for
+    each request), an equal one.
+    """
+
+    _EQUAL_CHECKS = 4  # how many equal, not identical, messages are looked at before encoding the rest
+
+    def __init__(self) -> None:
+        self._messages: list[Mapping[str, Any]] = []
+        self._parts: list[bytes] = []
+        self._joined = bytearray()  # b",".join(self._parts), grown in place
+
+    def _common(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """How many of ``messages`` begin as the last request's did."""
+        last, n = self._messages, min(len(messages), len(self._messages))
+        if n == len(last) and last == messages[:n]:  # the usual case, at C speed (identity first, then ==)
+            return n
+        at, checks = 0, self._EQUAL_CHECKS
+        while at < n:
+            same = list(map(operator.is_, messages[at:n], last[at:n]))
+            if all(same):
+                return n
+            at += same.index(False)
+            if checks == 0 or messages[at] != last[at]:
+                return at
+            at, checks = at + 1, checks - 1
+        return at
+
+    def body(self, fields: dict[str, Any], messages: Sequence[Mapping[str, Any]]) -> bytes:
+        """The body ``{**fields, "messages": messages}`` as JSON bytes.
+
+        Args:
+            fields: the other members of the request (``model``, ``stream``, ``tools``...).
+            messages: the chat-completions messages.
+
+        Raises:
+            TypeError, ValueError: something in them is not plain JSON.
+        """
+        common = self._common(messages)
+        new = [_dumps(m) for m in messages[common:]]
+        if common == len(self._parts):  # the conversation went on: add the new messages' bytes
+            if new:
+                self._joined += b"," + b",".join(new) if common else b",".join(new)
+            self._parts += new
+        else:
+            self._parts = self._parts[:common] + new
+            self._joined = bytearray(b",".join(self._parts))
+        self._messages = list(messages)
+        rest = _dumps(fields)
+        return b"".join((b'{"messages":[', self._joined, b"]," + rest[1:] if len(rest) > 2 else b"]}"))

@@ -1,0 +1,323 @@
+"""Claude Code transcripts (``<config>/projects/<escaped cwd>/<session>.jsonl``) into conversations.
+
+A transcript is one JSON object per line (see the import formats notes). The lines form a
+graph through ``parentUuid``: going back and sending again leaves the abandoned branch in
+the file. What becomes what:
+
+- The branch ending at the last message line appended is the session; every other leaf
+  (a rewound branch) is a fork where it leaves it. A ``compact_boundary`` line starts a new
+  root whose ``logicalParentUuid`` names the line before it: the branch goes on through it,
+  and the summary the tool wrote after it is a ``compaction/summary`` event.
+- Lines that are no message (``attachment``, ``file-history-snapshot``, ``queue-operation``
+  and types not known yet) are passed over, also inside the chain.
+- One reply written as several ``assistant`` lines sharing ``message.id`` is one message;
+  its ``tool_use`` blocks are tool calls, the ``tool_result`` blocks of the ``user`` lines
+  after it their results (``is_error`` kept). Parallel calls' results hang from their calls'
+  lines: they are the branch's, no rewind (:mod:`.claude_code_graph`).
+- ``thinking`` blocks, meta lines (``isMeta``), the tool's own notes (slash command
+  echoes, ``system`` lines, "[Request interrupted by user]") are ignorable events: kept,
+  never sent to a model. Images are described in the text.
+- Sidechain lines (``isSidechain``: a sub-agent, in the same file or in
+  ``<session>/subagents/agent-*.jsonl``) are their own conversation, spawned by the session
+  at the time the sub-agent began (its lineage).
+- A session made with ``--resume ID --fork-session`` repeats the origin's lines: when they
+  keep the origin's ``sessionId`` (older versions) it is spawned by the origin where they
+  end; 2.1 gives them the new id, and names no origin: the transcripts beside it that begin
+  with the same line (its ``uuid``) and were begun before it are its origins (:func:`.family`):
+  it forks them where they part, sharing the commits of the lines they share. An origin
+  imported after its copy (its file missing then) is a session of its own.
+- The title: the last ``custom-title`` (a rename), else the last ``ai-title``, else a
+  ``summary`` of the session's branch, else its first prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ...log.events import Event
+from . import anthropic, stream
+from .claude_code_family import begun, family
+from .claude_code_graph import _Node, _Transcript
+from .conversation import ImportedConversation
+from .messages import COMPACTION, _Bad, turns_from_messages
+
+#: The source tool's name (headers, trailers, ids, ``gs import --from``).
+TOOL = "claude-code"
+#: Line types of Claude Code's own (beyond messages) that tell a file is one of its transcripts.
+_OWN_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "custom-title", "ai-title",
+                        "last-prompt", "attachment", "mode"})
+#: The tool's own text in a user line: a slash command's echo and output, a cancel notice.
+_TOOL_NOTE = re.compile(r"\s*(<(command-name|command-message|local-command-stdout|local-command-caveat|"
+                        r"local-command-stderr|bash-input|bash-stdout|bash-stderr)>|\[Request interrupted by user)")
+
+
+def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Every Claude Code transcript on this machine: sessions first, each group oldest first, then sub-agents.
+
+    Claude Code keeps its files in ``CLAUDE_CONFIG_DIR`` when that is set, else ``~/.claude``;
+    transcripts are ``projects/<escaped cwd>/<session>.jsonl`` and a session's sub-agents
+    ``projects/<dir>/<session>/subagents/agent-*.jsonl`` (older versions put them beside the
+    sessions as ``agent-*.jsonl``).
+
+    Args:
+        env: the environment (the face reads it).
+        home: the user's home directory.
+
+    Returns:
+        The transcript files, sessions before sub-agents (a sub-agent's lineage names its
+        session, which must be imported first); sessions in the order they were begun (a
+        ``--fork-session`` copy after its origin, which it then forks: :func:`.begun`),
+        sub-agents by name.
+    """
+    projects = projects_dir(env, home)
+    if not projects.is_dir():
+        return []
+    files = sorted((p for p in projects.glob("*/*.jsonl") if p.is_file()), key=lambda p: (begun(p), p))
+    agents = sorted(p for p in projects.glob("*/*/subagents/*.jsonl") if p.is_file())
+    return ([p for p in files if not p.name.startswith("agent-")] + [p for p in files if p.name.startswith("agent-")]
+            + agents)
+
+
+def projects_dir(env: Mapping[str, str], home: Path) -> Path:
+    """The folder holding Claude Code's transcripts (``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``)."""
+    config = env.get("CLAUDE_CONFIG_DIR")
+    return (Path(config).expanduser() if config else home / ".claude") / "projects"
+
+
+def is_transcript(obj: Any) -> bool:
+    """True when ``obj`` (a file's first line, parsed) begins a Claude Code transcript."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str) or "seq" in obj or "payload" in obj:
+        return False
+    return obj["type"] in _OWN_TYPES or ("sessionId" in obj and ("uuid" in obj or "parentUuid" in obj))
+
+
+def _aside(name: str, text: str) -> dict:
+    return {"role": "system", "name": name, "content": text}
+
+
+class _Messages:
+    """The chat messages of one branch (its lines, root first) and when each was said."""
+
+    def __init__(self, start: int):
+        self.messages: list[dict] = []
+        self.times: list[int] = []
+        self.t = start
+        self.reply: dict | None = None  # the assistant message being gathered from its lines
+        self.reply_id: Any = None
+        self.reply_t = start  # the time of the reply's last line: what follows it must not date it
+
+    def add(self, msg: dict, t: int | None = None) -> None:
+        self.messages.append(msg)
+        self.times.append(self.t if t is None else t)
+
+    def flush(self) -> None:
+        if self.reply is not None and (self.reply["content"] or self.reply.get("tool_calls")):
+            self.add(self.reply, self.reply_t)
+        self.reply, self.reply_id = None, None
+
+    def line(self, node: _Node) -> None:
+        obj = node.obj
+        self.t = node.time if node.time is not None else self.t
+        at = f"line {node.line}"
+        if not node.message:
+            if obj.get("type") == "system" and obj.get("subtype") != "compact_boundary":
+                self.flush()
+                text, subtype = obj.get("content"), obj.get("subtype")
+                if isinstance(text, str) and text.strip():
+                    name = f"claude-code system {subtype}" if isinstance(subtype, str) else "claude-code system"
+                    self.add(_aside(name, text))
+            return  # attachments and lines of types not known yet
+        message = obj["message"]
+        blocks = anthropic.blocks(message.get("content"), at)
+        if obj.get("type") == "assistant":
+            self.assistant(node, message, blocks)
+            return
+        self.flush()
+        texts = []
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                call = block.get("tool_use_id")
+                if not isinstance(call, str):
+                    raise _Bad(f"{at}: a tool_result block without a string \"tool_use_id\"")
+                self.add({"role": "tool", "tool_call_id": call, "content": anthropic.result_text(block.get("content")),
+                          "is_error": block.get("is_error") is True})
+            else:
+                texts.append(anthropic.block_text(block))
+        text = "\n".join(t for t in texts if t)
+        if not text and any(b.get("type") == "tool_result" for b in blocks):
+            return
+        if obj.get("isCompactSummary"):
+            self.add({"role": COMPACTION, "content": text})
+        elif obj.get("isMeta"):
+            self.add(_aside("claude-code meta", text))
+        elif _TOOL_NOTE.match(text):
+            self.add(_aside("claude-code note", text))
+        else:
+            self.add({"role": "user", "content": text})
+
+    def assistant(self, node: _Node, message: dict, blocks: list[dict]) -> None:
+        mid = message.get("id")
+        if self.reply is None or mid is None or mid != self.reply_id:
+            self.flush()
+            self.reply, self.reply_id = {"role": "assistant", "content": ""}, mid
+            if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+                self.reply["model"] = message["model"]
+        reply, self.reply_t = self.reply, self.t
+        if isinstance(message.get("usage"), dict):  # each line of a reply repeats it: the last one holds
+            reply["usage"] = anthropic.usage(message["usage"])
+        for block in blocks:
+            kind = block.get("type")
+            if kind in ("thinking", "redacted_thinking"):
+                text = block.get("thinking") if kind == "thinking" else "[redacted thinking]"
+                self.add(_aside("assistant thinking", str(text or "")))
+            elif kind == "tool_use":
+                call_id, name = block.get("id"), block.get("name")
+                if not isinstance(call_id, str) or not isinstance(name, str):
+                    raise _Bad(f"line {node.line}: a tool_use block without a string \"id\" and \"name\"")
+                arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
+                reply.setdefault("tool_calls", []).append({"id": call_id, "function": {"name": name,
+                                                                                       "arguments": arguments}})
+            else:
+                text = anthropic.block_text(block)
+                reply["content"] = "\n\n".join(t for t in (reply["content"], text) if t)
+
+
+def _settled(messages: list[dict]) -> int:
+    """How many of the active branch's messages to import: all, unless its last turn is under way.
+
+    A turn the tool is still writing (a prompt without its answer yet, a call without its
+    result) would be closed as interrupted, and the next import, finding it answered, could
+    only fork there: it is left for the next import. A turn the user stopped is over.
+    """
+    for msg in reversed(messages):
+        if msg["role"] == "system":
+            if msg.get("name") == "claude-code note" and "[Request interrupted" in msg["content"][:40]:
+                return len(messages)
+            continue
+        if (msg["role"] == "assistant" and not msg.get("tool_calls")) or msg["role"] == COMPACTION:
+            return len(messages)
+        break
+    return max((j for j, m in enumerate(messages) if m["role"] == "user"), default=len(messages))
+
+
+def _first_prompt(messages: list[dict]) -> str:
+    return next((str(m["content"]).strip().split("\n", 1)[0] for m in messages if m["role"] == "user"
+                 and str(m["content"]).strip()), "")
+
+
+class _Reader:
+    """One transcript file into its conversations: the session, then each sub-agent's."""
+
+    def __init__(self, raw: Iterable[bytes], path: Path | None = None):
+        self.file = _Transcript(stream.lines(raw))
+        self.start = next((n.time for n in self.file.order if n.time is not None), None)
+        self.path = path
+        self.first: str | None = None  # the uuid of the session's first message line
+
+    def branches(self, nodes: list[_Node], title: str, where: str,
+                 notes: list[str]) -> tuple[list[tuple[str, list[list[Event]]]], str, int]:
+        """Each leaf's branch split per turn (the newest first); the title; when it began (ms)."""
+        out: list[tuple[str, list[list[Event]]]] = []
+        title_out, created = title, 0
+        for i, (leaf, path) in enumerate(self.file.branches(nodes)):
+            begun = next((n.time for n in path if n.time is not None), self.start or 0)
+            gathered = _Messages(begun)
+            for node in path:
+                gathered.line(node)
+            gathered.flush()
+            if i == 0:
+                self.first = next((n.uuid for n in path if n.message), None)
+                summaries = self.file.summaries
+                summary = next((summaries[n.uuid] for n in reversed(path) if n.uuid in summaries), "")
+                title_out = title or summary or _first_prompt(gathered.messages) or "Claude Code session"
+                created = begun
+            settled = _settled(gathered.messages) if i == 0 else len(gathered.messages)
+            if settled < len(gathered.messages):
+                notes.append(f"{where}its last turn is still under way; the next import takes it")
+            chunks, more = turns_from_messages(gathered.messages[:settled], gathered.times[:settled], title=title_out,
+                                               where=where)
+            notes.extend(n for n in more if n not in notes)
+            if len(chunks) > 1 and chunks not in [c for _, c in out]:  # a branch without prompts adds nothing
+                out.append((leaf.uuid, chunks))
+        return out, title_out, created
+
+    def conversations(self) -> list[ImportedConversation]:
+        main = [n for n in self.file.order if n.obj.get("isSidechain") is not True]
+        side = [n for n in self.file.order if n.obj.get("isSidechain") is True]
+        session = next((n.obj["sessionId"] for n in reversed(main or side) if isinstance(n.obj.get("sessionId"), str)),
+                       None)
+        if session is None:
+            if any(n.message for n in self.file.order):
+                raise _Bad("no line names its \"sessionId\": not a Claude Code transcript")
+            return []
+        out = []
+        title = self.file.titles.get("custom-title") or self.file.titles.get("ai-title") or ""
+        notes = list(self.file.notes)
+        branches, title, created = self.branches(main, title, "", notes)
+        if branches:
+            origin = next((n.obj["sessionId"] for n in main if isinstance(n.obj.get("sessionId"), str)), session)
+            spawned: tuple[str, int] | None = None
+            kin: tuple[str, ...] = ()
+            if origin != session:  # made with --fork-session: the origin's lines come first, theirs unchanged
+                shared = [n.time for n in main if n.obj.get("sessionId") == origin and n.time is not None]
+                spawned = (origin, shared[-1]) if shared else None
+            elif self.path is not None and self.first is not None:  # 2.1's copies: told by their first line
+                kin = family(self.path, self.first, session)
+            out.append(ImportedConversation(TOOL, session, title, created, branches, notes, spawned=spawned,
+                                            family=kin))
+        agents: dict[str, list[_Node]] = {}
+        for node in side:  # grouped by agent (newer versions name it), else by the root each line leads to
+            agent = node.obj.get("agentId")
+            key = f"agent-{agent}" if isinstance(agent, str) and agent else self.file.path(node)[0].uuid
+            agents.setdefault(key, []).append(node)
+        for key, nodes in agents.items():
+            notes = []
+            branches, title, created = self.branches(nodes, "", f"sub-agent {key}, ", notes)
+            if branches:
+                out.append(ImportedConversation(TOOL, f"{session}/{key}", f"sub-agent: {title}", created, branches,
+                                                notes, spawned=(session, created)))
+        return out
+
+
+def read_transcript(raw: Iterable[bytes], path: Path | None = None, *,
+                    origins: bool = True) -> list[ImportedConversation]:
+    """Convert a Claude Code transcript into conversations: the session's, then each sub-agent's.
+
+    A ``--fork-session`` copy comes after the session of each transcript of its family begun
+    before it (its origin, read from its file): written first, it is what the copy forks,
+    whichever file is imported first (:func:`.begun`).
+
+    Args:
+        raw: the file's bytes, line by line (a binary file: read a line at a time, never
+            held whole).
+        path: where it was read from, if from a file: the transcripts beside it that begin
+            as it does are its ``family`` (``--fork-session`` copies and their origin).
+        origins: read the family begun before it too (False: this file's alone).
+
+    Returns:
+        The conversations, each branch split per turn (a file of titles and snapshots alone
+        holds none).
+
+    Raises:
+        _Bad: something cannot be read (the message names the line).
+    """
+    convs = _Reader(raw, path).conversations()
+    if path is None or not origins or not convs or not convs[0].family:
+        return convs
+    before = []
+    for other in convs[0].family:  # begun before it
+        there = path.with_name(f"{other}.jsonl")
+        try:
+            with there.open("rb") as f:
+                theirs = read_transcript(f, there, origins=False)
+        except (OSError, _Bad):
+            continue  # its own import says what is wrong with it
+        for conv in theirs[:1]:
+            if conv.source_id == other:
+                conv.notes.append(f"read with {convs[0].source_id}, its --fork-session copy, which forks it")
+                before.append(conv)
+    return before + convs

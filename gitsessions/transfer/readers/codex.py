@@ -1,0 +1,399 @@
+"""Codex rollouts (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``) into conversations.
+
+A rollout is one JSON object per line, ``{"timestamp", "type", "payload"}`` (see the import
+formats notes). What becomes what:
+
+- ``session_meta`` (the first line) names the conversation (``id``) and, for a forked
+  session, the one it came from (``forked_from_id``: its lineage); Codex's instructions in
+  it are kept as an ignorable message.
+- ``response_item`` messages: the user's prompts open turns; the assistant's replies are
+  steps. What Codex injects as messages (``developer`` and ``system`` messages, ``user``
+  messages holding ``<environment_context>`` or instructions) and the model's ``reasoning``
+  summaries are kept as ignorable messages (stored, never sent to a model). The local paths
+  in that context (the working directory, writable roots) are replaced unless the paths are
+  kept, as no other source's local paths are imported then (:func:`_without_paths`).
+- ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` are tool calls (one
+  assistant message holds the calls of one reply), their ``*_output`` items the results.
+- ``compacted`` is a ``compaction/summary`` event (the model is sent the summary and what
+  follows it; a remote compaction's summary is what its ``replacement_history`` kept, and
+  its encrypted summary, which only the model's server reads, an ignorable message after it);
+  ``turn_context`` names the model of the replies after it, and with the ``task_*`` events
+  ends the turn before it once that has a reply; ``event_msg``
+  ``token_count`` gives the usage of the reply before it. Every other line (UI events,
+  ``world_state``, types of newer versions) is skipped.
+- A file Codex is still writing (a torn last line, a turn without its ``task_complete``)
+  keeps its last turn for the next import, and what follows the last turn's end (the next
+  turn's context, a compaction) always waits for the turn it opens: so that the next
+  import finds every commit as it wrote it and fast-forwards.
+
+Nothing here reads the file system but :func:`default_paths`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import stream
+from .conversation import ImportedConversation
+from .messages import COMPACTION, TURN_OVER, _Bad, _kind, iso_ms, turns_from_messages
+
+#: The source tool's name (headers, trailers, ids, ``--from``).
+TOOL = "codex"
+#: Longest title taken from the first prompt, characters.
+_TITLE_MAX = 80
+#: How injected context begins (Codex writes it as ``user`` messages).
+_CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "<user_shell_command>", "# AGENTS.md",
+                 "<turn_aborted>")
+#: What stands for a local path left out of the injected context (``--keep-paths`` keeps it).
+LOCAL_PATH = "[a local path: kept with --keep-paths]"
+#: An element of the injected context holding an absolute path (``<cwd>/home/me/proj</cwd>``, a
+#: ``<root>`` of ``<writable_roots>``): POSIX, home-relative or a Windows drive.
+_ABSOLUTE = r"(?:/|~/|[A-Za-z]:[\\/])"
+_PATH_ELEMENT = re.compile(rf"(<([\w-]+)>)\s*{_ABSOLUTE}[^<\n]*(</\2>)")
+#: The older plain-text context's list of writable roots (``Writable roots: /a, /b``).
+_ROOTS_LINE = re.compile(r"(?m)^(\s*Writable roots:[ \t]*)(.*)$")
+#: One absolute path of that list (up to the next comma).
+_ROOT = re.compile(rf"{_ABSOLUTE}[^,\n]*")
+#: ``event_msg`` types that open or close a turn.
+_TURN_EVENTS = ("task_started", "task_complete", "turn_aborted")
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+
+def sessions_dir(env: Mapping[str, str], home: Path) -> Path:
+    """Return the folder Codex keeps its rollouts in: ``$CODEX_HOME/sessions`` (``CODEX_HOME``: ``~/.codex``).
+
+    Args:
+        env: the environment.
+        home: the user's home directory.
+    """
+    return (Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex") / "sessions"
+
+
+def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Return the rollout files Codex keeps on this machine, oldest first.
+
+    Args:
+        env: the environment (``CODEX_HOME`` names Codex's directory, default ``~/.codex``).
+        home: the user's home directory.
+
+    Returns:
+        Every ``**/rollout-*.jsonl`` under :func:`sessions_dir` (empty when there is none).
+    """
+    return sorted(sessions_dir(env, home).glob("**/rollout-*.jsonl"))
+
+
+def is_rollout(head: Any) -> bool:
+    """True when ``head`` (a rollout's first line, parsed) is Codex's ``session_meta`` line."""
+    return (isinstance(head, dict) and head.get("type") == "session_meta"
+            and isinstance(head.get("payload"), dict))
+
+
+def _ms(value: Any, at: str) -> int:
+    """A line's ISO 8601 time as epoch ms."""
+    ms = iso_ms(value)
+    if ms is None:
+        raise _Bad(f"{at}: \"timestamp\" {value!r} is not an ISO 8601 time with a zone")
+    return ms
+
+
+def _text(content: Any) -> str:
+    """A message's ``content`` items as text (an image described)."""
+    if isinstance(content, str):
+        return content
+    out = []
+    for item in content if isinstance(content, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            out.append(item["text"])
+        elif isinstance(item, dict) and item.get("type") == "input_image":
+            out.append("[image not imported]")
+    return "\n".join(out)
+
+
+def _output(value: Any) -> str:
+    """A tool output as text: a string, ``{"content"}``, or a list of content items."""
+    if isinstance(value, dict) and "content" in value:
+        value = value["content"]
+    if isinstance(value, list):
+        return _text(value)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _usage(info: Any) -> dict | None:
+    """A ``token_count`` event's ``last_token_usage`` as the API's usage object."""
+    last = info.get("last_token_usage") if isinstance(info, dict) else None
+    if not isinstance(last, dict):
+        return None
+    num = {k: v for k, v in last.items() if isinstance(v, int) and not isinstance(v, bool)}
+    usage: dict[str, Any] = {"prompt_tokens": num.get("input_tokens", 0),
+                             "completion_tokens": num.get("output_tokens", 0),
+                             "total_tokens": num.get("total_tokens",
+                                                     num.get("input_tokens", 0) + num.get("output_tokens", 0))}
+    if "cached_input_tokens" in num:
+        usage["prompt_tokens_details"] = {"cached_tokens": num["cached_input_tokens"]}
+    if "reasoning_output_tokens" in num:
+        usage["completion_tokens_details"] = {"reasoning_tokens": num["reasoning_output_tokens"]}
+    return usage
+
+
+class _Rollout:
+    """The messages of one rollout, built line by line."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.times: list[int] = []
+        self.model: str | None = None
+        self.reply: dict | None = None  # the assistant message the next calls join
+        self.said: dict | None = None  # the last assistant message (a token count is its usage)
+        self.answered = False  # the prompt so far has a reply: a turn may end
+        self.tasks = False  # this Codex writes task events (task_complete ends each turn)
+        self.complete = False  # the last prompt's task is complete
+        self.notes: list[str] = []
+        self.paths: set[str] = set()  # the working directories the rollout names (session_meta, turn_context)
+        self.sealed: set[str] = set()  # the encrypted compaction summaries kept so far (each once)
+
+    def add(self, msg: Any, t: int) -> None:
+        self.messages.append(msg)
+        self.times.append(t)
+
+    def aside(self, name: str, text: str, t: int) -> None:
+        self.add({"role": "system", "name": name, "content": text}, t)
+
+    def assistant(self, content: str, t: int) -> dict:
+        self.answered = True
+        msg: dict[str, Any] = {"role": "assistant", "content": content}
+        if self.model:
+            msg["model"] = self.model
+        self.add(msg, t)
+        self.said = msg
+        return msg
+
+    def item(self, item: dict, t: int, at: str) -> None:
+        kind = item.get("type")
+        if kind == "message":
+            role, text = item.get("role"), _text(item.get("content"))
+            if role == "assistant":
+                self.reply = self.assistant(text, t)
+            elif role == "user" and not text.lstrip().startswith(_CONTEXT_TAGS):
+                self.reply, self.answered, self.complete = None, False, False
+                self.add({"role": "user", "content": text}, t)
+            elif role in ("user", "developer", "system"):
+                self.end_turn(t)  # older Codex writes no turn events: its context opens the next turn
+                self.aside(f"codex {role} context", text, t)
+            else:
+                raise _Bad(f"{at}: message role {role!r} is not user, assistant, developer or system")
+        elif kind in _CALLS:
+            call_id = item.get("call_id") or item.get("id")
+            if not isinstance(call_id, str) or not call_id:
+                raise _Bad(f"{at}: a {kind} has no \"call_id\"")
+            if kind == "function_call":
+                args = item.get("arguments")
+                args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            else:  # a custom tool's free text (apply_patch), a shell action: as a JSON object
+                args = json.dumps({"input": item.get("input")} if kind == "custom_tool_call"
+                                  else item.get("action"), ensure_ascii=False)
+            name = item.get("name") if isinstance(item.get("name"), str) and item.get("name") else "shell"
+            if self.reply is None:
+                self.reply = self.assistant("", t)
+            self.reply.setdefault("tool_calls", []).append(
+                {"id": call_id, "function": {"name": name, "arguments": args}})
+        elif kind in _OUTPUTS:
+            self.reply = None
+            self.add({"role": "tool", "tool_call_id": str(item.get("call_id")), "content": _output(item.get("output"))},
+                     t)
+        elif kind == "reasoning":
+            summary = "\n".join(s["text"] for s in item.get("summary") or []
+                                if isinstance(s, dict) and isinstance(s.get("text"), str))
+            if summary:
+                self.aside("codex reasoning", summary, t)
+        elif kind == "web_search_call":
+            action: dict = item["action"] if isinstance(item.get("action"), dict) else {}
+            self.aside("codex web search", str(action.get("query") or action.get("url") or "a web search"), t)
+        elif kind in ("compaction_summary", "compaction"):
+            self.seal(item, t)
+        elif kind != "ghost_snapshot":
+            note = f"items of type {kind!r} were skipped"
+            if note not in self.notes:
+                self.notes.append(note)
+
+    def end_turn(self, t: int) -> None:
+        """The turn is over (once its prompt has a reply): what follows is the next turn's."""
+        if self.answered:
+            self.reply, self.answered = None, False
+            self.add(TURN_OVER, t)
+
+    def hold_back(self, over: bool) -> None:
+        """Leave out what may still change: all after the last turn's end, and that turn unless ``over``.
+
+        What follows a turn's end (the next turn's context, a compaction) is imported with
+        the turn it opens, in its commit; a turn Codex is still writing is imported once
+        it is over. Either would otherwise be written where the next import does not put it.
+        """
+        prompt = max((i for i, m in enumerate(self.messages) if isinstance(m, dict) and m.get("role") == "user"),
+                     default=-1)
+        ends = [i for i, m in enumerate(self.messages) if m is TURN_OVER]
+        after = [i for i in ends if i > prompt]
+        if over:
+            cut = after[-1] + 1 if after else len(self.messages)
+        else:
+            before = [i for i in ends if i < prompt]
+            cut = before[-1] + 1 if before else max(prompt, 0)
+            while not before and cut > 0 and isinstance(self.messages[cut - 1], dict) and (
+                    self.messages[cut - 1].get("role") == "system"):
+                cut -= 1  # no end marked (the first turn): back over the context Codex injected for it
+            self.notes.append("its last turn is still going on; it is imported once it is over")
+        self.messages, self.times = self.messages[:cut], self.times[:cut]
+
+    def kept(self, history: Any, at: str) -> str:
+        """The summary's text from a remote compaction's ``replacement_history``.
+
+        Compacted by the model's server (codex-rs ``compact_remote.rs``), a ``compacted``
+        line has no ``message``: the items Codex goes on with are the ``replacement_history``,
+        what it kept in the clear (prompts, replies, calls) and the summary proper as an
+        encrypted ``compaction`` item only that server reads. Injected context is left out:
+        each turn brings its own.
+        """
+        parts = []
+        for item in history if isinstance(history, list) else []:
+            kind = item.get("type") if isinstance(item, dict) else None
+            if kind == "message" and item.get("role") in ("user", "assistant"):
+                text = _text(item.get("content"))
+                if not (item["role"] == "user" and text.lstrip().startswith(_CONTEXT_TAGS)):
+                    parts.append(f"{item['role']}: {text}")
+            elif kind in _CALLS:
+                parts.append(f"assistant called {item.get('name') or 'shell'}: "
+                             f"{_output(item.get('arguments', item.get('input', item.get('action'))))}")
+            elif kind in _OUTPUTS:
+                parts.append(f"tool result: {_output(item.get('output'))}")
+            elif kind in ("compaction", "compaction_summary"):
+                parts.append("[the rest of the summary is encrypted, for the model's server alone: kept aside, "
+                             "not sent]")
+                self.notes.append(f"{at}: Codex's summary there is encrypted; what it kept in the clear stands for it")
+        return "\n\n".join(parts)
+
+    def seal(self, item: dict, t: int) -> None:
+        """Keep an encrypted compaction summary as an ignorable message (stored, never sent).
+
+        Only the server that wrote it reads it; kept so that nothing of the rollout is lost
+        (the same one in a ``compacted`` line and as an item is kept once).
+        """
+        sealed = item.get("encrypted_content")
+        if isinstance(sealed, str) and sealed and sealed not in self.sealed:
+            self.sealed.add(sealed)
+            self.aside("codex encrypted compaction", sealed, t)
+
+    def line(self, obj: Any, at: str) -> None:
+        if not isinstance(obj, dict):
+            raise _Bad(f"{at} is {_kind(obj)}, not an object")
+        kind, payload = obj.get("type"), obj.get("payload")
+        if not isinstance(payload, dict):
+            return  # a line of a kind this reader does not know: newer versions add them
+        t = _ms(obj.get("timestamp"), at) if "timestamp" in obj else (self.times[-1] if self.times else 0)
+        if kind == "response_item":
+            self.item(payload, t, at)
+        elif kind == "compacted":
+            self.reply = None
+            summary = payload.get("message")
+            if not isinstance(summary, str) or not summary.strip():  # compacted by the model's server
+                summary = self.kept(payload.get("replacement_history"), at)
+            self.add({"role": COMPACTION, "content": summary}, t)
+            for item in payload.get("replacement_history") or []:
+                if isinstance(item, dict) and item.get("type") in ("compaction", "compaction_summary"):
+                    self.seal(item, t)
+        elif kind == "turn_context" or (kind == "event_msg" and payload.get("type") in _TURN_EVENTS):
+            if kind == "event_msg":
+                self.tasks = True
+                self.complete = payload.get("type") != "task_started"
+            self.end_turn(t)  # (older ones write turn_context after the prompt: no end there)
+            if kind == "turn_context" and isinstance(payload.get("model"), str):
+                self.model = payload["model"]
+            if kind == "turn_context" and isinstance(payload.get("cwd"), str) and payload["cwd"].strip():
+                self.paths.add(payload["cwd"])
+        elif kind == "event_msg" and payload.get("type") == "token_count" and self.said is not None:
+            usage = _usage(payload.get("info"))
+            if usage is not None and "usage" not in self.said:
+                self.said["usage"] = usage
+
+
+def _without_paths(text: str, paths: set[str]) -> str:
+    """Injected context with its local paths replaced by :data:`LOCAL_PATH`.
+
+    The working directories the rollout names are replaced wherever the text holds them
+    (longest first: a folder inside another), then any element holding an absolute path and
+    each absolute path of a plain-text ``Writable roots:`` line. A file system's root (``/``,
+    ``C:`` and its slash) names nothing of the machine and is in every closing tag: it is not replaced as text.
+    """
+    for path in sorted(paths, key=len, reverse=True):
+        if re.fullmatch(r"\s*(?:[A-Za-z]:)?[\\/]*\s*", path) is None:
+            text = text.replace(path, LOCAL_PATH)
+    text = _ROOTS_LINE.sub(lambda m: m.group(1) + _ROOT.sub(LOCAL_PATH, m.group(2)), text)
+    return _PATH_ELEMENT.sub(lambda m: f"{m.group(1)}{LOCAL_PATH}{m.group(3)}", text)
+
+
+def read_rollout(raw: Iterable[bytes], *, keep_paths: bool = False) -> ImportedConversation:
+    """Convert a rollout into one conversation, each turn a chunk.
+
+    Args:
+        raw: the file's bytes, line by line (a binary file: read a line at a time, never held
+            whole); its first line is ``session_meta``.
+        keep_paths: keep the local paths of the context Codex injected (``--keep-paths``);
+            else each is :data:`LOCAL_PATH`.
+
+    Returns:
+        The conversation (titled by its first prompt; ``forked_from`` noted).
+
+    Raises:
+        _Bad: a line is not JSON or cannot be read (the message names the line).
+    """
+    rollout = _Rollout()
+    meta: dict | None = None
+    torn = False
+    for n, line, ended in stream.lines(raw):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            if not ended:  # Codex is writing it: the next import reads it
+                torn = True
+                break
+            raise _Bad(f"line {n}: not JSON ({exc})") from None
+        if meta is None:
+            if not is_rollout(obj):
+                raise _Bad(f"line {n}: a Codex rollout begins with a session_meta line")
+            meta = obj["payload"]
+            if isinstance(meta.get("cwd"), str) and meta["cwd"].strip():
+                rollout.paths.add(meta["cwd"])
+            continue
+        rollout.line(obj, f"line {n}")
+    assert meta is not None  # the caller detected the format from the first line
+    rollout.hold_back(over=not torn and (rollout.complete or not rollout.tasks))
+    if not keep_paths:
+        rollout.messages = [dict(m, content=_without_paths(m["content"], rollout.paths))
+                            if isinstance(m, dict) and str(m.get("name", "")).endswith(" context") else m
+                            for m in rollout.messages]
+    given = meta.get("base_instructions") or meta.get("instructions")  # Codex's own prompt: kept, not sent
+    given = given.get("text") if isinstance(given, dict) else given
+    if isinstance(given, str) and given.strip():
+        rollout.messages.insert(0, {"role": "system", "name": "codex instructions", "content": given})
+        rollout.times.insert(0, rollout.times[0] if rollout.times else 0)
+    sid = meta.get("id")
+    if not isinstance(sid, str) or not sid:
+        raise _Bad("line 1: session_meta has no \"id\"")
+    created = _ms(meta.get("timestamp"), "line 1") if meta.get("timestamp") else (
+        rollout.times[0] if rollout.times else 0)
+    prompts = [m["content"] for m in rollout.messages if isinstance(m, dict) and m.get("role") == "user"]
+    title = prompts[0].strip().split("\n", 1)[0][:_TITLE_MAX] if prompts else ""
+    chunks, notes = turns_from_messages(rollout.messages, rollout.times, title=title)
+    notes = rollout.notes + notes
+    if not prompts:
+        notes.append("it holds no prompt yet")
+    forked = meta.get("forked_from_id")
+    if isinstance(forked, str) and forked:
+        notes.append(f"it was forked from codex session {forked}")
+    return ImportedConversation(TOOL, sid, title, created, [(sid, chunks)] if len(chunks) > 1 else [], notes,
+                                forked_from=forked if isinstance(forked, str) and forked else None)
