@@ -54,6 +54,13 @@ def library_key() -> str | None:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+def value_group(rx: re.Pattern[str]) -> int:
+    """The group of a detect-secrets regex that holds the secret (0: the whole match)."""
+    # A pattern with one group that does not open it (``://user:(pass)@``) names the secret
+    # by that group; a leading group (``(ghp|gho)_...``) is only an alternation.
+    return 1 if rx.groups == 1 and not (rx.pattern.startswith("(") and not rx.pattern.startswith("(?")) else 0
+
+
 def read_library(skipped: frozenset[str]) -> dict[str, Any]:
     """Import detect-secrets and read what redaction needs of it (a few hundred ms).
 
@@ -74,7 +81,6 @@ def read_library(skipped: frozenset[str]) -> dict[str, Any]:
     from detect_secrets.plugins.base import RegexBasedDetector
     from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
-    from .detectors import value_group
     from .regex_form import form_of
     from .secret_names import assignment_patterns
 

@@ -285,13 +285,6 @@ def _kind(secret_type: str) -> str:
     return KIND_NAMES.get(secret_type) or re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
 
 
-def value_group(rx: re.Pattern[str]) -> int:
-    """The group of a detect-secrets regex that holds the secret (0: the whole match)."""
-    # A pattern with one group that does not open it (``://user:(pass)@``) names the secret
-    # by that group; a leading group (``(ghp|gho)_...``) is only an alternation.
-    return 1 if rx.groups == 1 and not (rx.pattern.startswith("(") and not rx.pattern.startswith("(?")) else 0
-
-
 @functools.cache
 def library_shapes(cache: Path | None = None) -> tuple[Shape, ...]:
     """Return the shapes of detect-secrets' plugins, in its order, the high-entropy rule last.
