@@ -271,8 +271,6 @@ def test_the_rules_catch_what_they_are_for():
 #: Circles allowed to stay: a tuple of the modules (or packages) in one circle, sorted -> why.
 #: Expected empty: a circle means two modules are one idea, or one of them holds a rule of the other's.
 ALLOWED_CIRCLES: dict[tuple[str, ...], str] = {
-    ("gitsessions.history.search", "gitsessions.history.search_index"): "TEMPORARY: the scan's rules go to one side",
-    ("gitsessions.secrets.detector_cache", "gitsessions.secrets.detectors"): "TEMPORARY: one side reads the library",
     ("gitsessions.writer.recovery", "gitsessions.writer.session"): "TEMPORARY: opening a session gets a home",
 }
 

@@ -14,7 +14,7 @@ from fakeapi import text
 from test_faults_disk import _mount, _umount
 from test_history_service import HEADER, asks, opened, plain, turn  # noqa: F401 - plain is a fixture
 
-from gitsessions.history import search
+from gitsessions.history import messages, search
 from gitsessions.store import GitStore
 
 SK = "sk-" + "Zq7Xw3Rt9Yp2Lm5Nb8Vc1Kd4" + "Hf6Js0Ga"
@@ -43,7 +43,7 @@ def indexed_messages(index: Path) -> dict[str, int]:
 
 
 def messages_at(store: GitStore, sid: str, tip: str) -> int:
-    return len(search.read_messages(search.body_text(store.read_raw(sid, tip)))[0])
+    return len(messages.read_messages(messages.body_text(store.read_raw(sid, tip)))[0])
 
 
 def test_the_index_answers_what_the_scan_answers(gs, repo_path, plain, fake_api, git):  # noqa: F811

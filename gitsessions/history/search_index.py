@@ -32,7 +32,7 @@ from pathlib import Path
 from ..errors import CorruptSession
 from ..store import SessionStore
 from ..text import find_folded, snippet
-from .search import body_text, names_searched_type, read_messages
+from .messages import body_text, names_searched_type, read_messages
 
 #: Bumped when what is stored changes: an index of another version is rebuilt.
 VERSION = "5"  # 5: compaction summaries are searched
