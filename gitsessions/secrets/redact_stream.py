@@ -99,6 +99,7 @@ class StreamRedactor:
         for lit, hold, icase in self._starts:
             longest[lit, icase] = max(hold, longest.get((lit, icase), 0))
         self._starts = [(lit, hold, icase) for (lit, icase), hold in longest.items()]
+        self._icase = any(icase for *_, icase in self._starts) or any(icase for *_, icase in self._unclosed)
         self.context = max([STREAM_WINDOW, *(2 * h for h in holds)])
         # The needles (texts one of which every match holds), each searched once per look:
         # a shape runs only when one of its is where its matches may be (str.rfind in C,
@@ -180,15 +181,28 @@ class StreamRedactor:
         return merged
 
     def _held_from(self, text: str) -> int:
-        """Return where the tail that may still become a secret starts (``len(text)``: none)."""
+        """Return where the tail that may still become a secret starts (``len(text)``: none).
+
+        The earliest of what each kind of shape holds back: a literal a match starts with, a
+        start still waiting for the literal that closes it, a run at the end, a keyword on the
+        last line.
+        """
         n = len(text)
         cut = n - self._always
-        lowered = None
+        lowered = text.translate(ASCII_LOWER) if self._icase else text
+        cut = self._held_by_starts(text, lowered, cut)
+        cut = self._held_by_unclosed(text, lowered, cut)
+        if self._tails:
+            cut = self._held_by_runs(text, cut)
+        if self._keywords:
+            cut = self._held_by_keywords(text, cut)
+        return cut
+
+    def _held_by_starts(self, text: str, lowered: str, cut: int) -> int:
+        """Where a literal a match starts with lies whole within its hold, or begins at the very end."""
+        n = len(text)
         for lit, hold, icase in self._starts:
-            if icase and lowered is None:
-                lowered = text.translate(ASCII_LOWER)
-            seen = lowered if icase and lowered is not None else text
-            # The literal whole within the last ``hold`` characters, or begun at the very end.
+            seen = lowered if icase else text
             j = seen.find(lit, max(0, n - hold + 1))
             if 0 <= j < cut:
                 cut = j
@@ -198,29 +212,40 @@ class StreamRedactor:
                     cut = j
                     break
                 j = seen.find(lit[0], j + 1, cut)
+        return cut
+
+    def _held_by_unclosed(self, text: str, lowered: str, cut: int) -> int:
+        """Where a start waits for the literal its matches need later (a PEM header still arriving)."""
+        n = len(text)
         for lit, inner, icase in self._unclosed:
-            if icase and lowered is None:
-                lowered = text.translate(ASCII_LOWER)
-            seen = lowered if icase and lowered is not None else text
+            seen = lowered if icase else text
             j = seen.rfind(lit, max(0, n - MAX_HOLD))
             if 0 <= j < cut and seen.find(inner, j + len(lit)) < 0:
                 cut = j
-        if self._tails:
-            # Runs are matched on the end reversed: a regex searched for a run ending at \Z
-            # would try every start, each to the end.
-            back = text[max(0, n - MAX_HOLD):][::-1]
-            for run_rx, longest in self._tails:
-                run = run_rx.match(back).end()  # type: ignore[union-attr]  # a run may be empty
-                if run and n - min(run, longest) < cut:
-                    cut = n - min(run, longest)
-        if self._keywords:
-            lo = max(text.rfind("\n") + 1, n - MAX_HOLD)
-            line = text[lo:].translate(ASCII_LOWER)
-            for keywords in self._keywords:
-                for keyword in keywords:
-                    j = line.find(keyword)
-                    if 0 <= j and lo + j < cut:
-                        cut = lo + j
+        return cut
+
+    def _held_by_runs(self, text: str, cut: int) -> int:
+        """Where a run that may still grow into a match ends the text."""
+        n = len(text)
+        # Runs are matched on the end reversed: a regex searched for a run ending at \Z
+        # would try every start, each to the end.
+        back = text[max(0, n - MAX_HOLD):][::-1]
+        for run_rx, longest in self._tails:
+            run = run_rx.match(back).end()  # type: ignore[union-attr]  # a run may be empty
+            if run and n - min(run, longest) < cut:
+                cut = n - min(run, longest)
+        return cut
+
+    def _held_by_keywords(self, text: str, cut: int) -> int:
+        """Where a keyword a match may begin at stands on the last line."""
+        n = len(text)
+        lo = max(text.rfind("\n") + 1, n - MAX_HOLD)
+        line = text[lo:].translate(ASCII_LOWER)
+        for keywords in self._keywords:
+            for keyword in keywords:
+                j = line.find(keyword)
+                if 0 <= j and lo + j < cut:
+                    cut = lo + j
         return cut
 
     def _release(self, final: bool) -> str:
