@@ -173,34 +173,12 @@ class _Rollout:
         return msg
 
     def item(self, item: dict, t: int, at: str) -> None:
+        """Take one ``response_item`` of the rollout (``at`` names its line, for errors)."""
         kind = item.get("type")
         if kind == "message":
-            role, text = item.get("role"), _text(item.get("content"))
-            if role == "assistant":
-                self.reply = self.assistant(text, t)
-            elif role == "user" and not text.lstrip().startswith(_CONTEXT_TAGS):
-                self.reply, self.answered, self.complete = None, False, False
-                self.add({"role": "user", "content": text}, t)
-            elif role in ("user", "developer", "system"):
-                self.end_turn(t)  # older Codex writes no turn events: its context opens the next turn
-                self.aside(f"codex {role} context", text, t)
-            else:
-                raise _Bad(f"{at}: message role {role!r} is not user, assistant, developer or system")
+            self.message(item, t, at)
         elif kind in _CALLS:
-            call_id = item.get("call_id") or item.get("id")
-            if not isinstance(call_id, str) or not call_id:
-                raise _Bad(f"{at}: a {kind} has no \"call_id\"")
-            if kind == "function_call":
-                args = item.get("arguments")
-                args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-            else:  # a custom tool's free text (apply_patch), a shell action: as a JSON object
-                args = json.dumps({"input": item.get("input")} if kind == "custom_tool_call"
-                                  else item.get("action"), ensure_ascii=False)
-            name = item.get("name") if isinstance(item.get("name"), str) and item.get("name") else "shell"
-            if self.reply is None:
-                self.reply = self.assistant("", t)
-            self.reply.setdefault("tool_calls", []).append(
-                {"id": call_id, "function": {"name": name, "arguments": args}})
+            self.call(item, t, at)
         elif kind in _OUTPUTS:
             self.reply = None
             self.add({"role": "tool", "tool_call_id": str(item.get("call_id")), "content": _output(item.get("output"))},
@@ -219,6 +197,38 @@ class _Rollout:
             note = f"items of type {kind!r} were skipped"
             if note not in self.notes:
                 self.notes.append(note)
+
+    def message(self, item: dict, t: int, at: str) -> None:
+        """A message item: a reply, a prompt, or the context Codex gives the model (kept aside)."""
+        role, text = item.get("role"), _text(item.get("content"))
+        if role == "assistant":
+            self.reply = self.assistant(text, t)
+        elif role == "user" and not text.lstrip().startswith(_CONTEXT_TAGS):
+            self.reply, self.answered, self.complete = None, False, False
+            self.add({"role": "user", "content": text}, t)
+        elif role in ("user", "developer", "system"):
+            self.end_turn(t)  # older Codex writes no turn events: its context opens the next turn
+            self.aside(f"codex {role} context", text, t)
+        else:
+            raise _Bad(f"{at}: message role {role!r} is not user, assistant, developer or system")
+
+    def call(self, item: dict, t: int, at: str) -> None:
+        """A tool call item (a function, a custom tool, a shell action): a call of the reply it is part of."""
+        kind = item.get("type")
+        call_id = item.get("call_id") or item.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise _Bad(f"{at}: a {kind} has no \"call_id\"")
+        if kind == "function_call":
+            args = item.get("arguments")
+            args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        else:  # a custom tool's free text (apply_patch), a shell action: as a JSON object
+            args = json.dumps({"input": item.get("input")} if kind == "custom_tool_call"
+                              else item.get("action"), ensure_ascii=False)
+        name = item.get("name") if isinstance(item.get("name"), str) and item.get("name") else "shell"
+        if self.reply is None:
+            self.reply = self.assistant("", t)
+        self.reply.setdefault("tool_calls", []).append(
+            {"id": call_id, "function": {"name": name, "arguments": args}})
 
     def end_turn(self, t: int) -> None:
         """The turn is over (once its prompt has a reply): what follows is the next turn's."""
