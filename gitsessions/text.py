@@ -75,7 +75,7 @@ def find_folded(text: str, needle_folded: str) -> tuple[int, int] | None:
 def case_variant(name: str, known: Iterable[str]) -> str | None:
     """The one of ``known`` that is ``name`` in another case, else None: what "did you mean" names.
 
-    Ids may not differ only by case (design.md, "On disk"), so a name that matches one
+    Ids may not differ only by case (case-insensitive file systems), so a name that matches one
     ignoring case means that one; saying so beats a list (or "already exists").
 
     Args:

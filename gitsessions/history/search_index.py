@@ -1,6 +1,7 @@
 """A derived index of the stored messages, so ``gs search`` need not read every log.
 
-A cache (design.md, "Derived caches"): an SQLite file under the repo's ``gs/`` folder,
+A derived cache (rebuilt from git when missing or stale, never needed: the scan answers
+without it): an SQLite file under the repo's ``gs/`` folder,
 keyed by each session's tip commit. A session whose tip moved is indexed from its new lines
 only when the old tip is a first-parent ancestor of the new one and the new log starts with
 the bytes indexed (the log is append-only); otherwise from scratch. A session gone from the

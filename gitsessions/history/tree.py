@@ -1,7 +1,7 @@
 """The family tree of a session: every session sharing its history, as a tree of fork points.
 
 A session's family is every session, live and archived, connected to it through shared
-history (issue 12, "See the tree"). The links are read from the tip commits' trailers, as
+history. The links are read from the tip commits' trailers, as
 ``gs list`` reads its rows, so a family is found without walking every session's log:
 
 - ``Forked-From: <session>@<commit>`` (every commit of a fork carries it, see

@@ -1,4 +1,4 @@
-"""A streamed HTTP/1.1 response body read a whole socket read at a time (issue 11, cheap streaming).
+"""A streamed HTTP/1.1 response body read a whole socket read at a time, so that streaming stays cheap.
 
 httpx hands a chunked body over one HTTP chunk at a time, each parsed by h11 in Python; a
 model server writes every streamed event as a chunk of its own, so that costs ~10 us per

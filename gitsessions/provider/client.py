@@ -172,7 +172,7 @@ class OpenAIProvider:
         """Send ``messages`` and yield the reply as it streams.
 
         A reply is complete only when the server said it finished (a ``finish_reason``, or
-        the stream's closing ``data: [DONE]``; design.md "Faults"): a stream that ends
+        the stream's closing ``data: [DONE]``): a stream that ends
         without either was cut, and raises. Text already yielded stays the caller's (the
         loop keeps it as an interrupted message), so a fault mid-reply says it is kept.
 

@@ -118,5 +118,5 @@ def connect(config: Config, *, model: str | None = None,
     notify("no API key configured: starting the embedded model (SmolLM2-135M-Instruct)...")
     with local.LocalModelServer() as server:
         yield OpenAIProvider(model or server.model, server.api_key, server.base_url, max_retries=0,
-                             calls_tools=False,  # SmolLM2-135M does not call tools (issue 15)
+                             calls_tools=False,  # SmolLM2-135M does not call tools
                              window=server.n_ctx)  # its server has no /props: the window it was started with

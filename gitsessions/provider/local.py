@@ -163,7 +163,7 @@ class LocalModelServer:
     ``server.api_key`` and use ``server.model`` as the model name.
 
     Its key, new for each server, goes through its stdin (not its command line, which every
-    account can read): no other account on the machine can use it (issue 16).
+    account can read): no other account on the machine can use it.
 
     The server runs in its own process group/session, so a Ctrl+C typed in the terminal does
     not kill it mid-chat (gs handles Ctrl+C itself). It is stopped by :meth:`stop`, by an

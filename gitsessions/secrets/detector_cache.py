@@ -1,10 +1,10 @@
 """What redaction needs of detect-secrets, read from the library once per installed version.
 
-detect-secrets stays the source of the credential shapes (issue 16 item 3), but importing it
+detect-secrets stays the source of the credential shapes, but importing it
 costs a few hundred milliseconds (it brings ``requests``), on every ``gs ask``. So its
 detectors' regex sources, the keyword rule's regexes and the entropy rule's charset are read
-from it once and kept in a small JSON file: a derived cache (see "Derived caches" in the
-design notes), rebuilt when missing, unreadable or stale, and never the source of truth.
+from it once and kept in a small JSON file: a derived cache, rebuilt when missing,
+unreadable or stale, and never the source of truth.
 
 gs keeps it in the platform's user cache dir (:func:`gitsessions.places.default_cache_dir`,
 e.g. ``~/.cache/gitsessions/detectors.json``), not in a session repo: it derives from the

@@ -1,13 +1,12 @@
 """The credential shapes redaction looks for: a maintained detector set, and the few it lacks.
 
-The shapes come from the ``detect-secrets`` library (issue 16, "Redaction from a maintained
-detector set"): every regex-based plugin's ``denylist`` (Slack, Stripe, JWT, URLs with a
-password, GitHub, GitLab, AWS, private keys, OpenAI, npm, PyPI, SendGrid, Twilio, ...), its
-``KeywordDetector`` for ``password = "..."``-style assignments, and its Base64 high-entropy
-string entropy for random-looking tokens. A new release of the library brings its new
-detectors without a change here. :data:`OWN_PATTERNS` adds what it lacks (Anthropic and
-Google keys, OpenAI keys without the legacy marker, fine-grained GitHub tokens, whole PEM
-blocks).
+The shapes come from the ``detect-secrets`` library, a maintained detector set: every
+regex-based plugin's ``denylist`` (Slack, Stripe, JWT, URLs with a password, GitHub, GitLab,
+AWS, private keys, OpenAI, npm, PyPI, SendGrid, Twilio, ...), its ``KeywordDetector`` for
+``password = "..."``-style assignments, and its Base64 high-entropy string entropy for
+random-looking tokens. A new release of the library brings its new detectors without a
+change here. :data:`OWN_PATTERNS` adds what it lacks (Anthropic and Google keys, OpenAI keys
+without the legacy marker, fine-grained GitHub tokens, whole PEM blocks).
 
 detect-secrets is slow to import (it brings ``requests``), so nothing here imports it: what
 is needed of it is read once per installed version into a cache file

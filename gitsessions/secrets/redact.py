@@ -1,6 +1,6 @@
 """Keeping secrets out of history: replace them before anything is journaled or committed.
 
-Three sources (issue 5, "Secrets never enter history"; issue 16):
+Secrets never enter history. Three sources:
 
 - values of environment variables whose names are secret (they contain KEY, TOKEN, SECRET
   or PASSWORD: :mod:`gitsessions.secrets.secret_names`, whose rule also finds ``NAME=value`` in

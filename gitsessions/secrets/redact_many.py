@@ -7,7 +7,7 @@ whose literals are in none of them is passed over on each, which finds what tryi
 would (a string holds a literal only if the join does); and a string met again (the keys
 and names every event repeats: 9 in 10 of a Claude Code transcript's strings) is redacted
 once. Trying ~50 shapes on each of a conversation's thousands of strings was most of an
-import's time (issue 14, item 7).
+import's time.
 """
 
 from __future__ import annotations

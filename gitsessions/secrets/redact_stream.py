@@ -1,8 +1,8 @@
 """A streamed reply redacted as it arrives: only prefixes that cannot become part of a secret are released.
 
 The shapes and the rules are :class:`~gitsessions.secrets.redact.Redactor`'s; this module decides when
-what arrived so far is final (issue 16: a secret split across chunks never sits whole, nor
-in pieces, in the journal).
+what arrived so far is final: a secret split across chunks never sits whole, nor in pieces,
+in the journal.
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 The shapes (:mod:`gitsessions.secrets.detectors`) ask a text where their literals are (with
 ``str.find``, at C speed) and where its runs of token characters are (the high-entropy
 rule's candidates), so that a regex runs only where a match may start: a regex searched
-over a whole text costs tens of nanoseconds a character, most of an import's time
-(issue 14, item 7).
+over a whole text costs tens of nanoseconds a character, most of an import's time.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which names hold secrets, and the shapes of a value given to such a name in text.
 
-One rule for names (issue 16): a name holding one of :data:`SECRET_NAME_PARTS` (or one of
+One rule for names: a name holding one of :data:`SECRET_NAME_PARTS` (or one of
 detect-secrets' keyword list, ``passwd``, ``pwd``, ``api_key``, ...) holds a secret. The
 environment-value rule (:func:`gitsessions.secrets.redact.from_environment`) uses it on variable
 names; the assignment shapes here use it on names written in text, where the name may hold

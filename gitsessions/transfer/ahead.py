@@ -1,7 +1,7 @@
 """Reading ahead: the next files of an import read, converted and redacted in a worker process.
 
 Of a Claude Code transcript's import, reading and redacting took about as long as writing
-its commits (issue 14, item 7); on a machine of two cores or more a worker process does the
+its commits; on a machine of two cores or more a worker process does the
 first for the files coming while this one writes (one writer: the store's writes stay in
 order, under one import lock). What the worker gives is only ever used for the bytes it
 read: the writer reads each file itself, as before (its digest says whether the file is

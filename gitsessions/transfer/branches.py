@@ -6,7 +6,7 @@ the session (named by :func:`~gitsessions.ids.imported_session_id`), the others 
 the turn where they leave it. Each chunk is one commit whose author date is when it was
 said; the first commit holds the header (the source tool and conversation id).
 
-Importing is incremental and idempotent (issue 14): the sessions already holding this
+Importing is incremental and idempotent: the sessions already holding this
 conversation (their header's ``source``) are read back, and each branch is matched
 against them turn by turn:
 

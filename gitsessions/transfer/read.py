@@ -170,7 +170,7 @@ def _lines(src: stream.Source, fmt: str, keep_paths: bool, path: Path | None) ->
     """The plan of another tool's JSON-lines file, read a line at a time; None when the file is none.
 
     Claude Code's transcripts and Codex's rollouts are told by their first line and can be
-    hundreds of megabytes (issue 14, item 7): each line is let go once converted, so memory
+    hundreds of megabytes: each line is let go once converted, so memory
     follows what the conversation holds, not the file's text too.
     """
     with src.open() as raw:

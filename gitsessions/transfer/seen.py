@@ -2,8 +2,8 @@
 
 Importing a tool's folder again (cron, ``--watch``'s first pass) found nothing new in
 almost every file, but read, converted and redacted each and compared it with its
-sessions: ~60 ms a Claude Code transcript (issue 14, item 7). This derived cache (see
-"Derived caches" in the design notes) keeps, for each file whose import left nothing
+sessions: ~60 ms a Claude Code transcript. This derived cache (keyed by content, rebuilt
+when missing, never needed for correctness) keeps, for each file whose import left nothing
 aside (every conversation in live sessions: no clash, nothing skipped, no note) and that
 was read alone (not a Claude Code transcript with ``--fork-session`` kin beside it), the
 digest of its bytes and of what the import depended on (gs's version, the format asked
@@ -68,7 +68,7 @@ def content_digest(source: bytes | Path) -> str:
     """The hex digest of a file's bytes, given or read from ``source`` a piece at a time.
 
     A data export may be hundreds of MB: read a MiB at a time (``hashlib.file_digest`` is
-    Python 3.11's), so memory does not follow the file's size (issue 14, item 7).
+    Python 3.11's), so memory does not follow the file's size.
 
     Raises:
         OSError: ``source`` cannot be read.

@@ -1,8 +1,8 @@
 """Reading an import file a piece at a time: memory bounded by the largest element, not the file.
 
 A data export (ChatGPT's or Claude.ai's ``conversations.json``, also inside its ``.zip``) is
-one JSON array of conversations that can be hundreds of megabytes (issue 14, item 7: memory
-stays bounded). :class:`ArrayReader` decodes such an array one element at a time with
+one JSON array of conversations that can be hundreds of megabytes, read with memory
+bounded. :class:`ArrayReader` decodes such an array one element at a time with
 :meth:`json.JSONDecoder.raw_decode` over a buffered text read; an element cut by the end of
 a read is decoded again once more is read (the read doubling, so a large element costs a
 bounded number of decodes). :class:`~.source.Source` opens the file (or the zip's member)
