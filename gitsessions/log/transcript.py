@@ -17,7 +17,7 @@ from typing import Any
 
 from .events import Event, clean_text
 from .request import options_of
-from .turns import turn_count, turn_number
+from .turns import Numbering, turn_count
 
 __all__ = [
     "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "SYSTEM_REMOVED", "closing_events", "derive_messages", "open_turn",
@@ -96,8 +96,7 @@ class Derivation:
     Attributes:
         undone: as given.
         count: events taken.
-        turn: the number of the last turn started (0 before the first; see :mod:`gitsessions.log.turns`).
-        turns: the turn of each event taken, in order.
+        turns: the turn of each event taken, in order (see :mod:`gitsessions.log.turns`).
         title: :func:`title_of` the events taken.
         model: the model the last ``session/model`` chose (None: none did; the run's default).
         options: the request options of the last ``session/options`` (see :mod:`gitsessions.log.request`).
@@ -106,12 +105,11 @@ class Derivation:
     def __init__(self, undone: set[int]):
         self.undone = undone
         self.count = 0
-        self.turn = 0
         self.turns: list[int] = []
         self.title = ""
         self.model: str | None = None
         self.options: dict[str, Any] = {}
-        self._top: int | None = None  # the highest turn number started
+        self._numbering = Numbering()
         self._system: dict[str, Any] | None = None  # the system message of the last session/system
         self._messages: list[dict[str, Any]] = []
         self._origins: list[int] = []  # the seq of the event each message comes from (a tool's: its call's)
@@ -123,9 +121,14 @@ class Derivation:
         self._last: Event | None = None
 
     @property
+    def turn(self) -> int:
+        """The number of the last turn started (0 before the first)."""
+        return self._numbering.turn
+
+    @property
     def next_turn(self) -> int:
-        """The number the next turn gets: one more than any turn started (see :mod:`gitsessions.log.turns`)."""
-        return 1 + (self._top if self._top is not None else 0)
+        """The number the next turn gets: one more than any turn started."""
+        return self._numbering.next
 
     @property
     def system(self) -> str:
@@ -159,11 +162,9 @@ class Derivation:
         """Take the next event of the log."""
         self.count += 1
         self._last = ev
-        if ev.type == "turn/start":
-            self.turn = turn_number(ev.data, self.turn)
-            self._top = self.turn if self._top is None else max(self._top, self.turn)
-        self.turns.append(self.turn)
-        if ev.type != "user/message" or self.turn not in self.undone:  # an undone prompt is no title
+        turn = self._numbering.add(ev)
+        self.turns.append(turn)
+        if ev.type != "user/message" or turn not in self.undone:  # an undone prompt is no title
             self.title = _titled(self.title, ev)
         if ev.type == "session/system":  # a setting, not part of a turn: an undo leaves it
             system = clean_text(str(ev.data.get("content", "")))
@@ -177,7 +178,7 @@ class Derivation:
         elif ev.type == "compaction/summary":  # it stands for the turns it covers, not for its own
             self._summarize(ev)
             return
-        if ev.type == "turn/start" or self.turn in self.undone:
+        if ev.type == "turn/start" or turn in self.undone:
             return
         d = ev.data
         if ev.type == "user/message":
