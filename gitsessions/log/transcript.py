@@ -166,57 +166,34 @@ class Derivation:
         self.turns.append(turn)
         if ev.type != "user/message" or turn not in self.undone:  # an undone prompt is no title
             self.title = _titled(self.title, ev)
-        if ev.type == "session/system":  # a setting, not part of a turn: an undo leaves it
+        if ev.type == "compaction/summary":  # it stands for the turns it covers, not for its own
+            self._summarize(ev)
+        elif ev.type.startswith("session/"):
+            self._session(ev)
+        elif ev.type != "turn/start" and turn not in self.undone:
+            self._converse(ev)
+
+    def _session(self, ev: Event) -> None:
+        """Take a ``session/`` event (a setting, an undo): none is part of a turn, so no undo drops it."""
+        if ev.type == "session/system":
             system = clean_text(str(ev.data.get("content", "")))
             self._system = {"role": "system", "content": system} if system.strip() else None
-        elif ev.type == "session/model":  # settings too: what the next requests send besides messages
+        elif ev.type == "session/model":  # what the next requests send besides messages
             self.model = clean_text(str(ev.data.get("model") or "")).strip() or None
         elif ev.type == "session/options":
             self.options = options_of(ev.data.get("options"))
         elif ev.type == "session/undo" and isinstance(ev.data.get("turn"), int):
             self._undone_before.add(ev.data["turn"])
-        elif ev.type == "compaction/summary":  # it stands for the turns it covers, not for its own
-            self._summarize(ev)
-            return
-        if ev.type == "turn/start" or turn in self.undone:
-            return
+
+    def _converse(self, ev: Event) -> None:
+        """Take an event of a turn left in: a message, a tool call starting or its result."""
         d = ev.data
         if ev.type == "user/message":
             self._flush()
             self._messages.append({"role": "user", "content": clean_text(str(d.get("content", "")))})
             self._origins.append(ev.seq)
         elif ev.type == "assistant/message":
-            self._flush()
-            calls: list[dict[str, Any]] = []
-            seen: set[str] = set()
-            for call in d.get("tool_calls") or []:
-                # Compare cleaned ids: two lone surrogates both become U+FFFD.
-                call_id = clean_text(str(call.get("id") or ""))
-                if not call_id or call_id in seen:
-                    continue  # an id we could never answer unambiguously
-                seen.add(call_id)
-                calls.append(
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {
-                            "name": clean_text(str(call.get("name", ""))),
-                            "arguments": clean_text(str(call.get("arguments", "") or "")),
-                        },
-                    }
-                )
-            content = d.get("content")
-            content = clean_text(content) if isinstance(content, str) else ""
-            if not content and not calls:
-                return  # an interrupted reply that produced nothing
-            # "" rather than null beside tool calls: some servers (llama.cpp) refuse null.
-            msg: dict[str, Any] = {"role": "assistant", "content": content}
-            if calls:
-                msg["tool_calls"] = calls
-            self._messages.append(msg)
-            self._origins.append(ev.seq)
-            self._pending.extend(c["id"] for c in calls)
-            self._asked = ev.seq
+            self._reply(ev)
         elif ev.type == "tool/call":
             cid = d.get("id")
             if isinstance(cid, str) and clean_text(cid) in self._pending:
@@ -226,6 +203,40 @@ class Derivation:
             cid = clean_text(cid) if isinstance(cid, str) else cid
             if cid in self._pending and cid not in self._results:
                 self._results[cid] = clean_text(str(d.get("content", "")))
+
+    def _reply(self, ev: Event) -> None:
+        """Take an assistant message: its text and the calls it asks for, each to be answered."""
+        self._flush()
+        calls: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for call in ev.data.get("tool_calls") or []:
+            # Compare cleaned ids: two lone surrogates both become U+FFFD.
+            call_id = clean_text(str(call.get("id") or ""))
+            if not call_id or call_id in seen:
+                continue  # an id we could never answer unambiguously
+            seen.add(call_id)
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {
+                        "name": clean_text(str(call.get("name", ""))),
+                        "arguments": clean_text(str(call.get("arguments", "") or "")),
+                    },
+                }
+            )
+        content = ev.data.get("content")
+        content = clean_text(content) if isinstance(content, str) else ""
+        if not content and not calls:
+            return  # an interrupted reply that produced nothing
+        # "" rather than null beside tool calls: some servers (llama.cpp) refuse null.
+        msg: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            msg["tool_calls"] = calls
+        self._messages.append(msg)
+        self._origins.append(ev.seq)
+        self._pending.extend(c["id"] for c in calls)
+        self._asked = ev.seq
 
     def _summarize(self, ev: Event) -> None:
         """Take a ``compaction/summary``: the messages of the events it covers give way to it.
