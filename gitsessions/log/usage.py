@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .turns import turn_number
+from .turns import turns_of
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -162,11 +162,8 @@ def tokens_by_turn(events: Sequence[Event]) -> dict[int, Tokens]:
     A compaction's request, made between turns, counts in the turn before it (0: before any).
     """
     out: dict[int, Tokens] = {}
-    turn = 0
-    for ev in events:
-        if ev.type == "turn/start":
-            turn = turn_number(ev.data, turn)
-        elif ev.type in _PAID and ev.data.get("usage"):
+    for ev, turn in zip(events, turns_of(events), strict=True):
+        if ev.type in _PAID and ev.data.get("usage"):
             out[turn] = out.get(turn, Tokens()) + Tokens.of(ev.data["usage"])
     return out
 
