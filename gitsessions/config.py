@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .log.usage import ModelSettings, parse_models
 from .places import APP_NAME, config_path
 
 #: Model requests one turn may take before it ends with reason ``max-steps`` (config ``max_steps``).
@@ -61,6 +60,38 @@ DEFAULT_SYNC_TIMEOUT_S = 30.0
 DEFAULT_COMPACT_AT = 0.8
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
+
+
+#: The keys of a model's ``price:`` (US dollars per million tokens).
+PRICE_KEYS = ("input", "output", "cached")
+
+
+@dataclass(frozen=True)
+class Price:
+    """What a model's tokens cost, US dollars per million tokens (config ``models.NAME.price``).
+
+    Attributes:
+        input: a prompt token.
+        output: a completion token.
+        cached: a prompt token the server had cached (None: priced as ``input``).
+    """
+
+    input: float
+    output: float
+    cached: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """What the config says of one model (``models: {NAME: {context: N, price: {...}}}``).
+
+    Attributes:
+        context: the context window, tokens (None: not configured).
+        price: its price (None: not configured; no cost is shown).
+    """
+
+    context: int | None = None
+    price: Price | None = None
 
 
 @dataclass(frozen=True)
@@ -85,8 +116,8 @@ class Config:
         render: replies (and ``gs show``, ``gs log -p``) as rendered markdown on a terminal
             with colour; False: the text as the model wrote it.
         key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
-        models: what the config says of each model: its context window and price (see
-            :mod:`gitsessions.log.usage`).
+        models: what the config says of each model: its context window and price (what
+            they give, the window used and the cost: :mod:`gitsessions.log.usage`).
         tools: the tool groups or tools the chat offers (``tools:``; names checked where
             they are used: :func:`gitsessions.chat.tools.toolset.expand`).
         allow_tools: the groups or tools whose calls run without asking (``permissions.allow``).
@@ -185,6 +216,47 @@ def _names(value: Any, key: str, path: Path) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def _models(value: Any, path: str) -> dict[str, ModelSettings]:
+    """Read the config's ``models:`` mapping.
+
+    Args:
+        value: the YAML value (None: no models configured).
+        path: the config file, for the error message.
+
+    Returns:
+        The settings by model name.
+
+    Raises:
+        ConfigError: not a mapping of names to ``{context: N, price: {input, output, cached}}``.
+    """
+    shape = "models must map model names to {context: 128000, price: {input: 2.5, output: 10, cached: 1.25}}"
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(path, shape)
+    out: dict[str, ModelSettings] = {}
+    for name, spec in value.items():
+        if not isinstance(spec, dict) or set(spec) - {"context", "price"}:
+            raise ConfigError(path, f"models.{name}: {shape}")
+        context = spec.get("context")
+        if context is not None and (not isinstance(context, int) or isinstance(context, bool) or context < 1):
+            raise ConfigError(path, f"models.{name}.context must be a whole number of tokens above 0")
+        price = spec.get("price")
+        if price is not None:
+            if (not isinstance(price, dict) or set(price) - set(PRICE_KEYS) or not {"input", "output"} <= set(price)
+                    or not all(_number(v) for v in price.values())):
+                raise ConfigError(path, f"models.{name}.price must be {{input: N, output: N}} (and cached: N), "
+                                        "US dollars per million tokens")
+            price = Price(float(price["input"]), float(price["output"]),
+                          float(price["cached"]) if "cached" in price else None)
+        out[str(name)] = ModelSettings(context, price)
+    return out
+
+
 def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     """Read the config file and apply environment overrides.
 
@@ -281,7 +353,7 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
         sync_timeout=float(sync_timeout),
         render=render,
         key_in_file=bool(data.get("api_key")),
-        models=parse_models(data.get("models"), str(path)),
+        models=_models(data.get("models"), str(path)),
         tools=_names(data.get("tools"), "tools", path),
         allow_tools=_names(permissions.get("allow"), "permissions.allow", path),
         tool_paths=tuple(Path(p).expanduser() if Path(p).expanduser().is_absolute() else path.parent / p
