@@ -15,6 +15,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .calls import ToolCall, ToolResult
 from .events import Event, clean_text
 from .request import options_of
 from .turns import Numbering, turn_count
@@ -44,6 +45,17 @@ _SYNTHETIC_CONTENT = {
     ),
     CANCELLED: "error: this tool call was not run because the user cancelled the reply.",
 }
+
+
+def _unanswered(call_id: str, name: str, code: str) -> ToolResult:
+    """Return the error result of a call no result answers: what the model is told of it.
+
+    Args:
+        call_id: the call's id.
+        name: the tool it named.
+        code: why there is none: :data:`NOT_STARTED`, :data:`OUTCOME_UNKNOWN` or :data:`CANCELLED`.
+    """
+    return ToolResult(call_id, name, _SYNTHETIC_CONTENT[code], True, code)
 
 
 def undone_turns(events: Sequence[Event]) -> set[int]:
@@ -115,8 +127,8 @@ class Derivation:
         self._origins: list[int] = []  # the seq of the event each message comes from (a tool's: its call's)
         self._asked = -1  # the seq of the assistant message the pending calls belong to
         self._undone_before: set[int] = set()  # the turns undone by the events taken
-        self._pending: list[str] = []  # call ids awaiting a result, in call order
-        self._results: dict[Any, str] = {}
+        self._pending: dict[str, ToolCall] = {}  # the calls awaiting a result by id, in call order
+        self._results: dict[str, str] = {}
         self._started: set[str] = set()  # pending calls a tool/call event shows began
         self._last: Event | None = None
 
@@ -142,12 +154,13 @@ class Derivation:
     def _answers(self) -> list[dict[str, Any]]:
         """The tool messages answering the pending calls: their results, else a synthetic error."""
         out = []
-        for call_id in self._pending:
-            content = self._results.get(call_id)
-            if content is None:
-                code = OUTCOME_UNKNOWN if call_id in self._started else NOT_STARTED
-                content = _SYNTHETIC_CONTENT[code]
-            out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        for call in self._pending.values():
+            content = self._results.get(call.id)
+            if content is not None:
+                out.append(ToolResult(call.id, call.name, content).wire())
+            else:
+                code = OUTCOME_UNKNOWN if call.id in self._started else NOT_STARTED
+                out.append(_unanswered(call.id, call.name, code).wire())
         return out
 
     def _flush(self) -> None:
@@ -200,31 +213,19 @@ class Derivation:
                 self._started.add(clean_text(cid))
         elif ev.type == "tool/result":
             cid = d.get("id")
-            cid = clean_text(cid) if isinstance(cid, str) else cid
+            cid = clean_text(cid) if isinstance(cid, str) else None  # another type answers no call
             if cid in self._pending and cid not in self._results:
                 self._results[cid] = clean_text(str(d.get("content", "")))
 
     def _reply(self, ev: Event) -> None:
         """Take an assistant message: its text and the calls it asks for, each to be answered."""
         self._flush()
-        calls: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for call in ev.data.get("tool_calls") or []:
-            # Compare cleaned ids: two lone surrogates both become U+FFFD.
-            call_id = clean_text(str(call.get("id") or ""))
-            if not call_id or call_id in seen:
+        calls: dict[str, ToolCall] = {}
+        for entry in ev.data.get("tool_calls") or []:
+            call = ToolCall.of(entry).cleaned()  # compare cleaned ids: two lone surrogates both become U+FFFD
+            if not call.id or call.id in calls:
                 continue  # an id we could never answer unambiguously
-            seen.add(call_id)
-            calls.append(
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {
-                        "name": clean_text(str(call.get("name", ""))),
-                        "arguments": clean_text(str(call.get("arguments", "") or "")),
-                    },
-                }
-            )
+            calls[call.id] = call
         content = ev.data.get("content")
         content = clean_text(content) if isinstance(content, str) else ""
         if not content and not calls:
@@ -232,10 +233,10 @@ class Derivation:
         # "" rather than null beside tool calls: some servers (llama.cpp) refuse null.
         msg: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
-            msg["tool_calls"] = calls
+            msg["tool_calls"] = [call.wire() for call in calls.values()]
         self._messages.append(msg)
         self._origins.append(ev.seq)
-        self._pending.extend(c["id"] for c in calls)
+        self._pending.update(calls)
         self._asked = ev.seq
 
     def _summarize(self, ev: Event) -> None:
@@ -355,10 +356,7 @@ def closing_events(events: Sequence[Event], reason: str) -> list[tuple[str, dict
             code = OUTCOME_UNKNOWN
         else:
             code = CANCELLED if reason == "aborted" else NOT_STARTED
-        out.append(
-            ("tool/result", {"id": call_id, "name": name, "content": _SYNTHETIC_CONTENT[code],
-                             "is_error": True, "error_code": code})
-        )
+        out.append(("tool/result", _unanswered(call_id, name, code).data()))
     if open_step is not None:
         out.append(("step/end", {"step": open_step}))
     out.append(("turn/end", {"turn": turn, "reason": reason}))
