@@ -158,7 +158,7 @@ class Config:
 
 
 def default_repo_path() -> Path:
-    """Return the platform data dir's ``gitsessions/repo.git`` (design.md)."""
+    """Return the platform data dir's ``gitsessions/repo.git``."""
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP_NAME)) / "repo.git"

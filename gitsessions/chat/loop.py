@@ -5,7 +5,7 @@ tools)`` yielding :class:`TextDelta` then one :class:`Completion`) and a *sessio
 (``append``, ``delta``, ``messages``, ``end_turn``, ``next_turn``). It knows nothing of git
 or of the terminal: output goes through the ``on_text`` / ``on_tool`` callbacks.
 
-Event sequence of a turn (design.md): ``turn/start``, ``user/message``, then per step
+Event sequence of a turn: ``turn/start``, ``user/message``, then per step
 ``step/start``, ``assistant/message``, for each tool call ``tool/call`` + ``tool/result``,
 ``step/end``; finally ``turn/end`` with the reason. A call that needs the user's approval (a
 write, a command: see :mod:`gitsessions.chat.tools.toolset`) has its ``tool/permission`` first;

@@ -1,12 +1,12 @@
 """The derived transcript: events -> chat-completions messages, and closing unfinished turns.
 
-The model never sees the log; it sees the messages :func:`derive_messages` derives from it
-(design.md, "The derived transcript"). Whatever the log holds, the result is a valid
-chat-completions transcript: every assistant tool call is answered by exactly one tool
-message right after it, no tool message answers nothing, strings are well-formed Unicode.
+The model never sees the log; it sees the messages :func:`derive_messages` derives from it.
+Whatever the log holds, the result is a valid chat-completions transcript: every assistant
+tool call is answered by exactly one tool message right after it, no tool message answers
+nothing, strings are well-formed Unicode.
 
 A turn that did not finish (a crash, Ctrl+C, an API error) is closed by *appending* the
-events :func:`closing_events` returns — never by cutting the log (seed design record).
+events :func:`closing_events` returns — never by cutting the log.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The tools a chat offers, and which of their calls may run without asking.
 
-Opt-in (issue 15): ``--tools read,write,shell`` or ``tools: [...]`` in the config names
+Opt-in: ``--tools read,write,shell`` or ``tools: [...]`` in the config names
 groups of :data:`GROUPS`; with none, a request offers no tools at all. A call is first
 *prepared* (its arguments checked, a write's diff worked out, nothing done), then *decided*
 (:meth:`Toolset.decide`: reads run; every write and every command is asked of the user
