@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .log.usage import ModelSettings, parse_models
 from .places import APP_NAME, config_path
 
 #: Model requests one turn may take before it ends with reason ``max-steps`` (config ``max_steps``).
@@ -61,6 +60,38 @@ DEFAULT_SYNC_TIMEOUT_S = 30.0
 DEFAULT_COMPACT_AT = 0.8
 #: The model used with a key but no model named.
 DEFAULT_MODEL = "gpt-4o-mini"
+
+
+#: The keys of a model's ``price:`` (US dollars per million tokens).
+PRICE_KEYS = ("input", "output", "cached")
+
+
+@dataclass(frozen=True)
+class Price:
+    """What a model's tokens cost, US dollars per million tokens (config ``models.NAME.price``).
+
+    Attributes:
+        input: a prompt token.
+        output: a completion token.
+        cached: a prompt token the server had cached (None: priced as ``input``).
+    """
+
+    input: float
+    output: float
+    cached: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """What the config says of one model (``models: {NAME: {context: N, price: {...}}}``).
+
+    Attributes:
+        context: the context window, tokens (None: not configured).
+        price: its price (None: not configured; no cost is shown).
+    """
+
+    context: int | None = None
+    price: Price | None = None
 
 
 @dataclass(frozen=True)
@@ -85,8 +116,8 @@ class Config:
         render: replies (and ``gs show``, ``gs log -p``) as rendered markdown on a terminal
             with colour; False: the text as the model wrote it.
         key_in_file: the file itself holds an ``api_key`` (whatever the environment says).
-        models: what the config says of each model: its context window and price (see
-            :mod:`gitsessions.log.usage`).
+        models: what the config says of each model: its context window and price (what
+            they give, the window used and the cost: :mod:`gitsessions.log.usage`).
         tools: the tool groups or tools the chat offers (``tools:``; names checked where
             they are used: :func:`gitsessions.chat.tools.toolset.expand`).
         allow_tools: the groups or tools whose calls run without asking (``permissions.allow``).
@@ -127,7 +158,7 @@ class Config:
 
 
 def default_repo_path() -> Path:
-    """Return the platform data dir's ``gitsessions/repo.git`` (design.md)."""
+    """Return the platform data dir's ``gitsessions/repo.git``."""
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP_NAME)) / "repo.git"
@@ -185,8 +216,49 @@ def _names(value: Any, key: str, path: Path) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def _models(value: Any, path: str) -> dict[str, ModelSettings]:
+    """Read the config's ``models:`` mapping.
+
+    Args:
+        value: the YAML value (None: no models configured).
+        path: the config file, for the error message.
+
+    Returns:
+        The settings by model name.
+
+    Raises:
+        ConfigError: not a mapping of names to ``{context: N, price: {input, output, cached}}``.
+    """
+    shape = "models must map model names to {context: 128000, price: {input: 2.5, output: 10, cached: 1.25}}"
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(path, shape)
+    out: dict[str, ModelSettings] = {}
+    for name, spec in value.items():
+        if not isinstance(spec, dict) or set(spec) - {"context", "price"}:
+            raise ConfigError(path, f"models.{name}: {shape}")
+        context = spec.get("context")
+        if context is not None and (not isinstance(context, int) or isinstance(context, bool) or context < 1):
+            raise ConfigError(path, f"models.{name}.context must be a whole number of tokens above 0")
+        price = spec.get("price")
+        if price is not None:
+            if (not isinstance(price, dict) or set(price) - set(PRICE_KEYS) or not {"input", "output"} <= set(price)
+                    or not all(_number(v) for v in price.values())):
+                raise ConfigError(path, f"models.{name}.price must be {{input: N, output: N}} (and cached: N), "
+                                        "US dollars per million tokens")
+            price = Price(float(price["input"]), float(price["output"]),
+                          float(price["cached"]) if "cached" in price else None)
+        out[str(name)] = ModelSettings(context, price)
+    return out
+
+
 def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
-    """Read the config file and apply environment overrides.
+    """Read the config file and apply environment overrides (each group of keys read by a step of its own).
 
     Args:
         env: the environment (``os.environ`` from the CLI; a dict in tests).
@@ -200,6 +272,53 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
             ``$OPENAI_BASE_URL`` is no HTTP URL.
     """
     path = config_path(env) if path is None else path
+    data = _file(path)
+    author = _mapping(data, "author", path, "author must be a mapping with name and email")
+    max_steps, timeout, max_retries = _limits(data, path)
+    repo = _repo(env, data, path)
+    redact = _flag(data, "redact", path)
+    patterns = _patterns(data, path)
+    render = _flag(data, "render", path)
+    sync, sync_timeout = _sync(data, path)
+    permissions = _mapping(data, "permissions", path, "permissions must be a mapping like "
+                           "{allow: [write, shell], paths: [~/notes]}", PERMISSION_KEYS)
+    paths = _names(permissions.get("paths"), "permissions.paths", path)
+    compact_at = _compact_at(data, path)
+    return Config(
+        path=path,
+        api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
+        base_url=_base_url(env, data, path),
+        model=env.get("OPENAI_MODEL") or _str(data, "model", path),
+        system=_str(data, "system", path),
+        max_steps=max_steps,
+        timeout=timeout,
+        max_retries=max_retries,
+        repo=repo,
+        author_name=_str(author, "name", path),
+        author_email=_str(author, "email", path),
+        redact=redact,
+        redact_patterns=patterns,
+        sync_remote=_str(sync, "remote", path),
+        sync_push=sync.get("push", "manual"),
+        sync_pull=sync.get("pull", "manual"),
+        sync_timeout=sync_timeout,
+        render=render,
+        key_in_file=bool(data.get("api_key")),
+        models=_models(data.get("models"), str(path)),
+        tools=_names(data.get("tools"), "tools", path),
+        allow_tools=_names(permissions.get("allow"), "permissions.allow", path),
+        tool_paths=tuple(Path(p).expanduser() if Path(p).expanduser().is_absolute() else path.parent / p
+                         for p in paths),
+        compact_at=compact_at,
+    )
+
+
+def _file(path: Path) -> dict[str, Any]:
+    """The keys of the config file (none when there is no file).
+
+    Raises:
+        ConfigError: not valid YAML, not a mapping, or a key that is not in :data:`KNOWN_KEYS`.
+    """
     data: dict[str, Any] = {}
     if path.is_file():
         import yaml
@@ -214,9 +333,35 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:
         raise ConfigError(str(path), f"unknown key {unknown[0]!r}; the keys are: {', '.join(sorted(KNOWN_KEYS))}")
-    author = data.get("author") or {}
-    if not isinstance(author, dict):
-        raise ConfigError(str(path), "author must be a mapping with name and email")
+    return data
+
+
+def _mapping(data: dict[str, Any], key: str, path: Path, shape: str,
+             keys: frozenset[str] | None = None) -> dict[str, Any]:
+    """The mapping under ``key`` (empty when unset).
+
+    Args:
+        data: the config's keys.
+        key: the key read.
+        path: the config file, for the message.
+        shape: the message when it is no mapping (or holds a key not in ``keys``).
+        keys: the keys it may hold (None: any).
+
+    Raises:
+        ConfigError: ``shape``.
+    """
+    value = data.get(key) or {}
+    if not isinstance(value, dict) or (keys is not None and set(value) - keys):
+        raise ConfigError(str(path), shape)
+    return value
+
+
+def _limits(data: dict[str, Any], path: Path) -> tuple[int, float, int]:
+    """``max_steps``, ``timeout`` and ``max_retries``: how far one request and one turn may go.
+
+    Raises:
+        ConfigError: one is not a number in its range.
+    """
     max_steps = data.get("max_steps", DEFAULT_MAX_STEPS)
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
         raise ConfigError(str(path), "max_steps must be a whole number from 1 to 100")
@@ -226,13 +371,40 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
     max_retries = data.get("max_retries", 2)
     if not isinstance(max_retries, int) or isinstance(max_retries, bool) or not 0 <= max_retries <= 10:
         raise ConfigError(str(path), "max_retries must be a whole number from 0 to 10")
-    repo_value = _str(data, "repo", path)
-    if repo_value and not Path(repo_value).expanduser().is_absolute():
-        repo_value = str(path.parent / repo_value)  # relative to the config file, not to the cwd
-    repo = env.get("GS_REPO") or repo_value
-    redact = data.get("redact", True)
-    if not isinstance(redact, bool):
-        raise ConfigError(str(path), "redact must be true or false")
+    return max_steps, float(timeout), max_retries
+
+
+def _repo(env: Mapping[str, str], data: dict[str, Any], path: Path) -> Path | None:
+    """The session repo: ``$GS_REPO``, else ``repo:`` (relative to the config file's folder, not to the cwd).
+
+    Raises:
+        ConfigError: ``repo:`` is not a string (even when ``$GS_REPO`` overrides it).
+    """
+    configured = _str(data, "repo", path)
+    if configured and not Path(configured).expanduser().is_absolute():
+        configured = str(path.parent / configured)
+    repo = env.get("GS_REPO") or configured
+    return Path(repo).expanduser() if repo else None
+
+
+def _flag(data: dict[str, Any], key: str, path: Path) -> bool:
+    """A key that is true or false, true when unset (``redact``, ``render``).
+
+    Raises:
+        ConfigError: anything else.
+    """
+    value = data.get(key, True)
+    if not isinstance(value, bool):
+        raise ConfigError(str(path), f"{key} must be true or false")
+    return value
+
+
+def _patterns(data: dict[str, Any], path: Path) -> dict[str, str]:
+    """``redact_patterns``: more credential shapes, by name.
+
+    Raises:
+        ConfigError: not a mapping of names to regular expressions that compile.
+    """
     patterns = data.get("redact_patterns") or {}
     if not isinstance(patterns, dict) or not all(isinstance(v, str) for v in patterns.values()):
         raise ConfigError(str(path), "redact_patterns must map names to regular expressions")
@@ -241,53 +413,39 @@ def load_config(env: Mapping[str, str], path: Path | None = None) -> Config:
             re.compile(rx)
         except re.error as exc:
             raise ConfigError(str(path), f"redact_patterns.{name} is not a valid regular expression ({exc})") from None
-    render = data.get("render", True)
-    if not isinstance(render, bool):
-        raise ConfigError(str(path), "render must be true or false")
+    return {str(k): v for k, v in patterns.items()}
+
+
+def _sync(data: dict[str, Any], path: Path) -> tuple[dict[str, Any], float]:
+    """``sync:`` (its keys checked) and its timeout in seconds.
+
+    Raises:
+        ConfigError: not a mapping of :data:`SYNC_KEYS` with their known values, or a bad timeout.
+    """
     sync = data.get("sync") or {}
     if (not isinstance(sync, dict) or set(sync) - SYNC_KEYS or sync.get("push", "manual") not in ("manual", "on-save")
             or sync.get("pull", "manual") not in ("manual", "on-open")):
         raise ConfigError(str(path), "sync must be a mapping like "
                                      "{remote: origin, push: on-save | manual, pull: on-open | manual, timeout: 30}")
-    sync_timeout = sync.get("timeout", DEFAULT_SYNC_TIMEOUT_S)
-    if not isinstance(sync_timeout, (int, float)) or isinstance(sync_timeout, bool) or not 0 < sync_timeout <= 3600:
+    timeout = sync.get("timeout", DEFAULT_SYNC_TIMEOUT_S)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
         raise ConfigError(str(path), "sync.timeout must be a number of seconds above 0 and at most 3600")
-    permissions = data.get("permissions") or {}
-    if not isinstance(permissions, dict) or set(permissions) - PERMISSION_KEYS:
-        raise ConfigError(str(path), "permissions must be a mapping like {allow: [write, shell], paths: [~/notes]}")
-    paths = _names(permissions.get("paths"), "permissions.paths", path)
+    return sync, float(timeout)
+
+
+def _compact_at(data: dict[str, Any], path: Path) -> float | None:
+    """``compact_at``: the share of the window a request may fill before compacting (None: ``false``, never).
+
+    Raises:
+        ConfigError: neither a share above 0 and at most 1 nor false.
+    """
     compact_at = data.get("compact_at", DEFAULT_COMPACT_AT)
-    if compact_at is not False and (not isinstance(compact_at, (int, float)) or isinstance(compact_at, bool)
-                                    or not 0 < compact_at <= 1):
+    if compact_at is False:
+        return None
+    if not isinstance(compact_at, (int, float)) or isinstance(compact_at, bool) or not 0 < compact_at <= 1:
         raise ConfigError(str(path), "compact_at must be a share of the window above 0 and at most 1 "
                                      "(0.8: at 80 %), or false")
-    return Config(
-        path=path,
-        api_key=env.get("OPENAI_API_KEY") or _str(data, "api_key", path),
-        base_url=_base_url(env, data, path),
-        model=env.get("OPENAI_MODEL") or _str(data, "model", path),
-        system=_str(data, "system", path),
-        max_steps=max_steps,
-        timeout=float(timeout),
-        max_retries=max_retries,
-        repo=Path(repo).expanduser() if repo else None,
-        author_name=_str(author, "name", path),
-        author_email=_str(author, "email", path),
-        redact=redact,
-        redact_patterns={str(k): v for k, v in patterns.items()},
-        sync_remote=_str(sync, "remote", path),
-        sync_push=sync.get("push", "manual"),
-        sync_pull=sync.get("pull", "manual"),
-        sync_timeout=float(sync_timeout),
-        render=render,
-        key_in_file=bool(data.get("api_key")),
-        models=parse_models(data.get("models"), str(path)),
-        tools=_names(data.get("tools"), "tools", path),
-        allow_tools=_names(permissions.get("allow"), "permissions.allow", path),
-        tool_paths=tuple(Path(p).expanduser() if Path(p).expanduser().is_absolute() else path.parent / p
-                         for p in paths),
-        compact_at=None if compact_at is False else float(compact_at),
-    )
+    return float(compact_at)
 
 
 def key_file_exposed(config: Config) -> bool:

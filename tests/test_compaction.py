@@ -18,10 +18,9 @@ from test_transcript import Log, call, turn
 
 from gitsessions.chat.compaction import PROMPT, AutoCompact, request_tokens
 from gitsessions.cli.repl.repl import Repl
-from gitsessions.config import Config
+from gitsessions.config import Config, ModelSettings
 from gitsessions.log.events import make_header
 from gitsessions.log.transcript import SUMMARY_LEAD, derive_messages
-from gitsessions.log.usage import ModelSettings
 from gitsessions.store import GitStore
 
 

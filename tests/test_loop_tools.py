@@ -16,6 +16,7 @@ from scripted import ScriptedProvider, call, say
 from gitsessions.chat.loop import run_turn
 from gitsessions.chat.tools.files import Workspace
 from gitsessions.chat.tools.toolset import Toolset, expand
+from gitsessions.log.calls import ToolCall, ToolResult
 from gitsessions.log.events import make_header
 from gitsessions.secrets.redact import from_environment
 from gitsessions.store import GitStore
@@ -78,7 +79,7 @@ def test_a_write_is_asked_about_and_each_decision_is_an_event(store, work):
 
     def permit(c):
         asked.append((c.summary, c.preview))
-        return "deny" if c.name == "write_file" else "once"
+        return "deny" if c.call.name == "write_file" else "once"
 
     session = _open(store)
     try:
@@ -137,3 +138,20 @@ def test_ctrl_c_at_the_question_cancels_the_reply_and_runs_nothing(store, work):
     assert (work / "notes.md").read_text() == "one\ntwo\n"
     [result_ev] = [d for t, d in events(store) if t == "tool/result"]
     assert result_ev["error_code"] == "cancelled"
+
+
+def test_the_loop_stores_the_calls_and_results_as_the_toolset_made_them(store, work):
+    model = ScriptedProvider(call(("c1", "read_file", '{"path": "notes.md"}'), ("c2", "nope", "{}")), say("Read."))
+    session = _open(store)
+    try:
+        run_turn(session, model, "read it", toolset=Toolset(expand(["read"]), Workspace(work)))
+    finally:
+        session.close()
+    [reply, _] = [d for t, d in events(store) if t == "assistant/message"]
+    assert reply["tool_calls"] == [ToolCall("c1", "read_file", '{"path": "notes.md"}').data(),
+                                   ToolCall("c2", "nope", "{}").data()]
+    assert [d for t, d in events(store) if t == "tool/result"] == [
+        ToolResult("c1", "read_file", "one\ntwo\n").data(),
+        ToolResult("c2", "nope", "error: unknown tool 'nope'", True).data()]
+    assert [d for t, d in events(store) if t == "tool/result"][0] == {
+        "id": "c1", "name": "read_file", "content": "one\ntwo\n", "is_error": False}  # the format stays

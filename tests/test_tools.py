@@ -15,6 +15,7 @@ from gitsessions.chat.tools import TOOL_SCHEMAS, shell
 from gitsessions.chat.tools import ignore as gitignore
 from gitsessions.chat.tools.files import Workspace
 from gitsessions.chat.tools.toolset import DENIED, GROUPS, SCHEMAS, Decision, Toolset, expand
+from gitsessions.log.calls import ToolCall, ToolResult
 
 
 @pytest.fixture
@@ -31,7 +32,9 @@ def tools(work: Path, *groups: str, **kw) -> Toolset:
 
 
 def run(ts: Toolset, name: str, **args) -> tuple[str, bool]:
-    return ts.run(ts.prepare("c1", name, json.dumps(args)))
+    result = ts.run(ts.prepare(ToolCall("c1", name, json.dumps(args))))
+    assert (result.call_id, result.name, result.error_code) == ("c1", name, None)  # it answers the call
+    return result.content, result.is_error
 
 
 def test_a_plain_chat_offers_no_tools_and_every_tool_is_opt_in(work):
@@ -62,7 +65,7 @@ def test_read_file_reads_lines_and_says_what_is_wrong(work):
     assert run(ts, "read_file")[0] == "error: bad arguments for read_file: 'path'"
     assert run(ts, "read_file", path="notes.md", mode="r")[0].startswith("error: bad arguments for read_file: no "
                                                                          "argument 'mode'")
-    assert ts.run(ts.prepare("c1", "read_file", "[1]"))[0] == (
+    assert ts.run(ts.prepare(ToolCall("c1", "read_file", "[1]"))).content == (
         "error: bad arguments for read_file: arguments must be a JSON object")
 
 
@@ -129,7 +132,7 @@ def test_gitignore_patterns_as_git_reads_them(work):
 
 def test_a_write_asks_shows_its_diff_and_a_refused_one_leaves_the_file(work):
     ts = tools(work)
-    call = ts.prepare("c1", "write_file", json.dumps({"path": "notes.md", "content": "one\n2\nthree\n"}))
+    call = ts.prepare(ToolCall("c1", "write_file", json.dumps({"path": "notes.md", "content": "one\n2\nthree\n"})))
     assert call.asks and call.error is None and call.summary == "write_file notes.md"
     assert call.preview.splitlines()[:2] == ["--- a/notes.md", "+++ b/notes.md"]
     assert "-two" in call.preview.splitlines() and "+2" in call.preview.splitlines()
@@ -143,10 +146,11 @@ def test_a_write_asks_shows_its_diff_and_a_refused_one_leaves_the_file(work):
 
 def test_an_approved_edit_writes_and_keeps_a_backup(work):
     ts = tools(work)
-    call = ts.prepare("c1", "edit_file", json.dumps({"path": "src/app.py", "old_string": "return 42",
-                                                     "new_string": "return 43"}))
+    call = ts.prepare(ToolCall("c1", "edit_file", json.dumps({"path": "src/app.py", "old_string": "return 42",
+                                                              "new_string": "return 43"})))
     assert ts.decide(call, lambda c: "once") == Decision("once", "user")
-    content, is_error = ts.run(call)
+    result = ts.run(call)
+    content, is_error = result.content, result.is_error
     assert not is_error and content.startswith("wrote src/app.py (2 lines); the old text is kept in ")
     assert (work / "src" / "app.py").read_text() == "def main():\n    return 43\n"
     [backup] = (work.parent / "backups").rglob("app.py")
@@ -179,9 +183,11 @@ def test_an_edit_must_match_exactly_once(work):
 
 def test_a_file_changed_after_its_diff_is_not_written(work):
     ts = tools(work, "write")
-    call = ts.prepare("c1", "edit_file", json.dumps({"path": "notes.md", "old_string": "two", "new_string": "2"}))
+    call = ts.prepare(ToolCall("c1", "edit_file", json.dumps({"path": "notes.md", "old_string": "two",
+                                                              "new_string": "2"})))
     (work / "notes.md").write_text("one\ntwo\nthree, added meanwhile\n")
-    assert ts.run(call) == ("error: nothing written: notes.md changed since the diff was made; read it again", True)
+    assert ts.run(call) == ToolResult(
+        "c1", "edit_file", "error: nothing written: notes.md changed since the diff was made; read it again", True)
     assert (work / "notes.md").read_text() == "one\ntwo\nthree, added meanwhile\n"
 
 
@@ -230,7 +236,7 @@ def test_a_long_output_is_cut_in_the_middle(work):
 
 
 def test_approvals_beforehand_and_for_the_session(work):
-    call = tools(work).prepare("c1", "run_command", json.dumps({"command": "ls"}))
+    call = tools(work).prepare(ToolCall("c1", "run_command", json.dumps({"command": "ls"})))
     assert Toolset(yes=True).decide(call, None) == Decision("once", "--yes")
     assert Toolset(allow=expand(["shell"])).decide(call, None) == Decision("once", "config")
     assert Toolset().decide(call, None) == Decision("deny", "nobody")
@@ -239,11 +245,11 @@ def test_approvals_beforehand_and_for_the_session(work):
     answers = iter(["session"])
     assert ts.decide(call, lambda c: next(answers)) == Decision("session", "user")
     assert ts.decide(call, lambda c: "deny") == Decision("once", "session")  # not asked again
-    write = ts.prepare("c2", "write_file", json.dumps({"path": "a", "content": "b"}))
+    write = ts.prepare(ToolCall("c2", "write_file", json.dumps({"path": "a", "content": "b"})))
     assert ts.decide(write, lambda c: "nonsense") == Decision("deny", "user")  # only run_command was approved
     ts.forget()
     assert ts.decide(call, lambda c: "deny") == Decision("deny", "user")
-    reads = ts.prepare("c3", "read_file", json.dumps({"path": "notes.md"}))
+    reads = ts.prepare(ToolCall("c3", "read_file", json.dumps({"path": "notes.md"})))
     assert not reads.asks  # reads inside the working directory run
 
 

@@ -60,3 +60,39 @@ def test_an_undo_appended_later_drops_its_turn_from_what_was_derived():
     assert [m["content"] for m in derive_messages(growing)] == ["one", "two"]
     growing.append(Event(5, 5, "session/undo", {"turn": 1}))
     assert [m["content"] for m in derive_messages(growing)] == ["two"] == [m["content"] for m in fresh(growing)]
+
+
+#: What a ``turn/start`` may say of its number in a log another tool wrote: anything.
+turn_values = st.one_of(st.integers(-3, 12), st.booleans(), st.none(), st.text(max_size=2),
+                        st.floats(allow_nan=False, allow_infinity=False))
+
+
+@st.composite
+def numbered_logs(draw) -> list[Event]:
+    """Events whose turn starts are numbered any way at all: missing, repeated, going back, not integers."""
+    events: list[Event] = []
+    for _ in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["turn/start", "turn/start", "user/message", "turn/end", "session/undo",
+                                     "session/title"]))
+        if kind == "turn/start":
+            data = {"turn": draw(turn_values)} if draw(st.booleans()) else {}
+        elif kind == "session/undo":
+            data = {"turn": draw(st.integers(0, 4))}
+        else:
+            data = {"content": "p", "title": "t", "reason": "completed"}
+        events.append(Event(len(events), len(events), kind, data))
+    return events
+
+
+@settings(max_examples=300, deadline=None)
+@given(numbered_logs())
+def test_the_derived_transcript_numbers_turns_by_the_one_rule(events):
+    # Derivation takes its numbers from log/turns.py: the same for every log, undone turns too,
+    # whether derived from scratch or as the log grows
+    growing: list[Event] = []
+    for ev in events:
+        growing.append(ev)
+        log = derived(growing)
+        assert (log.turns, log.turn, log.next_turn) == (turns_of(growing), last_turn(growing), next_turn(growing))
+    scratch = derived(list(events))
+    assert (scratch.turns, scratch.turn, scratch.next_turn) == (turns_of(events), last_turn(events), next_turn(events))

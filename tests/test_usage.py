@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
-from gitsessions.config import load_config
+import gitsessions.config
+from gitsessions.config import ModelSettings, Price, load_config
 from gitsessions.errors import ConfigError
 from gitsessions.log.events import Event
 from gitsessions.log.usage import (
     UNNAMED,
-    ModelSettings,
-    Price,
     Spent,
     Tokens,
     context_used,
@@ -67,6 +67,17 @@ def test_models_from_the_config_give_the_window_and_the_price(tmp_path):
 def test_a_bad_models_entry_is_refused_saying_its_shape(tmp_path, text, says):
     with pytest.raises(ConfigError, match=says):
         _config(tmp_path, text)
+
+
+def test_the_config_reads_the_models_and_usage_reads_the_config_never_the_other_way():
+    # the settings of config.yaml are the config's; what they give (the window, the cost) is
+    # usage's: config.py imports no module of log/, not even for its types
+    tree = ast.parse(Path(gitsessions.config.__file__).read_text("utf-8"))
+    imported = [("." * node.level) + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    assert ".errors" in imported  # what is read is what the file imports
+    assert not [name for name in imported if name.startswith((".log", "gitsessions.log"))]
+    assert ModelSettings.__module__ == Price.__module__ == "gitsessions.config"
 
 
 def test_tokens_add_up_by_turn_with_cached_prompt_tokens():

@@ -5,7 +5,7 @@ tools)`` yielding :class:`TextDelta` then one :class:`Completion`) and a *sessio
 (``append``, ``delta``, ``messages``, ``end_turn``, ``next_turn``). It knows nothing of git
 or of the terminal: output goes through the ``on_text`` / ``on_tool`` callbacks.
 
-Event sequence of a turn (design.md): ``turn/start``, ``user/message``, then per step
+Event sequence of a turn: ``turn/start``, ``user/message``, then per step
 ``step/start``, ``assistant/message``, for each tool call ``tool/call`` + ``tool/result``,
 ``step/end``; finally ``turn/end`` with the reason. A call that needs the user's approval (a
 write, a command: see :mod:`gitsessions.chat.tools.toolset`) has its ``tool/permission`` first;
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import DEFAULT_MAX_STEPS
 from ..errors import ProviderError
+from ..log.calls import ToolCall, ToolResult
 from ..provider.client import Completion, TextDelta
 
 if TYPE_CHECKING:
@@ -149,19 +150,20 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
                 if close is not None:
                     close()
             partial, last = [], completion.content
+            calls = [ToolCall.of(call) for call in completion.tool_calls]
             reply = session.append("assistant/message", {
                 "content": completion.content,
-                "tool_calls": completion.tool_calls,
+                "tool_calls": [call.data() for call in calls],
                 "finish_reason": completion.finish_reason,
                 "model": completion.model or model,
                 "usage": completion.usage,
                 "interrupted": False,
             })
-            held = getattr(reply, "data", {}).get("tool_calls") or completion.tool_calls  # redacted
-            for call, shown in zip(completion.tool_calls, held, strict=False):
-                _call(session, toolset, permit, call, on_tool, shown.get("arguments", ""))
+            held = getattr(reply, "data", {}).get("tool_calls")  # as the session holds them: redacted
+            for call, shown in zip(calls, [ToolCall.of(c) for c in held] if held else calls, strict=False):
+                _call(session, toolset, permit, call, on_tool, shown.arguments)
             session.append("step/end", {"step": step})
-            if not completion.tool_calls:
+            if not calls:
                 reason = "completed"
                 break
     except KeyboardInterrupt:
@@ -178,25 +180,22 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
     return TurnResult(reason, commit, error, text)
 
 
-def _call(session: SessionSink, toolset: Toolset | None, permit: Permit | None, call: dict[str, Any],
+def _call(session: SessionSink, toolset: Toolset | None, permit: Permit | None, call: ToolCall,
           on_tool: Callable[[str, str, str, bool], None], shown_arguments: str) -> None:
     """Run one tool call (asking first when it needs approval) and append its events."""
     from .tools.toolset import DENIED, Toolset  # when the model first calls a tool
 
     toolset = toolset or Toolset()
-    prepared = toolset.prepare(call["id"], call["name"], call["arguments"])
+    prepared = toolset.prepare(call)
+    result: ToolResult | None = None
     if prepared.asks and prepared.error is None:
         decision = toolset.decide(prepared, permit)
-        session.append("tool/permission", {"id": call["id"], "name": call["name"], "answer": decision.answer,
+        session.append("tool/permission", {"id": call.id, "name": call.name, "answer": decision.answer,
                                            "by": decision.by})
         if not decision.allowed:
-            denied = session.append("tool/result", {"id": call["id"], "name": call["name"],
-                                                    "content": decision.refusal(call["name"]), "is_error": True,
-                                                    "error_code": DENIED})
-            on_tool(call["name"], shown_arguments, denied.data["content"], True)
-            return
-    session.append("tool/call", {"id": call["id"], "name": call["name"]})
-    content, is_error = toolset.run(prepared)
-    result = session.append("tool/result", {"id": call["id"], "name": call["name"],
-                                            "content": content, "is_error": is_error})
-    on_tool(call["name"], shown_arguments, result.data["content"], is_error)
+            result = ToolResult(call.id, call.name, decision.refusal(call.name), True, DENIED)
+    if result is None:
+        session.append("tool/call", {"id": call.id, "name": call.name})
+        result = toolset.run(prepared)
+    held = session.append("tool/result", result.data())
+    on_tool(call.name, shown_arguments, held.data["content"], result.is_error)

@@ -200,7 +200,7 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
     ``events`` are already redacted (redaction happens where text enters a session), so
     nothing here can bring a secret back into history.
 
-    Subjects (design.md): a turn ``turn N: <first line of the prompt>``, else ``title: T``,
+    Subjects: a turn ``turn N: <first line of the prompt>``, else ``title: T``,
     ``system prompt: S``, ``model: M``, ``options: temperature=0.2``, ``compact: the
     conversation up to turn N`` (`` (automatic)`` when gs compacted it itself), ``undo: turn N`` or
     ``save: <event types>``; an import ``import: <source>``; a fork

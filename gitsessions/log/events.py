@@ -1,6 +1,6 @@
 r"""Event and header types of ``session.jsonl``, their JSONL encoding, validation and text hygiene.
 
-The format (design.md, "On disk"): UTF-8, ``\n`` line ends, one JSON object per line,
+The format: UTF-8, ``\n`` line ends, one JSON object per line,
 appended only. Line 1 is the header ``{"type": "session", "version": 1, "created": <epoch ms>,
 ...}``; every later line is an event ``{"seq": n, "time": <epoch ms>, "type": "<kind>/<name>",
 "data": {...}}`` with ``seq`` contiguous from 0. An event type a reader does not know is an
@@ -22,7 +22,7 @@ from ..errors import CorruptSession, InvalidEvent, UnsupportedVersion
 #: The newest ``session.jsonl`` format version this code reads and the one it writes.
 FORMAT_VERSION = 1
 
-#: Event types this version understands (design.md, "On disk").
+#: Event types this version understands.
 KNOWN_TYPES = frozenset({
     "turn/start", "user/message", "step/start", "assistant/message", "tool/call", "tool/result",
     "step/end", "turn/end", "session/title", "session/fork", "session/undo", "compaction/summary",
@@ -31,7 +31,7 @@ KNOWN_TYPES = frozenset({
 #: Known types always written ignorable: a record beside the conversation an older gs may skip.
 WRITTEN_IGNORABLE = frozenset({"tool/permission"})
 
-#: ``turn/end`` reasons (design.md).
+#: ``turn/end`` reasons.
 TURN_END_REASONS = frozenset({"completed", "aborted", "error", "interrupted", "max-steps"})
 
 #: The ignorable event an import keeps a message in that gs does not send to the model
@@ -48,7 +48,7 @@ def clean_text(text: str) -> str:
     """Return ``text`` as well-formed Unicode: lone surrogates become U+FFFD.
 
     A lone surrogate (from a terminal, a model, or ``surrogateescape``-decoded bytes) cannot
-    be encoded as UTF-8 and would break every later save or request (design.md, failure kinds).
+    be encoded as UTF-8 and would break every later save or request.
     """
     try:
         text.encode("utf-8")

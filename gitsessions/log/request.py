@@ -2,7 +2,7 @@
 
 Options are set with a ``session/options`` event holding all of them in effect after it
 (``{"options": {"temperature": 0.2}}``; ``{}`` back to the server's defaults), as the model
-is with ``session/model`` (issue 15, "what the model saw is in the log"): so a revision, shown
+is with ``session/model`` (what the model saw is in the log): so a revision, shown
 or forked, reproduces the request. The rules of each option are written here once; the
 derivation (:mod:`gitsessions.log.transcript`) reads the events. Pure: no I/O.
 """
@@ -88,7 +88,7 @@ def offered_tools(calls_tools: bool, tools: list[dict[str, Any]] | None, asked: 
                   ) -> tuple[list[dict[str, Any]] | None, str | None]:
     """The tools a request offers the model, and what to tell the user when none can be.
 
-    A model that cannot call tools (the embedded SmolLM2 ignores them, issue 15) is offered
+    A model that cannot call tools (the embedded SmolLM2 ignores them) is offered
     none, rather than tools that will never be called; when the user asked for tools, they
     are told so.
 

@@ -1,12 +1,12 @@
 """The derived transcript: events -> chat-completions messages, and closing unfinished turns.
 
-The model never sees the log; it sees the messages :func:`derive_messages` derives from it
-(design.md, "The derived transcript"). Whatever the log holds, the result is a valid
-chat-completions transcript: every assistant tool call is answered by exactly one tool
-message right after it, no tool message answers nothing, strings are well-formed Unicode.
+The model never sees the log; it sees the messages :func:`derive_messages` derives from it.
+Whatever the log holds, the result is a valid chat-completions transcript: every assistant
+tool call is answered by exactly one tool message right after it, no tool message answers
+nothing, strings are well-formed Unicode.
 
 A turn that did not finish (a crash, Ctrl+C, an API error) is closed by *appending* the
-events :func:`closing_events` returns — never by cutting the log (seed design record).
+events :func:`closing_events` returns — never by cutting the log.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .calls import ToolCall, ToolResult
 from .events import Event, clean_text
 from .request import options_of
-from .turns import turn_count, turn_number
+from .turns import Numbering, turn_count
 
 __all__ = [
     "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "SYSTEM_REMOVED", "closing_events", "derive_messages", "open_turn",
@@ -44,6 +45,17 @@ _SYNTHETIC_CONTENT = {
     ),
     CANCELLED: "error: this tool call was not run because the user cancelled the reply.",
 }
+
+
+def _unanswered(call_id: str, name: str, code: str) -> ToolResult:
+    """Return the error result of a call no result answers: what the model is told of it.
+
+    Args:
+        call_id: the call's id.
+        name: the tool it named.
+        code: why there is none: :data:`NOT_STARTED`, :data:`OUTCOME_UNKNOWN` or :data:`CANCELLED`.
+    """
+    return ToolResult(call_id, name, _SYNTHETIC_CONTENT[code], True, code)
 
 
 def undone_turns(events: Sequence[Event]) -> set[int]:
@@ -96,8 +108,7 @@ class Derivation:
     Attributes:
         undone: as given.
         count: events taken.
-        turn: the number of the last turn started (0 before the first; see :mod:`gitsessions.log.turns`).
-        turns: the turn of each event taken, in order.
+        turns: the turn of each event taken, in order (see :mod:`gitsessions.log.turns`).
         title: :func:`title_of` the events taken.
         model: the model the last ``session/model`` chose (None: none did; the run's default).
         options: the request options of the last ``session/options`` (see :mod:`gitsessions.log.request`).
@@ -106,26 +117,30 @@ class Derivation:
     def __init__(self, undone: set[int]):
         self.undone = undone
         self.count = 0
-        self.turn = 0
         self.turns: list[int] = []
         self.title = ""
         self.model: str | None = None
         self.options: dict[str, Any] = {}
-        self._top: int | None = None  # the highest turn number started
+        self._numbering = Numbering()
         self._system: dict[str, Any] | None = None  # the system message of the last session/system
         self._messages: list[dict[str, Any]] = []
         self._origins: list[int] = []  # the seq of the event each message comes from (a tool's: its call's)
         self._asked = -1  # the seq of the assistant message the pending calls belong to
         self._undone_before: set[int] = set()  # the turns undone by the events taken
-        self._pending: list[str] = []  # call ids awaiting a result, in call order
-        self._results: dict[Any, str] = {}
+        self._pending: dict[str, ToolCall] = {}  # the calls awaiting a result by id, in call order
+        self._results: dict[str, str] = {}
         self._started: set[str] = set()  # pending calls a tool/call event shows began
         self._last: Event | None = None
 
     @property
+    def turn(self) -> int:
+        """The number of the last turn started (0 before the first)."""
+        return self._numbering.turn
+
+    @property
     def next_turn(self) -> int:
-        """The number the next turn gets: one more than any turn started (see :mod:`gitsessions.log.turns`)."""
-        return 1 + (self._top if self._top is not None else 0)
+        """The number the next turn gets: one more than any turn started."""
+        return self._numbering.next
 
     @property
     def system(self) -> str:
@@ -139,12 +154,13 @@ class Derivation:
     def _answers(self) -> list[dict[str, Any]]:
         """The tool messages answering the pending calls: their results, else a synthetic error."""
         out = []
-        for call_id in self._pending:
-            content = self._results.get(call_id)
-            if content is None:
-                code = OUTCOME_UNKNOWN if call_id in self._started else NOT_STARTED
-                content = _SYNTHETIC_CONTENT[code]
-            out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        for call in self._pending.values():
+            content = self._results.get(call.id)
+            if content is not None:
+                out.append(ToolResult(call.id, call.name, content).wire())
+            else:
+                code = OUTCOME_UNKNOWN if call.id in self._started else NOT_STARTED
+                out.append(_unanswered(call.id, call.name, code).wire())
         return out
 
     def _flush(self) -> None:
@@ -159,72 +175,69 @@ class Derivation:
         """Take the next event of the log."""
         self.count += 1
         self._last = ev
-        if ev.type == "turn/start":
-            self.turn = turn_number(ev.data, self.turn)
-            self._top = self.turn if self._top is None else max(self._top, self.turn)
-        self.turns.append(self.turn)
-        if ev.type != "user/message" or self.turn not in self.undone:  # an undone prompt is no title
+        turn = self._numbering.add(ev)
+        self.turns.append(turn)
+        if ev.type != "user/message" or turn not in self.undone:  # an undone prompt is no title
             self.title = _titled(self.title, ev)
-        if ev.type == "session/system":  # a setting, not part of a turn: an undo leaves it
+        if ev.type == "compaction/summary":  # it stands for the turns it covers, not for its own
+            self._summarize(ev)
+        elif ev.type.startswith("session/"):
+            self._session(ev)
+        elif ev.type != "turn/start" and turn not in self.undone:
+            self._converse(ev)
+
+    def _session(self, ev: Event) -> None:
+        """Take a ``session/`` event (a setting, an undo): none is part of a turn, so no undo drops it."""
+        if ev.type == "session/system":
             system = clean_text(str(ev.data.get("content", "")))
             self._system = {"role": "system", "content": system} if system.strip() else None
-        elif ev.type == "session/model":  # settings too: what the next requests send besides messages
+        elif ev.type == "session/model":  # what the next requests send besides messages
             self.model = clean_text(str(ev.data.get("model") or "")).strip() or None
         elif ev.type == "session/options":
             self.options = options_of(ev.data.get("options"))
         elif ev.type == "session/undo" and isinstance(ev.data.get("turn"), int):
             self._undone_before.add(ev.data["turn"])
-        elif ev.type == "compaction/summary":  # it stands for the turns it covers, not for its own
-            self._summarize(ev)
-            return
-        if ev.type == "turn/start" or self.turn in self.undone:
-            return
+
+    def _converse(self, ev: Event) -> None:
+        """Take an event of a turn left in: a message, a tool call starting or its result."""
         d = ev.data
         if ev.type == "user/message":
             self._flush()
             self._messages.append({"role": "user", "content": clean_text(str(d.get("content", "")))})
             self._origins.append(ev.seq)
         elif ev.type == "assistant/message":
-            self._flush()
-            calls: list[dict[str, Any]] = []
-            seen: set[str] = set()
-            for call in d.get("tool_calls") or []:
-                # Compare cleaned ids: two lone surrogates both become U+FFFD.
-                call_id = clean_text(str(call.get("id") or ""))
-                if not call_id or call_id in seen:
-                    continue  # an id we could never answer unambiguously
-                seen.add(call_id)
-                calls.append(
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {
-                            "name": clean_text(str(call.get("name", ""))),
-                            "arguments": clean_text(str(call.get("arguments", "") or "")),
-                        },
-                    }
-                )
-            content = d.get("content")
-            content = clean_text(content) if isinstance(content, str) else ""
-            if not content and not calls:
-                return  # an interrupted reply that produced nothing
-            # "" rather than null beside tool calls: some servers (llama.cpp) refuse null.
-            msg: dict[str, Any] = {"role": "assistant", "content": content}
-            if calls:
-                msg["tool_calls"] = calls
-            self._messages.append(msg)
-            self._origins.append(ev.seq)
-            self._pending.extend(c["id"] for c in calls)
-            self._asked = ev.seq
+            self._reply(ev)
         elif ev.type == "tool/call":
             cid = d.get("id")
             if isinstance(cid, str) and clean_text(cid) in self._pending:
                 self._started.add(clean_text(cid))
         elif ev.type == "tool/result":
             cid = d.get("id")
-            cid = clean_text(cid) if isinstance(cid, str) else cid
+            cid = clean_text(cid) if isinstance(cid, str) else None  # another type answers no call
             if cid in self._pending and cid not in self._results:
                 self._results[cid] = clean_text(str(d.get("content", "")))
+
+    def _reply(self, ev: Event) -> None:
+        """Take an assistant message: its text and the calls it asks for, each to be answered."""
+        self._flush()
+        calls: dict[str, ToolCall] = {}
+        for entry in ev.data.get("tool_calls") or []:
+            call = ToolCall.of(entry).cleaned()  # compare cleaned ids: two lone surrogates both become U+FFFD
+            if not call.id or call.id in calls:
+                continue  # an id we could never answer unambiguously
+            calls[call.id] = call
+        content = ev.data.get("content")
+        content = clean_text(content) if isinstance(content, str) else ""
+        if not content and not calls:
+            return  # an interrupted reply that produced nothing
+        # "" rather than null beside tool calls: some servers (llama.cpp) refuse null.
+        msg: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            msg["tool_calls"] = [call.wire() for call in calls.values()]
+        self._messages.append(msg)
+        self._origins.append(ev.seq)
+        self._pending.update(calls)
+        self._asked = ev.seq
 
     def _summarize(self, ev: Event) -> None:
         """Take a ``compaction/summary``: the messages of the events it covers give way to it.
@@ -343,10 +356,7 @@ def closing_events(events: Sequence[Event], reason: str) -> list[tuple[str, dict
             code = OUTCOME_UNKNOWN
         else:
             code = CANCELLED if reason == "aborted" else NOT_STARTED
-        out.append(
-            ("tool/result", {"id": call_id, "name": name, "content": _SYNTHETIC_CONTENT[code],
-                             "is_error": True, "error_code": code})
-        )
+        out.append(("tool/result", _unanswered(call_id, name, code).data()))
     if open_step is not None:
         out.append(("step/end", {"step": open_step}))
     out.append(("turn/end", {"turn": turn, "reason": reason}))

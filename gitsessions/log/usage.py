@@ -3,8 +3,8 @@
 Usage is recorded on every ``assistant/message`` as the API reported it (``prompt_tokens``,
 ``completion_tokens``, ``prompt_tokens_details.cached_tokens``); this module adds it up. The
 context window of a model comes from the config (``models: {NAME: {context: N, price:
-{...}}}``) or from the server when it tells (llama.cpp's ``/props``); when neither does, it
-is unknown and said to be (issue 15: never guessed silently). Pure: no I/O.
+{...}}}``, read by :mod:`gitsessions.config`) or from the server when it tells (llama.cpp's
+``/props``); when neither does, it is unknown and said to be (never guessed silently). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -14,84 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
-from .turns import turn_number
+from ..config import Config, ModelSettings, Price
+from .turns import turns_of
 
 if TYPE_CHECKING:
-    from ..config import Config
     from .events import Event
-
-#: The keys of a model's ``price:`` (US dollars per million tokens).
-PRICE_KEYS = ("input", "output", "cached")
-
-
-@dataclass(frozen=True)
-class Price:
-    """What a model's tokens cost, US dollars per million tokens (config ``models.NAME.price``).
-
-    Attributes:
-        input: a prompt token.
-        output: a completion token.
-        cached: a prompt token the server had cached (None: priced as ``input``).
-    """
-
-    input: float
-    output: float
-    cached: float | None = None
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    """What the config says of one model (``models: {NAME: {context: N, price: {...}}}``).
-
-    Attributes:
-        context: the context window, tokens (None: not configured).
-        price: its price (None: not configured; no cost is shown).
-    """
-
-    context: int | None = None
-    price: Price | None = None
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
-
-
-def parse_models(value: Any, path: str) -> dict[str, ModelSettings]:
-    """Read the config's ``models:`` mapping.
-
-    Args:
-        value: the YAML value (None: no models configured).
-        path: the config file, for the error message.
-
-    Returns:
-        The settings by model name.
-
-    Raises:
-        ConfigError: not a mapping of names to ``{context: N, price: {input, output, cached}}``.
-    """
-    shape = "models must map model names to {context: 128000, price: {input: 2.5, output: 10, cached: 1.25}}"
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(path, shape)
-    out: dict[str, ModelSettings] = {}
-    for name, spec in value.items():
-        if not isinstance(spec, dict) or set(spec) - {"context", "price"}:
-            raise ConfigError(path, f"models.{name}: {shape}")
-        context = spec.get("context")
-        if context is not None and (not isinstance(context, int) or isinstance(context, bool) or context < 1):
-            raise ConfigError(path, f"models.{name}.context must be a whole number of tokens above 0")
-        price = spec.get("price")
-        if price is not None:
-            if (not isinstance(price, dict) or set(price) - set(PRICE_KEYS) or not {"input", "output"} <= set(price)
-                    or not all(_number(v) for v in price.values())):
-                raise ConfigError(path, f"models.{name}.price must be {{input: N, output: N}} (and cached: N), "
-                                        "US dollars per million tokens")
-            price = Price(float(price["input"]), float(price["output"]),
-                          float(price["cached"]) if "cached" in price else None)
-        out[str(name)] = ModelSettings(context, price)
-    return out
 
 
 def context_window(config: Config, model: str, server: int | None = None) -> int | None:
@@ -162,11 +89,8 @@ def tokens_by_turn(events: Sequence[Event]) -> dict[int, Tokens]:
     A compaction's request, made between turns, counts in the turn before it (0: before any).
     """
     out: dict[int, Tokens] = {}
-    turn = 0
-    for ev in events:
-        if ev.type == "turn/start":
-            turn = turn_number(ev.data, turn)
-        elif ev.type in _PAID and ev.data.get("usage"):
+    for ev, turn in zip(events, turns_of(events), strict=True):
+        if ev.type in _PAID and ev.data.get("usage"):
             out[turn] = out.get(turn, Tokens()) + Tokens.of(ev.data["usage"])
     return out
 
@@ -301,7 +225,7 @@ def spent(events: Sequence[Event], models: Mapping[str, ModelSettings]) -> Spent
 
     Args:
         events: a session's events, or some of them.
-        models: the config's ``models:`` (:func:`parse_models`).
+        models: the config's ``models:`` (:attr:`gitsessions.config.Config.models`).
     """
     dollars, priced, unpriced = 0.0, 0, dict[str, None]()
     for ev in events:

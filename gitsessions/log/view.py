@@ -27,7 +27,7 @@ from typing import Any
 from .events import IMPORTED_MESSAGE, Event
 from .request import options_of, options_text
 from .transcript import SYSTEM_REMOVED, summary_through, undone_turns
-from .turns import turn_number
+from .turns import Numbering
 
 
 @dataclass(frozen=True)
@@ -290,11 +290,10 @@ def items(events: Sequence[Event]) -> list[Item]:
     """
     undone = undone_turns(events)
     out: list[Item] = []
-    turn = 0
+    numbering = Numbering()
     turns: list[int] = []  # the turn of each event so far
     for ev in events:
-        if ev.type == "turn/start":
-            turn = turn_number(ev.data, turn)
+        turn = numbering.add(ev)
         turns.append(turn)
         item = _item(ev, turn, undone, turns)
         if item is not None:

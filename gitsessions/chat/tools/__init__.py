@@ -1,4 +1,4 @@
-"""The tools the model may call, every one opt-in: none is offered unless named (issue 15).
+"""The tools the model may call, every one opt-in: none is offered unless named.
 
 :mod:`.toolset` says which are on (``--tools``) and which calls may run without asking;
 :mod:`.clock`, :mod:`.files` and :mod:`.shell` what they do; :mod:`.ignore` the

@@ -3,7 +3,7 @@
 Every path the model names is resolved in a :class:`Workspace` (the working directory, plus
 the folders the user allowed): ``..``, an absolute path or a symbolic link that leads out of
 it is refused, so a tool never reads or writes elsewhere. Nothing here asks the user: which
-call may run is :mod:`.permissions`' rule, the loop's callback asks.
+call may run is :mod:`.toolset`'s rule, the loop's callback asks.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The tools a chat offers, and which of their calls may run without asking.
 
-Opt-in (issue 15): ``--tools read,write,shell`` or ``tools: [...]`` in the config names
+Opt-in: ``--tools read,write,shell`` or ``tools: [...]`` in the config names
 groups of :data:`GROUPS`; with none, a request offers no tools at all. A call is first
 *prepared* (its arguments checked, a write's diff worked out, nothing done), then *decided*
 (:meth:`Toolset.decide`: reads run; every write and every command is asked of the user
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...log.calls import ToolCall, ToolResult
 from . import files, shell
 from .clock import TOOL_SCHEMAS as CLOCK_SCHEMAS
 from .clock import get_current_time
@@ -103,8 +104,8 @@ class Prepared:
     """A tool call checked and worked out, not yet run.
 
     Attributes:
-        call_id, name: the call's id and the function named.
-        arguments: its arguments as the model gave them (a JSON object).
+        call: the call as the model asked for it.
+        arguments: its arguments, read (a JSON object).
         error: why it cannot run at all (bad arguments, a path outside, ...); None: it can.
         asks: its running is asked of the user (a write or a command).
         summary: one line saying what it does (``edit_file notes.md``, ``run_command: make test``).
@@ -112,8 +113,7 @@ class Prepared:
         run: does it and returns what the model is told (None when ``error``); see :meth:`Toolset.run`.
     """
 
-    call_id: str
-    name: str
+    call: ToolCall
     arguments: dict[str, Any]
     error: str | None = None
     asks: bool = False
@@ -183,88 +183,106 @@ class Toolset:
         """Drop the "for this session" approvals (another session was opened)."""
         self._session_approved.clear()
 
-    def prepare(self, call_id: str, name: str, arguments: str) -> Prepared:
-        """Check a call and work out what it would do; nothing is run or written. Never raises."""
+    def prepare(self, call: ToolCall) -> Prepared:
+        """Check a call and work out what it would do; nothing is run or written. Never raises.
+
+        Args:
+            call: the call the model asked for.
+
+        Returns:
+            The prepared call; its :attr:`~Prepared.error` says why it cannot run (bad
+            arguments, a tool not enabled, a path outside the workspace), else None.
+        """
+        name, arguments = call.name, call.arguments
         try:
             args = json.loads(arguments) if arguments and arguments.strip() else {}
             if not isinstance(args, dict):
                 raise ValueError("arguments must be a JSON object")
         except ValueError as exc:
-            return Prepared(call_id, name, {}, error=f"error: bad arguments for {name}: {exc}")
+            return Prepared(call, {}, error=f"error: bad arguments for {name}: {exc}")
         if name not in self.enabled:
-            return Prepared(call_id, name, args, error=f"error: unknown tool {name!r}")
+            return Prepared(call, args, error=f"error: unknown tool {name!r}")
         try:
-            return self._prepared(call_id, name, args)
+            return self._prepared(call, args)
         except ToolFailed as exc:
-            return Prepared(call_id, name, args, error=f"error: {exc}")
+            return Prepared(call, args, error=f"error: {exc}")
         except (TypeError, ValueError, KeyError) as exc:
-            return Prepared(call_id, name, args, error=f"error: bad arguments for {name}: {exc}")
+            return Prepared(call, args, error=f"error: bad arguments for {name}: {exc}")
 
-    def _prepared(self, call_id: str, name: str, args: dict[str, Any]) -> Prepared:
-        ws = self.workspace
+    def _prepared(self, call: ToolCall, args: dict[str, Any]) -> Prepared:
+        ws, name = self.workspace, call.name
         if name == "get_current_time":
-            return Prepared(call_id, name, args, run=lambda: get_current_time(args.get("timezone")))
+            return Prepared(call, args, run=lambda: get_current_time(args.get("timezone")))
         known = set(SCHEMAS[name]["function"]["parameters"]["properties"])
         unknown = sorted(set(args) - known)
         if unknown:
             raise ValueError(f"no argument {unknown[0]!r} (it takes {', '.join(sorted(known))})")
         if name == "read_file":
-            return Prepared(call_id, name, args, summary=f"read_file {args['path']}",
+            return Prepared(call, args, summary=f"read_file {args['path']}",
                             run=lambda: files.read_file(ws, args["path"], args.get("offset", 1), args.get("limit")))
         if name == "list_files":
             path = args.get("path", ".")
-            return Prepared(call_id, name, args, summary=f"list_files {path}",
+            return Prepared(call, args, summary=f"list_files {path}",
                             run=lambda: files.list_files(ws, path, bool(args.get("recursive"))))
         if name == "search_files":
             path = args.get("path", ".")
-            return Prepared(call_id, name, args, summary=f"search_files {args['pattern']!r} in {path}",
+            return Prepared(call, args, summary=f"search_files {args['pattern']!r} in {path}",
                             run=lambda: files.search_files(ws, args["pattern"], path, bool(args.get("ignore_case"))))
         if name in ("write_file", "edit_file"):
             change = (files.write_change(ws, args["path"], args["content"]) if name == "write_file" else
                       files.edit_change(ws, args["path"], str(args["old_string"]), str(args["new_string"]),
                                         bool(args.get("replace_all"))))
-            return Prepared(call_id, name, args, asks=True, summary=f"{name} {change.shown}", preview=change.diff(),
+            return Prepared(call, args, asks=True, summary=f"{name} {change.shown}", preview=change.diff(),
                             run=lambda: files.apply(ws, change))
         command = args["command"]
         if not isinstance(command, str):
             raise ValueError("command must be a string")
-        return Prepared(call_id, name, args, asks=True, summary="run_command", preview=command,
+        return Prepared(call, args, asks=True, summary="run_command", preview=command,
                         run=lambda: shell.run_command(ws.root, command, args.get("timeout"), self.env))
 
-    def decide(self, call: Prepared, ask: Callable[[Prepared], Answer] | None) -> Decision:
-        """Whether ``call`` (one that :attr:`~Prepared.asks`) may run; asks through ``ask`` when nothing approved it.
+    def decide(self, prepared: Prepared, ask: Callable[[Prepared], Answer] | None) -> Decision:
+        """Whether a call that :attr:`~Prepared.asks` may run; asks through ``ask`` when nothing approved it.
 
         Args:
-            call: the prepared call.
+            prepared: the prepared call.
             ask: asks the user and returns an answer of :data:`ANSWERS` (None: there is no
                 one to ask, and the call is denied).
         """
+        name = prepared.call.name
         if self.yes:
             return Decision("once", "--yes")
-        if call.name in self.allow:
+        if name in self.allow:
             return Decision("once", "config")
-        if call.name in self._session_approved:
+        if name in self._session_approved:
             return Decision("once", "session")
         if ask is None:
             return Decision("deny", "nobody")
-        answer = ask(call)
+        answer = ask(prepared)
         answer = answer if answer in ANSWERS else "deny"
         if answer == "session":
-            self._session_approved.add(call.name)
+            self._session_approved.add(name)
         return Decision(answer, "user")
 
-    def run(self, call: Prepared) -> tuple[str, bool]:
-        """Run a prepared call (inside :attr:`running`): ``(content, is_error)``, its error when it had one.
+    def run(self, prepared: Prepared) -> ToolResult:
+        """Run a prepared call (inside :attr:`running`).
+
+        Args:
+            prepared: the call, as :meth:`prepare` made it.
+
+        Returns:
+            What the model is told: the tool's output, or its error (``is_error``) when it
+            could not run or failed.
 
         Raises:
             KeyboardInterrupt: Ctrl+C while it ran (a command is stopped first); nothing else.
         """
-        if call.error is not None or call.run is None:
-            return call.error or f"error: {call.name} cannot run", True
+        call = prepared.call
+        if prepared.error is not None or prepared.run is None:
+            return ToolResult(call.id, call.name, prepared.error or f"error: {call.name} cannot run", True)
         try:
             with self.running():
-                return call.run(), False
+                return ToolResult(call.id, call.name, prepared.run())
         except ToolFailed as exc:
-            return f"error: {exc}", True
+            return ToolResult(call.id, call.name, f"error: {exc}", True)
         except (TypeError, ValueError) as exc:
-            return f"error: {exc}", True
+            return ToolResult(call.id, call.name, f"error: {exc}", True)
