@@ -202,23 +202,24 @@ def chat(
             from ..ids import new_session_id
             from .display.rendered import recap_drawer
             from .display.stream import rendered_replies
+            from .repl.environment import ChatEnvironment
             from .repl.repl import Repl
 
             store = None
             try:
                 store = stores.result()
+                env = ChatEnvironment(
+                    read_line=replay, write=write, new_header=_header, system=c.config.system,
+                    max_steps=c.config.max_steps, redactor=c.redactor(), warnings=c.warnings,
+                    reply=rendered_replies(c.output, render, behind=True) if interactive else None,
+                    recap=(1 if interactive else 0) if recap is None else recap,
+                    draw_recap=recap_drawer(c.output, render, show) if interactive else None,
+                    config=c.config, footer=interactive, compaction=auto_compaction(c.config), toolset=toolset,
+                    save_behind=interactive, permit=approver(write, answers, c.redactor()) if toolset else None,
+                    **chat_faces(c, store, faces.edit if interactive else None))
                 opened = Repl(store, keys.guard(provider) if keys else provider,
-                              sid or new_session_id(store, token_hex=drawn_first(drawn)), read_line=replay,
-                              write=write, new_header=_header, system=c.config.system,
-                              max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                              warnings=c.warnings, wait=c.lock_wait(wait),
-                              reply=rendered_replies(c.output, render, behind=True) if interactive else None,
-                              recap=(1 if interactive else 0) if recap is None else recap,
-                              draw_recap=recap_drawer(c.output, render, show) if interactive else None,
-                              model=model, config=c.config, footer=interactive,
-                              compaction=auto_compaction(c.config), toolset=toolset, save_behind=interactive,
-                              permit=approver(write, answers, c.redactor()) if toolset else None,
-                              **chat_faces(c, store, faces.edit if interactive else None))
+                              sid or new_session_id(store, token_hex=drawn_first(drawn)), env,
+                              model=model, fork_as=fork_as, wait=c.lock_wait(wait))
                 built.append(opened)
                 if system is not None and opened.session is not None:
                     opened.session.set_system(system)
