@@ -2,12 +2,14 @@
 
 cli/display/ is what reaches the terminal: it imports nothing else of cli/. cli/repl/ is the
 interactive chat: it imports no command module of cli/ (common.py, chat.py...) except for
-type checking.
+type checking. The slash commands reach the chat through
+:class:`gitsessions.cli.repl.handle.ChatHandle`, so no import circle runs through cli/, not
+even one closed by an import under ``if TYPE_CHECKING:``.
 """
 
 from __future__ import annotations
 
-from test_layers import _sources, _under, imported_modules, uses
+from test_layers import _sources, _under, circles, imported_modules, uses
 
 DISPLAY = "gitsessions.cli.display"
 REPL = "gitsessions.cli.repl"
@@ -41,8 +43,21 @@ def test_the_chat_imports_no_command_module_but_for_type_checking():
     assert not found, "cli/repl/ is given what it needs by the command that runs it: " + "; ".join(found)
 
 
+def test_the_slash_commands_import_nothing_of_the_loop_that_runs_them():
+    _run, every = _graphs()
+    for module in SLASH:
+        assert f"{REPL}.repl" not in every[module], module  # they see the chat as a ChatHandle
+    assert set(SLASH) <= every[f"{REPL}.repl"] | every["gitsessions.cli.repl.slash"]  # the loop imports them
+
+
+def test_no_import_circle_in_the_face_even_through_type_checking_imports():
+    _run, every = _graphs()
+    inside = {m: {t for t in targets if t in every} for m, targets in every.items()}
+    assert not circles(inside), circles(inside)
+
+
 def test_the_graph_counts_type_checking_imports():
-    # else the display test above would miss an import only a type checker runs
+    # else the circle test above would pass on any tree: an import only a type checker runs is seen
     known = {"gitsessions.a", "gitsessions.b"}
     text = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import X\n"
     assert {u.what for u in uses("gitsessions.a", text, known)} == {"gitsessions.b"}

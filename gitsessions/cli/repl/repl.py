@@ -86,6 +86,17 @@ class Repl:
 
             self.env.write("".join(line + "\n" for line in cut_calls(session.events)))
 
+    def release(self) -> Session | None:
+        """Close the current session and hold none until the next :meth:`open` or :meth:`switch`.
+
+        Returns:
+            The session closed (None: there was none).
+        """
+        left, self.session = self.session, None
+        if left is not None:
+            left.close()
+        return left
+
     def show_recap(self) -> None:
         """Show where the current session's conversation was: its last ``env.recap`` turns."""
         if self.session is None or not self.env.recap or not self.session.events:

@@ -2,9 +2,10 @@
 
 They follow the seed tutorial: ``/help``, ``/new <id>``, ``/sessions``, ``/open <id>``,
 ``/save``, ``/exit``; the tree of a conversation (issue 12) adds ``/retry``, ``/edit [N]``
-and ``/tree``. Each command works on the :class:`gitsessions.cli.repl.repl.Repl` it is given: its
-store, its current session, its ``write`` and the faces a terminal gives it (editing a
-prompt in place, the pickers). :func:`command` runs one line; the REPL's loop reads it.
+and ``/tree``. Each command works on the chat it is given, through
+:class:`~gitsessions.cli.repl.handle.ChatHandle`: its store, its current session, and its
+environment's ``write`` and the faces a terminal gives it (editing a prompt in place, the
+pickers). :func:`command` runs one line; the REPL's loop reads it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .slash_compact import compact_command
 
 if TYPE_CHECKING:  # /retry and /tree are imported when first used: not before the prompt
     from ...writer.redo import Attempt
-    from .repl import Repl
+    from .handle import ChatHandle
 
 HELP = """\
 Type a message and press Enter to send it; Alt+Enter (or Esc Enter) starts a new line;
@@ -60,7 +61,7 @@ a git commit.
 """
 
 
-def command(repl: Repl, line: str) -> bool:
+def command(repl: ChatHandle, line: str) -> bool:
     """Run a slash command; return False when the REPL should end."""
     name, _, arg = line.partition(" ")
     run = COMMANDS.get(name)
@@ -70,15 +71,15 @@ def command(repl: Repl, line: str) -> bool:
     return run(repl, arg.strip()) is not False
 
 
-def _leave(_repl: Repl, _arg: str) -> bool:
+def _leave(_repl: ChatHandle, _arg: str) -> bool:
     return False
 
 
-def _help(repl: Repl, _arg: str) -> None:
+def _help(repl: ChatHandle, _arg: str) -> None:
     repl.env.write(HELP)
 
 
-def _new(repl: Repl, arg: str) -> None:
+def _new(repl: ChatHandle, arg: str) -> None:
     sid = arg or new_session_id(repl.store)
     other = taken_by(repl.store, sid)
     if other is not None:  # named as it is (a case clash: the real id), never what was typed
@@ -89,7 +90,7 @@ def _new(repl: Repl, arg: str) -> None:
         repl.env.write(f"(new session {sid})\n")
 
 
-def _open(repl: Repl, arg: str) -> None:
+def _open(repl: ChatHandle, arg: str) -> None:
     picked = repl.env.pick_session() if not arg and repl.env.pick_session is not None else arg
     if not arg and repl.env.pick_session is None:
         repl.env.write("usage: /open <id>\n")
@@ -99,14 +100,14 @@ def _open(repl: Repl, arg: str) -> None:
         _go(repl, picked)
 
 
-def _tree(repl: Repl, arg: str) -> None:
+def _tree(repl: ChatHandle, arg: str) -> None:
     if arg:
         repl.env.write("usage: /tree (it shows this session's family)\n")
     else:
         tree(repl)
 
 
-def _fork(repl: Repl, arg: str) -> None:
+def _fork(repl: ChatHandle, arg: str) -> None:
     assert repl.session is not None
     if not arg:
         repl.env.write("usage: /fork <new id>\n")
@@ -119,7 +120,7 @@ def _fork(repl: Repl, arg: str) -> None:
         repl.env.write(f"(forked {source} into {arg}; now in {arg})\n")
 
 
-def _copy(repl: Repl, arg: str) -> None:
+def _copy(repl: ChatHandle, arg: str) -> None:
     assert repl.session is not None
     reply = next((m["content"] for m in reversed(repl.session.messages())
                   if m["role"] == "assistant" and isinstance(m.get("content"), str) and m["content"].strip()), None)
@@ -134,7 +135,7 @@ def _copy(repl: Repl, arg: str) -> None:
         repl.env.write(f"(copied the last reply: {plural(reply.count(chr(10)) + 1, 'line')}, with {tool})\n")
 
 
-def _log(repl: Repl, _arg: str) -> None:
+def _log(repl: ChatHandle, _arg: str) -> None:
     assert repl.session is not None
     if repl.session.tip is None:
         repl.env.write("(no saves yet)\n")
@@ -142,7 +143,7 @@ def _log(repl: Repl, _arg: str) -> None:
         repl.env.write(f"{info.commit[:7]} {info.message.subject}\n")
 
 
-def _title(repl: Repl, arg: str) -> None:
+def _title(repl: ChatHandle, arg: str) -> None:
     assert repl.session is not None
     if not arg:
         repl.env.write("usage: /title <text>\n")
@@ -151,13 +152,13 @@ def _title(repl: Repl, arg: str) -> None:
         repl.env.write(f"(title: {derived(repl.session.events).title})\n")  # as stored: redacted
 
 
-def _undo(repl: Repl, _arg: str) -> None:
+def _undo(repl: ChatHandle, _arg: str) -> None:
     assert repl.session is not None
     turn = repl.session.undo()
     repl.env.write(f"(turn {turn} dropped from what the model sees; the log keeps it)\n")
 
 
-def _save(repl: Repl, _arg: str) -> None:
+def _save(repl: ChatHandle, _arg: str) -> None:
     assert repl.session is not None
     commit = repl.session.save() or repl.session.tip
     if commit:
@@ -166,7 +167,7 @@ def _save(repl: Repl, _arg: str) -> None:
         repl.env.write("(nothing to save yet: the session has no turns)\n")
 
 
-def _go(repl: Repl, rev: str) -> None:
+def _go(repl: ChatHandle, rev: str) -> None:
     """Switch to ``rev`` (``/open``, the pickers, ``/tree``); the current session is already open."""
     assert repl.session is not None
     if repl.session.fork_from is None and (rev == repl.session.id or _is_our_tip(repl, rev)):
@@ -177,7 +178,7 @@ def _go(repl: Repl, rev: str) -> None:
     repl.show_recap()
 
 
-def _is_our_tip(repl: Repl, rev: str) -> bool:
+def _is_our_tip(repl: ChatHandle, rev: str) -> bool:
     """True when ``rev`` (``work~0``, ``work@{0}``) names the current session's tip."""
     assert repl.session is not None
     try:
@@ -187,7 +188,7 @@ def _is_our_tip(repl: Repl, rev: str) -> bool:
     return at.session_id == repl.session.id and at.commit == repl.session.tip
 
 
-def _standing(repl: Repl) -> Revision | None:
+def _standing(repl: ChatHandle) -> Revision | None:
     """The revision the current session stands at (None: nothing saved yet)."""
     assert repl.session is not None
     if repl.session.fork_from is not None:
@@ -195,7 +196,7 @@ def _standing(repl: Repl) -> Revision | None:
     return repl.store.resolve(repl.session.id) if repl.session.tip else None
 
 
-def _attempt(repl: Repl, turn: int | None, verb: str) -> tuple[Attempt, str] | None:
+def _attempt(repl: ChatHandle, turn: int | None, verb: str) -> tuple[Attempt, str] | None:
     at = _standing(repl)
     if at is None:
         repl.env.write(f"error: nothing to {verb} yet: the session has no saved turns\n")
@@ -204,7 +205,8 @@ def _attempt(repl: Repl, turn: int | None, verb: str) -> tuple[Attempt, str] | N
     return attempt_at(repl.store, at, turn, name=repl.session.id if repl.session else None), at.session_id
 
 
-def _send_attempt(repl: Repl, attempt: Attempt, old: str, prompt: str, edited: bool = False, label: str = "") -> None:
+def _send_attempt(repl: ChatHandle, attempt: Attempt, old: str, prompt: str, edited: bool = False,
+                  label: str = "") -> None:
     """Open the new attempt's fork, say where both attempts live (after ``label``), send ``prompt`` there."""
     from ...writer.redo import open_attempt, where_both_live
 
@@ -213,8 +215,8 @@ def _send_attempt(repl: Repl, attempt: Attempt, old: str, prompt: str, edited: b
     if past is None:
         session = open_attempt(repl.store, attempt, redactor=repl.env.redactor, warnings=repl.env.warnings)
     else:  # a past revision not yet written to holds the fork name the attempt takes: let it go
-        unwritten, repl.session = repl.session, None
-        unwritten.close()
+        unwritten = repl.release()
+        assert unwritten is not None
         try:
             session = open_attempt(repl.store, attempt, redactor=repl.env.redactor, warnings=repl.env.warnings)
         except BaseException:
@@ -226,7 +228,7 @@ def _send_attempt(repl: Repl, attempt: Attempt, old: str, prompt: str, edited: b
     repl.turn(prompt)
 
 
-def retry(repl: Repl, arg: str) -> None:
+def retry(repl: ChatHandle, arg: str) -> None:
     """``/retry``: the last turn's prompt again, in a sibling fork at the turn's parent commit."""
     if arg:
         repl.env.write("usage: /retry (it tries the last turn again; /edit N changes an earlier one)\n")
@@ -236,7 +238,7 @@ def retry(repl: Repl, arg: str) -> None:
         _send_attempt(repl, found[0], found[1], found[0].prompt)
 
 
-def edit_turn(repl: Repl, arg: str) -> bool:
+def edit_turn(repl: ChatHandle, arg: str) -> bool:
     """``/edit [N] [--editor]``: edit turn N's prompt; sending it forks at turn N-1.
 
     Returns:
@@ -271,7 +273,7 @@ def edit_turn(repl: Repl, arg: str) -> bool:
     return True
 
 
-def tree(repl: Repl) -> None:
+def tree(repl: ChatHandle) -> None:
     """``/tree``: the current session's family; the spot picked is opened (a past turn read-only)."""
     at = _standing(repl)
     if at is None:
@@ -296,7 +298,7 @@ def tree(repl: Repl) -> None:
         _go(repl, f"{spot.session_id}@{spot.commit[:12]}")  # its note says where a send goes
 
 
-def sessions(repl: Repl) -> None:
+def sessions(repl: ChatHandle) -> None:
     """Print the sessions, newest first, in columns: id, messages, last save, title; ``*`` marks the current one.
 
     The current session is listed even before its first save (``not saved``).
@@ -317,7 +319,7 @@ def sessions(repl: Repl) -> None:
 
 #: The slash commands by name: ``run(repl, arg)``, False when the REPL should end. In the
 #: order of :data:`HELP`, which Tab completes them in.
-COMMANDS: dict[str, Callable[[Repl, str], bool | None]] = {
+COMMANDS: dict[str, Callable[[ChatHandle, str], bool | None]] = {
     "/help": _help, "/new": _new, "/sessions": lambda repl, _arg: sessions(repl), "/open": _open,
     "/retry": retry, "/edit": edit_turn, "/tree": _tree, "/fork": _fork, "/log": _log, "/title": _title,
     "/system": slash_settings.system, "/model": slash_settings.model, "/models": slash_settings.models,

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from ...errors import ProviderError
 
 if TYPE_CHECKING:
-    from .repl import Repl
+    from .handle import ChatHandle
 
 
-def compact_command(repl: Repl, arg: str) -> None:
+def compact_command(repl: ChatHandle, arg: str) -> None:
     """``/compact [instructions]``: ask the model for a summary of the session so far and keep it.
 
     ``instructions`` say what the summary should keep or focus on. A failure (an API error,

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 from ...log.request import OPTIONS, options_text, parse_option
 
 if TYPE_CHECKING:
-    from .repl import Repl
+    from .handle import ChatHandle
 
 #: ``/system`` with this word removes the system prompt.
 CLEAR = "--clear"
 
 
-def system(repl: Repl, arg: str) -> None:
+def system(repl: ChatHandle, arg: str) -> None:
     """``/system [TEXT | --clear]``: show, set or remove the system prompt of the next requests."""
     assert repl.session is not None
     current = repl.session.system
@@ -36,7 +36,7 @@ def system(repl: Repl, arg: str) -> None:
                        "(system prompt saved: sent from the next turn on)\n")
 
 
-def model(repl: Repl, arg: str) -> None:
+def model(repl: ChatHandle, arg: str) -> None:
     """``/model [NAME]``: show the model of the next requests, or switch to NAME (saved in the session)."""
     assert repl.session is not None
     if not arg:
@@ -56,7 +56,7 @@ def model(repl: Repl, arg: str) -> None:
         repl.env.write(f"(model: {arg} from the next turn on)\n")
 
 
-def models(repl: Repl, arg: str) -> None:
+def models(repl: ChatHandle, arg: str) -> None:
     """``/models``: the models the server offers (``GET /models``), the current one marked ``*``."""
     if arg:
         repl.env.write("usage: /models (it lists what the server offers)\n")
@@ -70,7 +70,7 @@ def models(repl: Repl, arg: str) -> None:
     repl.env.write("".join(f"{'*' if name == current else ' '} {name}\n" for name in names))
 
 
-def options(repl: Repl, arg: str) -> None:
+def options(repl: ChatHandle, arg: str) -> None:
     """``/set [NAME [VALUE]]``: show the request options, set NAME to VALUE, or (no VALUE) unset it."""
     assert repl.session is not None
     words = arg.split()
@@ -93,7 +93,7 @@ def options(repl: Repl, arg: str) -> None:
     repl.env.write(f"(options: {options_text(repl.session.options) or 'none; the server defaults'})\n")
 
 
-def usage(repl: Repl, arg: str) -> None:
+def usage(repl: ChatHandle, arg: str) -> None:
     """``/usage``: tokens of this turn and this session, the context against the window, cost when priced."""
     from ...log.usage import report
 
