@@ -264,7 +264,7 @@ def _say_left_out(plan: ImportPlan, result: ImportResult, tally: _Tally) -> None
 
 
 #: How long an import waits for another one to finish (seconds): longer than a large
-#: import takes (issue 14: 1,000 transcripts in < 60 s), bounded so that cron runs do not pile up.
+#: import takes (1,000 transcripts in < 60 s), bounded so that cron runs do not pile up.
 IMPORT_WAIT_S = 300.0
 
 

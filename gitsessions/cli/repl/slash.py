@@ -1,7 +1,7 @@
 """The chat's slash commands: ``/help``, ``/new``, ``/open``, ``/retry``, ``/edit``, ``/tree`` and the rest.
 
 They follow the seed tutorial: ``/help``, ``/new <id>``, ``/sessions``, ``/open <id>``,
-``/save``, ``/exit``; the tree of a conversation (issue 12) adds ``/retry``, ``/edit [N]``
+``/save``, ``/exit``; the tree of a conversation adds ``/retry``, ``/edit [N]``
 and ``/tree``. Each command works on the chat it is given, through
 :class:`~gitsessions.cli.repl.handle.ChatHandle`: its store, its current session, and its
 environment's ``write`` and the faces a terminal gives it (editing a prompt in place, the

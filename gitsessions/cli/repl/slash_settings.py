@@ -1,7 +1,7 @@
 """The chat's slash commands for what a request sends: ``/system``, ``/model``, ``/models``, ``/set``, ``/usage``.
 
 Each setting is an event saved at once (``session/system``, ``session/model``,
-``session/options``: issue 15, "what the model saw is in the log"), so the next request, a
+``session/options``: what the model saw is in the log), so the next request, a
 revision shown with ``gs show`` and a fork from here all carry it. ``/usage`` reads the usage
 every reply recorded (:mod:`gitsessions.log.usage`). Registered in :data:`gitsessions.cli.repl.slash.COMMANDS`.
 """
