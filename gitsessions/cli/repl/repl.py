@@ -34,6 +34,8 @@ def fork_origin(session: Session) -> str | None:
 class Repl:
     """The chat REPL over one store and one provider, in one environment.
 
+    The slash commands it runs see it as a :class:`~gitsessions.cli.repl.handle.ChatHandle`.
+
     Args:
         store: the session store.
         provider: the model (``stream(messages, tools)``, ``model``).
@@ -149,7 +151,7 @@ class Repl:
                 self.session.close()
 
     def turn(self, prompt: str) -> None:
-        """Send ``prompt`` and show the reply as it streams (:attr:`reply`); the turn is saved whatever happens."""
+        """Send ``prompt`` and show the reply as it streams (``env.reply``); the turn is saved whatever happens."""
         assert self.session is not None
         from ...chat.loop import run_turn
         from ...log.request import offered_tools
