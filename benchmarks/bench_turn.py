@@ -41,6 +41,7 @@ from pathlib import Path
 from _common import PY, Builder, FixtureStore, Settings, git, row, run_cmd, section, target
 
 from gitsessions.chat.loop import run_turn
+from gitsessions.cli.repl.environment import ChatEnvironment
 from gitsessions.cli.repl.repl import Repl
 from gitsessions.log.events import make_header
 from gitsessions.provider.body import pieces as body_pieces
@@ -119,8 +120,9 @@ def chat_turns(store: TimedStore, url: str, sid: str, turns: int, start_turn: in
         return next(prompts, None)
 
     server_times(url)  # forget earlier requests
-    repl = Repl(store, provider, sid, read_line=read_line, write=lambda _t: None, new_header=_header,
-                redactor=from_environment({}), save_behind=True)
+    env = ChatEnvironment(read_line=read_line, write=lambda _t: None, new_header=_header,
+                          redactor=from_environment({}), save_behind=True)
+    repl = Repl(store, provider, sid, env)
     built.append(repl)
     repl.run()
     answered = server_times(url)

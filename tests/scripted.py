@@ -1,4 +1,4 @@
-"""A scripted model for in-process tests of the chat loop and the REPL.
+"""A scripted model, and scripted I/O, for in-process tests of the chat loop and the REPL.
 
 ``ScriptedProvider`` has what the loop needs of a model (``model`` and ``stream(messages,
 tools)``, see ``gitsessions.chat.loop.Provider``) and plays a script instead of calling an
@@ -10,15 +10,20 @@ script used up it echoes the last user message, like tests/fakeapi.py's server.
 
 The real ``OpenAIProvider`` is tested against the real fake HTTP server
 (tests/test_provider.py); this one keeps HTTP out of tests that are about the loop.
+
+:func:`scripted_env` is the REPL's environment over scripted I/O: lines typed in order,
+what is written kept in a list.
 """
 
 from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from gitsessions.cli.repl.environment import ChatEnvironment
+from gitsessions.log.events import make_header
 from gitsessions.provider.client import Completion, TextDelta
 
 MODEL = "scripted-model"
@@ -87,3 +92,20 @@ class ScriptedProvider:
                 yield item
         finally:
             self.closed += 1
+
+
+def scripted_env(lines: Iterable[str | None], out: list[str] | None = None, **settings: Any) -> ChatEnvironment:
+    """The REPL's environment over scripted I/O.
+
+    Args:
+        lines: what the user types, one prompt each, in order; then (or at a None) end of input.
+        out: where what the chat writes is appended (None: it is dropped).
+        settings: the other fields of the environment (``config``, ``toolset``, ``reply``...).
+
+    Returns:
+        The environment; a new session's header is made at time 1.
+    """
+    typed = iter(lines)
+    return ChatEnvironment(read_line=lambda _prompt: next(typed, None),
+                           write=out.append if out is not None else lambda _text: None,
+                           new_header=lambda sid: make_header(sid, created=1), **settings)

@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 from fakeapi import cut, error, text
-from scripted import MODEL, ScriptedProvider, say
+from scripted import MODEL, ScriptedProvider, say, scripted_env
 from scripted import cut as cut_with
 from test_transcript import Log, call, turn
 
 from gitsessions.chat.compaction import PROMPT, AutoCompact, request_tokens
 from gitsessions.cli.repl.repl import Repl
 from gitsessions.config import Config, ModelSettings
-from gitsessions.log.events import make_header
 from gitsessions.log.transcript import SUMMARY_LEAD, derive_messages
 from gitsessions.store import GitStore
 
@@ -221,8 +220,7 @@ def test_ctrl_c_while_the_summary_streams_changes_nothing(repo_path):
     out: list[str] = []
     lines = iter(["q1", "/compact", "q2"])
     with GitStore(repo_path) as store:
-        Repl(store, model, "work", read_line=lambda _p: next(lines, None), write=out.append,
-             new_header=lambda sid: make_header(sid, created=1)).run()
+        Repl(store, model, "work", scripted_env(lines, out)).run()
         assert [i.message.subject for i in store.log("work")] == ["turn 2: q2", "turn 1: q1"]
     assert "(compaction cancelled; nothing changed)\n" in out
     assert [m["content"] for m in model.requests[-1][0]] == ["q1", "a1", "q2"]
@@ -233,10 +231,9 @@ def test_ctrl_c_while_an_automatic_compaction_streams_lets_the_turn_go_as_it_is(
     out: list[str] = []
     lines = iter(["q1", "q2"])
     with GitStore(repo_path) as store:
-        Repl(store, model, "work", read_line=lambda _p: next(lines, None), write=out.append,
-             new_header=lambda sid: make_header(sid, created=1),
-             config=Config(repo_path / "config.yaml", models={MODEL: ModelSettings(context=10)}),
-             compaction=AutoCompact(0.5)).run()  # a reply's usage: 5 tokens
+        Repl(store, model, "work", scripted_env(
+            lines, out, config=Config(repo_path / "config.yaml", models={MODEL: ModelSettings(context=10)}),
+            compaction=AutoCompact(0.5))).run()  # a reply's usage: 5 tokens
     assert any("compaction cancelled, it goes as it is" in line for line in out)
     assert [m["content"] for m in model.requests[-1][0]] == ["q1", "a1", "q2"]
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from fakeapi import FakeChatServer, text
+from scripted import scripted_env
 
 from gitsessions.chat.tools.toolset import Toolset, expand
 from gitsessions.cli.repl.repl import Repl
 from gitsessions.config import load_config
-from gitsessions.log.events import make_header
 from gitsessions.provider.client import OpenAIProvider
 from gitsessions.store import GitStore
 
@@ -121,8 +121,7 @@ def test_the_footer_after_each_reply_says_model_context_and_session_tokens(store
     lines = iter(["hi", "/model fake-model", "again"])
     out: list[str] = []
     provider = OpenAIProvider("gpt-4o-mini", "k", fake_api.base_url)
-    Repl(store, provider, "w", read_line=lambda _p: next(lines, None), write=out.append,
-         new_header=lambda sid: make_header(sid, created=1), config=config, footer=True).run()
+    Repl(store, provider, "w", scripted_env(lines, out, config=config, footer=True)).run()
     footers = [line for line in "".join(out).splitlines() if "tokens this session" in line]
     assert footers == [
         "gpt-4o-mini · context 1,000 tokens (window unknown: set models.NAME.context in config.yaml) · "
@@ -137,9 +136,8 @@ def test_a_model_that_cannot_call_tools_is_offered_none(store, fake_api):
         fake_api.reset()
         lines = iter(["hi"])
         provider = OpenAIProvider("gpt-4o-mini", "k", fake_api.base_url, calls_tools=calls_tools)
-        Repl(store, provider, f"tools-{calls_tools}", read_line=lambda _p, lines=lines: next(lines, None),
-             write=lambda _t: None, toolset=Toolset(expand(["time"])),  # tools asked for: offered or not
-             new_header=lambda sid: make_header(sid, created=1)).run()
+        Repl(store, provider, f"tools-{calls_tools}",
+             scripted_env(lines, toolset=Toolset(expand(["time"])))).run()  # tools asked for: offered or not
         assert ("tools" in _body(fake_api)) is offered
 
 
@@ -207,8 +205,7 @@ def test_a_server_that_reports_no_usage_is_said_to_not_zero_tokens(store, fake_a
     lines = iter(["hi", "/usage"])
     out: list[str] = []
     provider = OpenAIProvider("gpt-4o-mini", "k", fake_api.base_url, window=2048)
-    Repl(store, provider, "w", read_line=lambda _p: next(lines, None), write=out.append,
-         new_header=lambda sid: make_header(sid, created=1), config=load_config({}, None), footer=True).run()
+    Repl(store, provider, "w", scripted_env(lines, out, config=load_config({}, None), footer=True)).run()
     said = "".join(out)
     assert "gpt-4o-mini · window 2,048 · usage not reported by this server\n" in said
     assert "this session: usage not reported by this server (1 reply)" in said

@@ -1,4 +1,4 @@
-"""Rendered output and the pager in a real pseudo-terminal (pexpect; issue 13, items 1 and 2).
+"""Rendered output and the pager in a real pseudo-terminal (pexpect).
 
 A markdown reply is styled on a terminal and printed as the model wrote it with
 ``NO_COLOR=1``, ``--raw`` or through a pipe; the text stored is always the model's. A long

@@ -1,4 +1,4 @@
-"""The conversation tree in a real pseudo-terminal (issue 12): ``/retry``, ``/edit``, ``/tree``
+"""The conversation tree in a real pseudo-terminal: ``/retry``, ``/edit``, ``/tree``
 and the session picker of ``gs chat -r``, driven with pexpect as tests/test_pty.py drives
 ``gs chat``; what they wrote is read back with the real git CLI."""
 

@@ -12,6 +12,7 @@ from fakeapi import validate_messages
 from scripted import ScriptedProvider, call, cut, say
 
 from gitsessions.chat.tools.toolset import Toolset
+from gitsessions.cli.repl.environment import ChatEnvironment
 from gitsessions.cli.repl.repl import Repl
 from gitsessions.cli.repl.slash import HELP
 from gitsessions.errors import ProviderError
@@ -49,8 +50,9 @@ class Script:
 
 
 def repl(store: GitStore, model: ScriptedProvider, script: Script, session: str = "work", **kw) -> Repl:
-    return Repl(store, model, session, read_line=script.read_line, write=script.out.append,
-                new_header=lambda sid: make_header(sid, created=1), **kw)
+    env = ChatEnvironment(read_line=script.read_line, write=script.out.append,
+                          new_header=lambda sid: make_header(sid, created=1), **kw)
+    return Repl(store, model, session, env)
 
 
 def run(store: GitStore, *lines: str | BaseException, model: ScriptedProvider | None = None,

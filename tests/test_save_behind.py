@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from scripted import ScriptedProvider
+from scripted import ScriptedProvider, scripted_env
 
 from gitsessions.cli.repl.repl import Repl
 from gitsessions.errors import HookRefused, SessionLocked
@@ -236,8 +236,7 @@ def test_the_chat_says_a_refused_commit_when_the_next_line_is_sent(repo_path: Pa
     lines = iter(["one", "two", None])
     out: list[str] = []
     with hooked_store(repo_path, gates) as store:
-        Repl(store, ScriptedProvider(), SID, read_line=lambda _p: next(lines), write=out.append,
-             new_header=lambda sid: make_header(sid, created=1), save_behind=True).run()
+        Repl(store, ScriptedProvider(), SID, scripted_env(lines, out, save_behind=True)).run()
         text = "".join(out)
         assert text.count("pre-commit hook") == 1, text
         assert text.index("echo: one") < text.index("pre-commit hook") < text.index("echo: two")

@@ -101,11 +101,10 @@ def test_plain_writes_as_it_comes():
 
 
 def test_a_turn_that_fails_midway_closes_its_rendered_reply_and_the_next_one_renders(repo_path):
-    from scripted import ScriptedProvider, cut, say
+    from scripted import ScriptedProvider, cut, say, scripted_env
 
     from gitsessions.cli.repl.repl import Repl
     from gitsessions.errors import GitSessionsError
-    from gitsessions.log.events import make_header
     from gitsessions.store import GitStore
 
     out = io.StringIO()
@@ -114,8 +113,7 @@ def test_a_turn_that_fails_midway_closes_its_rendered_reply_and_the_next_one_ren
     written: list[str] = []
     model = ScriptedProvider(cut("Half a **reply**", GitSessionsError("the disk went away")), say("Whole **reply**."))
     with GitStore(repo_path) as store:
-        Repl(store, model, "work", read_line=lambda _p: lines.pop(0) if lines else None, write=written.append,
-             new_header=lambda sid: make_header(sid, created=1), reply=lambda: RenderedReply(console)).run()
+        Repl(store, model, "work", scripted_env(lines, written, reply=lambda: RenderedReply(console))).run()
     assert "error: the disk went away\n" in written  # the chat went on to the second prompt
     assert nonblank(out.getvalue()) == ["Half a reply", "Whole reply."]
 

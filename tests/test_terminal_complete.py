@@ -1,4 +1,4 @@
-"""Tab at the chat prompt (issue 13, item 5): slash commands, then ``/open``'s ids and revisions.
+"""Tab at the chat prompt: slash commands, then ``/open``'s ids and revisions.
 
 The completer runs in-process over a real store (sessions made by ``gs ask``), through
 prompt_toolkit's own Document; the same completer in a real terminal is in

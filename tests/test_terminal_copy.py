@@ -1,4 +1,4 @@
-"""``/copy`` (issue 13, item 5): the last reply onto the clipboard through the tool the system has.
+"""``/copy``: the last reply onto the clipboard through the tool the system has.
 
 The clipboard tools are stand-ins on ``PATH`` (shell scripts named as the real tools), run
 as real processes by the real chat; the chat runs in-process over a pipe.

@@ -1,4 +1,4 @@
-"""The chat's keys and prompt in a real pseudo-terminal (issue 13, items 5 and 6).
+"""The chat's keys and prompt in a real pseudo-terminal.
 
 As bash and python have them: Ctrl+C clears a half-typed line and leaves on an empty one;
 Alt+Enter (Esc Enter) starts a new line; a bracketed paste of several lines is one prompt;

@@ -224,8 +224,8 @@ def _command_of(argv: Sequence[str]) -> tuple[str | None, str | None]:
 def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> int:
     """Run one ``gs`` command in this process and translate its outcome to an exit status.
 
-    The one place where library errors become a one-line message on stderr (design.md,
-    "Faults"): :class:`GitSessionsError` -> its message and ``exit_code``, Ctrl+C -> 130, a
+    The one place where library errors become a one-line message on stderr:
+    :class:`GitSessionsError` -> its message and ``exit_code``, Ctrl+C -> 130, a
     closed stdout (``gs log | head``) -> 0, anything else -> :data:`EXIT_INTERNAL` with a
     hint to run with ``--debug`` (which re-raises it, traceback and all). The real entry
     point and the in-process tests both call this.

@@ -8,8 +8,8 @@ import os
 import secrets
 import sys
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -25,8 +25,14 @@ from .repl.tools import OneTurnTools, OneTurnYes, approver, terminal_answers, to
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
 
+    from ..chat.tools.toolset import Toolset
+    from ..later import Later
     from ..store import GitStore
+    from ..writer.session import Session
+    from .repl.environment import ChatEnvironment
+    from .repl.prompt import PromptFaces
     from .repl.repl import Repl
+    from .repl.terminal import ReplyKeys
 
 app = typer.Typer()
 
@@ -65,7 +71,7 @@ def _pull_on_open(c: Context, store: GitStore) -> None:
     _print_pull(report, where)
 
 
-def _stdin_lines():
+def _stdin_lines() -> Generator[str, None, None]:
     """Read prompts from a pipe: one line each, undecodable bytes become U+FFFD."""
     # Over sys.stdin's bytes (not fd 0), so that a caller that replaced sys.stdin (an
     # in-process run) is read too; detached at the end so that sys.stdin stays open.
@@ -120,7 +126,7 @@ def chat(
         gs chat --tools read,write          # the model may read files, and edit them when you allow
     """
     from ..later import Later
-    from ..provider.connect import BackgroundProvider, connect
+    from ..provider.connect import connect
 
     c: Context = ctx.obj
     if sum((cont, resume, session is not None)) > 1:
@@ -144,116 +150,155 @@ def chat(
             err("nothing opened (gs chat -r lists the sessions again)")
             return
         sid = picked or (_latest_session(store) if cont else session)
+        asked = _Asked(fork_as=fork_as, model=model, system=system, render=c.config.render and not raw,
+                       recap=recap, toolset=toolset, wait=wait)
+        opening = _Opening()
+        faces = _terminal_faces(c, opening, toolset) if interactive else _piped_faces()
+        # On a terminal the model client is built while the user types (see BackgroundProvider).
+        provider = stack.enter_context(connect(c.config, model=model, notify=err, background=interactive))
+        repl = _Start(c, stores, sid, asked, opening, faces, provider, first=first).run(stack)
+        _said_at_the_end(c, stores.result(), repl)  # the chat's store, opened by now
+    if not interactive and repl.failed_turns:
+        raise typer.Exit(1)  # a script learns that some prompts got no reply
+
+
+class _Asked(NamedTuple):
+    """What the command line asked of the chat, beyond which session: read as the chat starts."""
+
+    fork_as: str | None
+    model: str | None
+    system: str | None
+    render: bool  # replies and recaps rendered (config ``render:``, not ``--raw``)
+    recap: int | None
+    toolset: Toolset | None
+    wait: float
+
+
+class _Faces(NamedTuple):
+    """How the chat reads and writes: a terminal's prompt, else a pipe's lines."""
+
+    read_line: Callable[[str], str | None]
+    write: Callable[[str], None]
+    show: Callable[[str], None]  # text as it is (a rendered recap)
+    answers: Callable[[str], str | None]  # a tool's question answered
+    keys: ReplyKeys | None  # a terminal's Ctrl+C and Ctrl+Z handling (see .repl.terminal)
+    prompt: PromptFaces | None  # a terminal's prompt: ``/edit``'s input, ``leave()``
+    lines: Generator[str, None, None] | None  # a pipe's lines, closed as the chat ends
+
+
+class _Opening:
+    """The chat while it opens behind its first prompt, as that prompt reads it."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()  # set when the session is open, or failed to open
+        self.shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
+        self.built: Repl | None = None  # the chat once built: the prompt's history reads its session
+        self.tab: GitStore | None = None  # the store Tab reads, once open
+        self._completers: list[Completer] = []  # what Tab completes: made at the first Tab
+
+    def on_shown(self) -> None:
+        """The first prompt is on the screen: start what waited for it."""
+        for start in self.shown:
+            start()
+
+    def session(self) -> Session | None:
+        """The chat's current session (None: not open yet)."""
+        return self.built.session if self.built is not None else None
+
+    def completer(self) -> Completer | None:
+        """What Tab completes (None: the session failed to open)."""
+        self.ready.wait()  # a Tab right after the prompt is drawn: for the little the opening takes
+        if self.tab is not None and not self._completers:  # the slash commands are imported here, not before a turn
+            from .repl.complete import ChatCompleter
+            from .repl.slash import COMMANDS
+
+            self._completers.append(ChatCompleter(self.tab, COMMANDS))
+        return self._completers[0] if self._completers else None
+
+
+def _terminal_faces(c: Context, opening: _Opening, toolset: Toolset | None) -> _Faces:
+    """The faces of a chat on a terminal: a prompt drawn before the chat behind it is open."""
+    from .repl.prompt import terminal_io
+
+    keys, faces = terminal_io(c, on_shown=opening.on_shown, session=opening.session, completer=opening.completer,
+                              opened=opening.ready.wait)
+    if toolset is not None:
+        toolset.running = keys.cancellable  # Ctrl+C stops a command as it cancels a reply
+    return _Faces(faces.read_line, faces.write, faces.show, terminal_answers(keys), keys, faces, None)
+
+
+def _piped_faces() -> _Faces:
+    """The faces of a chat behind a pipe: a line each prompt (and each tool's question), plain text out."""
+    lines = _stdin_lines()
+
+    def read_line(_prompt: str) -> str | None:
+        return next(lines, None)
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    return _Faces(read_line, write, write, read_line, None, None, lines)
+
+
+class _Start:
+    """One ``gs chat``'s start: its first prompt, the session opened behind it, the model client built beside it.
+
+    On a terminal the first prompt is drawn before the session is open: the session opens in
+    a thread of its own (:meth:`open_chat`) and the model client is built in another, both
+    once the prompt is on the screen; what they write is shown above it. Behind a pipe, or
+    when the opening must come first, the session opens before the first line is read.
+
+    Args:
+        c: the command's context.
+        stores: the store, opened once (now, or behind the prompt).
+        sid: the session (or revision) to open (None: a new one).
+        asked: what the command line asked of the chat.
+        opening: what the first prompt reads of the chat as it opens.
+        faces: how the chat reads and writes (a terminal's when they have a prompt).
+        provider: the model client (on a terminal, built in the background).
+        first: the store was opened before the prompt (it is the command's to close).
+    """
+
+    def __init__(self, c: Context, stores: Later[GitStore], sid: str | None, asked: _Asked, opening: _Opening,
+                 faces: _Faces, provider: Any, *, first: bool):
+        self.c, self.stores, self.sid, self.asked = c, stores, sid, asked
+        self.opening, self.faces, self.provider, self.first = opening, faces, provider, first
+        self.interactive = interactive = faces.prompt is not None
+        self.replay = FirstLine(faces.read_line)
         # a new session's id (the one the early prompt shows, if any), checked once the store is open
-        drawn = None if sid else (early.held_session() or secrets.token_hex(4))
+        self.drawn = None if sid else (early.held_session() or secrets.token_hex(4))
         # A plain name's session is opened behind the first prompt; one opened after a wait, a
         # past revision (forked: its id is known once it is open), or on a dumb terminal (its
         # prompt is plain text, nothing can be written above it) before it.
-        behind = (interactive and not wait and fork_as is None and not any(ch in (sid or "") for ch in "~^@")
-                  and not early.dumb_terminal(os.environ))
-        keys = None  # a terminal's Ctrl+C and Ctrl+Z handling (see .terminal)
-        shown: list[Callable[[], None]] = []  # run once the first prompt is on the screen
-        built: list[Repl] = []  # the chat once built: the prompt's history reads its session
-        tab: list[GitStore] = []  # the store Tab reads, once open
-        completers: list[Completer] = []  # what Tab completes: made at the first Tab
-        ready = threading.Event()  # set when the session is open, or failed to open
+        self.behind = (interactive and not asked.wait and asked.fork_as is None
+                       and not any(ch in (sid or "") for ch in "~^@") and not early.dumb_terminal(os.environ))
 
-        def completer() -> Completer | None:
-            ready.wait()  # a Tab right after the prompt is drawn: for the little the opening takes
-            if tab and not completers:  # the slash commands are imported here, not before the first turn
-                from .repl.complete import ChatCompleter
-                from .repl.slash import COMMANDS
+    def run(self, stack: contextlib.ExitStack) -> Repl:
+        """Draw the first prompt, open the chat (behind it or before), run it until it ends; return it."""
+        from ..later import Later
 
-                completers.append(ChatCompleter(tab[0], COMMANDS))
-            return completers[0] if completers else None
+        opening = Later(self.open_chat, name="gs-open")
+        self._schedule(opening)
+        first_prompt = chat_prompt(self.sid or self.drawn or "")
+        early.hand_over(first_prompt if self.behind else "")  # before the mode below is taken as the terminal's own
+        keys, lines = self.faces.keys, self.faces.lines
+        with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
+                contextlib.closing(lines) if lines is not None else contextlib.nullcontext():
+            if self.behind:
+                self.replay.read(first_prompt)  # drawn before the session is open; the line waits for it
+            repl = opening.result()
+            if not self.first:
+                stack.enter_context(repl.store)
+            self.faces.write("")  # what the opening wrote after the first prompt ended, before what comes next
+            repl.run(recap=not self.behind)  # a pipe's reader is closed (sys.stdin detached) here, not when collected
+        return repl
 
-        if interactive:
-            from .repl.prompt import terminal_io
+    def _schedule(self, opening: Later[Repl]) -> None:
+        """Start the model client and the opening: once the first prompt is shown, or the opening now."""
+        from ..provider.connect import BackgroundProvider
 
-            keys, faces = terminal_io(c, on_shown=lambda: [start() for start in shown],
-                                      session=lambda: built[0].session if built else None,
-                                      completer=completer, opened=ready.wait)
-            read_line, write, show = faces.read_line, faces.write, faces.show
-            answers = terminal_answers(keys)
-            if toolset is not None:
-                toolset.running = keys.cancellable  # Ctrl+C stops a command as it cancels a reply
-        else:
-            lines = _stdin_lines()
-
-            def read_line(_prompt: str) -> str | None:
-                return next(lines, None)
-
-            answers = read_line  # behind a pipe the next line answers a tool's question
-
-            answers = read_line  # behind a pipe the next line answers a tool's question
-
-            def write(text: str) -> None:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-
-            show = write
-        # On a terminal the model client is built while the user types (see BackgroundProvider).
-        provider = stack.enter_context(connect(c.config, model=model, notify=err, background=interactive))
-        render = c.config.render and not raw
-        replay = FirstLine(read_line)
-
-        def open_chat() -> Repl:  # in a thread when behind the prompt: what it writes is shown above it
-            from ..chat.compaction import auto_compaction
-            from ..ids import new_session_id
-            from .display.rendered import recap_drawer
-            from .display.stream import rendered_replies
-            from .repl.repl import Repl
-
-            store = None
-            try:
-                store = stores.result()
-                opened = Repl(store, keys.guard(provider) if keys else provider,
-                              sid or new_session_id(store, token_hex=drawn_first(drawn)), read_line=replay,
-                              write=write, new_header=_header, system=c.config.system,
-                              max_steps=c.config.max_steps, fork_as=fork_as, redactor=c.redactor(),
-                              warnings=c.warnings, wait=c.lock_wait(wait),
-                              reply=rendered_replies(c.output, render, behind=True) if interactive else None,
-                              recap=(1 if interactive else 0) if recap is None else recap,
-                              draw_recap=recap_drawer(c.output, render, show) if interactive else None,
-                              model=model, config=c.config, footer=interactive,
-                              compaction=auto_compaction(c.config), toolset=toolset, save_behind=interactive,
-                              permit=approver(write, answers, c.redactor()) if toolset else None,
-                              **chat_faces(c, store, faces.edit if interactive else None))
-                built.append(opened)
-                if system is not None and opened.session is not None:
-                    opened.session.set_system(system)
-                if interactive and opened.session is not None:  # above the first prompt when behind it
-                    write(f"gs {__version__} · session {opened.session.id} · model {opened.current_model()} · "
-                          "/help for commands\n")
-                if toolset is not None:  # which tools are on, or that this model can use none
-                    from ..log.request import offered_tools
-
-                    note = offered_tools(provider.calls_tools, None, asked=True)[1]
-                    write(f"({note})\n" if note else tools_line(toolset))
-                if interactive:
-                    tab.append(store)
-                if behind:
-                    opened.show_recap()
-            except BaseException:
-                if store is not None and not first:
-                    store.close()
-                if behind:
-                    faces.leave()  # the prompt ends; the error is raised where the chat waits for it
-                raise
-            finally:
-                ready.set()
-            return opened
-
-        opening = Later(open_chat, name="gs-open")
-
-        def client_built() -> None:  # in the client's thread, once it is built
-            collect_cycles()  # a long-lived chat
-            from .display.markdown import load_behind
-            from .display.stream import renders
-
-            if replay.reading and renders(c.output, render):  # the user is still typing: else it waits
-                load_behind()  # for the first token, which draws plain text meanwhile
-
+        provider = self.provider
         if not isinstance(provider, BackgroundProvider):
             collect_cycles()
         build = provider.start if isinstance(provider, BackgroundProvider) else lambda then: None
@@ -261,39 +306,103 @@ def chat(
         # built first; the session opens beside it (the store is the request's too).
         # Keys typed ahead (held by the early prompt) would end the first prompt before the session
         # is open, its banner below them: it opens first (beside the client the line waits for).
-        ahead = behind and early.typed_ahead()
-        behind = behind and not ahead
-        if behind:
-            shown.extend((lambda: build(then=client_built), opening.start))
+        ahead = self.behind and early.typed_ahead()
+        self.behind = self.behind and not ahead
+        if self.behind:
+            self.opening.shown.extend((lambda: build(then=self._client_built), opening.start))
         else:
             if ahead:
-                build(then=client_built)
+                build(then=self._client_built)
             opening.result()
-            shown.append(lambda: build(then=client_built))
-        first_prompt = chat_prompt(sid or drawn or "")
-        early.hand_over(first_prompt if behind else "")  # before the mode below is taken as the terminal's own
-        with keys.installed(sys.stdin.fileno()) if keys else contextlib.nullcontext(), \
-                contextlib.closing(lines) if not interactive else contextlib.nullcontext():
-            if behind:
-                replay.read(first_prompt)  # drawn before the session is open; the line waits for it
-            repl = opening.result()
-            if not first:
-                stack.enter_context(repl.store)
-            write("")  # what the opening wrote after the first prompt ended, before what comes next
-            repl.run(recap=not behind)  # a pipe's reader is closed (sys.stdin detached) here, not when collected
-        from .admin import pack_in_background
-        from .remote import push_in_background
+            self.opening.shown.append(lambda: build(then=self._client_built))
 
-        store = stores.result()  # the chat's, opened by now
-        pack_in_background(store)
-        push_in_background(c, store)
-        saved = [s for s in repl.visited if store.tip(s)]
-        for s in saved:
-            err(f"session {s} saved at {short(store.tip(s))}; resume with: gs chat {s}")
-        if not saved:
-            err("nothing was saved (no turns)")
-    if not interactive and repl.failed_turns:
-        raise typer.Exit(1)  # a script learns that some prompts got no reply
+    def _client_built(self) -> None:
+        """In the client's thread, once it is built: what a long chat and its first reply want."""
+        collect_cycles()  # a long-lived chat
+        from .display.markdown import load_behind
+        from .display.stream import renders
+
+        if self.replay.reading and renders(self.c.output, self.asked.render):  # the user is still typing: else
+            load_behind()  # it waits for the first token, which draws plain text meanwhile
+
+    def open_chat(self) -> Repl:
+        """Open the store and the session, build the chat, greet: in a thread when behind the prompt.
+
+        What it writes behind the prompt is shown above it; a failure ends the prompt, and is
+        raised where the chat waits for it.
+        """
+        from ..ids import new_session_id
+        from .repl.repl import Repl
+
+        store = None
+        try:
+            store = self.stores.result()
+            env = self._environment(store)
+            keys = self.faces.keys
+            self.opening.built = opened = Repl(
+                store, keys.guard(self.provider) if keys else self.provider,
+                self.sid or new_session_id(store, token_hex=drawn_first(self.drawn)), env,
+                model=self.asked.model, fork_as=self.asked.fork_as, wait=self.c.lock_wait(self.asked.wait))
+            self._greet(opened)
+            if self.interactive:
+                self.opening.tab = store
+            if self.behind:
+                opened.show_recap()
+        except BaseException:
+            if store is not None and not self.first:
+                store.close()
+            if self.behind and self.faces.prompt is not None:
+                self.faces.prompt.leave()  # the prompt ends; the error is raised where the chat waits for it
+            raise
+        finally:
+            self.opening.ready.set()
+        return opened
+
+    def _environment(self, store: GitStore) -> ChatEnvironment:
+        """The chat's outside world: these faces, the config's settings, the terminal's faculties."""
+        from ..chat.compaction import auto_compaction
+        from .display.rendered import recap_drawer
+        from .display.stream import rendered_replies
+        from .repl.environment import ChatEnvironment
+
+        c, asked, faces, terminal = self.c, self.asked, self.faces, self.interactive
+        recap = (1 if terminal else 0) if asked.recap is None else asked.recap
+        return ChatEnvironment(
+            read_line=self.replay, write=faces.write, new_header=_header, system=c.config.system,
+            max_steps=c.config.max_steps, redactor=c.redactor(), warnings=c.warnings,
+            reply=rendered_replies(c.output, asked.render, behind=True) if terminal else None, recap=recap,
+            draw_recap=recap_drawer(c.output, asked.render, faces.show) if terminal else None,
+            config=c.config, footer=terminal, compaction=auto_compaction(c.config), toolset=asked.toolset,
+            save_behind=terminal, permit=approver(faces.write, faces.answers, c.redactor()) if asked.toolset else None,
+            **chat_faces(c, store, faces.prompt.edit if faces.prompt is not None else None))
+
+    def _greet(self, opened: Repl) -> None:
+        """The session's ``--system``, then the lines a chat starts with: the banner, which tools are on."""
+        write, toolset = self.faces.write, self.asked.toolset
+        if self.asked.system is not None and opened.session is not None:
+            opened.session.set_system(self.asked.system)
+        if self.interactive and opened.session is not None:  # above the first prompt when behind it
+            write(f"gs {__version__} · session {opened.session.id} · model {opened.current_model()} · "
+                  "/help for commands\n")
+        if toolset is not None:  # which tools are on, or that this model can use none
+            from ..log.request import offered_tools
+
+            note = offered_tools(self.provider.calls_tools, None, asked=True)[1]
+            write(f"({note})\n" if note else tools_line(toolset))
+
+
+def _said_at_the_end(c: Context, store: GitStore, repl: Repl) -> None:
+    """After the chat: pack and push in the background; say where each session visited was saved."""
+    from .admin import pack_in_background
+    from .remote import push_in_background
+
+    pack_in_background(store)
+    push_in_background(c, store)
+    saved = [s for s in repl.visited if store.tip(s)]
+    for s in saved:
+        err(f"session {s} saved at {short(store.tip(s))}; resume with: gs chat {s}")
+    if not saved:
+        err("nothing was saved (no turns)")
 
 
 @app.command(cls=WaitCommand)

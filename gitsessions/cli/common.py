@@ -1,7 +1,7 @@
 """What every command shares: settings from the environment, the store, the identity, output.
 
-This is the only layer that reads ``os.environ`` (style.md: lower layers take what they
-need as arguments).
+This is the only layer that reads ``os.environ`` (lower layers take what they need as
+arguments).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def collect_cycles() -> None:
 #: How long a bare ``--wait`` waits for another writer of the session (seconds).
 DEFAULT_WAIT_S = 60.0
 
-#: ``--wait[=SECONDS]`` of the commands that write a session (issue 9, item 11).
+#: ``--wait[=SECONDS]`` of the commands that write a session.
 WaitOption = Annotated[float, typer.Option(
     "--wait", metavar="[=SECONDS]", min=0, show_default=False,
     help=f"If another gs is writing the session, wait for it (up to {DEFAULT_WAIT_S:g} s, or SECONDS) "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import sys
 import time
+from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Any
 
@@ -141,16 +142,7 @@ def log(
         return [Rendered(text)] if text else []
 
     if as_json:
-        rows = []
-        for info in commits:
-            row = render.commit_row(info)
-            if patch:
-                row["added"] = [render.item_json(item) for item in items(info)]
-            if graph:
-                row["branches"] = [{"session": b.session_id, "tip": b.tip, "turns_since": b.turns_since,
-                                    "how": b.how} for b in branches.get(info.commit, [])]
-            rows.append(row)
-        c.output.paged([dumps(rows) + "\n"])
+        c.output.paged([dumps([_log_row(info, view, items, patch=patch, graph=graph) for info in commits]) + "\n"])
         return
     out: list[Any] = []
     for i, info in enumerate(commits):
@@ -158,32 +150,49 @@ def log(
         if graph:
             _graph_commit(out, info, row, branches.get(info.commit, []), first=i == 0, target=target,
                           more=i < len(commits) - 1, lines=render.compact_lines(items(info)) if patch else [])
-            continue
-        if oneline:
+        elif oneline:
             out.append([(short(info.commit), "yellow"), (f" {row['subject']}", "")])
             if patch:
                 out.extend(patch_lines(info))
-            continue
-        head = [(f"commit {info.commit}", "yellow")]
-        out.append(head + ([(" (", "yellow"), (sid, "bold green"), (")", "yellow")] if i == 0 and target.is_tip
-                           else []))
-        out.append(f"Date:   {row['time']}")
-        if row["model"]:
-            out.append(f"Model:  {row['model']}")
-        if row["tokens"] is not None:
-            out.append(f"Tokens: {row['tokens']:,}")
-        fork = hist.fork_origin(info)
-        if fork:
-            out.append(f"Fork:   from {fork[0]} at {short(fork[1])}")
-        out.append("")
-        out.append(f"    {row['subject']}")
-        out.append("")
-        if patch:
-            lines = patch_lines(info)
-            if lines:
-                out.extend(lines)
-                out.append("")
+        else:
+            _full_commit(out, info, row, tip=sid if i == 0 and target.is_tip else None,
+                         lines=patch_lines(info) if patch else [])
     c.output.paged(styled(out, c.output))
+
+
+def _log_row(info: CommitInfo, view: hist.LogView, items: Callable[[CommitInfo], list[Item]], *, patch: bool,
+             graph: bool) -> dict[str, Any]:
+    """One commit of ``gs log --json``: its row, with what it added (``-p``) and who branched off (``--graph``)."""
+    row = render.commit_row(info)
+    if patch:
+        row["added"] = [render.item_json(item) for item in items(info)]
+    if graph:
+        row["branches"] = [{"session": b.session_id, "tip": b.tip, "turns_since": b.turns_since,
+                            "how": b.how} for b in view.branches.get(info.commit, [])]
+    return row
+
+
+def _full_commit(out: list[Any], info: CommitInfo, row: dict, *, tip: str | None, lines: list[Any]) -> None:
+    """One commit of ``gs log`` as git shows it: head, fields, subject, then ``lines`` (what it added, ``-p``).
+
+    ``tip`` is the session the commit is the tip of, named on its head (None: it is not shown as one).
+    """
+    head = [(f"commit {info.commit}", "yellow")]
+    out.append(head + ([(" (", "yellow"), (tip, "bold green"), (")", "yellow")] if tip else []))
+    out.append(f"Date:   {row['time']}")
+    if row["model"]:
+        out.append(f"Model:  {row['model']}")
+    if row["tokens"] is not None:
+        out.append(f"Tokens: {row['tokens']:,}")
+    fork = hist.fork_origin(info)
+    if fork:
+        out.append(f"Fork:   from {fork[0]} at {short(fork[1])}")
+    out.append("")
+    out.append(f"    {row['subject']}")
+    out.append("")
+    if lines:
+        out.extend(lines)
+        out.append("")
 
 
 def _graph_commit(out: list[Any], info: CommitInfo, row: dict, branches: list[hist.Branch], *, first: bool,

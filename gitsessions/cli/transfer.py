@@ -24,8 +24,8 @@ from ..text import plural
 from ..transfer import ahead, discover, seen
 from ..transfer.branches import SourceIndex
 from ..transfer.export import export_bytes
-from ..transfer.read import TOOLS, read_import
-from ..transfer.write import check_plan, write_import
+from ..transfer.read import TOOLS, ImportPlan, read_import
+from ..transfer.write import ImportResult, check_plan, write_import
 from .admin import pack_in_background
 from .common import Context, collect_cycles, err, short
 from .import_progress import ImportProgress
@@ -152,42 +152,73 @@ class _Tally:
 def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
                  alone: bool, found: bool) -> None:
     """Import one file and say what it gave; a failure is said (the file named as given) and counted."""
-    header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
-    if keep_paths and file != "-":  # another tool's conversation: where its file was, not where gs ran
-        header_extra["source_file"] = str(Path(file).resolve())
     tally.files += 1
     if tally.progress is not None:
         tally.progress.next_file()
     try:
-        source, data = _read_file(file)
-        key, ready = tally.ahead.take(file, data, header_extra.get("source_file")) if tally.ahead else (None, None)
-        # Imported whole before: not read, unless --as names where (checked, and written there, as for a new file).
-        if tally.ahead and key and as_id is None and tally.ahead.seen.unchanged(c.store, key):
-            return err(f"nothing new in {source}") if alone else None
-        plan = ready or read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file),
-                                             keep_paths=keep_paths)
-        if found and plan.kind in TOOLS and not plan.conversations:
-            tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
-            return
-        check_plan(plan, as_id)
-        if plan.sessions or plan.conversations:  # a file of skipped ones alone writes nothing, creates no repo
-            tally.hold(c)
-        with c.store() as store:
-            result = write_import(store, plan, as_id=as_id, header_extra=header_extra,
-                                           redactor=c.redactor(), warnings=c.warnings, keep_paths=keep_paths,
-                                           index=tally.index, redacted=ready is not None,
-                                           progress=tally.progress.conversations if tally.progress else None)
-            if tally.ahead and key:
-                tally.ahead.seen.record(store, key, plan, result)
+        written = _write_file(c, file, fmt, tally, as_id=as_id, keep_paths=keep_paths, alone=alone, found=found)
     except TransferError as exc:
         if file not in ("-", exc.source) and exc.source == Path(file).name:  # d1/ and d2/ may hold the same name
             exc = TransferError(f"{exc.source} ({file})", exc.reason, exc.hint)
         err(f"gs: {exc}")
         tally.failed += 1  # even alone: the summary follows, and the exit status is 1
         return
+    if written is None:
+        return
+    source, plan, result = written
     before = tally.sessions
     for note in plan.notes:
         err(f"note: {note}")
+    _say_sessions(result, source, tally)
+    _say_conversations(result, tally)
+    if result.conversations and tally.sessions == before and alone and not result.stopped:  # of many: the summary
+        err(f"nothing new in {source}")
+        for note in dict.fromkeys(note for conv, _ in result.conversations for note in conv.notes):
+            err(f"  note: {note}")  # a turn still under way, held for the next import, says why nothing is new
+    _say_left_out(plan, result, tally)
+
+
+def _write_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
+                alone: bool, found: bool) -> tuple[str, ImportPlan, ImportResult] | None:
+    """Read one import file and write what it holds into the store.
+
+    Returns:
+        The name the file is called by, what it held and what was written; None when there
+        was nothing to write (imported whole before, said when ``alone``; or, ``found`` in a
+        tool's folder, a file of titles or snapshots alone).
+
+    Raises:
+        TransferError: the file cannot be read, or what it holds cannot be written (``as_id``).
+    """
+    header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
+    if keep_paths and file != "-":  # another tool's conversation: where its file was, not where gs ran
+        header_extra["source_file"] = str(Path(file).resolve())
+    source, data = _read_file(file)
+    key, ready = tally.ahead.take(file, data, header_extra.get("source_file")) if tally.ahead else (None, None)
+    # Imported whole before: not read, unless --as names where (checked, and written there, as for a new file).
+    if tally.ahead and key and as_id is None and tally.ahead.seen.unchanged(c.store, key):
+        if alone:
+            err(f"nothing new in {source}")
+        return None
+    plan = ready or read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file), keep_paths=keep_paths)
+    if found and plan.kind in TOOLS and not plan.conversations:
+        tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
+        return None
+    check_plan(plan, as_id)
+    if plan.sessions or plan.conversations:  # a file of skipped ones alone writes nothing, creates no repo
+        tally.hold(c)
+    with c.store() as store:
+        result = write_import(store, plan, as_id=as_id, header_extra=header_extra, redactor=c.redactor(),
+                              warnings=c.warnings, keep_paths=keep_paths, index=tally.index,
+                              redacted=ready is not None,
+                              progress=tally.progress.conversations if tally.progress else None)
+        if tally.ahead and key:
+            tally.ahead.seen.record(store, key, plan, result)
+    return source, plan, result
+
+
+def _say_sessions(result: ImportResult, source: str, tally: _Tally) -> None:
+    """Say each session written whole (its id on stdout), and count it."""
     for sid, commit, item in result.imported:
         n = turn_count(item.events)
         tally.sessions, tally.turns = tally.sessions + 1, tally.turns + n
@@ -196,6 +227,10 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         for note in item.notes:
             err(f"  note: {note}")
         print(sid, flush=True)
+
+
+def _say_conversations(result: ImportResult, tally: _Tally) -> None:
+    """Say what each of another tool's conversations gave (a session written: its id on stdout), and count it."""
     for conv, outcomes in result.conversations:
         what = f"{conv.tool} conversation {conv.source_id}"
         for sid, how, n in outcomes:
@@ -214,10 +249,10 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
         if any(how not in ("same", "archived") for _, how, _ in outcomes):
             for note in conv.notes:
                 err(f"  note: {note}")
-    if result.conversations and tally.sessions == before and alone and not result.stopped:  # of many: the summary
-        err(f"nothing new in {source}")
-        for note in dict.fromkeys(note for conv, _ in result.conversations for note in conv.notes):
-            err(f"  note: {note}")  # a turn still under way, held for the next import, says why nothing is new
+
+
+def _say_left_out(plan: ImportPlan, result: ImportResult, tally: _Tally) -> None:
+    """Say what was not imported (skipped, a clash, the rest after a stop), and count it."""
     tally.skipped += len(plan.skipped) + len(result.clashes)
     for skip in plan.skipped:
         err(f"skipped {skip}")
@@ -229,7 +264,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
 
 
 #: How long an import waits for another one to finish (seconds): longer than a large
-#: import takes (issue 14: 1,000 transcripts in < 60 s), bounded so that cron runs do not pile up.
+#: import takes (1,000 transcripts in < 60 s), bounded so that cron runs do not pile up.
 IMPORT_WAIT_S = 300.0
 
 

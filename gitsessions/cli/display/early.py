@@ -1,7 +1,7 @@
 """The chat's first prompt, drawn before the command line's libraries are imported.
 
 Importing typer, prompt_toolkit and gs's own modules takes longer than the prompt's
-budget (issue 11: <= 250 ms from Enter): ``gs chat [SESSION]`` on a terminal draws its
+budget (<= 250 ms from Enter): ``gs chat [SESSION]`` on a terminal draws its
 prompt text first (:func:`hold`), holding the terminal as prompt_toolkit's raw mode does
 (no echo, no line editing, no signal keys, no CR to NL), so that keys typed meanwhile wait
 in the terminal as plain bytes, Ctrl+C and Ctrl+D among them. :func:`hand_over` gives the

@@ -1,6 +1,6 @@
 """The one home of what ``gs`` writes to a terminal: colour, the pager, rich consoles.
 
-git's conventions (issue 13, item 2): colour only when the stream is a terminal, off with
+git's conventions: colour only when the stream is a terminal, off with
 ``NO_COLOR`` (no-color.org: set and not empty), ``TERM=dumb`` or ``--no-color``, never in
 JSON; long output through a pager (``$GS_PAGER``, else ``$PAGER``, else ``less -FRX``, as
 git's ``GIT_PAGER``/``PAGER``/``less`` with ``LESS=FRX``), only when stdout is a terminal,

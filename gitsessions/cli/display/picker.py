@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.buffer import Buffer
     from prompt_toolkit.formatted_text import StyleAndTextTuples
+    from prompt_toolkit.key_binding import KeyBindings
 
 T = TypeVar("T")
 
@@ -71,133 +74,172 @@ def pick(rows: Sequence[T], line: Callable[[T], str], *, title: str, selected: i
     Raises:
         KeyboardInterrupt: Ctrl+C.
     """
-    from prompt_toolkit.application import Application
-    from prompt_toolkit.buffer import Buffer
-    from prompt_toolkit.key_binding import KeyBindings
-    from prompt_toolkit.layout import HSplit, Layout, Window
-    from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+    return _Picker(rows, line, title, selected, match or line, key or line, search).run()
 
-    match = match or line
-    key = key or line
-    state: _State[T] = _State(rows, [match(r).casefold() for r in rows], [key(r) for r in rows])
-    state.refilter("")
-    state.cursor = max(0, min(selected, len(rows) - 1))
-    size = shutil.get_terminal_size()
-    height = max(1, min(MAX_ROWS, size.lines - 3, len(rows)))
-    state.top = max(0, state.cursor - height + 1)
-    query = Buffer(multiline=False)
-    timer: list[threading.Timer] = []
-    started: set[str] = set()  # queries whose background search began
-    enter: list[str] = []  # Enter was pressed on this query while nothing matched and its search ran
 
-    def folded() -> str:
-        return query.text.casefold().strip()
+class _Search:
+    """The slower search of a filter (a session's prompts), in a thread of its own once typing pauses.
 
-    def columns() -> int:  # the terminal's width now (prompt_toolkit follows a resize; $COLUMNS does not)
-        return app.output.get_size().columns
+    Args:
+        search: ``search(query) -> keys`` of the rows it finds.
+        found: ``found(query, keys)``, called in that thread when it answers (a failure: no keys).
+    """
 
-    def searched(q: str) -> None:  # in the background thread
-        assert search is not None
-        started.add(q)
+    def __init__(self, search: Callable[[str], set[str]], found: Callable[[str, set[str]], None]):
+        self._search = search
+        self._found = found
+        self._timer: threading.Timer | None = None
+        self.started: set[str] = set()  # queries whose search began
+
+    def start(self, query: str, delay: float) -> None:
+        """Search ``query`` after ``delay`` seconds, instead of the search not yet begun."""
+        self.cancel()
+        self._timer = threading.Timer(delay, self._run, (query,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        """Forget the search not yet begun (one that runs answers all the same)."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _run(self, query: str) -> None:
+        self.started.add(query)
         try:
-            found = search(q)
+            found = self._search(query)
         except Exception:  # noqa: BLE001 - the search only adds rows; the filter still works without it
             found = set()
+        self._found(query, found)
 
+
+class _Picker(Generic[T]):
+    """One pick on the screen: the rows that match the filter, the keys, the background search (see :func:`pick`)."""
+
+    def __init__(self, rows: Sequence[T], line: Callable[[T], str], title: str, selected: int,
+                 match: Callable[[T], str], key: Callable[[T], str], search: Callable[[str], set[str]] | None):
+        from prompt_toolkit.buffer import Buffer
+
+        self.rows, self.line, self.title = rows, line, title
+        self.state: _State[T] = _State(rows, [match(r).casefold() for r in rows], [key(r) for r in rows])
+        self.state.refilter("")
+        self.state.cursor = max(0, min(selected, len(rows) - 1))
+        self.height = max(1, min(MAX_ROWS, shutil.get_terminal_size().lines - 3, len(rows)))
+        self.state.top = max(0, self.state.cursor - self.height + 1)
+        self.search = _Search(search, self._found) if search is not None else None
+        self.enter: str | None = None  # Enter was pressed on this query while nothing matched and its search ran
+        self.query = Buffer(multiline=False)
+        self.query.on_text_changed += self._changed
+        self.app: Application[T | None] | None = None  # while it runs
+
+    def run(self) -> T | None:
+        """Show the picker until a row is picked (returned) or it is cancelled (None)."""
+        from prompt_toolkit.application import Application
+        from prompt_toolkit.layout import HSplit, Layout, Window
+        from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+
+        self.app = Application(
+            layout=Layout(HSplit([
+                Window(FormattedTextControl(self._status), height=1),
+                Window(BufferControl(self.query, input_processors=[]), height=1,
+                       get_line_prefix=lambda *_: "filter › "),
+                Window(FormattedTextControl(self._body), height=self.height + (0 if self.rows else 1)),
+            ]), focused_element=self.query),
+            key_bindings=self._keys(), full_screen=False, erase_when_done=True)
+        try:
+            return self.app.run()
+        finally:
+            if self.search is not None:
+                self.search.cancel()
+
+    def _folded(self) -> str:
+        return self.query.text.casefold().strip()
+
+    def _columns(self) -> int:  # the terminal's width now (prompt_toolkit follows a resize; $COLUMNS does not)
+        assert self.app is not None
+        return self.app.output.get_size().columns
+
+    def _searching(self, query: str) -> bool:
+        """Whether ``query`` is for the background search and it has not answered yet."""
+        return self.search is not None and len(query) >= SEARCH_MIN and query not in self.state.found
+
+    # -- the filter and the background search
+
+    def _changed(self, _buf: Buffer) -> None:
+        self.enter = None
+        self.state.refilter(self.query.text)
+        q = self._folded()
+        if self.search is not None and self._searching(q) and q not in self.search.started:
+            self.search.start(q, SEARCH_DELAY)
+
+    def _found(self, query: str, keys: set[str]) -> None:  # in the search's thread
         def refresh() -> None:  # back in the picker's thread
-            state.found[q] = found
-            state.refilter(query.text)
-            if enter and enter[0] == folded() == q:
-                enter.clear()
-                if state.shown:
-                    app.exit(result=rows[state.shown[state.cursor]])
-            app.invalidate()
+            assert self.app is not None
+            self.state.found[query] = keys
+            self.state.refilter(self.query.text)
+            if self.enter == self._folded() == query:
+                self.enter = None
+                if self.state.shown:
+                    self.app.exit(result=self.rows[self.state.shown[self.state.cursor]])
+            self.app.invalidate()
 
         with contextlib.suppress(RuntimeError, AttributeError):  # the picker may be gone by now
-            app.loop.call_soon_threadsafe(refresh)  # type: ignore[union-attr]
+            self.app.loop.call_soon_threadsafe(refresh)  # type: ignore[union-attr]
 
-    def start_search(q: str, delay: float) -> None:
-        for t in timer:
-            t.cancel()
-        timer[:] = [threading.Timer(delay, searched, (q,))]
-        timer[0].daemon = True
-        timer[0].start()
+    # -- what is drawn
 
-    def changed(_buf: Buffer) -> None:
-        enter.clear()
-        state.refilter(query.text)
-        q = folded()
-        if search is not None and len(q) >= SEARCH_MIN and q not in state.found and q not in started:
-            start_search(q, SEARCH_DELAY)
-
-    query.on_text_changed += changed
-
-    def body() -> StyleAndTextTuples:
+    def _body(self) -> StyleAndTextTuples:
+        state, height = self.state, self.height
         if state.cursor < state.top:
             state.top = state.cursor
         elif state.cursor >= state.top + height:
             state.top = state.cursor - height + 1
         out: StyleAndTextTuples = []
-        width = max(10, columns() - 3)
+        width = max(10, self._columns() - 3)
         for pos in range(state.top, min(state.top + height, len(state.shown))):
-            text = line(rows[state.shown[pos]])
+            text = self.line(self.rows[state.shown[pos]])
             text = text if len(text) <= width else text[:width - 1] + "…"
             here = pos == state.cursor
             out.append(("reverse" if here else "", f"{'›' if here else ' '} {text}\n"))
         if not state.shown:
-            short = search is not None and 0 < len(folded()) < SEARCH_MIN  # too short for the prompts' search
+            short = self.search is not None and 0 < len(self._folded()) < SEARCH_MIN  # too short for the prompts'
             note = f"; the prompts are searched from {SEARCH_MIN} characters on" if short else ""
             out.append(("", f"  (nothing matches{note})\n"))
         return out
 
-    def status() -> StyleAndTextTuples:
-        busy = "  searching the prompts…" if search is not None and folded() not in state.found \
-            and len(folded()) >= SEARCH_MIN else ""
-        count = f"  {len(state.shown)}/{len(rows)}{busy}"
-        room = columns() - len(count) - 1  # the count stays whole: the title gives way
-        head = title if len(title) <= room else title[:max(room - 1, 0)] + "…"
+    def _status(self) -> StyleAndTextTuples:
+        busy = "  searching the prompts…" if self._searching(self._folded()) else ""
+        count = f"  {len(self.state.shown)}/{len(self.rows)}{busy}"
+        room = self._columns() - len(count) - 1  # the count stays whole: the title gives way
+        head = self.title if len(self.title) <= room else self.title[:max(room - 1, 0)] + "…"
         return [("bold", head), ("", count)]
 
-    kb = KeyBindings()
+    # -- the keys
 
-    def move(by: int) -> None:
-        state.cursor = max(0, min(len(state.shown) - 1, state.cursor + by))
+    def _keys(self) -> KeyBindings:
+        from prompt_toolkit.key_binding import KeyBindings
 
-    kb.add("up")(lambda _e: move(-1))
-    kb.add("down")(lambda _e: move(1))
-    kb.add("pageup")(lambda _e: move(-height))
-    kb.add("pagedown")(lambda _e: move(height))
-    kb.add("c-home")(lambda _e: move(-len(rows)))
-    kb.add("c-end")(lambda _e: move(len(rows)))
+        kb = KeyBindings()
+        height, rows = self.height, len(self.rows)
+        kb.add("up")(lambda _e: self._move(-1))
+        kb.add("down")(lambda _e: self._move(1))
+        kb.add("pageup")(lambda _e: self._move(-height))
+        kb.add("pagedown")(lambda _e: self._move(height))
+        kb.add("c-home")(lambda _e: self._move(-rows))
+        kb.add("c-end")(lambda _e: self._move(rows))
+        kb.add("enter")(self._enter)
+        kb.add("escape", eager=True)(lambda event: event.app.exit(result=None))
+        kb.add("c-d")(lambda event: event.app.exit(result=None))
+        kb.add("c-c")(lambda event: event.app.exit(exception=KeyboardInterrupt()))
+        return kb
 
-    @kb.add("enter")
-    def _enter(event: Any) -> None:
-        q = folded()
-        if state.shown:
-            event.app.exit(result=rows[state.shown[state.cursor]])
-        elif search is not None and len(q) >= SEARCH_MIN and q not in state.found:
-            enter[:] = [q]  # nothing matches yet: pick what the search of the prompts finds first
-            if q not in started:
-                start_search(q, 0)
+    def _move(self, by: int) -> None:
+        self.state.cursor = max(0, min(len(self.state.shown) - 1, self.state.cursor + by))
 
-    @kb.add("escape", eager=True)
-    @kb.add("c-d")
-    def _cancel(event: Any) -> None:
-        event.app.exit(result=None)
-
-    @kb.add("c-c")
-    def _interrupt(event: Any) -> None:
-        event.app.exit(exception=KeyboardInterrupt())
-
-    app: Application[T | None] = Application(
-        layout=Layout(HSplit([
-            Window(FormattedTextControl(status), height=1),
-            Window(BufferControl(query, input_processors=[]), height=1, get_line_prefix=lambda *_: "filter › "),
-            Window(FormattedTextControl(body), height=height + (0 if rows else 1)),
-        ]), focused_element=query),
-        key_bindings=kb, full_screen=False, erase_when_done=True)
-    try:
-        return app.run()
-    finally:
-        for t in timer:
-            t.cancel()
+    def _enter(self, event: Any) -> None:
+        q = self._folded()
+        if self.state.shown:
+            event.app.exit(result=self.rows[self.state.shown[self.state.cursor]])
+        elif self.search is not None and self._searching(q):
+            self.enter = q  # nothing matches yet: pick what the search of the prompts finds first
+            if q not in self.search.started:
+                self.search.start(q, 0)

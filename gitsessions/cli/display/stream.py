@@ -1,6 +1,6 @@
 """A reply on the screen while it streams: as plain text, or as markdown rendered with rich.
 
-Rendered (issue 13, item 1), a reply is cut into markdown's top-level blocks (a paragraph,
+Rendered, a reply is cut into markdown's top-level blocks (a paragraph,
 a list, a table, a fenced code block). A block is printed once, rendered, when the next
 block has begun on a line of its own, and never redrawn: the screen only grows, so nothing
 flickers and nothing scrolled away is lost. The block still being written is drawn in a

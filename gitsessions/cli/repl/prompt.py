@@ -23,6 +23,7 @@ from ..display.render import terminal_safe
 from .terminal import ReplyKeys
 
 if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer
 
     from ...writer.session import Session
@@ -183,6 +184,7 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
             None or "": nothing).
     """
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.utils import is_dumb_terminal
 
     # enable_suspend: Ctrl+Z at the prompt stops the process (the shell's fg resumes it).
     session: PromptSession[str] = PromptSession(history=history, enable_suspend=True, multiline=True,
@@ -190,8 +192,6 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
                                                 prompt_continuation=_continuation,
                                                 completer=completer, complete_while_typing=False,
                                                 rprompt=lambda: _note(note))
-    from prompt_toolkit.utils import is_dumb_terminal
-
     fd = sys.stdin.fileno()
     pending = [on_shown] if on_shown is not None else []
 
@@ -200,49 +200,10 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
             pending.pop()()
 
     session.app.after_render += after_render
-
-    owner = threading.current_thread()
-    waiting: list[str] = []  # text another thread wrote, printed by this one
-
-    def flush() -> None:
-        while waiting:
-            sys.stdout.write(waiting.pop(0))
-        sys.stdout.flush()
-
-    def in_prompt(call: Callable[[], object]) -> None:
-        """Run ``call`` in the prompt's thread if a prompt is up (else it is not run)."""
-        loop = session.app.loop
-        if loop is not None and session.app.is_running:
-            with contextlib.suppress(RuntimeError):  # the prompt ended and its loop closed meanwhile
-                loop.call_soon_threadsafe(call)
-
-    def above() -> None:  # in the prompt's thread
-        from prompt_toolkit.application import run_in_terminal
-        from prompt_toolkit.application.current import set_app
-
-        if waiting and session.app.is_running:
-            with set_app(session.app):  # (a callback from another thread runs outside the prompt's context)
-                run_in_terminal(flush)
-
-    def show(text: str) -> None:
-        if threading.current_thread() is not owner:
-            waiting.append(text)
-            in_prompt(above)
-            return
-        flush()
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-    def leave() -> None:
-        def end() -> None:
-            future = session.app.future
-            if session.app.is_running and future is not None and not future.done():
-                session.app.exit(exception=EOFError)
-
-        in_prompt(end)
+    screen = _Screen(session)
 
     def read_line(prompt: str) -> str | None:
-        flush()
+        screen.flush()
         keys.prompt_starts()
         if is_dumb_terminal():  # prompt_toolkit writes this prompt as it starts, in an app that renders nothing
             after_render(None)
@@ -250,12 +211,81 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
             # as wide as the terminal lets it be, at each redraw (a resize)
             line = session.prompt(lambda: fitted_prompt(prompt, session.app.output.get_size().columns))
         finally:
-            flush()
+            screen.flush()
         keys.prompt_ended(session.input, fd)
         return clean(line)
 
     def write(text: str) -> None:
-        show(safe(text))
+        screen.show(safe(text))
+
+    return PromptFaces(read_line, write, _editor(write, clean, keys, fd), screen.show, screen.leave)
+
+
+class _Screen:
+    """What the chat shows, from any thread: another thread's text goes above the prompt that is up.
+
+    The chat opens its session behind its first prompt, and what that writes is printed
+    above the prompt, in the prompt's own thread (prompt_toolkit's ``run_in_terminal``); with
+    no prompt up it waits for the next prompt or write of the thread that made this screen.
+
+    Args:
+        session: the chat's prompt.
+    """
+
+    def __init__(self, session: PromptSession[str]):
+        self._session = session
+        self._owner = threading.current_thread()
+        self._waiting: list[str] = []  # text another thread wrote, printed by the owner
+
+    def flush(self) -> None:
+        """Print what other threads wrote meanwhile (in the owner's thread, or the prompt's)."""
+        while self._waiting:
+            sys.stdout.write(self._waiting.pop(0))
+        sys.stdout.flush()
+
+    def show(self, text: str) -> None:
+        """Show ``text`` as it is: now in the owner's thread, else above the prompt."""
+        if threading.current_thread() is not self._owner:
+            self._waiting.append(text)
+            self._in_prompt(self._above)
+            return
+        self.flush()
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def leave(self) -> None:
+        """End the prompt that is up as Ctrl+D does (from any thread)."""
+        app = self._session.app
+
+        def end() -> None:
+            future = app.future
+            if app.is_running and future is not None and not future.done():
+                app.exit(exception=EOFError)
+
+        self._in_prompt(end)
+
+    def _in_prompt(self, call: Callable[[], object]) -> None:
+        """Run ``call`` in the prompt's thread if a prompt is up (else it is not run)."""
+        app = self._session.app
+        loop = app.loop
+        if loop is not None and app.is_running:
+            with contextlib.suppress(RuntimeError):  # the prompt ended and its loop closed meanwhile
+                loop.call_soon_threadsafe(call)
+
+    def _above(self) -> None:  # in the prompt's thread
+        from prompt_toolkit.application import run_in_terminal
+        from prompt_toolkit.application.current import set_app
+
+        app = self._session.app
+        if self._waiting and app.is_running:
+            with set_app(app):  # (a callback from another thread runs outside the prompt's context)
+                run_in_terminal(self.flush)
+
+
+def _editor(write: Callable[[str], None], clean: Callable[[str], str], keys: ReplyKeys,
+            fd: int) -> Callable[[str, str, bool], str | None]:
+    """``/edit``'s input (see :func:`prompt_io`): in place in several lines, or in ``$EDITOR`` when long or asked."""
+    from prompt_toolkit import PromptSession
 
     editor: list[PromptSession[str]] = []  # its own session: prompt() remembers its options
 
@@ -275,7 +305,7 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
         keys.prompt_ended(editor[0].input, fd)
         return clean(line)
 
-    return PromptFaces(read_line, write, edit, show, leave)
+    return edit
 
 
 #: A prompt of more lines than this (or than half the terminal) is edited in ``$EDITOR``.

@@ -1,10 +1,11 @@
 """The chat's slash commands: ``/help``, ``/new``, ``/open``, ``/retry``, ``/edit``, ``/tree`` and the rest.
 
 They follow the seed tutorial: ``/help``, ``/new <id>``, ``/sessions``, ``/open <id>``,
-``/save``, ``/exit``; the tree of a conversation (issue 12) adds ``/retry``, ``/edit [N]``
-and ``/tree``. Each command works on the :class:`gitsessions.cli.repl.repl.Repl` it is given: its
-store, its current session, its ``write`` and the faces a terminal gives it (editing a
-prompt in place, the pickers). :func:`command` runs one line; the REPL's loop reads it.
+``/save``, ``/exit``; the tree of a conversation adds ``/retry``, ``/edit [N]``
+and ``/tree``. Each command works on the chat it is given, through
+:class:`~gitsessions.cli.repl.handle.ChatHandle`: its store, its current session, and its
+environment's ``write`` and the faces a terminal gives it (editing a prompt in place, the
+pickers). :func:`command` runs one line; the REPL's loop reads it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .slash_compact import compact_command
 
 if TYPE_CHECKING:  # /retry and /tree are imported when first used: not before the prompt
     from ...writer.redo import Attempt
-    from .repl import Repl
+    from .handle import ChatHandle
 
 HELP = """\
 Type a message and press Enter to send it; Alt+Enter (or Esc Enter) starts a new line;
@@ -60,124 +61,124 @@ a git commit.
 """
 
 
-def command(repl: Repl, line: str) -> bool:
+def command(repl: ChatHandle, line: str) -> bool:
     """Run a slash command; return False when the REPL should end."""
     name, _, arg = line.partition(" ")
     run = COMMANDS.get(name)
     if run is None:
-        repl.write(f"unknown command {name}; /help lists the commands\n")
+        repl.env.write(f"unknown command {name}; /help lists the commands\n")
         return True
     return run(repl, arg.strip()) is not False
 
 
-def _leave(_repl: Repl, _arg: str) -> bool:
+def _leave(_repl: ChatHandle, _arg: str) -> bool:
     return False
 
 
-def _help(repl: Repl, _arg: str) -> None:
-    repl.write(HELP)
+def _help(repl: ChatHandle, _arg: str) -> None:
+    repl.env.write(HELP)
 
 
-def _new(repl: Repl, arg: str) -> None:
+def _new(repl: ChatHandle, arg: str) -> None:
     sid = arg or new_session_id(repl.store)
     other = taken_by(repl.store, sid)
     if other is not None:  # named as it is (a case clash: the real id), never what was typed
         step = "choose another id" if other.startswith("archive/") else f"use /open {other}"
-        repl.write(f"error: {SessionExists(sid, other, step)}\n")
+        repl.env.write(f"error: {SessionExists(sid, other, step)}\n")
     else:
         repl.open(sid, create=True)
-        repl.write(f"(new session {sid})\n")
+        repl.env.write(f"(new session {sid})\n")
 
 
-def _open(repl: Repl, arg: str) -> None:
-    picked = repl.pick_session() if not arg and repl.pick_session is not None else arg
-    if not arg and repl.pick_session is None:
-        repl.write("usage: /open <id>\n")
+def _open(repl: ChatHandle, arg: str) -> None:
+    picked = repl.env.pick_session() if not arg and repl.env.pick_session is not None else arg
+    if not arg and repl.env.pick_session is None:
+        repl.env.write("usage: /open <id>\n")
     elif not picked:
-        repl.write("(nothing opened)\n")
+        repl.env.write("(nothing opened)\n")
     else:
         _go(repl, picked)
 
 
-def _tree(repl: Repl, arg: str) -> None:
+def _tree(repl: ChatHandle, arg: str) -> None:
     if arg:
-        repl.write("usage: /tree (it shows this session's family)\n")
+        repl.env.write("usage: /tree (it shows this session's family)\n")
     else:
         tree(repl)
 
 
-def _fork(repl: Repl, arg: str) -> None:
+def _fork(repl: ChatHandle, arg: str) -> None:
     assert repl.session is not None
     if not arg:
-        repl.write("usage: /fork <new id>\n")
+        repl.env.write("usage: /fork <new id>\n")
     elif repl.session.tip is None:
-        repl.write("error: nothing to fork yet: the session has no saved turns\n")
+        repl.env.write("error: nothing to fork yet: the session has no saved turns\n")
     else:
         source = repl.session.id
         fork(repl.store, repl.store.resolve(source), arg)
         repl.open(arg, create=False)
-        repl.write(f"(forked {source} into {arg}; now in {arg})\n")
+        repl.env.write(f"(forked {source} into {arg}; now in {arg})\n")
 
 
-def _copy(repl: Repl, arg: str) -> None:
+def _copy(repl: ChatHandle, arg: str) -> None:
     assert repl.session is not None
     reply = next((m["content"] for m in reversed(repl.session.messages())
                   if m["role"] == "assistant" and isinstance(m.get("content"), str) and m["content"].strip()), None)
     if arg:
-        repl.write("usage: /copy (it copies the last reply)\n")
+        repl.env.write("usage: /copy (it copies the last reply)\n")
     elif reply is None:
-        repl.write("(nothing to copy: no reply in this session yet)\n")
-    elif repl.copy is None:
-        repl.write("error: no clipboard here; select the reply with the mouse\n")
+        repl.env.write("(nothing to copy: no reply in this session yet)\n")
+    elif repl.env.copy is None:
+        repl.env.write("error: no clipboard here; select the reply with the mouse\n")
     else:
-        tool = repl.copy(reply)
-        repl.write(f"(copied the last reply: {plural(reply.count(chr(10)) + 1, 'line')}, with {tool})\n")
+        tool = repl.env.copy(reply)
+        repl.env.write(f"(copied the last reply: {plural(reply.count(chr(10)) + 1, 'line')}, with {tool})\n")
 
 
-def _log(repl: Repl, _arg: str) -> None:
+def _log(repl: ChatHandle, _arg: str) -> None:
     assert repl.session is not None
     if repl.session.tip is None:
-        repl.write("(no saves yet)\n")
+        repl.env.write("(no saves yet)\n")
     for info in repl.store.log(repl.session.id, start=repl.session.tip, limit=20) if repl.session.tip else []:
-        repl.write(f"{info.commit[:7]} {info.message.subject}\n")
+        repl.env.write(f"{info.commit[:7]} {info.message.subject}\n")
 
 
-def _title(repl: Repl, arg: str) -> None:
+def _title(repl: ChatHandle, arg: str) -> None:
     assert repl.session is not None
     if not arg:
-        repl.write("usage: /title <text>\n")
+        repl.env.write("usage: /title <text>\n")
     else:
         repl.session.set_title(arg)
-        repl.write(f"(title: {derived(repl.session.events).title})\n")  # as stored: redacted
+        repl.env.write(f"(title: {derived(repl.session.events).title})\n")  # as stored: redacted
 
 
-def _undo(repl: Repl, _arg: str) -> None:
+def _undo(repl: ChatHandle, _arg: str) -> None:
     assert repl.session is not None
     turn = repl.session.undo()
-    repl.write(f"(turn {turn} dropped from what the model sees; the log keeps it)\n")
+    repl.env.write(f"(turn {turn} dropped from what the model sees; the log keeps it)\n")
 
 
-def _save(repl: Repl, _arg: str) -> None:
+def _save(repl: ChatHandle, _arg: str) -> None:
     assert repl.session is not None
     commit = repl.session.save() or repl.session.tip
     if commit:
-        repl.write(f"(saved: {repl.session.id} at {commit[:7]})\n")
+        repl.env.write(f"(saved: {repl.session.id} at {commit[:7]})\n")
     else:
-        repl.write("(nothing to save yet: the session has no turns)\n")
+        repl.env.write("(nothing to save yet: the session has no turns)\n")
 
 
-def _go(repl: Repl, rev: str) -> None:
+def _go(repl: ChatHandle, rev: str) -> None:
     """Switch to ``rev`` (``/open``, the pickers, ``/tree``); the current session is already open."""
     assert repl.session is not None
     if repl.session.fork_from is None and (rev == repl.session.id or _is_our_tip(repl, rev)):
-        repl.write(f"(already in {repl.session.id})\n")  # opening it again would find its lock taken: by us
+        repl.env.write(f"(already in {repl.session.id})\n")  # opening it again would find its lock taken: by us
         return
     repl.open(rev, create=False)
-    repl.write(f"(opened {repl.session.id}: {len(repl.session.messages())} messages)\n")
+    repl.env.write(f"(opened {repl.session.id}: {len(repl.session.messages())} messages)\n")
     repl.show_recap()
 
 
-def _is_our_tip(repl: Repl, rev: str) -> bool:
+def _is_our_tip(repl: ChatHandle, rev: str) -> bool:
     """True when ``rev`` (``work~0``, ``work@{0}``) names the current session's tip."""
     assert repl.session is not None
     try:
@@ -187,7 +188,7 @@ def _is_our_tip(repl: Repl, rev: str) -> bool:
     return at.session_id == repl.session.id and at.commit == repl.session.tip
 
 
-def _standing(repl: Repl) -> Revision | None:
+def _standing(repl: ChatHandle) -> Revision | None:
     """The revision the current session stands at (None: nothing saved yet)."""
     assert repl.session is not None
     if repl.session.fork_from is not None:
@@ -195,48 +196,49 @@ def _standing(repl: Repl) -> Revision | None:
     return repl.store.resolve(repl.session.id) if repl.session.tip else None
 
 
-def _attempt(repl: Repl, turn: int | None, verb: str) -> tuple[Attempt, str] | None:
+def _attempt(repl: ChatHandle, turn: int | None, verb: str) -> tuple[Attempt, str] | None:
     at = _standing(repl)
     if at is None:
-        repl.write(f"error: nothing to {verb} yet: the session has no saved turns\n")
+        repl.env.write(f"error: nothing to {verb} yet: the session has no saved turns\n")
         return None
     from ...writer.redo import attempt_at
     return attempt_at(repl.store, at, turn, name=repl.session.id if repl.session else None), at.session_id
 
 
-def _send_attempt(repl: Repl, attempt: Attempt, old: str, prompt: str, edited: bool = False, label: str = "") -> None:
+def _send_attempt(repl: ChatHandle, attempt: Attempt, old: str, prompt: str, edited: bool = False,
+                  label: str = "") -> None:
     """Open the new attempt's fork, say where both attempts live (after ``label``), send ``prompt`` there."""
     from ...writer.redo import open_attempt, where_both_live
 
     assert repl.session is not None
     past = repl.session.fork_from
     if past is None:
-        session = open_attempt(repl.store, attempt, redactor=repl.redactor, warnings=repl.warnings)
+        session = open_attempt(repl.store, attempt, redactor=repl.env.redactor, warnings=repl.env.warnings)
     else:  # a past revision not yet written to holds the fork name the attempt takes: let it go
-        unwritten, repl.session = repl.session, None
-        unwritten.close()
+        unwritten = repl.release()
+        assert unwritten is not None
         try:
-            session = open_attempt(repl.store, attempt, redactor=repl.redactor, warnings=repl.warnings)
+            session = open_attempt(repl.store, attempt, redactor=repl.env.redactor, warnings=repl.env.warnings)
         except BaseException:
             repl.open(f"{past.session_id}@{past.commit}", create=False, fork_as=unwritten.id)
             raise
     repl.switch(session, None)
     line = where_both_live(attempt, old, session.id, f"/open {old}", edited, session.next_turn)
-    repl.write(f"({label}{line})\n")
+    repl.env.write(f"({label}{line})\n")
     repl.turn(prompt)
 
 
-def retry(repl: Repl, arg: str) -> None:
+def retry(repl: ChatHandle, arg: str) -> None:
     """``/retry``: the last turn's prompt again, in a sibling fork at the turn's parent commit."""
     if arg:
-        repl.write("usage: /retry (it tries the last turn again; /edit N changes an earlier one)\n")
+        repl.env.write("usage: /retry (it tries the last turn again; /edit N changes an earlier one)\n")
         return
     found = _attempt(repl, None, "try again")
     if found is not None:
         _send_attempt(repl, found[0], found[1], found[0].prompt)
 
 
-def edit_turn(repl: Repl, arg: str) -> bool:
+def edit_turn(repl: ChatHandle, arg: str) -> bool:
     """``/edit [N] [--editor]``: edit turn N's prompt; sending it forks at turn N-1.
 
     Returns:
@@ -246,23 +248,23 @@ def edit_turn(repl: Repl, arg: str) -> bool:
     use_editor = "--editor" in words
     rest = [w for w in words if w != "--editor"]
     if len(rest) > 1 or (rest and not rest[0].isdigit()):
-        repl.write("usage: /edit [N] [--editor]  (N: a turn number, default the last)\n")
+        repl.env.write("usage: /edit [N] [--editor]  (N: a turn number, default the last)\n")
         return True
     found = _attempt(repl, int(rest[0]) if rest else None, "edit")
     if found is None:
         return True
     attempt, old = found
     label = f"edit turn {attempt.turn} › "
-    if repl.edit is not None:
-        text = repl.edit(label, attempt.prompt, use_editor)
+    if repl.env.edit is not None:
+        text = repl.env.edit(label, attempt.prompt, use_editor)
     else:
-        repl.write(f"(turn {attempt.turn} was: {attempt.prompt}; the next line replaces it)\n")
-        text = repl.read_line(label)
+        repl.env.write(f"(turn {attempt.turn} was: {attempt.prompt}; the next line replaces it)\n")
+        text = repl.env.read_line(label)
         if text is not None and text.strip().startswith("/"):  # a command, as the prompt reads it
-            repl.write(f"(edit cancelled: {text.split()[0]} is a command; nothing was sent)\n")
+            repl.env.write(f"(edit cancelled: {text.split()[0]} is a command; nothing was sent)\n")
             return repl.command(text.strip())
     if text is None or not text.strip():
-        repl.write("(edit cancelled: nothing was sent)\n")
+        repl.env.write("(edit cancelled: nothing was sent)\n")
         return True
     if text.strip() == attempt.prompt.strip():  # nothing changed: the same prompt again, said so
         _send_attempt(repl, attempt, old, attempt.prompt, label="unchanged: ")
@@ -271,32 +273,32 @@ def edit_turn(repl: Repl, arg: str) -> bool:
     return True
 
 
-def tree(repl: Repl) -> None:
+def tree(repl: ChatHandle) -> None:
     """``/tree``: the current session's family; the spot picked is opened (a past turn read-only)."""
     at = _standing(repl)
     if at is None:
-        repl.write("(no saves yet: the tree starts with the first turn)\n")
+        repl.env.write("(no saves yet: the tree starts with the first turn)\n")
         return
     from ...history.tree import family
     from .tree_lines import tree_spots
     spots = tree_spots(repl.store, family(repl.store, at.session_id))
     want = None if at.is_tip else at.commit  # a tip is its session's line
     here = next((i for i, s in enumerate(spots) if s.session_id == at.session_id and s.commit == want), 0)
-    if repl.pick_spot is None:
-        repl.write("".join(f"{'>' if i == here else ' '} {s.label}\n" for i, s in enumerate(spots)))
+    if repl.env.pick_spot is None:
+        repl.env.write("".join(f"{'>' if i == here else ' '} {s.label}\n" for i, s in enumerate(spots)))
         return
-    spot = repl.pick_spot(spots, here)
+    spot = repl.env.pick_spot(spots, here)
     if spot is None:
         return
     if spot.archived:
-        repl.write(f"error: {spot.session_id} is archived; gs restore {spot.session_id} brings it back\n")
+        repl.env.write(f"error: {spot.session_id} is archived; gs restore {spot.session_id} brings it back\n")
     elif spot.commit is None or spot.commit == repl.store.tip(spot.session_id):
         _go(repl, spot.session_id)
     else:
         _go(repl, f"{spot.session_id}@{spot.commit[:12]}")  # its note says where a send goes
 
 
-def sessions(repl: Repl) -> None:
+def sessions(repl: ChatHandle) -> None:
     """Print the sessions, newest first, in columns: id, messages, last save, title; ``*`` marks the current one.
 
     The current session is listed even before its first save (``not saved``).
@@ -312,12 +314,12 @@ def sessions(repl: Repl) -> None:
     counts = max(len(plural(n, "message")) for _, n, *_ in rows)
     for sid, n, saved, title in rows:
         mark = "*" if sid == repl.session.id else " "
-        repl.write(f"{mark} {sid:<{width}}  {plural(n, 'message'):>{counts}}  {saved:<16}  {title}".rstrip() + "\n")
+        repl.env.write(f"{mark} {sid:<{width}}  {plural(n, 'message'):>{counts}}  {saved:<16}  {title}".rstrip() + "\n")
 
 
 #: The slash commands by name: ``run(repl, arg)``, False when the REPL should end. In the
 #: order of :data:`HELP`, which Tab completes them in.
-COMMANDS: dict[str, Callable[[Repl, str], bool | None]] = {
+COMMANDS: dict[str, Callable[[ChatHandle, str], bool | None]] = {
     "/help": _help, "/new": _new, "/sessions": lambda repl, _arg: sessions(repl), "/open": _open,
     "/retry": retry, "/edit": edit_turn, "/tree": _tree, "/fork": _fork, "/log": _log, "/title": _title,
     "/system": slash_settings.system, "/model": slash_settings.model, "/models": slash_settings.models,

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from ...errors import ProviderError
 
 if TYPE_CHECKING:
-    from .repl import Repl
+    from .handle import ChatHandle
 
 
-def compact_command(repl: Repl, arg: str) -> None:
+def compact_command(repl: ChatHandle, arg: str) -> None:
     """``/compact [instructions]``: ask the model for a summary of the session so far and keep it.
 
     ``instructions`` say what the summary should keep or focus on. A failure (an API error,
@@ -24,14 +24,14 @@ def compact_command(repl: Repl, arg: str) -> None:
 
     assert repl.session is not None
     def asking() -> None:  # said once there is something to compact
-        repl.write("(compacting: asking the model for a summary of the conversation so far)\n")
+        repl.env.write("(compacting: asking the model for a summary of the conversation so far)\n")
 
     try:
         done = compact(repl.session, repl.provider, arg, model=repl.model or repl.session.model,  # as a turn names it
                        on_ask=asking)
     except KeyboardInterrupt:
-        repl.write("(compaction cancelled; nothing changed)\n")
+        repl.env.write("(compaction cancelled; nothing changed)\n")
     except ProviderError as exc:
-        repl.write(f"error: {exc}\n(nothing was compacted: the model sees the conversation as before)\n")
+        repl.env.write(f"error: {exc}\n(nothing was compacted: the model sees the conversation as before)\n")
     else:
-        repl.write(f"({done.line()})\n")
+        repl.env.write(f"({done.line()})\n")

@@ -2,7 +2,7 @@
 
 prompt_toolkit reads each line in raw mode, where Ctrl+C, Ctrl+Z and text typed ahead are
 plain keys; between prompts the terminal is in its usual mode, where the kernel turns Ctrl+C
-and Ctrl+Z into signals. Left alone, three things go wrong at that seam (issue 9, item 12):
+and Ctrl+Z into signals. Left alone, three things go wrong at that seam:
 
 - Ctrl+C pressed together with Enter arrives while prompt_toolkit still reads: it is kept as
   a key for the *next* prompt (which then leaves the chat) and the reply streams on.
