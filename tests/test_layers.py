@@ -273,7 +273,6 @@ def test_the_rules_catch_what_they_are_for():
 ALLOWED_CIRCLES: dict[tuple[str, ...], str] = {
     ("gitsessions.history.search", "gitsessions.history.search_index"): "TEMPORARY: the scan's rules go to one side",
     ("gitsessions.secrets.detector_cache", "gitsessions.secrets.detectors"): "TEMPORARY: one side reads the library",
-    ("gitsessions.writer.recovery", "gitsessions.writer.session"): "TEMPORARY: opening a session gets a home",
 }
 
 

@@ -19,6 +19,7 @@ from gitsessions.chat.tools.toolset import Toolset, expand
 from gitsessions.log.events import make_header
 from gitsessions.secrets.redact import from_environment
 from gitsessions.store import GitStore
+from gitsessions.writer.opening import open_session
 from gitsessions.writer.session import Session
 
 SID = "work"
@@ -41,7 +42,7 @@ def work(tmp_path: Path) -> Path:
 
 
 def _open(store: GitStore) -> Session:
-    return Session.open(store, SID, new_header=make_header(SID, created=1), redactor=from_environment({}))
+    return open_session(store, SID, new_header=make_header(SID, created=1), redactor=from_environment({}))
 
 
 def events(store: GitStore) -> list[tuple[str, dict]]:

@@ -28,6 +28,7 @@ from gitsessions.store.remote.remotes import Remotes
 from gitsessions.transfer.read import read_import
 from gitsessions.transfer.write import write_import
 from gitsessions.writer.forking import open_revision
+from gitsessions.writer.opening import open_session
 from gitsessions.writer.recovery import try_recover
 from gitsessions.writer.session import Session, fork
 
@@ -83,11 +84,11 @@ class Scripted:
 
 
 def _new(store: GitStore, sid: str = "work", redactor: Redactor | None = None) -> Session:
-    return Session.open(store, sid, new_header=make_header(sid, created=1), redactor=redactor)
+    return open_session(store, sid, new_header=make_header(sid, created=1), redactor=redactor)
 
 
 def _turn(store: GitStore, sid: str, prompt: str, redactor: Redactor | None, reply: str = "ok") -> str:
-    session = Session.open(store, sid, redactor=redactor) if store.tip(sid) else _new(store, sid, redactor)
+    session = open_session(store, sid, redactor=redactor) if store.tip(sid) else _new(store, sid, redactor)
     try:
         result = run_turn(session, Scripted([reply]), prompt, tools=[])
     finally:
@@ -160,7 +161,7 @@ def test_turn_recovered_after_a_refusing_hook_has_no_raw_key_in_its_subject(stor
     hook.parent.mkdir(exist_ok=True)
     hook.write_text("#!/bin/sh\necho refused >&2\nexit 1\n")
     hook.chmod(0o755)
-    session = Session.open(store, "work")
+    session = open_session(store, "work")
     with pytest.raises(HookRefused):
         run_turn(session, Scripted(["noted"]), f"{SK} is my key and {ENV['DEPLOY_TOKEN']} too", tools=[])
     session._journal.close()  # the process ends without saving
@@ -208,7 +209,7 @@ def test_a_key_streamed_in_small_chunks_never_sits_whole_in_the_journal(store, r
             assert secret not in raw and secret not in streamed, secret
 
     _turn(store, "work", "first", redactor)
-    session = Session.open(store, "work", redactor=redactor)
+    session = open_session(store, "work", redactor=redactor)
     try:
         result = run_turn(session, Scripted(chunks, check), "stream me the secrets", tools=[])
     finally:
@@ -309,7 +310,7 @@ def test_recovery_fork_when_the_branch_moved(store, redactor, git):
     _turn(store, "work", "first", redactor)
     _turn(store, "work", "second", redactor)
     first = store.log("work", limit=2)[1].commit
-    session = Session.open(store, "work", redactor=redactor)
+    session = open_session(store, "work", redactor=redactor)
     session.append("turn/start", {"turn": session.next_turn})
     session.append("user/message", {"content": f"half a turn with {SK}"})
     base = session.tip

@@ -9,8 +9,8 @@ import typer
 from ..errors import BadRevision, NotASessionId, NothingToRestore, SessionExists
 from ..history.reading import read_revision
 from ..ids import REV_RE, fork_name, taken_by
+from ..writer.opening import open_session
 from ..writer.recovery import recover_journal
-from ..writer.session import Session
 from ..writer.session import fork as fork_session
 from .common import Context, WaitCommand, WaitOption, err, short
 
@@ -141,7 +141,7 @@ def title(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        session_ = Session.open(store, session, redactor=c.redactor(), warnings=c.warnings,
+        session_ = open_session(store, session, redactor=c.redactor(), warnings=c.warnings,
                                 wait=c.lock_wait(wait))
         try:
             commit = session_.set_title(text)

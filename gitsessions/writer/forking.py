@@ -16,6 +16,7 @@ from ..ids import SESSION_ID_RE, check_free, check_session_id, fork_name
 from ..log.transcript import open_turn
 from ..secrets.redact import Redactor
 from ..store import LockWait, SessionStore
+from .opening import open_session
 from .session import Session
 
 
@@ -37,9 +38,9 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
         always_fork: fork even at a tip, to the default name when ``fork_as`` is None.
         new_header: builds the header of a new session from its id (None: it must exist).
         redactor: replaces secrets in what enters the session (see :class:`Session`).
-        warnings: passed to :meth:`Session.open`.
-        wait: how long to wait for the writer lock (see :meth:`Session.open`).
-        system: the system prompt a new session starts with (see :meth:`Session.open`); a
+        warnings: passed to :func:`open_session`.
+        wait: how long to wait for the writer lock (see :func:`open_session`).
+        system: the system prompt a new session starts with (see :func:`open_session`); a
             session that exists, and a fork, go on with what their log says.
 
     Returns:
@@ -60,11 +61,11 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
         if new_header is None:
             raise SessionNotFound(rev, store.session_ids())
         check_free(store, rev)  # an archived session keeps its id
-        return Session.open(store, rev, new_header=new_header(rev), redactor=redactor, warnings=warnings,
+        return open_session(store, rev, new_header=new_header(rev), redactor=redactor, warnings=warnings,
                             wait=wait, system=system), None
     target = store.resolve(rev)
     if target.is_tip and fork_as is None and not always_fork:
-        return Session.open(store, target.session_id, redactor=redactor, warnings=warnings, wait=wait), None
+        return open_session(store, target.session_id, redactor=redactor, warnings=warnings, wait=wait), None
     snap = store.load(target.session_id, target.commit)
     if open_turn(snap.events) is not None:
         raise BadRevision(rev, "the fork point is inside an unfinished turn")

@@ -1,9 +1,9 @@
 """Recovering the turn a crashed ``gs`` left in an orphaned journal.
 
 A writer journals every event before it is committed (:class:`~gitsessions.writer.session.Session`);
-when the process dies mid-turn, the next opener (:meth:`Session.open
-<gitsessions.writer.session.Session.open>`) or a read-only command (:func:`try_recover`) commits what
-the journal holds, closed as ``interrupted`` (design.md, "Saving, crashes and concurrency").
+when the process dies mid-turn, the next opener (:func:`~gitsessions.writer.opening.open_session`)
+or a read-only command (:func:`try_recover`) commits what the journal holds, closed as
+``interrupted``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from ..log.commits import Lineage, commit_message
 from ..log.events import Event, make_event
 from ..secrets.redact import Redactor
 from ..store import SessionStore
+from .session import Session
 
 
 def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | None = None,
@@ -41,8 +42,6 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
     Returns:
         The commit made, or None when there was nothing to recover.
     """
-    from .session import Session  # not at the top: session.py imports this module (open recovers)
-
     journal = store.journal(session_id)
     contents = journal.read()
     if contents is None:

@@ -140,7 +140,7 @@ def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None =
         attempt: from :func:`attempt_at`.
         fork_as: the new session's id (default ``<base session>-<n>``: see :func:`open_revision`).
         redactor: replaces secrets in what enters the session.
-        warnings: passed to :meth:`Session.open`.
+        warnings: passed to :func:`~gitsessions.writer.opening.open_session`.
         wait: how long to wait for the new session's writer lock.
 
     Returns:

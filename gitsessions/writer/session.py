@@ -2,24 +2,23 @@
 
 This is the service layer between the chat loop and the store: the loop appends events and
 streamed text here; this module journals them, closes unfinished turns, and turns each
-finished turn into one commit. It knows the store's interface, not git or OpenAI. A journal a
-crashed writer left is committed by :mod:`gitsessions.writer.recovery`.
+finished turn into one commit. It knows the store's interface, not git or OpenAI. A session is
+opened by :mod:`gitsessions.writer.opening`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DiskFull, GitSessionsError, NothingToSave, SessionNotFound
-from ..ids import CommitId, SessionId, check_free, check_session_id
+from ..errors import DiskFull, GitSessionsError, NothingToSave
+from ..ids import CommitId, SessionId
 from ..log.commits import Lineage
 from ..log.events import Event, make_event
 from ..log.transcript import closing_events, derive_messages, derived, open_turn, undone_turns
 from ..log.turns import turn_numbers
 from ..secrets.redact import Redactor
 from ..secrets.redact_stream import StreamRedactor
-from ..store import LockWait, Revision, SessionStore, TurnJournal
-from .recovery import recover_journal
+from ..store import Revision, SessionStore, TurnJournal
 from .saving import CommitJob, Saving, fork
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
@@ -31,8 +30,9 @@ _OPENING = frozenset({"turn/start", "user/message"})
 class Session(Saving):
     """One session held for writing (the caller holds its lock for the object's lifetime).
 
-    Use :meth:`open`; then :meth:`append` events and :meth:`delta` streamed text; then
-    :meth:`end_turn` (or :meth:`save`) makes a commit. Close with :meth:`close`.
+    Open one with :func:`~gitsessions.writer.opening.open_session`; then :meth:`append` events
+    and :meth:`delta` streamed text; then :meth:`end_turn` (or :meth:`save`) makes a commit.
+    Close with :meth:`close`.
 
     With :attr:`saves_behind` a turn is committed in a thread while the next prompt is read;
     the journal keeps it (and the next turn after it) until the commit lands (:meth:`wait_saved`).
@@ -96,53 +96,6 @@ class Session(Saving):
         self._journaled = len(events)
         self._deltas_refused = False  # streamed text is journaled in order or not at all
         self.starts_with: str | None = None
-
-    @classmethod
-    def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
-             redactor: Redactor | None = None, warnings: list[str] | None = None,
-             wait: LockWait | None = None, system: str | None = None) -> Session:
-        """Open ``session_id`` for writing, taking its lock and recovering an orphaned journal.
-
-        Args:
-            store: the session store.
-            session_id: the session; created on first save when it does not exist and
-                ``new_header`` is given.
-            new_header: the header for a new session (None: the session must exist).
-            redactor: replaces secrets in what enters the session (and in a recovered journal).
-            warnings: gets a line when the recovered turn went to a new session.
-            wait: how long to wait for another writer to let go (None: refused at once).
-            system: the system prompt a new session starts with (the config's ``system:``):
-                its first event once something is written (:attr:`starts_with`); an existing
-                session sends what its log says, and so does one an earlier gs saved without it.
-
-        Raises:
-            SessionLocked: another live process writes it (still, after ``wait``).
-            SessionNotFound: it does not exist and ``new_header`` is None.
-            SessionExists: a new id that is taken (differing only by case, or archived).
-            CorruptSession, UnsupportedVersion: its log cannot be read safely.
-        """
-        check_session_id(session_id)
-        lock = store.lock(session_id).acquire(wait)
-        try:
-            recovered = recover_journal(store, session_id, redactor, warnings)
-            tip = store.tip(session_id)
-            if tip is not None:
-                snap = store.load(session_id, tip)
-                session = cls(store, session_id, snap.header, list(snap.events), tip, lock, redactor)
-                session.forked_from = store.log(session_id, limit=1)[0].message.fields.forked_from
-                store.set_current(session_id)  # opened is current, as git's checkout makes it
-            else:
-                if new_header is None:
-                    raise SessionNotFound(session_id, store.session_ids())
-                check_free(store, session_id)
-                session = cls(store, session_id, new_header, [], None, lock, redactor)
-                if system and system.strip():  # held as it will be logged: redacted
-                    session.starts_with = redactor.text(system) if redactor is not None else system
-            session.recovered = recovered
-            return session
-        except BaseException:
-            lock.release()
-            raise
 
     # -- what the chat loop uses -----------------------------------------------------------
 

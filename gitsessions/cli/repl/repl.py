@@ -62,7 +62,7 @@ class Repl:
         write: writes text to the user (no newline added).
         new_header: builds the header of a new session from its id.
         system: the system prompt a new session starts with (config ``system:``), its first
-            ``session/system`` event; what is sent is what the log says (see :meth:`Session.open`).
+            ``session/system`` event; what is sent is what the log says (see :func:`.open_session`).
         max_steps: model requests per turn.
         fork_as: continue ``session_id`` in a new fork of this id.
         redactor: replaces secrets in what enters a session (None: redaction is off).
