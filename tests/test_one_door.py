@@ -28,8 +28,7 @@ from gitsessions.store.remote.remotes import Remotes
 from gitsessions.transfer.read import read_import
 from gitsessions.transfer.write import write_import
 from gitsessions.writer.forking import open_revision
-from gitsessions.writer.opening import open_session
-from gitsessions.writer.recovery import try_recover
+from gitsessions.writer.opening import open_session, try_recover
 from gitsessions.writer.session import Session, fork
 
 #: Shaped like a GitHub token and an OpenAI key; neither is real.

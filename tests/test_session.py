@@ -15,8 +15,7 @@ from gitsessions.errors import SessionLocked, SessionNotFound
 from gitsessions.log.events import make_header
 from gitsessions.log.transcript import CANCELLED, NOT_STARTED, OUTCOME_UNKNOWN, open_turn
 from gitsessions.store import GitStore
-from gitsessions.writer.opening import open_session
-from gitsessions.writer.recovery import try_recover
+from gitsessions.writer.opening import open_session, try_recover
 from gitsessions.writer.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]

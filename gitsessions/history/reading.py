@@ -25,7 +25,7 @@ from ..log.view import Item
 from ..log.view import items as view_items
 from ..secrets.redact import Redactor
 from ..store import CommitInfo, Revision, SessionInfo, SessionStore
-from ..writer.recovery import try_recover
+from ..writer.opening import try_recover
 
 
 def _int(value: str | None) -> int | None:
@@ -46,7 +46,7 @@ def read_revision(store: SessionStore, rev: str, redactor: Redactor | None = Non
         store: the session store.
         rev: ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT``.
         redactor: replaces secrets in a recovered turn (see :func:`~gitsessions.writer.recovery.recover_journal`).
-        warnings: gets a line per recovery a hook refused (see :func:`~gitsessions.writer.recovery.try_recover`),
+        warnings: gets a line per recovery a hook refused (see :func:`~gitsessions.writer.opening.try_recover`),
             and the revision's note (a date before its reflog began).
 
     Returns:

@@ -19,7 +19,7 @@ from ..log.turns import turn_number
 from ..secrets.redact import Redactor
 from ..store import CommitInfo, SessionStore
 from ..text import find_folded, fold, snippet
-from ..writer.recovery import try_recover
+from ..writer.opening import try_recover
 from .reading import EventRanges
 
 #: Event types search looks at: the role shown for each, and the field holding its text.

@@ -11,14 +11,14 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import HookRefused, InvalidSessionId, SessionExists, TransferError
+from ..errors import HookRefused, InvalidSessionId, SessionExists, SessionLocked, TransferError
 from ..ids import check_new_id, check_session_id, new_session_id, taken_by
 from ..log.commits import commit_message
 from ..log.events import make_header
 from ..secrets.redact import Redactor
 from ..secrets.redact_many import redact_events
 from ..store import SessionStore
-from ..writer.recovery import recover_journal
+from ..writer.opening import hold
 from .branches import Outcome, SourceIndex, write_conversation
 from .read import TOOLS, ImportedSession, ImportPlan
 from .readers.conversation import ImportedConversation
@@ -204,15 +204,15 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
                 check_new_id(store, sid)  # before its lock: no file is named by a secret
         except InvalidSessionId as exc:
             raise TransferError(plan.source, str(exc)) from None
-        lock = store.lock(sid)
-        if not lock.try_acquire():
-            why = f"session {sid!r} is being written by {lock.holder()}"
+        try:  # an orphaned new session of that id is committed first
+            held = hold(store, sid, redactor=redactor, warnings=warnings)
+        except SessionLocked as exc:
+            why = f"session {sid!r} is being written by {exc.holder}"
             if single:
-                raise TransferError(plan.source, why)
+                raise TransferError(plan.source, why) from None
             result.clashes.append((sid, why))
             continue
-        try:
-            recover_journal(store, sid, redactor, warnings)  # an orphaned new session of that id is committed first
+        with held:
             other = taken_by(store, sid)
             if other is not None:
                 if single:
@@ -238,6 +238,4 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             except HookRefused as exc:  # an import keeps no journal: say what the user must redo
                 raise HookRefused(exc.hook, exc.path, exc.status, exc.output, action="import") from None
             result.imported.append((sid, commit, item))
-        finally:
-            lock.release()
     return result

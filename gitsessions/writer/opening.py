@@ -1,18 +1,81 @@
 """Opening a session for writing: the one way a writer comes to hold a session.
 
-:func:`open_session` checks the id, takes the writer lock, commits the turn an orphaned
-journal holds (:mod:`gitsessions.writer.recovery`), then loads the tip, or checks that a new
-id is free, and makes the session current.
+Whoever writes a session first takes its writer lock and commits the turn an orphaned
+journal holds (:mod:`gitsessions.writer.recovery`), in that order, through :func:`hold`:
+:func:`open_session` (then the tip is loaded, or a new id checked free, and the session made
+current), ``gs rename`` and ``gs rm``, an import onto an id, and :func:`try_recover`, which a
+reading command calls.
 """
 
 from __future__ import annotations
 
-from ..errors import SessionNotFound
+from dataclasses import dataclass
+
+from ..errors import (
+    CorruptSession,
+    DiskFull,
+    HookRefused,
+    RepoReadOnly,
+    SessionLocked,
+    SessionNotFound,
+    UnsupportedVersion,
+)
 from ..ids import check_free, check_session_id
 from ..secrets.redact import Redactor
-from ..store import LockWait, SessionStore
+from ..store import LockWait, SessionStore, WriterLock
 from .recovery import recover_journal
 from .session import Session
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A session's writer lock, taken, with the turn its orphaned journal held committed.
+
+    Leaving a ``with`` block over it releases the lock; :func:`open_session` hands the lock
+    to the :class:`Session` instead.
+
+    Attributes:
+        lock: the lock, held.
+        recovered: the commit the recovery made (None: there was nothing to recover).
+    """
+
+    lock: WriterLock
+    recovered: str | None
+
+    def __enter__(self) -> Hold:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def hold(store: SessionStore, session_id: str, *, wait: LockWait | None = None, redactor: Redactor | None = None,
+         warnings: list[str] | None = None) -> Hold:
+    """Take ``session_id``'s writer lock, then commit the turn an orphaned journal of it holds.
+
+    The journal is only ever recovered with the lock held: its writer may be alive.
+
+    Args:
+        store: the session store.
+        session_id: the session.
+        wait: how long to wait for another writer to let go (None: refused at once).
+        redactor: replaces secrets in the recovered events (see :func:`recover_journal`).
+        warnings: gets a line when the recovered turn went to a new session.
+
+    Returns:
+        The lock held and the recovery's commit (the lock is released when the recovery fails).
+
+    Raises:
+        SessionLocked: another live process writes it (still, after ``wait``).
+        CorruptSession, UnsupportedVersion, DiskFull, RepoReadOnly, HookRefused: the recovery
+            could not be committed (the journal stays).
+    """
+    lock = store.lock(session_id).acquire(wait)
+    try:
+        return Hold(lock, recover_journal(store, session_id, redactor, warnings))
+    except BaseException:
+        lock.release()
+        raise
 
 
 def open_session(store: SessionStore, session_id: str, *, new_header: dict | None = None,
@@ -43,9 +106,9 @@ def open_session(store: SessionStore, session_id: str, *, new_header: dict | Non
         CorruptSession, UnsupportedVersion: its log cannot be read safely.
     """
     check_session_id(session_id)
-    lock = store.lock(session_id).acquire(wait)
+    held = hold(store, session_id, wait=wait, redactor=redactor, warnings=warnings)
+    lock = held.lock
     try:
-        recovered = recover_journal(store, session_id, redactor, warnings)
         tip = store.tip(session_id)
         if tip is not None:
             snap = store.load(session_id, tip)
@@ -59,8 +122,48 @@ def open_session(store: SessionStore, session_id: str, *, new_header: dict | Non
             session = Session(store, session_id, new_header, [], None, lock, redactor)
             if system and system.strip():  # held as it will be logged: redacted
                 session.starts_with = redactor.text(system) if redactor is not None else system
-        session.recovered = recovered
+        session.recovered = held.recovered
         return session
     except BaseException:
         lock.release()
         raise
+
+
+def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None = None,
+                warnings: list[str] | None = None) -> str | None:
+    """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
+
+    Used by read-only commands (show, log, list). When a commit hook refuses the recovery, or
+    the repo is read-only or full, the journal stays and the reason becomes one of
+    ``warnings`` (if given): reading the committed history still works (a pending journal is
+    reported, not committed).
+
+    Args:
+        store: the session store.
+        session_id: the session.
+        redactor: replaces secrets in the recovered events (see :func:`recover_journal`).
+        warnings: gets a line per recovery a hook refused or that went to a new session.
+
+    Returns:
+        The recovery commit, or None (no journal, a live writer, or the recovery failed).
+    """
+    if not store.journal(session_id).exists():
+        return None  # no lock taken (nor its file made) for a session with nothing pending
+    try:
+        with hold(store, session_id, redactor=redactor, warnings=warnings) as held:
+            return held.recovered
+    except SessionLocked:
+        return None  # a live writer owns the journal
+    except (CorruptSession, UnsupportedVersion):
+        return None  # the journal stays; the reading command names the damage (one session, not all)
+    except HookRefused as exc:
+        if warnings is not None:
+            warnings.append(f"{session_id}: {exc}")
+        return None
+    except (DiskFull, RepoReadOnly) as exc:
+        if warnings is not None:
+            why = (str(exc) if isinstance(exc, DiskFull)
+                   else f"the session repo at {exc.path} is read-only ({exc.reason})")
+            warnings.append(f"session {session_id} has a turn in its journal that is not saved yet (not shown "
+                            f"here): {why}")
+        return None

@@ -2,13 +2,14 @@
 
 A writer journals every event before it is committed (:class:`~gitsessions.writer.session.Session`);
 when the process dies mid-turn, the next opener (:func:`~gitsessions.writer.opening.open_session`)
-or a read-only command (:func:`try_recover`) commits what the journal holds, closed as
-``interrupted``.
+or a read-only command (:func:`~gitsessions.writer.opening.try_recover`) commits what the
+journal holds, closed as ``interrupted``; each through :func:`~gitsessions.writer.opening.hold`,
+which takes the session's lock first.
 """
 
 from __future__ import annotations
 
-from ..errors import CorruptSession, DiskFull, HookRefused, InvalidEvent, RepoReadOnly, UnsupportedVersion
+from ..errors import InvalidEvent
 from ..ids import CommitId, SessionId, fork_name, taken_by
 from ..log.commits import Lineage, commit_message
 from ..log.events import Event, make_event
@@ -120,46 +121,6 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
     commit = session.end_turn("interrupted") if session.in_turn else session.save()
     journal.clear()
     return commit
-
-
-def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None = None,
-                warnings: list[str] | None = None) -> str | None:
-    """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
-
-    Used by read-only commands (show, log, list). Returns the recovery commit, or None.
-    When a commit hook refuses the recovery, or the repo is read-only or full, the journal
-    stays and the reason becomes one of ``warnings`` (if given): reading the committed
-    history still works (issue 9: a pending journal is reported, not committed).
-
-    Args:
-        store: the session store.
-        session_id: the session.
-        redactor: replaces secrets in the recovered events (see :func:`recover_journal`).
-        warnings: gets a line per recovery a hook refused or that went to a new session.
-    """
-    journal = store.journal(session_id)
-    if not journal.exists():
-        return None
-    lock = store.lock(session_id)
-    try:
-        if not lock.try_acquire():
-            return None  # a live writer owns the journal
-        return recover_journal(store, session_id, redactor, warnings)
-    except (CorruptSession, UnsupportedVersion):
-        return None  # the journal stays; the reading command names the damage (one session, not all)
-    except HookRefused as exc:
-        if warnings is not None:
-            warnings.append(f"{session_id}: {exc}")
-        return None
-    except (DiskFull, RepoReadOnly) as exc:
-        if warnings is not None:
-            why = (str(exc) if isinstance(exc, DiskFull)
-                   else f"the session repo at {exc.path} is read-only ({exc.reason})")
-            warnings.append(f"session {session_id} has a turn in its journal that is not saved yet (not shown "
-                            f"here): {why}")
-        return None
-    finally:
-        lock.release()
 
 
 class _Held:
