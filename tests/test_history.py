@@ -215,7 +215,7 @@ def test_graph_with_a_hundred_forks(gs, git, repo_path, monkeypatch):
                                header=make_header("w") if tip is None else None)
         history = [c.commit for c in store.log("w")]
         from gitsessions.store import Revision
-        from gitsessions.writer.session import fork
+        from gitsessions.writer.forking import fork
         for i in range(100):
             point = history[i % 30]
             fork(store, Revision("w", point, point == history[0]), f"f{i:03d}")

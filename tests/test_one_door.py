@@ -27,9 +27,9 @@ from gitsessions.store.hooks import CommitHooks
 from gitsessions.store.remote.remotes import Remotes
 from gitsessions.transfer.read import read_import
 from gitsessions.transfer.write import write_import
-from gitsessions.writer.forking import open_revision
-from gitsessions.writer.opening import open_session, try_recover
-from gitsessions.writer.session import Session, fork
+from gitsessions.writer.forking import fork
+from gitsessions.writer.opening import open_revision, open_session, try_recover
+from gitsessions.writer.session import Session
 
 #: Shaped like a GitHub token and an OpenAI key; neither is real.
 GHP = "ghp_" + "Q7w8E9r0T1y2U3i4O5p6" + "A7s8D9f0G1h2"

@@ -9,8 +9,8 @@ import typer
 from ..errors import BadRevision, NotASessionId, NothingToRestore, SessionExists
 from ..history.reading import read_revision
 from ..ids import REV_RE, fork_name, taken_by
+from ..writer.forking import fork as fork_session
 from ..writer.opening import hold, open_session
-from ..writer.session import fork as fork_session
 from .common import Context, WaitCommand, WaitOption, err, short
 
 app = typer.Typer()

@@ -2,7 +2,7 @@
 
 A new attempt is a sibling fork (issue 12): it starts at the last save before the turn, so
 the earlier attempt stays where it was and both live on as sessions. It is opened through
-:func:`gitsessions.writer.forking.open_revision`, the one way of writing from the past that
+:func:`gitsessions.writer.opening.open_revision`, the one way of writing from the past that
 ``gs ask REV~k --fork NEW`` and ``/open REV`` use too, so the fork, its lineage and its name
 follow one rule.
 
@@ -23,7 +23,7 @@ from ..log.transcript import undone_turns
 from ..log.turns import turns_of
 from ..secrets.redact import Redactor
 from ..store import LockWait, Revision, SessionStore
-from .forking import open_revision
+from .opening import open_revision
 from .session import Session
 
 

@@ -1,9 +1,9 @@
-"""The commits of a session: its pending events saved (now or behind the prompt), and a fork.
+"""The commits of a session: its pending events saved (now or behind the prompt).
 
 A session (:mod:`gitsessions.writer.session`, whose :class:`Saving` part lives here) starts a
 :class:`CommitJob` per save, made by a thread of its own when the commit is made behind the
 prompt, and takes its result or its failure when it next needs the tip (the journal holds
-the events meanwhile). :func:`fork` makes a new session on a past commit.
+the events meanwhile).
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ import queue
 import threading
 from collections.abc import Callable
 
-from ..errors import BadRevision, DiskFull
-from ..ids import CommitId, SessionId, check_session_id
+from ..errors import DiskFull
 from ..log.commits import Lineage, commit_message
 from ..log.events import Event
-from ..log.transcript import open_turn
-from ..store import Revision, SessionStore, TurnJournal
+from ..store import SessionStore, TurnJournal
 
 
 class CommitJob:
@@ -191,26 +189,3 @@ class Saving:
             self._journal_open = False
             self._journaled = len(self.events)
         return self._tip
-
-
-def fork(store: SessionStore, rev: Revision, new_id: str, reason: str | None = None) -> str:
-    """Create session ``new_id`` starting at ``rev`` in O(1) (one commit, no content copied).
-
-    The fork's commits carry ``Forked-From: <session>@<commit>``, and its first commit's
-    parent is the fork point, so ``git merge-base`` finds it after push and clone. ``reason``:
-    the new name's first reflog line (default ``branch: <subject>``; a restore says so).
-
-    Returns:
-        The fork's first commit id.
-
-    Raises:
-        BadRevision: the fork point is inside an unfinished turn.
-        SessionExists, InvalidSessionId: ``new_id`` is taken or malformed.
-    """
-    check_session_id(new_id)
-    snap = store.load(rev.session_id, rev.commit)
-    if open_turn(snap.events) is not None:
-        raise BadRevision(f"{rev.session_id}@{rev.commit[:7]}", "the fork point is inside an unfinished turn")
-    lineage = Lineage(SessionId(rev.session_id), CommitId(rev.commit))
-    return store.branch_from(new_id, rev.commit, commit_message(new_id, snap.events, kind="fork", lineage=lineage),
-                             reason=reason)

@@ -19,7 +19,8 @@ from ..log.turns import turn_numbers
 from ..secrets.redact import Redactor
 from ..secrets.redact_stream import StreamRedactor
 from ..store import Revision, SessionStore, TurnJournal
-from .saving import CommitJob, Saving, fork
+from .forking import fork
+from .saving import CommitJob, Saving
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})

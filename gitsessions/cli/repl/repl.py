@@ -17,7 +17,7 @@ from ...errors import DiskFull, GitSessionsError
 from ...secrets.redact import Redactor
 from ...store import LockWait, SessionStore
 from ...text import chat_prompt
-from ...writer.forking import open_revision
+from ...writer.opening import open_revision
 from ...writer.session import Session
 from ..display.stream import PlainReply, ReplyView
 
