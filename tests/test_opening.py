@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.errors import HookRefused, SessionLocked
+from gitsessions.errors import HookRefused, SessionExists, SessionLocked
 from gitsessions.log.commits import CommitMessage
 from gitsessions.log.events import make_event, make_header
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
-from gitsessions.writer.opening import hold, open_session
+from gitsessions.writer.opening import hold, open_revision, open_session
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "the prompt typed before the crash"
@@ -105,6 +105,42 @@ def test_an_import_onto_an_id_another_writer_holds_is_refused_and_its_journal_le
             assert store.journal("w").exists() and store.tip("w") is None
         finally:
             s.close()
+
+
+def _orphan_a_new_session(store: GitStore, sid: str) -> None:
+    """Start a new session's first turn and die before its first save (no branch, only the journal)."""
+    s = open_session(store, sid, new_header=make_header(sid))
+    s.append("turn/start", {"turn": 1})
+    s.append("user/message", {"content": PROMPT})
+    s._journal.close()
+    s._lock.release()
+
+
+def test_a_fork_to_the_next_free_name_never_writes_over_an_orphaned_new_session_of_that_name(repo_path: Path, git):
+    _orphan_a_turn(repo_path)
+    with GitStore(repo_path) as store:
+        _orphan_a_new_session(store, "w-1")
+        session, note = open_revision(store, "w", always_fork=True)
+        try:
+            assert session.id == "w-2" and "new session w-2" in str(note)  # w-1 holds the recovered turn now
+            session.append("turn/start", {"turn": 2})
+            session.append("user/message", {"content": "from the past"})
+            session.end_turn("completed")
+        finally:
+            session.close()
+    assert _subjects(git, "w-1") == [f"turn 1: {PROMPT}"]
+    assert _subjects(git, "w-2")[0] == "turn 2: from the past"
+
+
+def test_a_fork_to_a_name_an_orphaned_new_session_has_is_refused_once_that_turn_is_committed(repo_path: Path, git):
+    _orphan_a_turn(repo_path)
+    with GitStore(repo_path) as store:
+        _orphan_a_new_session(store, "alt")
+        with pytest.raises(SessionExists):
+            open_revision(store, "w", fork_as="alt")
+        assert store.lock("alt").try_acquire()  # the refused open let go of it
+    assert _subjects(git, "alt") == [f"turn 1: {PROMPT}"]
+    assert not (repo_path / "gs" / "journal" / "alt.jsonl").exists()
 
 
 # -- hold: the lock, then the recovery -------------------------------------------------------------

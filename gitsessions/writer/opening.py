@@ -15,7 +15,6 @@ original branch.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass
 
 from ..errors import (
@@ -187,19 +186,22 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
     snap = store.load(target.session_id, target.commit)
     if open_turn(snap.events) is not None:
         raise BadRevision(rev, "the fork point is inside an unfinished turn")
-    held: list[str] = []  # default names whose lock another writer holds: theirs, so take the next
+    taken: list[str] = []  # default names another writer holds or made meanwhile: theirs, so take the next
     while True:
-        new_id = fork_as if fork_as is not None else fork_name(store, target.session_id, skip=held)
-        check_free(store, new_id)
-        if fork_as is not None:
-            lock = store.lock(new_id).acquire(wait)
+        new_id = fork_as if fork_as is not None else fork_name(store, target.session_id, skip=taken)
+        check_free(store, new_id)  # fork_as taken meanwhile: refused here, on the next round
+        try:  # a turn a crashed writer of a new session of that id left is committed, not written over
+            lock = hold(store, new_id, wait=wait if fork_as is not None else None, redactor=redactor,
+                        warnings=warnings).lock
+        except SessionLocked:
+            if fork_as is not None:
+                raise
+            taken.append(new_id)
+            continue
+        if store.tip(new_id) is None:
             break
-        with suppress(SessionLocked):
-            lock = store.lock(new_id).acquire(None)
-            if store.tip(new_id) is None:
-                break
-            lock.release()  # its holder made it meanwhile
-        held.append(new_id)
+        lock.release()  # its holder made it meanwhile, or its orphaned journal just did
+        taken.append(new_id)
     session = Session(store, new_id, snap.header, list(snap.events), None, lock, redactor,
                       fork_from=target)  # the branch is made by the first write: opening the past writes nothing
     note = (f"{rev} is not the tip of {target.session_id}: " if not target.is_tip else "") + \
