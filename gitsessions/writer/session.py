@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import DiskFull, GitSessionsError, NothingToSave
 from ..ids import CommitId, SessionId
-from ..log.commits import Lineage
+from ..log.commits import Lineage, commit_message
 from ..log.events import Event, make_event
 from ..log.transcript import closing_events, derive_messages, derived, open_turn, undone_turns
 from ..log.turns import turn_numbers
@@ -20,7 +20,7 @@ from ..secrets.redact import Redactor
 from ..secrets.redact_stream import StreamRedactor
 from ..store import Revision, SessionStore, TurnJournal
 from .forking import fork
-from .saving import CommitJob, Saving
+from .saving import CommitJob
 
 #: Events after which the journal is fsynced (message boundaries; design.md).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
@@ -28,7 +28,7 @@ _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "tu
 _OPENING = frozenset({"turn/start", "user/message"})
 
 
-class Session(Saving):
+class Session:
     """One session held for writing (the caller holds its lock for the object's lifetime).
 
     Open one with :func:`~gitsessions.writer.opening.open_session`; then :meth:`append` events
@@ -308,6 +308,78 @@ class Session(Saving):
                 self.events.pop()  # it is nowhere but here: say so instead of keeping it in memory
                 raise DiskFull(exc.path, kept="nothing") from None
             raise
+
+    # -- saving ----------------------------------------------------------------------------
+
+    @property
+    def tip(self) -> str | None:
+        """The commit the next save builds on (None before the first save); waits for one in flight."""
+        self._settle()
+        return self._tip
+
+    @tip.setter
+    def tip(self, commit: str | None) -> None:
+        self._tip = commit
+
+    def save(self, behind: bool = False) -> str | None:
+        """Commit the pending events (if any) and clear the journal; return the commit id.
+
+        A commit still being made behind the prompt is waited for first (and its failure raised).
+
+        Args:
+            behind: commit in a thread and return None; whatever waits for it raises the failures below.
+
+        Raises:
+            ConcurrentUpdate: the branch moved (the journal is kept; nothing is lost).
+            DiskFull: no space for the commit (``kept="journal"``: the pending events stay in
+                the journal and in memory, and the next save commits them; ``"partial"``: the
+                journal holds them up to where the disk filled).
+            RepoReadOnly: the repo cannot be written.
+        """
+        self._settle()
+        pending = self.events[self._committed:]
+        if not pending:
+            return None
+        message = commit_message(self.id, self.events, self._committed, lineage=self.forked_from)
+        tip, header = self._tip, self.header if self._tip is None else None
+        journal = self._journal
+
+        def make() -> str:
+            if behind:
+                journal.sync()  # the turn's end, journaled without it: durable before the commit
+            return self.store.append(self.id, pending, message, expected_tip=tip, header=header)
+
+        self._saving = CommitJob(make, len(self.events), behind)
+        return None if behind else self._settle()
+
+    def wait_saved(self) -> str | None:
+        """Wait for the commit made behind the prompt, if any; return the tip.
+
+        Raises:
+            ConcurrentUpdate, DiskFull, RepoReadOnly, HookRefused: it failed (raised once; its
+                events stay pending, in memory and in the journal, for the next save).
+        """
+        self._settle()
+        return self._tip
+
+    def _settle(self, block: bool = True, raising: bool = True) -> str | None:
+        """Take the result of the commit in flight (see :meth:`wait_saved`); return it, or None."""
+        saving = self._saving
+        if saving is None or not (block or saving.done()) or (saving.error is not None and not raising):
+            return None
+        saving.join()
+        self._saving = None
+        if isinstance(saving.error, DiskFull):
+            kept = "partial" if self._journaled < len(self.events) else "journal"
+            raise DiskFull(saving.error.path, kept=kept) from None
+        if saving.error is not None:
+            raise saving.error
+        self._tip, self._committed = saving.commit, saving.count
+        if self._committed == len(self.events):  # nothing pending after it: the journal is done with
+            self._journal.clear()
+            self._journal_open = False
+            self._journaled = len(self.events)
+        return self._tip
 
     def undo(self, turn: int | None = None) -> int:
         """Commit a ``session/undo`` of ``turn`` (None: the last not undone; the log keeps it); return it.
