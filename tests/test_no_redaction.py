@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import pickle
+from pathlib import Path
 
 from gitsessions.log.events import make_event, make_header
 from gitsessions.secrets.redact import NO_REDACTION, PATTERNS, Redactor, from_environment
@@ -59,3 +61,15 @@ def test_a_session_without_redaction_journals_streamed_text_at_once_and_keeps_it
         finally:
             s.close()
         assert store.load("w").events[1].data["content"] == TEXT
+
+
+def test_nothing_takes_none_for_redaction_off():
+    root = Path(__file__).resolve().parents[1]
+    optional = []
+    for path in (root / "gitsessions").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                optional += [f"{path.relative_to(root)}: {node.name}({a.arg})" for a in args
+                             if a.annotation is not None and ast.unparse(a.annotation) == "Redactor | None"]
+    assert not optional, f"redaction off is NO_REDACTION, not None: {optional}"

@@ -20,7 +20,7 @@ from gitsessions.log.commits import CommitMessage, Lineage, Trailers, commit_mes
 from gitsessions.log.events import make_event, make_header
 from gitsessions.log.turns import last_turn, next_turn, turn_number, turn_numbers, turns_of
 from gitsessions.provider.client import Completion, TextDelta
-from gitsessions.secrets.redact import Redactor, from_environment
+from gitsessions.secrets.redact import NO_REDACTION, Redactor, from_environment
 from gitsessions.secrets.redact_stream import STREAM_BATCH, StreamRedactor
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
@@ -82,11 +82,11 @@ class Scripted:
         yield Completion(content="".join(self.chunks), finish_reason="stop", model=self.model)
 
 
-def _new(store: GitStore, sid: str = "work", redactor: Redactor | None = None) -> Session:
+def _new(store: GitStore, sid: str = "work", redactor: Redactor = NO_REDACTION) -> Session:
     return open_session(store, sid, new_header=make_header(sid, created=1), redactor=redactor)
 
 
-def _turn(store: GitStore, sid: str, prompt: str, redactor: Redactor | None, reply: str = "ok") -> str:
+def _turn(store: GitStore, sid: str, prompt: str, redactor: Redactor, reply: str = "ok") -> str:
     session = open_session(store, sid, redactor=redactor) if store.tip(sid) else _new(store, sid, redactor)
     try:
         result = run_turn(session, Scripted([reply]), prompt, tools=[])
@@ -155,7 +155,7 @@ def test_turn_recovered_after_a_refusing_hook_has_no_raw_key_in_its_subject(stor
     # The first process ran with redaction off (or without the secret in its environment);
     # its hook refused the turn, which stayed in the journal. The next process recovers it
     # with redaction on: the blob AND the subject and trailers must be clean.
-    _turn(store, "work", "a harmless first turn", None)
+    _turn(store, "work", "a harmless first turn", NO_REDACTION)
     hook = repo_path / "hooks" / "pre-commit"
     hook.parent.mkdir(exist_ok=True)
     hook.write_text("#!/bin/sh\necho refused >&2\nexit 1\n")

@@ -15,7 +15,7 @@ from ..errors import HookRefused, InvalidSessionId, SessionExists, SessionLocked
 from ..ids import check_new_id, check_session_id, new_session_id, taken_by
 from ..log.commits import commit_message
 from ..log.events import make_header
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..secrets.redact_many import redact_events
 from ..store import SessionStore
 from ..writer.opening import hold
@@ -51,10 +51,8 @@ def _clash_text(session_id: str, other: str) -> str:
     return f"session {session_id!r} would differ only by case from the existing {other!r}"
 
 
-def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> ImportedConversation:
+def _redacted(conv: ImportedConversation, redactor: Redactor) -> ImportedConversation:
     """The conversation with secrets replaced: title, source id (they name the session) and every event."""
-    if redactor is None:
-        return conv
     redacted = iter(redact_events(redactor, [ev for _, chunks in conv.branches for chunk in chunks for ev in chunk]))
     branches = [(key, [[next(redacted) for _ in chunk] for chunk in chunks]) for key, chunks in conv.branches]
     spawned = (redactor.text(conv.spawned[0]), conv.spawned[1]) if conv.spawned else None
@@ -88,7 +86,7 @@ def _until_stopped(convs: Collection[ImportedConversation], done: ImportResult) 
         done.stopped = TransferError(exc.source, exc.reason, f"{said}; run the import again")
 
 
-def redact_plan(plan: ImportPlan, redactor: Redactor | None) -> ImportPlan:
+def redact_plan(plan: ImportPlan, redactor: Redactor) -> ImportPlan:
     """Return ``plan`` with its conversations redacted (what :func:`write_import` does first, done ahead).
 
     The plan is then written with ``redacted=True``: text is redacted once, at this door.
@@ -126,7 +124,7 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
 
 def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
                  header_extra: dict[str, Any] | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 redactor: Redactor = NO_REDACTION, warnings: list[str] | None = None,
                  keep_paths: bool = False, progress: Callable[[int, int], None] | None = None,
                  index: SourceIndex | None = None, redacted: bool = False) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
@@ -148,7 +146,7 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         as_id: the id for a single-session file.
         header_extra: fields of headers made here (``cwd``, ``generator``; ``source_file``, the
             file's absolute path, for another tool's conversations with ``keep_paths``).
-        redactor: replaces secrets in what is written (None: redaction is off).
+        redactor: replaces secrets in what is written (:data:`NO_REDACTION`: redaction is off).
         warnings: gets a line per orphaned journal recovered into a new session.
         keep_paths: keep ``source_file`` in the headers of another tool's conversations (local
             paths are left out of what may be shared unless asked for); ``cwd`` never is.
@@ -223,9 +221,8 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
             source, events, header = plan.source, list(item.events), item.header
             if header is None:
                 header = make_header(sid, imported_from=source, **(header_extra or {}))
-            if redactor is not None:
-                source, header = redactor.text(source), redactor.value(header)
-                events = redact_events(redactor, events)
+            source, header = redactor.text(source), redactor.value(header)
+            events = redact_events(redactor, events)
             message = commit_message(sid, events, kind="import", source=source)
             try:
                 commit = store.append_many(sid, [(events, message, None)], expected_tip=None, header=header,

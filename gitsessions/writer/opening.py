@@ -29,7 +29,7 @@ from ..errors import (
 )
 from ..ids import SESSION_ID_RE, check_free, check_session_id, fork_name
 from ..log.transcript import open_turn
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..store import LockWait, SessionStore, WriterLock
 from .recovery import recover_journal
 from .session import Session
@@ -57,7 +57,7 @@ class Hold:
         self.lock.release()
 
 
-def hold(store: SessionStore, session_id: str, *, wait: LockWait | None = None, redactor: Redactor | None = None,
+def hold(store: SessionStore, session_id: str, *, wait: LockWait | None = None, redactor: Redactor = NO_REDACTION,
          warnings: list[str] | None = None) -> Hold:
     """Take ``session_id``'s writer lock, then commit the turn an orphaned journal of it holds.
 
@@ -87,7 +87,7 @@ def hold(store: SessionStore, session_id: str, *, wait: LockWait | None = None, 
 
 
 def open_session(store: SessionStore, session_id: str, *, new_header: dict | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 redactor: Redactor = NO_REDACTION, warnings: list[str] | None = None,
                  wait: LockWait | None = None, system: str | None = None) -> Session:
     """Open ``session_id`` for writing, taking its lock and recovering an orphaned journal.
 
@@ -129,7 +129,7 @@ def open_session(store: SessionStore, session_id: str, *, new_header: dict | Non
             check_free(store, session_id)
             session = Session(store, session_id, new_header, [], None, lock, redactor)
             if system and system.strip():  # held as it will be logged: redacted
-                session.starts_with = redactor.text(system) if redactor is not None else system
+                session.starts_with = redactor.text(system)
         session.recovered = held.recovered
         return session
     except BaseException:
@@ -139,7 +139,7 @@ def open_session(store: SessionStore, session_id: str, *, new_header: dict | Non
 
 def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, always_fork: bool = False,
                   new_header: Callable[[str], dict] | None = None,
-                  redactor: Redactor | None = None, warnings: list[str] | None = None,
+                  redactor: Redactor = NO_REDACTION, warnings: list[str] | None = None,
                   wait: LockWait | None = None, system: str | None = None) -> tuple[Session, str | None]:
     """Open revision ``rev`` for writing, forking when writing there must not move its branch.
 
@@ -209,7 +209,7 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
     return session, note
 
 
-def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None = None,
+def try_recover(store: SessionStore, session_id: str, redactor: Redactor = NO_REDACTION,
                 warnings: list[str] | None = None) -> str | None:
     """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
 

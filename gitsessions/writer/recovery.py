@@ -13,12 +13,12 @@ from ..errors import InvalidEvent
 from ..ids import CommitId, SessionId, fork_name, taken_by
 from ..log.commits import Lineage, commit_message
 from ..log.events import Event, make_event
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..store import SessionStore
 from .session import Session
 
 
-def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | None = None,
+def recover_journal(store: SessionStore, session_id: str, redactor: Redactor = NO_REDACTION,
                     warnings: list[str] | None = None) -> str | None:
     """Commit the turn an orphaned journal holds, closed as ``interrupted``; the caller holds the lock.
 
@@ -37,7 +37,7 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
     Args:
         store: the session store.
         session_id: the session.
-        redactor: replaces secrets in the recovered events (None: redaction is off).
+        redactor: replaces secrets in the recovered events (:data:`NO_REDACTION`: redaction is off).
         warnings: gets a line when the turn had to go to a new session.
 
     Returns:
@@ -101,7 +101,7 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
     for ev in new:
         if ev.seq != len(events) + len(kept) or type(ev.time) is not int:
             break
-        data = redactor.value(ev.data) if redactor is not None and isinstance(ev.data, dict) else ev.data
+        data = redactor.value(ev.data) if isinstance(ev.data, dict) else ev.data
         try:
             kept.append(make_event(ev.seq, ev.type, data, time_ms=ev.time, ignorable=ev.ignorable))
         except InvalidEvent:

@@ -21,7 +21,7 @@ from ..ids import SessionId
 from ..log.events import Event
 from ..log.transcript import undone_turns
 from ..log.turns import turns_of
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..store import LockWait, Revision, SessionStore
 from .opening import open_revision
 from .session import Session
@@ -128,7 +128,7 @@ def _owner(store: SessionStore, sid: str, commit: str, made_in: str | None) -> s
 
 
 def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 redactor: Redactor = NO_REDACTION, warnings: list[str] | None = None,
                  wait: LockWait | None = None) -> Session:
     """Open the new attempt: a fork at ``attempt.base`` (through :func:`open_revision`).
 

@@ -16,7 +16,7 @@ from ..log.commits import Lineage, commit_message
 from ..log.events import Event, make_event
 from ..log.transcript import closing_events, derive_messages, derived, open_turn, undone_turns
 from ..log.turns import turn_numbers
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..secrets.redact_stream import StreamRedactor
 from ..store import Revision, SessionStore, TurnJournal
 from .forking import fork
@@ -51,7 +51,7 @@ class Session:
         recovered: the commit made by recovering an orphaned journal when opening, if any.
         forked_from: the lineage every commit of a fork carries (None for no fork).
         fork_from: the past revision the first write forks from (None: none, or it did).
-        redactor: what :meth:`append` and :meth:`delta` replace (None: redaction is off).
+        redactor: what :meth:`append` and :meth:`delta` replace (:data:`NO_REDACTION`: redaction is off).
         saves_behind: :meth:`end_turn` commits in a thread and returns at once (default False).
         starts_with: the system prompt a new session starts with, written as its first event
             (``session/system``) with the first event appended (None: none, or written).
@@ -73,7 +73,7 @@ class Session:
     """
 
     def __init__(self, store: SessionStore, session_id: str, header: dict, events: list[Event],
-                 tip: str | None, lock: Any, redactor: Redactor | None = None, *,
+                 tip: str | None, lock: Any, redactor: Redactor = NO_REDACTION, *,
                  committed: int | None = None, journal: TurnJournal | None = None, journal_open: bool = False,
                  fork_from: Revision | None = None, forked_from: Lineage | None = None):
         self.store = store
@@ -86,7 +86,7 @@ class Session:
         self.recovered: str | None = None
         self.forked_from = forked_from
         self.redactor = redactor
-        self._stream = StreamRedactor(redactor) if redactor is not None else None
+        self._stream = StreamRedactor(redactor)
         self.fork_from = fork_from
         self._committed = len(events) if committed is None else committed
         self._lock = lock
@@ -142,11 +142,9 @@ class Session:
         if self.starts_with is not None:  # a new session's first event: the system prompt it starts with
             system, self.starts_with = self.starts_with, None
             self.append("session/system", {"content": system})
-        if self.redactor is not None:
-            data = self.redactor.value(data or {})  # in memory as on disk
+        data = self.redactor.value(data or {})  # in memory as on disk
         event = make_event(len(self.events), type, data)
-        if self._stream is not None:
-            self._stream.reset()  # the event supersedes the text streamed before it
+        self._stream.reset()  # the event supersedes the text streamed before it
         if self.fork_from is not None:
             # First write to a past revision: only now does the fork branch come to be.
             self._tip = fork(self.store, self.fork_from, self.id)
@@ -197,8 +195,7 @@ class Session:
         back, so a secret split across chunks never sits whole in the journal (it is
         replaced once it arrived whole; the held tail is lost only by a crash mid-reply).
         """
-        if self._stream is not None:
-            text = self._stream.feed(text)
+        text = self._stream.feed(text)
         if self._journal_open and text and self._journaled == len(self.events) and not self._deltas_refused:
             try:
                 self._journal.append_delta(text)
@@ -249,7 +246,7 @@ class Session:
             The commit, or None when nothing was saved: ``text`` (redacted) is the system
             prompt already, or it cleared a new session's :attr:`starts_with`.
         """
-        content = self.redactor.text(text) if self.redactor is not None else text
+        content = self.redactor.text(text)
         if content.strip() == self.system.strip():
             return None
         self.starts_with = None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...config import DEFAULT_MAX_STEPS
 from ...errors import DiskFull, GitSessionsError
-from ...secrets.redact import Redactor
+from ...secrets.redact import NO_REDACTION, Redactor
 from ...store import LockWait, SessionStore
 from ...text import chat_prompt
 from ...writer.opening import open_revision
@@ -65,7 +65,7 @@ class Repl:
             ``session/system`` event; what is sent is what the log says (see :func:`.open_session`).
         max_steps: model requests per turn.
         fork_as: continue ``session_id`` in a new fork of this id.
-        redactor: replaces secrets in what enters a session (None: redaction is off).
+        redactor: replaces secrets in what enters a session (:data:`NO_REDACTION`: redaction is off).
         warnings: where the services and the store's hook runner put warnings (the CLI's
             list); the REPL shows and empties it after each line.
         wait: how long opening ``session_id`` waits for another writer (None: not at all);
@@ -97,7 +97,7 @@ class Repl:
                  read_line: Callable[[str], str | None], write: Callable[[str], None],
                  new_header: Callable[[str], dict], system: str | None = None,
                  max_steps: int = DEFAULT_MAX_STEPS, fork_as: str | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 redactor: Redactor = NO_REDACTION, warnings: list[str] | None = None,
                  wait: LockWait | None = None, edit: Edit | None = None,
                  pick_session: PickSession | None = None, pick_spot: PickSpot | None = None,
                  reply: Callable[[], ReplyView] | None = None, copy: Copy | None = None, recap: int = 0,
