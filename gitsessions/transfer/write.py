@@ -168,71 +168,103 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
     """
     check_plan(plan, as_id)
     if plan.conversations:
-        # Never gs's own working directory: the commits would depend on where gs ran.
-        extra = {k: v for k, v in (header_extra or {}).items() if k != "cwd" and (keep_paths or k != "source_file")}
-        done = ImportResult()
-        index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
-        for i, conv in enumerate(_until_stopped(plan.conversations, done)):
-            if not redacted:
-                conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
-            try:
-                outcomes = write_conversation(store, conv, header_extra=extra, index=index)
-                # What is said of it, not its events: a large export's conversations are not all held at once.
-                done.conversations.append((dataclasses.replace(conv, branches=[]), outcomes))
-            except TransferError as exc:  # another writer holds one of its sessions: the others go on
-                done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
-            if progress is not None:
-                progress(i + 1, len(plan.conversations))
-        return done
+        return _write_conversations(store, plan, header_extra=header_extra, redactor=redactor, keep_paths=keep_paths,
+                                    progress=progress, index=index, redacted=redacted)
     result = ImportResult(clashes=[(sid, _clash_text(sid, other) + " in the same file")
                                    for sid, other in plan.clashes])
-    single = plan.kind != "geekagent"
     for item in plan.sessions:
-        sid = as_id or item.session_id
-        if sid is None:
-            sid = new_session_id(store)
-        elif as_id is None:
-            try:
-                check_session_id(sid)
-            except InvalidSessionId:
-                raise TransferError(plan.source, f"its session id {sid!r} is not a valid gs id; "
-                                    "give one with --as ID") from None
-        try:
-            if store.tip(sid) is None:
-                check_new_id(store, sid)  # before its lock: no file is named by a secret
-        except InvalidSessionId as exc:
-            raise TransferError(plan.source, str(exc)) from None
-        try:  # an orphaned new session of that id is committed first
-            held = hold(store, sid, redactor=redactor, warnings=warnings)
-        except SessionLocked as exc:
-            why = f"session {sid!r} is being written by {exc.holder}"
-            if single:
-                raise TransferError(plan.source, why) from None
-            result.clashes.append((sid, why))
-            continue
-        with held:
-            other = taken_by(store, sid)
-            if other is not None:
-                if single:
-                    raise TransferError(plan.source, _clash_text(sid, other),
-                                        "it was left untouched; import under another id with --as ID")
-                result.clashes.append((sid, _clash_text(sid, other) + "; it was left untouched"))
-                continue
-            source, events, header = plan.source, list(item.events), item.header
-            if header is None:
-                header = make_header(sid, imported_from=source, **(header_extra or {}))
-            source, header = redactor.text(source), redactor.value(header)
-            events = redact_events(redactor, events)
-            message = commit_message(sid, events, kind="import", source=source)
-            try:
-                commit = store.append_many(sid, [(events, message, None)], expected_tip=None, header=header,
-                                           current=False)[0]  # an import leaves HEAD where it is
-            except SessionExists as exc:  # created between our check and the write
-                if single:
-                    raise
-                result.clashes.append((sid, str(exc)))
-                continue
-            except HookRefused as exc:  # an import keeps no journal: say what the user must redo
-                raise HookRefused(exc.hook, exc.path, exc.status, exc.output, action="import") from None
-            result.imported.append((sid, commit, item))
+        _write_session(store, plan, item, _session_id(store, plan, item, as_id), result,
+                       header_extra=header_extra, redactor=redactor, warnings=warnings)
     return result
+
+
+def _write_conversations(store: SessionStore, plan: ImportPlan, *, header_extra: dict[str, Any] | None,
+                         redactor: Redactor, keep_paths: bool, progress: Callable[[int, int], None] | None,
+                         index: SourceIndex | None, redacted: bool) -> ImportResult:
+    """Write another tool's conversations, a commit per turn (see :func:`write_import`'s arguments)."""
+    # Never gs's own working directory: the commits would depend on where gs ran.
+    extra = {k: v for k, v in (header_extra or {}).items() if k != "cwd" and (keep_paths or k != "source_file")}
+    done = ImportResult()
+    index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
+    for i, conv in enumerate(_until_stopped(plan.conversations, done)):
+        if not redacted:
+            conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
+        try:
+            outcomes = write_conversation(store, conv, header_extra=extra, index=index)
+            # What is said of it, not its events: a large export's conversations are not all held at once.
+            done.conversations.append((dataclasses.replace(conv, branches=[]), outcomes))
+        except TransferError as exc:  # another writer holds one of its sessions: the others go on
+            done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
+        if progress is not None:
+            progress(i + 1, len(plan.conversations))
+    return done
+
+
+def _session_id(store: SessionStore, plan: ImportPlan, item: ImportedSession, as_id: str | None) -> str:
+    """The id ``item`` is written under: ``as_id``, else its own, else a new one; checked before its lock.
+
+    Raises:
+        TransferError: its own id is not a valid gs id, or the store refuses the new id.
+    """
+    sid = as_id or item.session_id
+    if sid is None:
+        sid = new_session_id(store)
+    elif as_id is None:
+        try:
+            check_session_id(sid)
+        except InvalidSessionId:
+            raise TransferError(plan.source, f"its session id {sid!r} is not a valid gs id; "
+                                "give one with --as ID") from None
+    try:
+        if store.tip(sid) is None:
+            check_new_id(store, sid)  # before its lock: no file is named by a secret
+    except InvalidSessionId as exc:
+        raise TransferError(plan.source, str(exc)) from None
+    return sid
+
+
+def _write_session(store: SessionStore, plan: ImportPlan, item: ImportedSession, sid: str, result: ImportResult, *,
+                   header_extra: dict[str, Any] | None, redactor: Redactor, warnings: list[str] | None) -> None:
+    """Write ``item`` as session ``sid`` into ``result``'s imported, or its clash into ``result``'s clashes.
+
+    A single-session file raises its clash instead (an archive's other sessions go on).
+
+    Raises:
+        TransferError: another writer holds ``sid``, or it is taken (a single-session file).
+        SessionExists: it was made between the check and the write (a single-session file).
+        HookRefused: a commit hook refused the import.
+    """
+    single = plan.kind != "geekagent"
+    try:  # an orphaned new session of that id is committed first
+        held = hold(store, sid, redactor=redactor, warnings=warnings)
+    except SessionLocked as exc:
+        why = f"session {sid!r} is being written by {exc.holder}"
+        if single:
+            raise TransferError(plan.source, why) from None
+        result.clashes.append((sid, why))
+        return
+    with held:
+        other = taken_by(store, sid)
+        if other is not None:
+            if single:
+                raise TransferError(plan.source, _clash_text(sid, other),
+                                    "it was left untouched; import under another id with --as ID")
+            result.clashes.append((sid, _clash_text(sid, other) + "; it was left untouched"))
+            return
+        source, events, header = plan.source, list(item.events), item.header
+        if header is None:
+            header = make_header(sid, imported_from=source, **(header_extra or {}))
+        source, header = redactor.text(source), redactor.value(header)
+        events = redact_events(redactor, events)
+        message = commit_message(sid, events, kind="import", source=source)
+        try:
+            commit = store.append_many(sid, [(events, message, None)], expected_tip=None, header=header,
+                                       current=False)[0]  # an import leaves HEAD where it is
+        except SessionExists as exc:  # created between our check and the write
+            if single:
+                raise
+            result.clashes.append((sid, str(exc)))
+            return
+        except HookRefused as exc:  # an import keeps no journal: say what the user must redo
+            raise HookRefused(exc.hook, exc.path, exc.status, exc.output, action="import") from None
+        result.imported.append((sid, commit, item))
