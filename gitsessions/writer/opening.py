@@ -3,8 +3,8 @@
 Whoever writes a session first takes its writer lock and commits the turn an orphaned
 journal holds (:mod:`gitsessions.writer.recovery`), in that order, through :func:`hold`:
 :func:`open_session` (then the tip is loaded, or a new id checked free, and the session made
-current), ``gs rename`` and ``gs rm``, an import onto an id, and :func:`try_recover`, which a
-reading command calls.
+current), a fork's new id, ``gs rename`` and ``gs rm``, an import onto an id, and
+:func:`try_recover`, which a reading command calls.
 
 :func:`open_revision` is the door of the chat, ``gs ask``, ``/retry`` and ``/edit``: a tip is
 opened as it is, a past revision as a session whose fork branch its first write makes
