@@ -1,6 +1,6 @@
 """A new attempt at a past turn (``/retry``, ``/edit``, ``gs retry``) and the places ``/tree`` jumps to.
 
-A new attempt is a sibling fork (issue 12): it starts at the last save before the turn, so
+A new attempt is a sibling fork: it starts at the last save before the turn, so
 the earlier attempt stays where it was and both live on as sessions. It is opened through
 :func:`gitsessions.writer.opening.open_revision`, the one way of writing from the past that
 ``gs ask REV~k --fork NEW`` and ``/open REV`` use too, so the fork, its lineage and its name

@@ -22,7 +22,7 @@ from ..store import Revision, SessionStore, TurnJournal
 from .forking import fork
 from .saving import CommitJob
 
-#: Events after which the journal is fsynced (message boundaries; design.md).
+#: Events after which the journal is fsynced (message boundaries).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
 #: The events that open a turn: when the journal refuses one, the turn is taken back whole.
 _OPENING = frozenset({"turn/start", "user/message"})
@@ -38,7 +38,7 @@ class Session:
     With :attr:`saves_behind` a turn is committed in a thread while the next prompt is read;
     the journal keeps it (and the next turn after it) until the commit lands (:meth:`wait_saved`).
 
-    Text enters the session here, so this is where it is redacted (issue 8, "one door"):
+    Text enters the session here, so this is where it is redacted (its one door):
     :meth:`append` redacts every event, :meth:`delta` streams through a
     :class:`~gitsessions.secrets.redact_stream.StreamRedactor`; the journal, the store and the commit
     message are derived from the redacted events.
@@ -127,7 +127,7 @@ class Session:
     def append(self, type: str, data: dict[str, Any] | None = None) -> Event:
         """Append one event, redacted (journaled at once; fsynced at message boundaries); return it.
 
-        On a full disk (issue 9): when the event opens a turn (``turn/start``,
+        On a full disk: when the event opens a turn (``turn/start``,
         ``user/message``) the turn is taken back and :class:`DiskFull` (``kept="prompt"``)
         tells the face to hand the prompt back; later in a turn the event is kept in memory
         and saved with the turn, the journal keeping what came before it until a later
@@ -238,7 +238,7 @@ class Session:
     def set_system(self, text: str) -> str | None:
         """Save ``text`` as the system prompt (a ``session/system`` event; ``""`` removes it); commit it.
 
-        What the model sees is derived from the log (design.md): the request of this turn and
+        What the model sees is derived from the log: the request of this turn and
         of every later one, from here or from a fork, begins with it. In a new session not yet
         written it replaces :attr:`starts_with` (``""``: it starts with none, and no event says so).
 
