@@ -119,7 +119,7 @@ def _save_at(s: Settings, label: str, size: int, reps: int) -> None:
 
     def reset_gs(st: GitStore = store) -> None:
         st.repo().refs.set_if_equals(ref, None, base_tip.encode())
-        st.load("s", base_tip)  # what Session.open did: the tip is in memory
+        st.load("s", base_tip)  # what open_session did: the tip is in memory
 
     def gs_save() -> None:
         turn_no[0] += 1
@@ -201,7 +201,7 @@ def profile_save(s: Settings, size: int = 5 * 1024 * 1024) -> None:
     _grow(b, size)
     fx.close()
     store = GitStore(base / "gs.git")
-    store.load("s", b.tip)  # as Session.open does: the tip is in memory before the first save
+    store.load("s", b.tip)  # as open_session does: the tip is in memory before the first save
     pr = cProfile.Profile()
     for i in range(5):
         evs = turn_events(b.seq, b.turn + 1 + i, SAVE_TURN_BYTES)

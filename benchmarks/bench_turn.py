@@ -48,6 +48,7 @@ from gitsessions.provider.body import pieces as body_pieces
 from gitsessions.provider.client import OpenAIProvider
 from gitsessions.secrets.redact import from_environment
 from gitsessions.store import GitStore
+from gitsessions.writer.opening import open_session
 from gitsessions.writer.session import Session
 
 HERE = Path(__file__).resolve().parent
@@ -217,7 +218,7 @@ def bench_stream(s: Settings, url: str, chunks: int, chars: int = 4) -> None:
     repo = s.tmp / "stream.git"
     shutil.rmtree(repo, ignore_errors=True)
     store = GitStore(repo)
-    session = Session.open(store, "stream", new_header=_header("stream"), redactor=from_environment({}))
+    session = open_session(store, "stream", new_header=_header("stream"), redactor=from_environment({}))
     provider = OpenAIProvider(f"stream:{chunks}:{chars}", "bench-key", url, max_retries=0)
     try:
         provider_warm = OpenAIProvider("stream:10:4", "bench-key", url, max_retries=0)
@@ -248,7 +249,7 @@ def bench_stream(s: Settings, url: str, chunks: int, chars: int = 4) -> None:
     row("  the same through httpx's iter_bytes", f"{h11_s / chunks * 1e6:.1f} us per chunk (h11 parsing "
         "it one HTTP chunk at a time)")
     store = GitStore(repo)
-    session = Session.open(store, "stream", redactor=from_environment({}))
+    session = open_session(store, "stream", redactor=from_environment({}))
     try:
         own = replayed_turn(session, pieces, chars)
     finally:

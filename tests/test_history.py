@@ -13,7 +13,7 @@ from fakeapi import drop, text, tool_calls
 from gitsessions.log.commits import commit_message
 from gitsessions.log.events import make_event, make_header
 from gitsessions.store import GitStore
-from gitsessions.writer.session import Session
+from gitsessions.writer.opening import open_session
 
 
 def _three_turns(gs, git, sid: str = "w") -> list[str]:
@@ -143,7 +143,7 @@ def test_log_patch_shows_what_each_commit_added(gs, git, fake_api, repo_path):
     assert gs("ask", "w", "this reply breaks").code == 1
     assert gs("ask", "w", "third").code == 0
     with GitStore(repo_path) as store:
-        session = Session.open(store, "w")
+        session = open_session(store, "w")
         try:
             session.undo()
         finally:
@@ -215,7 +215,7 @@ def test_graph_with_a_hundred_forks(gs, git, repo_path, monkeypatch):
                                header=make_header("w") if tip is None else None)
         history = [c.commit for c in store.log("w")]
         from gitsessions.store import Revision
-        from gitsessions.writer.session import fork
+        from gitsessions.writer.forking import fork
         for i in range(100):
             point = history[i % 30]
             fork(store, Revision("w", point, point == history[0]), f"f{i:03d}")

@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from gitsessions.secrets.redact import Redactor, from_environment
+from gitsessions.secrets.redact import NO_REDACTION, Redactor, from_environment
 from gitsessions.store import GitStore
 from gitsessions.transfer.ahead import FEWEST, ReadAhead
 from gitsessions.transfer.read import read_import
@@ -40,7 +40,7 @@ def test_a_file_recorded_with_its_sessions_at_their_tips_is_not_read(gs, repo_pa
     # Another file recorded as that one: an import takes the record's word for it and reads nothing.
     other = tmp_path / "other.jsonl"
     other.write_text(FIXTURE.read_text().replace("5f0c6a1e-2b7d", "6f0c6a1e-2b7d"))  # another conversation
-    content = SeenFiles.key(other.read_bytes(), "auto", None, None)[0]
+    content = SeenFiles.key(other.read_bytes(), "auto", None, NO_REDACTION)[0]
     files[content] = entry
     cache.write_text(json.dumps({"format": FORMAT, "files": files}))
     r = gs("import", str(other))
@@ -96,7 +96,7 @@ def test_what_an_import_depends_on_besides_the_bytes_is_in_its_key_but_no_secret
     for other in (options_digest("claude-code", None, base), options_digest("auto", "/x/session.jsonl", base),
                   options_digest("auto", None, Redactor({"hunter2hunter2": "OTHER"}, {"a": "foo"})),
                   options_digest("auto", None, Redactor({"hunter2hunter2": "DB_PASSWORD"}, {"a": "bar"})),
-                  options_digest("auto", None, None)):
+                  options_digest("auto", None, NO_REDACTION)):
         assert other != same
 
 
@@ -171,15 +171,15 @@ def test_a_transcript_read_with_its_fork_session_kin_is_not_recorded(gs, repo_pa
     assert gs("import", *map(str, files), str(alone)).code == 0
     recorded = json.loads((repo_path / "gs" / "imported").read_text())["files"]
     own = (Path(files[0]), alone)
-    assert sorted(recorded) == sorted(SeenFiles.key(f.read_bytes(), "auto", None, None)[0] for f in own)
+    assert sorted(recorded) == sorted(SeenFiles.key(f.read_bytes(), "auto", None, NO_REDACTION)[0] for f in own)
 
 
 def test_a_file_is_keyed_by_its_bytes_read_a_piece_at_a_time(tmp_path):
     # A data export may be hundreds of MB: its digest is read from the file, the same as of its bytes.
     big = tmp_path / "conversations.json"
     big.write_bytes(b"[" + b" " * (3 << 20) + b"]")
-    assert SeenFiles.key(big, "auto", None, None) == SeenFiles.key(big.read_bytes(), "auto", None, None)
-    assert SeenFiles.key(big, "auto", None, None)[0] != SeenFiles.key(b"[]", "auto", None, None)[0]
+    assert SeenFiles.key(big, "auto", None, NO_REDACTION) == SeenFiles.key(big.read_bytes(), "auto", None, NO_REDACTION)
+    assert SeenFiles.key(big, "auto", None, NO_REDACTION)[0] != SeenFiles.key(b"[]", "auto", None, NO_REDACTION)[0]
 
 
 def test_a_large_export_is_recorded_from_its_write_not_read_a_third_time(tmp_path, repo_path):
@@ -201,7 +201,7 @@ def test_a_large_export_is_recorded_from_its_write_not_read_a_third_time(tmp_pat
     plan = read_import(None, path.name, path=path)
     plan.conversations = Conversations(Source(None, path, path.name), convert, keep=0)  # too large to keep
     seen = SeenFiles(tmp_path / "imported")
-    key = seen.key(path, "auto", None, None)
+    key = seen.key(path, "auto", None, NO_REDACTION)
     with GitStore(repo_path) as store:
         result = write_import(store, plan)
         assert len(reads) == 2 and len(result.conversations) == 3  # checked, then read again as it was written

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gitsessions.errors import TransferError
+from gitsessions.secrets.redact import NO_REDACTION
 from gitsessions.store import GitStore
 from gitsessions.transfer.read import read_import
 from gitsessions.transfer.readers import chatgpt, claude_ai
@@ -384,4 +385,4 @@ def test_gs_import_of_a_large_export_rewritten_as_it_is_written_says_what_it_imp
     assert "assistant 6.1 y" not in git("log", "--all", "-p")  # nothing of the file's new version
     # Not kept as imported whole: the same bytes as the checked ones again are read again, and give the rest.
     files = json.loads((repo_path / "gs" / "imported").read_text())["files"]
-    assert SeenFiles.key(checked, "auto", None, None)[0] not in files
+    assert SeenFiles.key(checked, "auto", None, NO_REDACTION)[0] not in files

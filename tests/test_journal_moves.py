@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gitsessions.log.events import make_header
 from gitsessions.store import GitStore
-from gitsessions.writer.session import Session
+from gitsessions.writer.opening import open_session
 
 PROMPT = "the prompt typed before the crash"
 
@@ -20,7 +20,7 @@ PROMPT = "the prompt typed before the crash"
 def _orphan_a_turn(repo_path: Path, sid: str = "w") -> None:
     """Save one turn, then start a second and die (the lock goes, the journal stays)."""
     store = GitStore(repo_path)
-    s = Session.open(store, sid, new_header=make_header(sid))
+    s = open_session(store, sid, new_header=make_header(sid))
     s.append("turn/start", {"turn": 1})
     s.append("user/message", {"content": "first"})
     s.end_turn("completed")

@@ -16,7 +16,7 @@ from gitsessions.chat.tools.toolset import Toolset, expand
 from gitsessions.errors import ProviderError
 from gitsessions.log.events import make_header
 from gitsessions.store import GitStore
-from gitsessions.writer.session import Session
+from gitsessions.writer.opening import open_session
 
 SID = "work"
 
@@ -34,7 +34,7 @@ def store(repo_path: Path):
 
 @pytest.fixture
 def session(store: GitStore):
-    s = Session.open(store, SID, new_header=make_header(SID, created=1))
+    s = open_session(store, SID, new_header=make_header(SID, created=1))
     yield s
     s.close()
 

@@ -20,6 +20,7 @@ from gitsessions.log.calls import ToolCall, ToolResult
 from gitsessions.log.events import make_header
 from gitsessions.secrets.redact import from_environment
 from gitsessions.store import GitStore
+from gitsessions.writer.opening import open_session
 from gitsessions.writer.session import Session
 
 SID = "work"
@@ -42,7 +43,7 @@ def work(tmp_path: Path) -> Path:
 
 
 def _open(store: GitStore) -> Session:
-    return Session.open(store, SID, new_header=make_header(SID, created=1), redactor=from_environment({}))
+    return open_session(store, SID, new_header=make_header(SID, created=1), redactor=from_environment({}))
 
 
 def events(store: GitStore) -> list[tuple[str, dict]]:

@@ -20,16 +20,16 @@ from gitsessions.log.commits import CommitMessage, Lineage, Trailers, commit_mes
 from gitsessions.log.events import make_event, make_header
 from gitsessions.log.turns import last_turn, next_turn, turn_number, turn_numbers, turns_of
 from gitsessions.provider.client import Completion, TextDelta
-from gitsessions.secrets.redact import Redactor, from_environment
+from gitsessions.secrets.redact import NO_REDACTION, Redactor, from_environment
 from gitsessions.secrets.redact_stream import STREAM_BATCH, StreamRedactor
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
 from gitsessions.store.remote.remotes import Remotes
 from gitsessions.transfer.read import read_import
 from gitsessions.transfer.write import write_import
-from gitsessions.writer.forking import open_revision
-from gitsessions.writer.recovery import try_recover
-from gitsessions.writer.session import Session, fork
+from gitsessions.writer.forking import fork
+from gitsessions.writer.opening import open_revision, open_session, try_recover
+from gitsessions.writer.session import Session
 
 #: Shaped like a GitHub token and an OpenAI key; neither is real.
 GHP = "ghp_" + "Q7w8E9r0T1y2U3i4O5p6" + "A7s8D9f0G1h2"
@@ -82,12 +82,12 @@ class Scripted:
         yield Completion(content="".join(self.chunks), finish_reason="stop", model=self.model)
 
 
-def _new(store: GitStore, sid: str = "work", redactor: Redactor | None = None) -> Session:
-    return Session.open(store, sid, new_header=make_header(sid, created=1), redactor=redactor)
+def _new(store: GitStore, sid: str = "work", redactor: Redactor = NO_REDACTION) -> Session:
+    return open_session(store, sid, new_header=make_header(sid, created=1), redactor=redactor)
 
 
-def _turn(store: GitStore, sid: str, prompt: str, redactor: Redactor | None, reply: str = "ok") -> str:
-    session = Session.open(store, sid, redactor=redactor) if store.tip(sid) else _new(store, sid, redactor)
+def _turn(store: GitStore, sid: str, prompt: str, redactor: Redactor, reply: str = "ok") -> str:
+    session = open_session(store, sid, redactor=redactor) if store.tip(sid) else _new(store, sid, redactor)
     try:
         result = run_turn(session, Scripted([reply]), prompt, tools=[])
     finally:
@@ -155,12 +155,12 @@ def test_turn_recovered_after_a_refusing_hook_has_no_raw_key_in_its_subject(stor
     # The first process ran with redaction off (or without the secret in its environment);
     # its hook refused the turn, which stayed in the journal. The next process recovers it
     # with redaction on: the blob AND the subject and trailers must be clean.
-    _turn(store, "work", "a harmless first turn", None)
+    _turn(store, "work", "a harmless first turn", NO_REDACTION)
     hook = repo_path / "hooks" / "pre-commit"
     hook.parent.mkdir(exist_ok=True)
     hook.write_text("#!/bin/sh\necho refused >&2\nexit 1\n")
     hook.chmod(0o755)
-    session = Session.open(store, "work")
+    session = open_session(store, "work")
     with pytest.raises(HookRefused):
         run_turn(session, Scripted(["noted"]), f"{SK} is my key and {ENV['DEPLOY_TOKEN']} too", tools=[])
     session._journal.close()  # the process ends without saving
@@ -208,7 +208,7 @@ def test_a_key_streamed_in_small_chunks_never_sits_whole_in_the_journal(store, r
             assert secret not in raw and secret not in streamed, secret
 
     _turn(store, "work", "first", redactor)
-    session = Session.open(store, "work", redactor=redactor)
+    session = open_session(store, "work", redactor=redactor)
     try:
         result = run_turn(session, Scripted(chunks, check), "stream me the secrets", tools=[])
     finally:
@@ -309,7 +309,7 @@ def test_recovery_fork_when_the_branch_moved(store, redactor, git):
     _turn(store, "work", "first", redactor)
     _turn(store, "work", "second", redactor)
     first = store.log("work", limit=2)[1].commit
-    session = Session.open(store, "work", redactor=redactor)
+    session = open_session(store, "work", redactor=redactor)
     session.append("turn/start", {"turn": session.next_turn})
     session.append("user/message", {"content": f"half a turn with {SK}"})
     base = session.tip

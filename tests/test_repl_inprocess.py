@@ -18,7 +18,7 @@ from gitsessions.cli.repl.slash import HELP
 from gitsessions.errors import ProviderError
 from gitsessions.log.events import make_header
 from gitsessions.store import GitStore
-from gitsessions.writer.session import Session
+from gitsessions.writer.opening import open_session
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_leaving_at_the_prompt_releases_the_session(store, leave):
     if leave is not None:
         assert script.out[-1] == "\n"  # the prompt line is ended
     assert subjects(store, "work") == ["turn 1: one"]
-    Session.open(store, "work").close()  # the lock is free again
+    open_session(store, "work").close()  # the lock is free again
 
 
 def test_session_commands(store):

@@ -24,6 +24,7 @@ from gitsessions.log.events import make_header
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
 from gitsessions.store.lock import LockWait
+from gitsessions.writer.opening import open_session
 from gitsessions.writer.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +87,7 @@ def tip_now(repo_path: Path) -> str | None:
 
 def test_a_turn_committed_behind_lands_and_its_journal_goes(repo_path: Path, git):
     with GitStore(repo_path) as store:
-        s = Session.open(store, SID, new_header=make_header(SID, created=1))
+        s = open_session(store, SID, new_header=make_header(SID, created=1))
         s.saves_behind = True
         assert turn(s, "one") is None  # being made
         commit = s.wait_saved()
@@ -101,7 +102,7 @@ def test_a_turn_committed_behind_lands_and_its_journal_goes(repo_path: Path, git
 
 def test_the_next_turn_is_journaled_while_a_commit_is_in_flight(repo_path: Path, gates, git):
     with hooked_store(repo_path, gates) as store:
-        s = Session.open(store, SID, new_header=make_header(SID, created=1))
+        s = open_session(store, SID, new_header=make_header(SID, created=1))
         s.saves_behind = True
         turn(s, "one")
         first = s.wait_saved()
@@ -114,7 +115,7 @@ def test_the_next_turn_is_journaled_while_a_commit_is_in_flight(repo_path: Path,
         assert [e.data["content"] for e in held.events if e.type == "user/message"] == ["two", "three"]
         assert tip_now(repo_path) == first
         with GitStore(repo_path) as other, pytest.raises(SessionLocked):
-            Session.open(other, SID)  # two writers still serialize: the lock is held meanwhile
+            open_session(other, SID)  # two writers still serialize: the lock is held meanwhile
         gates["HOLD"].unlink()
         s.append("step/start", {"step": 1})
         s.append("assistant/message", {"content": "3", "tool_calls": [], "finish_reason": "stop"})
@@ -130,7 +131,7 @@ def test_the_next_turn_is_journaled_while_a_commit_is_in_flight(repo_path: Path,
 def test_a_crash_after_the_commit_landed_recovers_only_the_next_turn(repo_path: Path, gates, git):
     """The journal still holds the committed turn before the next one: that turn is passed over."""
     with hooked_store(repo_path, gates) as store:
-        s = Session.open(store, SID, new_header=make_header(SID, created=1))
+        s = open_session(store, SID, new_header=make_header(SID, created=1))
         s.saves_behind = True
         turn(s, "one")
         first = s.wait_saved()
@@ -143,7 +144,7 @@ def test_a_crash_after_the_commit_landed_recovers_only_the_next_turn(repo_path: 
         s._journal.close()  # the process dies: the journal (turns 2 and 3) was never cleaned up
         s._lock.release()
     with GitStore(repo_path) as fresh:
-        s2 = Session.open(fresh, SID)
+        s2 = open_session(fresh, SID)
         try:
             assert s2.recovered is not None
         finally:
@@ -158,12 +159,12 @@ def test_a_crash_after_the_commit_landed_recovers_only_the_next_turn(repo_path: 
 KILLED_CHILD = """
 import os, sys, time
 from gitsessions.log.events import make_header
-from gitsessions.writer.session import Session
+from gitsessions.writer.opening import open_session
 from gitsessions.store import GitStore
 from gitsessions.store.hooks import CommitHooks
 repo, hold = sys.argv[1], sys.argv[2]
 store = GitStore(repo, hooks=CommitHooks(repo, dict(os.environ, HOLD=hold, REFUSE=hold + ".no")))
-s = Session.open(store, "work", new_header=make_header("work", created=1))
+s = open_session(store, "work", new_header=make_header("work", created=1))
 s.saves_behind = True
 def turn(prompt):
     s.append("turn/start", {"turn": s.next_turn})
@@ -201,7 +202,7 @@ def test_kill_while_a_commit_is_in_flight_loses_nothing(repo_path: Path, gates, 
         assert len(git("log", "--format=%H", SID).split()) == 1  # turn 2 never landed
         # The killed group's lock goes when the kernel has closed the last of its files: a loaded
         # machine may take a moment after the wait returns.
-        s = Session.open(store, SID, wait=LockWait(TIMEOUT))
+        s = open_session(store, SID, wait=LockWait(TIMEOUT))
         s.close()
         assert prompts(store) == ["one", "two", "three"]
         assert ends(store) == ["completed", "completed", "interrupted"]
@@ -213,7 +214,7 @@ def test_kill_while_a_commit_is_in_flight_loses_nothing(repo_path: Path, gates, 
 
 def test_a_refused_commit_is_said_once_and_the_next_save_takes_its_turn(repo_path: Path, gates, git):
     with hooked_store(repo_path, gates) as store:
-        s = Session.open(store, SID, new_header=make_header(SID, created=1))
+        s = open_session(store, SID, new_header=make_header(SID, created=1))
         s.saves_behind = True
         turn(s, "one")
         first = s.wait_saved()

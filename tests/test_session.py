@@ -15,7 +15,7 @@ from gitsessions.errors import SessionLocked, SessionNotFound
 from gitsessions.log.events import make_header
 from gitsessions.log.transcript import CANCELLED, NOT_STARTED, OUTCOME_UNKNOWN, open_turn
 from gitsessions.store import GitStore
-from gitsessions.writer.recovery import try_recover
+from gitsessions.writer.opening import open_session, try_recover
 from gitsessions.writer.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ def store(repo_path: Path):
 
 
 def new_session(store: GitStore, sid: str = SID) -> Session:
-    return Session.open(store, sid, new_header=make_header(sid, created=1, cwd="/w"))
+    return open_session(store, sid, new_header=make_header(sid, created=1, cwd="/w"))
 
 
 def full_turn(s: Session, prompt: str, reply: str = "done") -> str | None:
@@ -90,7 +90,7 @@ def check_recovered(store: GitStore, git, commit: str, prompt: str, turn: int) -
     assert [e.type for e in turn_evs[-2:]] == ["step/end", "turn/end"]
     assert turn_evs[-1].data["reason"] == "interrupted"
     assert open_turn(events) is None
-    messages = Session.open(store, SID)
+    messages = open_session(store, SID)
     try:
         msgs = messages.messages()
     finally:
@@ -129,7 +129,7 @@ def test_turns_become_commits(store: GitStore, git, repo_path: Path):
     assert snap.raw == subprocess.run(["git", "-C", str(repo_path), "show", f"{SID}:session.jsonl"],
                                       capture_output=True, check=True).stdout
     assert [e.type for e in snap.events].count("turn/end") == 2
-    reopened = Session.open(store, SID)
+    reopened = open_session(store, SID)
     try:
         assert reopened.recovered is None and reopened.tip == c2
         assert reopened.events == snap.events
@@ -155,7 +155,7 @@ def test_end_turn_with_nothing_open_or_pending(store: GitStore):
 
 def test_missing_session_needs_a_header(store: GitStore):
     with pytest.raises(SessionNotFound):
-        Session.open(store, SID)
+        open_session(store, SID)
     # The failed open did not keep the lock.
     s = new_session(store)
     s.close()
@@ -165,13 +165,13 @@ def test_second_writer_is_locked_out(store: GitStore, repo_path: Path):
     s = new_session(store)
     try:
         with pytest.raises(SessionLocked) as exc:
-            Session.open(GitStore(repo_path), SID, new_header=make_header(SID))
+            open_session(GitStore(repo_path), SID, new_header=make_header(SID))
         assert f"pid {os.getpid()}" in str(exc.value)
         other = new_session(store, "other")  # other sessions are not blocked
         other.close()
     finally:
         s.close()
-    again = Session.open(store, SID, new_header=make_header(SID))
+    again = open_session(store, SID, new_header=make_header(SID))
     again.close()
 
 
@@ -205,7 +205,7 @@ def test_orphaned_journal_is_recovered(store: GitStore, repo_path: Path, git, ho
     assert store.tip(SID) == before
     with GitStore(repo_path) as fresh:  # a new process
         if how == "open":
-            s2 = Session.open(fresh, SID)
+            s2 = open_session(fresh, SID)
             commit = s2.recovered
             assert commit and s2.tip == commit and not s2.in_turn
             assert s2.next_turn == earlier_turns + 2
@@ -224,10 +224,10 @@ def test_orphaned_journal_is_recovered(store: GitStore, repo_path: Path, git, ho
 RECOVER_CHILD = """
 import sys, time
 from gitsessions.log.events import make_header
-from gitsessions.writer.session import Session
+from gitsessions.writer.opening import open_session
 from gitsessions.store import GitStore
 store = GitStore(sys.argv[1])
-s = Session.open(store, "work", new_header=make_header("work", created=1))
+s = open_session(store, "work", new_header=make_header("work", created=1))
 s.append("turn/start", {"turn": 1})
 s.append("user/message", {"content": "Please fix the build"})
 s.append("step/start", {"step": 1})
@@ -252,14 +252,14 @@ def test_journal_of_a_killed_process_is_recovered(store: GitStore, repo_path: Pa
         assert try_recover(store, SID) is None
         assert store.journal(SID).exists() and store.tip(SID) is None
         with pytest.raises(SessionLocked):
-            Session.open(store, SID)
+            open_session(store, SID)
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=10)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
-    s = Session.open(store, SID)
+    s = open_session(store, SID)
     try:
         assert s.recovered is not None
     finally:
@@ -288,7 +288,7 @@ def test_journal_already_committed_is_just_removed(store: GitStore, repo_path: P
     assert not journal.exists()
     journal.path.write_bytes(copy)  # the crash came between commit and journal removal
     with GitStore(repo_path) as fresh:
-        s2 = Session.open(fresh, SID)
+        s2 = open_session(fresh, SID)
         try:
             assert s2.recovered is None and s2.tip == tip
         finally:
@@ -346,7 +346,7 @@ def test_damaged_journal_record_does_not_block_the_session(store: GitStore, git,
     with open(store.journal(SID).path, "ab") as f:
         f.write(bad_line)
         f.write(b'{"seq":3,"time":1,"type":"step/start","data":{"step":1}}\n')
-    s2 = Session.open(store, SID)  # must not raise, now or on any later open
+    s2 = open_session(store, SID)  # must not raise, now or on any later open
     try:
         assert s2.recovered is not None
         assert [e.type for e in s2.events] == ["turn/start", "user/message", "turn/end"]
@@ -376,11 +376,11 @@ def test_orphaned_turn_survives_when_the_branch_moved_on(tmp_path):
     from gitsessions.log.commits import CommitMessage
     from gitsessions.log.events import make_event, make_header
     from gitsessions.store import GitStore
+    from gitsessions.writer.opening import open_session
     from gitsessions.writer.recovery import recover_journal
-    from gitsessions.writer.session import Session
 
     store = GitStore(tmp_path / "r.git")
-    s = Session.open(store, "w", new_header=make_header("w"))
+    s = open_session(store, "w", new_header=make_header("w"))
     s.append("turn/start", {"turn": 1})
     s.append("user/message", {"content": "first"})
     s.end_turn("completed")

@@ -159,8 +159,7 @@ def compact(session: Session, provider: Provider, instructions: str = "", *, mod
         raise NothingToSave("nothing to compact: the model sees no messages beyond a summary yet")
     through = events[-1].seq
     live = sorted({t for t in log.turns if t and t not in log.undone})
-    if session.redactor is not None:  # text the model is sent enters the session's way: redacted
-        instructions = session.redactor.text(instructions)
+    instructions = session.redactor.text(instructions)  # text the model is sent enters the session's way: redacted
     ask = PROMPT + (f"\n\nAlso: {instructions.strip()}" if instructions.strip() else "")
     on_ask()
     completion = _ask(provider, [*log.messages(), {"role": "user", "content": ask}], model)

@@ -449,7 +449,7 @@ def ask(
         gs ask --tools read,shell --yes "run the tests and say what fails"
     """
     from ..ids import new_session_id
-    from ..writer.forking import open_revision
+    from ..writer.opening import open_revision
     from .ask_prompt import ask_input, names_session
     from .one_turn import send_one
 

@@ -118,14 +118,17 @@ class Context:
 
         return DEFAULT_IDENTITY
 
-    def redactor(self) -> Redactor | None:
-        """The secret redactor for this run (None when ``redact: false``); see :mod:`gitsessions.secrets.redact`.
+    def redactor(self) -> Redactor:
+        """The secret redactor for this run; see :mod:`gitsessions.secrets.redact`.
 
-        Everything that lets text into a session takes it (a chat, an import, the recovery
-        of a journal), so every command that opens the store builds it.
+        With ``redact: false`` it is ``NO_REDACTION``, which replaces nothing. Everything that
+        lets text into a session takes it (a chat, an import, the recovery of a journal), so
+        every command that opens the store builds it.
         """
         if not self.config.redact:
-            return None
+            from ..secrets.redact import NO_REDACTION
+
+            return NO_REDACTION
         if self._redactor is None:
             from ..secrets.redact import from_environment
 
@@ -170,11 +173,10 @@ class Context:
         self.redactor()  # built (or refused) before a session is read or written
         hooks = CommitHooks(path, os.environ, self.warnings)
         store = GitStore(path, identity=self.identity(), hooks=hooks)
-        redactor = self.redactor()
-        if redactor is not None:  # a new session id is a ref name, pushed: none that looks like a secret
-            from ..secrets.redact import refuse_secret_id
+        from ..secrets.redact import refuse_secret_id
 
-            store.new_id_rule = functools.partial(refuse_secret_id, redactor)
+        # a new session id is a ref name, pushed: none that looks like a secret
+        store.new_id_rule = functools.partial(refuse_secret_id, self.redactor())
         store.check_path()
         self.warnings.extend(take_failures(path))  # what a background push after a save could not do
         return store

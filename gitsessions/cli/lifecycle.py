@@ -9,9 +9,8 @@ import typer
 from ..errors import BadRevision, NotASessionId, NothingToRestore, SessionExists
 from ..history.reading import read_revision
 from ..ids import REV_RE, fork_name, taken_by
-from ..writer.recovery import recover_journal
-from ..writer.session import Session
-from ..writer.session import fork as fork_session
+from ..writer.forking import fork as fork_session
+from ..writer.opening import hold, open_session
 from .common import Context, WaitCommand, WaitOption, err, short
 
 app = typer.Typer()
@@ -51,9 +50,8 @@ def rename(
         gs rename 3f2a9c1b yaml-parsing
     """
     c: Context = ctx.obj
-    with c.store() as store, store.lock(old).acquire(c.lock_wait(wait)):
-        recover_journal(store, old, c.redactor(), c.warnings)  # a pending turn moves with the session
-        store.rename(old, new)
+    with c.store() as store, hold(store, old, wait=c.lock_wait(wait), redactor=c.redactor(), warnings=c.warnings):
+        store.rename(old, new)  # a pending turn, recovered first, moves with the session
     err(f"renamed {old} to {new}")
 
 
@@ -70,8 +68,8 @@ def rm(
         gs restore old-chat                 # brings it back
     """
     c: Context = ctx.obj
-    with c.store() as store, store.lock(session).acquire(c.lock_wait(wait)):
-        recover_journal(store, session, c.redactor(), c.warnings)  # a pending turn is archived with it
+    with c.store() as store, hold(store, session, wait=c.lock_wait(wait), redactor=c.redactor(),
+                                  warnings=c.warnings):  # a pending turn, recovered first, is archived with it
         was_current = store.current() == session
         name = store.archive(session)
         now = store.current() if was_current else None
@@ -141,7 +139,7 @@ def title(
     """
     c: Context = ctx.obj
     with c.store() as store:
-        session_ = Session.open(store, session, redactor=c.redactor(), warnings=c.warnings,
+        session_ = open_session(store, session, redactor=c.redactor(), warnings=c.warnings,
                                 wait=c.lock_wait(wait))
         try:
             commit = session_.set_title(text)

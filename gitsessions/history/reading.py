@@ -23,9 +23,9 @@ from ..ids import rev_session_id
 from ..log.events import Event
 from ..log.view import Item
 from ..log.view import items as view_items
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..store import CommitInfo, Revision, SessionInfo, SessionStore
-from ..writer.recovery import try_recover
+from ..writer.opening import try_recover
 
 
 def _int(value: str | None) -> int | None:
@@ -38,7 +38,7 @@ def _int(value: str | None) -> int | None:
 # -- revisions and listings ------------------------------------------------------------------
 
 
-def read_revision(store: SessionStore, rev: str, redactor: Redactor | None = None,
+def read_revision(store: SessionStore, rev: str, redactor: Redactor = NO_REDACTION,
                   warnings: list[str] | None = None) -> Revision:
     """Recover an orphaned journal of the session ``rev`` names, then resolve ``rev``.
 
@@ -46,7 +46,7 @@ def read_revision(store: SessionStore, rev: str, redactor: Redactor | None = Non
         store: the session store.
         rev: ``SESSION``, ``SESSION~N``, ``SESSION^`` or ``SESSION@COMMIT``.
         redactor: replaces secrets in a recovered turn (see :func:`~gitsessions.writer.recovery.recover_journal`).
-        warnings: gets a line per recovery a hook refused (see :func:`~gitsessions.writer.recovery.try_recover`),
+        warnings: gets a line per recovery a hook refused (see :func:`~gitsessions.writer.opening.try_recover`),
             and the revision's note (a date before its reflog began).
 
     Returns:
@@ -69,7 +69,7 @@ def read_revision(store: SessionStore, rev: str, redactor: Redactor | None = Non
     return revision
 
 
-def list_sessions(store: SessionStore, *, archived: bool = False, redactor: Redactor | None = None,
+def list_sessions(store: SessionStore, *, archived: bool = False, redactor: Redactor = NO_REDACTION,
                   warnings: list[str] | None = None) -> list[SessionInfo]:
     """Return the sessions of ``store``, live ones after recovering their orphaned journals.
 

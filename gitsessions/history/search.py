@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CorruptSession, SessionNotFound, UnsupportedVersion
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..store import CommitInfo, SessionStore
 from ..text import find_folded, fold, snippet
-from ..writer.recovery import try_recover
+from ..writer.opening import try_recover
 from .messages import body_text, read_messages
 from .reading import EventRanges
 
@@ -165,7 +165,7 @@ def dedupe(hits: list[Hit]) -> list[Hit]:
 
 def search(store: SessionStore, query: str, *, session: str | None = None, all_revisions: bool = False,
            on_skip: Callable[[str, CorruptSession], None] | None = None,
-           redactor: Redactor | None = None, warnings: list[str] | None = None,
+           redactor: Redactor = NO_REDACTION, warnings: list[str] | None = None,
            index: Path | None = None) -> list[Hit]:
     """Search the message contents (user, assistant, tool results) of sessions, any case.
 

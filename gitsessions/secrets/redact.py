@@ -36,6 +36,9 @@ PATTERNS: dict[str, str] = OWN_PATTERNS
 class Redactor:
     """Replaces secrets in text and in nested JSON values.
 
+    One given nothing to look for (:data:`NO_REDACTION`, what ``redact: false`` gives)
+    replaces nothing: its text and values go through as they are.
+
     Args:
         secrets: secret value -> the name shown in its place.
         patterns: pattern name -> regular expression (compiled at once: a bad one raises
@@ -60,6 +63,15 @@ class Redactor:
         # Pickled as what builds it (to a worker process reading an import ahead): the
         # compiled shapes hold closures.
         return Redactor, (self.secrets, self._patterns, self._detectors, self._detector_cache)
+
+    @property
+    def replaces_nothing(self) -> bool:
+        """True when there is nothing to look for: no secrets and no shapes (no patterns, no detectors)."""
+        if self._values:
+            return False
+        if self._shapes is not None:  # read already
+            return not self._shapes
+        return not self._own and not self._detectors  # not self.shapes: that would load the detectors to know
 
     @property
     def shapes(self) -> list[Shape]:
@@ -97,7 +109,10 @@ class Redactor:
         """Return a copy of a JSON value with :meth:`text` (or ``text``) applied to every string (keys too).
 
         The one walk of which strings of a value are redacted (:mod:`.redact_many` finds them with it).
+        A redactor that :attr:`replaces_nothing` redacts none: ``value`` itself is returned, unwalked.
         """
+        if self.replaces_nothing:
+            return value
         text = text or self.text
 
         def walk(value: Any) -> Any:
@@ -115,6 +130,11 @@ class Redactor:
         """Return ``event`` with its data redacted (the same object if unchanged; ``text``: see :meth:`value`)."""
         data = self.value(event.data, text)
         return event if data == event.data else Event(event.seq, event.time, event.type, data, event.ignorable)
+
+
+#: The redactor that replaces nothing: where redaction is off (``redact: false``), and the
+#: default of everything that takes a redactor.
+NO_REDACTION = Redactor()
 
 
 class SecretSessionId(InvalidSessionId):

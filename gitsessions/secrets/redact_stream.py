@@ -294,6 +294,8 @@ class StreamRedactor:
 
     def feed(self, text: str) -> str:
         """Take the next chunk; return the redacted text that is now safe to journal (maybe "")."""
+        if self.redactor.replaces_nothing:
+            return text  # nothing can become a secret: nothing is held back
         if not self._ready:
             self._setup()
         self._pending += text

@@ -287,7 +287,7 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
         self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
                    commit.commit_timezone)
-        if expected_tip is None:  # a new session is current; an old one became so when opened (Session.open)
+        if expected_tip is None:  # a new session is current; an old one became so when opened (open_session)
             self.set_current(session_id)
         sha = _hex(commit.id)
         self._kept.put(sha, buf, count + len(events), deflated, size)

@@ -227,7 +227,7 @@ class MemoryStore(SessionStore):
         sha = self._commit([CommitId(expected_tip)] if expected_tip else [], message.encode(), raw, author_time)
         self._swap(self._heads, sid, expected_tip, sha)
         if expected_tip is None:
-            self._current = sid  # a new session is current (an open makes an old one so: Session.open)
+            self._current = sid  # a new session is current (an open makes an old one so: open_session)
         return sha
 
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *, reason: str | None = None,

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from .read import TOOLS, ImportPlan, read_import
 from .readers.stream import KEEP_CHARS
 from .seen import Key, SeenFiles, content_digest
@@ -41,10 +41,10 @@ LARGEST = KEEP_CHARS
 #: The fewest files an import reads for a worker to be worth its start (~0.5 s).
 FEWEST = 8
 
-_REDACTOR: Redactor | None = None  # the worker's, from the import's
+_REDACTOR: Redactor = NO_REDACTION  # the worker's, from the import's
 
 
-def _start(redactor: Redactor | None) -> None:
+def _start(redactor: Redactor) -> None:
     global _REDACTOR
     _REDACTOR = redactor
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the writer's to handle: it stops the worker
@@ -95,7 +95,7 @@ class ReadAhead:
             least :data:`FEWEST` files; 0: none).
     """
 
-    def __init__(self, files: list[str], fmt: str, keep_paths: bool, redactor: Redactor | None, seen: SeenFiles,
+    def __init__(self, files: list[str], fmt: str, keep_paths: bool, redactor: Redactor, seen: SeenFiles,
                  workers: int | None = None):
         self.files, self.fmt, self.keep_paths, self.redactor, self.seen = files, fmt, keep_paths, redactor, seen
         if workers is None:

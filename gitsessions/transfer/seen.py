@@ -49,19 +49,20 @@ def digest(*parts: bytes | str) -> str:
     return h.hexdigest()
 
 
-def options_digest(fmt: str, path: str | None, redactor: Redactor | None) -> str:
+def options_digest(fmt: str, path: str | None, redactor: Redactor) -> str:
     """What, besides a file's bytes, an import of it depends on, as a digest.
 
     Args:
         fmt: the format asked for (``--from``).
         path: the file's absolute path when it is written into the headers (``--keep-paths``), else None.
-        redactor: the redactor (None: off): its shapes' names and patterns, and the names
-            of the secrets it replaces (a value is never part of anything kept).
+        redactor: the redactor (:data:`~gitsessions.secrets.redact.NO_REDACTION`: off): its
+            shapes' names and patterns, and the names of the secrets it replaces (a value is
+            never part of anything kept).
     """
-    shapes = [] if redactor is None else [f"{s.name}\0{s.rx.pattern}\0{s.group}" for s in redactor.shapes]
-    names = [] if redactor is None else sorted(set(redactor.secrets.values()))
+    shapes = [f"{s.name}\0{s.rx.pattern}\0{s.group}" for s in redactor.shapes]
+    names = sorted(set(redactor.secrets.values()))
     return digest(__version__, fmt, path or "", "\0".join(shapes), "\0".join(names),
-                  str(redactor is not None))
+                  str(not redactor.replaces_nothing))  # whether redaction was on
 
 
 def content_digest(source: bytes | Path) -> str:
@@ -129,7 +130,7 @@ class SeenFiles:
         return self._files
 
     @staticmethod
-    def key(source: bytes | Path, fmt: str, path: str | None, redactor: Redactor | None) -> Key:
+    def key(source: bytes | Path, fmt: str, path: str | None, redactor: Redactor) -> Key:
         """The key of a file's import: :func:`content_digest` of ``source``, :func:`options_digest` of the rest.
 
         Raises:

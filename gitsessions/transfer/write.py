@@ -11,14 +11,14 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import HookRefused, InvalidSessionId, SessionExists, TransferError
+from ..errors import HookRefused, InvalidSessionId, SessionExists, SessionLocked, TransferError
 from ..ids import check_new_id, check_session_id, new_session_id, taken_by
 from ..log.commits import commit_message
 from ..log.events import make_header
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..secrets.redact_many import redact_events
 from ..store import SessionStore
-from ..writer.recovery import recover_journal
+from ..writer.opening import hold
 from .branches import Outcome, SourceIndex, write_conversation
 from .read import TOOLS, ImportedSession, ImportPlan
 from .readers.conversation import ImportedConversation
@@ -51,10 +51,8 @@ def _clash_text(session_id: str, other: str) -> str:
     return f"session {session_id!r} would differ only by case from the existing {other!r}"
 
 
-def _redacted(conv: ImportedConversation, redactor: Redactor | None) -> ImportedConversation:
+def _redacted(conv: ImportedConversation, redactor: Redactor) -> ImportedConversation:
     """The conversation with secrets replaced: title, source id (they name the session) and every event."""
-    if redactor is None:
-        return conv
     redacted = iter(redact_events(redactor, [ev for _, chunks in conv.branches for chunk in chunks for ev in chunk]))
     branches = [(key, [[next(redacted) for _ in chunk] for chunk in chunks]) for key, chunks in conv.branches]
     spawned = (redactor.text(conv.spawned[0]), conv.spawned[1]) if conv.spawned else None
@@ -88,7 +86,7 @@ def _until_stopped(convs: Collection[ImportedConversation], done: ImportResult) 
         done.stopped = TransferError(exc.source, exc.reason, f"{said}; run the import again")
 
 
-def redact_plan(plan: ImportPlan, redactor: Redactor | None) -> ImportPlan:
+def redact_plan(plan: ImportPlan, redactor: Redactor) -> ImportPlan:
     """Return ``plan`` with its conversations redacted (what :func:`write_import` does first, done ahead).
 
     The plan is then written with ``redacted=True``: text is redacted once, at this door.
@@ -126,7 +124,7 @@ def check_plan(plan: ImportPlan, as_id: str | None) -> None:
 
 def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = None,
                  header_extra: dict[str, Any] | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 redactor: Redactor = NO_REDACTION, warnings: list[str] | None = None,
                  keep_paths: bool = False, progress: Callable[[int, int], None] | None = None,
                  index: SourceIndex | None = None, redacted: bool = False) -> ImportResult:
     """Write the sessions of a validated plan, one commit each (``import: <file>``).
@@ -148,7 +146,7 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
         as_id: the id for a single-session file.
         header_extra: fields of headers made here (``cwd``, ``generator``; ``source_file``, the
             file's absolute path, for another tool's conversations with ``keep_paths``).
-        redactor: replaces secrets in what is written (None: redaction is off).
+        redactor: replaces secrets in what is written (:data:`NO_REDACTION`: redaction is off).
         warnings: gets a line per orphaned journal recovered into a new session.
         keep_paths: keep ``source_file`` in the headers of another tool's conversations (local
             paths are left out of what may be shared unless asked for); ``cwd`` never is.
@@ -170,74 +168,103 @@ def write_import(store: SessionStore, plan: ImportPlan, *, as_id: str | None = N
     """
     check_plan(plan, as_id)
     if plan.conversations:
-        # Never gs's own working directory: the commits would depend on where gs ran.
-        extra = {k: v for k, v in (header_extra or {}).items() if k != "cwd" and (keep_paths or k != "source_file")}
-        done = ImportResult()
-        index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
-        for i, conv in enumerate(_until_stopped(plan.conversations, done)):
-            if not redacted:
-                conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
-            try:
-                outcomes = write_conversation(store, conv, header_extra=extra, index=index)
-                # What is said of it, not its events: a large export's conversations are not all held at once.
-                done.conversations.append((dataclasses.replace(conv, branches=[]), outcomes))
-            except TransferError as exc:  # another writer holds one of its sessions: the others go on
-                done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
-            if progress is not None:
-                progress(i + 1, len(plan.conversations))
-        return done
+        return _write_conversations(store, plan, header_extra=header_extra, redactor=redactor, keep_paths=keep_paths,
+                                    progress=progress, index=index, redacted=redacted)
     result = ImportResult(clashes=[(sid, _clash_text(sid, other) + " in the same file")
                                    for sid, other in plan.clashes])
-    single = plan.kind != "geekagent"
     for item in plan.sessions:
-        sid = as_id or item.session_id
-        if sid is None:
-            sid = new_session_id(store)
-        elif as_id is None:
-            try:
-                check_session_id(sid)
-            except InvalidSessionId:
-                raise TransferError(plan.source, f"its session id {sid!r} is not a valid gs id; "
-                                    "give one with --as ID") from None
-        try:
-            if store.tip(sid) is None:
-                check_new_id(store, sid)  # before its lock: no file is named by a secret
-        except InvalidSessionId as exc:
-            raise TransferError(plan.source, str(exc)) from None
-        lock = store.lock(sid)
-        if not lock.try_acquire():
-            why = f"session {sid!r} is being written by {lock.holder()}"
-            if single:
-                raise TransferError(plan.source, why)
-            result.clashes.append((sid, why))
-            continue
-        try:
-            recover_journal(store, sid, redactor, warnings)  # an orphaned new session of that id is committed first
-            other = taken_by(store, sid)
-            if other is not None:
-                if single:
-                    raise TransferError(plan.source, _clash_text(sid, other),
-                                        "it was left untouched; import under another id with --as ID")
-                result.clashes.append((sid, _clash_text(sid, other) + "; it was left untouched"))
-                continue
-            source, events, header = plan.source, list(item.events), item.header
-            if header is None:
-                header = make_header(sid, imported_from=source, **(header_extra or {}))
-            if redactor is not None:
-                source, header = redactor.text(source), redactor.value(header)
-                events = redact_events(redactor, events)
-            message = commit_message(sid, events, kind="import", source=source)
-            try:
-                commit = store.append_many(sid, [(events, message, None)], expected_tip=None, header=header,
-                                           current=False)[0]  # an import leaves HEAD where it is
-            except SessionExists as exc:  # created between our check and the write
-                if single:
-                    raise
-                result.clashes.append((sid, str(exc)))
-                continue
-            except HookRefused as exc:  # an import keeps no journal: say what the user must redo
-                raise HookRefused(exc.hook, exc.path, exc.status, exc.output, action="import") from None
-            result.imported.append((sid, commit, item))
-        finally:
-            lock.release()
+        _write_session(store, plan, item, _session_id(store, plan, item, as_id), result,
+                       header_extra=header_extra, redactor=redactor, warnings=warnings)
     return result
+
+
+def _write_conversations(store: SessionStore, plan: ImportPlan, *, header_extra: dict[str, Any] | None,
+                         redactor: Redactor, keep_paths: bool, progress: Callable[[int, int], None] | None,
+                         index: SourceIndex | None, redacted: bool) -> ImportResult:
+    """Write another tool's conversations, a commit per turn (see :func:`write_import`'s arguments)."""
+    # Never gs's own working directory: the commits would depend on where gs ran.
+    extra = {k: v for k, v in (header_extra or {}).items() if k != "cwd" and (keep_paths or k != "source_file")}
+    done = ImportResult()
+    index = (index if index is not None else SourceIndex()).read_from(store)  # once, not per conversation
+    for i, conv in enumerate(_until_stopped(plan.conversations, done)):
+        if not redacted:
+            conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
+        try:
+            outcomes = write_conversation(store, conv, header_extra=extra, index=index)
+            # What is said of it, not its events: a large export's conversations are not all held at once.
+            done.conversations.append((dataclasses.replace(conv, branches=[]), outcomes))
+        except TransferError as exc:  # another writer holds one of its sessions: the others go on
+            done.clashes.append((f"{conv.tool} conversation {conv.source_id}", exc.reason))
+        if progress is not None:
+            progress(i + 1, len(plan.conversations))
+    return done
+
+
+def _session_id(store: SessionStore, plan: ImportPlan, item: ImportedSession, as_id: str | None) -> str:
+    """The id ``item`` is written under: ``as_id``, else its own, else a new one; checked before its lock.
+
+    Raises:
+        TransferError: its own id is not a valid gs id, or the store refuses the new id.
+    """
+    sid = as_id or item.session_id
+    if sid is None:
+        sid = new_session_id(store)
+    elif as_id is None:
+        try:
+            check_session_id(sid)
+        except InvalidSessionId:
+            raise TransferError(plan.source, f"its session id {sid!r} is not a valid gs id; "
+                                "give one with --as ID") from None
+    try:
+        if store.tip(sid) is None:
+            check_new_id(store, sid)  # before its lock: no file is named by a secret
+    except InvalidSessionId as exc:
+        raise TransferError(plan.source, str(exc)) from None
+    return sid
+
+
+def _write_session(store: SessionStore, plan: ImportPlan, item: ImportedSession, sid: str, result: ImportResult, *,
+                   header_extra: dict[str, Any] | None, redactor: Redactor, warnings: list[str] | None) -> None:
+    """Write ``item`` as session ``sid`` into ``result``'s imported, or its clash into ``result``'s clashes.
+
+    A single-session file raises its clash instead (an archive's other sessions go on).
+
+    Raises:
+        TransferError: another writer holds ``sid``, or it is taken (a single-session file).
+        SessionExists: it was made between the check and the write (a single-session file).
+        HookRefused: a commit hook refused the import.
+    """
+    single = plan.kind != "geekagent"
+    try:  # an orphaned new session of that id is committed first
+        held = hold(store, sid, redactor=redactor, warnings=warnings)
+    except SessionLocked as exc:
+        why = f"session {sid!r} is being written by {exc.holder}"
+        if single:
+            raise TransferError(plan.source, why) from None
+        result.clashes.append((sid, why))
+        return
+    with held:
+        other = taken_by(store, sid)
+        if other is not None:
+            if single:
+                raise TransferError(plan.source, _clash_text(sid, other),
+                                    "it was left untouched; import under another id with --as ID")
+            result.clashes.append((sid, _clash_text(sid, other) + "; it was left untouched"))
+            return
+        source, events, header = plan.source, list(item.events), item.header
+        if header is None:
+            header = make_header(sid, imported_from=source, **(header_extra or {}))
+        source, header = redactor.text(source), redactor.value(header)
+        events = redact_events(redactor, events)
+        message = commit_message(sid, events, kind="import", source=source)
+        try:
+            commit = store.append_many(sid, [(events, message, None)], expected_tip=None, header=header,
+                                       current=False)[0]  # an import leaves HEAD where it is
+        except SessionExists as exc:  # created between our check and the write
+            if single:
+                raise
+            result.clashes.append((sid, str(exc)))
+            return
+        except HookRefused as exc:  # an import keeps no journal: say what the user must redo
+            raise HookRefused(exc.hook, exc.path, exc.status, exc.output, action="import") from None
+        result.imported.append((sid, commit, item))

@@ -1,22 +1,27 @@
 """Recovering the turn a crashed ``gs`` left in an orphaned journal.
 
 A writer journals every event before it is committed (:class:`~gitsessions.writer.session.Session`);
-when the process dies mid-turn, the next opener (:meth:`Session.open
-<gitsessions.writer.session.Session.open>`) or a read-only command (:func:`try_recover`) commits what
-the journal holds, closed as ``interrupted`` (design.md, "Saving, crashes and concurrency").
+when the process dies mid-turn, the next opener (:func:`~gitsessions.writer.opening.open_session`)
+or a read-only command (:func:`~gitsessions.writer.opening.try_recover`) commits what the
+journal holds, closed as ``interrupted``; each through :func:`~gitsessions.writer.opening.hold`,
+which takes the session's lock first.
 """
 
 from __future__ import annotations
 
-from ..errors import CorruptSession, DiskFull, HookRefused, InvalidEvent, RepoReadOnly, UnsupportedVersion
+import dataclasses
+from dataclasses import dataclass
+
+from ..errors import InvalidEvent
 from ..ids import CommitId, SessionId, fork_name, taken_by
 from ..log.commits import Lineage, commit_message
 from ..log.events import Event, make_event
-from ..secrets.redact import Redactor
-from ..store import SessionStore
+from ..secrets.redact import NO_REDACTION, Redactor
+from ..store import JournalContents, SessionStore
+from .session import Session
 
 
-def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | None = None,
+def recover_journal(store: SessionStore, session_id: str, redactor: Redactor = NO_REDACTION,
                     warnings: list[str] | None = None) -> str | None:
     """Commit the turn an orphaned journal holds, closed as ``interrupted``; the caller holds the lock.
 
@@ -35,19 +40,57 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
     Args:
         store: the session store.
         session_id: the session.
-        redactor: replaces secrets in the recovered events (None: redaction is off).
+        redactor: replaces secrets in the recovered events (:data:`NO_REDACTION`: redaction is off).
         warnings: gets a line when the turn had to go to a new session.
 
     Returns:
         The commit made, or None when there was nothing to recover.
     """
-    from .session import Session  # not at the top: session.py imports this module (open recovers)
-
     journal = store.journal(session_id)
     contents = journal.read()
-    if contents is None:
-        journal.clear()
+    # The orphaned journal stays as it is until the commit lands: a crash meanwhile just
+    # means the next opener recovers it again.
+    commit = None if contents is None else _recover(store, session_id, contents, redactor, warnings)
+    journal.clear()  # committed now, or it held nothing the session does not
+    return commit
+
+
+def _recover(store: SessionStore, session_id: str, contents: JournalContents, redactor: Redactor,
+             warnings: list[str] | None) -> str | None:
+    """Commit what ``contents`` holds that the session does not (see :func:`recover_journal`); None: nothing."""
+    place = _place(store, session_id, contents, warnings)
+    if place is None:
         return None
+    kept = _continuing(place, redactor)
+    if not kept and not contents.partial:
+        return None
+    return _commit(store, place, kept, contents.partial, redactor)
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where a recovered turn is committed, and what of the journal is not committed yet.
+
+    Attributes:
+        target: the session that gets it.
+        header: its header.
+        events: its events before the turn.
+        tip: the commit the turn builds on (None: the first commit makes the session).
+        lineage: the lineage of a session made for the turn from the commit it was built on.
+        new: the journal's events the session does not hold.
+    """
+
+    target: str
+    header: dict
+    events: list[Event]
+    tip: str | None
+    lineage: Lineage | None
+    new: list[Event]
+
+
+def _place(store: SessionStore, session_id: str, contents: JournalContents,
+           warnings: list[str] | None) -> _Place | None:
+    """Where the journal's turn goes (see :class:`_Place`); None when it holds nothing to commit."""
     tip = store.tip(session_id)
     if tip is not None:
         snap = store.load(session_id, tip)
@@ -59,108 +102,77 @@ def recover_journal(store: SessionStore, session_id: str, redactor: Redactor | N
         # turn goes on from the commit it was built on, below, as a session of its own.
         header, events = {}, []
     else:
-        journal.clear()  # no base, no header: the journal never held a turn
-        return None
-    new = list(contents.events)
-    target = session_id
-    lineage = None
+        return None  # no base, no header: the journal never held a turn
+    place = _Place(session_id, header, events, tip, None, list(contents.events))
     other = taken_by(store, session_id) if tip is None and contents.base is None else None
     if other is not None:
         # The id went to another session meanwhile (a case variant): keep the turn apart.
-        target = fork_name(store, session_id, "recovered")
-        if warnings is not None:
-            warnings.append(f"{session_id} is taken by {other}; the turn its journal held is kept in session {target}")
-    held = [e for e in new if e.seq < len(events)]
-    if contents.base != tip and held and all(events[e.seq].to_dict() == e.to_dict() for e in held):
+        place = dataclasses.replace(place, target=fork_name(store, session_id, "recovered"))
+        _warn(warnings, f"{session_id} is taken by {other}; the turn its journal held is kept in session "
+                        f"{place.target}")
+    if contents.base == tip:
+        return place
+    held = [e for e in place.new if e.seq < len(events)]
+    if held and all(events[e.seq].to_dict() == e.to_dict() for e in held):
         # The tip holds the journal's first events already: the crash came between their commit
         # (made behind the prompt while the next turn was journaled) and the journal's cleanup.
-        new = new[len(held):]
-        if not new:
-            journal.clear()
-            return None
-    elif contents.base != tip:
-        # The branch moved on (a pull, another tool): keep the turn on a branch of its own,
-        # grown from the commit it was built on. Never drop it.
-        target = fork_name(store, session_id, "recovered")
-        what = "moved on" if tip is not None else "was renamed or removed"
-        if contents.base is not None:
-            snap = store.load(session_id, contents.base)
-            header, events = snap.header, list(snap.events)
-            lineage = Lineage(SessionId(session_id), CommitId(contents.base))
-            tip = store.branch_from(target, contents.base,
-                                    commit_message(target, events, kind="fork", lineage=lineage,
-                                                   why="an interrupted turn"))
-        else:
-            header, events, tip = contents.header or header, [], None
-        if warnings is not None:
-            warnings.append(f"{session_id} {what} while a turn was in progress; that turn is kept "
-                            f"in session {target}")
-    # Keep the run of journal events that continues the log exactly and that the store
-    # accepts (a damaged or newer-format record ends the run instead of blocking every open).
+        return dataclasses.replace(place, new=place.new[len(held):]) if len(held) < len(place.new) else None
+    return _moved_on(store, session_id, contents, place, warnings)
+
+
+def _moved_on(store: SessionStore, session_id: str, contents: JournalContents, place: _Place,
+              warnings: list[str] | None) -> _Place:
+    """Keep the turn of a branch that moved on (a pull, another tool) on a branch of its own. Never drop it.
+
+    It grows from the commit the turn was built on; the branch is made here.
+    """
+    target = fork_name(store, session_id, "recovered")
+    what = "moved on" if place.tip is not None else "was renamed or removed"
+    if contents.base is not None:
+        snap = store.load(session_id, contents.base)
+        lineage = Lineage(SessionId(session_id), CommitId(contents.base))
+        tip = store.branch_from(target, contents.base, commit_message(target, snap.events, kind="fork", lineage=lineage,
+                                                                      why="an interrupted turn"))
+        place = dataclasses.replace(place, header=snap.header, events=list(snap.events), tip=tip, lineage=lineage)
+    else:
+        place = dataclasses.replace(place, header=contents.header or place.header, events=[], tip=None)
+    _warn(warnings, f"{session_id} {what} while a turn was in progress; that turn is kept in session {target}")
+    return dataclasses.replace(place, target=target)
+
+
+def _continuing(place: _Place, redactor: Redactor) -> list[Event]:
+    """The run of the journal's new events that continues the log exactly and that the store accepts, redacted.
+
+    A damaged or newer-format record ends the run instead of blocking every open.
+    """
     kept: list[Event] = []
-    for ev in new:
-        if ev.seq != len(events) + len(kept) or type(ev.time) is not int:
+    for ev in place.new:
+        if ev.seq != len(place.events) + len(kept) or type(ev.time) is not int:
             break
-        data = redactor.value(ev.data) if redactor is not None and isinstance(ev.data, dict) else ev.data
+        data = redactor.value(ev.data) if isinstance(ev.data, dict) else ev.data
         try:
             kept.append(make_event(ev.seq, ev.type, data, time_ms=ev.time, ignorable=ev.ignorable))
         except InvalidEvent:
             break
-    if not kept and not contents.partial:
-        journal.clear()
-        return None
-    # The orphaned journal stays as it is until the commit lands: a crash here just
-    # means the next opener recovers it again.
-    session = Session(store, target, header, events + kept, tip, lock=_Held(), redactor=redactor,
-                      committed=len(events), journal=_Held(), journal_open=True,
-                      forked_from=lineage or (store.log(target, limit=1)[0].message.fields.forked_from
-                                              if tip else None))
-    if contents.partial and session.in_turn:
-        session.append("assistant/message", {"content": contents.partial, "tool_calls": [],
-                                             "finish_reason": None, "interrupted": True})
-    commit = session.end_turn("interrupted") if session.in_turn else session.save()
-    journal.clear()
-    return commit
+    return kept
 
 
-def try_recover(store: SessionStore, session_id: str, redactor: Redactor | None = None,
-                warnings: list[str] | None = None) -> str | None:
-    """Recover an orphaned journal of ``session_id`` if no live writer holds the session.
+def _commit(store: SessionStore, place: _Place, kept: list[Event], partial: str, redactor: Redactor) -> str | None:
+    """Commit ``kept`` (and ``partial``, the reply text streamed after them) at ``place``, the turn closed."""
+    forked_from = place.lineage or (store.log(place.target, limit=1)[0].message.fields.forked_from
+                                    if place.tip else None)
+    session = Session(store, place.target, place.header, place.events + kept, place.tip, lock=_Held(),
+                      redactor=redactor, committed=len(place.events), journal=_Held(), journal_open=True,
+                      forked_from=forked_from)
+    if partial and session.in_turn:
+        session.append("assistant/message", {"content": partial, "tool_calls": [], "finish_reason": None,
+                                             "interrupted": True})
+    return session.end_turn("interrupted") if session.in_turn else session.save()
 
-    Used by read-only commands (show, log, list). Returns the recovery commit, or None.
-    When a commit hook refuses the recovery, or the repo is read-only or full, the journal
-    stays and the reason becomes one of ``warnings`` (if given): reading the committed
-    history still works (issue 9: a pending journal is reported, not committed).
 
-    Args:
-        store: the session store.
-        session_id: the session.
-        redactor: replaces secrets in the recovered events (see :func:`recover_journal`).
-        warnings: gets a line per recovery a hook refused or that went to a new session.
-    """
-    journal = store.journal(session_id)
-    if not journal.exists():
-        return None
-    lock = store.lock(session_id)
-    try:
-        if not lock.try_acquire():
-            return None  # a live writer owns the journal
-        return recover_journal(store, session_id, redactor, warnings)
-    except (CorruptSession, UnsupportedVersion):
-        return None  # the journal stays; the reading command names the damage (one session, not all)
-    except HookRefused as exc:
-        if warnings is not None:
-            warnings.append(f"{session_id}: {exc}")
-        return None
-    except (DiskFull, RepoReadOnly) as exc:
-        if warnings is not None:
-            why = (str(exc) if isinstance(exc, DiskFull)
-                   else f"the session repo at {exc.path} is read-only ({exc.reason})")
-            warnings.append(f"session {session_id} has a turn in its journal that is not saved yet (not shown "
-                            f"here): {why}")
-        return None
-    finally:
-        lock.release()
+def _warn(warnings: list[str] | None, line: str) -> None:
+    if warnings is not None:
+        warnings.append(line)
 
 
 class _Held:

@@ -1,8 +1,8 @@
 """A new attempt at a past turn (``/retry``, ``/edit``, ``gs retry``) and the places ``/tree`` jumps to.
 
-A new attempt is a sibling fork (issue 12): it starts at the last save before the turn, so
+A new attempt is a sibling fork: it starts at the last save before the turn, so
 the earlier attempt stays where it was and both live on as sessions. It is opened through
-:func:`gitsessions.writer.forking.open_revision`, the one way of writing from the past that
+:func:`gitsessions.writer.opening.open_revision`, the one way of writing from the past that
 ``gs ask REV~k --fork NEW`` and ``/open REV`` use too, so the fork, its lineage and its name
 follow one rule.
 
@@ -21,9 +21,9 @@ from ..ids import SessionId
 from ..log.events import Event
 from ..log.transcript import undone_turns
 from ..log.turns import turns_of
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..store import LockWait, Revision, SessionStore
-from .forking import open_revision
+from .opening import open_revision
 from .session import Session
 
 
@@ -128,7 +128,7 @@ def _owner(store: SessionStore, sid: str, commit: str, made_in: str | None) -> s
 
 
 def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None = None,
-                 redactor: Redactor | None = None, warnings: list[str] | None = None,
+                 redactor: Redactor = NO_REDACTION, warnings: list[str] | None = None,
                  wait: LockWait | None = None) -> Session:
     """Open the new attempt: a fork at ``attempt.base`` (through :func:`open_revision`).
 
@@ -140,7 +140,7 @@ def open_attempt(store: SessionStore, attempt: Attempt, *, fork_as: str | None =
         attempt: from :func:`attempt_at`.
         fork_as: the new session's id (default ``<base session>-<n>``: see :func:`open_revision`).
         redactor: replaces secrets in what enters the session.
-        warnings: passed to :meth:`Session.open`.
+        warnings: passed to :func:`~gitsessions.writer.opening.open_session`.
         wait: how long to wait for the new session's writer lock.
 
     Returns:

@@ -1,9 +1,9 @@
-"""The commits of a session: its pending events saved (now or behind the prompt), and a fork.
+"""A commit made now or behind the prompt, and the one thread that makes those made behind.
 
-A session (:mod:`gitsessions.writer.session`, whose :class:`Saving` part lives here) starts a
-:class:`CommitJob` per save, made by a thread of its own when the commit is made behind the
-prompt, and takes its result or its failure when it next needs the tip (the journal holds
-the events meanwhile). :func:`fork` makes a new session on a past commit.
+A :class:`~gitsessions.writer.session.Session` starts a :class:`CommitJob` per save: run at
+once, or handed to the commit thread when the commit is made behind the prompt. The session
+takes its result or its failure when it next needs the tip (the journal holds the events
+meanwhile); nothing here knows what a session is.
 """
 
 from __future__ import annotations
@@ -12,13 +12,6 @@ import atexit
 import queue
 import threading
 from collections.abc import Callable
-
-from ..errors import BadRevision, DiskFull
-from ..ids import CommitId, SessionId, check_session_id
-from ..log.commits import Lineage, commit_message
-from ..log.events import Event
-from ..log.transcript import open_turn
-from ..store import Revision, SessionStore, TurnJournal
 
 
 class CommitJob:
@@ -101,116 +94,3 @@ def _drain() -> None:
         left = list(_pending)
     for job in left:
         job.join()
-
-
-class Saving:
-    """How a :class:`~gitsessions.writer.session.Session`'s pending events become a commit, now or behind the prompt.
-
-    A part of the session (its one base), kept here beside :class:`CommitJob`: it reads and
-    moves the session's bookkeeping (events, what the tip and the journal hold).
-    """
-
-    store: SessionStore
-    id: str
-    header: dict
-    events: list[Event]
-    forked_from: Lineage | None
-    _tip: str | None
-    _saving: CommitJob | None
-    _committed: int
-    _journaled: int
-    _journal_open: bool
-    _journal: TurnJournal
-
-    @property
-    def tip(self) -> str | None:
-        """The commit the next save builds on (None before the first save); waits for one in flight."""
-        self._settle()
-        return self._tip
-
-    @tip.setter
-    def tip(self, commit: str | None) -> None:
-        self._tip = commit
-
-    def save(self, behind: bool = False) -> str | None:
-        """Commit the pending events (if any) and clear the journal; return the commit id.
-
-        A commit still being made behind the prompt is waited for first (and its failure raised).
-
-        Args:
-            behind: commit in a thread and return None; whatever waits for it raises the failures below.
-
-        Raises:
-            ConcurrentUpdate: the branch moved (the journal is kept; nothing is lost).
-            DiskFull: no space for the commit (``kept="journal"``: the pending events stay in
-                the journal and in memory, and the next save commits them; ``"partial"``: the
-                journal holds them up to where the disk filled).
-            RepoReadOnly: the repo cannot be written.
-        """
-        self._settle()
-        pending = self.events[self._committed:]
-        if not pending:
-            return None
-        message = commit_message(self.id, self.events, self._committed, lineage=self.forked_from)
-        tip, header = self._tip, self.header if self._tip is None else None
-        journal = self._journal
-
-        def make() -> str:
-            if behind:
-                journal.sync()  # the turn's end, journaled without it: durable before the commit
-            return self.store.append(self.id, pending, message, expected_tip=tip, header=header)
-
-        self._saving = CommitJob(make, len(self.events), behind)
-        return None if behind else self._settle()
-
-    def wait_saved(self) -> str | None:
-        """Wait for the commit made behind the prompt, if any; return the tip.
-
-        Raises:
-            ConcurrentUpdate, DiskFull, RepoReadOnly, HookRefused: it failed (raised once; its
-                events stay pending, in memory and in the journal, for the next save).
-        """
-        self._settle()
-        return self._tip
-
-    def _settle(self, block: bool = True, raising: bool = True) -> str | None:
-        """Take the result of the commit in flight (see :meth:`wait_saved`); return it, or None."""
-        saving = self._saving
-        if saving is None or not (block or saving.done()) or (saving.error is not None and not raising):
-            return None
-        saving.join()
-        self._saving = None
-        if isinstance(saving.error, DiskFull):
-            kept = "partial" if self._journaled < len(self.events) else "journal"
-            raise DiskFull(saving.error.path, kept=kept) from None
-        if saving.error is not None:
-            raise saving.error
-        self._tip, self._committed = saving.commit, saving.count
-        if self._committed == len(self.events):  # nothing pending after it: the journal is done with
-            self._journal.clear()
-            self._journal_open = False
-            self._journaled = len(self.events)
-        return self._tip
-
-
-def fork(store: SessionStore, rev: Revision, new_id: str, reason: str | None = None) -> str:
-    """Create session ``new_id`` starting at ``rev`` in O(1) (one commit, no content copied).
-
-    The fork's commits carry ``Forked-From: <session>@<commit>``, and its first commit's
-    parent is the fork point, so ``git merge-base`` finds it after push and clone. ``reason``:
-    the new name's first reflog line (default ``branch: <subject>``; a restore says so).
-
-    Returns:
-        The fork's first commit id.
-
-    Raises:
-        BadRevision: the fork point is inside an unfinished turn.
-        SessionExists, InvalidSessionId: ``new_id`` is taken or malformed.
-    """
-    check_session_id(new_id)
-    snap = store.load(rev.session_id, rev.commit)
-    if open_turn(snap.events) is not None:
-        raise BadRevision(f"{rev.session_id}@{rev.commit[:7]}", "the fork point is inside an unfinished turn")
-    lineage = Lineage(SessionId(rev.session_id), CommitId(rev.commit))
-    return store.branch_from(new_id, rev.commit, commit_message(new_id, snap.events, kind="fork", lineage=lineage),
-                             reason=reason)

@@ -2,42 +2,43 @@
 
 This is the service layer between the chat loop and the store: the loop appends events and
 streamed text here; this module journals them, closes unfinished turns, and turns each
-finished turn into one commit. It knows the store's interface, not git or OpenAI. A journal a
-crashed writer left is committed by :mod:`gitsessions.writer.recovery`.
+finished turn into one commit. It knows the store's interface, not git or OpenAI. A session is
+opened by :mod:`gitsessions.writer.opening`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DiskFull, GitSessionsError, NothingToSave, SessionNotFound
-from ..ids import CommitId, SessionId, check_free, check_session_id
-from ..log.commits import Lineage
+from ..errors import DiskFull, GitSessionsError, NothingToSave
+from ..ids import CommitId, SessionId
+from ..log.commits import Lineage, commit_message
 from ..log.events import Event, make_event
 from ..log.transcript import closing_events, derive_messages, derived, open_turn, undone_turns
 from ..log.turns import turn_numbers
-from ..secrets.redact import Redactor
+from ..secrets.redact import NO_REDACTION, Redactor
 from ..secrets.redact_stream import StreamRedactor
-from ..store import LockWait, Revision, SessionStore, TurnJournal
-from .recovery import recover_journal
-from .saving import CommitJob, Saving, fork
+from ..store import Revision, SessionStore, TurnJournal
+from .forking import fork
+from .saving import CommitJob
 
-#: Events after which the journal is fsynced (message boundaries; design.md).
+#: Events after which the journal is fsynced (message boundaries).
 _SYNC_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "turn/end"})
 #: The events that open a turn: when the journal refuses one, the turn is taken back whole.
 _OPENING = frozenset({"turn/start", "user/message"})
 
 
-class Session(Saving):
+class Session:
     """One session held for writing (the caller holds its lock for the object's lifetime).
 
-    Use :meth:`open`; then :meth:`append` events and :meth:`delta` streamed text; then
-    :meth:`end_turn` (or :meth:`save`) makes a commit. Close with :meth:`close`.
+    Open one with :func:`~gitsessions.writer.opening.open_session`; then :meth:`append` events
+    and :meth:`delta` streamed text; then :meth:`end_turn` (or :meth:`save`) makes a commit.
+    Close with :meth:`close`.
 
     With :attr:`saves_behind` a turn is committed in a thread while the next prompt is read;
     the journal keeps it (and the next turn after it) until the commit lands (:meth:`wait_saved`).
 
-    Text enters the session here, so this is where it is redacted (issue 8, "one door"):
+    Text enters the session here, so this is where it is redacted (its one door):
     :meth:`append` redacts every event, :meth:`delta` streams through a
     :class:`~gitsessions.secrets.redact_stream.StreamRedactor`; the journal, the store and the commit
     message are derived from the redacted events.
@@ -50,7 +51,7 @@ class Session(Saving):
         recovered: the commit made by recovering an orphaned journal when opening, if any.
         forked_from: the lineage every commit of a fork carries (None for no fork).
         fork_from: the past revision the first write forks from (None: none, or it did).
-        redactor: what :meth:`append` and :meth:`delta` replace (None: redaction is off).
+        redactor: what :meth:`append` and :meth:`delta` replace (:data:`NO_REDACTION`: redaction is off).
         saves_behind: :meth:`end_turn` commits in a thread and returns at once (default False).
         starts_with: the system prompt a new session starts with, written as its first event
             (``session/system``) with the first event appended (None: none, or written).
@@ -72,7 +73,7 @@ class Session(Saving):
     """
 
     def __init__(self, store: SessionStore, session_id: str, header: dict, events: list[Event],
-                 tip: str | None, lock: Any, redactor: Redactor | None = None, *,
+                 tip: str | None, lock: Any, redactor: Redactor = NO_REDACTION, *,
                  committed: int | None = None, journal: TurnJournal | None = None, journal_open: bool = False,
                  fork_from: Revision | None = None, forked_from: Lineage | None = None):
         self.store = store
@@ -85,7 +86,7 @@ class Session(Saving):
         self.recovered: str | None = None
         self.forked_from = forked_from
         self.redactor = redactor
-        self._stream = StreamRedactor(redactor) if redactor is not None else None
+        self._stream = StreamRedactor(redactor)
         self.fork_from = fork_from
         self._committed = len(events) if committed is None else committed
         self._lock = lock
@@ -96,53 +97,6 @@ class Session(Saving):
         self._journaled = len(events)
         self._deltas_refused = False  # streamed text is journaled in order or not at all
         self.starts_with: str | None = None
-
-    @classmethod
-    def open(cls, store: SessionStore, session_id: str, *, new_header: dict | None = None,
-             redactor: Redactor | None = None, warnings: list[str] | None = None,
-             wait: LockWait | None = None, system: str | None = None) -> Session:
-        """Open ``session_id`` for writing, taking its lock and recovering an orphaned journal.
-
-        Args:
-            store: the session store.
-            session_id: the session; created on first save when it does not exist and
-                ``new_header`` is given.
-            new_header: the header for a new session (None: the session must exist).
-            redactor: replaces secrets in what enters the session (and in a recovered journal).
-            warnings: gets a line when the recovered turn went to a new session.
-            wait: how long to wait for another writer to let go (None: refused at once).
-            system: the system prompt a new session starts with (the config's ``system:``):
-                its first event once something is written (:attr:`starts_with`); an existing
-                session sends what its log says, and so does one an earlier gs saved without it.
-
-        Raises:
-            SessionLocked: another live process writes it (still, after ``wait``).
-            SessionNotFound: it does not exist and ``new_header`` is None.
-            SessionExists: a new id that is taken (differing only by case, or archived).
-            CorruptSession, UnsupportedVersion: its log cannot be read safely.
-        """
-        check_session_id(session_id)
-        lock = store.lock(session_id).acquire(wait)
-        try:
-            recovered = recover_journal(store, session_id, redactor, warnings)
-            tip = store.tip(session_id)
-            if tip is not None:
-                snap = store.load(session_id, tip)
-                session = cls(store, session_id, snap.header, list(snap.events), tip, lock, redactor)
-                session.forked_from = store.log(session_id, limit=1)[0].message.fields.forked_from
-                store.set_current(session_id)  # opened is current, as git's checkout makes it
-            else:
-                if new_header is None:
-                    raise SessionNotFound(session_id, store.session_ids())
-                check_free(store, session_id)
-                session = cls(store, session_id, new_header, [], None, lock, redactor)
-                if system and system.strip():  # held as it will be logged: redacted
-                    session.starts_with = redactor.text(system) if redactor is not None else system
-            session.recovered = recovered
-            return session
-        except BaseException:
-            lock.release()
-            raise
 
     # -- what the chat loop uses -----------------------------------------------------------
 
@@ -173,7 +127,7 @@ class Session(Saving):
     def append(self, type: str, data: dict[str, Any] | None = None) -> Event:
         """Append one event, redacted (journaled at once; fsynced at message boundaries); return it.
 
-        On a full disk (issue 9): when the event opens a turn (``turn/start``,
+        On a full disk: when the event opens a turn (``turn/start``,
         ``user/message``) the turn is taken back and :class:`DiskFull` (``kept="prompt"``)
         tells the face to hand the prompt back; later in a turn the event is kept in memory
         and saved with the turn, the journal keeping what came before it until a later
@@ -188,11 +142,9 @@ class Session(Saving):
         if self.starts_with is not None:  # a new session's first event: the system prompt it starts with
             system, self.starts_with = self.starts_with, None
             self.append("session/system", {"content": system})
-        if self.redactor is not None:
-            data = self.redactor.value(data or {})  # in memory as on disk
+        data = self.redactor.value(data or {})  # in memory as on disk
         event = make_event(len(self.events), type, data)
-        if self._stream is not None:
-            self._stream.reset()  # the event supersedes the text streamed before it
+        self._stream.reset()  # the event supersedes the text streamed before it
         if self.fork_from is not None:
             # First write to a past revision: only now does the fork branch come to be.
             self._tip = fork(self.store, self.fork_from, self.id)
@@ -243,8 +195,7 @@ class Session(Saving):
         back, so a secret split across chunks never sits whole in the journal (it is
         replaced once it arrived whole; the held tail is lost only by a crash mid-reply).
         """
-        if self._stream is not None:
-            text = self._stream.feed(text)
+        text = self._stream.feed(text)
         if self._journal_open and text and self._journaled == len(self.events) and not self._deltas_refused:
             try:
                 self._journal.append_delta(text)
@@ -287,7 +238,7 @@ class Session(Saving):
     def set_system(self, text: str) -> str | None:
         """Save ``text`` as the system prompt (a ``session/system`` event; ``""`` removes it); commit it.
 
-        What the model sees is derived from the log (design.md): the request of this turn and
+        What the model sees is derived from the log: the request of this turn and
         of every later one, from here or from a fork, begins with it. In a new session not yet
         written it replaces :attr:`starts_with` (``""``: it starts with none, and no event says so).
 
@@ -295,7 +246,7 @@ class Session(Saving):
             The commit, or None when nothing was saved: ``text`` (redacted) is the system
             prompt already, or it cleared a new session's :attr:`starts_with`.
         """
-        content = self.redactor.text(text) if self.redactor is not None else text
+        content = self.redactor.text(text)
         if content.strip() == self.system.strip():
             return None
         self.starts_with = None
@@ -354,6 +305,78 @@ class Session(Saving):
                 self.events.pop()  # it is nowhere but here: say so instead of keeping it in memory
                 raise DiskFull(exc.path, kept="nothing") from None
             raise
+
+    # -- saving ----------------------------------------------------------------------------
+
+    @property
+    def tip(self) -> str | None:
+        """The commit the next save builds on (None before the first save); waits for one in flight."""
+        self._settle()
+        return self._tip
+
+    @tip.setter
+    def tip(self, commit: str | None) -> None:
+        self._tip = commit
+
+    def save(self, behind: bool = False) -> str | None:
+        """Commit the pending events (if any) and clear the journal; return the commit id.
+
+        A commit still being made behind the prompt is waited for first (and its failure raised).
+
+        Args:
+            behind: commit in a thread and return None; whatever waits for it raises the failures below.
+
+        Raises:
+            ConcurrentUpdate: the branch moved (the journal is kept; nothing is lost).
+            DiskFull: no space for the commit (``kept="journal"``: the pending events stay in
+                the journal and in memory, and the next save commits them; ``"partial"``: the
+                journal holds them up to where the disk filled).
+            RepoReadOnly: the repo cannot be written.
+        """
+        self._settle()
+        pending = self.events[self._committed:]
+        if not pending:
+            return None
+        message = commit_message(self.id, self.events, self._committed, lineage=self.forked_from)
+        tip, header = self._tip, self.header if self._tip is None else None
+        journal = self._journal
+
+        def make() -> str:
+            if behind:
+                journal.sync()  # the turn's end, journaled without it: durable before the commit
+            return self.store.append(self.id, pending, message, expected_tip=tip, header=header)
+
+        self._saving = CommitJob(make, len(self.events), behind)
+        return None if behind else self._settle()
+
+    def wait_saved(self) -> str | None:
+        """Wait for the commit made behind the prompt, if any; return the tip.
+
+        Raises:
+            ConcurrentUpdate, DiskFull, RepoReadOnly, HookRefused: it failed (raised once; its
+                events stay pending, in memory and in the journal, for the next save).
+        """
+        self._settle()
+        return self._tip
+
+    def _settle(self, block: bool = True, raising: bool = True) -> str | None:
+        """Take the result of the commit in flight (see :meth:`wait_saved`); return it, or None."""
+        saving = self._saving
+        if saving is None or not (block or saving.done()) or (saving.error is not None and not raising):
+            return None
+        saving.join()
+        self._saving = None
+        if isinstance(saving.error, DiskFull):
+            kept = "partial" if self._journaled < len(self.events) else "journal"
+            raise DiskFull(saving.error.path, kept=kept) from None
+        if saving.error is not None:
+            raise saving.error
+        self._tip, self._committed = saving.commit, saving.count
+        if self._committed == len(self.events):  # nothing pending after it: the journal is done with
+            self._journal.clear()
+            self._journal_open = False
+            self._journaled = len(self.events)
+        return self._tip
 
     def undo(self, turn: int | None = None) -> int:
         """Commit a ``session/undo`` of ``turn`` (None: the last not undone; the log keeps it); return it.

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...config import DEFAULT_MAX_STEPS
+from ...secrets.redact import NO_REDACTION, Redactor
 
 if TYPE_CHECKING:  # the turn loop is imported when first used: not before the prompt
     from ...chat.compaction import AutoCompact
     from ...chat.loop import Permit
     from ...chat.tools.toolset import Toolset
     from ...config import Config
-    from ...secrets.redact import Redactor
     from ..display.stream import ReplyView
     from .tree_lines import Spot
 
@@ -48,7 +48,7 @@ class ChatEnvironment:
         system: the system prompt a new session starts with (config ``system:``), its first
             ``session/system`` event; what is sent is what the log says.
         max_steps: model requests per turn.
-        redactor: replaces secrets in what enters a session (None: redaction is off).
+        redactor: replaces secrets in what enters a session (:data:`NO_REDACTION`: redaction is off).
         warnings: where the services and the store's hook runner put warnings (the CLI's
             list); the chat shows and empties it after each line.
         edit: lets the user edit a prompt in place (None: ``read_line`` reads its replacement).
@@ -77,7 +77,7 @@ class ChatEnvironment:
     new_header: Callable[[str], dict]
     system: str | None = None
     max_steps: int = DEFAULT_MAX_STEPS
-    redactor: Redactor | None = None
+    redactor: Redactor = NO_REDACTION
     warnings: list[str] = field(default_factory=list)
     edit: Edit | None = None
     pick_session: PickSession | None = None

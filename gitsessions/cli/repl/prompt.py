@@ -70,7 +70,7 @@ def terminal_io(c: Context, on_shown: Callable[[], object], session: Callable[[]
 
         def store_string(self, string: str) -> None:
             redactor = c.redactor()  # built by then (the chat's store is open), not before the prompt
-            super().store_string(redactor.text(string) if redactor else string)
+            super().store_string(redactor.text(string))
 
     history_path = c.repo_path() / "gs" / "prompt-history"
     try:

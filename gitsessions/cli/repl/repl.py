@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import DiskFull, GitSessionsError
 from ...store import LockWait, SessionStore
 from ...text import chat_prompt
-from ...writer.forking import open_revision
+from ...writer.opening import open_revision
 from ...writer.session import Session
 from ..display.stream import PlainReply
 

@@ -18,7 +18,7 @@ from ...ids import new_session_id, taken_by
 from ...log.transcript import derived
 from ...store import Revision
 from ...text import plural
-from ...writer.session import fork
+from ...writer.forking import fork
 from ..display.render import local_time
 from . import slash_settings
 from .slash_compact import compact_command

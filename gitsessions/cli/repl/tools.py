@@ -97,20 +97,20 @@ def tools_line(toolset: Toolset) -> str:
 
 
 def approver(write: Callable[[str], None], read_answer: Callable[[str], str | None],
-             redactor: Redactor | None) -> Callable[[Prepared], Answer]:
+             redactor: Redactor) -> Callable[[Prepared], Answer]:
     """The question asked before a call that needs approval: its summary and preview, then :data:`QUESTION`.
 
     Args:
         write: writes text to the user.
         read_answer: reads one answer line (None: end of input, which denies).
-        redactor: what the session redacts (None: off); the preview is shown redacted.
+        redactor: what the session redacts; the preview is shown redacted.
 
     Returns:
         ``permit(call) -> answer`` for :func:`gitsessions.chat.loop.run_turn`. An answer it
         does not know is asked again, twice, then denied. Ctrl+C propagates (it cancels the reply).
     """
     def redact(text: str) -> str:
-        return redactor.text(text) if redactor is not None else text
+        return redactor.text(text)
 
     def permit(call: Prepared) -> Answer:
         lines = redact(call.preview).splitlines()
