@@ -23,6 +23,7 @@ from fakeapi import FakeChatServer
 from typer.testing import CliRunner
 
 from gitsessions import cli
+from gitsessions.store import GitStore, MemoryStore, SessionStore
 
 #: The gs entry point of the venv running the tests.
 GS = [sys.executable, "-m", "gitsessions"]
@@ -65,6 +66,69 @@ def import_time_paths(isolated_home: Path) -> Iterator[None]:
 def repo_path(tmp_path: Path) -> Path:
     """The session repo the isolated environment points at (created on first write)."""
     return tmp_path / "repo.git"
+
+
+@dataclass
+class AnyStore:
+    """A session store of one backend, for the services (which must hold on every store).
+
+    Attributes:
+        store: the store, open.
+        backend: ``git`` (a real repo on disk, checked with the real ``git``) or ``memory``.
+        path: the repo (git; None for memory).
+    """
+
+    store: SessionStore
+    backend: str
+    path: Path | None = None
+
+    @contextmanager
+    def again(self) -> Iterator[SessionStore]:
+        """The store as the next process sees it: the repo opened anew (git), the same dicts (memory)."""
+        if self.path is None:
+            yield self.store
+        else:
+            with GitStore(self.path) as fresh:
+                yield fresh
+
+
+@pytest.fixture(params=["git", "memory"])
+def any_store(request: pytest.FixtureRequest, repo_path: Path) -> Iterator[AnyStore]:
+    """Each backend in turn: a GitStore on a new repo, then a MemoryStore (one parametrized fixture)."""
+    if request.param == "git":
+        with GitStore(repo_path) as store:
+            yield AnyStore(store, "git", repo_path)
+        if repo_path.exists():  # whatever a service wrote, plain git reads it
+            subprocess.run(["git", "-C", str(repo_path), "fsck", "--strict"], check=True, capture_output=True)
+    else:
+        yield AnyStore(MemoryStore(), "memory")
+
+
+@pytest.fixture
+def say():
+    """``say(store, rev, *prompts, fork_as=None)``: completed turns written as the chat loop writes them.
+
+    ``rev`` is opened for writing as the chat opens it (a new id is made, a past revision
+    forks, to ``fork_as`` when given); each prompt gets the reply ``re: <prompt>``.
+    """
+    from gitsessions.log.events import make_header
+    from gitsessions.writer.opening import open_revision
+
+    def write(store: SessionStore, rev: str, *prompts: str, fork_as: str | None = None) -> None:
+        session, _note = open_revision(store, rev, fork_as=fork_as, new_header=lambda sid: make_header(sid, created=1))
+        try:
+            for prompt in prompts:
+                session.append("turn/start", {"turn": session.next_turn})
+                session.append("user/message", {"content": prompt})
+                session.append("step/start", {"step": 1})
+                session.append("assistant/message", {"content": f"re: {prompt}", "tool_calls": [],
+                                                     "finish_reason": "stop"})
+                session.append("step/end", {"step": 1})
+                session.end_turn("completed")
+        finally:
+            session.close()
+
+    return write
 
 
 @pytest.fixture

@@ -194,3 +194,48 @@ def test_search_attributes_dedupes_and_skips_what_it_cannot_read(gs, repo_path, 
         [archived] = search.search(store, "find the", session="w", all_revisions=True)
         assert archived.archived and archived.commit is not None
         assert [i.session_id for i in history.list_sessions(store, archived=True)] == ["w"]
+
+
+# -- the same on every store: git and memory --------------------------------------------------
+
+
+def test_the_log_and_the_diff_read_the_same_on_any_store(any_store, say):
+    store = any_store.store
+    say(store, "w", "q1", "q2")
+    say(store, "w~1", "q2 again", fork_as="alt")
+    with any_store.again() as fresh:
+        sessions = {info.session_id: info for info in history.list_sessions(fresh)}
+        view = history.read_log(fresh, history.read_revision(fresh, "alt"), graph=True, patch=True)
+        both = history.diff(fresh, fresh.resolve("w"), fresh.resolve("alt"))
+        w = fresh.log("w")
+    assert set(sessions) == {"w", "alt"} and sessions["alt"].message.subject == "turn 2: q2 again"
+    assert [c.message.subject for c in view.commits] == ["turn 2: q2 again", "fork: alt from w at " + w[1].commit[:7],
+                                                         "turn 1: q1"]
+    assert history.fork_origin(view.commits[1]) == ("w", w[1].commit)
+    assert [item.text for item in view.added[view.commits[0].commit] if hasattr(item, "text")] == [
+        "q2 again", "re: q2 again"]
+    assert both.base is not None and both.base.commit == w[1].commit
+    assert [i.text for i in both.a.items if hasattr(i, "text")] == ["q2", "re: q2"]
+    assert [i.text for i in both.b.items if hasattr(i, "text")] == ["q2 again", "re: q2 again"]
+
+
+def test_search_finds_the_same_hits_on_any_store_with_and_without_its_index(any_store, say, tmp_path):
+    store = any_store.store
+    say(store, "w", "where is the YAML parser?", "and the JSON one?")
+    say(store, "w~1", "Where is the yaml PARSER now?", fork_as="alt")
+    index = tmp_path / "search.sqlite"
+    with any_store.again() as fresh:
+        scanned = search.search(fresh, "yaml parser")
+        indexed = search.search(fresh, "yaml parser", index=index)
+        again = search.search(fresh, "yaml parser", index=index)  # the index answers, now built
+    assert index.exists()
+    found = [(h.session, h.turn, h.role, h.snippet) for h in scanned]
+    assert found == [("w", 1, "user", "where is the YAML parser?"),  # session by session, in log order
+                     ("w", 1, "assistant", "re: where is the YAML parser?"),
+                     ("alt", 2, "user", "Where is the yaml PARSER now?"),
+                     ("alt", 2, "assistant", "re: Where is the yaml PARSER now?")]
+    for hits in (indexed, again):
+        assert [(h.session, h.turn, h.role, h.snippet) for h in hits] == found
+    turn_one = next(h for h in scanned if h.session == "w" and h.role == "user")
+    assert turn_one.commit is not None and turn_one.commit.message.subject == "turn 1: where is the YAML parser?"
+    assert turn_one.also == [("alt", False)]  # the fork holds the same message: one hit, both named

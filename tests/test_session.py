@@ -15,7 +15,7 @@ from gitsessions.errors import SessionLocked, SessionNotFound
 from gitsessions.log.events import make_header
 from gitsessions.log.transcript import CANCELLED, NOT_STARTED, OUTCOME_UNKNOWN, open_turn
 from gitsessions.store import GitStore
-from gitsessions.writer.opening import open_session, try_recover
+from gitsessions.writer.opening import open_revision, open_session, try_recover
 from gitsessions.writer.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -406,3 +406,95 @@ def test_orphaned_turn_survives_when_the_branch_moved_on(tmp_path):
     assert store.log("w-recovered-1")[-1].commit == store.log("w")[-1].commit  # grown from w's history
     assert base in [c.commit for c in store.log("w-recovered-1")]
     assert any("w-recovered-1" in w for w in warnings)
+
+
+# -- the same on every store: git and memory --------------------------------------------------
+
+
+def test_turns_a_title_and_an_undo_are_saves_on_any_store(any_store):
+    store = any_store.store
+    s = new_session(store)
+    first = full_turn(s, "How do I parse YAML?")
+    second = full_turn(s, "and JSON?")
+    titled = s.set_title("  Parsing   formats ")
+    assert s.undo() == 2
+    s.close()
+    log = store.log(SID)
+    assert [c.message.subject for c in log] == ["undo: turn 2", "title: Parsing formats", "turn 2: and JSON?",
+                                                "turn 1: How do I parse YAML?"]
+    assert [c.commit for c in log[1:]] == [titled, second, first]
+    assert [c.message.fields.turn for c in log] == [2, 2, 2, 1]
+    assert log[3].message.fields.events == (0, 10) and log[2].message.fields.events == (11, 21)
+    assert log[1].message.fields.title == "Parsing formats"
+    with any_store.again() as fresh:
+        again = open_session(fresh, SID)
+        try:
+            assert again.next_turn == 3 and again.tip == log[0].commit
+            msgs = again.messages()
+        finally:
+            again.close()
+    assert validate_messages(msgs) is None, validate_messages(msgs)
+    assert [m["content"] for m in msgs if m["role"] == "user"] == ["How do I parse YAML?"]  # turn 2 is undone
+
+
+@pytest.mark.parametrize("earlier_turns", [0, 1])
+def test_an_orphaned_journal_is_recovered_on_any_store(any_store, earlier_turns):
+    store = any_store.store
+    s = new_session(store)
+    for i in range(earlier_turns):
+        full_turn(s, f"earlier {i}")
+    before = store.tip(SID)
+    crash_turn(s, "Please fix the build")
+    abandon(s)
+    with any_store.again() as fresh:
+        assert fresh.journal(SID).exists() and fresh.tip(SID) == before
+        s2 = open_session(fresh, SID)
+        try:
+            commit = s2.recovered
+            assert commit is not None and s2.tip == commit and not s2.in_turn
+            msgs = s2.messages()
+        finally:
+            s2.close()
+        info = fresh.commit_info(commit)
+        assert info.parents == ([before] if before else [])
+        assert info.message.subject == f"turn {earlier_turns + 1}: Please fix the build"
+        events = fresh.load(SID).events
+        assert [e.seq for e in events] == list(range(len(events)))
+        assert events[-1].type == "turn/end" and events[-1].data["reason"] == "interrupted"
+        codes = {e.data["id"]: e.data["error_code"] for e in events if e.type == "tool/result"
+                 and e.data["id"] in ("ca", "cb")}
+        assert codes == {"ca": OUTCOME_UNKNOWN, "cb": NOT_STARTED}
+        assert not fresh.journal(SID).exists()
+    assert validate_messages(msgs) is None, validate_messages(msgs)
+    assert msgs[-1] == {"role": "assistant", "content": "partial text"}
+
+
+def test_one_writer_at_a_time_on_any_store(any_store):
+    store = any_store.store
+    s = new_session(store)
+    full_turn(s, "hi")
+    with pytest.raises(SessionLocked):
+        open_session(store, SID)
+    s.close()
+    open_session(store, SID).close()  # released: the next writer opens it
+
+
+def test_writing_to_a_past_revision_forks_on_any_store(any_store):
+    store = any_store.store
+    s = new_session(store)
+    first = full_turn(s, "first")
+    full_turn(s, "second")
+    s.close()
+    past, note = open_revision(store, f"{SID}~1")
+    try:
+        assert note is not None and f"{SID}-1" in note
+        assert store.tip(f"{SID}-1") is None  # opening the past writes nothing
+        full_turn(past, "second, again")
+    finally:
+        past.close()
+    again, fork_point, *below = store.log(f"{SID}-1")
+    assert again.message.subject == "turn 2: second, again"
+    assert fork_point.message.subject == f"fork: {SID}-1 from {SID} at {first[:7]}" and fork_point.parents == [first]
+    assert [c.commit for c in below] == [first]  # the fork's history is the original's up to the fork point
+    assert all(str(c.message.fields.forked_from) == f"{SID}@{first}" for c in (again, fork_point))
+    assert [c.message.subject for c in store.log(SID)][0] == "turn 2: second"  # the original never moved

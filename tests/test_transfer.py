@@ -1,4 +1,5 @@
-"""``gs export`` and ``gs import`` end to end: real gs processes, the fake API, real ``git``."""
+"""``gs export`` and ``gs import`` end to end: real gs processes, the fake API, real ``git``; and the
+import's writing in-process, on every store backend."""
 
 from __future__ import annotations
 
@@ -494,3 +495,44 @@ def test_as_is_taken_or_refused_the_same_for_a_file_imported_before(gs, tmp_path
     for _ in range(2):
         r = gs("import", str(cc), "--as", "mine")
         assert r.code == 1 and "--as does not apply to claude-code conversations" in r.err, r.err
+
+
+# --------------------------------------------------------------------------- on every store
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def test_an_import_writes_the_same_sessions_on_any_store(any_store):
+    from gitsessions.log.transcript import derive_messages
+    from gitsessions.transfer.export import export_bytes
+    from gitsessions.transfer.read import read_import
+    from gitsessions.transfer.write import write_import
+
+    store = any_store.store
+    export = DATA / "chatgpt" / "conversations.json"
+    first = write_import(store, read_import(export.read_bytes(), export.name, path=export))
+    again = write_import(store, read_import(export.read_bytes(), export.name, path=export))
+    messages = EXAMPLES / "messages.json"
+    single = write_import(store, read_import(messages.read_bytes(), messages.name), as_id="imp")
+    assert [o for _c, outcomes in first.conversations for o in outcomes] == [
+        ("parse-yaml-in-python-f2c95c04", "new", 3), ("parse-yaml-in-python-f2c95c04-bda9d9", "fork", 1),
+        ("parse-yaml-in-python-f2c95c04-3e30cb", "fork", 1), ("greeting-12301a74", "new", 1)]
+    assert {o[1] for _c, outcomes in again.conversations for o in outcomes} == {"same"}  # held already: nothing new
+    with any_store.again() as fresh:
+        assert sorted(fresh.session_ids()) == ["greeting-12301a74", "imp", "parse-yaml-in-python-f2c95c04",
+                                               "parse-yaml-in-python-f2c95c04-3e30cb",
+                                               "parse-yaml-in-python-f2c95c04-bda9d9"]
+        assert [c.message.subject for c in fresh.log("greeting-12301a74")] == [
+            "turn 1: Say hi", "import: chatgpt 6770ffff-0000-8000-aaaa-bbbbccccdddd"]
+        fork_tip = fresh.log("parse-yaml-in-python-f2c95c04-bda9d9")[0]
+        assert fork_tip.message.fields.forked_from is not None
+        assert fork_tip.message.fields.forked_from.session_id == "parse-yaml-in-python-f2c95c04"
+        snap = fresh.load("imp")
+        assert [c.message.subject for c in fresh.log("imp")] == ["import: messages.json"]
+        assert single.imported[0][:2] == ("imp", snap.commit)
+        exported = json.loads(export_bytes(snap, "json"))
+    want = [m for m in json.loads(messages.read_text()) if m["role"] != "system"]
+    got = [m for m in derive_messages(snap.events) if m["role"] != "system"]
+    assert [(m["role"], m.get("content") or "") for m in got] == [(m["role"], m.get("content") or "") for m in want]
+    assert exported["messages"] == derive_messages(snap.events)

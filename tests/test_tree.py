@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.history.tree import Node, family
+from gitsessions.history.tree import Node, family, turn_saves
 from gitsessions.log.events import Event, make_header
 from gitsessions.store import GitStore
+from gitsessions.writer.forking import fork
 
 
 def _shape(node: Node) -> list[tuple[int, str, str | None, int | None, bool]]:
@@ -47,6 +48,33 @@ def test_the_family_is_every_session_sharing_history(forked, repo_path: Path):
     assert (work2.turns, work2.prompt, work2.title) == (4, "shorter answer please", "first question")
     assert root.find("other") is None
     assert root.turns == 3 and root.prompt is None
+
+
+def test_the_family_is_the_same_on_any_store(any_store, say):
+    """The family of the fixture above, made through the writer instead of gs: on git and in memory."""
+    store = any_store.store
+    say(store, "work", "first question", "second question", "third question")
+    say(store, "work~1", "shorter answer please", "and again", fork_as="work-2")
+    fork(store, store.resolve("work~2"), "alt")
+    store.archive("alt")
+    say(store, "other", "unrelated")
+    fork(store, store.resolve("work-2~1"), "work-2-1")
+    with any_store.again() as fresh:
+        root = family(fresh, "work-2-1")
+        assert family(fresh, "alt").tip == root.tip
+        saves = turn_saves(fresh, root.find("work-2").tip, root.find("work-2").fork_commit,  # type: ignore[union-attr]
+                           root.find("work-2").from_turn)  # type: ignore[union-attr]
+    assert _shape(root) == [
+        (0, "work", None, None, False),
+        (1, "alt", "work", 1, True),
+        (1, "work-2", "work", 2, False),
+        (2, "work-2-1", "work-2", 3, False),
+    ]
+    work2 = root.find("work-2")
+    assert work2 is not None
+    assert (work2.turns, work2.prompt, work2.title) == (4, "shorter answer please", "first question")
+    assert root.find("other") is None and root.turns == 3
+    assert [(s.turn, s.subject) for s in saves] == [(3, "turn 3: shorter answer please"), (4, "turn 4: and again")]
 
 
 def test_head_names_the_session_last_saved(gs, git, repo_path: Path):
