@@ -193,33 +193,17 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
         SessionNotFound: ``session`` names no session (nor, with ``all_revisions``, an
             archived one).
     """
-    hits: list[Hit] = []
-    targets: list[tuple[str, str, bool]] = []  # (session, commit, archived)
     for sid in store.journaled():
         if session is None or sid == session:
             try_recover(store, sid, redactor, warnings)
-    if session is not None:
-        tip: str | None = store.tip(session)
-        arch = store.archive_ref(session) if all_revisions else None
-        if tip is None and arch is None:
-            raise SessionNotFound(session, store.session_ids())
-        if tip is not None:
-            targets.append((session, tip, False))
-        if arch is not None:
-            targets.append((session, arch, True))
-    else:
-        targets.extend((sid, tip, False) for sid, tip in store.tips().items())  # one pass over the refs
-        if all_revisions:
-            for name in store.archived_ids():
-                sha = store.archive_ref(name)
-                if sha is not None:
-                    targets.append((name, sha, True))
+    targets = _targets(store, session, all_revisions)
     indexed = None
     if index is not None:
         from .search_index import lookup  # sqlite3 is loaded only by a search
 
         complete = frozenset() if session is not None else frozenset({False, True} if all_revisions else {False})
         indexed = lookup(store, index, targets, query.casefold(), complete=complete, on_skip=on_skip)
+    hits: list[Hit] = []
     for sid, tip, is_archived in targets:
         known: dict[int, str] = {}
         if indexed is not None:
@@ -236,3 +220,24 @@ def search(store: SessionStore, query: str, *, session: str | None = None, all_r
             _attribute_all(store, sid, tip, found, known, index if indexed is not None else None)
             hits.extend(found)
     return dedupe(hits)
+
+
+def _targets(store: SessionStore, session: str | None, all_revisions: bool) -> list[tuple[str, str, bool]]:
+    """The logs a search reads: ``(session, commit, archived)`` of one session, or of every one.
+
+    Raises:
+        SessionNotFound: ``session`` names no session (nor, with ``all_revisions``, an archived one).
+    """
+    if session is not None:
+        tip: str | None = store.tip(session)
+        arch = store.archive_ref(session) if all_revisions else None
+        if tip is None and arch is None:
+            raise SessionNotFound(session, store.session_ids())
+        return [*([(session, tip, False)] if tip is not None else []), *([(session, arch, True)] if arch else [])]
+    targets: list[tuple[str, str, bool]] = [(sid, tip, False) for sid, tip in store.tips().items()]  # one pass
+    if all_revisions:
+        for name in store.archived_ids():
+            sha = store.archive_ref(name)
+            if sha is not None:
+                targets.append((name, sha, True))
+    return targets
