@@ -352,7 +352,7 @@ class RemoteError(GitSessionsError):
 class RepoReadOnly(GitSessionsError):
     """The session repo cannot be written: a read-only mount, or files this user may not write.
 
-    Reads still work (design.md, "Derived caches": caches are optional); only saves are refused.
+    Reads still work (the caches gs keeps beside the repo are optional); only saves are refused.
 
     Attributes:
         path: the session repo.
