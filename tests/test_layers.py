@@ -410,3 +410,25 @@ def test_the_circle_finder_finds_circles():
     graph = {m: imported_modules(m, s, known) for m, s in sources.items()}
     assert graph["gitsessions.c"] == {"gitsessions.a"}
     assert circles(graph) == [("gitsessions.a", "gitsessions.b", "gitsessions.c")]
+
+
+# -- within a layer, a subpackage stands below or above its parent, never both ways ----------------
+
+#: (package, package it never imports, why): the packages that share a layer, one way only.
+BELOW = [
+    ("gitsessions.store", "gitsessions.store.remote",
+     "the local store knows nothing of remotes; the remote side (sync, push, pull) builds on it"),
+    ("gitsessions.transfer.readers", "gitsessions.transfer",
+     "a reader parses another tool's files and maps them; it imports nothing of the writer or the store"),
+    ("gitsessions.chat.tools", "gitsessions.chat",
+     "the tools do one thing each; the turn loop calls them, never the other way"),
+]
+
+
+def test_subpackages_of_a_layer_import_one_way():
+    # a package is the modules directly in its folder (see test_no_import_circle_between_packages)
+    by_package = _graphs()[1]
+    assert all(importer in by_package and never in by_package for importer, never, _why in BELOW)
+    found = [f"  - {importer} imports {never}: {why}" for importer, never, why in BELOW
+             if never in by_package[importer]]
+    assert not found, "These imports run the wrong way between two packages of one layer:\n" + "\n".join(found)
