@@ -47,7 +47,7 @@ from .hooks import subject_of
 from .loose import blob_id
 from .pack import append_delta, base_position
 from .privacy import tighten_packs
-from .repo import make_commit
+from .repo import make_commit, session_tree
 
 if TYPE_CHECKING:
     from .git import GitStore
@@ -104,9 +104,7 @@ class BatchWrites:
             text = hooks.before(session_id, message.encode(), _prefix(buf, size), body)
             with memoryview(buf)[:size] as view:
                 blob = blob_id(view)
-            tree = Tree()
-            tree.add(b"session.jsonl", 0o100644, blob)
-            tree.check()
+            tree = session_tree(blob)
             commit = make_commit(store.identity, tree.id, [parent] if parent else [], text, author_time)
             pending.append((size, blob, tree, commit))
             count += len(events)

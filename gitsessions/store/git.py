@@ -30,6 +30,7 @@ from .lock import SessionLock
 from .pack import RepackResult
 from .reflog import RefLogs
 from .repo import (
+    SESSION_FILE,
     add_blob,
     add_object,
     check_repo_path,
@@ -38,6 +39,7 @@ from .repo import (
     move_ref,
     point_head,
     read_refs,
+    session_tree,
     swap,
     write_commit,
 )
@@ -46,8 +48,6 @@ from .state import ListRows, RepoState
 from .unpack import read_blob
 from .values import HookRunner, NoHooks
 
-#: The one file in every session tree.
-SESSION_FILE = b"session.jsonl"
 #: Identity used when neither config nor git names one (design.md).
 DEFAULT_IDENTITY = "gitsessions <gitsessions@localhost>"
 _HEADS = Ref(b"refs/heads/")
@@ -279,9 +279,7 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         assert repo is not None
         kept = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level)
         blob, deflated = add_blob(repo, memoryview(buf)[:size], kept)  # no view of buf stays
-        tree = Tree()
-        tree.add(SESSION_FILE, 0o100644, blob)
-        tree.check()
+        tree = session_tree(blob)
         add_object(repo, tree)
         commit = write_commit(repo, self.identity, tree.id, [expected_tip] if expected_tip else [], text, author_time)
         reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)

@@ -39,6 +39,8 @@ REF_LOCK_WAIT_S = 5.0
 STALE_REF_LOCK_S = 2.0
 
 HEAD = Ref(b"HEAD")
+#: The one file in every session tree.
+SESSION_FILE = b"session.jsonl"
 _HEX = frozenset(b"0123456789abcdef")
 _BARE_REPO_ENTRIES = frozenset({"gs", "HEAD", "config", "description", "branches", "hooks", "info", "objects",
                                 "refs", "logs", "packed-refs"})
@@ -182,6 +184,14 @@ def clear_stale_lock(lockfile: str | bytes) -> None:
             os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def session_tree(blob: ObjectID) -> Tree:
+    """Return the tree of a save: :data:`SESSION_FILE` holding ``blob`` (built and checked, not stored)."""
+    tree = Tree()
+    tree.add(SESSION_FILE, 0o100644, blob)
+    tree.check()
+    return tree
 
 
 def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str], message: bytes,

@@ -10,7 +10,8 @@ from dulwich.objects import Commit, ObjectID, Tree
 
 from ...errors import RemoteError
 from ..faults import writes_to
-from ..git import SESSION_FILE, GitStore
+from ..git import GitStore
+from ..repo import SESSION_FILE
 from .remotes import PullReport, Remotes
 
 

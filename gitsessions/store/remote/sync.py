@@ -36,8 +36,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ...ids import SESSION_ID_RE
-from ..git import SESSION_FILE
-from ..repo import read_refs
+from ..repo import SESSION_FILE, read_refs
 from ..shared import write_config
 from .reports import PushReport
 
