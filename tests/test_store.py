@@ -303,6 +303,23 @@ class TestGitRepository:
         assert entries[-1].endswith("commit (initial): turn 1: p1")
         assert git("rev-parse", "s@{2}").strip() == git("rev-list", "--max-parents=0", "s").strip()
 
+    def test_a_batch_and_a_fork_say_their_moves_in_the_saves_words(self, stores: Stores, git):
+        one, many = Writer(stores, "one"), Writer(stores, "many")
+        one.save_turn("p1")
+        planned = []
+        for i in range(1, 4):
+            new = many.turn_events(f"q{i}")
+            planned.append((new, many.message(new, f"q{i}"), None))
+            many.events += new
+            many.turns += 1
+        stores().append_many("many", planned[:1], expected_tip=None, header=many.header)
+        stores().append_many("many", planned[1:], expected_tip=stores().tip("many"))
+        stores().branch_from("alt", one.tip, CommitMessage("fork: alt from one", {}))
+        said = {sid: git("reflog", "show", "--format=%gs", sid).splitlines() for sid in ("one", "many", "alt")}
+        assert said["one"] == ["commit (initial): turn 1: p1"]
+        assert said["many"] == ["import: 2 commits, the last commit: turn 3: q3", "commit (initial): turn 1: q1"]
+        assert said["alt"] == ["branch: fork: alt from one"]
+
     def test_repo_config(self, stores: Stores, repo_path: Path, git):
         assert not repo_path.exists()
         Writer(stores, "s").save_turn("x")

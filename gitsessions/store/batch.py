@@ -43,10 +43,10 @@ from ..ids import CommitId
 from ..log.commits import CommitMessage
 from ..log.events import Event
 from .faults import writes
-from .hooks import subject_of
 from .loose import blob_id
 from .pack import append_delta, base_position
 from .privacy import tighten_packs
+from .reflog import save_line
 from .repo import make_commit, session_tree
 
 if TYPE_CHECKING:
@@ -117,11 +117,10 @@ class BatchWrites:
         _merge_when_many(store, repo, pack)
         tighten_packs(repo)
         last = pending[-1][3]
-        reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(last.message)
-        if len(pending) > 1:
-            reflog = f"import: {len(pending)} commits, the last {reflog}"
         now = int(time.time())
-        store._swap(repo, ref, expected_tip, last.id, reflog.encode("utf-8"), now, time.localtime(now).tm_gmtoff)
+        store._swap(repo, ref, expected_tip, last.id, save_line(last.message, created=expected_tip is None,
+                                                                 commits=len(pending)),
+                    now, time.localtime(now).tm_gmtoff)
         if expected_tip is None and current:
             store.set_current(session_id)
         shas = [CommitId(c.id.decode("ascii")) for *_, c in pending]

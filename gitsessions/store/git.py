@@ -23,12 +23,11 @@ from ..log.events import Event
 from .base import CommitInfo, SessionStore
 from .batch import BatchWrites
 from .faults import writes
-from .hooks import subject_of
 from .journal import Journal
 from .kept import KeptLogs
 from .lock import SessionLock
 from .pack import RepackResult
-from .reflog import RefLogs
+from .reflog import RefLogs, branch_line, save_line
 from .repo import (
     SESSION_FILE,
     add_blob,
@@ -282,9 +281,8 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         tree = session_tree(blob)
         add_object(repo, tree)
         commit = write_commit(repo, self.identity, tree.id, [expected_tip] if expected_tip else [], text, author_time)
-        reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
-        self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
-                   commit.commit_timezone)
+        self._swap(repo, ref, expected_tip, commit.id, save_line(text, created=expected_tip is None),
+                   commit.commit_time, commit.commit_timezone)
         if expected_tip is None:  # a new session is current; an old one became so when opened (Session.open)
             self.set_current(session_id)
         sha = _hex(commit.id)
@@ -319,7 +317,7 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         text = hooks.before(session_id, message.encode(), lambda: self.read_raw(session_id, commit), b"",
                             action="fork")
         new = write_commit(repo, self.identity, parent.tree, [commit], text, author_time)
-        self._swap(repo, self._ref(session_id), None, new.id, (reason or f"branch: {subject_of(text)}").encode(),
+        self._swap(repo, self._ref(session_id), None, new.id, reason.encode() if reason else branch_line(text),
                    new.commit_time, new.commit_timezone)
         if current:
             self.set_current(session_id)

@@ -56,6 +56,33 @@ def parse_reflog(data: bytes) -> list[ReflogEntry]:
     return out
 
 
+def subject_of(message: bytes) -> str:
+    """Return the first line of a commit message as text."""
+    return message.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+def save_line(message: bytes, *, created: bool, commits: int = 1) -> bytes:
+    """Return the reflog line of a save, in ``git commit``'s words: ``commit: <subject>``.
+
+    A save that created the session says ``commit (initial): <subject>``; commits written
+    at once (an import's) say how many: ``import: 3 commits, the last commit: <subject>``.
+
+    Args:
+        message: the (last) commit's message.
+        created: the save made the session.
+        commits: how many commits the ref moved over.
+    """
+    line = ("commit (initial): " if created else "commit: ") + subject_of(message)
+    if commits > 1:
+        line = f"import: {commits} commits, the last {line}"
+    return line.encode("utf-8")
+
+
+def branch_line(message: bytes) -> bytes:
+    """Return the reflog line of a fork's new ref: ``branch: <subject of its first commit>``."""
+    return f"branch: {subject_of(message)}".encode()
+
+
 def head_branch(controldir: Path) -> str | None:
     """Return the branch name ``HEAD`` points at (``work`` of ``ref: refs/heads/work``), else None.
 
