@@ -8,16 +8,15 @@ tip it has seen. A row belongs to a commit, not to a session: renames and archiv
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import CorruptSession, UnsupportedVersion
-from ..ids import SessionId
+from ..ids import CommitId, SessionId
 from ..log.commits import CommitMessage, commit_message
-from .values import SessionInfo
+from .values import CommitInfo, SessionInfo, Snapshot
 
 if TYPE_CHECKING:
     from ..log.events import Event
-    from .base import SessionStore
 
 #: A row: the tip's commit time (epoch seconds) and its message as ``gs list`` shows it.
 Row = tuple[int, CommitMessage]
@@ -26,6 +25,37 @@ Stamp = tuple[int, bool]
 
 #: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
 _COUNTED = ("Turn", "Messages", "Title")
+
+
+class Tips(Protocol):
+    """What the rows read of a store: its tips, their commits and logs (a :class:`~.base.SessionStore` is one)."""
+
+    #: The errors of a commit that cannot be read.
+    unreadable: tuple[type[Exception], ...]
+
+    def tips(self) -> dict[SessionId, CommitId]:
+        """Return every live session's tip by id."""
+        ...
+
+    def commit_info(self, commit: str) -> CommitInfo:
+        """Return one commit's :class:`CommitInfo`."""
+        ...
+
+    def known_logs(self) -> set[str]:
+        """Return the commits known to hold a session log."""
+        ...
+
+    def load(self, session_id: str, commit: str | None = None) -> Snapshot:
+        """Read and validate a session's log at ``commit``."""
+        ...
+
+    def archived_ids(self) -> list[str]:
+        """Return the names of archived sessions."""
+        ...
+
+    def archive_ref(self, name: str) -> CommitId | None:
+        """Return the commit of an archived session."""
+        ...
 
 
 class RowCache:
@@ -67,7 +97,7 @@ def counted(session_id: str, message: CommitMessage, events: list[Event]) -> Com
     return CommitMessage(message.subject, trailers)
 
 
-def live_rows(store: SessionStore, cache: RowCache) -> list[SessionInfo]:
+def live_rows(store: Tips, cache: RowCache) -> list[SessionInfo]:
     """Return :meth:`SessionStore.list_sessions` of ``store``, reading from git only the tips ``cache`` lacks.
 
     Each tip's message is parsed at most once; the rows read (not those in error: a damaged
@@ -103,7 +133,7 @@ def live_rows(store: SessionStore, cache: RowCache) -> list[SessionInfo]:
     return out
 
 
-def saved_last(store: SessionStore, cache: RowCache) -> SessionId | None:
+def saved_last(store: Tips, cache: RowCache) -> SessionId | None:
     """Return :meth:`SessionStore.saved_last` of ``store``, from the stamps in ``cache`` when it has every tip's.
 
     The rule: of :func:`live_rows`'s rows without an error, the one whose tip gs saved
@@ -141,7 +171,7 @@ def _rank(stamp: Stamp) -> tuple[bool, int]:
     return (not by_import, time)
 
 
-def archived_rows(store: SessionStore) -> list[SessionInfo]:
+def archived_rows(store: Tips) -> list[SessionInfo]:
     """Return :meth:`SessionStore.archived_sessions` of ``store``: each archived tip's commit, as it is."""
     out = []
     for name in store.archived_ids():
