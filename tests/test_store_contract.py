@@ -25,6 +25,7 @@ from gitsessions.errors import (
     SessionLocked,
     SessionNotFound,
 )
+from gitsessions.ids import check_free
 from gitsessions.log.commits import CommitMessage
 from gitsessions.log.events import Event, encode_log, make_event, make_header
 from gitsessions.store import GitStore, MemoryStore, SessionStore
@@ -262,6 +263,39 @@ class StoreContract:
         assert stores().find("wOrK") == "Work"
         assert stores().find("play") is None
         assert stores().session_ids() == ["Work"]
+
+    def test_a_taken_id_is_refused_in_the_same_words_wherever_it_is_met(self, stores: Stores):
+        Writer(stores, "Work").save_turn("one")
+        for sid in ("old", "x", "y"):
+            Writer(stores, sid).save_turn(sid)
+        stores().archive("old")
+        stores().archive("y")
+        tip = stores().tip("Work")
+        assert tip is not None
+        paths = {
+            "fork": lambda sid: stores().branch_from(sid, tip, CommitMessage("fork")),
+            "rename": lambda sid: stores().rename("x", sid),
+            "restore": lambda sid: stores().restore("y", as_id=sid),
+            "check": lambda sid: check_free(stores(), sid),
+        }
+        said = {}
+        for what, make in paths.items():
+            for sid in ("WORK", "OLD"):
+                with pytest.raises(SessionExists) as exc:
+                    make(sid)
+                said[what, sid] = str(exc.value)
+        assert set(said.values()) == {
+            "session 'WORK' already exists as 'Work' (ids may not differ only by case); choose another id",
+            "session 'OLD' already exists as an archived session (gs restore old brings it back); choose another id",
+        }, said
+        with pytest.raises(SessionNotFound) as opened:  # opening WORK: Work is the one meant
+            check_free(stores(), "WORK", opening=True)
+        assert str(opened.value) == "no session 'WORK'; did you mean 'Work'?"
+        with pytest.raises(SessionExists):  # an archived id is not to be opened as a new session
+            check_free(stores(), "OLD", opening=True)
+        check_free(stores(), "WORK", moving="Work")  # its own name in another case
+        check_free(stores(), "OLD", moving="archive/old")
+        assert stores().session_ids() == ["Work", "x"] and stores().archived_ids() == ["old", "y"]
 
     # -- listing and history ---------------------------------------------------------------
 

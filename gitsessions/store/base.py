@@ -13,10 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from ..errors import InvalidEvent, NothingToRestore, SessionExists, SessionNotFound
-from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id
+from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id, taken_by
 from ..log.commits import CommitMessage
 from ..log.events import Event, check_event, encode_header, parse_log
-from ..text import case_variant
 from . import listing
 from .revisions import resolve as resolve_revision
 from .values import CommitInfo, ReflogEntry, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
@@ -223,10 +222,9 @@ class SessionStore(abc.ABC):
     # -- written once on top of the primitives ---------------------------------------------
 
     def find(self, session_id: str) -> SessionId | None:
-        """Return the existing id equal to ``session_id`` ignoring case, else None (:func:`case_variant`)."""
-        ids = self.session_ids()
-        found = session_id if session_id in ids else case_variant(session_id, ids)
-        return None if found is None else SessionId(found)
+        """Return the live session that has ``session_id``, itself or in another case, else None (:func:`taken_by`)."""
+        other = taken_by(self, session_id)
+        return None if other is None or other.startswith("archive/") else SessionId(other)
 
     def load(self, session_id: str, commit: str | None = None) -> Snapshot:
         """Read ``session_id`` at ``commit`` (its tip when None) and validate it.
@@ -315,7 +313,7 @@ class SessionStore(abc.ABC):
         """
         if header is None:
             raise InvalidEvent("a new session needs a header")
-        existing = self.find(session_id)
+        existing = self.find(session_id)  # made since the caller's check_free (which also keeps archived ids)
         if existing is not None:
             raise SessionExists(session_id, existing)
         try:
@@ -351,8 +349,7 @@ class SessionStore(abc.ABC):
         check_session_id(new)
         if new == old:
             raise SessionExists(new, old)  # nothing to rename
-        if new.casefold() != old.casefold():
-            check_free(self, new)
+        check_free(self, new, moving=old)  # in another case: its own name
         self._move(old, new, sha, f"Branch: renamed {old} to {new}")
 
     def archive(self, session_id: str) -> str:
@@ -392,8 +389,6 @@ class SessionStore(abc.ABC):
             live = SESSION_ID_RE.match(name) is not None and self.tip(name) is not None
             raise NothingToRestore(name, live, self.archived_ids())
         sid = check_session_id(as_id or name)
-        existing = self.find(sid)
-        if existing is not None:
-            raise SessionExists(sid, existing)
+        check_free(self, sid, moving=f"archive/{name}")
         self._move(name, sid, sha, f"restore: {name}", from_archive=True)
         return sid
