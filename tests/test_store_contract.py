@@ -146,6 +146,37 @@ class StoreContract:
         stores().archive("two")
         assert stores().current() is None  # none is left
 
+    def test_the_current_session_moves_by_one_policy(self, stores: Stores):
+        tip = Writer(stores, "work").save_turn("a")
+        assert stores().current() == "work"  # a save that makes a session
+        stores().branch_from("aside", tip, CommitMessage("fork"), current=False)
+        imported = Writer(stores, "imported")
+        new = imported.turn_events("i")
+        planned = [(new, imported.message(new, "i"), None)]
+        stores().append_many("imported", planned, expected_tip=None, header=imported.header, current=False)
+        assert stores().current() == "work"  # a fork and an import told not to leave it
+        stores().archive("aside")
+        stores().rename("imported", "imports")
+        assert stores().current() == "work"  # nor do an archive and a rename of another session
+        batch = Writer(stores, "batch")
+        new = batch.turn_events("b")
+        stores().append_many("batch", [(new, batch.message(new, "b"), None)], expected_tip=None, header=batch.header)
+        assert stores().current() == "batch"
+        stores().branch_from("fork", tip, CommitMessage("fork"))
+        assert stores().current() == "fork"
+        stores().rename("fork", "forked")
+        assert stores().current() == "forked"
+        stores().set_current("gone")  # names no live session (a clone's master, a session renamed by hand)
+        assert stores().current() is None
+        last = stores().saved_last()
+        assert last in ("work", "imports", "batch", "forked")
+        assert stores().current_or_last() == last  # what gs chat -c continues
+        stores().settle_current()  # what a pull or clone leaves
+        assert stores().current() == last and stores().current_or_last() == last
+        stores().set_current("work")
+        stores().settle_current()
+        assert stores().current() == "work"  # a current session stays
+
     def test_invalid_ids_are_refused(self, stores: Stores):
         for bad in ("", "-x", "a/b", "HEAD", "x" * 65):
             with pytest.raises(InvalidSessionId):

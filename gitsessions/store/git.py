@@ -310,8 +310,8 @@ class GitStore(SessionStore):
         commit = write_commit(repo, self.identity, tree.id, [expected_tip] if expected_tip else [], text, author_time)
         self._swap(repo, ref, expected_tip, commit.id, save_line(text, created=expected_tip is None),
                    commit.commit_time, commit.commit_timezone)
-        if expected_tip is None:  # a new session is current; an old one became so when opened (Session.open)
-            self.set_current(session_id)
+        if expected_tip is None:  # an old one became current when it was opened
+            self._made_current(session_id)
         sha = _hex(commit.id)
         self._kept.put(sha, buf, count + len(events), deflated, size)
         self._mark_verified(sha, commit)  # and its list row
@@ -366,8 +366,8 @@ class GitStore(SessionStore):
         self._swap(repo, ref, expected_tip, last.id, save_line(last.message, created=expected_tip is None,
                                                                commits=len(made)),
                    now, time.localtime(now).tm_gmtoff)
-        if expected_tip is None and current:
-            self.set_current(session_id)
+        if expected_tip is None:
+            self._made_current(session_id, current)
         shas = [_hex(c.id) for c in made]
         self._mark_verified(shas[-1], last)  # the tip, and its list row
         for sha in shas:
@@ -411,8 +411,7 @@ class GitStore(SessionStore):
         new = write_commit(repo, self.identity, parent.tree, [commit], text, author_time)
         self._swap(repo, self._ref(session_id), None, new.id, reason.encode() if reason else branch_line(text),
                    new.commit_time, new.commit_timezone)
-        if current:
-            self.set_current(session_id)
+        self._made_current(session_id, current)
         if commit in self._verified_tips():
             self._mark_verified(_hex(new.id), new)  # same tree, same log
         hooks.after(session_id, _hex(new.id))  # a failure is the runner's warning
@@ -449,8 +448,21 @@ class GitStore(SessionStore):
             self._swap(repo, ref, old, _oid(new), message.encode("utf-8"), now, time.localtime(now).tm_gmtoff)
         except ConcurrentUpdate:
             return False
-        if ref.startswith(_HEADS) and old is None:
-            point_head(repo, ref)
+        return True
+
+    @writes
+    def remove_ref(self, ref: Ref, old: str, *, renamed_to: Ref | None = None) -> bool:
+        """Remove ``ref`` if it is still at ``old``; ``renamed_to``: its session's name now (a pull: renamed there).
+
+        Returns:
+            False when the ref was not at ``old`` (nothing changed).
+        """
+        repo = self.repo()
+        assert repo is not None
+        if not repo.refs.remove_if_equals(ref, _oid(old)):
+            return False
+        if renamed_to is not None and ref.startswith(_HEADS) and renamed_to.startswith(_HEADS):
+            self._follow(ref[len(_HEADS):].decode(), renamed_to[len(_HEADS):].decode())
         return True
 
     def _move(self, src: str, dst: str, commit: str, message: str, *,
@@ -465,6 +477,9 @@ class GitStore(SessionStore):
         move_ref(repo, src, dst, _oid(sha), committer=self.identity, message=msg.encode("utf-8"))
 
     # -- HEAD and the reflogs (see :mod:`.reflog`) ------------------------------------------
+
+    def _head_id(self) -> str | None:
+        return head_branch(self.path)
 
     def current(self) -> SessionId | None:
         """Return the session ``HEAD`` names when it exists, else None (detached, unborn, not a session)."""
@@ -487,7 +502,7 @@ class GitStore(SessionStore):
         if head_branch(self.path) == session_id or (repo := self.repo()) is None:
             return
         try:
-            optional_write(lambda: point_head(repo, ref, always=True))
+            optional_write(lambda: point_head(repo, ref))
         except (OSError, FileLocked):  # cosmetic: a save never fails over HEAD
             pass
 

@@ -132,9 +132,7 @@ def swap(repo: Repo, ref: Ref, old: ObjectID | None, new: ObjectID, *, committer
 
 
 def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes, message: bytes) -> None:
-    """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha``.
-
-    HEAD follows when it pointed at ``src`` and ``dst`` is a branch.
+    """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha`` (HEAD is the store's).
 
     Raises:
         ConcurrentUpdate: ``dst`` exists, or ``src`` moved meanwhile (then ``dst`` is removed again).
@@ -155,22 +153,12 @@ def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes,
         src_log.unlink()
     except FileNotFoundError:
         pass
-    if repo.refs.read_ref(HEAD) == b"ref: " + src and dst.startswith(b"refs/heads/"):
-        # only to a branch: git fsck refuses a HEAD in refs/archive/ (the next save points it again)
-        repo.refs.set_symbolic_ref(HEAD, dst)
 
 
-def point_head(repo: Repo, ref: Ref, *, always: bool = False) -> None:
-    """Point HEAD at ``ref``: ``always`` (the current session), else only while it names no existing branch.
-
-    So ``git clone`` and ``git log`` without arguments find a session instead of an unborn
-    ``master``.
-    """
+def point_head(repo: Repo, ref: Ref) -> None:
+    """Point HEAD at ``ref`` (nothing is written when it does already); never fails."""
     try:
-        target = repo.refs.read_ref(HEAD)
-        if target == b"ref: " + ref:
-            return
-        if always or (target and target.startswith(b"ref: ") and Ref(target[5:]) not in repo.refs):
+        if repo.refs.read_ref(HEAD) != b"ref: " + ref:
             repo.refs.set_symbolic_ref(HEAD, ref)
     except (OSError, KeyError, FileLocked):
         pass  # cosmetic: never fail a save over HEAD

@@ -248,6 +248,7 @@ class Remotes:
         # a clone, later syncs and lists need not read them again (design.md, "Derived caches").
         self.store.state.mark_received(sha.decode() for ref, sha in sides.local.items()
                                        if sha != mine.get(ref) and sha == theirs.get(ref))
+        self.store.settle_current()  # a clone's first pull, or the current session dropped: the one saved last
         if name:
             settle(self._open(), name, sides)
         return report, sides.base
