@@ -31,9 +31,9 @@ from gitsessions.errors import (
     SessionLocked,
     SessionNotFound,
 )
-from gitsessions.log.commits import CommitMessage
+from gitsessions.log.commits import COUNTED, CommitMessage, commit_message
 from gitsessions.log.events import encode_log, make_event
-from gitsessions.store import GitStore, SessionLock
+from gitsessions.store import GitStore, MemoryStore, SessionLock
 
 
 def git_bytes(repo: Path, *args: str, input: bytes | None = None) -> bytes:
@@ -639,3 +639,14 @@ def test_a_session_named_like_a_lock_of_the_repo_saves_and_packs(gs_env, repo_pa
         assert run.returncode == 0, (args, run.stderr)
     assert subprocess.run(["git", "--git-dir", str(repo_path), "log", "--format=%s", name],
                           capture_output=True, text=True, check=True).stdout.split("\n")[0] == "turn 2: again"
+
+
+def test_a_tip_listed_from_its_log_takes_only_the_counts_from_it():
+    w = Writer(lambda: MemoryStore(), "w")
+    events = w.turn_events("hello")
+    by_hand = CommitMessage("made by plain git", {"Session": "w", "Turn": "9", "Title": "wrong", "Custom": "x"})
+    counted = by_hand.counted("w", events)
+    assert counted.subject == "made by plain git"
+    assert counted.trailers == {"Session": "w", "Custom": "x", "Turn": "1", "Messages": "2", "Title": "hello"}
+    assert {k: counted.trailers[k] for k in COUNTED} == {
+        k: v for k, v in commit_message("w", events).trailers.items() if k in COUNTED}

@@ -8,23 +8,17 @@ tip it has seen. A row belongs to a commit, not to a session: renames and archiv
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ..errors import CorruptSession, UnsupportedVersion
 from ..ids import CommitId, SessionId
-from ..log.commits import CommitMessage, commit_message
+from ..log.commits import CommitMessage
 from .values import CommitInfo, SessionInfo, Snapshot
-
-if TYPE_CHECKING:
-    from ..log.events import Event
 
 #: A row: the tip's commit time (epoch seconds) and its message as ``gs list`` shows it.
 Row = tuple[int, CommitMessage]
 #: What :func:`saved_last` reads of a row: its commit time and whether an import wrote the commit.
 Stamp = tuple[int, bool]
-
-#: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
-_COUNTED = ("Turn", "Messages", "Title")
 
 
 class Tips(Protocol):
@@ -89,14 +83,6 @@ def trusted(message: CommitMessage) -> bool:
     return fields.turn is not None and fields.messages is not None
 
 
-def counted(session_id: str, message: CommitMessage, events: list[Event]) -> CommitMessage:
-    """Return ``message`` with its ``Turn``, ``Messages`` and ``Title`` trailers derived from ``events``."""
-    derived = commit_message(session_id, events, len(events)).trailers
-    trailers = {k: v for k, v in message.trailers.items() if k not in _COUNTED}
-    trailers.update({k: derived[k] for k in _COUNTED if k in derived})
-    return CommitMessage(message.subject, trailers)
-
-
 def live_rows(store: Tips, cache: RowCache) -> list[SessionInfo]:
     """Return :meth:`SessionStore.list_sessions` of ``store``, reading from git only the tips ``cache`` lacks.
 
@@ -123,7 +109,7 @@ def live_rows(store: Tips, cache: RowCache) -> list[SessionInfo]:
         error, message = None, info.message
         if tip not in verified or not trusted(message):
             try:
-                message = counted(sid, message, store.load(sid, tip).events)
+                message = message.counted(sid, store.load(sid, tip).events)
             except (CorruptSession, UnsupportedVersion) as exc:
                 error = str(exc)
         if error is None:
