@@ -650,3 +650,44 @@ def test_a_tip_listed_from_its_log_takes_only_the_counts_from_it():
     assert counted.trailers == {"Session": "w", "Custom": "x", "Turn": "1", "Messages": "2", "Title": "hello"}
     assert {k: counted.trailers[k] for k in COUNTED} == {
         k: v for k, v in commit_message("w", events).trailers.items() if k in COUNTED}
+
+
+def test_a_git_lock_another_process_holds_means_one_thing_per_kind_of_write(tmp_path: Path, monkeypatch):
+    """lock.py is where a held ``.lock`` is translated: waited out then refused, or left to the next run."""
+    from dulwich.errors import ChecksumMismatch
+    from dulwich.file import FileLocked
+
+    from gitsessions.store import lock
+
+    held = tmp_path / "w.lock"
+    held.write_text("")
+    tries: list[int] = []
+
+    def locked() -> None:
+        tries.append(1)
+        raise FileLocked(str(tmp_path / "w"), str(held))
+
+    monkeypatch.setattr(lock, "REF_LOCK_WAIT_S", 0.05)  # a live holder, waited out for less long
+    with pytest.raises(ConcurrentUpdate) as refused:
+        lock.wait_out(locked, refused=lambda: ConcurrentUpdate("refs/heads/w", None, lock.REF_HELD))
+    assert len(tries) > 1 and held.exists()  # tried again, and a live holder's lock is left alone
+    assert "found locked by an" in str(refused.value)
+    with pytest.raises(FileLocked):
+        lock.wait_out(locked)
+    old = time.time() - 3600
+    os.utime(held, (old, old))  # what a dead process left
+
+    def once_held() -> str:
+        if held.exists():
+            raise FileLocked(str(tmp_path / "w"), str(held))
+        return "written"
+
+    assert lock.wait_out(once_held) == "written" and not held.exists()
+    held.write_text("")
+    assert lock.unless_held(locked) is False and lock.unless_held(lambda: None) is True
+    assert lock.unless_same_pack(locked) is None and lock.unless_same_pack(lambda: {"ref": None}) == {"ref": None}
+
+    def same_pack() -> None:
+        raise ChecksumMismatch(b"a" * 40, b"b" * 40)
+
+    assert lock.unless_same_pack(same_pack) is None

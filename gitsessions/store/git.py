@@ -8,13 +8,13 @@ compare-and-swap with a reflog entry. Plain ``git`` reads everything written her
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
-from dulwich.file import FileLocked
 from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
 
@@ -24,10 +24,10 @@ from ..log.commits import CommitMessage
 from ..log.events import Event
 from .base import CommitInfo, SessionStore
 from .batch import Line, Planned
-from .faults import optional_write, writes
+from .faults import writes
 from .journal import Journal
 from .kept import KeptLogs
-from .lock import SessionLock
+from .lock import SessionLock, unless_held
 from .pack import RepackResult
 from .reflog import branch_line, head_branch, head_ref, read_reflog, save_line
 from .repo import (
@@ -501,10 +501,8 @@ class GitStore(SessionStore):
         ref = self._ref(session_id)
         if head_branch(self.path) == session_id or (repo := self.repo()) is None:
             return
-        try:
-            optional_write(lambda: point_head(repo, ref))
-        except (OSError, FileLocked):  # cosmetic: a save never fails over HEAD
-            pass
+        with contextlib.suppress(OSError, KeyError):  # cosmetic: a full or read-only disk never fails a save
+            unless_held(lambda: point_head(repo, ref))  # another gs points it right now
 
     def reflog(self, name: str, archived: bool = False) -> list[ReflogEntry]:
         """Return the reflog of session ``name`` (archived session ``name``), oldest first (:func:`.read_reflog`)."""

@@ -19,8 +19,6 @@ from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from dulwich.errors import ChecksumMismatch
-from dulwich.file import FileLocked
 from dulwich.objects import ZERO_SHA
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -28,6 +26,7 @@ from dulwich.repo import Repo
 from ...errors import RemoteError
 from ..faults import writes_to
 from ..git import GitStore
+from ..lock import SAME_SAVES, unless_same_pack
 from ..shared import write_config
 from ..thinpack import PushPack
 from .clients import DEFAULT_TIMEOUT_S, connect, strip_password
@@ -211,10 +210,9 @@ class Remotes:
         assert repo is not None
         here: Mapping[Any, bytes] = synced_refs(repo)  # a fetch moves none of them
         client, path = self._client(url, "pull")
-        try:
-            refs = fetch_sessions(repo, client, url, path, have=set(here.values()))
-        except (FileLocked, ChecksumMismatch):  # another gs writes the very pack (the same saves) here
-            raise RemoteError("another gs is bringing the same saves here right now: run gs sync again") from None
+        refs = unless_same_pack(lambda: fetch_sessions(repo, client, url, path, have=set(here.values())))
+        if refs is None:
+            raise RemoteError(SAME_SAVES)
         self.store.close()  # new packs: reopen with a fresh pack list
         return refs, here
 
