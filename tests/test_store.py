@@ -584,6 +584,23 @@ def test_lock_blocks_a_second_holder_in_the_same_process(repo_path: Path):
     second.release()
 
 
+def test_a_writer_refused_while_the_holder_names_itself_is_told_who_holds_it(repo_path: Path, monkeypatch):
+    """The holder writes its name right after it takes the lock: a writer started with it reads the file again."""
+    from gitsessions.store import lock as lock_module
+
+    store = GitStore(repo_path)
+    first = store.lock("caseR")
+    assert first.try_acquire()
+    path = repo_path / "gs" / "locks" / "caser.lock"
+    named = path.read_text()
+    path.write_text("")  # the moment between the holder's flock and its name
+    monkeypatch.setattr(lock_module.time, "sleep", lambda _s: path.write_text(named))  # ...which comes next
+    with pytest.raises(SessionLocked) as exc:
+        store.lock("caser").acquire()
+    assert f"pid {os.getpid()}" in str(exc.value) and "writing 'caseR', which differs only by case" in str(exc.value)
+    first.release()
+
+
 LOCK_CHILD = """
 import sys, time
 from gitsessions.store import SessionLock

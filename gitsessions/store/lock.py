@@ -36,6 +36,10 @@ _T = TypeVar("_T")
 #: hold a lock for one save, then no more than a few tries a second.
 _FIRST_PAUSE_S = 0.01
 _LONGEST_PAUSE_S = 0.25
+#: How long a refused writer rereads an empty lock file, whose holder is naming itself in it
+#: (a write right after its flock), and the pause between reads, seconds.
+_NAMING_S = 0.05
+_NAMING_PAUSE_S = 0.001
 
 
 @dataclass(frozen=True)
@@ -105,9 +109,17 @@ class SessionLock:
         return self._fd is not None
 
     def holder(self) -> str:
-        """Describe who holds the lock (``pid 123 on host, since 12:00:01``), best effort."""
+        """Describe who holds the lock (``pid 123 on host, since 12:00:01``), best effort.
+
+        A writer names itself in the file right after it took the lock, so an empty file is
+        read again for a moment (:data:`_NAMING_S`): a second writer started with the first
+        names it, the case variant it writes too.
+        """
+        deadline = time.monotonic() + _NAMING_S
         try:
-            info = json.loads(self.path.read_text("utf-8"))
+            while not (text := self.path.read_text("utf-8")) and time.monotonic() < deadline:
+                time.sleep(_NAMING_PAUSE_S)
+            info = json.loads(text)
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"] / 1000))
             other = info.get("session")  # one lock per case-folded id: the holder may write a case variant
             case = f", writing {other!r}, which differs only by case" if other and other != self.session_id else ""
