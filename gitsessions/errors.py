@@ -217,27 +217,36 @@ class ConcurrentUpdate(GitSessionsError):
 
 
 class SessionLocked(GitSessionsError):
-    """Another live process is writing this session.
+    """Another live process is writing this session, or a case variant of its id.
+
+    Ids may not differ only by case, so a lock is one per case-folded id: when its holder
+    writes the id in another case, the id asked for is no session and the holder's is the
+    one meant, and the refusal begins as :class:`SessionNotFound`'s does (``did you mean``),
+    whether the holder's first save has landed yet or not.
 
     Args:
         session_id: the session.
         holder: who holds its lock (pid, host, since when).
         waited: how long the refused writer waited (seconds; 0: it did not).
+        writing: the id the holder writes, when it is ``session_id`` in another case.
     """
 
-    def __init__(self, session_id: str, holder: str, waited: float = 0.0):
+    def __init__(self, session_id: str, holder: str, waited: float = 0.0, writing: str | None = None):
         self.session_id = session_id
         self.holder = holder
         self.waited = waited
+        self.writing = writing if writing != session_id else None
         if waited > 0:
             state = f"is still being written by {holder} after {waited:g} s of waiting; wait longer " \
                     "with --wait=SECONDS"
         else:
             state = f"is being written by {holder}; wait for it to finish with --wait[=SECONDS]"
-        super().__init__(
-            f"session {session_id!r} {state}, read it with 'gs show {session_id}', or continue in "
-            f"a copy with 'gs chat {session_id} --fork NEW'"
-        )
+        named = self.writing or session_id
+        said = f"session {named!r} {state}, read it with 'gs show {named}', or continue in a copy with " \
+               f"'gs chat {named} --fork NEW'"
+        if self.writing is not None:
+            said = f"no session {session_id!r}; did you mean {self.writing!r}? The {said}"
+        super().__init__(said)
 
 
 class ConfigError(GitSessionsError):

@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import NewType, Protocol
 
-from .errors import InvalidSessionId, SessionExists
+from .errors import InvalidSessionId, SessionExists, SessionNotFound
 from .text import case_variant
 
 #: A session id (the branch ``refs/heads/<id>``), checked by :func:`check_session_id`.
@@ -87,21 +87,38 @@ def taken_by(ids: KnownIds, session_id: str) -> str | None:
     return _taken_in(session_id, ids.session_ids(), ids.archived_ids())
 
 
-def check_free(ids: KnownIds, session_id: str) -> None:
-    """Refuse an id that :func:`taken_by` finds taken, or that the store's ``new_id_rule`` refuses.
+def check_free(ids: KnownIds, session_id: str, *, opening: bool = False, moving: str | None = None) -> None:
+    """Refuse an id that :func:`taken_by` finds taken, in the one wording of a clash; then apply the store's rule.
 
-    Every new id passes here (a new session, a fork, a rename, an import), so a store's own
-    rule for new ids is applied here: the CLI gives its store one that refuses an id that
-    looks like a secret (a session id is a ref name, pushed with the session).
+    Every path that makes a name asks here (a new session, a fork, a rename, a restore, an
+    import), so a clash reads the same wherever and whenever it is met: before a writer
+    takes its lock or after. A store's own rule for new ids is applied here too
+    (:func:`check_new_id`): the CLI gives its store one that refuses an id that looks like a
+    secret (a session id is a ref name, pushed with the session).
+
+    Args:
+        ids: the store (its live and archived ids).
+        session_id: the id to be made.
+        opening: the caller opens ``session_id`` and makes it only when it is free (``gs chat
+            ID``): a live session in another case is then the one meant, which is not there
+            under this name (:class:`SessionNotFound`: did you mean ...?). Else a clash is
+            :class:`SessionExists`.
+        moving: what :func:`taken_by` names the session about to take ``session_id`` when it
+            has a name already (a rename: its id; a restore: ``archive/<name>``): no clash
+            with itself, and a name it keeps is no new one for the store's rule.
 
     Raises:
         SessionExists: it is taken (by a session, also by case, or an archived one).
+        SessionNotFound: ``opening``, and a live session has it in another case.
         InvalidSessionId: the store's rule refuses it.
     """
     other = taken_by(ids, session_id)
-    if other is not None:
+    if other is not None and other != moving:
+        if opening and not other.startswith("archive/"):
+            raise SessionNotFound(session_id, ids.session_ids())
         raise SessionExists(session_id, other)
-    check_new_id(ids, session_id)
+    if moving is None or moving.removeprefix("archive/") != session_id:
+        check_new_id(ids, session_id)
 
 
 def check_new_id(ids: KnownIds, session_id: str) -> None:

@@ -31,9 +31,9 @@ from gitsessions.errors import (
     SessionLocked,
     SessionNotFound,
 )
-from gitsessions.log.commits import CommitMessage
+from gitsessions.log.commits import COUNTED, CommitMessage, commit_message
 from gitsessions.log.events import encode_log, make_event
-from gitsessions.store import GitStore, SessionLock
+from gitsessions.store import GitStore, MemoryStore, SessionLock
 
 
 def git_bytes(repo: Path, *args: str, input: bytes | None = None) -> bytes:
@@ -303,6 +303,23 @@ class TestGitRepository:
         assert entries[-1].endswith("commit (initial): turn 1: p1")
         assert git("rev-parse", "s@{2}").strip() == git("rev-list", "--max-parents=0", "s").strip()
 
+    def test_a_batch_and_a_fork_say_their_moves_in_the_saves_words(self, stores: Stores, git):
+        one, many = Writer(stores, "one"), Writer(stores, "many")
+        one.save_turn("p1")
+        planned = []
+        for i in range(1, 4):
+            new = many.turn_events(f"q{i}")
+            planned.append((new, many.message(new, f"q{i}"), None))
+            many.events += new
+            many.turns += 1
+        stores().append_many("many", planned[:1], expected_tip=None, header=many.header)
+        stores().append_many("many", planned[1:], expected_tip=stores().tip("many"))
+        stores().branch_from("alt", one.tip, CommitMessage("fork: alt from one", {}))
+        said = {sid: git("reflog", "show", "--format=%gs", sid).splitlines() for sid in ("one", "many", "alt")}
+        assert said["one"] == ["commit (initial): turn 1: p1"]
+        assert said["many"] == ["import: 2 commits, the last commit: turn 3: q3", "commit (initial): turn 1: q1"]
+        assert said["alt"] == ["branch: fork: alt from one"]
+
     def test_repo_config(self, stores: Stores, repo_path: Path, git):
         assert not repo_path.exists()
         Writer(stores, "s").save_turn("x")
@@ -567,6 +584,25 @@ def test_lock_blocks_a_second_holder_in_the_same_process(repo_path: Path):
     second.release()
 
 
+def test_a_writer_refused_while_the_holder_names_itself_is_told_who_holds_it(repo_path: Path, monkeypatch):
+    """The holder writes its name right after it takes the lock: a writer started with it reads the file again."""
+    from gitsessions.store import lock as lock_module
+
+    store = GitStore(repo_path)
+    first = store.lock("caseR")
+    assert first.try_acquire()
+    path = repo_path / "gs" / "locks" / "caser.lock"
+    named = path.read_text()
+    path.write_text("")  # the moment between the holder's flock and its name
+    monkeypatch.setattr(lock_module.time, "sleep", lambda _s: path.write_text(named))  # ...which comes next
+    with pytest.raises(SessionLocked) as exc:
+        store.lock("caser").acquire()
+    said = str(exc.value)  # the one wording of a case clash, whether or not the holder's first save landed
+    assert said.startswith("no session 'caser'; did you mean 'caseR'? The session 'caseR' is being written by "
+                           f"pid {os.getpid()} on "), said
+    first.release()
+
+
 LOCK_CHILD = """
 import sys, time
 from gitsessions.store import SessionLock
@@ -622,3 +658,55 @@ def test_a_session_named_like_a_lock_of_the_repo_saves_and_packs(gs_env, repo_pa
         assert run.returncode == 0, (args, run.stderr)
     assert subprocess.run(["git", "--git-dir", str(repo_path), "log", "--format=%s", name],
                           capture_output=True, text=True, check=True).stdout.split("\n")[0] == "turn 2: again"
+
+
+def test_a_tip_listed_from_its_log_takes_only_the_counts_from_it():
+    w = Writer(lambda: MemoryStore(), "w")
+    events = w.turn_events("hello")
+    by_hand = CommitMessage("made by plain git", {"Session": "w", "Turn": "9", "Title": "wrong", "Custom": "x"})
+    counted = by_hand.counted("w", events)
+    assert counted.subject == "made by plain git"
+    assert counted.trailers == {"Session": "w", "Custom": "x", "Turn": "1", "Messages": "2", "Title": "hello"}
+    assert {k: counted.trailers[k] for k in COUNTED} == {
+        k: v for k, v in commit_message("w", events).trailers.items() if k in COUNTED}
+
+
+def test_a_git_lock_another_process_holds_means_one_thing_per_kind_of_write(tmp_path: Path, monkeypatch):
+    """lock.py is where a held ``.lock`` is translated: waited out then refused, or left to the next run."""
+    from dulwich.errors import ChecksumMismatch
+    from dulwich.file import FileLocked
+
+    from gitsessions.store import lock
+
+    held = tmp_path / "w.lock"
+    held.write_text("")
+    tries: list[int] = []
+
+    def locked() -> None:
+        tries.append(1)
+        raise FileLocked(str(tmp_path / "w"), str(held))
+
+    monkeypatch.setattr(lock, "REF_LOCK_WAIT_S", 0.05)  # a live holder, waited out for less long
+    with pytest.raises(ConcurrentUpdate) as refused:
+        lock.wait_out(locked, refused=lambda: ConcurrentUpdate("refs/heads/w", None, lock.REF_HELD))
+    assert len(tries) > 1 and held.exists()  # tried again, and a live holder's lock is left alone
+    assert "found locked by an" in str(refused.value)
+    with pytest.raises(FileLocked):
+        lock.wait_out(locked)
+    old = time.time() - 3600
+    os.utime(held, (old, old))  # what a dead process left
+
+    def once_held() -> str:
+        if held.exists():
+            raise FileLocked(str(tmp_path / "w"), str(held))
+        return "written"
+
+    assert lock.wait_out(once_held) == "written" and not held.exists()
+    held.write_text("")
+    assert lock.unless_held(locked) is False and lock.unless_held(lambda: None) is True
+    assert lock.unless_same_pack(locked) is None and lock.unless_same_pack(lambda: {"ref": None}) == {"ref": None}
+
+    def same_pack() -> None:
+        raise ChecksumMismatch(b"a" * 40, b"b" * 40)
+
+    assert lock.unless_same_pack(same_pack) is None

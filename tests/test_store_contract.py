@@ -25,6 +25,7 @@ from gitsessions.errors import (
     SessionLocked,
     SessionNotFound,
 )
+from gitsessions.ids import check_free
 from gitsessions.log.commits import CommitMessage
 from gitsessions.log.events import Event, encode_log, make_event, make_header
 from gitsessions.store import GitStore, MemoryStore, SessionStore
@@ -145,6 +146,37 @@ class StoreContract:
         stores().archive("two")
         assert stores().current() is None  # none is left
 
+    def test_the_current_session_moves_by_one_policy(self, stores: Stores):
+        tip = Writer(stores, "work").save_turn("a")
+        assert stores().current() == "work"  # a save that makes a session
+        stores().branch_from("aside", tip, CommitMessage("fork"), current=False)
+        imported = Writer(stores, "imported")
+        new = imported.turn_events("i")
+        planned = [(new, imported.message(new, "i"), None)]
+        stores().append_many("imported", planned, expected_tip=None, header=imported.header, current=False)
+        assert stores().current() == "work"  # a fork and an import told not to leave it
+        stores().archive("aside")
+        stores().rename("imported", "imports")
+        assert stores().current() == "work"  # nor do an archive and a rename of another session
+        batch = Writer(stores, "batch")
+        new = batch.turn_events("b")
+        stores().append_many("batch", [(new, batch.message(new, "b"), None)], expected_tip=None, header=batch.header)
+        assert stores().current() == "batch"
+        stores().branch_from("fork", tip, CommitMessage("fork"))
+        assert stores().current() == "fork"
+        stores().rename("fork", "forked")
+        assert stores().current() == "forked"
+        stores().set_current("gone")  # names no live session (a clone's master, a session renamed by hand)
+        assert stores().current() is None
+        last = stores().saved_last()
+        assert last in ("work", "imports", "batch", "forked")
+        assert stores().current_or_last() == last  # what gs chat -c continues
+        stores().settle_current()  # what a pull or clone leaves
+        assert stores().current() == last and stores().current_or_last() == last
+        stores().set_current("work")
+        stores().settle_current()
+        assert stores().current() == "work"  # a current session stays
+
     def test_invalid_ids_are_refused(self, stores: Stores):
         for bad in ("", "-x", "a/b", "HEAD", "x" * 65):
             with pytest.raises(InvalidSessionId):
@@ -262,6 +294,39 @@ class StoreContract:
         assert stores().find("wOrK") == "Work"
         assert stores().find("play") is None
         assert stores().session_ids() == ["Work"]
+
+    def test_a_taken_id_is_refused_in_the_same_words_wherever_it_is_met(self, stores: Stores):
+        Writer(stores, "Work").save_turn("one")
+        for sid in ("old", "x", "y"):
+            Writer(stores, sid).save_turn(sid)
+        stores().archive("old")
+        stores().archive("y")
+        tip = stores().tip("Work")
+        assert tip is not None
+        paths = {
+            "fork": lambda sid: stores().branch_from(sid, tip, CommitMessage("fork")),
+            "rename": lambda sid: stores().rename("x", sid),
+            "restore": lambda sid: stores().restore("y", as_id=sid),
+            "check": lambda sid: check_free(stores(), sid),
+        }
+        said = {}
+        for what, make in paths.items():
+            for sid in ("WORK", "OLD"):
+                with pytest.raises(SessionExists) as exc:
+                    make(sid)
+                said[what, sid] = str(exc.value)
+        assert set(said.values()) == {
+            "session 'WORK' already exists as 'Work' (ids may not differ only by case); choose another id",
+            "session 'OLD' already exists as an archived session (gs restore old brings it back); choose another id",
+        }, said
+        with pytest.raises(SessionNotFound) as opened:  # opening WORK: Work is the one meant
+            check_free(stores(), "WORK", opening=True)
+        assert str(opened.value) == "no session 'WORK'; did you mean 'Work'?"
+        with pytest.raises(SessionExists):  # an archived id is not to be opened as a new session
+            check_free(stores(), "OLD", opening=True)
+        check_free(stores(), "WORK", moving="Work")  # its own name in another case
+        check_free(stores(), "OLD", moving="archive/old")
+        assert stores().session_ids() == ["Work", "x"] and stores().archived_ids() == ["old", "y"]
 
     # -- listing and history ---------------------------------------------------------------
 

@@ -43,10 +43,7 @@ def _header(session_id: str) -> dict:
 
 def _latest_session(store: GitStore) -> str:
     """The session ``gs chat -c`` continues: the current one (HEAD's), else the one saved last."""
-    current = store.current()
-    if current is not None:
-        return current
-    last = store.saved_last()
+    last = store.current_or_last()
     if last is None:
         raise NoCurrentSession("chat -c", head=store.head_ref(), sessions=bool(store.session_ids()))
     return last

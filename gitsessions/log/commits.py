@@ -66,6 +66,25 @@ class CommitMessage:
         """The typed view of :attr:`trailers` (see :class:`Trailers`), parsed on first use."""
         return Trailers.parse(self.trailers)
 
+    def counted(self, session_id: str, events: Sequence[Event]) -> CommitMessage:
+        """Return this message with the trailers a log tells (:data:`COUNTED`) derived from ``events``.
+
+        What ``gs list`` shows of a tip whose trailers it cannot trust (plain git made the
+        commit): the subject and the other trailers stay as they are.
+
+        Args:
+            session_id: the session.
+            events: the log at the commit, every event.
+        """
+        derived = commit_message(session_id, events, len(events)).trailers
+        trailers = {k: v for k, v in self.trailers.items() if k not in COUNTED}
+        trailers.update({k: derived[k] for k in COUNTED if k in derived})
+        return CommitMessage(self.subject, trailers)
+
+
+#: The trailers a session's log can tell (a count of its turns and messages, its title).
+COUNTED = ("Turn", "Messages", "Title")
+
 
 #: Longest ``Title`` trailer, characters (the title itself is unbounded).
 TITLE_TRAILER_MAX = 200

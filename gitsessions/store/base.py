@@ -13,10 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from ..errors import InvalidEvent, NothingToRestore, SessionExists, SessionNotFound
-from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id
+from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id, taken_by
 from ..log.commits import CommitMessage
 from ..log.events import Event, check_event, encode_header, parse_log
-from ..text import case_variant
 from . import listing
 from .revisions import resolve as resolve_revision
 from .values import CommitInfo, ReflogEntry, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
@@ -101,6 +100,7 @@ class SessionStore(abc.ABC):
             SessionExists: creating an id that exists (also differing only by case).
         """
 
+    @abc.abstractmethod
     def append_many(self, session_id: str, commits: Sequence[tuple[list[Event], CommitMessage, int | None]], *,
                     expected_tip: str | None, header: dict | None = None, current: bool = True) -> list[CommitId]:
         """Save ``commits`` (``(events, message, author_time)`` each, oldest first) one after another.
@@ -112,13 +112,6 @@ class SessionStore(abc.ABC):
         Raises:
             InvalidEvent, ConcurrentUpdate, SessionExists: as :meth:`append`.
         """
-        out: list[CommitId] = []
-        tip = expected_tip
-        for events, message, author_time in commits:
-            tip = self.append(session_id, events, message, expected_tip=tip, header=header if tip is None else None,
-                              author_time=author_time)
-            out.append(tip)
-        return out
 
     @abc.abstractmethod
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *, reason: str | None = None,
@@ -180,7 +173,11 @@ class SessionStore(abc.ABC):
         return None
 
     def set_current(self, session_id: str) -> None:  # noqa: B027 - a backend may keep no current session
-        """Make ``session_id`` the current session (cosmetic: never fails a save)."""
+        """Make ``session_id`` the current session (cosmetic: never fails a save); opening a session does."""
+
+    def _head_id(self) -> str | None:
+        """Return the session id the current-session pointer names, existing or not (git: ``HEAD``'s branch)."""
+        return None
 
     def reflog(self, name: str, archived: bool = False) -> list[ReflogEntry]:
         """Return the moves of session ``name``'s ref (archived session ``name``'s), oldest first."""
@@ -220,13 +217,47 @@ class SessionStore(abc.ABC):
         """
         return self._verified_tips() | self._received_tips()
 
+    # -- the current session: one policy, applied by the write primitives -------------------
+    #
+    # HEAD (the current session) names the session the user is on. Opening a session makes
+    # it current (set_current, as git checkout does); besides, only the writes move it, by
+    # these rules alone: a session a save or a fork makes is current, unless its caller says
+    # not (an import's); a rename carries it along, as git branch -m does; a write that may
+    # leave it naming no live session (an archive, a pull, a clone) points it at the session
+    # saved last (current_or_last). Any other save leaves it as it is.
+
+    def current_or_last(self) -> SessionId | None:
+        """Return the current session, else the one saved last (:meth:`saved_last`); None: none can be read.
+
+        What ``gs chat -c`` continues, and where a write that leaves no current session points it.
+        """
+        return self.current() or self.saved_last()
+
+    def _made_current(self, session_id: str, current: bool = True) -> None:
+        """The policy after a save or fork made ``session_id``: it is current, unless ``current`` is False."""
+        if current:
+            self.set_current(session_id)
+
+    def _follow(self, old: str, new: str) -> None:
+        """The policy after session ``old`` was renamed ``new`` (here, or on a remote a pull follows): it goes along."""
+        if self._head_id() == old:
+            self.set_current(new)
+
+    def settle_current(self) -> None:
+        """The policy after a write that may leave no current session: point it at :meth:`current_or_last`.
+
+        An archive of the current session, a pull or a clone (whose ``HEAD`` may name no
+        session: ``git init --bare``'s ``master``) call it; with no session left it stays as it is.
+        """
+        if (current := self.current_or_last()) is not None:
+            self.set_current(current)  # nothing to write when it is current already
+
     # -- written once on top of the primitives ---------------------------------------------
 
     def find(self, session_id: str) -> SessionId | None:
-        """Return the existing id equal to ``session_id`` ignoring case, else None (:func:`case_variant`)."""
-        ids = self.session_ids()
-        found = session_id if session_id in ids else case_variant(session_id, ids)
-        return None if found is None else SessionId(found)
+        """Return the live session that has ``session_id``, itself or in another case, else None (:func:`taken_by`)."""
+        other = taken_by(self, session_id)
+        return None if other is None or other.startswith("archive/") else SessionId(other)
 
     def load(self, session_id: str, commit: str | None = None) -> Snapshot:
         """Read ``session_id`` at ``commit`` (its tip when None) and validate it.
@@ -315,7 +346,7 @@ class SessionStore(abc.ABC):
         """
         if header is None:
             raise InvalidEvent("a new session needs a header")
-        existing = self.find(session_id)
+        existing = self.find(session_id)  # made since the caller's check_free (which also keeps archived ids)
         if existing is not None:
             raise SessionExists(session_id, existing)
         try:
@@ -351,9 +382,9 @@ class SessionStore(abc.ABC):
         check_session_id(new)
         if new == old:
             raise SessionExists(new, old)  # nothing to rename
-        if new.casefold() != old.casefold():
-            check_free(self, new)
+        check_free(self, new, moving=old)  # in another case: its own name
         self._move(old, new, sha, f"Branch: renamed {old} to {new}")
+        self._follow(old, new)
 
     def archive(self, session_id: str) -> str:
         """Move a session out of the list (nothing is deleted) as ``<id>`` or ``<id>-<n>`` when taken.
@@ -371,13 +402,10 @@ class SessionStore(abc.ABC):
         while self.archive_ref(name):
             n += 1
             name = f"{session_id}-{n}"
-        was_current = self.current() == session_id
         self._move(session_id, name, sha, f"archive: {session_id}", to_archive=True)
-        # The session saved last becomes current, so HEAD names a session again (what git clone
-        # checks out, what gs show shows); with none left it keeps naming the archived one, whose
-        # commands then say how to restore it (NoCurrentSession).
-        if was_current and (last := self.saved_last()) is not None:
-            self.set_current(last)
+        # HEAD names a session again (what git clone checks out, what gs show shows); with none
+        # left it keeps naming the archived one, whose commands then say how to restore it.
+        self.settle_current()
         return name
 
     def restore(self, name: str, as_id: str | None = None) -> SessionId:
@@ -392,8 +420,6 @@ class SessionStore(abc.ABC):
             live = SESSION_ID_RE.match(name) is not None and self.tip(name) is not None
             raise NothingToRestore(name, live, self.archived_ids())
         sid = check_session_id(as_id or name)
-        existing = self.find(sid)
-        if existing is not None:
-            raise SessionExists(sid, existing)
+        check_free(self, sid, moving=f"archive/{name}")
         self._move(name, sid, sha, f"restore: {name}", from_archive=True)
         return sid

@@ -19,9 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, cast
+from collections.abc import Iterator
 
 from dulwich.file import GitFile
 from dulwich.object_store import PACK_MODE
@@ -39,18 +37,12 @@ from dulwich.pack import (
 )
 from dulwich.repo import Repo
 
-from ..ids import CommitId
 from ..log.commits import CommitMessage
 from ..log.events import Event
-from .faults import writes
-from .hooks import subject_of
 from .loose import blob_id
 from .pack import append_delta, base_position
 from .privacy import tighten_packs
-from .repo import make_commit
-
-if TYPE_CHECKING:
-    from .git import GitStore
+from .repo import make_commit, session_tree
 
 #: One commit of a line: its events, its message and its author date (epoch s, None: now).
 Planned = tuple[list[Event], CommitMessage, "int | None"]
@@ -58,79 +50,52 @@ Planned = tuple[list[Event], CommitMessage, "int | None"]
 _BLOB = Blob.type_num
 
 
-class BatchWrites:
-    """:meth:`append_many` for :class:`~.git.GitStore` (a mixin: it uses the store's own steps)."""
+class Line:
+    """The commits of one line, built in memory one on another and written as one pack.
 
-    @writes
-    def append_many(self, session_id: str, commits: Sequence[Planned], *,
-                    expected_tip: str | None, header: dict | None = None, current: bool = True) -> list[CommitId]:
-        """Save ``commits`` one after another on ``session_id``, as one pack and one ref move.
+    What :meth:`~.git.GitStore.append_many` builds its commits with: the store checks each
+    one's events and runs its hooks, this holds the objects until :meth:`write`.
 
-        What :meth:`~.git.GitStore.append` does for each (the same checks, hooks, objects
-        and commit ids), with one fsync of one pack for all of them instead of one per
-        object, and the branch moved once, from ``expected_tip`` to the last commit.
+    Args:
+        identity: author and committer, ``b"Name <email>"``.
+        parent: the commit the first one builds on (None: the line starts a session).
+    """
 
-        Args:
-            session_id: the session.
-            commits: ``(events, message, author_time)`` per commit, oldest first.
-            expected_tip: the tip the first builds on; None creates the session.
-            header: the header, required when creating.
-            current: make a new session current (False: the caller does, once for many).
+    def __init__(self, identity: bytes, parent: str | None):
+        self.identity = identity
+        #: The commit the next one builds on: the line's last, once it has one.
+        self.tip = parent
+        self._buf: bytearray | None = None
+        self._pending: list[_Pending] = []
 
-        Returns:
-            The commit ids, oldest first.
+    def add(self, buf: bytearray, size: int, message: bytes, author_time: int | None) -> Commit:
+        """Build the next commit: the log ``buf[:size]``, a prefix of the one buffer the line grows in.
 
         Raises:
-            InvalidEvent, SessionExists, CorruptSession, HookRefused, DiskFull, RepoReadOnly:
-                as :meth:`~.git.GitStore.append` (nothing of the line is referenced then).
-            ConcurrentUpdate: the branch is not at ``expected_tip`` when it is moved (the
-                pack stays unreferenced; nothing is overwritten).
+            ValueError: ``author_time`` is outside what a commit can hold (see :func:`~.repo.make_commit`).
         """
-        if not commits:
-            return []
-        store = cast("GitStore", self)  # a mixin of that class only
-        ref = store._ref(session_id)
-        start, count = ((store._new_header(session_id, header), 0) if expected_tip is None
-                        else (b"", store._events_at(session_id, expected_tip)))
-        repo = store.repo(create=True)
-        assert repo is not None
-        parent: str | None = expected_tip
-        buf: bytearray | None = None
-        pending: list[_Pending] = []  # (blob size, blob id, tree, commit)
-        hooks = store.hooks
-        for events, message, author_time in commits:
-            body = store._new_lines(events, count)
-            buf, size = store._kept.grown(parent, start, body)
-            text = hooks.before(session_id, message.encode(), _prefix(buf, size), body)
-            with memoryview(buf)[:size] as view:
-                blob = blob_id(view)
-            tree = Tree()
-            tree.add(b"session.jsonl", 0o100644, blob)
-            tree.check()
-            commit = make_commit(store.identity, tree.id, [parent] if parent else [], text, author_time)
-            pending.append((size, blob, tree, commit))
-            count += len(events)
-            parent = commit.id.decode("ascii")
-            store._kept.put(parent, buf, count)  # the next one grows the same buffer in place
-            start = b""
-        assert buf is not None
+        with memoryview(buf)[:size] as view:
+            blob = blob_id(view)
+        tree = session_tree(blob)
+        commit = make_commit(self.identity, tree.id, [self.tip] if self.tip else [], message, author_time)
+        self._pending.append((size, blob, tree, commit))
+        self._buf = buf
+        self.tip = commit.id.decode("ascii")
+        return commit
+
+    def write(self, repo: Repo) -> list[Commit]:
+        """Write the line's objects as one pack, fsynced once, and return its commits, oldest first.
+
+        A pack of the lines this process wrote to ``repo`` is merged with them once
+        :data:`MERGE_PACKS` piled up (:func:`_merge_when_many`).
+        """
+        buf, pending = self._buf, self._pending
+        assert buf is not None, "a line of no commit"
         objects = len({sha for _, blob, tree, commit in pending for sha in (blob, tree.id, commit.id)})
         pack = _write_pack(repo, objects, _records(buf, pending))
-        _merge_when_many(store, repo, pack)
+        _merge_when_many(repo, pack)
         tighten_packs(repo)
-        last = pending[-1][3]
-        reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(last.message)
-        if len(pending) > 1:
-            reflog = f"import: {len(pending)} commits, the last {reflog}"
-        now = int(time.time())
-        store._swap(repo, ref, expected_tip, last.id, reflog.encode("utf-8"), now, time.localtime(now).tm_gmtoff)
-        if expected_tip is None and current:
-            store.set_current(session_id)
-        shas = [CommitId(c.id.decode("ascii")) for *_, c in pending]
-        store._mark_verified(shas[-1], last)  # the tip, and its list row
-        for sha in shas:
-            hooks.after(session_id, sha)  # a failure is the runner's warning; the line is saved
-        return shas
+        return [commit for *_, commit in pending]
 
 
 #: Packs of lines one store wrote that are merged into one (an import writes a pack per line,
@@ -144,14 +109,14 @@ _Pending = tuple[int, ObjectID, Tree, Commit]
 _UNMERGED: dict[str, list[str]] = {}
 
 
-def _merge_when_many(store: GitStore, repo: Repo, pack: Pack) -> None:
+def _merge_when_many(repo: Repo, pack: Pack) -> None:
     """Remember the line's pack; once :data:`MERGE_PACKS` piled up, write them as one and remove them.
 
     The merged pack holds the same objects with the same deltas, copied from those packs
     (:func:`_copied`); the old packs go only once it is durable and holds every object.
     A process that ends before merging leaves its last packs (the background repack merges them).
     """
-    lines = _UNMERGED.setdefault(os.path.realpath(store.path), [])
+    lines = _UNMERGED.setdefault(os.path.realpath(repo.path), [])
     lines.append(os.path.basename(pack._basename))
     if len(lines) < MERGE_PACKS:
         return
@@ -247,11 +212,6 @@ def _write_pack(repo: Repo, count: int, records: Iterator[UnpackedObject]) -> Pa
     pack = Pack(base, object_format=store.object_format)
     store._add_cached_pack(base, pack)
     return pack
-
-
-def _prefix(buf: bytearray, size: int) -> Callable[[], bytes]:
-    """What the pre-commit hook reads: the log at one commit (a copy, made only when a hook runs)."""
-    return lambda: bytes(memoryview(buf)[:size])
 
 
 def _records(buf: bytearray, pending: list[_Pending]) -> Iterator[UnpackedObject]:

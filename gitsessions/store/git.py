@@ -8,8 +8,10 @@ compare-and-swap with a reflog entry. Plain ``git`` reads everything written her
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
@@ -21,15 +23,15 @@ from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_
 from ..log.commits import CommitMessage
 from ..log.events import Event
 from .base import CommitInfo, SessionStore
-from .batch import BatchWrites
+from .batch import Line, Planned
 from .faults import writes
-from .hooks import subject_of
 from .journal import Journal
 from .kept import KeptLogs
-from .lock import SessionLock
+from .lock import SessionLock, unless_held
 from .pack import RepackResult
-from .reflog import RefLogs
+from .reflog import branch_line, head_branch, head_ref, read_reflog, save_line
 from .repo import (
+    SESSION_FILE,
     add_blob,
     add_object,
     check_repo_path,
@@ -38,20 +40,20 @@ from .repo import (
     move_ref,
     point_head,
     read_refs,
+    session_tree,
     swap,
     write_commit,
 )
 from .shared import SessionRepo
 from .state import ListRows, RepoState
 from .unpack import read_blob
-from .values import HookRunner, NoHooks
+from .values import HookRunner, NoHooks, ReflogEntry
 
-#: The one file in every session tree.
-SESSION_FILE = b"session.jsonl"
 #: Identity used when neither config nor git names one (design.md).
 DEFAULT_IDENTITY = "gitsessions <gitsessions@localhost>"
 _HEADS = Ref(b"refs/heads/")
 _ARCHIVE = Ref(b"refs/archive/")
+_REMOTES = Ref(b"refs/remotes/")
 
 
 def _hex(sha: bytes) -> CommitId:
@@ -64,11 +66,16 @@ def _oid(commit: str) -> ObjectID:
     return ObjectID(commit.encode("ascii"))
 
 
+def _prefix(buf: bytearray, size: int) -> Callable[[], bytes]:
+    """What a pre-commit hook reads: the log at one commit (a copy, made only when a hook runs)."""
+    return lambda: bytes(memoryview(buf)[:size])
+
+
 def _archive_ref(name: str) -> Ref:
     return Ref(_ARCHIVE + name.encode())
 
 
-class GitStore(BatchWrites, RefLogs, SessionStore):
+class GitStore(SessionStore):
     """Sessions as branches of a bare git repository.
 
     Args:
@@ -154,6 +161,26 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
 
     def _ref(self, session_id: str) -> Ref:
         return Ref(_HEADS + check_session_id(session_id).encode("ascii"))
+
+    def session_ids(self) -> list[SessionId]:
+        """Return the ids of all sessions, sorted: branches named by a valid id (``feature/x`` is none).
+
+        Their names only, from one listing of ``refs/heads`` and ``packed-refs``: no ref file is
+        read (what :meth:`tips` reads, ~10 us each: an import of 1,000 sessions asks before each
+        new one whether its id is taken, twice). A ref being created (its ``.lock``) is none
+        yet; one whose file holds no commit id names a session that fails to load.
+        """
+        repo = self.repo()
+        if repo is None:
+            return []
+        names = {ref[len(_HEADS):].decode("utf-8", "replace") for ref in repo.refs.get_packed_refs()
+                 if ref.startswith(_HEADS)}
+        try:
+            with os.scandir(os.path.join(repo.controldir(), "refs", "heads")) as entries:
+                names.update(e.name for e in entries if e.is_file(follow_symlinks=False))
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        return [SessionId(n) for n in sorted(names) if SESSION_ID_RE.match(n) and n.upper() != "HEAD"]
 
     def tips(self) -> dict[SessionId, CommitId]:
         """Return every session's tip by id, sorted by id (one pass over the refs: what :meth:`tip` gives each)."""
@@ -269,32 +296,93 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
             DiskFull, RepoReadOnly: the file system refused a write (see :mod:`.faults`).
         """
         ref = self._ref(session_id)
-        start, count = ((self._new_header(session_id, header), 0) if expected_tip is None
-                        else (b"", self._events_at(session_id, expected_tip)))
+        start, count = self._start(session_id, expected_tip, header)
         body = self._new_lines(events, count)
         buf, size = self._kept.grown(expected_tip, start, body)  # the old log's bytes, appended to in place
         hooks = self.hooks  # pre-commit, commit-msg: may raise HookRefused
-        text = hooks.before(session_id, message.encode(), lambda: bytes(memoryview(buf)[:size]), body)
+        text = hooks.before(session_id, message.encode(), _prefix(buf, size), body)
         repo = self.repo(create=True)
         assert repo is not None
         kept = self._kept.deflated(expected_tip, repo.object_store.loose_compression_level)
         blob, deflated = add_blob(repo, memoryview(buf)[:size], kept)  # no view of buf stays
-        tree = Tree()
-        tree.add(SESSION_FILE, 0o100644, blob)
-        tree.check()
+        tree = session_tree(blob)
         add_object(repo, tree)
         commit = write_commit(repo, self.identity, tree.id, [expected_tip] if expected_tip else [], text, author_time)
-        reflog = ("commit (initial): " if expected_tip is None else "commit: ") + subject_of(text)
-        self._swap(repo, ref, expected_tip, commit.id, reflog.encode("utf-8"), commit.commit_time,
-                   commit.commit_timezone)
-        if expected_tip is None:  # a new session is current; an old one became so when opened (open_session)
-            self.set_current(session_id)
+        self._swap(repo, ref, expected_tip, commit.id, save_line(text, created=expected_tip is None),
+                   commit.commit_time, commit.commit_timezone)
+        if expected_tip is None:  # an old one became current when it was opened (open_session)
+            self._made_current(session_id)
         sha = _hex(commit.id)
         self._kept.put(sha, buf, count + len(events), deflated, size)
         self._mark_verified(sha, commit)  # and its list row
         self.state.pack.record_save(size)
         hooks.after(session_id, sha)  # a failure is the runner's warning; the save is done
         return sha
+
+    @writes
+    def append_many(self, session_id: str, commits: Sequence[Planned], *,
+                    expected_tip: str | None, header: dict | None = None, current: bool = True) -> list[CommitId]:
+        """Save ``commits`` one after another on ``session_id``, as one pack and one ref move (see :mod:`.batch`).
+
+        What :meth:`append` does for each (the same checks, hooks, objects and commit ids),
+        with one fsync of one pack for all of them instead of one per object, and the branch
+        moved once, from ``expected_tip`` to the last commit.
+
+        Args:
+            session_id: the session.
+            commits: ``(events, message, author_time)`` per commit, oldest first.
+            expected_tip: the tip the first builds on; None creates the session.
+            header: the header, required when creating.
+            current: make a new session current (False: the caller does, once for many).
+
+        Returns:
+            The commit ids, oldest first.
+
+        Raises:
+            InvalidEvent, SessionExists, CorruptSession, HookRefused, DiskFull, RepoReadOnly:
+                as :meth:`append` (nothing of the line is referenced then).
+            ConcurrentUpdate: the branch is not at ``expected_tip`` when it is moved (the
+                pack stays unreferenced; nothing is overwritten).
+        """
+        if not commits:
+            return []
+        ref = self._ref(session_id)
+        start, count = self._start(session_id, expected_tip, header)
+        repo = self.repo(create=True)
+        assert repo is not None
+        line = Line(self.identity, expected_tip)
+        hooks = self.hooks
+        for events, message, author_time in commits:
+            body = self._new_lines(events, count)
+            buf, size = self._kept.grown(line.tip, start, body)
+            line.add(buf, size, hooks.before(session_id, message.encode(), _prefix(buf, size), body), author_time)
+            count += len(events)
+            assert line.tip is not None
+            self._kept.put(line.tip, buf, count)  # the next one grows the same buffer in place
+            start = b""
+        made = line.write(repo)
+        last = made[-1]
+        now = int(time.time())
+        self._swap(repo, ref, expected_tip, last.id, save_line(last.message, created=expected_tip is None,
+                                                               commits=len(made)),
+                   now, time.localtime(now).tm_gmtoff)
+        if expected_tip is None:
+            self._made_current(session_id, current)
+        shas = [_hex(c.id) for c in made]
+        self._mark_verified(shas[-1], last)  # the tip, and its list row
+        for sha in shas:
+            hooks.after(session_id, sha)  # a failure is the runner's warning; the line is saved
+        return shas
+
+    def _start(self, session_id: str, expected_tip: str | None, header: dict | None) -> tuple[bytes, int]:
+        """What a save writes before its events, and how many the log holds: a new session's header line, or none.
+
+        Raises:
+            InvalidEvent, SessionExists, CorruptSession: see :meth:`append`.
+        """
+        if expected_tip is None:
+            return self._new_header(session_id, header), 0
+        return b"", self._events_at(session_id, expected_tip)
 
     # -- branches and the archive ----------------------------------------------------------
 
@@ -321,10 +409,9 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         text = hooks.before(session_id, message.encode(), lambda: self.read_raw(session_id, commit), b"",
                             action="fork")
         new = write_commit(repo, self.identity, parent.tree, [commit], text, author_time)
-        self._swap(repo, self._ref(session_id), None, new.id, (reason or f"branch: {subject_of(text)}").encode(),
+        self._swap(repo, self._ref(session_id), None, new.id, reason.encode() if reason else branch_line(text),
                    new.commit_time, new.commit_timezone)
-        if current:
-            self.set_current(session_id)
+        self._made_current(session_id, current)
         if commit in self._verified_tips():
             self._mark_verified(_hex(new.id), new)  # same tree, same log
         hooks.after(session_id, _hex(new.id))  # a failure is the runner's warning
@@ -361,8 +448,21 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
             self._swap(repo, ref, old, _oid(new), message.encode("utf-8"), now, time.localtime(now).tm_gmtoff)
         except ConcurrentUpdate:
             return False
-        if ref.startswith(_HEADS) and old is None:
-            point_head(repo, ref)
+        return True
+
+    @writes
+    def remove_ref(self, ref: Ref, old: str, *, renamed_to: Ref | None = None) -> bool:
+        """Remove ``ref`` if it is still at ``old``; ``renamed_to``: its session's name now (a pull: renamed there).
+
+        Returns:
+            False when the ref was not at ``old`` (nothing changed).
+        """
+        repo = self.repo()
+        assert repo is not None
+        if not repo.refs.remove_if_equals(ref, _oid(old)):
+            return False
+        if renamed_to is not None and ref.startswith(_HEADS) and renamed_to.startswith(_HEADS):
+            self._follow(ref[len(_HEADS):].decode(), renamed_to[len(_HEADS):].decode())
         return True
 
     def _move(self, src: str, dst: str, commit: str, message: str, *,
@@ -375,6 +475,50 @@ class GitStore(BatchWrites, RefLogs, SessionStore):
         repo = self.repo()
         assert repo is not None
         move_ref(repo, src, dst, _oid(sha), committer=self.identity, message=msg.encode("utf-8"))
+
+    # -- HEAD and the reflogs (see :mod:`.reflog`) ------------------------------------------
+
+    def _head_id(self) -> str | None:
+        return head_branch(self.path)
+
+    def current(self) -> SessionId | None:
+        """Return the session ``HEAD`` names when it exists, else None (detached, unborn, not a session)."""
+        name = head_branch(self.path)
+        if name is None or not SESSION_ID_RE.match(name) or name.upper() == "HEAD" or self.tip(name) is None:
+            return None
+        return SessionId(name)
+
+    def head_ref(self) -> str | None:
+        """Return the ref ``HEAD`` names (``refs/heads/work``), existing or not; None when detached or missing."""
+        return head_ref(self.path)
+
+    def set_current(self, session_id: str) -> None:
+        """Point ``HEAD`` at ``refs/heads/<session_id>`` (one read when it already does; never fails).
+
+        Raises:
+            InvalidSessionId: no valid id.
+        """
+        ref = self._ref(session_id)
+        if head_branch(self.path) == session_id or (repo := self.repo()) is None:
+            return
+        with contextlib.suppress(OSError, KeyError):  # cosmetic: a full or read-only disk never fails a save
+            unless_held(lambda: point_head(repo, ref))  # another gs points it right now
+
+    def reflog(self, name: str, archived: bool = False) -> list[ReflogEntry]:
+        """Return the reflog of session ``name`` (archived session ``name``), oldest first (:func:`.read_reflog`)."""
+        return read_reflog(self.path, name, archived)
+
+    def tracking(self, session_id: str) -> dict[str, CommitId]:
+        """Return remote name -> the commit its tracking ref ``refs/remotes/<remote>/heads/<id>`` holds."""
+        repo = self.repo()
+        if repo is None:
+            return {}
+        tail = b"/heads/" + check_session_id(session_id).encode("ascii")
+        out = {}
+        for ref, sha in read_refs(repo, _REMOTES).items():
+            if ref.endswith(tail) and b"/" not in ref[len(_REMOTES):-len(tail)]:
+                out[ref[len(_REMOTES):-len(tail)].decode("utf-8", "replace")] = _hex(sha)
+        return dict(sorted(out.items()))
 
     # -- packing ---------------------------------------------------------------------------
 

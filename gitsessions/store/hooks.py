@@ -128,11 +128,6 @@ def clean_message(raw: bytes) -> bytes:
     return b"\n".join(out) + b"\n" if out else b""
 
 
-def subject_of(message: bytes) -> str:
-    """Return the first line of a commit message as text."""
-    return message.split(b"\n", 1)[0].decode("utf-8", "replace")
-
-
 class CommitHooks:
     """Runs the commit hooks of one repository; the caller builds it and hands it to the store.
 

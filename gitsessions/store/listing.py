@@ -8,24 +8,48 @@ tip it has seen. A row belongs to a commit, not to a session: renames and archiv
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import CorruptSession, UnsupportedVersion
-from ..ids import SessionId
-from ..log.commits import CommitMessage, commit_message
-from .values import SessionInfo
-
-if TYPE_CHECKING:
-    from ..log.events import Event
-    from .base import SessionStore
+from ..ids import CommitId, SessionId
+from ..log.commits import CommitMessage
+from .values import CommitInfo, SessionInfo, Snapshot
 
 #: A row: the tip's commit time (epoch seconds) and its message as ``gs list`` shows it.
 Row = tuple[int, CommitMessage]
 #: What :func:`saved_last` reads of a row: its commit time and whether an import wrote the commit.
 Stamp = tuple[int, bool]
 
-#: The trailers ``gs list`` shows that a log can tell (see :meth:`SessionStore.list_sessions`).
-_COUNTED = ("Turn", "Messages", "Title")
+
+class Tips(Protocol):
+    """What the rows read of a store: its tips, their commits and logs (a :class:`~.base.SessionStore` is one)."""
+
+    #: The errors of a commit that cannot be read.
+    unreadable: tuple[type[Exception], ...]
+
+    def tips(self) -> dict[SessionId, CommitId]:
+        """Return every live session's tip by id."""
+        ...
+
+    def commit_info(self, commit: str) -> CommitInfo:
+        """Return one commit's :class:`CommitInfo`."""
+        ...
+
+    def known_logs(self) -> set[str]:
+        """Return the commits known to hold a session log."""
+        ...
+
+    def load(self, session_id: str, commit: str | None = None) -> Snapshot:
+        """Read and validate a session's log at ``commit``."""
+        ...
+
+    def archived_ids(self) -> list[str]:
+        """Return the names of archived sessions."""
+        ...
+
+    def archive_ref(self, name: str) -> CommitId | None:
+        """Return the commit of an archived session."""
+        ...
 
 
 class RowCache:
@@ -59,15 +83,7 @@ def trusted(message: CommitMessage) -> bool:
     return fields.turn is not None and fields.messages is not None
 
 
-def counted(session_id: str, message: CommitMessage, events: list[Event]) -> CommitMessage:
-    """Return ``message`` with its ``Turn``, ``Messages`` and ``Title`` trailers derived from ``events``."""
-    derived = commit_message(session_id, events, len(events)).trailers
-    trailers = {k: v for k, v in message.trailers.items() if k not in _COUNTED}
-    trailers.update({k: derived[k] for k in _COUNTED if k in derived})
-    return CommitMessage(message.subject, trailers)
-
-
-def live_rows(store: SessionStore, cache: RowCache) -> list[SessionInfo]:
+def live_rows(store: Tips, cache: RowCache) -> list[SessionInfo]:
     """Return :meth:`SessionStore.list_sessions` of ``store``, reading from git only the tips ``cache`` lacks.
 
     Each tip's message is parsed at most once; the rows read (not those in error: a damaged
@@ -93,7 +109,7 @@ def live_rows(store: SessionStore, cache: RowCache) -> list[SessionInfo]:
         error, message = None, info.message
         if tip not in verified or not trusted(message):
             try:
-                message = counted(sid, message, store.load(sid, tip).events)
+                message = message.counted(sid, store.load(sid, tip).events)
             except (CorruptSession, UnsupportedVersion) as exc:
                 error = str(exc)
         if error is None:
@@ -103,7 +119,7 @@ def live_rows(store: SessionStore, cache: RowCache) -> list[SessionInfo]:
     return out
 
 
-def saved_last(store: SessionStore, cache: RowCache) -> SessionId | None:
+def saved_last(store: Tips, cache: RowCache) -> SessionId | None:
     """Return :meth:`SessionStore.saved_last` of ``store``, from the stamps in ``cache`` when it has every tip's.
 
     The rule: of :func:`live_rows`'s rows without an error, the one whose tip gs saved
@@ -141,7 +157,7 @@ def _rank(stamp: Stamp) -> tuple[bool, int]:
     return (not by_import, time)
 
 
-def archived_rows(store: SessionStore) -> list[SessionInfo]:
+def archived_rows(store: Tips) -> list[SessionInfo]:
     """Return :meth:`SessionStore.archived_sessions` of ``store``: each archived tip's commit, as it is."""
     out = []
     for name in store.archived_ids():

@@ -1,10 +1,19 @@
-"""One writer per session: an advisory lock file naming its holder.
+"""Locks another process holds, and what each refusal means here: the one translation of a held lock.
 
-``<repo>/gs/locks/<id>.lock`` is held with ``flock`` (the kernel releases it when the holder
-dies, so a lock whose process is gone is taken over without guessing) and holds JSON naming
-the holder's pid, host and start time, for the message a second writer gets. A second
-writer is refused at once unless it asks to wait (:class:`LockWait`): then it tries again,
-sleeping between tries, until the lock is free or its time is up.
+Two kinds meet a writer. A session's writer lock, gs's own: ``<repo>/gs/locks/<id>.lock``
+is held with ``flock`` (the kernel releases it when the holder dies, so a lock whose process
+is gone is taken over without guessing) and holds JSON naming the holder's pid, host and
+start time, for the message a second writer gets. A second writer is refused at once unless
+it asks to wait (:class:`LockWait`): then it tries again, sleeping between tries, until the
+lock is free or its time is up (:func:`acquire_within`: :class:`SessionLocked`).
+
+And git's own ``<file>.lock`` of a ref or an object, which dulwich raises as ``FileLocked``:
+another gs (or git) holds it for a moment, or a process that died left it. A write waits it
+out (:func:`wait_out`: a ref that stays locked is a lost race, ``ConcurrentUpdate``); a write
+another gs makes at the same moment is left to the next run (:func:`unless_held`: HEAD, a
+sync base); a fetch or push whose pack another gs writes right now is one too
+(:func:`unless_same_pack`). dulwich is imported only when such a write runs: a chat imports
+this module before it opens the store.
 """
 
 from __future__ import annotations
@@ -17,14 +26,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ..errors import SessionLocked
+
+_T = TypeVar("_T")
 
 #: The pauses between tries while waiting (seconds): short at first, since most writers
 #: hold a lock for one save, then no more than a few tries a second.
 _FIRST_PAUSE_S = 0.01
 _LONGEST_PAUSE_S = 0.25
+#: How long a refused writer rereads an empty lock file, whose holder is naming itself in it
+#: (a write right after its flock), and the pause between reads, seconds.
+_NAMING_S = 0.05
+_NAMING_PAUSE_S = 0.001
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,8 @@ class _Lock(Protocol):
     def try_acquire(self) -> bool: ...
 
     def holder(self) -> str: ...
+
+    def writing(self) -> str | None: ...
 
 
 def acquire_within(lock: _Lock, wait: LockWait | None) -> None:
@@ -72,7 +89,7 @@ def acquire_within(lock: _Lock, wait: LockWait | None) -> None:
             if lock.try_acquire():
                 return
             pause = min(pause * 2, _LONGEST_PAUSE_S)
-    raise SessionLocked(lock.session_id, lock.holder(), waited=seconds)
+    raise SessionLocked(lock.session_id, lock.holder(), waited=seconds, writing=lock.writing())
 
 
 class SessionLock:
@@ -95,14 +112,34 @@ class SessionLock:
 
     def holder(self) -> str:
         """Describe who holds the lock (``pid 123 on host, since 12:00:01``), best effort."""
+        info = self._holder_info() or {}
         try:
-            info = json.loads(self.path.read_text("utf-8"))
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"] / 1000))
-            other = info.get("session")  # one lock per case-folded id: the holder may write a case variant
-            case = f", writing {other!r}, which differs only by case" if other and other != self.session_id else ""
-            return f"pid {info['pid']} on {info['host']} (since {since}){case}"
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError, ValueError, OverflowError, OSError):  # no file, or not one gs wrote
             return "another process"
+        return f"pid {info['pid']} on {info['host']} (since {since})"
+
+    def writing(self) -> str | None:
+        """The id the holder writes: this one, or it in another case (one lock per case-folded id); None: unknown."""
+        info = self._holder_info()
+        session = info.get("session") if info is not None else None
+        return session if isinstance(session, str) else None
+
+    def _holder_info(self) -> dict | None:
+        """What the holder wrote in the lock file, or None.
+
+        A writer names itself in the file right after it took the lock, so an empty file is
+        read again for a moment (:data:`_NAMING_S`): a second writer started with the first
+        names it, and the case variant it writes.
+        """
+        deadline = time.monotonic() + _NAMING_S
+        try:
+            while not (text := self.path.read_text("utf-8")) and time.monotonic() < deadline:
+                time.sleep(_NAMING_PAUSE_S)
+            info = json.loads(text)
+        except (OSError, ValueError):
+            return None
+        return info if isinstance(info, dict) and {"pid", "host", "started"} <= info.keys() else None
 
     def try_acquire(self) -> bool:
         """Take the lock if free; return whether it is now held (never waits)."""
@@ -147,3 +184,84 @@ class SessionLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+# -- git's own .lock files -----------------------------------------------------------------
+
+#: How long a write waits for a git ``.lock`` (a ref's, an object's) another process holds, seconds.
+REF_LOCK_WAIT_S = 5.0
+#: A git ``.lock`` older than this was left by a dead process (git holds them for
+#: microseconds), seconds.
+STALE_REF_LOCK_S = 2.0
+#: What a ref that stayed locked past :data:`REF_LOCK_WAIT_S` is reported to hold (a lost race).
+REF_HELD = "locked by another process"
+#: What a fetch says when another gs brings the very same pack here right now.
+SAME_SAVES = "another gs is bringing the same saves here right now: run gs sync again"
+#: How long to sleep between tries of a git lock (git holds them for microseconds).
+_GIT_LOCK_PAUSE_S = 0.005
+
+
+def clear_stale_lock(lockfile: str | bytes) -> None:
+    """Remove a git ``.lock`` left behind by a dead process (older than :data:`STALE_REF_LOCK_S`)."""
+    path = os.fsdecode(lockfile)
+    try:
+        if time.time() - os.stat(path).st_mtime > STALE_REF_LOCK_S:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def wait_out(write: Callable[[], _T], refused: Callable[[], Exception] | None = None) -> _T:
+    """Run ``write``; a git lock it meets is cleared when a dead process left it, else waited out.
+
+    Args:
+        write: the write (a ref's compare-and-swap, an object's file).
+        refused: what to raise when the lock is still held after :data:`REF_LOCK_WAIT_S`
+            (None: dulwich's ``FileLocked``).
+
+    Returns:
+        What ``write`` returned.
+    """
+    from dulwich.file import FileLocked
+
+    deadline = time.monotonic() + REF_LOCK_WAIT_S
+    while True:
+        try:
+            return write()
+        except FileLocked as exc:
+            clear_stale_lock(exc.lockfilename)
+            if time.monotonic() > deadline:
+                if refused is None:
+                    raise
+                raise refused() from None
+            time.sleep(_GIT_LOCK_PAUSE_S)
+
+
+def unless_held(write: Callable[[], object]) -> bool:
+    """Run a write another gs may be making at the same moment; False when its git lock was held.
+
+    For what the next run makes as well (HEAD, a sync base, a marker of a ref kept there):
+    the holder is moving it right now, so nothing is waited for.
+    """
+    from dulwich.file import FileLocked
+
+    try:
+        write()
+    except FileLocked:
+        return False
+    return True
+
+
+def unless_same_pack(transfer: Callable[[], _T]) -> _T | None:
+    """Run a fetch or push that writes a pack; None when another gs writes the very same one right now.
+
+    Two processes syncing the same saves write the same pack (dulwich refuses the second one's
+    lock, or finds the file changing under it), and a path remote's ref is locked by the other.
+    """
+    from dulwich.errors import ChecksumMismatch
+    from dulwich.file import FileLocked
+
+    try:
+        return transfer()
+    except (FileLocked, ChecksumMismatch):
+        return None

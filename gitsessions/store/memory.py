@@ -14,7 +14,7 @@ import hashlib
 import itertools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,6 +99,10 @@ class MemoryLock:
     def holder(self) -> str:
         """Describe who holds the lock."""
         return f"pid {os.getpid()} (this process)"
+
+    def writing(self) -> str | None:
+        """The id the holder writes: this one (a memory lock is one per id)."""
+        return self.session_id
 
     def try_acquire(self) -> bool:
         """Take the lock if free; return whether it is now held (never waits)."""
@@ -189,8 +193,11 @@ class MemoryStore(SessionStore):
     def _verified_tips(self) -> set[str]:
         return set(self._commits)  # every commit here was checked when it was made
 
+    def _head_id(self) -> str | None:
+        return self._current
+
     def current(self) -> SessionId | None:
-        """Return the session saved last (or made current), while it exists."""
+        """Return the session made current (by the policy of :class:`~.base.SessionStore`), while it exists."""
         return SessionId(self._current) if self._current in self._heads else None
 
     def set_current(self, session_id: str) -> None:
@@ -217,6 +224,26 @@ class MemoryStore(SessionStore):
     def append(self, session_id: str, events: list[Event], message: CommitMessage, *,
                expected_tip: str | None, header: dict | None = None, author_time: int | None = None) -> CommitId:
         """Save ``events`` as one commit of ``session_id``; see :meth:`SessionStore.append`."""
+        sha = self._save(session_id, events, message, expected_tip, header, author_time)
+        if expected_tip is None:
+            self._made_current(session_id)
+        return sha
+
+    def append_many(self, session_id: str, commits: Sequence[tuple[list[Event], CommitMessage, int | None]], *,
+                    expected_tip: str | None, header: dict | None = None, current: bool = True) -> list[CommitId]:
+        """Save ``commits`` one after another; see :meth:`SessionStore.append_many`."""
+        out: list[CommitId] = []
+        tip = expected_tip
+        for events, message, author_time in commits:
+            tip = self._save(session_id, events, message, tip, header if tip is None else None, author_time)
+            out.append(tip)
+        if out and expected_tip is None:
+            self._made_current(session_id, current)
+        return out
+
+    def _save(self, session_id: str, events: list[Event], message: CommitMessage, expected_tip: str | None,
+              header: dict | None, author_time: int | None) -> CommitId:
+        """One commit of :meth:`append`, the current session left as it is."""
         sid = check_session_id(session_id)
         if expected_tip is None:
             prefix, count = self._new_header(sid, header), 0
@@ -226,8 +253,6 @@ class MemoryStore(SessionStore):
         raw = prefix + self._new_lines(events, count)
         sha = self._commit([CommitId(expected_tip)] if expected_tip else [], message.encode(), raw, author_time)
         self._swap(self._heads, sid, expected_tip, sha)
-        if expected_tip is None:
-            self._current = sid  # a new session is current (an open makes an old one so: open_session)
         return sha
 
     def branch_from(self, session_id: str, commit: str, message: CommitMessage, *, reason: str | None = None,
@@ -238,7 +263,7 @@ class MemoryStore(SessionStore):
         parent = self._commits[CommitId(commit)]
         sha = self._commit([CommitId(commit)], message.encode(), parent.raw, author_time)
         self._swap(self._heads, sid, None, sha)
-        self._current = sid if current else self._current
+        self._made_current(sid, current)
         return sha
 
     def _move(self, src: str, dst: str, commit: str, message: str, *,
@@ -249,8 +274,6 @@ class MemoryStore(SessionStore):
             raise ConcurrentUpdate(src, commit, source.get(src))
         self._swap(target, dst, None, CommitId(commit))
         del source[src]
-        if self._current == src and not from_archive and not to_archive:
-            self._current = dst  # as HEAD follows a renamed branch
 
     # -- the sidecar -----------------------------------------------------------------------
 

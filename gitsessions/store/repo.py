@@ -15,16 +15,16 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from dulwich.file import FileLocked, adjust_shared_perm
+from dulwich.file import adjust_shared_perm
 from dulwich.object_store import PACK_MODE
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ..errors import ConcurrentUpdate, RepoError
+from .lock import REF_HELD, clear_stale_lock, wait_out
 from .loose import Deflated, blob_id
 from .shared import SessionRepo, write_config
 
@@ -32,13 +32,9 @@ from .shared import SessionRepo, write_config
 INIT_CONFIG = {
     b"looseCompression": b"1",  # ~6x faster saves for MB-size files
 }
-#: How long a save waits for a ref lock another process holds, seconds.
-REF_LOCK_WAIT_S = 5.0
-#: A ref ``.lock`` file older than this was left by a dead process (git holds them for
-#: microseconds), seconds.
-STALE_REF_LOCK_S = 2.0
-
 HEAD = Ref(b"HEAD")
+#: The one file in every session tree.
+SESSION_FILE = b"session.jsonl"
 _HEX = frozenset(b"0123456789abcdef")
 _BARE_REPO_ENTRIES = frozenset({"gs", "HEAD", "config", "description", "branches", "hooks", "info", "objects",
                                 "refs", "logs", "packed-refs"})
@@ -104,35 +100,27 @@ def swap(repo: Repo, ref: Ref, old: ObjectID | None, new: ObjectID, *, committer
          now: int, tz: int) -> None:
     """Move ``ref`` from ``old`` (None: create) to ``new`` atomically, with a reflog entry.
 
-    Waits up to REF_LOCK_WAIT_S for a ref lock another process holds.
+    A ref lock another process holds is waited out (:func:`.lock.wait_out`).
 
     Raises:
         ConcurrentUpdate: the ref was not at ``old``, or stayed locked.
     """
-    deadline = time.monotonic() + REF_LOCK_WAIT_S
     expected = old.decode("ascii") if old is not None else None
-    while True:
-        try:
-            if old is None:
-                ok = repo.refs.add_if_new(ref, new, committer=committer, timestamp=now, timezone=tz, message=message)
-            else:
-                ok = repo.refs.set_if_equals(ref, old, new, committer=committer, timestamp=now, timezone=tz,
-                                             message=message)
-            break
-        except FileLocked as exc:
-            clear_stale_lock(exc.lockfilename)
-            if time.monotonic() > deadline:
-                raise ConcurrentUpdate(ref.decode(), expected, "locked by another process") from None
-            time.sleep(0.005)
+
+    def move() -> bool:
+        if old is None:
+            return repo.refs.add_if_new(ref, new, committer=committer, timestamp=now, timezone=tz, message=message)
+        return repo.refs.set_if_equals(ref, old, new, committer=committer, timestamp=now, timezone=tz,
+                                       message=message)
+
+    ok = wait_out(move, refused=lambda: ConcurrentUpdate(ref.decode(), expected, REF_HELD))
     if not ok:
         found = repo.refs.read_ref(ref)
         raise ConcurrentUpdate(ref.decode(), expected, found.decode() if found else None)
 
 
 def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes, message: bytes) -> None:
-    """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha``.
-
-    HEAD follows when it pointed at ``src`` and ``dst`` is a branch.
+    """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha`` (HEAD is the store's).
 
     Raises:
         ConcurrentUpdate: ``dst`` exists, or ``src`` moved meanwhile (then ``dst`` is removed again).
@@ -153,35 +141,20 @@ def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes,
         src_log.unlink()
     except FileNotFoundError:
         pass
-    if repo.refs.read_ref(HEAD) == b"ref: " + src and dst.startswith(b"refs/heads/"):
-        # only to a branch: git fsck refuses a HEAD in refs/archive/ (the next save points it again)
-        repo.refs.set_symbolic_ref(HEAD, dst)
 
 
-def point_head(repo: Repo, ref: Ref, *, always: bool = False) -> None:
-    """Point HEAD at ``ref``: ``always`` (the current session), else only while it names no existing branch.
-
-    So ``git clone`` and ``git log`` without arguments find a session instead of an unborn
-    ``master``.
-    """
-    try:
-        target = repo.refs.read_ref(HEAD)
-        if target == b"ref: " + ref:
-            return
-        if always or (target and target.startswith(b"ref: ") and Ref(target[5:]) not in repo.refs):
-            repo.refs.set_symbolic_ref(HEAD, ref)
-    except (OSError, KeyError, FileLocked):
-        pass  # cosmetic: never fail a save over HEAD
+def point_head(repo: Repo, ref: Ref) -> None:
+    """Point HEAD at ``ref`` (nothing is written when it does already)."""
+    if repo.refs.read_ref(HEAD) != b"ref: " + ref:
+        repo.refs.set_symbolic_ref(HEAD, ref)
 
 
-def clear_stale_lock(lockfile: str | bytes) -> None:
-    """Remove a ``.lock`` left behind by a dead process (older than STALE_REF_LOCK_S)."""
-    path = os.fsdecode(lockfile)
-    try:
-        if time.time() - os.stat(path).st_mtime > STALE_REF_LOCK_S:
-            os.unlink(path)
-    except FileNotFoundError:
-        pass
+def session_tree(blob: ObjectID) -> Tree:
+    """Return the tree of a save: :data:`SESSION_FILE` holding ``blob`` (built and checked, not stored)."""
+    tree = Tree()
+    tree.add(SESSION_FILE, 0o100644, blob)
+    tree.check()
+    return tree
 
 
 def write_commit(repo: Repo, identity: bytes, tree: ObjectID, parents: list[str], message: bytes,
@@ -231,9 +204,9 @@ def add_object(repo: Repo, obj: Blob | Tree | Commit) -> None:
     A recovery rebuilds byte-identical objects, so it would otherwise fail forever.
 
     Raises:
-        FileLocked: another live writer holds that object's lock past REF_LOCK_WAIT_S.
+        FileLocked: another live writer holds that object's lock past :data:`.lock.REF_LOCK_WAIT_S`.
     """
-    _unlocked(lambda: repo.object_store.add_object(obj))
+    wait_out(lambda: repo.object_store.add_object(obj))
 
 
 #: Content at least this large is hashed in a thread of its own while this one compresses
@@ -330,20 +303,6 @@ def _place(repo: Repo, temp: str, sha: ObjectID) -> None:
             os.unlink(temp)
         raise
     clear_stale_lock(path + ".lock")  # left by a killed dulwich writer of this very object
-
-
-def _unlocked(write: Callable[[], None]) -> None:
-    """Run ``write``, clearing a stale object ``.lock`` it meets and waiting out a live one."""
-    deadline = time.monotonic() + REF_LOCK_WAIT_S
-    while True:
-        try:
-            write()
-            return
-        except FileLocked as exc:
-            clear_stale_lock(exc.lockfilename)
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.005)
 
 
 def read_refs(repo: Repo, prefix: bytes) -> dict[Ref, ObjectID]:

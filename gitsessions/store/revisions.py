@@ -15,21 +15,50 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import BadRevision, SessionNotFound
 from ..ids import REV_RE, CommitId, SessionId, check_session_id
-from .values import ReflogEntry, Revision
-
-if TYPE_CHECKING:
-    from .base import SessionStore
+from .values import CommitInfo, ReflogEntry, Revision
 
 #: What a revision may look like (the message of a malformed one).
 FORMS = "SESSION, SESSION~N, SESSION^, SESSION@COMMIT, SESSION@{N} or SESSION@{DATE}"
 _UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)(?:[ t](\d\d?):(\d\d)(?::(\d\d))?)?")
+
+
+class Histories(Protocol):
+    """What a revision is resolved against: names, tips, reflogs and first parents (a :class:`~.base.SessionStore`)."""
+
+    def current(self) -> SessionId | None:
+        """Return the current session, or None."""
+        ...
+
+    def tip(self, session_id: str) -> CommitId | None:
+        """Return a session's tip, or None."""
+        ...
+
+    def archive_ref(self, name: str) -> CommitId | None:
+        """Return the commit of an archived session, or None."""
+        ...
+
+    def session_ids(self) -> list[SessionId]:
+        """Return the live session ids."""
+        ...
+
+    def reflog(self, name: str, archived: bool = False) -> list[ReflogEntry]:
+        """Return the moves of a session's ref, oldest first."""
+        ...
+
+    def log(self, session_id: str, start: str | None = None, limit: int | None = None) -> list[CommitInfo]:
+        """Return a session's commits, newest first."""
+        ...
+
+    def first_parents(self, commit: str) -> Iterator[CommitInfo]:
+        """Yield commits back along first parents from ``commit``."""
+        ...
 
 
 def parse_date(text: str, now: float) -> float | None:
@@ -135,7 +164,7 @@ def entry_at(name: str, entries: Sequence[ReflogEntry], at: str, now: float,
                    f"state, from then, not one from {at}")
 
 
-def resolve(store: SessionStore, rev: str) -> Revision:
+def resolve(store: Histories, rev: str) -> Revision:
     """Resolve ``rev`` (any of :data:`FORMS`) to a commit of its session.
 
     A reflog form also reads an archived session's reflog (``refs/archive/<name>``): what

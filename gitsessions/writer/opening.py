@@ -126,7 +126,7 @@ def open_session(store: SessionStore, session_id: str, *, new_header: dict | Non
         else:
             if new_header is None:
                 raise SessionNotFound(session_id, store.session_ids())
-            check_free(store, session_id)
+            check_free(store, session_id, opening=True)  # as open_revision asks before the lock
             session = Session(store, session_id, new_header, [], None, lock, redactor)
             if system and system.strip():  # held as it will be logged: redacted
                 session.starts_with = redactor.text(system)
@@ -168,16 +168,10 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
     """
     for sid in ([] if any(c in rev for c in "~^@") else [rev]) + ([] if fork_as is None else [fork_as]):
         check_session_id(sid)  # a plain id or the fork's ("" too): say what is wrong with it
-    if SESSION_ID_RE.match(rev) and store.tip(rev) is None:
-        existing: str | None = store.find(rev)
-        if existing is not None:  # the id in another case: not there under this name (nor can it be made)
-            raise SessionNotFound(rev, store.session_ids())  # did you mean ...?
-    else:
-        existing = rev  # a revision, or a session that exists
-    if existing is None and fork_as is None:
+    if SESSION_ID_RE.match(rev) and store.tip(rev) is None and fork_as is None:
         if new_header is None:
-            raise SessionNotFound(rev, store.session_ids())
-        check_free(store, rev)  # an archived session keeps its id
+            raise SessionNotFound(rev, store.session_ids())  # did you mean ..., when another case has it
+        check_free(store, rev, opening=True)  # the id in another case is the one meant; an archive keeps its id
         return open_session(store, rev, new_header=new_header(rev), redactor=redactor, warnings=warnings,
                             wait=wait, system=system), None
     target = store.resolve(rev)

@@ -10,7 +10,8 @@ from dulwich.objects import Commit, ObjectID, Tree
 
 from ...errors import RemoteError
 from ..faults import writes_to
-from ..git import SESSION_FILE, GitStore
+from ..git import GitStore
+from ..repo import SESSION_FILE
 from .remotes import PullReport, Remotes
 
 
@@ -46,11 +47,7 @@ def clone(url: str, path: str | os.PathLike, identity: str, remote: str = "origi
             remotes = Remotes(store, username=username, password=password, ssh_command=ssh_command,
                               timeout=timeout)
             remotes.add(remote, url)
-            report = remotes.pull(remote)
-            # The remote's HEAD may name no session (git init --bare's master): the current
-            # one here is the session saved last, as gs chat -c takes it when HEAD names none.
-            if (last := store.saved_last()) is not None:
-                store.set_current(last)
+            report = remotes.pull(remote)  # it leaves the session saved last current
             # gs wrote these on another machine: the first gs list takes their trailers
             # instead of parsing every log (each is checked when opened)
             store.state.mark_received(_session_tips(store))

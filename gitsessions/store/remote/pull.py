@@ -20,8 +20,6 @@ from ..git import GitStore
 from .reports import PullReport
 from .sync import ARCHIVE, HEADS, Sides, Step, holder, label
 
-_HEAD = Ref(b"HEAD")
-
 
 class _Free:
     """The lock of a ref no writer holds (archived sessions have no writer)."""
@@ -211,11 +209,9 @@ class _Pull:
         if lock is None:
             return
         try:
-            if not self.repo.refs.remove_if_equals(Ref(ref), ObjectID(sha)):
+            if not self.store.remove_ref(Ref(ref), sha.decode(), renamed_to=Ref(keeper)):
                 self.report.deferred.append((label(ref), "it moved during the sync; sync again"))
                 return
-            if self.repo.refs.read_ref(_HEAD) == b"ref: " + ref and keeper.startswith(HEADS):
-                self.repo.refs.set_symbolic_ref(_HEAD, Ref(keeper))  # the current session, renamed there
         finally:
             lock.release()
         del self.sides.local[ref]

@@ -2,10 +2,11 @@
 
 Remotes live in the repo config as git keeps them (``[remote "origin"] url = ...``), so
 plain ``git push origin`` and ``git fetch origin`` work too. What a pull and a push do with
-each session ref is the sync rule of :mod:`.sync`; this module moves the objects and refs:
-a fetch of the remote's session refs, a push of explicit refspecs (dulwich rejects
-wildcards) and, in a second request once the refs that keep their commits are accepted, the
-deletions a rename, an archive or a restore here asks for.
+each session ref is the sync rule of :mod:`.sync`; this module connects and moves the
+objects: a fetch of the remote's session refs, whose steps here are :mod:`.pull`'s, and a
+push of explicit refspecs (dulwich rejects wildcards), whose steps there are :mod:`.push`'s:
+in a second request once the refs that keep their commits are accepted, the deletions a
+rename, an archive or a restore here asks for.
 
 Credentials are never written to the config: a password in a URL is stripped when the
 remote is added; HTTP credentials come from the caller (the CLI reads the environment) or
@@ -19,37 +20,30 @@ from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from dulwich.errors import ChecksumMismatch
-from dulwich.file import FileLocked
-from dulwich.objects import ZERO_SHA
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ...errors import RemoteError
 from ..faults import writes_to
 from ..git import GitStore
+from ..lock import SAME_SAVES, unless_same_pack
 from ..shared import write_config
-from ..thinpack import PushPack
 from .clients import DEFAULT_TIMEOUT_S, connect, strip_password
 from .new_remote import create_bare
 from .pull import pull_steps
+from .push import Push
 from .reports import Credentials, PullReport, PushReport, SyncReport
 from .sync import (
     Sides,
-    holder,
-    keep_there,
     label,
     load_base,
-    load_kept,
-    named_like_a_session,
-    plan_push,
     session_refs,
     settle,
     synced_refs,
     upgrade_refspecs,
     write_refspecs,
 )
-from .transport import accepted, fetch_sessions, one_by_one, refuses_deletions, request
+from .transport import fetch_sessions
 from .urls import looks_like_url, remote_named
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -211,10 +205,9 @@ class Remotes:
         assert repo is not None
         here: Mapping[Any, bytes] = synced_refs(repo)  # a fetch moves none of them
         client, path = self._client(url, "pull")
-        try:
-            refs = fetch_sessions(repo, client, url, path, have=set(here.values()))
-        except (FileLocked, ChecksumMismatch):  # another gs writes the very pack (the same saves) here
-            raise RemoteError("another gs is bringing the same saves here right now: run gs sync again") from None
+        refs = unless_same_pack(lambda: fetch_sessions(repo, client, url, path, have=set(here.values())))
+        if refs is None:
+            raise RemoteError(SAME_SAVES)
         self.store.close()  # new packs: reopen with a fresh pack list
         return refs, here
 
@@ -248,6 +241,7 @@ class Remotes:
         # a clone, later syncs and lists need not read them again (design.md, "Derived caches").
         self.store.state.mark_received(sha.decode() for ref, sha in sides.local.items()
                                        if sha != mine.get(ref) and sha == theirs.get(ref))
+        self.store.settle_current()  # a clone's first pull, or the current session dropped: the one saved last
         if name:
             settle(self._open(), name, sides)
         return report, sides.base
@@ -308,84 +302,12 @@ class Remotes:
 
         mine, skipped = session_refs(repo, {r: s for r, s in synced_refs(repo).items() if in_scope(r)},
                                      self._checked)
-        report = PushReport(skipped=skipped)
         # The base as the pull just settled it. Another gs moving it meanwhile leaves an
         # older one here: a drop needs a side still at the base, so refs are kept, not lost.
         base = {r: s for r, s in (load_base(repo, name) if base is None else base).items()
                 if in_scope(r)} if name else {}
-
-        def named(refs: dict[bytes, bytes], scoped: bool = True) -> dict[bytes, bytes]:  # strangers: untouched
-            return {r: s for r, s in refs.items()
-                    if named_like_a_session(r) and (in_scope(r) or not scoped) and s != ZERO_SHA}
-
-        # A sync does not ask again to delete what the remote refused to (gs push does).
-        kept = load_kept(repo, name, named(known)) if name and known is not None else None
-
-        def plan(advertised: dict[bytes, bytes], into: PushReport) -> tuple[dict, dict, Sides]:
-            return plan_push(repo, Sides(dict(mine), base, named(advertised)), into, kept)
-
-        if known is not None:
-            dry = PushReport(skipped=skipped)
-            sends, drops, sides = plan(known, dry)
-            if not sends and not drops:  # decided from the fetched refs: no connection
-                if name:
-                    settle(repo, name, sides, dry)
-                return dry
+        push = Push(repo, name, mine, base, in_scope, known, PushReport(skipped=skipped))
+        if known is not None and (decided := push.decided()) is not None:
+            return decided  # from the fetched refs: no connection
         client, path = self._client(url, "push")
-        sent: dict[bytes, bytes] = {}
-        to_drop: dict[bytes, tuple[bytes, bytes]] = {}
-        after: dict[bytes, bytes] = {}  # the remote's session refs once this push is done
-
-        # The callbacks return only the refs to change: dulwich's local client would
-        # otherwise rewrite (and lock) every ref of the remote, racing any other gs.
-        def update_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
-            sends, drops, sides = plan(remote_refs, report)
-            report.others_there = len(named(remote_refs, scoped=False)) - len(sides.remote)
-            if known is not None:  # what changed there since the fetch waits for the next round
-                fetched = named(known)
-                moved = {r for r in set(sides.remote) | set(fetched) if sides.remote.get(r) != fetched.get(r)}
-                report.moved = sorted(label(r) for r in moved)
-                sends = {r: s for r, s in sends.items() if r not in moved}
-                drops = {r: s for r, s in drops.items() if r not in moved}
-            sent.update(sends)
-            to_drop.update(drops)
-            after.update(sides.remote)
-            return dict(sends)
-
-        def drop_refs(remote_refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
-            new_refs: dict[bytes, bytes] = {}
-            theirs = named(remote_refs, scoped=False)
-            for ref, (old, new) in sorted(to_drop.items()):
-                if theirs.get(ref) != old:  # compare-and-swap on the base: it moved there
-                    report.moved.append(label(ref))
-                elif (keeper := holder(repo, old, theirs, ref)) is not None:  # else its keeper was refused
-                    new_refs[ref] = new
-                    dropping[ref] = keeper
-            return new_refs
-
-        pack_data = PushPack(repo, client)  # what the remote lacks; new saves as deltas on its blobs
-        dropping: dict[bytes, bytes] = {}
-        report.connected = True
-        outcome = request(url, client, path, update_refs, pack_data, sent)
-        one_by_one(url, client, path, pack_data, outcome, sent, advertised=after)  # as yet
-        for ref, sha in sent.items():  # session ref names: plain ASCII
-            if accepted(ref, outcome, report):
-                report.pushed.append(ref.decode())
-                after[ref] = sha
-        if to_drop:
-            outcome = request(url, client, path, drop_refs, pack_data, dropping)
-            for ref, keeper in dropping.items():
-                if name and refuses_deletions(outcome[ref][0]):
-                    report.kept_there.append((ref.decode(), keeper.decode()))
-                    keep_there(repo, name, ref, to_drop[ref][0])
-                elif accepted(ref, outcome, report):
-                    after[ref] = to_drop[ref][1]
-                    if after[ref] == ZERO_SHA:
-                        report.deleted.append((ref.decode(), keeper.decode()))
-                        if name:
-                            keep_there(repo, name, ref, None)
-                    else:  # the name used again here
-                        report.pushed.append(ref.decode())
-        if name:
-            settle(repo, name, Sides(mine, base, {r: s for r, s in after.items() if s != ZERO_SHA}), report)
-        return report
+        return push.run(url, client, path)

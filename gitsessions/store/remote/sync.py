@@ -22,22 +22,21 @@ holds a turn a crashed ``gs`` left, is not moved: it waits for the next sync.
 
 from __future__ import annotations
 
-import contextlib
 import enum
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dulwich.config import ConfigFile
-from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
 from dulwich.objects import ZERO_SHA, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ...ids import SESSION_ID_RE
-from ..git import SESSION_FILE
-from ..repo import read_refs
+from ..lock import unless_held
+from ..repo import SESSION_FILE, read_refs
 from ..shared import write_config
 from .reports import PushReport
 
@@ -256,8 +255,7 @@ def load_base(repo: Repo, remote: str) -> dict[bytes, bytes]:
         if rest.startswith((b"heads/", b"archive/")):
             base[b"refs/" + rest] = sha
         elif SESSION_ID_RE.match(rest.decode("utf-8", "replace")):
-            with contextlib.suppress(FileLocked):  # another gs removes it right now
-                repo.refs.remove_if_equals(Ref(ref), None)
+            unless_held(functools.partial(repo.refs.remove_if_equals, Ref(ref), None))  # another gs removes it now
     return base
 
 
@@ -284,11 +282,9 @@ def load_kept(repo: Repo, remote: str, there: Mapping[bytes, bytes]) -> dict[byt
 
 def keep_there(repo: Repo, remote: str, ref: bytes, sha: bytes | None) -> None:
     """Remember that ``remote`` keeps ``ref`` at ``sha`` as it refused to delete it (None: forget it)."""
-    with contextlib.suppress(FileLocked):  # another gs writes the same
-        if sha is None:
-            repo.refs.remove_if_equals(_kept_marker(remote, ref), None)
-        else:
-            repo.refs.set_if_equals(_kept_marker(remote, ref), None, ObjectID(sha))
+    marker = _kept_marker(remote, ref)
+    unless_held(functools.partial(repo.refs.remove_if_equals, marker, None) if sha is None  # another gs writes it
+                else functools.partial(repo.refs.set_if_equals, marker, None, ObjectID(sha)))
 
 
 def settle(repo: Repo, remote: str, sides: Sides, into: PushReport | None = None) -> None:
@@ -305,15 +301,14 @@ def settle(repo: Repo, remote: str, sides: Sides, into: PushReport | None = None
         local, remote_sha, base = sides.local.get(ref), sides.remote.get(ref), sides.base.get(ref)
         if local != remote_sha or local == base:
             continue
-        try:
-            if local is None:
-                repo.refs.remove_if_equals(_tracking(remote, ref), None)
-                sides.base.pop(ref, None)
-            else:
-                repo.refs.set_if_equals(_tracking(remote, ref), None, ObjectID(local))
-                sides.base[ref] = local
-        except FileLocked:
+        tracking = _tracking(remote, ref)
+        if not unless_held(functools.partial(repo.refs.remove_if_equals, tracking, None) if local is None
+                           else functools.partial(repo.refs.set_if_equals, tracking, None, ObjectID(local))):
             locked.append(ref)
+        elif local is None:
+            sides.base.pop(ref, None)
+        else:
+            sides.base[ref] = local
     if into is not None:
         into.moved += [label(ref) for ref in locked if label(ref) not in into.moved]
 

@@ -21,8 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dulwich.client import HTTPUnauthorized, LocalGitClient, SendPackError
-from dulwich.errors import ChecksumMismatch, GitProtocolError, HangupException, NotGitRepository
-from dulwich.file import FileLocked
+from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.object_store import ObjectStoreGraphWalker
 from dulwich.objects import ZERO_SHA, ObjectID
 from dulwich.refs import Ref
@@ -30,6 +29,7 @@ from dulwich.repo import Repo
 
 from ...errors import RemoteError
 from ..faults import local_fault
+from ..lock import unless_same_pack
 from ..privacy import tighten_packs
 from ..repo import read_refs
 from .clients import answering, limit_of, strip_password
@@ -271,9 +271,8 @@ def request(url: str, client: Any, path: str, update_refs: Callable, pack_data: 
         RemoteError: unreachable, or the push refused as a whole.
     """
     said = bytearray()
-    try:
-        status = send(url, client, path, update_refs, pack_data, said)
-    except (FileLocked, ChecksumMismatch):  # a path remote's ref, or the same pack, another gs writes now
+    status = unless_same_pack(lambda: send(url, client, path, update_refs, pack_data, said))
+    if status is None:  # a path remote's ref, or the same pack, another gs writes now
         status = dict.fromkeys(refs, LOCKED)  # some refs may have moved: the next round decides
     text = said.decode("utf-8", "replace")
     status = {ref: LOCKED if _lost_a_race(client, ref, why, text) else why for ref, why in status.items()}
