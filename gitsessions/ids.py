@@ -21,7 +21,7 @@ SessionId = NewType("SessionId", str)
 CommitId = NewType("CommitId", str)
 
 _ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
-#: Session id rule (design.md, "On disk").
+#: The session id rule: a branch name of at most 64 characters, beginning with a letter or digit.
 SESSION_ID_RE = re.compile(rf"^{_ID}$")
 #: A revision: ``SESSION``, ``SESSION~N``, ``SESSION^`` (suffixes combine), ``SESSION@COMMIT``, or a
 #: reflog entry ``SESSION@{N}`` / ``SESSION@{DATE}`` that ``~N`` and ``^`` may follow.
@@ -74,7 +74,7 @@ def _taken_in(session_id: str, live: Iterable[str], archived: Iterable[str]) -> 
 def taken_by(ids: KnownIds, session_id: str) -> str | None:
     """Return what already uses ``session_id``, else None.
 
-    Ids may not differ only by case (design.md, "On disk"), and an archived session keeps
+    Ids may not differ only by case (case-insensitive file systems), and an archived session keeps
     its id (``gs restore`` brings it back under it), so both count, in any case.
 
     Args:
@@ -169,7 +169,7 @@ def pull_fork_name(ids: KnownIds, session_id: str, commit: str,
                    holds: Callable[[str], bool] = lambda _sid: False) -> SessionId:
     """Return the name sync gives the local side of a diverged session: ``<id>-<short commit>``.
 
-    The rule (design.md "Sync", README "Sync"): the remote's side keeps the name, the local
+    The rule (the README's "Sync"): the remote's side keeps the name, the local
     side becomes this fork. It names no remote, so every machine ends up with the same name.
     The short commit is 7 hex digits, more while the name is taken by something else; what
     ``holds`` says already keeps this side (an earlier sync made it) is no "something else",
@@ -203,7 +203,7 @@ def _digest(text: str, digits: int) -> str:
 def imported_session_id(tool: str, source_id: str, title: str = "") -> SessionId:
     """Return the id of a conversation imported from another tool: ``<title slug>-<8 hex>``.
 
-    Deterministic (issue 14, "Faithful history"): the hash is of ``<tool>:<source id>``, so
+    Deterministic, so that history stays faithful across machines: the hash is of ``<tool>:<source id>``, so
     the same conversation imported on two machines gets the same name and a re-import finds
     it; the slug (lowercase ASCII letters and digits, ``-`` between words, at most
     :data:`IMPORT_SLUG_MAX` characters) only makes it readable. A title without letters

@@ -1,4 +1,4 @@
-"""The persistence seam (design.md, "Shape of the code"): the store interface and its backends.
+"""The persistence seam: the store interface and its backends (git, memory), and the remote side.
 
 Nothing in this package imports typer, rich, prompt_toolkit or openai, or reads the environment.
 """

@@ -2,7 +2,7 @@
 
 A save made in a chat writes its blob, tree and commit as loose objects and fsyncs each (the
 turn is durable when the prompt returns). An import writes thousands of commits at once, and
-the fsyncs were most of its time (issue 14: 1,000 transcripts took minutes). Here the
+the fsyncs were most of its time (1,000 transcripts took minutes). Here the
 commits of one line (the turns added to one session) go into one pack, each blob a delta
 on an earlier one of the line (the log only grows: "copy the base, insert the new lines",
 with the bounded depth of :func:`~.pack.base_position`), written and fsynced once with its

@@ -5,7 +5,7 @@ belongs to someone else (``EACCES``), or the disk or quota is full (``ENOSPC``,
 ``EDQUOT``). Every writing primitive of the store runs under :func:`os_faults`, so callers
 see :class:`~gitsessions.errors.RepoReadOnly` or :class:`~gitsessions.errors.DiskFull`
 (exit status 1, a message saying what to do) and never an ``OSError``. Caches are optional
-(design.md, "Derived caches"): :func:`optional_write` drops a cache write the repo refuses.
+(rebuilt from git when missing): :func:`optional_write` drops a cache write the repo refuses.
 """
 
 from __future__ import annotations

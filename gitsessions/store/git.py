@@ -1,6 +1,6 @@
 """The git backend of the session store, built on dulwich.
 
-Layout (design.md, "On disk"): a bare repository; session ``<id>`` is the branch
+Layout: a bare repository; session ``<id>`` is the branch
 ``refs/heads/<id>`` whose tree holds one file, ``session.jsonl``. A save builds a blob, a
 tree and a commit as objects (no index, no working tree) and moves the branch by
 compare-and-swap with a reflog entry. Plain ``git`` reads everything written here.
@@ -49,7 +49,7 @@ from .state import ListRows, RepoState
 from .unpack import read_blob
 from .values import HookRunner, NoHooks, ReflogEntry
 
-#: Identity used when neither config nor git names one (design.md).
+#: Identity used when neither config nor git names one.
 DEFAULT_IDENTITY = "gitsessions <gitsessions@localhost>"
 _HEADS = Ref(b"refs/heads/")
 _ARCHIVE = Ref(b"refs/archive/")
@@ -126,8 +126,8 @@ class GitStore(SessionStore):
                 self.check_path()
                 self._repo = init_repo(self.path)
             if self._repo is not None:
-                # design.md asks for core.fsyncObjectFiles=true, but git >= 2.36 warns about
-                # that key on every command; we ask dulwich for the same fsync directly.
+                # Objects are fsynced: core.fsyncObjectFiles=true would say so, but git >= 2.36 warns
+                # about that key on every command; we ask dulwich for the same fsync directly.
                 self._repo.object_store.fsync_object_files = True
         return self._repo
 

@@ -1,6 +1,6 @@
 """Git's commit hooks for the commits gs builds by hand.
 
-dulwich runs hooks only inside ``porcelain.commit`` (design.md), and its hook classes take
+dulwich runs hooks only inside ``porcelain.commit``, and its hook classes take
 no environment and do not capture output, so this module runs them itself, with git's
 meaning (githooks(5)):
 

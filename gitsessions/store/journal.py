@@ -1,4 +1,4 @@
-"""The write-ahead journal of the turn in progress (design.md, "Saving, crashes and concurrency").
+"""The write-ahead journal of the turn in progress: a crash loses at most a moment of streamed text, never the prompt.
 
 Events of an unsaved turn live in ``<repo>/gs/journal/<id>.jsonl`` until the turn becomes a
 commit; then the journal is removed. Line 1 names the commit the turn builds on (and the

@@ -7,7 +7,7 @@ delta against an earlier blob of the same first-parent chain. Because the log is
 only, that delta is "copy the base, insert the new lines": computing it costs nothing and
 it is as small as what was added — so storage grows with what was added, not with saves.
 
-dulwich's own gc/repack computes no deltas and ignores reflogs (design.md, dulwich facts);
+dulwich's own gc/repack computes no deltas and ignores reflogs (a prune can then break fsck);
 this module picks the bases itself and hands dulwich's pack writer finished deltas.
 
 Delta bases along a chain (position ``k`` = first-parent distance from the root commit):
@@ -151,7 +151,7 @@ def reflog_ids(data: bytes) -> Iterator[ObjectID]:
 
     A line is ``<old> <new> <committer> <time> <tz>[\t<message>]``: plain ``git update-ref``
     without ``-m`` writes no tab and no message, which dulwich's ``read_reflog`` cannot parse
-    (design.md, dulwich facts). Only the two ids matter here; a line that does not start
+    (it expects the tab). Only the two ids matter here; a line that does not start
     with them (damage) is skipped, zero ids (creation, deletion) are left out.
 
     Args:

@@ -1,6 +1,6 @@
 """Who may read the session repo: its owner only, unless the repo says it is shared.
 
-Conversations are as sensitive as ``~/.ssh`` (issue 16): what gs writes in the repo is
+Conversations are as sensitive as ``~/.ssh``: what gs writes in the repo is
 created readable by its owner only (directories ``700``, files ``600``, objects ``400``),
 whatever the umask. A repo that opts into sharing with git's own setting
 (``git config core.sharedRepository group``) is honoured as git honours it: the group (or

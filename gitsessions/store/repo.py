@@ -1,7 +1,7 @@
 """The bare repository on disk: creating it once, and moving its refs safely.
 
 Everything here is git plumbing the git backend needs around its objects: the settings a
-new session repo gets (design.md, "Repo settings"), compare-and-swap of a ref that waits out
+new session repo gets (:data:`INIT_CONFIG`), compare-and-swap of a ref that waits out
 a briefly held ``.lock`` and clears one a dead process left, and a ref move that carries its
 reflog along as ``git branch -m`` does.
 """
@@ -28,7 +28,8 @@ from .lock import REF_HELD, clear_stale_lock, wait_out
 from .loose import Deflated, blob_id
 from .shared import SessionRepo, write_config
 
-#: Settings written at init (design.md, "Repo settings").
+#: Settings written at init: loose objects compressed fast (a save is a new blob), no automatic gc
+#: (dulwich's repacks without deltas in the foreground).
 INIT_CONFIG = {
     b"looseCompression": b"1",  # ~6x faster saves for MB-size files
 }

@@ -1,7 +1,7 @@
 """The sidecar state of a session repo: everything under ``<repo>/gs/`` that is not git.
 
 Journals of turns in progress, writer locks, the verified-tips cache, the list-row cache and
-the pack-state counter (design.md, "Derived caches" and "Saving, crashes and concurrency").
+the pack-state counter.
 None of it is history: git objects and refs are; this is either a turn not yet committed (the
 journal), a claim (a lock) or a cache rebuilt from git when missing.
 """
@@ -248,7 +248,7 @@ class RepoState:
     def lock(self, session_id: str) -> SessionLock:
         """Return the (not yet taken) writer lock of ``session_id`` (``<repo>/gs/locks/<folded id>.lock``).
 
-        Keyed by the case-folded id: ids that differ only by case are one session (design.md),
+        Keyed by the case-folded id: ids that differ only by case are one session,
         so two writers creating ``caseR1`` and ``caser1`` at once must not both win.
         """
         return _RepoLock(self.root / "locks" / f"{check_session_id(session_id).casefold()}.lock", session_id,
@@ -278,7 +278,7 @@ class RepoState:
     def mark_verified(self, commit: str, made: tuple[int, bytes] | None = None) -> None:
         """Record that ``commit`` holds a valid log (one ``O_APPEND`` write, safe across processes).
 
-        A cache (design.md, "Derived caches"): on a read-only or full repo the line is not
+        A cache: on a read-only or full repo the line is not
         written and the tip is checked again next time; reading never fails over it.
 
         Args:

@@ -1,6 +1,6 @@
 """Packs of what is new: the pack a push sends, and the automatic repack of loose objects.
 
-dulwich's own pack generation sends loose blobs whole (design.md, dulwich facts), and a
+dulwich's own pack generation sends loose blobs whole (no deltas against what is there), and a
 session's blob is the whole ``session.jsonl``: one new turn of a 5 MB session would send
 5 MB. Here the pack is planned like a repack (:mod:`.pack`): a new blob whose first parent's
 blob the other side has is written as "copy that blob, insert the new lines" -- a *thin*

@@ -2,8 +2,8 @@
 
 dulwich's reader holds, at its peak, the compressed object, the inflated chunks and their
 join, and for a packed blob stored as a chain of deltas every base on the way: a loose
-session log peaked at 3x its size, a packed tip 13 deltas deep at 8x (issue 11 asks that a
-100 MB session opens below 3x). Here:
+session log peaked at 3x its size, a packed tip 13 deltas deep at 8x (a 100 MB session should
+open below 3x). Here:
 
 - a loose object whose header line is its own deflate segment (what :mod:`.loose` writes)
   is inflated straight into the content, at its exact size: 1x;

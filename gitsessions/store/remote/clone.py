@@ -1,4 +1,4 @@
-"""Cloning a session repo from a remote: all or nothing (see :mod:`.remote` for sync itself)."""
+"""Cloning a session repo from a remote: all or nothing (see :mod:`.remotes` for sync itself)."""
 
 from __future__ import annotations
 

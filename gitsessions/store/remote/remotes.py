@@ -1,4 +1,4 @@
-"""Backup and sync through any git remote (issue 5), with dulwich's transports.
+"""Backup and sync through any git remote, with dulwich's transports: the remotes, a pull, push and sync.
 
 Remotes live in the repo config as git keeps them (``[remote "origin"] url = ...``), so
 plain ``git push origin`` and ``git fetch origin`` work too. What a pull and a push do with
@@ -80,7 +80,7 @@ class Remotes:
     def _know_logs(self) -> None:
         """Take the commits the store knows to hold a session log for sessions, without reading them.
 
-        Those caches (design.md, "Derived caches") name commits whose tree was read, so the
+        Those caches (derived, rebuilt from git when missing) name commits whose tree was read, so the
         session refs of a sync that moves nothing cost no object read.
         """
         for commit in self.store.known_logs():
@@ -238,7 +238,7 @@ class Remotes:
         report = pull_steps(self.store, sides, where)
         report.skipped = skipped
         # Tips taken from there hold a session log (their trees were checked above): as after
-        # a clone, later syncs and lists need not read them again (design.md, "Derived caches").
+        # a clone, later syncs and lists need not read them again.
         self.store.state.mark_received(sha.decode() for ref, sha in sides.local.items()
                                        if sha != mine.get(ref) and sha == theirs.get(ref))
         self.store.settle_current()  # a clone's first pull, or the current session dropped: the one saved last

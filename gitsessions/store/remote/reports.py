@@ -1,4 +1,4 @@
-"""What sync reports (see :mod:`.remote`): per session ref, what a pull, a push or a sync did.
+"""What sync reports (see :mod:`.remotes`): per session ref, what a pull, a push or a sync did.
 
 Apart from :mod:`.values`, so that what opens a session (the chat before its first prompt)
 does not build these classes: only the sync commands use them.

@@ -1,4 +1,4 @@
-"""The sync rule, written once (design.md "Sync"; the README's "Sync" says it in user words).
+"""The sync rule, written once (the README's "Sync" says it in user words).
 
 Per remote, the repo keeps the *sync base*: for each session ref, what the remote held when
 both sides last agreed on it, as tracking refs ``refs/remotes/<remote>/heads/<id>`` and
@@ -16,7 +16,7 @@ its local tip L, its base O and the remote's tip R:
   When one side then used the name X again, the side still at the base follows it.
 
 A pull carries out the steps that move refs here (:mod:`.pull`); a push the ones that move
-the remote's (:mod:`.remote`). A ref of a session a live writer holds, or whose journal
+the remote's (:mod:`.remotes`). A ref of a session a live writer holds, or whose journal
 holds a turn a crashed ``gs`` left, is not moved: it waits for the next sync.
 """
 
@@ -98,7 +98,7 @@ def named_like_a_session(ref: bytes) -> bool:
 
 
 def not_a_session(repo: Repo, ref: bytes, sha: bytes, checked: dict[bytes, str | None] | None = None) -> str | None:
-    """Why ``ref`` (at ``sha``) is no session ref to sync (design.md "Sync"), or None when it is one.
+    """Why ``ref`` (at ``sha``) is no session ref to sync, or None when it is one.
 
     Args:
         repo: the repository holding the commit.
@@ -333,7 +333,7 @@ def plan_push(repo: Repo, sides: Sides, into: PushReport, kept: Mapping[bytes, b
     sends: dict[bytes, bytes] = {}
     later: dict[bytes, tuple[bytes, bytes]] = {}
     steps = {ref: sides.step(repo, ref) for ref in sides.refs()}
-    # ids may not differ only by case (design.md); one that goes there (renamed by case here) may
+    # ids may not differ only by case; one that goes there (renamed by case here) may
     folded = {ref.lower(): ref for ref in sides.remote if steps[ref] is not Step.DROP_THERE}
     for ref, step in steps.items():
         local, remote = sides.local.get(ref), sides.remote.get(ref)

@@ -236,7 +236,7 @@ def send(url: str, client: Any, path: str, update_refs: Callable, pack_data: Cal
         raise RemoteError(f"{strip_password(url)[0]} refused the push: {' '.join(str(exc).split())}") from None
     except _network_errors() as exc:
         raise unreachable(url, exc, client) from None
-    # dulwich does not raise when the server refuses a ref: read ref_status (design.md).
+    # dulwich does not raise when the server refuses a ref: read ref_status.
     return result.ref_status or {}
 
 
