@@ -261,79 +261,83 @@ class _QuietServer(ThreadingHTTPServer):
         pass
 
 
+class _GitCGIHandler(BaseHTTPRequestHandler):
+    """git http-backend behind Basic auth, for one :class:`GitHTTPServer` (its ``owner``)."""
+
+    owner: GitHTTPServer
+    expected: str  # the Authorization header that passes
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args) -> None:
+        pass
+
+    def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.owner.requests.append((self.command, self.path, status))
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _handle(self) -> None:
+        body = self._body()
+        auth = self.headers.get("Authorization")
+        if auth:
+            self.owner.auth_seen.append(auth)
+        if auth != self.expected:
+            self._reply(401, [("WWW-Authenticate", 'Basic realm="gs-test"'),
+                              ("Content-Type", "text/plain")], b"credentials needed\n")
+            return
+        path, _, query = self.path.partition("?")
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": str(self.owner.root),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "HOME": str(self.owner.root),
+            "REMOTE_USER": self.owner.username,
+            "REMOTE_ADDR": "127.0.0.1",
+            "REQUEST_METHOD": self.command,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "GATEWAY_INTERFACE": "CGI/1.1",
+        }
+        for name in ("Content-Encoding", "Git-Protocol"):
+            if self.headers.get(name):
+                env["HTTP_" + name.upper().replace("-", "_")] = self.headers[name]
+        proc = subprocess.run([str(GIT_HTTP_BACKEND)], input=body, env=env, capture_output=True)
+        head, _, out = proc.stdout.partition(b"\r\n\r\n")
+        if not _ and b"\n\n" in proc.stdout:
+            head, _, out = proc.stdout.partition(b"\n\n")
+        status, headers = 200, []
+        for line in head.decode("latin-1").splitlines():
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.split()[0])
+            elif name:
+                headers.append((name.strip(), value.strip()))
+        self._reply(status, headers, out)
+
+    do_GET = do_POST = _handle
+
+
 def _make_cgi_handler(owner: GitHTTPServer) -> type[BaseHTTPRequestHandler]:
     expected = "Basic " + base64.b64encode(f"{owner.username}:{owner.password}".encode()).decode()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format, *args) -> None:
-            pass
-
-        def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
-            owner.requests.append((self.command, self.path, status))
-            self.send_response(status)
-            for name, value in headers:
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _body(self) -> bytes:
-            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                parts = []
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                    if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass  # trailers
-                        return b"".join(parts)
-                    parts.append(self.rfile.read(size))
-                    self.rfile.readline()
-            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
-        def _handle(self) -> None:
-            body = self._body()
-            auth = self.headers.get("Authorization")
-            if auth:
-                owner.auth_seen.append(auth)
-            if auth != expected:
-                self._reply(401, [("WWW-Authenticate", 'Basic realm="gs-test"'),
-                                  ("Content-Type", "text/plain")], b"credentials needed\n")
-                return
-            path, _, query = self.path.partition("?")
-            env = {
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "GIT_PROJECT_ROOT": str(owner.root),
-                "GIT_HTTP_EXPORT_ALL": "1",
-                "GIT_CONFIG_NOSYSTEM": "1",
-                "HOME": str(owner.root),
-                "REMOTE_USER": owner.username,
-                "REMOTE_ADDR": "127.0.0.1",
-                "REQUEST_METHOD": self.command,
-                "PATH_INFO": path,
-                "QUERY_STRING": query,
-                "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-                "CONTENT_LENGTH": str(len(body)),
-                "SERVER_PROTOCOL": "HTTP/1.1",
-                "GATEWAY_INTERFACE": "CGI/1.1",
-            }
-            for name in ("Content-Encoding", "Git-Protocol"):
-                if self.headers.get(name):
-                    env["HTTP_" + name.upper().replace("-", "_")] = self.headers[name]
-            proc = subprocess.run([str(GIT_HTTP_BACKEND)], input=body, env=env, capture_output=True)
-            head, _, out = proc.stdout.partition(b"\r\n\r\n")
-            if not _ and b"\n\n" in proc.stdout:
-                head, _, out = proc.stdout.partition(b"\n\n")
-            status, headers = 200, []
-            for line in head.decode("latin-1").splitlines():
-                name, _, value = line.partition(":")
-                if name.lower() == "status":
-                    status = int(value.split()[0])
-                elif name:
-                    headers.append((name.strip(), value.strip()))
-            self._reply(status, headers, out)
-
-        do_GET = do_POST = _handle
-
-    return Handler
+    return type("Handler", (_GitCGIHandler,), {"owner": owner, "expected": expected})
