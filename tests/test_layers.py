@@ -432,3 +432,10 @@ def test_subpackages_of_a_layer_import_one_way():
     found = [f"  - {importer} imports {never}: {why}" for importer, never, why in BELOW
              if never in by_package[importer]]
     assert not found, "These imports run the wrong way between two packages of one layer:\n" + "\n".join(found)
+
+
+def test_architecture_md_names_every_package():
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text("utf-8")
+    packages = sorted(m for m, p in _sources().items() if p.name == "__init__.py" and m != "gitsessions")
+    unnamed = [m for m in packages if f"`{m.removeprefix('gitsessions.').replace('.', '/')}/`" not in text]
+    assert not unnamed, f"ARCHITECTURE.md says nothing of these packages: {unnamed}"
