@@ -19,6 +19,20 @@ def _shape(node: Node) -> list[tuple[int, str, str | None, int | None, bool]]:
     return [(d, n.session_id, n.parent, n.from_turn, n.archived) for d, n in node.walk()]
 
 
+def _check_family(root: Node) -> None:
+    """The family :func:`forked` makes, as :func:`family` finds it from any of its members."""
+    assert _shape(root) == [
+        (0, "work", None, None, False),
+        (1, "alt", "work", 1, True),
+        (1, "work-2", "work", 2, False),
+        (2, "work-2-1", "work-2", 3, False),
+    ]
+    work2 = root.find("work-2")
+    assert work2 is not None
+    assert (work2.turns, work2.prompt, work2.title) == (4, "shorter answer please", "first question")
+    assert root.find("other") is None and root.turns == 3
+
+
 @pytest.fixture
 def forked(gs, git):
     """work (3 turns); work-2 forked after turn 2 with two of its own; alt archived; other; work-2-1 off work-2."""
@@ -37,17 +51,8 @@ def test_the_family_is_every_session_sharing_history(forked, repo_path: Path):
     with GitStore(repo_path) as store:
         root = family(store, "work-2-1")
         assert family(store, "alt").tip == root.tip  # an archived member finds the same family
-    assert _shape(root) == [
-        (0, "work", None, None, False),
-        (1, "alt", "work", 1, True),
-        (1, "work-2", "work", 2, False),
-        (2, "work-2-1", "work-2", 3, False),
-    ]
-    work2 = root.find("work-2")
-    assert work2 is not None
-    assert (work2.turns, work2.prompt, work2.title) == (4, "shorter answer please", "first question")
-    assert root.find("other") is None
-    assert root.turns == 3 and root.prompt is None
+    _check_family(root)
+    assert root.prompt is None
 
 
 def test_the_family_is_the_same_on_any_store(any_store, say):
@@ -64,16 +69,7 @@ def test_the_family_is_the_same_on_any_store(any_store, say):
         assert family(fresh, "alt").tip == root.tip
         saves = turn_saves(fresh, root.find("work-2").tip, root.find("work-2").fork_commit,  # type: ignore[union-attr]
                            root.find("work-2").from_turn)  # type: ignore[union-attr]
-    assert _shape(root) == [
-        (0, "work", None, None, False),
-        (1, "alt", "work", 1, True),
-        (1, "work-2", "work", 2, False),
-        (2, "work-2-1", "work-2", 3, False),
-    ]
-    work2 = root.find("work-2")
-    assert work2 is not None
-    assert (work2.turns, work2.prompt, work2.title) == (4, "shorter answer please", "first question")
-    assert root.find("other") is None and root.turns == 3
+    _check_family(root)
     assert [(s.turn, s.subject) for s in saves] == [(3, "turn 3: shorter answer please"), (4, "turn 4: and again")]
 
 
