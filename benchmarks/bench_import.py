@@ -1,4 +1,4 @@
-"""Importing at scale (issue 14, item 7): 1,000 Claude Code transcripts (~200 MB) in < 60 s.
+"""Importing at scale: 1,000 Claude Code transcripts (~200 MB) in < 60 s.
 
 The transcripts are generated here, Claude Code-shaped (``<dir>/<session-uuid>.jsonl``, one
 JSON object per line: a prompt, the reply split over one line per content block, a
@@ -191,7 +191,7 @@ def bench_import(s: Settings, conversations: int = N_CONVERSATIONS) -> None:
            f"< {LIMIT_S:.0f} s", scaled < LIMIT_S and fsck.returncode == 0)
 
 
-#: The large ChatGPT export of the memory figure (issue 14, item 7: memory stays bounded), bytes.
+#: The large ChatGPT export of the memory figure (memory stays bounded), bytes.
 EXPORT_SIZE = 150 << 20
 
 

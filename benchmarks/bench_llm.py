@@ -227,7 +227,7 @@ def _profile_ask(env: dict[str, str], base: Path) -> None:
 
 
 def bench_request(s: Settings, messages: int = 601, chunks: int = 1003) -> None:
-    """One request, the SDK's typed path against gs's provider (issue 11: before and after)."""
+    """One request, the SDK's typed path against gs's provider (before and after)."""
     import openai
     from bench_turn import instant_server
 

@@ -1,4 +1,4 @@
-"""Peak memory (issue 11 goal 6): opening a 100 MB session, and ``gs list`` of 10,000 sessions.
+"""Peak memory: opening a 100 MB session, and ``gs list`` of 10,000 sessions.
 
 Each figure is the peak resident set (``VmHWM``, what ``/usr/bin/time -v`` calls "Maximum
 resident set size") of a process of its own, so nothing measured before counts:

@@ -1,12 +1,12 @@
 """Section 16 (``redact``): what redaction costs per MB of text, whole and streamed.
 
-Redaction runs on every prompt, every event and every streamed reply (issue 16 item 3): its
+Redaction runs on every prompt, every event and every streamed reply: its
 shapes are detect-secrets' detectors plus gs's own. Measured in-process on two texts, against
 one ``re.sub`` pass of a single credential pattern over the same text (the least any
 regex-based redaction costs):
 
 - typical chat text: prose, code blocks, paths, commit ids, no secret;
-- text dense with secrets: every line holds one of the shapes issue 16 lists.
+- text dense with secrets: every line holds one of the credential shapes gs redacts.
 
 Also: the cost of building the detector set in a fresh process, paid on the first text a
 process redacts: from detect-secrets itself (importing it), and from the cache file gs keeps

@@ -1,4 +1,4 @@
-"""Archive scale (issue 11, goal 5): ``gs list``, ``gs search WORD``, ``gs log`` of one session
+"""Archive scale: ``gs list``, ``gs search WORD``, ``gs log`` of one session
 and ``gs chat -c`` to its prompt, over 10,000 sessions of 20 turns (one commit per turn).
 
 The archive is built with ``git fast-import`` (gs-shaped ``session.jsonl`` and commit messages

@@ -1,4 +1,4 @@
-"""Start-up (issue 11 goals 3 and 4): gs chat to its prompt and to its first token, gs ask.
+"""Start-up: gs chat to its prompt and to its first token, gs ask.
 
 - ``gs chat`` in a real pseudo-terminal (pexpect, 24x100 xterm): wall time from spawning the
   process to its prompt appearing, then the prompt's line is sent at once and the time to

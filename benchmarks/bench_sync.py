@@ -1,4 +1,4 @@
-"""Sync when little changed (issue 10, item 4): a no-op ``gs sync`` of 1,000 sessions, the
+"""Sync when little changed: a no-op ``gs sync`` of 1,000 sessions, the
 bytes one new turn sends, and the first ``gs list`` after ``gs clone`` of 200 x 5,000 messages.
 
 Remotes are bare repos served by ``git daemon`` on 127.0.0.1 (tests/gitservers.py) and, for

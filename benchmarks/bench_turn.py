@@ -1,4 +1,4 @@
-"""gs's own cost per turn and per streamed chunk (issue 11 goals 1 and 2), against an instant server.
+"""gs's own cost per turn and per streamed chunk, against an instant server.
 
 - **The per-turn curve.** ``gs chat``'s loop (:class:`gitsessions.cli.repl.repl.Repl`, in-process, the
   real provider, store, journal and redactor; output discarded) runs turns 1..N of one new

@@ -2,7 +2,7 @@
 
 Every test runs with HOME, the XDG dirs, the config file and the session repo inside its
 own ``tmp_path`` and with ``GIT_*`` / ``OPENAI_*`` cleared, so no test touches the real
-home or a real provider (style.md, idea 4).
+home or a real provider.
 """
 
 from __future__ import annotations

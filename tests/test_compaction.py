@@ -1,4 +1,4 @@
-"""Compaction (issue 15, item 4): a ``compaction/summary`` event stands in the derived transcript
+"""Compaction: a ``compaction/summary`` event stands in the derived transcript
 for the events it covers; the log keeps every message (gs show, gs search, a fork from before).
 
 First the transcript rule on hand-built logs, then ``/compact`` and the automatic compaction

@@ -1,4 +1,4 @@
-"""What the model saw is in the log (issue 15, items 1-3): the system prompt, the model and the
+"""What the model saw is in the log: the system prompt, the model and the
 request options as events, sent with the next request, shown by gs show and gs log, carried
 by a fork; /usage and the footer with the server's usage figures; tokens per turn in gs log.
 
@@ -131,7 +131,7 @@ def test_the_footer_after_each_reply_says_model_context_and_session_tokens(store
 
 
 def test_a_model_that_cannot_call_tools_is_offered_none(store, fake_api):
-    """The embedded SmolLM2 never calls tools (issue 15, item 6): its requests carry none."""
+    """The embedded SmolLM2 never calls tools: its requests carry none."""
     for calls_tools, offered in ((True, True), (False, False)):
         fake_api.reset()
         lines = iter(["hi"])

@@ -25,7 +25,7 @@ from fakeapi import FakeChatServer, Reply, text, tool_calls, validate_messages
 SID = "work"
 #: A reply long enough to be killed in the middle of: 40 pieces of 9 characters.
 SLOW = "".join(f"chunk{i:02d}. " for i in range(40))
-#: How much streamed text a kill may lose (design.md: "at most a fraction of a second").
+#: How much streamed text a kill may lose: at most a fraction of a second's.
 LOSS_WINDOW_S = 0.25
 #: How long a step may take before the test gives up (a safety net: a loaded machine starts a
 #: process slowly; no figure of speed is judged by it).

@@ -1,4 +1,4 @@
-"""Disk faults, with the real conditions (issue 9, items 2 and 3, and the disk part of its suite).
+"""Disk faults, with the real conditions: a disk that fills, a read-only mount.
 
 - A **read-only repo**: a real read-only bind mount of a session repo. Every read command
   works; a turn left in a journal is reported, not committed; a write says the repo is

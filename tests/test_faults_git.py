@@ -1,4 +1,4 @@
-"""Faults from repos touched by plain git and from odd bytes (issue 9, items 4 to 10).
+"""Faults from repos touched by plain git and from odd bytes.
 
 Each test makes the condition with the real ``git`` CLI (a ref moved by ``git update-ref``,
 a branch that is no session, a commit built with ``hash-object``/``mktree``/``commit-tree``,

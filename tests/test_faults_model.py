@@ -1,4 +1,4 @@
-"""Fault injection on the model connection (issue 9): a turn run under each network fault.
+"""Fault injection on the model connection: a turn run under each network fault.
 
 Each fault is real: a refused port, a TCP reset, a body that ends mid-reply, a stream that
 goes silent for longer than the read timeout, a 429 with ``Retry-After``, a 500, an event
@@ -134,7 +134,7 @@ def test_a_fault_fails_the_turn_keeps_what_arrived_and_the_next_ask_works(
 
 
 def test_a_reply_cut_mid_stream_is_an_error_not_a_completed_turn(gs, git, fake_api, fast_config):
-    """Issue 9 item 1: the server hangs up after a few chunks and the body ends cleanly
+    """The server hangs up after a few chunks and the body ends cleanly
     (no finish, no ``data: [DONE]``); that reply was cut, not finished."""
     fake_api.script(cut("Refs are na"))
     r = gs("ask", "work", PROMPT)

@@ -1,4 +1,4 @@
-"""Faults at the terminal and the process (issue 9).
+"""Faults at the terminal and the process.
 
 - Keys in a real pseudo-terminal: Ctrl+C pressed together with Enter cancels that request,
   Ctrl+C while a reply streams keeps what was typed ahead, Ctrl+Z suspends and ``fg``

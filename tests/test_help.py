@@ -1,4 +1,4 @@
-"""Every command's help reads like git's or gh's: a walk over ``gs ... --help`` (issue 13, item 3)."""
+"""Every command's help reads like git's or gh's: a walk over ``gs ... --help``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """History commands end to end: revisions in ``show``/``log``, lineage in ``list``/``log``,
 ``log -p``, ``log --graph``, ``diff``, ``search``, archive round trips — real ``gs``
-processes against the fake API, checked with the real ``git`` CLI (issue 4)."""
+processes against the fake API, checked with the real ``git`` CLI."""
 
 from __future__ import annotations
 
@@ -300,7 +300,7 @@ def test_search_all_revisions_finds_archived_text(gs, git):
     hits = gs("search", "q1", "--all-revisions", "--json").json()
     assert [(h["session"], h["role"]) for h in hits] == [("w", "user"), ("w", "assistant")]
     assert hits[0]["commit"] == git("rev-parse", "w~2").strip()
-    # without --all-revisions too: alt and w both hold q1, which is one message (issue 13), its fork named
+    # without --all-revisions too: alt and w both hold q1, which is one message, its fork named
     hits = gs("search", "q1", "--json").json()
     alt = [{"session": "alt", "archived": False}]
     assert [(h["session"], h["role"], h["also"]) for h in hits] == [("w", "user", alt), ("w", "assistant", alt)]

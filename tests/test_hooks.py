@@ -1,4 +1,4 @@
-"""The session repo's commit hooks (issue 5 item 6): real ``gs`` processes against the fake
+"""The session repo's commit hooks: real ``gs`` processes against the fake
 API, real hook scripts, real ``git``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Claude Code transcripts and Codex rollouts are read a line at a time, never held whole (issue 14, item 7).
+"""Claude Code transcripts and Codex rollouts are read a line at a time, never held whole.
 
 The readers are given a real file opened with a read size far smaller than the file (and
 than most of its lines, which then straddle reads), through a raw file that records every

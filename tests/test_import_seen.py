@@ -1,4 +1,4 @@
-"""A file imported whole before is passed over when unchanged, and read again on any change (issue 14, item 7)."""
+"""A file imported whole before is passed over when unchanged, and read again on any change."""
 
 from __future__ import annotations
 

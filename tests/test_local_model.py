@@ -134,7 +134,7 @@ def test_gs_ask_runs_a_turn_through_the_embedded_model(repo_path):
 
 
 def test_the_embedded_models_window_is_the_one_gs_started_it_with(tmp_path):
-    """Its server has no /props; the provider says the n_ctx gs started it with (issue 15: never unknown here)."""
+    """Its server has no /props; the provider says the n_ctx gs started it with (never unknown here)."""
     from gitsessions.config import load_config
     from gitsessions.provider.connect import connect
 

@@ -69,7 +69,7 @@ def test_a_plain_turn_streams_and_commits_its_events(store, session):
 
 
 def test_the_system_prompt_sent_first_is_the_logs(store, session):
-    """What the model saw is in the log (issue 15): the loop sends the session's own system prompt, no other."""
+    """What the model saw is in the log: the loop sends the session's own system prompt, no other."""
     model = ScriptedProvider()
     session.set_system("Be terse.")
     run_turn(session, model, "one")

@@ -1,4 +1,4 @@
-"""Text enters a session at one door (issue 8): redacted once, and every commit message
+"""Text enters a session at one door: redacted once, and every commit message
 derived from the redacted events by ``rules.commit_message``, whatever path commits.
 
 In-process: a real GitStore on a real repo, ``Session`` and ``run_turn`` with a scripted
@@ -100,7 +100,7 @@ def _message(store: GitStore, commit: str) -> CommitMessage:
     return store.commit_info(commit).message
 
 
-# -- the defects of issue 8 ------------------------------------------------------------------
+# -- the defects found before there was one door --------------------------------------------
 
 
 def test_import_of_a_token_leaves_it_in_no_object_subject_or_title(store, repo_path, redactor, tmp_path, gs, git):

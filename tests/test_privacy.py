@@ -1,4 +1,4 @@
-"""Private by default (issue 16): the session repo and a config file with a key are the owner's alone.
+"""Private by default: the session repo and a config file with a key are the owner's alone.
 
 Checked with the real ``find -perm`` and ``git``, under the usual ``umask 022``.
 """

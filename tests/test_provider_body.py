@@ -1,4 +1,4 @@
-"""The streamed body is read a whole socket read at a time (issue 11, cheap streaming), and
+"""The streamed body is read a whole socket read at a time, and
 reads as httpx reads it: the same bytes in any framing, the same errors, the connection back
 in the pool, also when the reader stops at the stream's ``data: [DONE]`` (its end is read
 then, within a short wait). A raw HTTP/1.1 server here writes exactly the bytes each test

@@ -1,4 +1,4 @@
-"""The provider reads the streamed body itself, as plain JSON (issue 11): it must read every
+"""The provider reads the streamed body itself, as plain JSON: it must read every
 stream the SDK's typed path reads, the same way, whatever the line ends and wherever the
 network cuts the body."""
 

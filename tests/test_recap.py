@@ -1,4 +1,4 @@
-"""The recap a chat shows on opening a session with earlier turns (issue 13, item 6).
+"""The recap a chat shows on opening a session with earlier turns.
 
 :func:`gitsessions.cli.display.recap.recap_lines` over real sessions (made by ``gs ask`` and the chat
 over a pipe, the model scripted by the fake API); the recap in a real terminal is in

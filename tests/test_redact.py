@@ -120,9 +120,9 @@ def test_redactor_unit():
     assert Redactor({}, PATTERNS).text("ask-me about sk-short") == "ask-me about sk-short"
 
 
-# -- the detector set (issue 16 item 3) -----------------------------------------------------
+# -- the detector set -----------------------------------------------------
 
-#: One of each shape issue 16 lists, by the kind its replacement names; none is real (each
+#: One of each credential shape gs redacts, by the kind its replacement names; none is real (each
 #: is built from pieces so that no scanner takes this file for a leak).
 SHAPES = {
     "slack-token": "xoxb-" + "1234567890-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx",

@@ -1,4 +1,4 @@
-"""The shapes' fast paths find what searching every text with every regex finds (issue 14, item 7).
+"""The shapes' fast paths find what searching every text with every regex finds.
 
 A shape's regex runs only where a match may start (its literal starts, the high-entropy
 rule's runs), and a conversation's strings are tried only by the shapes whose literals they

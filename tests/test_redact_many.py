@@ -1,4 +1,4 @@
-"""A conversation's events redacted at once are redacted exactly as one by one (issue 14, item 7)."""
+"""A conversation's events redacted at once are redacted exactly as one by one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every move can be undone (issue 12, item 6): git's @{N} and @{DATE} in every REV, gs reflog, gs restore."""
+"""Every move can be undone: git's @{N} and @{DATE} in every REV, gs reflog, gs restore."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A new attempt at a turn (issue 12): ``/retry``, ``/edit [N]`` and ``gs retry REV``.
+"""A new attempt at a turn: ``/retry``, ``/edit [N]`` and ``gs retry REV``.
 
 In-process: the REPL over a real store with scripted input (tests/test_repl_inprocess.py's
 ``run``), the CLI through the ``gs`` fixture; the branches are read back with the real git CLI.

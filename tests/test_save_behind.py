@@ -1,4 +1,4 @@
-"""A turn committed behind the prompt (issue 11, flat turns): the chat goes on while git writes.
+"""A turn committed behind the prompt: the chat goes on while git writes.
 
 The commit of turn N runs in a thread while the next line is read; the journal holds the
 turn until the commit lands, and the next turn is journaled after it meanwhile. A real

@@ -56,7 +56,7 @@ def test_a_branch_without_a_session_log_is_skipped_in_words(gs, git, repo_path):
     assert r.code == 0 and r.out.startswith("w@"), r.err
     [skipped] = [line for line in r.err.splitlines() if "skipped" in line]
     assert "notes" in skipped and "session.jsonl" in skipped
-    assert "b'" not in skipped and "(b" not in skipped, skipped  # no Python bytes repr (issue 13)
+    assert "b'" not in skipped and "(b" not in skipped, skipped  # no Python bytes repr
 
 
 def test_the_match_is_bold_red_on_a_terminal_and_plain_with_no_color(gs, start):

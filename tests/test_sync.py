@@ -1,4 +1,4 @@
-"""Sync that converges (issue 10, items 1-3; the rule: README "Sync", gitsessions/store/remote/sync.py).
+"""Sync that converges (the rule: README "Sync", gitsessions/store/remote/sync.py).
 
 Two session repos and a bare remote: both sides gain turns and a few syncs later every repo
 holds the same session refs, with every turn of both sides; renames, archives and restores

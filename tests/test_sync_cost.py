@@ -1,4 +1,4 @@
-"""Sync is cheap when little changed (issue 10, item 4): bytes, not timings.
+"""Sync is cheap when little changed: bytes, not timings.
 
 A push sends what the remote lacks, each new save as a delta on the blob the remote has
 (a thin pack the receiver completes), and runs no repack of the local repo. What a server

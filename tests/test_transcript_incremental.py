@@ -1,4 +1,4 @@
-"""The derived transcript of a growing log is derived incrementally (issue 11): only the events
+"""The derived transcript of a growing log is derived incrementally: only the events
 appended since the last derivation are read. It must give exactly what a derivation from
 scratch gives, on every log the transcript tests use, whatever was appended or taken back."""
 

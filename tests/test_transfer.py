@@ -35,7 +35,7 @@ def _one_line_error(r) -> None:
 
 
 def _import_error(r) -> None:
-    """One file refused: one ``gs:`` line saying why, then the run's summary (issue 14), exit 1."""
+    """One file refused: one ``gs:`` line saying why, then the run's summary, exit 1."""
     assert r.code == 1, (r.code, r.out, r.err)
     assert "Traceback" not in r.err
     lines = r.err.strip().splitlines()

@@ -1,4 +1,4 @@
-"""Sync over real servers on 127.0.0.1 (issue 5, "over a path, git://, ssh and http"):
+"""Sync over real servers on 127.0.0.1, over a path, git://, ssh and http:
 ``git daemon``, OpenSSH ``sshd`` and ``git http-backend`` behind Basic auth (tests/gitservers.py).
 
 Per transport: push, plain ``git clone``, ``gs clone``, fast-forward pull, a diverged

@@ -1,4 +1,4 @@
-"""The family tree of a session (issue 12, items 3 and 5): HEAD as the current session,
+"""The family tree of a session: HEAD as the current session,
 gitsessions.history.tree, gs tree."""
 
 from __future__ import annotations

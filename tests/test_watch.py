@@ -1,4 +1,4 @@
-"""Sync without thinking about it (issue 10, item 6): ``sync: {pull: on-open}`` and
+"""Sync without thinking about it: ``sync: {pull: on-open}`` and
 ``gs sync --watch`` (a real process, stopped with SIGINT as Ctrl+C stops it)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Messages a user reads say what is wrong and what to do in plain words (issue 13, item 7)."""
+"""Messages a user reads say what is wrong and what to do in plain words."""
 
 from __future__ import annotations
 
