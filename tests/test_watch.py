@@ -158,6 +158,8 @@ def test_watch_pulls_every_interval_and_goes_on_after_a_failed_round(machines, w
     assert b("clone", str(remote), str(b.repo)).code == 0
     assert b("ask", "w", "two from b").code == 0 and b("push").code == 0
     _wait_for("b's turn to reach a", lambda: _rev(a.repo, "w") == _rev(remote, "w") == _rev(b.repo, "w"))
+    # a round moves the refs, pushes, then says what it did: stopping it between the two loses the words
+    _wait_for("a to say so", lambda: any(line.startswith("updated: w ") for line in log.read_text().splitlines()))
     lines = _stop(proc, log)
     assert sum("sync failed" in line for line in lines) >= len(failed)
     # rounds every 0.5 s, most with nothing to do: only those that did something print
