@@ -222,7 +222,8 @@ class SessionLocked(GitSessionsError):
     Ids may not differ only by case, so a lock is one per case-folded id: when its holder
     writes the id in another case, the id asked for is no session and the holder's is the
     one meant, and the refusal begins as :class:`SessionNotFound`'s does (``did you mean``),
-    whether the holder's first save has landed yet or not.
+    whether the holder's first save has landed yet or not. :meth:`said` is the one wording
+    of a held lock, for every message that names one.
 
     Args:
         session_id: the session.
@@ -236,17 +237,30 @@ class SessionLocked(GitSessionsError):
         self.holder = holder
         self.waited = waited
         self.writing = writing if writing != session_id else None
-        if waited > 0:
-            state = f"is still being written by {holder} after {waited:g} s of waiting; wait longer " \
-                    "with --wait=SECONDS"
-        else:
-            state = f"is being written by {holder}; wait for it to finish with --wait[=SECONDS]"
-        named = self.writing or session_id
-        said = f"session {named!r} {state}, read it with 'gs show {named}', or continue in a copy with " \
-               f"'gs chat {named} --fork NEW'"
         if self.writing is not None:
-            said = f"no session {session_id!r}; did you mean {self.writing!r}? The {said}"
+            said = (f"no session {session_id!r}; did you mean {self.writing!r}? "
+                    f"({self.said(self.writing, holder, waited)}; once it is done, 'gs chat {self.writing}' "
+                    "goes on from where it ends)")
+        elif waited > 0:
+            said = (f"{self.said(session_id, holder, waited)}; wait longer with --wait=SECONDS, read it with "
+                    f"'gs show {session_id}', or continue in a copy with 'gs chat {session_id} --fork NEW'")
+        else:
+            said = (f"{self.said(session_id, holder)}; wait for it to finish with --wait[=SECONDS], read it with "
+                    f"'gs show {session_id}', or continue in a copy with 'gs chat {session_id} --fork NEW'")
         super().__init__(said)
+
+    @staticmethod
+    def said(session_id: str, holder: str, waited: float = 0.0) -> str:
+        """The words of a held lock: ``session 'X' is being written by HOLDER`` (``still``, after a wait).
+
+        Args:
+            session_id: the session whose lock is held.
+            holder: who holds it (see :meth:`gitsessions.store.lock.SessionLock.holder`).
+            waited: how long the refused writer waited, seconds (0: it did not).
+        """
+        if waited > 0:
+            return f"session {session_id!r} is still being written by {holder} after {waited:g} s of waiting"
+        return f"session {session_id!r} is being written by {holder}"
 
 
 class ConfigError(GitSessionsError):

@@ -598,8 +598,10 @@ def test_a_writer_refused_while_the_holder_names_itself_is_told_who_holds_it(rep
     with pytest.raises(SessionLocked) as exc:
         store.lock("caser").acquire()
     said = str(exc.value)  # the one wording of a case clash, whether or not the holder's first save landed
-    assert said.startswith("no session 'caser'; did you mean 'caseR'? The session 'caseR' is being written by "
+    assert said.startswith("no session 'caser'; did you mean 'caseR'? (session 'caseR' is being written by "
                            f"pid {os.getpid()} on "), said
+    assert said.endswith("once it is done, 'gs chat caseR' goes on from where it ends)"), said  # no advice to
+    # read or fork 'caseR': its first save may not have landed
     first.release()
 
 

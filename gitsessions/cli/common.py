@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..config import Config, default_repo_path, key_file_exposed, load_config
-from ..errors import RepoError
+from ..errors import RepoError, SessionLocked
 from ..store import privacy
 from ..store.lock import LockWait
 from .background import take_failures
@@ -217,7 +217,7 @@ class Context:
         """How a write waits ``seconds`` for another writer, saying so on stderr when it does."""
 
         def notify(session_id: str, holder: str) -> None:
-            err(f"gs: session {session_id!r} is being written by {holder}; waiting up to {seconds:g} s")
+            err(f"gs: {SessionLocked.said(session_id, holder)}; waiting up to {seconds:g} s")
 
         return LockWait(seconds, notify)
 

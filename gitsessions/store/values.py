@@ -177,6 +177,10 @@ class WriterLock(Protocol):
         """Describe who holds the lock."""
         ...
 
+    def writing(self) -> str | None:
+        """The id the holder writes: this one, or it in another case (None: unknown)."""
+        ...
+
     def try_acquire(self) -> bool:
         """Take the lock if free; return whether it is now held."""
         ...

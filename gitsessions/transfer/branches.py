@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExists, TransferError
+from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExists, SessionLocked, TransferError
 from ..ids import CommitId, SessionId, fork_name, imported_fork_id, imported_session_id, taken_by
 from ..log.commits import CommitMessage, Lineage, commit_message
 from ..log.events import Event, make_event, make_header
@@ -354,7 +354,7 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
             lock = store.lock(line_sid)
             if not lock.try_acquire():
                 raise TransferError(f"{conv.tool} conversation {conv.source_id}",
-                                    f"session {line_sid!r} is being written by {lock.holder()}",
+                                    SessionLocked.said(lock.writing() or line_sid, lock.holder()),
                                     "run the import again when it is done")
             locks.append(lock)
         outcomes = [writer.branch(key, chunks, i == 0) for i, (key, chunks) in enumerate(conv.branches)]

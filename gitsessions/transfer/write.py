@@ -238,7 +238,7 @@ def _write_session(store: SessionStore, plan: ImportPlan, item: ImportedSession,
     try:  # an orphaned new session of that id is committed first
         held = hold(store, sid, redactor=redactor, warnings=warnings)
     except SessionLocked as exc:
-        why = f"session {sid!r} is being written by {exc.holder}"
+        why = SessionLocked.said(exc.writing or sid, exc.holder)
         if single:
             raise TransferError(plan.source, why) from None
         result.clashes.append((sid, why))
