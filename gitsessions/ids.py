@@ -28,16 +28,25 @@ SESSION_ID_RE = re.compile(rf"^{_ID}$")
 REV_RE = re.compile(rf"^(?P<id>{_ID})(?P<suffix>(?:@\{{[^{{}}]*\}})?(?:~\d*|\^+)*|@(?!\{{).*)$")
 
 
+def is_session_id(name: str) -> bool:
+    """Whether ``name`` follows the id rules: ``^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$``, and not ``HEAD`` in any case.
+
+    Args:
+        name: a branch name, a word typed, a ref's last part.
+    """
+    return isinstance(name, str) and SESSION_ID_RE.match(name) is not None and name.upper() != "HEAD"
+
+
 def check_session_id(session_id: str) -> SessionId:
-    """Return ``session_id`` if it follows the id rules.
+    """Return ``session_id`` if it follows the id rules (:func:`is_session_id`).
 
     Raises:
         InvalidSessionId: it does not match ``^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`` or is ``HEAD``.
     """
-    if not isinstance(session_id, str) or not SESSION_ID_RE.match(session_id):
-        raise InvalidSessionId(str(session_id), "not allowed")
-    if session_id.upper() == "HEAD":
-        raise InvalidSessionId(session_id, "HEAD is reserved by git")
+    if not is_session_id(session_id):
+        why = "HEAD is reserved by git" if isinstance(session_id, str) and session_id.upper() == "HEAD" \
+            else "not allowed"
+        raise InvalidSessionId(str(session_id), why)
     return SessionId(session_id)
 
 

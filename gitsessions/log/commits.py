@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ..ids import SESSION_ID_RE, CommitId, SessionId
+from ..ids import CommitId, SessionId, is_session_id
 from .request import options_text
 from .transcript import SYSTEM_REMOVED, Derivation, derived
 from .usage import tokens_of
@@ -188,7 +188,7 @@ class Lineage:
             ValueError: not a session id, ``@`` and 40 hex digits.
         """
         sid, sep, commit = text.strip().partition("@")
-        if not sep or not SESSION_ID_RE.match(sid) or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        if not sep or not is_session_id(sid) or not re.fullmatch(r"[0-9a-f]{40}", commit):
             raise ValueError(f"not <session>@<commit>: {text!r}")
         return cls(SessionId(sid), CommitId(commit))
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from ..errors import InvalidEvent, NothingToRestore, SessionExists, SessionNotFound
-from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id, taken_by
+from ..ids import CommitId, SessionId, check_free, check_session_id, is_session_id, taken_by
 from ..log.commits import CommitMessage
 from ..log.events import Event, check_event, encode_header, parse_log
 from . import listing
@@ -417,7 +417,7 @@ class SessionStore(abc.ABC):
         """
         sha = self.archive_ref(name)
         if sha is None:
-            live = SESSION_ID_RE.match(name) is not None and self.tip(name) is not None
+            live = is_session_id(name) and self.tip(name) is not None
             raise NothingToRestore(name, live, self.archived_ids())
         sid = check_session_id(as_id or name)
         check_free(self, sid, moving=f"archive/{name}")

@@ -19,7 +19,7 @@ from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
 
 from ..errors import ConcurrentUpdate, CorruptSession
-from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id
+from ..ids import CommitId, SessionId, check_free, check_session_id, is_session_id
 from ..log.commits import CommitMessage
 from ..log.events import Event
 from .base import CommitInfo, SessionStore
@@ -180,13 +180,13 @@ class GitStore(SessionStore):
                 names.update(e.name for e in entries if e.is_file(follow_symlinks=False))
         except (FileNotFoundError, NotADirectoryError):
             pass
-        return [SessionId(n) for n in sorted(names) if SESSION_ID_RE.match(n) and n.upper() != "HEAD"]
+        return [SessionId(n) for n in sorted(names) if is_session_id(n)]
 
     def tips(self) -> dict[SessionId, CommitId]:
         """Return every session's tip by id, sorted by id (one pass over the refs: what :meth:`tip` gives each)."""
         refs = read_refs(repo, _HEADS) if (repo := self.repo()) is not None else {}
         named = {ref[len(_HEADS):].decode("utf-8", "replace"): sha for ref, sha in refs.items()}
-        return {SessionId(n): _hex(named[n]) for n in sorted(named) if SESSION_ID_RE.match(n) and n.upper() != "HEAD"}
+        return {SessionId(n): _hex(named[n]) for n in sorted(named) if is_session_id(n)}
 
     def tip(self, session_id: str) -> CommitId | None:
         """Return the tip commit id of ``session_id`` or None.
@@ -420,7 +420,7 @@ class GitStore(SessionStore):
     def archive_ref(self, name: str) -> CommitId | None:
         """Return the commit of archived session ``name``, or None."""
         repo = self.repo()
-        if repo is None or not SESSION_ID_RE.match(name):
+        if repo is None or not is_session_id(name):
             return None
         try:
             return _hex(repo.refs[_archive_ref(name)])
@@ -484,7 +484,7 @@ class GitStore(SessionStore):
     def current(self) -> SessionId | None:
         """Return the session ``HEAD`` names when it exists, else None (detached, unborn, not a session)."""
         name = head_branch(self.path)
-        if name is None or not SESSION_ID_RE.match(name) or name.upper() == "HEAD" or self.tip(name) is None:
+        if name is None or not is_session_id(name) or self.tip(name) is None:
             return None
         return SessionId(name)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConcurrentUpdate, CorruptSession
-from ..ids import SESSION_ID_RE, CommitId, SessionId, check_free, check_session_id
+from ..ids import CommitId, SessionId, check_free, check_session_id, is_session_id
 from ..log.commits import CommitMessage
 from ..log.events import Event, missing_line_end
 from .base import CommitInfo, SessionStore
@@ -167,7 +167,7 @@ class MemoryStore(SessionStore):
 
     def archive_ref(self, name: str) -> CommitId | None:
         """Return the commit of archived session ``name``, or None."""
-        return self._archive.get(name) if SESSION_ID_RE.match(name) else None
+        return self._archive.get(name) if is_session_id(name) else None
 
     def commit_info(self, commit: str) -> CommitInfo:
         """Return the :class:`CommitInfo` of ``commit``.

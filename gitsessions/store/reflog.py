@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..ids import SESSION_ID_RE, CommitId
+from ..ids import CommitId, is_session_id
 from .values import ReflogEntry
 
 _ZERO = "0" * 40
@@ -99,7 +99,7 @@ def read_reflog(controldir: Path, name: str, archived: bool = False) -> list[Ref
 
     Empty when there is none (a ref made by a tool that writes no reflog) or ``name`` is no session id.
     """
-    if not SESSION_ID_RE.match(name):
+    if not is_session_id(name):
         return []
     folder = "archive" if archived else "heads"
     try:

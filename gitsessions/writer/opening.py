@@ -27,7 +27,7 @@ from ..errors import (
     SessionNotFound,
     UnsupportedVersion,
 )
-from ..ids import SESSION_ID_RE, check_free, check_session_id, fork_name
+from ..ids import check_free, check_session_id, fork_name, is_session_id
 from ..log.transcript import open_turn
 from ..secrets.redact import NO_REDACTION, Redactor
 from ..store import LockWait, SessionStore, WriterLock
@@ -168,7 +168,7 @@ def open_revision(store: SessionStore, rev: str, *, fork_as: str | None = None, 
     """
     for sid in ([] if any(c in rev for c in "~^@") else [rev]) + ([] if fork_as is None else [fork_as]):
         check_session_id(sid)  # a plain id or the fork's ("" too): say what is wrong with it
-    if SESSION_ID_RE.match(rev) and store.tip(rev) is None and fork_as is None:
+    if is_session_id(rev) and store.tip(rev) is None and fork_as is None:
         if new_header is None:
             raise SessionNotFound(rev, store.session_ids())  # did you mean ..., when another case has it
         check_free(store, rev, opening=True)  # the id in another case is the one meant; an archive keeps its id

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import GitSessionsError, SessionExists
-from ...ids import new_session_id, taken_by
+from ...ids import check_free, new_session_id
 from ...log.transcript import derived
 from ...store import Revision
 from ...text import plural
@@ -81,13 +81,14 @@ def _help(repl: ChatHandle, _arg: str) -> None:
 
 def _new(repl: ChatHandle, arg: str) -> None:
     sid = arg or new_session_id(repl.store)
-    other = taken_by(repl.store, sid)
-    if other is not None:  # named as it is (a case clash: the real id), never what was typed
-        step = "choose another id" if other.startswith("archive/") else f"use /open {other}"
-        repl.env.write(f"error: {SessionExists(sid, other, step)}\n")
-    else:
-        repl.open(sid, create=True)
-        repl.env.write(f"(new session {sid})\n")
+    try:
+        check_free(repl.store, sid)
+    except SessionExists as exc:  # named as it is (a case clash: the real id), never what was typed
+        step = "choose another id" if exc.existing.startswith("archive/") else f"use /open {exc.existing}"
+        repl.env.write(f"error: {SessionExists(sid, exc.existing, step)}\n")
+        return
+    repl.open(sid, create=True)
+    repl.env.write(f"(new session {sid})\n")
 
 
 def _open(repl: ChatHandle, arg: str) -> None:

@@ -34,7 +34,7 @@ from dulwich.objects import ZERO_SHA, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from ...ids import SESSION_ID_RE
+from ...ids import is_session_id
 from ..lock import unless_held
 from ..repo import SESSION_FILE, read_refs
 from ..shared import write_config
@@ -94,7 +94,7 @@ def decide(local: bytes | None, base: bytes | None, remote: bytes | None, *, con
 def named_like_a_session(ref: bytes) -> bool:
     """True for ``refs/heads/<id>`` and ``refs/archive/<id>`` named by a session id (whatever the tree)."""
     name = ref.split(b"/", 2)[2].decode("utf-8", "replace") if ref.startswith(SYNCED) else ""
-    return bool(SESSION_ID_RE.match(name)) and name.upper() != "HEAD"
+    return is_session_id(name)
 
 
 def not_a_session(repo: Repo, ref: bytes, sha: bytes, checked: dict[bytes, str | None] | None = None) -> str | None:
@@ -254,7 +254,7 @@ def load_base(repo: Repo, remote: str) -> dict[bytes, bytes]:
         rest = ref[len(prefix):]
         if rest.startswith((b"heads/", b"archive/")):
             base[b"refs/" + rest] = sha
-        elif SESSION_ID_RE.match(rest.decode("utf-8", "replace")):
+        elif is_session_id(rest.decode("utf-8", "replace")):
             unless_held(functools.partial(repo.refs.remove_if_equals, Ref(ref), None))  # another gs removes it now
     return base
 
