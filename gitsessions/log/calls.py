@@ -5,7 +5,9 @@ and back as a result; here it is a typed value. What the log holds of it is the 
 ``assistant/message``'s ``tool_calls`` (``{"id", "name", "arguments"}``) and a
 ``tool/result``'s data; what a request sends is the chat-completions shape
 (``{"id", "type": "function", "function": {"name", "arguments"}}`` and a ``tool`` message).
-Both formats are made here and nowhere else. Pure: no I/O.
+The loop, the toolset, the transcript and the messages reader convert a call through these;
+the readers of other tools' files build chat-completions messages that the messages reader
+takes in. Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ...log.calls import ToolCall, ToolResult
 from ...log.events import IMPORTED_MESSAGE, Event, make_event
 from ...log.transcript import closing_events
 
@@ -169,7 +170,7 @@ class _Builder:
             call_id = f"call_imported_{self.n_calls}"
         elif not isinstance(call_id, str):
             raise _Bad(f"{at}: id is {_kind(call_id)}, not a string")
-        return {"id": call_id, "name": name, "arguments": args}
+        return ToolCall(call_id, name, args).data()
 
     def tool(self, i: int, msg: dict, role: str, content: str, at: str) -> None:
         if role == "tool":
@@ -187,8 +188,7 @@ class _Builder:
             return
         name = self.pending.pop(call_id)
         self.add("tool/call", {"id": call_id, "name": name})
-        self.add("tool/result", {"id": call_id, "name": name, "content": content,
-                                 "is_error": msg.get("is_error") is True})
+        self.add("tool/result", ToolResult(call_id, name, content, msg.get("is_error") is True).data())
 
     def finish(self) -> list[Event]:
         self.close_turn()
