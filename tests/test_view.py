@@ -81,7 +81,7 @@ def test_items_of_tools_notes_and_imported_messages():
     imported, start, user, reply, result, empty, end, fork, summary = items
     assert start.turn == 1 and user.text == "time?"
     assert imported.imported and imported.role == "system" and imported.text == "Be terse." and imported.turn == 0
-    assert reply.text == "" and reply.interrupted and reply.tool_calls == (view.ToolCall("c1", "clock", "{}"),)
+    assert reply.text == "" and reply.interrupted and reply.tool_calls == (view.ShownCall("c1", "clock", "{}"),)
     assert not reply.empty and empty.empty
     assert (result.call_id, result.text, result.is_error, result.error_code) == ("c1", "noon", True, "not_started")
     assert (end.reason, end.error) == ("error", "cut")

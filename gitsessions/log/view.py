@@ -59,8 +59,10 @@ class TurnStart(Item):
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """A tool call an assistant message asked for.
+class ShownCall:
+    """A tool call an assistant message asked for, as a reader sees it (:class:`~.calls.ToolCall` is what runs).
+
+    A log another tool wrote may hold fields of other types: they are shown as missing.
 
     Attributes:
         id: the call id (None when the event has no string id).
@@ -89,7 +91,7 @@ class Message(Item):
 
     role: str = ""
     text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ShownCall, ...] = ()
     model: str | None = None
     interrupted: bool = False
     imported: bool = False
@@ -101,8 +103,8 @@ class Message(Item):
 
 
 @dataclass(frozen=True)
-class ToolResult(Item):
-    """What a tool returned (``tool/result``).
+class ShownResult(Item):
+    """What a tool returned (``tool/result``), as a reader sees it (:class:`~.calls.ToolResult` is what is sent).
 
     Attributes:
         call_id: the id of the call it answers (None when not a string).
@@ -239,7 +241,7 @@ def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item 
     if t == "user/message":
         return Message(*base, role="user", text=_text(d.get("content")))
     if t == "assistant/message":
-        calls = tuple(ToolCall(_str_or_none(c.get("id")), _str_or_none(c.get("name")),
+        calls = tuple(ShownCall(_str_or_none(c.get("id")), _str_or_none(c.get("name")),
                                _str_or_none(c.get("arguments")))
                       for c in d.get("tool_calls") or [] if isinstance(c, dict))
         content = d.get("content")
@@ -248,7 +250,7 @@ def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item 
                        interrupted=bool(d.get("interrupted")))
     if t == "tool/result":
         code = d.get("error_code")
-        return ToolResult(*base, call_id=_str_or_none(d.get("id")), name=_str_or_none(d.get("name")),
+        return ShownResult(*base, call_id=_str_or_none(d.get("id")), name=_str_or_none(d.get("name")),
                           text=_text(d.get("content")), is_error=bool(d.get("is_error")),
                           error_code=_text(code) if code else None)
     if t == "turn/end" and d.get("reason") != "completed":
@@ -303,4 +305,4 @@ def items(events: Sequence[Event]) -> list[Item]:
 
 def is_message(item: Item) -> bool:
     """True for messages and tool results (what ``gs diff`` counts), False for turn starts and notes."""
-    return isinstance(item, (Message, ToolResult))
+    return isinstance(item, (Message, ShownResult))

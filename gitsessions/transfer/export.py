@@ -113,7 +113,7 @@ def export_markdown(snap: Snapshot) -> str:
             for call in item.tool_calls:
                 out += ["", f"**tool call** {_code(call.name or '')} ({_code(call.id or '')}) · {when}", "",
                         fence(call.arguments or "", "json")]
-        elif isinstance(item, view.ToolResult):
+        elif isinstance(item, view.ShownResult):
             flag = f" · **error** ({item.error_code})" if item.is_error and item.error_code else \
                 (" · **error**" if item.is_error else "")
             out += ["", f"**tool result** {_code(item.name or '')} ({_code(item.call_id or '')}) · {when}{flag}", "",
@@ -180,7 +180,7 @@ def export_html(snap: Snapshot) -> str:
                 out.append(f'<div class="tool call"><div class="meta"><span class="role">tool call</span> '
                            f'<code>{e(call.name or "")}</code> ({e(call.id or "")}) · {when}</div>'
                            f'<pre>{e(call.arguments or "")}</pre></div>')
-        elif isinstance(item, view.ToolResult):
+        elif isinstance(item, view.ShownResult):
             flag = ""
             if item.is_error:
                 code = f" ({e(item.error_code)})" if item.error_code else ""

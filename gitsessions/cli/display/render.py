@@ -215,7 +215,7 @@ def transcript_item(item: view.Item) -> list[str]:
             mark = ""
         for call in item.tool_calls:
             out.append("  " + tool_line(call.name, call.arguments or "") + (f" {mark}" if mark else ""))
-    elif isinstance(item, view.ToolResult):
+    elif isinstance(item, view.ShownResult):
         text = item.text.replace("\n", "\n    ")  # its later lines under its first, not at column 0
         out.append(f"  ↳ {text}" + (" (error)" if item.is_error else ""))
     elif isinstance(item, view.TurnEnd):
@@ -294,7 +294,7 @@ def item_json(item: view.Item) -> dict[str, Any]:
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in item.tool_calls]
         return {**base, "role": "assistant", "content": item.text, "tool_calls": calls,
                 "interrupted": item.interrupted}
-    if isinstance(item, view.ToolResult):
+    if isinstance(item, view.ShownResult):
         return {**base, "role": "tool", "tool_call_id": item.call_id, "name": item.name, "content": item.text,
                 "is_error": item.is_error}
     return {**base, "role": "note", "content": _note(item)}
@@ -331,7 +331,7 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
             for call in item.tool_calls:
                 args = clip(fold(call.arguments or ""), COMPACT_TOOL_CHARS)
                 out.append(indent + tool_line(call.name, args) + (f" {mark}" if mark else ""))
-        elif isinstance(item, view.ToolResult):
+        elif isinstance(item, view.ShownResult):
             flag = " (error)" if item.is_error else ""
             out.append(f"{indent}↳ {clip(fold(item.text), COMPACT_TOOL_CHARS)}{flag}")
         else:

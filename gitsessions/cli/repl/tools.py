@@ -165,7 +165,7 @@ def cut_calls(events: Sequence[Event]) -> list[str]:
     the user is told what each such call was doing, from the call's own arguments.
     """
     from ...log.transcript import OUTCOME_UNKNOWN
-    from ...log.view import Message, ToolResult, items
+    from ...log.view import Message, ShownResult, items
 
     start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "turn/start"), None)
     if start is None or not any(e.type == "tool/result" and e.data.get("error_code") == OUTCOME_UNKNOWN
@@ -175,7 +175,7 @@ def cut_calls(events: Sequence[Event]) -> list[str]:
     calls = {call.id: call for it in last if isinstance(it, Message) for call in it.tool_calls}
     out = []
     for it in last:
-        if isinstance(it, ToolResult) and it.error_code == OUTCOME_UNKNOWN:
+        if isinstance(it, ShownResult) and it.error_code == OUTCOME_UNKNOWN:
             call = calls.get(it.call_id)
             args = call.arguments if call is not None and call.arguments else ""
             out.append(terminal_safe(f"(the tool call {it.name}({args}) was cut while it ran: whether it "
