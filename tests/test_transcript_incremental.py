@@ -10,7 +10,7 @@ from test_transcript import logs
 
 from gitsessions.log.events import Event
 from gitsessions.log.transcript import derive_messages, derived, title_of
-from gitsessions.log.turns import last_turn, next_turn, turns_of
+from gitsessions.log.turns import last_turn, last_turn_start, next_turn, turns_of
 
 
 def fresh(events: list[Event]) -> list[dict]:
@@ -96,3 +96,16 @@ def test_the_derived_transcript_numbers_turns_by_the_one_rule(events):
         assert (log.turns, log.turn, log.next_turn) == (turns_of(growing), last_turn(growing), next_turn(growing))
     scratch = derived(list(events))
     assert (scratch.turns, scratch.turn, scratch.next_turn) == (turns_of(events), last_turn(events), next_turn(events))
+
+
+@settings(max_examples=200, deadline=None)
+@given(numbered_logs())
+def test_the_last_turn_begins_where_its_number_is_first_taken(events):
+    # usage's "this turn" and the cut-call report read from the last turn/start: the index turns.py gives
+    start = last_turn_start(events)
+    numbers = turns_of(events)
+    if start is None:
+        assert "turn/start" not in [e.type for e in events]
+    else:
+        assert events[start].type == "turn/start" and all(e.type != "turn/start" for e in events[start + 1:])
+        assert set(numbers[start:]) == {numbers[start]} and numbers[start] == last_turn(events)

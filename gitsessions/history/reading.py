@@ -27,14 +27,6 @@ from ..secrets.redact import NO_REDACTION, Redactor
 from ..store import CommitInfo, Revision, SessionInfo, SessionStore
 from ..writer.opening import try_recover
 
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 # -- revisions and listings ------------------------------------------------------------------
 
 
@@ -242,7 +234,7 @@ def branches(store: SessionStore, target: Revision, history: Sequence[CommitInfo
         base, distance, first = found
         if base is None:
             continue
-        turns = (_int(info.message.trailers.get("Turn")) or 0) - (_int(main[base].message.trailers.get("Turn")) or 0)
+        turns = (info.message.fields.turn or 0) - (main[base].message.fields.turn or 0)
         if distance == 0:
             how = "points here"
         elif info.session_id == target.session_id:

@@ -94,3 +94,8 @@ def _numbered(events: Sequence[Event]) -> Numbering:
 def turn_count(events: Sequence[Event]) -> int:
     """Return the number of turns started in the log."""
     return sum(1 for e in events if e.type == "turn/start")
+
+
+def last_turn_start(events: Sequence[Event]) -> int | None:
+    """Return the index of the last ``turn/start`` in ``events`` (where the last turn begins), or None."""
+    return next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "turn/start"), None)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, ModelSettings, Price
-from .turns import turns_of
+from .turns import last_turn_start, turns_of
 
 if TYPE_CHECKING:
     from .events import Event
@@ -252,7 +252,7 @@ def report(model: str, events: Sequence[Event], window: int | None,
         models: the config's ``models:``: each request is priced at its own model's price,
             and the models without one are named.
     """
-    start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "turn/start"), 0)
+    start = last_turn_start(events) or 0
     current = price_of(models, model)
 
     def line(label: str, some: Sequence[Event]) -> str:

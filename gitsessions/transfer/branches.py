@@ -32,6 +32,7 @@ from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExist
 from ..ids import CommitId, SessionId, fork_name, imported_fork_id, imported_session_id, taken_by
 from ..log.commits import CommitMessage, Lineage, commit_message
 from ..log.events import Event, make_event, make_header
+from ..log.turns import turn_count
 from ..store import SessionStore
 from .readers.conversation import ImportedConversation
 
@@ -289,7 +290,7 @@ class _Writer:
                 return (gone.session_id, "archived", 0)
 
         def turns(start: int) -> int:
-            return sum(1 for chunk in chunks[start:] for ev in chunk if ev.type == "turn/start")
+            return turn_count([ev for chunk in chunks[start:] for ev in chunk])
 
         if best is None:
             line = self._new(self._free(self.base if first and not self.lines else imported_fork_id(self.base, key)),

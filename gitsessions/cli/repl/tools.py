@@ -165,9 +165,10 @@ def cut_calls(events: Sequence[Event]) -> list[str]:
     the user is told what each such call was doing, from the call's own arguments.
     """
     from ...log.transcript import OUTCOME_UNKNOWN
+    from ...log.turns import last_turn_start
     from ...log.view import Message, ShownResult, items
 
-    start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "turn/start"), None)
+    start = last_turn_start(events)
     if start is None or not any(e.type == "tool/result" and e.data.get("error_code") == OUTCOME_UNKNOWN
                                 for e in events[start:]):
         return []
