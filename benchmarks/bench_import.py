@@ -198,7 +198,7 @@ EXPORT_SIZE = 150 << 20
 def bench_import_memory(s: Settings, size: int = EXPORT_SIZE) -> None:
     """Peak RSS of ``gs import`` of one large ChatGPT ``conversations.json``, beside its size.
 
-    The export is read a conversation at a time (``transfer/stream.py``): the peak should
+    The export is read a conversation at a time (``transfer/readers/stream.py``): the peak should
     follow the largest conversation (~200 KB here), not the file. The child's own peak is
     read by ``/usr/bin/time`` (:func:`_common.run_measured` says why not this process's ``wait4``).
     """

@@ -24,7 +24,7 @@ class GitSessionsError(Exception):
 
 
 class InvalidSessionId(GitSessionsError):
-    """A session id that breaks the id rules of the design (``[A-Za-z0-9][A-Za-z0-9_-]{0,63}``)."""
+    """A session id that breaks the id rules of :mod:`gitsessions.ids` (``[A-Za-z0-9][A-Za-z0-9_-]{0,63}``, no HEAD)."""
 
     def __init__(self, session_id: str, reason: str):
         self.session_id = session_id

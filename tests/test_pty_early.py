@@ -1,4 +1,5 @@
-"""The chat's early prompt (cli/early.py) in a pty: drawn first, keys typed meanwhile kept, the mode given back."""
+"""The chat's early prompt (cli/display/early.py) in a pty: drawn first, keys typed meanwhile kept, the
+mode given back."""
 
 from __future__ import annotations
 

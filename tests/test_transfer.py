@@ -536,3 +536,13 @@ def test_an_import_writes_the_same_sessions_on_any_store(any_store):
     got = [m for m in derive_messages(snap.events) if m["role"] != "system"]
     assert [(m["role"], m.get("content") or "") for m in got] == [(m["role"], m.get("content") or "") for m in want]
     assert exported["messages"] == derive_messages(snap.events)
+
+
+def test_the_command_line_offers_the_formats_the_transfer_reads_and_writes():
+    # typer wants an Enum class for a choice; the lists themselves are transfer's
+    from gitsessions.cli.transfer import ExportFormat, ImportFormat
+    from gitsessions.transfer.export import EXPORT_FORMATS
+    from gitsessions.transfer.read import FORMATS
+
+    assert [f.value for f in ImportFormat] == list(FORMATS)
+    assert [f.value for f in ExportFormat] == list(EXPORT_FORMATS)  # md is an alias of markdown, no member
