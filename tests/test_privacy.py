@@ -70,6 +70,22 @@ def test_an_exposed_repo_is_warned_of_once_and_doctor_fixes_it(gs, repo_path, gi
     assert gs("ask", "work", "two").code == 0
 
 
+def test_a_folder_that_is_no_session_repo_is_never_made_private_nor_warned_of(gs, tmp_path):
+    folder = tmp_path / "photos"  # --repo mistyped: a folder of the user's own things
+    (folder / "2026").mkdir(parents=True)
+    (folder / "2026" / "beach.jpg").write_bytes(b"jpeg")
+    folder.chmod(0o755)
+    (folder / "2026" / "beach.jpg").chmod(0o644)
+    for args in (["doctor", "--fix"], ["doctor"]):
+        r = gs("--repo", str(folder), *args)
+        assert r.code == 1 and "the folder holds other things (2026), not a session repo" in r.err, (r.code, r.err)
+        assert "fixed" not in r.out
+    r = gs("--repo", str(folder), "list")
+    assert "warning" not in r.err and "chmod" not in r.err, r.err  # no advice to chmod -R someone's folder
+    assert oct((folder / "2026" / "beach.jpg").stat().st_mode & 0o777) == "0o644"
+    assert oct(folder.stat().st_mode & 0o777) == "0o755"
+
+
 def test_a_config_file_with_a_key_that_others_can_read_is_warned_of(gs, tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("api_key: sk-test-0123456789abcdefghijkl\n")

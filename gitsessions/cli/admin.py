@@ -9,6 +9,7 @@ import typer
 
 from ..config import key_file_exposed
 from ..store import GitStore, privacy
+from ..store.layout import check_repo_path
 from .background import run_in_background
 from .common import Context, err
 
@@ -65,6 +66,7 @@ def doctor(
     c.quiet_privacy = True  # reported here, not warned of
     problems = 0
     path = c.repo_path()
+    check_repo_path(path)  # a folder of other things is never made private (nor a repo) by a mistyped --repo
     perm = privacy.sharing(path)
     found = privacy.exposed(path, perm)
     whom = "shared as its core.sharedRepository allows" if perm is not None else "private to you"

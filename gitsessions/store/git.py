@@ -27,6 +27,7 @@ from .batch import Line, Planned
 from .faults import writes
 from .journal import Journal
 from .kept import KeptLogs
+from .layout import check_repo_path, is_repo
 from .lock import SessionLock, unless_held
 from .pack import RepackResult
 from .reflog import branch_line, head_branch, head_ref, read_reflog, save_line
@@ -34,9 +35,7 @@ from .repo import (
     SESSION_FILE,
     add_blob,
     add_object,
-    check_repo_path,
     init_repo,
-    is_repo,
     move_ref,
     point_head,
     read_refs,

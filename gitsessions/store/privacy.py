@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from .layout import is_repo
+
 if TYPE_CHECKING:  # dulwich is imported when a repo is read, not by the command line's start
     from dulwich.file import SharedPerm
     from dulwich.repo import Repo
@@ -152,7 +154,7 @@ def exposed(repo_path: Path, perm: SharedPerm | None, *, walk: bool = True) -> E
     """Find what under ``repo_path`` others may read or write beyond ``perm``.
 
     Args:
-        repo_path: the session repo (absent: nothing is exposed).
+        repo_path: the session repo (absent, or a folder that is no repo: nothing is exposed).
         perm: its sharing (:func:`sharing`).
         walk: look at every file and folder; False looks only at the repo's folder and the
             folders that hold the conversations (``objects``, ``refs``, ``logs``, ``gs``), a
@@ -163,7 +165,7 @@ def exposed(repo_path: Path, perm: SharedPerm | None, *, walk: bool = True) -> E
     """
     allowed = allowed_bits(perm)
     repo_path = repo_path.resolve()  # a repo reached through a symbolic link: its own folder counts
-    if not repo_path.is_dir():
+    if not is_repo(repo_path):  # none yet, or a folder of other things, which gs never touches
         return Exposed((), allowed, perm=perm)
     paths: list[Path]
     if walk:
@@ -181,7 +183,7 @@ def links_out(repo_path: Path) -> list[tuple[Path, Path]]:
     leads, as private as that place is: :func:`exposed` cannot vouch for it.
     """
     root = repo_path.resolve()
-    if not root.is_dir():
+    if not is_repo(root):
         return []
     found = []
     for folder, dirs, files in os.walk(root):

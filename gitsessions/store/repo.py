@@ -23,7 +23,8 @@ from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from ..errors import ConcurrentUpdate, RepoError
+from ..errors import ConcurrentUpdate
+from .layout import is_repo
 from .lock import REF_HELD, clear_stale_lock, wait_out
 from .loose import Deflated, blob_id
 from .shared import SessionRepo, write_config
@@ -37,32 +38,6 @@ HEAD = Ref(b"HEAD")
 #: The one file in every session tree.
 SESSION_FILE = b"session.jsonl"
 _HEX = frozenset(b"0123456789abcdef")
-_BARE_REPO_ENTRIES = frozenset({"gs", "HEAD", "config", "description", "branches", "hooks", "info", "objects",
-                                "refs", "logs", "packed-refs"})
-
-
-def is_repo(path: Path) -> bool:
-    """Return True when ``path`` holds a git repository (bare layout)."""
-    return (path / "HEAD").exists() and (path / "objects").is_dir()
-
-
-def check_repo_path(path: Path) -> None:
-    """Refuse to turn an existing file or non-empty folder that is not a session repo into one.
-
-    Raises:
-        RepoError: the path is a file, or a folder holding something else.
-    """
-    if is_repo(path) or not path.exists():
-        return
-    if not path.is_dir():
-        raise RepoError(str(path), "it is a file, not a session repo")
-    # What a bare repo holds (another process may be creating it right now) is fine.
-    others = sorted(p.name for p in path.iterdir() if p.name.removesuffix(".lock") not in _BARE_REPO_ENTRIES)
-    if others:
-        shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
-        raise RepoError(str(path), f"the folder holds other things ({shown}), not a session repo")
-
-
 def init_repo(path: Path) -> SessionRepo:
     """Create the bare session repo at ``path`` with its settings (once, whoever races) and open it."""
     # Several processes may make their first save at once: one initialises, under a lock.
