@@ -266,6 +266,7 @@ class FakeChatServer:
         connections: TCP connections accepted (a client that keeps its connection alive
             sends several requests on one).
         props: what ``GET /props`` answers, as llama.cpp's server does (None: 404, as others do).
+        models_answer: what ``GET /v1/models`` answers instead of the list of :data:`MODELS` (None: that list).
     """
 
     def __init__(self) -> None:
@@ -273,6 +274,7 @@ class FakeChatServer:
         self.requests: list[dict] = []
         self.connections = 0
         self.props: dict | None = None
+        self.models_answer: object | None = None
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -437,6 +439,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path.rstrip("/") != "/v1/models":
             self._send_error(404, f"Unknown path {self.path}", "invalid_request_error")
+            return
+        if self.fake.models_answer is not None:  # a server that answers in a shape of its own
+            self._send_json(200, self.fake.models_answer)
             return
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "fakeapi"} for m in MODELS]
         self._send_json(200, {"object": "list", "data": data})

@@ -82,6 +82,15 @@ def test_models_lists_what_the_server_offers_marking_the_current_one(gs, fake_ap
     assert "* gpt-4o-mini\n" in r.out and "  fake-model\n" in r.out
 
 
+def test_models_of_a_server_that_answers_no_list_is_one_line_and_the_chat_goes_on(gs, fake_api):
+    fake_api.models_answer = []  # as some local servers answer GET /models
+    r = gs("chat", "w", input="/models\nhi\n")
+    assert r.code == 0, (r.code, r.err)
+    assert "error: the server at " in r.out and "answered GET /models with no list of models" in r.out, r.out
+    assert "Traceback" not in r.out + r.err and "unexpected error" not in r.out + r.err
+    assert len(fake_api.requests) == 1  # the chat went on to its turn
+
+
 def test_usage_shows_the_server_figures_and_gs_log_the_tokens_per_turn(gs, fake_api, tmp_path):
     Path(tmp_path / "config.yaml").write_text("models: {gpt-4o-mini: {context: 1000, price: {input: 1, output: 2}}}\n")
     fake_api.script(text("one", usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}),

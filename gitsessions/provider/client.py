@@ -129,7 +129,8 @@ class OpenAIProvider:
         """The models the server offers (``GET /models``), sorted.
 
         Raises:
-            ProviderError: the request failed (one line, as for a chat request).
+            ProviderError: the request failed (one line, as for a chat request), or the answer
+                is no list of models.
         """
         try:
             return sorted(str(m.id) for m in self._client.models.list())
@@ -137,6 +138,9 @@ class OpenAIProvider:
             raise self._failed(exc, started=False, kept=False) from None
         except self._httpx_errors() as exc:
             raise self._failed(exc, started=False, kept=False) from None
+        except (AttributeError, TypeError, KeyError, ValueError):  # the SDK read an answer of another shape
+            raise ProviderError(f"the server at {self._where()} answered GET /models with no list of models; "
+                                "name the model with /model NAME") from None
 
     def server_window(self) -> int | None:
         """The context window the server says it runs with, tokens (None: it says nothing).
