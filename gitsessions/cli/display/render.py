@@ -174,11 +174,6 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     }
 
 
-def transcript_text(events: Sequence[Event]) -> str:
-    """Return a readable plain-text transcript (``gs show``): :func:`transcript_lines` joined."""
-    return "".join(transcript_lines(events))
-
-
 def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
     """Yield the plain-text transcript (``gs show``) one block per item of :func:`view.items`, each ending in a newline.
 
