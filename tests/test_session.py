@@ -73,6 +73,17 @@ def abandon(s: Session) -> None:
     s._lock.release()
 
 
+def crashed_after(store, earlier_turns: int) -> str | None:
+    """A new session with ``earlier_turns`` saved, then a turn cut by a crash; returns the tip before it."""
+    s = new_session(store)
+    for i in range(earlier_turns):
+        full_turn(s, f"earlier {i}")
+    before = store.tip(SID)
+    crash_turn(s, "Please fix the build")
+    abandon(s)
+    return before
+
+
 def check_recovered(store: GitStore, git, commit: str, prompt: str, turn: int) -> None:
     assert store.tip(SID) == commit
     assert git("log", "-1", "--format=%s", SID).strip() == f"turn {turn}: {prompt}"
@@ -194,13 +205,7 @@ def test_close_mid_turn_saves_it_as_aborted(store: GitStore, git):
 @pytest.mark.parametrize("how", ["open", "try_recover"])
 @pytest.mark.parametrize("earlier_turns", [0, 1])
 def test_orphaned_journal_is_recovered(store: GitStore, repo_path: Path, git, how, earlier_turns):
-    s = new_session(store)
-    for i in range(earlier_turns):
-        full_turn(s, f"earlier {i}")
-    before = store.tip(SID)
-    crash_turn(s, "Please fix the build")
-    abandon(s)
-    del s
+    before = crashed_after(store, earlier_turns)
     assert store.journal(SID).exists()
     assert store.tip(SID) == before
     with GitStore(repo_path) as fresh:  # a new process
@@ -439,13 +444,7 @@ def test_turns_a_title_and_an_undo_are_saves_on_any_store(any_store):
 
 @pytest.mark.parametrize("earlier_turns", [0, 1])
 def test_an_orphaned_journal_is_recovered_on_any_store(any_store, earlier_turns):
-    store = any_store.store
-    s = new_session(store)
-    for i in range(earlier_turns):
-        full_turn(s, f"earlier {i}")
-    before = store.tip(SID)
-    crash_turn(s, "Please fix the build")
-    abandon(s)
+    before = crashed_after(any_store.store, earlier_turns)
     with any_store.again() as fresh:
         assert fresh.journal(SID).exists() and fresh.tip(SID) == before
         s2 = open_session(fresh, SID)
