@@ -18,11 +18,11 @@ from typing import Any
 from .calls import ToolCall, ToolResult
 from .events import Event, clean_text
 from .request import options_of
-from .turns import Numbering, turn_count
+from .turns import Numbering
 
 __all__ = [
     "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "SYSTEM_REMOVED", "closing_events", "derive_messages", "open_turn",
-    "summary_through", "title_of", "turn_count", "undone_turns",
+    "summary_through", "title_of", "undone_turns",
 ]
 
 #: ``tool/result.error_code`` for a call the assistant asked for that never started.
