@@ -24,7 +24,7 @@ from typing import Any
 
 from gitsessions.cli.repl.environment import ChatEnvironment
 from gitsessions.log.events import make_header
-from gitsessions.provider.client import Completion, TextDelta
+from gitsessions.provider.wire import Completion, TextDelta
 
 MODEL = "scripted-model"
 USAGE = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}

@@ -20,7 +20,8 @@ from fakeapi import Reply, cut, drop, error, garbage, reset, stall, text
 
 from gitsessions.config import load_config
 from gitsessions.errors import ConfigError, ProviderError
-from gitsessions.provider.client import OpenAIProvider, TextDelta
+from gitsessions.provider.client import OpenAIProvider
+from gitsessions.provider.wire import TextDelta
 
 PROMPT = "tell me about refs"
 

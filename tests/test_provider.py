@@ -12,7 +12,8 @@ from fakeapi import FakeChatServer, drop, error, text, tool_calls
 
 from gitsessions.chat.tools import TOOL_SCHEMAS
 from gitsessions.errors import ProviderError
-from gitsessions.provider.client import Completion, OpenAIProvider, TextDelta
+from gitsessions.provider.client import OpenAIProvider
+from gitsessions.provider.wire import Completion, TextDelta
 
 USER = [{"role": "user", "content": "hi"}]
 

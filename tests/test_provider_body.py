@@ -16,7 +16,8 @@ from contextlib import contextmanager
 import pytest
 
 from gitsessions.provider import body
-from gitsessions.provider.client import Completion, OpenAIProvider, TextDelta
+from gitsessions.provider.client import OpenAIProvider
+from gitsessions.provider.wire import Completion, TextDelta
 
 httpx = OpenAIProvider._httpx()
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"

@@ -124,7 +124,7 @@ def test_the_store_package_still_gives_its_in_memory_backend_and_sync_still_its_
     import gitsessions.store
     from gitsessions.store import MemoryStore
     from gitsessions.store.memory import MemoryStore as defined
-    from gitsessions.store.remote.remotes import PullReport, PushReport, SyncReport
+    from gitsessions.store.remote.reports import PullReport, PushReport, SyncReport
 
     assert MemoryStore is defined is gitsessions.store.MemoryStore
     assert "MemoryStore" in gitsessions.store.__all__

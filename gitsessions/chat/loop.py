@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..config import DEFAULT_MAX_STEPS
 from ..errors import ProviderError
 from ..log.calls import ToolCall, ToolResult
-from ..provider.client import Completion, TextDelta
+from ..provider.wire import Completion, TextDelta
 
 if TYPE_CHECKING:
     from .tools.toolset import Answer, Prepared, Toolset

@@ -13,7 +13,7 @@ from ..store.layout import check_repo_path
 from .background import run_in_background
 from .common import Context, err
 
-__all__ = ["app", "pack_in_background", "run_in_background"]
+__all__ = ["app", "pack_in_background"]
 
 app = typer.Typer()
 

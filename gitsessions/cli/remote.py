@@ -12,8 +12,9 @@ from ..store import GitStore
 from ..store.faults import unwritable
 
 if TYPE_CHECKING:  # the module itself is imported lazily: dulwich's transports cost start-up time
-    from ..store.remote.remotes import Credentials
-from .admin import pack_in_background, run_in_background
+    from ..store.remote.reports import Credentials
+from .admin import pack_in_background
+from .background import run_in_background
 from .common import Context, err, short
 from .help import Group
 
@@ -58,7 +59,7 @@ def _default(c: Context, remote: str | None) -> str:
     if "@" in where:  # only then can it hold a password (and the transports are worth importing)
         from urllib.parse import urlsplit
 
-        from ..store.remote.remotes import strip_password
+        from ..store.remote.clients import strip_password
 
         c.url_password = urlsplit(where).password or c.url_password
         where = strip_password(where)[0]

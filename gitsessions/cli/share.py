@@ -53,7 +53,7 @@ def share(
         gs share work~2 ssh://me@host/srv/shared.git --yes
     """
     from ..history.reading import read_revision
-    from ..store.remote.remotes import strip_password
+    from ..store.remote.clients import strip_password
     from ..store.remote.share import describe, remember, shared_before
     from ..store.remote.share import share as publish
     from .remote import _credentials

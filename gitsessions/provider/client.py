@@ -22,7 +22,7 @@ from ..errors import ProviderError
 from . import body
 from .wire import Completion, Reply, RequestEncoder, TextDelta, decode_chunk, sse_data
 
-__all__ = ["Completion", "OpenAIProvider", "TextDelta"]
+__all__ = ["OpenAIProvider"]
 
 #: The way out of a URL that is wrong, named as users set it (the variable or the config key).
 _CHECK_URL = "check the URL (OPENAI_BASE_URL, or base_url in config.yaml)"

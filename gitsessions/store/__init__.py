@@ -9,12 +9,12 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .base import CommitInfo, Revision, SessionInfo, SessionStore, Snapshot, TurnJournal, WriterLock
+    from .base import SessionStore
     from .git import GitStore
     from .journal import Journal, JournalContents
     from .lock import LockWait, SessionLock
     from .memory import MemoryStore
-    from .values import ReflogEntry
+    from .values import CommitInfo, ReflogEntry, Revision, SessionInfo, Snapshot, TurnJournal, WriterLock
 
 __all__ = [
     "CommitInfo",
@@ -39,8 +39,8 @@ __all__ = [
 #: backend and dulwich: the chat draws its prompt before it opens the store, and the CLI
 #: never uses ``MemoryStore`` (tests and embedders do).
 _HOMES = {
-    "CommitInfo": "base", "Revision": "base", "SessionInfo": "base", "SessionStore": "base", "Snapshot": "base",
-    "TurnJournal": "base", "WriterLock": "base", "GitStore": "git", "Journal": "journal",
+    "CommitInfo": "values", "Revision": "values", "SessionInfo": "values", "SessionStore": "base",
+    "Snapshot": "values", "TurnJournal": "values", "WriterLock": "values", "GitStore": "git", "Journal": "journal",
     "JournalContents": "journal", "LockWait": "lock", "SessionLock": "lock", "MemoryStore": "memory",
     "ReflogEntry": "values",
 }

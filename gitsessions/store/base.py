@@ -23,7 +23,7 @@ from .values import CommitInfo, ReflogEntry, Revision, SessionInfo, Snapshot, Tu
 #: A store's own type, so ``with GitStore(...) as store`` is a GitStore.
 _S = TypeVar("_S", bound="SessionStore")
 
-__all__ = ["CommitInfo", "Revision", "SessionInfo", "SessionStore", "Snapshot", "TurnJournal", "WriterLock"]
+__all__ = ["SessionStore"]
 
 
 class SessionStore(abc.ABC):

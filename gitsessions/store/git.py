@@ -22,7 +22,7 @@ from ..errors import ConcurrentUpdate, CorruptSession
 from ..ids import CommitId, SessionId, check_free, check_session_id, is_session_id
 from ..log.commits import CommitMessage
 from ..log.events import Event
-from .base import CommitInfo, SessionStore
+from .base import SessionStore
 from .batch import Line, Planned
 from .faults import writes
 from .journal import Journal
@@ -46,7 +46,7 @@ from .repo import (
 from .shared import SessionRepo
 from .state import ListRows, RepoState
 from .unpack import read_blob
-from .values import HookRunner, NoHooks, ReflogEntry
+from .values import CommitInfo, HookRunner, NoHooks, ReflogEntry
 
 #: Identity used when neither config nor git names one.
 DEFAULT_IDENTITY = "gitsessions <gitsessions@localhost>"

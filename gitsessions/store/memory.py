@@ -22,9 +22,10 @@ from ..errors import ConcurrentUpdate, CorruptSession
 from ..ids import CommitId, SessionId, check_free, check_session_id, is_session_id
 from ..log.commits import CommitMessage
 from ..log.events import Event, missing_line_end
-from .base import CommitInfo, SessionStore
+from .base import SessionStore
 from .journal import Journal
 from .lock import LockWait, acquire_within
+from .values import CommitInfo
 
 
 @dataclass(frozen=True)

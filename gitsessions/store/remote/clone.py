@@ -12,7 +12,8 @@ from ...errors import RemoteError
 from ..faults import writes_to
 from ..git import GitStore
 from ..repo import SESSION_FILE
-from .remotes import PullReport, Remotes
+from .remotes import Remotes
+from .reports import PullReport
 
 
 @writes_to(lambda url, path, *args, **kwargs: path)

@@ -32,7 +32,7 @@ from .clients import DEFAULT_TIMEOUT_S, connect, strip_password
 from .new_remote import create_bare
 from .pull import pull_steps
 from .push import Push
-from .reports import Credentials, PullReport, PushReport, SyncReport
+from .reports import PullReport, PushReport, SyncReport
 from .sync import (
     Sides,
     label,
@@ -50,7 +50,7 @@ _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Rounds of pull + push one sync runs at most while the remote keeps moving in between.
 SYNC_ROUNDS = 3
 
-__all__ = ["Credentials", "PullReport", "PushReport", "RemoteError", "Remotes", "SyncReport", "strip_password"]
+__all__ = ["Remotes"]
 
 
 class Remotes:
