@@ -18,8 +18,8 @@ from gitsessions.log.transcript import (
     derive_messages,
     open_turn,
     title_of,
-    turn_count,
 )
+from gitsessions.log.turns import turn_count
 
 
 class Log:
