@@ -252,6 +252,23 @@ def test_compaction_and_undo():
     assert turn_count(log.events) == 3
 
 
+def test_compaction_keeps_the_prompts_it_names_before_the_summary():
+    """A summary with ``kept`` sends those prompts word for word, then itself, then what follows it."""
+    log = turn(Log(), 1, "one")  # seq 1 is the prompt
+    log.add("assistant/message", content="1").add("turn/end", turn=1, reason="completed")
+    turn(log, 2, "two").add("assistant/message", content="2").add("turn/end", turn=2, reason="completed")
+    log.add("compaction/summary", summary="we said one and two", kept=[1, 5, 2, "x", True, 99])  # 5 is "two"
+    turn(log, 3, "three")
+    assert log.messages() == [
+        {"role": "user", "content": "one"},
+        {"role": "user", "content": "two"},
+        {"role": "user", "content": "Summary of the conversation so far:\nwe said one and two"},
+        {"role": "user", "content": "three"},
+    ]  # 2 is a reply, not a prompt; "x", True and 99 (not covered) name nothing
+    log.add("session/undo", turn=2)  # an undo of a turn it covers voids the summary
+    assert [m["content"] for m in log.messages()] == ["one", "1", "three"]
+
+
 def test_title_of():
     log = turn(Log(), 1, "  first line\nsecond")
     assert title_of(log.events) == "first line"
@@ -405,7 +422,9 @@ def logs(draw) -> tuple[list[Event], list[str | None]]:
         if draw(st.integers(0, 9)) == 0:
             # what it covers: all before it, or up to an event anywhere (a seq; out of range: all)
             through = draw(st.one_of(st.none(), st.integers(-1, len(events))))
-            add("compaction/summary", {"summary": draw(texts), **({} if through is None else {"through": through})})
+            kept = draw(st.lists(st.integers(-1, len(events)), max_size=3))  # prompts or not, covered or not
+            add("compaction/summary", {"summary": draw(texts), "kept": kept,
+                                       **({} if through is None else {"through": through})})
         if draw(st.integers(0, 14)) == 0:
             add("session/undo", {"turn": draw(st.integers(1, n))})
     return events, reasons

@@ -22,7 +22,7 @@ from .turns import Numbering
 
 __all__ = [
     "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "SYSTEM_REMOVED", "closing_events", "derive_messages", "open_turn",
-    "summary_through", "title_of", "undone_turns",
+    "summary_kept", "summary_through", "title_of", "undone_turns",
 ]
 
 #: ``tool/result.error_code`` for a call the assistant asked for that never started.
@@ -71,6 +71,19 @@ def summary_through(ev: Event) -> int:
     return ev.seq - 1
 
 
+def summary_kept(ev: Event) -> set[int]:
+    """Return the seqs of the prompts a ``compaction/summary`` keeps: its ``kept``, those it covers.
+
+    A tool that compacts by keeping the user's earlier prompts word for word and summarizing
+    the rest (Codex) names them so: they are sent as they are, before the summary. Seqs that
+    are no number, or that the summary does not cover, are passed over.
+    """
+    kept = ev.data.get("kept")
+    through = summary_through(ev)
+    return {seq for seq in kept if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq <= through} \
+        if isinstance(kept, list) else set()
+
+
 def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
     """Derive the chat-completions ``messages`` list from a session's events.
 
@@ -87,7 +100,8 @@ def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
         "arguments"}}`` shape) and ``{"role": "tool", "tool_call_id": str, "content": str}``.
         A ``compaction/summary`` replaces the messages of the events it covers (up to its
         ``through``, a seq; all before it when it names none) with one user message holding
-        the summary; a summary of a turn that a later ``session/undo`` drops is void (the model
+        the summary, after the prompts it keeps (its ``kept``: seqs of ``user/message``
+        events it covers, sent as they are); a summary of a turn that a later ``session/undo`` drops is void (the model
         would see the dropped turn through it). Undone turns are left out. The last
         ``session/system`` (a setting: no undo drops it) is the first message, ``{"role":
         "system", "content": str}``; an empty one removes it. The dicts may be shared with
@@ -252,10 +266,13 @@ class Derivation:
             self._pending.clear()
             self._results.clear()
             self._started.clear()
+        prompts = summary_kept(ev)
+        before = [i for i, origin in enumerate(self._origins)
+                  if origin in prompts and self._messages[i]["role"] == "user"]
         keep = [i for i, origin in enumerate(self._origins) if origin > through]
         summary = {"role": "user", "content": SUMMARY_LEAD + clean_text(str(ev.data.get("summary", "")))}
-        self._messages = [summary, *(self._messages[i] for i in keep)]
-        self._origins = [ev.seq, *(self._origins[i] for i in keep)]
+        self._messages = [*(self._messages[i] for i in before), summary, *(self._messages[i] for i in keep)]
+        self._origins = [*(self._origins[i] for i in before), ev.seq, *(self._origins[i] for i in keep)]
 
     def derives(self, events: Sequence[Event]) -> bool:
         """True when ``events`` begins with the events taken.
