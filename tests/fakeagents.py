@@ -19,7 +19,9 @@ A model request takes a scripted ``Reply``:
 - the first queued reply whose ``when`` (a regex) is found in the request's last user text;
 - else, for a request that offers tools (the agent's own loop, not a side request such as a
   title or a quota check), the first queued reply without ``when``;
-- else the default, ``Reply N to: <last user text>`` (N counts the model requests answered).
+- else the default, ``Reply N to: <last user text>`` (N counts the model requests answered),
+  or, for a request asking for structured output (Claude Code's title), an object following its
+  schema whose strings are the user's first words.
 
 A reply is used once. The last user text is the user's words where the request holds them:
 the last user message's last text block that is not a ``<system-reminder>``, or the text of
@@ -195,7 +197,14 @@ class _AgentServer:
             if chosen is not None:
                 self._queue.remove(chosen)
                 return chosen, said
+            schema = self.json_schema(body)
+            if schema is not None:
+                return text(json.dumps(_filled(schema, said))), said
             return text(f"Reply {self.answered} to: {_one_line(said)}"), said
+
+    def json_schema(self, body: dict) -> dict | None:
+        """The JSON schema the reply must follow, if the request asks for structured output."""
+        return None
 
     def last_user_text(self, body: dict) -> str:  # pragma: no cover - each server says
         """The user's words in a request body."""
@@ -214,6 +223,16 @@ class _AgentServer:
     def answer_post(self, handler: _Handler, path: str, body: Any) -> None:  # pragma: no cover
         """Answer a POST."""
         raise NotImplementedError
+
+
+def _filled(schema: dict, said: str) -> dict:
+    """An object following ``schema`` whose strings are the user's words (a title request's)."""
+    words = re.search(r"<session>(.*?)</session>", said, re.S)
+    gist = " ".join((words.group(1) if words else said).split()[:7])
+    kinds = {"string": gist, "boolean": False, "integer": 0, "number": 0, "array": [], "object": {}}
+    properties = schema.get("properties") or {}
+    return {name: kinds.get((properties.get(name) or {}).get("type"), gist)
+            for name in schema.get("required") or list(properties)}
 
 
 def _one_line(value: str, limit: int = 200) -> str:
@@ -358,6 +377,11 @@ class AnthropicServer(_AgentServer):
             if results:
                 return results[-1]
         return ""
+
+    def json_schema(self, body: dict) -> dict | None:
+        """``output_config.format``'s schema (Claude Code asks for titles so)."""
+        form = (body.get("output_config") or {}).get("format") or {}
+        return form.get("schema") if form.get("type") == "json_schema" else None
 
     def answer_get(self, handler: _Handler, path: str) -> None:
         """``/`` answers 200 (a probe); ``/v1/models`` lists the one model."""

@@ -196,3 +196,12 @@ def test_the_command_line_serves_until_killed():
             assert proc.stderr.readline().split() == ["POST", "/v1/messages", "from", "the", "shell"]
         finally:
             proc.kill()
+
+
+def test_a_request_for_structured_output_gets_an_object_of_its_schema(anthropic):
+    body = _ask("<session>\nFix the login button on mobile please now\n</session>\n\nWrite the title.", tools=False,
+                stream=False)
+    body["output_config"] = {"format": {"type": "json_schema", "schema": {
+        "type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}}}
+    reply = json.loads(_post(anthropic, "/v1/messages", body)[1])
+    assert json.loads(reply["content"][0]["text"]) == {"title": "Fix the login button on mobile please"}
