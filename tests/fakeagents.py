@@ -20,8 +20,8 @@ A model request takes a scripted ``Reply``:
 - else, for a request that offers tools (the agent's own loop, not a side request such as a
   title or a quota check), the first queued reply without ``when``;
 - else the default, ``Reply N to: <last user text>`` (N counts the model requests answered),
-  or, for a request asking for structured output (Claude Code's title), an object following its
-  schema whose strings are the user's first words.
+  or, for a request asking for structured output (the CLIs' title requests), an object following
+  its schema whose strings are the user's first words.
 
 A reply is used once. The last user text is the user's words where the request holds them:
 the last user message's last text block that is not a ``<system-reminder>``, or the text of
@@ -226,13 +226,19 @@ class _AgentServer:
 
 
 def _filled(schema: dict, said: str) -> dict:
-    """An object following ``schema`` whose strings are the user's words (a title request's)."""
-    words = re.search(r"<session>(.*?)</session>", said, re.S)
-    gist = " ".join((words.group(1) if words else said).split()[:7])
-    kinds = {"string": gist, "boolean": False, "integer": 0, "number": 0, "array": [], "object": {}}
+    """An object following ``schema`` whose strings are the user's first words.
+
+    A title request quotes them: inside ``<session>`` tags (Claude Code), after ``User prompt:`` (Codex).
+    """
+    quoted = re.search(r"<session>(.*?)</session>|User prompt:(.*)", said, re.S)
+    gist = " ".join((next(g for g in quoted.groups() if g is not None) if quoted else said).split()[:7])
     properties = schema.get("properties") or {}
-    return {name: kinds.get((properties.get(name) or {}).get("type"), gist)
-            for name in schema.get("required") or list(properties)}
+
+    def value(spec: dict) -> Any:
+        kinds = {"boolean": False, "integer": 0, "number": 0, "array": [], "object": {}}
+        return kinds.get(spec.get("type"), gist[: spec.get("maxLength") or None])
+
+    return {name: value(properties.get(name) or {}) for name in schema.get("required") or list(properties)}
 
 
 def _one_line(value: str, limit: int = 200) -> str:
@@ -519,6 +525,11 @@ class ResponsesServer(_AgentServer):
                 if said:
                     return said[-1]
         return ""
+
+    def json_schema(self, body: dict) -> dict | None:
+        """``text.format``'s schema (Codex asks for titles so)."""
+        form = (body.get("text") or {}).get("format") or {}
+        return form.get("schema") if form.get("type") == "json_schema" else None
 
     def answer_get(self, handler: _Handler, path: str) -> None:
         """``/v1/models`` answers ``models_answer`` (else 404, as for every other path)."""
