@@ -235,7 +235,10 @@ class Derivation:
         """Take an assistant message: its text and the calls it asks for, each to be answered."""
         self._flush()
         calls: dict[str, ToolCall] = {}
-        for entry in ev.data.get("tool_calls") or []:
+        entries = ev.data.get("tool_calls")
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict):
+                continue  # another tool's log may hold anything there: no call to send
             call = ToolCall.of(entry).cleaned()  # compare cleaned ids: two lone surrogates both become U+FFFD
             if not call.id or call.id in calls:
                 continue  # an id we could never answer unambiguously
