@@ -18,6 +18,7 @@ from gitsessions.cli import app
 from gitsessions.cli.display import render
 from gitsessions.log import view
 from gitsessions.log.events import encode_log, make_event, make_header
+from gitsessions.log.transcript import derive_messages
 
 T = 1_700_000_000_000
 
@@ -87,6 +88,49 @@ def test_items_of_tools_notes_and_imported_messages():
     assert (end.reason, end.error) == ("error", "cut")
     assert fork.details == (("from", "w@abc"),) and summary.text == "so far"
     assert [view.is_message(i) for i in items] == [True, False, True, True, True, True, False, False, False]
+
+
+def test_a_summary_says_what_the_next_request_sends_beside_it(tmp_path):
+    """A summary that keeps prompts, or leaves later messages out of what it covers, said only "summary up to"."""
+    specs = [*_turn(1, "q1", "a1"), *_turn(2, "q2", "a2"),
+             ("compaction/summary", {"summary": "s1", "kept": [1, 7]}),  # seqs 1 and 7: q1 and q2
+             *_turn(3, "q3", "a3"),
+             ("compaction/summary", {"summary": "s2", "through": 14})]  # seq 14: q3, so a3 is left out
+    events = _events(*specs)
+    first, second = [i for i in view.items(events) if isinstance(i, view.Summary)]
+    assert (first.upto, first.kept, first.after, first.void) == (2, 2, (), False)
+    assert (second.upto, second.kept, second.after, second.void) == (3, 0, ("assistant",), False)
+    sent = derive_messages(events)  # what the fields say is what is sent
+    assert [m["role"] for m in sent] == ["user", "assistant"] and sent[0]["content"].endswith("s2")
+    _import(tmp_path, "w", events)
+    shown = gs("show", "w").splitlines()
+    assert "(summary of the conversation up to turn 2, sent after the 2 prompts it keeps: s1)" in shown
+    assert "(summary of the conversation up to turn 3, then the reply it keeps: s2)" in shown
+    log = gs("log", "w", "-p").splitlines()
+    assert "    (summary up to turn 2, sent after the 2 prompts it keeps: s1)" in log
+    assert "    (summary up to turn 3, then the reply it keeps: s2)" in log
+    # a summary that only stands for what came before it says no more than that
+    plain = [i for i in view.items(_events(*_turn(1, "q", "a"), ("compaction/summary", {"summary": "s"})))
+             if isinstance(i, view.Summary)]
+    assert [(i.kept, i.after, i.void) for i in plain] == [(0, (), False)]
+
+
+def test_a_summary_an_undo_voided_says_it_is_not_sent():
+    calls = [{"id": "c", "name": "clock", "arguments": "{}"}]
+    events = _events(*_turn(1, "q1", "a1"),
+                     ("turn/start", {"turn": 2}), ("user/message", {"content": "q2"}),
+                     ("assistant/message", {"content": "", "tool_calls": calls}),
+                     ("tool/result", {"id": "c", "name": "clock", "content": "noon"}),
+                     ("compaction/summary", {"summary": "s", "through": 7}),  # seq 7: q2; the call comes after
+                     ("session/undo", {"turn": 1}))
+    [summary] = [i for i in view.items(events) if isinstance(i, view.Summary)]
+    assert summary.void and "q1" not in json.dumps(derive_messages(events))
+    lines = "".join(render.transcript_lines(events)).splitlines()
+    assert "(summary of the conversation up to turn 2, not sent: a turn it covers was undone after it: s)" in lines
+    [kept] = [i for i in view.items(events[:-1]) if isinstance(i, view.Summary)]  # before the undo
+    assert (kept.after, kept.void) == (("assistant", "tool"), False)
+    assert "(summary of the conversation up to turn 2, then the 2 messages it keeps: s)" in \
+        "".join(render.transcript_lines(events[:-1])).splitlines()
 
 
 def test_items_are_frozen():

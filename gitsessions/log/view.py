@@ -10,7 +10,8 @@ messages (tool calls, ``interrupted``), the system prompt where ``session/system
 tool results (``is_error``, error code), messages an import kept aside (``import/message``:
 stored, never sent to the model), and notes: a turn that ended other than ``completed``, a
 title change, a model or options set, a tool call allowed or denied, an undo, a fork, a
-compaction summary.
+compaction summary (with what the next request sends beside it: the derivation's word, not a
+guess of its own).
 Not shown: ``step/*``, ``tool/call`` (the call is shown with its assistant message) and a
 completed ``turn/end``.
 
@@ -21,12 +22,12 @@ Event data written by another tool may have any shape; every field is read toler
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .events import IMPORTED_MESSAGE, Event
 from .request import options_of, options_text
-from .transcript import SYSTEM_REMOVED, summary_through, undone_turns
+from .transcript import SYSTEM_REMOVED, derived, summary_through, undone_turns
 from .turns import Numbering
 
 
@@ -198,13 +199,24 @@ class Fork(Note):
 class Summary(Note):
     """A compaction summary: what the model sees instead of the conversation up to where it ends.
 
+    What the next request sends with it is the derivation's
+    (:attr:`gitsessions.log.transcript.Derivation.compacted`): the prompts it keeps before
+    it, the messages after what it covers after it.
+
     Attributes:
         text: the summary.
         upto: the turn of the last event it covers (its ``through``; all before it when it names none).
+        kept: how many of the prompts it covers are sent word for word before it.
+        after: the roles (``user``, ``assistant``, ``tool``) of the messages before it that it
+            does not cover, sent after it as they are, in order.
+        void: a later ``session/undo`` dropped a turn it covers: it is not sent, what it covers is.
     """
 
     text: str = ""
     upto: int = 0
+    kept: int = 0
+    after: tuple[str, ...] = ()
+    void: bool = False
 
 
 def _text(value: Any) -> str:
@@ -280,6 +292,12 @@ def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item 
     return None
 
 
+def _sent_with(item: Summary, events: Sequence[Event]) -> Summary:
+    """``item`` with what the next request sends beside it, as the derivation of ``events`` took it."""
+    left = derived(events).compacted.get(item.seq)  # cached: one derivation per log, none without a summary
+    return replace(item, void=True) if left is None else replace(item, kept=left.kept, after=left.after)
+
+
 def items(events: Sequence[Event]) -> list[Item]:
     """Return what a reader sees of ``events``, in log order.
 
@@ -298,6 +316,8 @@ def items(events: Sequence[Event]) -> list[Item]:
         turn = numbering.add(ev)
         turns.append(turn)
         item = _item(ev, turn, undone, turns)
+        if isinstance(item, Summary):
+            item = _sent_with(item, events)
         if item is not None:
             out.append(item)
     return out

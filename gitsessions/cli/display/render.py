@@ -192,6 +192,29 @@ def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
             yield terminal_safe(line) + "\n"
 
 
+def _sent_with(item: view.Summary) -> str:
+    """What the next request sends beside a compaction summary, after a comma (``""``: the summary alone).
+
+    ``, sent after the 2 prompts it keeps``, ``, then the reply it keeps``, or ``, not sent:
+    ...`` for one an undo voided.
+    """
+    if item.void:
+        return ", not sent: a turn it covers was undone after it"
+    words = []
+    if item.kept:
+        words.append(f"sent after {_the(item.kept, 'prompt')} it keeps")
+    if item.after:
+        kinds = {"user": "prompt", "assistant": "reply", "tool": "tool result"}
+        kind = kinds.get(item.after[0], "message") if len(set(item.after)) == 1 else "message"
+        words.append(f"then {_the(len(item.after), kind)} it keeps")
+    return "".join(f", {w}" for w in words)
+
+
+def _the(n: int, word: str) -> str:
+    """``the reply``, ``the 2 replies``."""
+    return f"the {word}" if n == 1 else f"the {n} {word[:-1] + 'ies' if word.endswith('y') else word + 's'}"
+
+
 def transcript_item(item: view.Item) -> list[str]:
     """The lines of one item in the plain-text transcript (:func:`transcript_lines`), not yet terminal-safe."""
     from ...log import view
@@ -222,7 +245,7 @@ def transcript_item(item: view.Item) -> list[str]:
     elif isinstance(item, view.Undo):
         out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
     elif isinstance(item, view.Summary):
-        out.append(f"(summary of the conversation up to turn {item.upto}: {item.text})")
+        out.append(f"(summary of the conversation up to turn {item.upto}{_sent_with(item)}: {item.text})")
     elif isinstance(item, view.Fork):
         out.append(f"({_fork_text(item)})")
     return out
@@ -263,7 +286,7 @@ def _note(item: view.Item) -> str | None:
     if isinstance(item, view.Undo):
         return f"undo: turn {item.undone}"
     if isinstance(item, view.Summary):
-        return f"summary up to turn {item.upto}: {clip(fold(item.text), COMPACT_TOOL_CHARS)}"
+        return f"summary up to turn {item.upto}{_sent_with(item)}: {clip(fold(item.text), COMPACT_TOOL_CHARS)}"
     if isinstance(item, view.Fork):
         return _fork_text(item)
     return None
