@@ -228,18 +228,23 @@ def show(
     rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="REV")] = None,
     fmt: Annotated[ShowFormat, typer.Option(
         "--format", "-f", metavar="FORMAT", help="text (to read), json or jsonl.")] = ShowFormat.text,
-    full: Annotated[bool, typer.Option("--full", help="json: messages are every message, those a compaction "
-                                                      "summary stands for too (text always shows them).")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Everything whole. text: what an import kept aside (else one "
+                                                      "line each); json: messages are every message, those a "
+                                                      "compaction summary stands for too.")] = False,
 ) -> None:
     """Show a session's transcript as of REV (default: the current session, as last saved).
 
-    json: an object with id, commit, header, events and messages (the derived
-    chat-completions messages: what the next request sends, a compaction's summary in place
-    of what it covers; --full: every message); jsonl: session.jsonl exactly as stored. The
-    text shows every message and each summary where it was made.
+    The text shows every message and each summary where it was made (and what the next
+    request sends with it); what an import kept aside and never sent to the model (another
+    tool's instructions, its model's reasoning) is one line each, named by what it is:
+    --full shows it whole. json: an object with id, commit, header, events and messages
+    (the derived chat-completions messages: what the next request sends, a compaction's
+    summary in place of what it covers; --full: every message); jsonl: session.jsonl
+    exactly as stored.
 
     Examples:
         gs show work
+        gs show work --full
         gs show work --format json --full
         gs show work~1 --format json
         gs show work@{2.hours.ago}
@@ -256,9 +261,9 @@ def show(
     elif _renders(c):
         from .display.rendered import transcript
 
-        c.output.paged(transcript(snap.events, c.output))
+        c.output.paged(transcript(snap.events, c.output, full=full))
     else:
-        c.output.paged(render.transcript_lines(snap.events))
+        c.output.paged(render.transcript_lines(snap.events, full=full))
 
 
 # -- diff ------------------------------------------------------------------------------------

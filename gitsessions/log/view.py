@@ -88,6 +88,8 @@ class Message(Item):
         model: the model that wrote an assistant message, if recorded.
         interrupted: an assistant reply that was cut short.
         imported: kept aside by an import (``import/message``): stored, never sent to the model.
+        name: what an imported message is, as its source tool said (``codex instructions``,
+            ``assistant thinking``, a tool's name); None when the event names nothing.
     """
 
     role: str = ""
@@ -96,6 +98,19 @@ class Message(Item):
     model: str | None = None
     interrupted: bool = False
     imported: bool = False
+    name: str | None = None
+
+    @property
+    def what(self) -> str:
+        """What the message is, in a word or two: its role, or for an imported one what its event names.
+
+        An imported system or developer message's name says what it is (``codex
+        instructions``, ``assistant thinking``); another role's name follows the role (a
+        tool message that answered no call: ``tool clock``).
+        """
+        if self.name and self.role in ("system", "developer"):
+            return self.name
+        return f"{self.role} {self.name}" if self.name else self.role
 
     @property
     def empty(self) -> bool:
@@ -288,7 +303,8 @@ def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item 
         through = summary_through(ev)
         return Summary(*base, text=_text(d.get("summary")), upto=turns[through] if 0 <= through < len(turns) else 0)
     if t == IMPORTED_MESSAGE:
-        return Message(*base, role=_text(d.get("role")) or "?", text=_text(d.get("content")), imported=True)
+        return Message(*base, role=_text(d.get("role")) or "?", text=_text(d.get("content")), imported=True,
+                       name=_str_or_none(d.get("name")) or None)
     return None
 
 

@@ -174,22 +174,63 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     }
 
 
-def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
+def transcript_lines(events: Sequence[Event], *, full: bool = False) -> Iterator[str]:
     """Yield the plain-text transcript (``gs show``) one block per item of :func:`view.items`, each ending in a newline.
 
     One block at a time, so a 100 MB session's transcript is never held whole (nor twice,
     as the joined text and its terminal-safe copy).
 
-    ``── turn N ──`` heads each turn, ``you ›``, ``system prompt ›`` and ``assistant ›`` the messages (an imported
-    one: ``<role> (imported, not sent to the model) ›``), tool calls are ``⚙ name(args)`` and
-    results ``↳ ...`` (indented, each line of them), notes sit in parentheses. Control characters are made
-    visible (:func:`terminal_safe`).
+    ``── turn N ──`` heads each turn, ``you ›``, ``system prompt ›`` and ``assistant ›`` the messages, tool calls
+    are ``⚙ name(args)`` and results ``↳ ...`` (indented, each line of them), notes sit in parentheses. A message
+    an import kept aside is ``<what it is> (imported, not sent to the model) ›`` and one line (:func:`folded`)
+    unless ``full``. Control characters are made visible (:func:`terminal_safe`).
+
+    Args:
+        events: the session's events.
+        full: show what an import kept aside whole (``gs show --full``).
     """
     from ...log import view
 
     for item in view.items(events):
-        for line in transcript_item(item):
+        for line in transcript_item(item, full=full):
             yield terminal_safe(line) + "\n"
+
+
+#: What an imported message is said to be beside what it is, in the transcript.
+NOT_SENT = "(imported, not sent to the model)"
+#: The longest start of a folded text shown (:func:`folded`), characters.
+FOLDED_CHARS = 80
+#: The shortest start of a folded text shown, however narrow the room.
+FOLDED_MIN = 20
+
+
+def folded(text: str, limit: int = FOLDED_CHARS, room: int | None = None) -> str:
+    """Return ``text`` as one line: the start of its first line with any text, and how much more it holds.
+
+    ``You are Codex, … [212 more lines: gs show --full]``; a text of one short line is
+    itself. For what an import kept aside, which is long and was never sent.
+
+    Args:
+        text: the text.
+        limit: the longest start shown, characters (``…`` ends a cut one).
+        room: the columns the whole line should fit in (a terminal's width less what goes
+            before it; the start is never cut below :data:`FOLDED_MIN`); None: no bound.
+    """
+    lines = text.rstrip().split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    line, more = lines[first].strip(), len(lines) - first - 1
+
+    def hint(n: int, what: str) -> str:
+        return f" [{plural(n, what)}: gs show --full]"
+
+    if room is not None and (more or len(line) > min(limit, room)):  # room for the hint, at its longest
+        longest = hint(more, "more line") if more else hint(len(line), "more character")
+        limit = max(FOLDED_MIN, min(limit, room - len(longest)))
+    if more:
+        return clip(line, limit) + hint(more, "more line")
+    if len(line) > limit:
+        return clip(line, limit) + hint(len(line) - limit + 1, "more character")
+    return line
 
 
 def _sent_with(item: view.Summary) -> str:
@@ -215,15 +256,23 @@ def _the(n: int, word: str) -> str:
     return f"the {word}" if n == 1 else f"the {n} {word[:-1] + 'ies' if word.endswith('y') else word + 's'}"
 
 
-def transcript_item(item: view.Item) -> list[str]:
-    """The lines of one item in the plain-text transcript (:func:`transcript_lines`), not yet terminal-safe."""
+def transcript_item(item: view.Item, *, full: bool = False, width: int | None = None) -> list[str]:
+    """The lines of one item in the plain-text transcript (:func:`transcript_lines`), not yet terminal-safe.
+
+    Args:
+        item: the item.
+        full: an imported message whole, not :func:`folded`.
+        width: the terminal's columns, that a folded message fits in (None: its start is
+            :data:`FOLDED_CHARS` at most).
+    """
     from ...log import view
 
     out: list[str] = []
     if isinstance(item, view.TurnStart):
         out.append(turn_rule(item.turn))
     elif isinstance(item, view.Message) and item.imported:
-        out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
+        head = f"{item.what} {NOT_SENT} › "
+        out.append(head + (item.text if full else folded(item.text, room=None if width is None else width - len(head))))
     elif isinstance(item, view.Message) and item.role in ("user", "system"):
         out.append(("you" if item.role == "user" else "system prompt") + " › " + item.text)
     elif isinstance(item, view.Message):
@@ -299,13 +348,15 @@ def item_json(item: view.Item) -> dict[str, Any]:
     ``system`` (``content``), ``assistant`` (``content``, ``tool_calls`` [{id, name, arguments}], ``interrupted``),
     ``tool`` (``tool_call_id``, ``name``, ``content``, ``is_error``) or ``note`` (a turn that
     did not complete, a title, an undo, a summary, a fork: ``content`` says what). A message
-    an import kept aside has its own role (``system``, ...), ``content`` and ``imported: true``.
+    an import kept aside has its own role (``system``, ...), ``content`` and ``imported: true``,
+    and ``name`` when its event says what it is (``codex instructions``).
     """
     from ...log import view
 
     base: dict[str, Any] = {"seq": item.seq, "turn": item.turn, "type": item.type}
     if isinstance(item, view.Message) and item.imported:
-        return {**base, "role": item.role, "content": item.text, "imported": True}
+        return {**base, "role": item.role, "content": item.text, "imported": True,
+                **({"name": item.name} if item.name else {})}
     if isinstance(item, view.Message) and item.role in ("user", "system"):
         return {**base, "role": item.role, "content": item.text}
     if isinstance(item, view.Message):
@@ -322,9 +373,10 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
     """Render items of :func:`compact_items` compactly, one block each (``gs log -p``, ``gs diff``).
 
     ``user: ...`` and ``assistant: ...`` keep their text (continuation lines indented), an
-    imported message is ``<role> (imported): ...``, ``[interrupted]`` marks a cut-off reply,
-    tool calls are ``⚙ name(args)`` and results ``↳ ...`` on one clipped line, and notes (a
-    turn that ended early, titles, undo) sit in parentheses.
+    imported message is ``<what it is> (imported): ...`` on one line (:func:`folded`),
+    ``[interrupted]`` marks a cut-off reply, tool calls are ``⚙ name(args)`` and results
+    ``↳ ...`` on one clipped line, and notes (a turn that ended early, titles, undo) sit in
+    parentheses.
     """
     from ...log import view
 
@@ -338,7 +390,7 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
 
     for item in items:
         if isinstance(item, view.Message) and item.imported:
-            block(f"{item.role} (imported): ", item.text)
+            block(f"{item.what} (imported): ", folded(item.text))
         elif isinstance(item, view.Message) and item.role in ("user", "system"):
             block(f"{item.role}: ", item.text)
         elif isinstance(item, view.Message):
