@@ -136,6 +136,20 @@ def test_unicode_titles_and_lineage_in_list(gs, git):
     assert "Fork:   from w at" in gs("log", "alt", "-n", "1").out
 
 
+def test_show_json_is_show_format_json(gs, git):
+    """gs list, log and tree took --json; gs show only --format json."""
+    _three_turns(gs, git)
+    as_json = gs("show", "w~1", "--json")
+    assert as_json.code == 0 and as_json.out == gs("show", "w~1", "--format", "json").out
+    assert [m["content"] for m in as_json.json()["messages"] if m["role"] == "user"] == ["q1", "q2"]
+    assert gs("show", "--json", "--full").out == gs("show", "w", "-f", "json", "--full").out  # the current session
+    assert gs("show", "w", "--json", "-f", "json").out == gs("show", "w", "--json").out
+    for other in ("jsonl", "text"):
+        r = gs("show", "w", "--json", "--format", other)
+        assert r.code == 2 and f"--json means --format json: drop --json or --format {other}" in r.err, r.err
+        assert "Traceback" not in r.err and not r.out
+
+
 def test_log_patch_shows_what_each_commit_added(gs, git, fake_api, repo_path):
     fake_api.script(tool_calls(("call_t", "get_current_time", '{"timezone": "UTC"}')), text("It is noon.\nLine two."))
     assert gs("ask", "--tools", "time", "w", "what time is it?").code == 0

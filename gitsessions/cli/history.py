@@ -226,8 +226,9 @@ class ShowFormat(str, Enum):
 def show(
     ctx: typer.Context,
     rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="REV")] = None,
-    fmt: Annotated[ShowFormat, typer.Option(
-        "--format", "-f", metavar="FORMAT", help="text (to read), json or jsonl.")] = ShowFormat.text,
+    fmt: Annotated[ShowFormat | None, typer.Option(
+        "--format", "-f", metavar="FORMAT", help="text (to read; the default), json or jsonl.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Everything whole. text: what an import kept aside (else one "
                                                       "line each); json: messages are every message, those a "
                                                       "compaction summary stands for too.")] = False,
@@ -245,10 +246,13 @@ def show(
     Examples:
         gs show work
         gs show work --full
-        gs show work --format json --full
+        gs show work --json --full
         gs show work~1 --format json
         gs show work@{2.hours.ago}
     """
+    if as_json and fmt not in (None, ShowFormat.json):
+        raise typer.BadParameter(f"--json means --format json: drop --json or --format {fmt.value}")
+    fmt = ShowFormat.json if as_json else fmt or ShowFormat.text
     c: Context = ctx.obj
     with c.store() as store:
         target = hist.read_revision(store, rev_or_current(store, rev, "show"), c.redactor(), c.warnings)
