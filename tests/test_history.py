@@ -150,6 +150,31 @@ def test_show_json_is_show_format_json(gs, git):
         assert "Traceback" not in r.err and not r.out
 
 
+def test_fork_rename_rm_restore_and_title_say_what_they_did_as_json(gs, git):
+    """Each printed its record as a sentence on stderr only: a script had to parse it for the new names."""
+    commits = _three_turns(gs, git)
+
+    def record(*args: str) -> dict:
+        r = gs(*args, "--json")
+        assert r.code == 0 and not r.err, r.err
+        return r.json()
+
+    assert record("fork", "w~1", "alt") == {"session": "alt", "commit": git("rev-parse", "alt").strip(),
+                                            "forked_from": f"w@{commits[1]}"}
+    assert record("rename", "alt", "other") == {"session": "other", "commit": git("rev-parse", "other").strip(),
+                                                "renamed_from": "alt"}
+    titled = record("title", "other", "A title")
+    assert titled == {"session": "other", "commit": git("rev-parse", "other").strip()}
+    assert [r["title"] for r in gs("list", "--json").json() if r["id"] == "other"] == ["A title"]
+    assert gs("chat", "w", input="").code == 0 and gs("status", "--json").json()["session"] == "w"
+    assert record("rm", "w") == {"session": "w", "archived_as": "w", "commit": commits[0], "current": "other"}
+    assert record("restore", "w") == {"session": "w", "commit": commits[0], "restored_from": "w"}
+    [past] = [e["rev"] for e in gs("reflog", "w", "--json").json() if e["commit"] == commits[1]]
+    assert record("restore", past, "--as", "before") == {
+        "session": "before", "commit": git("rev-parse", "before").strip(), "restored_from": past}
+    assert git("merge-base", "before", "w").strip() == commits[1]
+
+
 def test_log_patch_shows_what_each_commit_added(gs, git, fake_api, repo_path):
     fake_api.script(tool_calls(("call_t", "get_current_time", '{"timezone": "UTC"}')), text("It is noon.\nLine two."))
     assert gs("ask", "--tools", "time", "w", "what time is it?").code == 0
