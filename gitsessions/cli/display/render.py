@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ...history.tree import Node
     from ...log import view  # imported by the renderings of items, not by a chat before its prompt
     from ...store import CommitInfo, SessionInfo
+    from ...store.remote.reports import PullReport, PushReport
 
 T = TypeVar("T")
 
@@ -171,6 +172,53 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
         "events": info.message.trailers.get("Events"),
         "forked_from": str(t.forked_from) if t.forked_from else None,
         "trailers": dict(info.message.trailers),
+    }
+
+
+def pull_json(report: PullReport) -> dict[str, Any]:
+    """Return the ``--json`` object of what a pull did (``gs pull``, ``gs sync``, ``gs clone``).
+
+    Keys: ``created`` (ids), ``updated`` (``{"session", "old", "new"}``), ``forks``
+    (``{"session", "fork", "commit", "made_twice"}``: it diverged, your side is in ``fork``),
+    ``came_back`` (``{"session", "kept_in"}``), ``beside`` (``{"session", "old"}``),
+    ``dropped`` (``{"ref", "kept_in"}``: renamed, archived or restored there), ``deferred``
+    and ``failed`` (``{"session", "why"}``), ``skipped`` (``{"ref", "why"}``: no sessions),
+    ``unchanged`` (a count). An archived session is ``archive/<name>``.
+    """
+    return {
+        "created": list(report.created),
+        "updated": [{"session": s, "old": old, "new": new} for s, old, new in report.fast_forwarded],
+        "forks": [{"session": s, "fork": fork, "commit": commit, "made_twice": s in report.made_twice}
+                  for s, fork, commit in report.forks],
+        "came_back": [{"session": s, "kept_in": kept} for s, kept in report.came_back],
+        "beside": [{"session": s, "old": old} for s, old in report.beside],
+        "dropped": [{"ref": ref, "kept_in": kept} for ref, kept in report.dropped],
+        "deferred": [{"session": s, "why": why} for s, why in report.deferred],
+        "failed": [{"session": s, "why": why} for s, why in report.failed],
+        "skipped": [{"ref": ref, "why": why} for ref, why in report.skipped],
+        "unchanged": report.unchanged,
+    }
+
+
+def push_json(report: PushReport) -> dict[str, Any]:
+    """Return the ``--json`` object of what a push did (``gs push``, ``gs sync``).
+
+    Keys: ``pushed`` (refs), ``deleted`` and ``kept_there`` (``{"ref", "kept_in"}``: removed
+    there, or kept because the remote refuses deletions), ``behind``, ``diverged`` and
+    ``moved`` (refs), ``failed`` and ``skipped`` (``{"ref", "why"}``), ``unchanged`` (a
+    count), ``created_there`` (the bare repository the push made first, or null).
+    """
+    return {
+        "pushed": list(report.pushed),
+        "deleted": [{"ref": ref, "kept_in": kept} for ref, kept in report.deleted],
+        "kept_there": [{"ref": ref, "kept_in": kept} for ref, kept in report.kept_there],
+        "behind": list(report.behind),
+        "diverged": list(report.diverged),
+        "moved": list(report.moved),
+        "failed": [{"ref": ref, "why": why} for ref, why in report.failed],
+        "skipped": [{"ref": ref, "why": why} for ref, why in report.skipped],
+        "unchanged": report.unchanged,
+        "created_there": str(report.created_there) if report.created_there else None,
     }
 
 
