@@ -115,7 +115,8 @@ def log(
 
     REV may be a past revision (work~2): the log then starts there. -p lists under each
     commit the messages it added (user, assistant, ⚙ tool calls, ↳ results, turns that did
-    not complete, titles, undo). --graph draws where other sessions forked off this history.
+    not complete, titles, undo; what an import kept aside on one line, as gs show has it).
+    --graph draws where other sessions forked off this history.
 
     Examples:
         gs log work
