@@ -136,6 +136,45 @@ def test_unicode_titles_and_lineage_in_list(gs, git):
     assert "Fork:   from w at" in gs("log", "alt", "-n", "1").out
 
 
+def test_show_json_is_show_format_json(gs, git):
+    """gs list, log and tree took --json; gs show only --format json."""
+    _three_turns(gs, git)
+    as_json = gs("show", "w~1", "--json")
+    assert as_json.code == 0 and as_json.out == gs("show", "w~1", "--format", "json").out
+    assert [m["content"] for m in as_json.json()["messages"] if m["role"] == "user"] == ["q1", "q2"]
+    assert gs("show", "--json", "--full").out == gs("show", "w", "-f", "json", "--full").out  # the current session
+    assert gs("show", "w", "--json", "-f", "json").out == gs("show", "w", "--json").out
+    for other in ("jsonl", "text"):
+        r = gs("show", "w", "--json", "--format", other)
+        assert r.code == 2 and f"--json means --format json: drop --json or --format {other}" in r.err, r.err
+        assert "Traceback" not in r.err and not r.out
+
+
+def test_fork_rename_rm_restore_and_title_say_what_they_did_as_json(gs, git):
+    """Each printed its record as a sentence on stderr only: a script had to parse it for the new names."""
+    commits = _three_turns(gs, git)
+
+    def record(*args: str) -> dict:
+        r = gs(*args, "--json")
+        assert r.code == 0 and not r.err, r.err
+        return r.json()
+
+    assert record("fork", "w~1", "alt") == {"session": "alt", "commit": git("rev-parse", "alt").strip(),
+                                            "forked_from": f"w@{commits[1]}"}
+    assert record("rename", "alt", "other") == {"session": "other", "commit": git("rev-parse", "other").strip(),
+                                                "renamed_from": "alt"}
+    titled = record("title", "other", "A title")
+    assert titled == {"session": "other", "commit": git("rev-parse", "other").strip()}
+    assert [r["title"] for r in gs("list", "--json").json() if r["id"] == "other"] == ["A title"]
+    assert gs("chat", "w", input="").code == 0 and gs("status", "--json").json()["session"] == "w"
+    assert record("rm", "w") == {"session": "w", "archived_as": "w", "commit": commits[0], "current": "other"}
+    assert record("restore", "w") == {"session": "w", "commit": commits[0], "restored_from": "w"}
+    [past] = [e["rev"] for e in gs("reflog", "w", "--json").json() if e["commit"] == commits[1]]
+    assert record("restore", past, "--as", "before") == {
+        "session": "before", "commit": git("rev-parse", "before").strip(), "restored_from": past}
+    assert git("merge-base", "before", "w").strip() == commits[1]
+
+
 def test_log_patch_shows_what_each_commit_added(gs, git, fake_api, repo_path):
     fake_api.script(tool_calls(("call_t", "get_current_time", '{"timezone": "UTC"}')), text("It is noon.\nLine two."))
     assert gs("ask", "--tools", "time", "w", "what time is it?").code == 0

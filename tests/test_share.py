@@ -205,3 +205,19 @@ def test_sharing_to_a_repository_with_other_sessions_says_so(machine, tmp_path):
     assert _git(origin, "rev-parse", "w") == _git(a.repo, "rev-parse", "w")
     r = a("share", "w", str(init_bare(tmp_path / "empty.git")), "--yes")
     assert r.code == 0 and "note:" not in r.err, r.err
+
+
+def test_share_says_what_it_sent_as_json(machine, tmp_path):
+    a = machine("a")
+    assert a("ask", "w", "one").code == 0
+    assert a("ask", "other", "not shared").code == 0
+    origin = init_bare(tmp_path / "origin.git")
+    assert a("remote", "add", "origin", str(origin)).code == 0 and a("push").code == 0
+    assert a("ask", "w", "two").code == 0
+    tip = _git(a.repo, "rev-parse", "w").strip()
+    r = a("share", "w", str(origin), "--yes", "--json")
+    assert r.code == 0 and "about to send" in r.err and "note:" not in r.err, r.err  # the offer is still said
+    assert r.json() == {"session": "w", "commit": tip, "url": str(origin), "sent": True, "others_there": 1}
+    r = a("share", "w", str(origin), "--json")
+    assert r.code == 0 and not r.err, r.err
+    assert r.json() == {"session": "w", "commit": tip, "url": str(origin), "sent": False, "others_there": 1}

@@ -292,6 +292,45 @@ def test_a_rename_beside_an_archive_of_the_same_commit_is_told_as_the_rename(pai
     assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
 
 
+def test_push_pull_sync_clone_and_remote_list_say_what_they_did_as_json(pair, tmp_path: Path):
+    """Their reports were lines on stderr alone: a script (cron's sync) had to parse sentences."""
+    a, b, remote = pair
+
+    def report(run, *args: str, code: int = 0) -> dict:
+        r = run(*args, "--json")
+        assert r.code == code and "Traceback" not in r.err and not r.err, r.err
+        return r.json()
+
+    assert report(a, "remote", "list") == [{"name": "origin", "url": str(remote)}]
+    assert a("remote", "list").out == f"origin\t{remote}\n"
+    old = _tip(a.repo, "w")
+    _ok(a("ask", "w", "two"))
+    pushed = report(a, "push")
+    assert pushed["remote"] == "origin" and pushed["ok"] is True and pushed["pushed"] == ["refs/heads/w"]
+    assert (pushed["failed"], pushed["diverged"], pushed["created_there"]) == ([], [], None)
+    pulled = report(b, "pull")
+    assert pulled["ok"] is True and pulled["updated"] == [{"session": "w", "old": old, "new": _tip(a.repo, "w")}]
+    assert (pulled["created"], pulled["forks"], pulled["failed"]) == ([], [], [])
+
+    _ok(a("ask", "w", "three from a"))
+    _ok(b("ask", "w", "three from b"))
+    _ok(a("push"))
+    mine = _tip(b.repo, "w")
+    refused = report(b, "push", code=1)
+    assert refused["ok"] is False and refused["diverged"] == ["w"] and refused["pushed"] == []
+    synced = report(b, "sync")
+    fork = f"w-{mine[:7]}"
+    assert synced["ok"] is True and synced["remote"] == "origin" and synced["rounds"] >= 1
+    assert synced["pull"]["forks"] == [{"session": "w", "fork": fork, "commit": mine, "made_twice": False}]
+    assert synced["push"]["pushed"] == [f"refs/heads/{fork}"]
+
+    cloned = report(b, "clone", str(remote), str(tmp_path / "c.git"))
+    assert cloned["path"] == str(tmp_path / "c.git") and cloned["remote"] == str(remote)
+    assert sorted(cloned["created"]) == sorted(["w", fork])
+    r = b("sync", "--watch", "--json")
+    assert r.code == 2 and "--json prints one sync's report" in r.err, r.err
+
+
 def test_push_with_nothing_to_send_says_it_as_sync_does(pair):
     a, _b, _remote = pair
     r = a("push")

@@ -215,6 +215,20 @@ def test_duplicate_tool_call_ids():
     assert open_turn(log.events) is None
 
 
+def test_tool_calls_of_another_shape_are_no_calls():
+    """Another tool's log may hold anything in tool_calls: a string entry, or no list, raised AttributeError."""
+    log = turn(Log(), 1, "q")
+    log.add("assistant/message", content="text", tool_calls=["junk", 7, call("a")])
+    log.add("tool/result", id="a", content="A")
+    log.add("assistant/message", content="more", tool_calls="junk")
+    assert log.messages()[1:] == [
+        {"role": "assistant", "content": "text", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "A"},
+        {"role": "assistant", "content": "more"},
+    ]
+
+
 def test_ids_that_clean_to_the_same_string_are_not_duplicated():
     """Logs read from disk are not cleaned: two distinct lone surrogates both become U+FFFD."""
     log = turn(Log(), 1, "q")

@@ -9,6 +9,7 @@ in-process with typer's runner.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,11 @@ from typer.testing import CliRunner
 
 from gitsessions.cli import app
 from gitsessions.cli.display import render
+from gitsessions.cli.display.output import Output
+from gitsessions.cli.display.rendered import transcript
 from gitsessions.log import view
 from gitsessions.log.events import encode_log, make_event, make_header
+from gitsessions.log.transcript import derive_messages
 
 T = 1_700_000_000_000
 
@@ -89,6 +93,49 @@ def test_items_of_tools_notes_and_imported_messages():
     assert [view.is_message(i) for i in items] == [True, False, True, True, True, True, False, False, False]
 
 
+def test_a_summary_says_what_the_next_request_sends_beside_it(tmp_path):
+    """A summary that keeps prompts, or leaves later messages out of what it covers, said only "summary up to"."""
+    specs = [*_turn(1, "q1", "a1"), *_turn(2, "q2", "a2"),
+             ("compaction/summary", {"summary": "s1", "kept": [1, 7]}),  # seqs 1 and 7: q1 and q2
+             *_turn(3, "q3", "a3"),
+             ("compaction/summary", {"summary": "s2", "through": 14})]  # seq 14: q3, so a3 is left out
+    events = _events(*specs)
+    first, second = [i for i in view.items(events) if isinstance(i, view.Summary)]
+    assert (first.upto, first.kept, first.after, first.void) == (2, 2, (), False)
+    assert (second.upto, second.kept, second.after, second.void) == (3, 0, ("assistant",), False)
+    sent = derive_messages(events)  # what the fields say is what is sent
+    assert [m["role"] for m in sent] == ["user", "assistant"] and sent[0]["content"].endswith("s2")
+    _import(tmp_path, "w", events)
+    shown = gs("show", "w").splitlines()
+    assert "(summary of the conversation up to turn 2, sent after the 2 prompts it keeps: s1)" in shown
+    assert "(summary of the conversation up to turn 3, then the reply it keeps: s2)" in shown
+    log = gs("log", "w", "-p").splitlines()
+    assert "    (summary up to turn 2, sent after the 2 prompts it keeps: s1)" in log
+    assert "    (summary up to turn 3, then the reply it keeps: s2)" in log
+    # a summary that only stands for what came before it says no more than that
+    plain = [i for i in view.items(_events(*_turn(1, "q", "a"), ("compaction/summary", {"summary": "s"})))
+             if isinstance(i, view.Summary)]
+    assert [(i.kept, i.after, i.void) for i in plain] == [(0, (), False)]
+
+
+def test_a_summary_an_undo_voided_says_it_is_not_sent():
+    calls = [{"id": "c", "name": "clock", "arguments": "{}"}]
+    events = _events(*_turn(1, "q1", "a1"),
+                     ("turn/start", {"turn": 2}), ("user/message", {"content": "q2"}),
+                     ("assistant/message", {"content": "", "tool_calls": calls}),
+                     ("tool/result", {"id": "c", "name": "clock", "content": "noon"}),
+                     ("compaction/summary", {"summary": "s", "through": 7}),  # seq 7: q2; the call comes after
+                     ("session/undo", {"turn": 1}))
+    [summary] = [i for i in view.items(events) if isinstance(i, view.Summary)]
+    assert summary.void and "q1" not in json.dumps(derive_messages(events))
+    lines = "".join(render.transcript_lines(events)).splitlines()
+    assert "(summary of the conversation up to turn 2, not sent: a turn it covers was undone after it: s)" in lines
+    [kept] = [i for i in view.items(events[:-1]) if isinstance(i, view.Summary)]  # before the undo
+    assert (kept.after, kept.void) == (("assistant", "tool"), False)
+    assert "(summary of the conversation up to turn 2, then the 2 messages it keeps: s)" in \
+        "".join(render.transcript_lines(events[:-1])).splitlines()
+
+
 def test_items_are_frozen():
     item = view.items(_events(("session/title", {"title": "x"})))[0]
     with pytest.raises(AttributeError):
@@ -114,6 +161,77 @@ def test_imported_messages_show_everywhere(tmp_path):
     assert "+++ only in imp (3 messages)" in diff and "    system (imported): You are terse." in diff
     for fmt in ("markdown", "html"):
         assert "You are terse." in gs("export", "imp", "-f", fmt)
+
+
+#: Codex's own base prompt, as an import keeps it: the first line and 212 more.
+INSTRUCTIONS = "You are Codex, a coding agent based on GPT-5. You and the user share the same workspace.\n" + \
+    "\n".join(f"rule {i}" for i in range(1, 213))
+
+
+def _kept_aside() -> list:
+    return _events(("import/message", {"role": "system", "content": INSTRUCTIONS, "name": "codex instructions"}, True),
+                   ("turn/start", {"turn": 1}), ("user/message", {"content": "q"}),
+                   ("import/message", {"role": "system", "content": "**Listing** I will run ls.",
+                                       "name": "codex reasoning"}, True),
+                   ("import/message", {"role": "tool", "content": "noon", "name": "clock"}, True),
+                   ("import/message", {"role": "developer", "content": "x" * 120}, True),
+                   ("assistant/message", {"content": "a", "tool_calls": []}),
+                   ("turn/end", {"turn": 1, "reason": "completed"}))
+
+
+def test_what_an_import_kept_aside_is_one_line_named_by_what_it_is(tmp_path):
+    """gs show of a Codex session opened with ~200 lines of Codex's own prompt, each labelled only "system"."""
+    start = "You are Codex, a coding agent based on GPT-5. You and the user share the same w…"
+    assert len(start) == render.FOLDED_CHARS
+    _import(tmp_path, "w", _kept_aside())
+    shown = gs("show", "w").splitlines()
+    assert shown[:5] == [
+        f"codex instructions (imported, not sent to the model) › {start} [212 more lines: gs show --full]",
+        "── turn 1 ──", "you › q",
+        "codex reasoning (imported, not sent to the model) › **Listing** I will run ls.",  # short: as it is
+        "tool clock (imported, not sent to the model) › noon"]
+    assert shown[5] == f"developer (imported, not sent to the model) › {'x' * 79}… [41 more characters: gs show --full]"
+    assert not [line for line in shown if "rule" in line]
+    full = gs("show", "w", "--full")
+    assert f"codex instructions (imported, not sent to the model) › {INSTRUCTIONS}\n" in full and "rule 212" in full
+    assert f"› {'x' * 120}\n" in full and "gs show --full" not in full
+    log = gs("log", "w", "-p").splitlines()
+    assert f"    codex instructions (imported): {start} [212 more lines: gs show --full]" in log
+    assert "    tool clock (imported): noon" in log and not [line for line in log if "rule" in line]
+    added = json.loads(gs("log", "w", "-p", "--json"))[0]["added"]
+    assert added[0] == {"seq": 0, "turn": 0, "type": "import/message", "role": "system", "content": INSTRUCTIONS,
+                        "imported": True, "name": "codex instructions"}
+    assert "### codex instructions · " in gs("export", "w", "-f", "markdown")
+    assert '<span class="role">codex reasoning</span>' in gs("export", "w", "-f", "html")
+
+
+@pytest.mark.parametrize("columns", [120, 70])
+def test_the_rendered_transcript_folds_what_an_import_kept_aside_to_one_line(monkeypatch, columns):
+    """On a terminal (rich), as in the plain text: one line that fits the width, whole with --full."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setattr(Output, "color", lambda self, stream=None: True)
+    lines = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(transcript(_kept_aside(), Output()))).splitlines()
+    head = "codex instructions (imported, not sent to the model) › You are Codex,"
+    assert lines[0].startswith(head) and len(lines[0]) <= columns and lines[1] == "── turn 1 ──"
+    if columns == 120:
+        assert lines[0].endswith("… [212 more lines: gs show --full]"), lines[0]
+    else:  # the label alone nearly fills it: the line is cut at the edge, not wrapped
+        assert lines[0].endswith("…"), lines[0]
+    assert not [line for line in lines if "rule" in line]
+    whole = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(transcript(_kept_aside(), Output(), full=True)))
+    assert "rule 1\n" in whole and "rule 212\n" in whole and "gs show --full" not in whole
+
+
+def test_gs_show_of_an_imported_codex_session_opens_with_one_line_per_context_message(tmp_path):
+    data = Path(__file__).parent / "data" / "codex"
+    sid = gs("import", "--from", "codex", *map(str, sorted(data.glob("*.jsonl")))).split()[0]
+    shown = gs("show", sid).splitlines()
+    assert shown[1:4] == [
+        "codex instructions (imported, not sent to the model) › You are Codex, a coding agent.",
+        "codex developer context (imported, not sent to the model) › <permissions instructions> "
+        "[2 more lines: gs show --full]",
+        "codex user context (imported, not sent to the model) › <environment_context> [4 more lines: gs show --full]"]
+    assert "  <approval_policy>on-request</approval_policy>" in gs("show", sid, "--full").splitlines()
 
 
 def test_a_turn_without_a_number_is_numbered_in_every_display(tmp_path):

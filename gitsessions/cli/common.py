@@ -50,6 +50,11 @@ WaitOption = Annotated[float, typer.Option(
          "instead of giving up at once.")]
 
 
+#: ``--json`` of the commands that say what they did: one object on stdout instead of lines on stderr.
+JsonOption = Annotated[bool, typer.Option(
+    "--json", help="Say what was done as one JSON object on stdout (stable keys), not in lines on stderr.")]
+
+
 class WaitCommand(Command):
     """A command with :data:`WaitOption`, whose value comes only after ``=`` (git's way).
 

@@ -115,7 +115,8 @@ def log(
 
     REV may be a past revision (work~2): the log then starts there. -p lists under each
     commit the messages it added (user, assistant, ⚙ tool calls, ↳ results, turns that did
-    not complete, titles, undo). --graph draws where other sessions forked off this history.
+    not complete, titles, undo; what an import kept aside on one line, as gs show has it).
+    --graph draws where other sessions forked off this history.
 
     Examples:
         gs log work
@@ -226,24 +227,33 @@ class ShowFormat(str, Enum):
 def show(
     ctx: typer.Context,
     rev: Annotated[str | None, typer.Argument(help=CURRENT_REV_HELP, metavar="REV")] = None,
-    fmt: Annotated[ShowFormat, typer.Option(
-        "--format", "-f", metavar="FORMAT", help="text (to read), json or jsonl.")] = ShowFormat.text,
-    full: Annotated[bool, typer.Option("--full", help="json: messages are every message, those a compaction "
-                                                      "summary stands for too (text always shows them).")] = False,
+    fmt: Annotated[ShowFormat | None, typer.Option(
+        "--format", "-f", metavar="FORMAT", help="text (to read; the default), json or jsonl.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Everything whole. text: what an import kept aside (else one "
+                                                      "line each); json: messages are every message, those a "
+                                                      "compaction summary stands for too.")] = False,
 ) -> None:
     """Show a session's transcript as of REV (default: the current session, as last saved).
 
-    json: an object with id, commit, header, events and messages (the derived
-    chat-completions messages: what the next request sends, a compaction's summary in place
-    of what it covers; --full: every message); jsonl: session.jsonl exactly as stored. The
-    text shows every message and each summary where it was made.
+    The text shows every message and each summary where it was made (and what the next
+    request sends with it); what an import kept aside and never sent to the model (another
+    tool's instructions, its model's reasoning) is one line each, named by what it is:
+    --full shows it whole. json: an object with id, commit, header, events and messages
+    (the derived chat-completions messages: what the next request sends, a compaction's
+    summary in place of what it covers; --full: every message); jsonl: session.jsonl
+    exactly as stored.
 
     Examples:
         gs show work
-        gs show work --format json --full
+        gs show work --full
+        gs show work --json --full
         gs show work~1 --format json
         gs show work@{2.hours.ago}
     """
+    if as_json and fmt not in (None, ShowFormat.json):
+        raise typer.BadParameter(f"--json means --format json: drop --json or --format {fmt.value}")
+    fmt = ShowFormat.json if as_json else fmt or ShowFormat.text
     c: Context = ctx.obj
     with c.store() as store:
         target = hist.read_revision(store, rev_or_current(store, rev, "show"), c.redactor(), c.warnings)
@@ -256,9 +266,9 @@ def show(
     elif _renders(c):
         from .display.rendered import transcript
 
-        c.output.paged(transcript(snap.events, c.output))
+        c.output.paged(transcript(snap.events, c.output, full=full))
     else:
-        c.output.paged(render.transcript_lines(snap.events))
+        c.output.paged(render.transcript_lines(snap.events, full=full))
 
 
 # -- diff ------------------------------------------------------------------------------------

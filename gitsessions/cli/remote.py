@@ -10,12 +10,14 @@ import typer
 
 from ..store import GitStore
 from ..store.faults import unwritable
+from ..text import dumps
 
 if TYPE_CHECKING:  # the module itself is imported lazily: dulwich's transports cost start-up time
     from ..store.remote.reports import Credentials
 from .admin import pack_in_background
 from .background import run_in_background
-from .common import Context, err, short
+from .common import Context, JsonOption, err, short
+from .display import render
 from .help import Group
 
 app = typer.Typer()
@@ -101,16 +103,24 @@ def remote_add(
 
 
 @remote_app.command("list")
-def remote_list(ctx: typer.Context) -> None:
+def remote_list(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help='A JSON array of {"name", "url"}.')] = False,
+) -> None:
     """List remotes: name and URL.
 
     Examples:
         gs remote list
+        gs remote list --json
     """
     c: Context = ctx.obj
     with c.store() as store:
-        for name, url in _remotes(c, store).list():
-            print(f"{name}\t{url}")
+        remotes = _remotes(c, store).list()
+    if as_json:
+        print(dumps([{"name": name, "url": url} for name, url in remotes]))
+        return
+    for name, url in remotes:
+        print(f"{name}\t{url}")
 
 
 @remote_app.command("remove")
@@ -168,7 +178,12 @@ def _print_push(report, where: str, *, alone: bool = True, read_only: str | None
             err(f"{where} has newer saves of {sid}: gs pull {where} brings them")
         if not (report.pushed or report.deleted or report.kept_there or refused):
             err(f"up to date with {where}")
-    return not refused
+    return _pushed_all(report, alone=alone)
+
+
+def _pushed_all(report, *, alone: bool = True) -> bool:
+    """Whether a push refused nothing: no ref the server refused, nor (``alone``: not after a pull) one diverged."""
+    return not (report.failed or (alone and report.diverged))
 
 
 def _print_pull(report, where: str) -> bool:
@@ -217,12 +232,14 @@ def _dropped(ref: str, kept: str, where: str) -> str:
 
 
 @app.command()
-def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
+def push(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOption = False) -> None:
     """Send every session and archived session the remote lacks; renames and archives go too.
+
+    --json: {"remote", "ok" (exit status 0), and what the push did: README, JSON output}.
 
     Examples:
         gs push
-        gs push origin
+        gs push origin --json
     """
     c: Context = ctx.obj
     where = _default(c, remote)
@@ -231,17 +248,24 @@ def push(ctx: typer.Context, remote: RemoteArg = None) -> None:
         report = remotes.push(where)
         where = _named(remotes, where)
         read_only = unwritable(store.path) if report.diverged else None
-    if not _print_push(report, where, read_only=read_only):
+    if as_json:
+        ok = _pushed_all(report)
+        print(dumps({"remote": where, "ok": ok, **render.push_json(report)}))
+    else:
+        ok = _print_push(report, where, read_only=read_only)
+    if not ok:
         raise typer.Exit(1)
 
 
 @app.command()
-def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
+def pull(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOption = False) -> None:
     """Fetch a remote and bring every session up to date; a diverged session keeps both sides.
+
+    --json: {"remote", "ok" (exit status 0), and what the pull did: README, JSON output}.
 
     Examples:
         gs pull
-        gs pull origin
+        gs pull origin --json
     """
     c: Context = ctx.obj
     where = _default(c, remote)
@@ -250,9 +274,13 @@ def pull(ctx: typer.Context, remote: RemoteArg = None) -> None:
         report = remotes.pull(where)
         where = _named(remotes, where)
         pack_in_background(store)  # each fetch that brings objects adds a pack
-    ok = _print_pull(report, where)
-    if not report.changed():
-        err(f"up to date with {where}")
+    if as_json:
+        ok = not report.failed
+        print(dumps({"remote": where, "ok": ok, **render.pull_json(report)}))
+    else:
+        ok = _print_pull(report, where)
+        if not report.changed():
+            err(f"up to date with {where}")
     if not ok:
         raise typer.Exit(1)
 
@@ -266,11 +294,15 @@ def sync(
     interval: Annotated[float | None, typer.Option(
         "--interval", min=0.1, metavar="SECONDS",
         help="With --watch: seconds between looks at the remote (default: 60).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Pull, then push: every machine ends up with the same sessions (README, "Sync", has the rules).
 
+    --json: {"remote", "ok" (exit status 0), "rounds", "pull", "push"} (README, JSON output).
+
     Examples:
         gs sync
+        gs sync --json
         gs sync origin --watch              # again on every change, until Ctrl+C
     """
     c: Context = ctx.obj
@@ -278,13 +310,15 @@ def sync(
     if watch or interval is not None:
         if not watch:
             raise typer.BadParameter("--interval goes with --watch")
+        if as_json:
+            raise typer.BadParameter("--json prints one sync's report: run gs sync --json again instead of --watch")
         from .watch import watch_sync
 
         return watch_sync(c, where, lambda: _sync_once(c, where, quiet=True), interval)
-    _sync_once(c, where)
+    _sync_once(c, where, as_json=as_json)
 
 
-def _sync_once(c: Context, where: str, *, quiet: bool = False) -> None:
+def _sync_once(c: Context, where: str, *, quiet: bool = False, as_json: bool = False) -> None:
     """One ``gs sync`` with ``where``; ``quiet``: a round with nothing done or to report prints nothing (--watch).
 
     Raises:
@@ -299,6 +333,13 @@ def _sync_once(c: Context, where: str, *, quiet: bool = False) -> None:
             return
         where = _named(remotes, where)
         pack_in_background(store)  # each fetch that brings objects adds a pack
+    if as_json:
+        ok = not report.pull.failed and _pushed_all(report.push, alone=False) and not report.push.moved
+        print(dumps({"remote": where, "ok": ok, "rounds": report.rounds, "pull": render.pull_json(report.pull),
+                     "push": render.push_json(report.push)}))
+        if not ok:
+            raise typer.Exit(1)
+        return
     ok = _print_pull(report.pull, where)
     ok = _print_push(report.push, where, alone=False) and ok
     if report.push.moved:
@@ -316,18 +357,25 @@ def clone(
     url: Annotated[str, typer.Argument(help="Remote holding sessions (any git URL or path).")],
     path: Annotated[Path | None, typer.Argument(
         help="Where to create the session repo (default: the configured repo).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Set up a session repo on a new machine from a remote: every branch becomes a session.
 
+    --json: {"path", "remote", and what came, as gs pull --json says it}.
+
     Examples:
         gs clone ssh://me@host/srv/sessions.git
-        gs clone ssh://me@host/srv/sessions.git ~/sessions
+        gs clone ssh://me@host/srv/sessions.git ~/sessions --json
     """
     from ..store.remote.clone import clone as clone_store
 
     c: Context = ctx.obj
     target = path.expanduser() if path else c.repo_path()
-    report = clone_store(_default(c, url), target, c.identity(), **_credentials(c))
+    where = _default(c, url)
+    report = clone_store(where, target, c.identity(), **_credentials(c))
+    if as_json:
+        print(dumps({"path": str(target), "remote": where, **render.pull_json(report)}))
+        return
     _print_pull(report, "origin")
     err(f"cloned into {target}")
 

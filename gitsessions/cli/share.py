@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import GitSessionsError
-from .common import Context, err, short
+from ..text import dumps
+from .common import Context, JsonOption, err, short
 from .display.render import terminal_safe
 
 if TYPE_CHECKING:  # imported lazily: dulwich's transports cost start-up time
@@ -38,6 +39,7 @@ def share(
     url: Annotated[str, typer.Argument(
         help="A git repository to publish to: an empty one (path, ssh://, https://) or a gist's git URL.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Send without asking (for scripts).")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Publish one session, with the history it was forked from, to a separate git remote.
 
@@ -48,9 +50,13 @@ def share(
     continues it with: gs clone URL DIR. A repository that already holds other sessions
     (a sync remote) gets a one-line note: only this session is added there.
 
+    --json: {"session", "commit", "url", "sent" (false: it was there already), "others_there"
+    (how many other sessions the repository held)}; what is about to leave is still asked
+    on stderr first.
+
     Examples:
         gs share work https://gist.github.com/0123abcd.git
-        gs share work~2 ssh://me@host/srv/shared.git --yes
+        gs share work~2 ssh://me@host/srv/shared.git --yes --json
     """
     from ..history.reading import read_revision
     from ..store.remote.clients import strip_password
@@ -90,6 +96,10 @@ def share(
                                    f"nothing was changed there. Share the newest save (gs share {sid} {where}), "
                                    "or this one to another URL")
         remember(store, url, sid)
+    if as_json:
+        print(dumps({"session": sid, "commit": revision.commit, "url": where, "sent": bool(report.pushed),
+                     "others_there": report.others_there}))
+        return
     if report.others_there:
         n = report.others_there
         err(f"note: {where} already held {n} other session{'s' if n != 1 else ''} (gs share is meant for an empty "

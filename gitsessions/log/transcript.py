@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .calls import ToolCall, ToolResult
@@ -21,8 +22,8 @@ from .request import options_of
 from .turns import Numbering
 
 __all__ = [
-    "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "SYSTEM_REMOVED", "closing_events", "derive_messages", "open_turn",
-    "summary_kept", "summary_through", "title_of", "undone_turns",
+    "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "SYSTEM_REMOVED", "Compacted", "closing_events", "derive_messages",
+    "open_turn", "summary_kept", "summary_through", "title_of", "undone_turns",
 ]
 
 #: ``tool/result.error_code`` for a call the assistant asked for that never started.
@@ -84,6 +85,20 @@ def summary_kept(ev: Event) -> set[int]:
         if isinstance(kept, list) else set()
 
 
+@dataclass(frozen=True)
+class Compacted:
+    """What a ``compaction/summary`` left of the messages before it, in the request sent next.
+
+    Attributes:
+        kept: how many prompts it covers are sent word for word before it (its ``kept``).
+        after: the roles (``user``, ``assistant``, ``tool``) of the messages it does not cover
+            (after its ``through``) that are sent after it as they are, in order.
+    """
+
+    kept: int
+    after: tuple[str, ...]
+
+
 def derive_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
     """Derive the chat-completions ``messages`` list from a session's events.
 
@@ -126,6 +141,8 @@ class Derivation:
         title: :func:`title_of` the events taken.
         model: the model the last ``session/model`` chose (None: none did; the run's default).
         options: the request options of the last ``session/options`` (see :mod:`gitsessions.log.request`).
+        compacted: by the seq of each ``compaction/summary`` taken, what it left (none for a
+            summary a later undo voids: what it covers is sent as the log has it).
     """
 
     def __init__(self, undone: set[int]):
@@ -135,6 +152,7 @@ class Derivation:
         self.title = ""
         self.model: str | None = None
         self.options: dict[str, Any] = {}
+        self.compacted: dict[int, Compacted] = {}
         self._numbering = Numbering()
         self._system: dict[str, Any] | None = None  # the system message of the last session/system
         self._messages: list[dict[str, Any]] = []
@@ -235,7 +253,10 @@ class Derivation:
         """Take an assistant message: its text and the calls it asks for, each to be answered."""
         self._flush()
         calls: dict[str, ToolCall] = {}
-        for entry in ev.data.get("tool_calls") or []:
+        entries = ev.data.get("tool_calls")
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict):
+                continue  # another tool's log may hold anything there: no call to send
             call = ToolCall.of(entry).cleaned()  # compare cleaned ids: two lone surrogates both become U+FFFD
             if not call.id or call.id in calls:
                 continue  # an id we could never answer unambiguously
@@ -271,6 +292,9 @@ class Derivation:
                   if origin in prompts and self._messages[i]["role"] == "user"]
         keep = [i for i, origin in enumerate(self._origins) if origin > through]
         summary = {"role": "user", "content": SUMMARY_LEAD + clean_text(str(ev.data.get("summary", "")))}
+        # the calls still pending were asked after what it covers: their answers come after it too
+        self.compacted[ev.seq] = Compacted(len(before), tuple(self._messages[i]["role"] for i in keep)
+                                           + ("tool",) * len(self._pending))
         self._messages = [*(self._messages[i] for i in before), summary, *(self._messages[i] for i in keep)]
         self._origins = [*(self._origins[i] for i in before), ev.seq, *(self._origins[i] for i in keep)]
 

@@ -10,7 +10,8 @@ messages (tool calls, ``interrupted``), the system prompt where ``session/system
 tool results (``is_error``, error code), messages an import kept aside (``import/message``:
 stored, never sent to the model), and notes: a turn that ended other than ``completed``, a
 title change, a model or options set, a tool call allowed or denied, an undo, a fork, a
-compaction summary.
+compaction summary (with what the next request sends beside it: the derivation's word, not a
+guess of its own).
 Not shown: ``step/*``, ``tool/call`` (the call is shown with its assistant message) and a
 completed ``turn/end``.
 
@@ -21,12 +22,12 @@ Event data written by another tool may have any shape; every field is read toler
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .events import IMPORTED_MESSAGE, Event
 from .request import options_of, options_text
-from .transcript import SYSTEM_REMOVED, summary_through, undone_turns
+from .transcript import SYSTEM_REMOVED, derived, summary_through, undone_turns
 from .turns import Numbering
 
 
@@ -87,6 +88,8 @@ class Message(Item):
         model: the model that wrote an assistant message, if recorded.
         interrupted: an assistant reply that was cut short.
         imported: kept aside by an import (``import/message``): stored, never sent to the model.
+        name: what an imported message is, as its source tool said (``codex instructions``,
+            ``assistant thinking``, a tool's name); None when the event names nothing.
     """
 
     role: str = ""
@@ -95,6 +98,19 @@ class Message(Item):
     model: str | None = None
     interrupted: bool = False
     imported: bool = False
+    name: str | None = None
+
+    @property
+    def what(self) -> str:
+        """What the message is, in a word or two: its role, or for an imported one what its event names.
+
+        An imported system or developer message's name says what it is (``codex
+        instructions``, ``assistant thinking``); another role's name follows the role (a
+        tool message that answered no call: ``tool clock``).
+        """
+        if self.name and self.role in ("system", "developer"):
+            return self.name
+        return f"{self.role} {self.name}" if self.name else self.role
 
     @property
     def empty(self) -> bool:
@@ -198,13 +214,24 @@ class Fork(Note):
 class Summary(Note):
     """A compaction summary: what the model sees instead of the conversation up to where it ends.
 
+    What the next request sends with it is the derivation's
+    (:attr:`gitsessions.log.transcript.Derivation.compacted`): the prompts it keeps before
+    it, the messages after what it covers after it.
+
     Attributes:
         text: the summary.
         upto: the turn of the last event it covers (its ``through``; all before it when it names none).
+        kept: how many of the prompts it covers are sent word for word before it.
+        after: the roles (``user``, ``assistant``, ``tool``) of the messages before it that it
+            does not cover, sent after it as they are, in order.
+        void: a later ``session/undo`` dropped a turn it covers: it is not sent, what it covers is.
     """
 
     text: str = ""
     upto: int = 0
+    kept: int = 0
+    after: tuple[str, ...] = ()
+    void: bool = False
 
 
 def _text(value: Any) -> str:
@@ -276,8 +303,15 @@ def _item(ev: Event, turn: int, undone: set[int], turns: Sequence[int]) -> Item 
         through = summary_through(ev)
         return Summary(*base, text=_text(d.get("summary")), upto=turns[through] if 0 <= through < len(turns) else 0)
     if t == IMPORTED_MESSAGE:
-        return Message(*base, role=_text(d.get("role")) or "?", text=_text(d.get("content")), imported=True)
+        return Message(*base, role=_text(d.get("role")) or "?", text=_text(d.get("content")), imported=True,
+                       name=_str_or_none(d.get("name")) or None)
     return None
+
+
+def _sent_with(item: Summary, events: Sequence[Event]) -> Summary:
+    """``item`` with what the next request sends beside it, as the derivation of ``events`` took it."""
+    left = derived(events).compacted.get(item.seq)  # cached: one derivation per log, none without a summary
+    return replace(item, void=True) if left is None else replace(item, kept=left.kept, after=left.after)
 
 
 def items(events: Sequence[Event]) -> list[Item]:
@@ -298,6 +332,8 @@ def items(events: Sequence[Event]) -> list[Item]:
         turn = numbering.add(ev)
         turns.append(turn)
         item = _item(ev, turn, undone, turns)
+        if isinstance(item, Summary):
+            item = _sent_with(item, events)
         if item is not None:
             out.append(item)
     return out

@@ -105,7 +105,7 @@ def export_markdown(snap: Snapshot) -> str:
         elif isinstance(item, view.Message):
             extra = f" · {item.model}" if item.model else ""
             extra += f" · *{_IMPORTED_NOTE}*" if item.imported else ""
-            out += ["", f"### {item.role} · {when}{extra}"]
+            out += ["", f"### {item.what} · {when}{extra}"]
             if item.text or not item.tool_calls:
                 out += ["", item.text if item.text else "*(no text)*"]
             if item.interrupted:
@@ -167,7 +167,7 @@ def export_html(snap: Snapshot) -> str:
             cls = re.sub(r"[^a-z]", "", item.role.lower()) or "other"
             if item.imported:
                 cls += " imported"
-            meta = f'<span class="role">{e(item.role)}</span> · {when}'
+            meta = f'<span class="role">{e(item.what)}</span> · {when}'
             if item.model:
                 meta += f" · {e(item.model)}"
             if item.imported:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ...history.tree import Node
     from ...log import view  # imported by the renderings of items, not by a chat before its prompt
     from ...store import CommitInfo, SessionInfo
+    from ...store.remote.reports import PullReport, PushReport
 
 T = TypeVar("T")
 
@@ -174,33 +175,152 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     }
 
 
-def transcript_lines(events: Sequence[Event]) -> Iterator[str]:
+def pull_json(report: PullReport) -> dict[str, Any]:
+    """Return the ``--json`` object of what a pull did (``gs pull``, ``gs sync``, ``gs clone``).
+
+    Keys: ``created`` (ids), ``updated`` (``{"session", "old", "new"}``), ``forks``
+    (``{"session", "fork", "commit", "made_twice"}``: it diverged, your side is in ``fork``),
+    ``came_back`` (``{"session", "kept_in"}``), ``beside`` (``{"session", "old"}``),
+    ``dropped`` (``{"ref", "kept_in"}``: renamed, archived or restored there), ``deferred``
+    and ``failed`` (``{"session", "why"}``), ``skipped`` (``{"ref", "why"}``: no sessions),
+    ``unchanged`` (a count). An archived session is ``archive/<name>``.
+    """
+    return {
+        "created": list(report.created),
+        "updated": [{"session": s, "old": old, "new": new} for s, old, new in report.fast_forwarded],
+        "forks": [{"session": s, "fork": fork, "commit": commit, "made_twice": s in report.made_twice}
+                  for s, fork, commit in report.forks],
+        "came_back": [{"session": s, "kept_in": kept} for s, kept in report.came_back],
+        "beside": [{"session": s, "old": old} for s, old in report.beside],
+        "dropped": [{"ref": ref, "kept_in": kept} for ref, kept in report.dropped],
+        "deferred": [{"session": s, "why": why} for s, why in report.deferred],
+        "failed": [{"session": s, "why": why} for s, why in report.failed],
+        "skipped": [{"ref": ref, "why": why} for ref, why in report.skipped],
+        "unchanged": report.unchanged,
+    }
+
+
+def push_json(report: PushReport) -> dict[str, Any]:
+    """Return the ``--json`` object of what a push did (``gs push``, ``gs sync``).
+
+    Keys: ``pushed`` (refs), ``deleted`` and ``kept_there`` (``{"ref", "kept_in"}``: removed
+    there, or kept because the remote refuses deletions), ``behind``, ``diverged`` and
+    ``moved`` (refs), ``failed`` and ``skipped`` (``{"ref", "why"}``), ``unchanged`` (a
+    count), ``created_there`` (the bare repository the push made first, or null).
+    """
+    return {
+        "pushed": list(report.pushed),
+        "deleted": [{"ref": ref, "kept_in": kept} for ref, kept in report.deleted],
+        "kept_there": [{"ref": ref, "kept_in": kept} for ref, kept in report.kept_there],
+        "behind": list(report.behind),
+        "diverged": list(report.diverged),
+        "moved": list(report.moved),
+        "failed": [{"ref": ref, "why": why} for ref, why in report.failed],
+        "skipped": [{"ref": ref, "why": why} for ref, why in report.skipped],
+        "unchanged": report.unchanged,
+        "created_there": str(report.created_there) if report.created_there else None,
+    }
+
+
+def transcript_lines(events: Sequence[Event], *, full: bool = False) -> Iterator[str]:
     """Yield the plain-text transcript (``gs show``) one block per item of :func:`view.items`, each ending in a newline.
 
     One block at a time, so a 100 MB session's transcript is never held whole (nor twice,
     as the joined text and its terminal-safe copy).
 
-    ``── turn N ──`` heads each turn, ``you ›``, ``system prompt ›`` and ``assistant ›`` the messages (an imported
-    one: ``<role> (imported, not sent to the model) ›``), tool calls are ``⚙ name(args)`` and
-    results ``↳ ...`` (indented, each line of them), notes sit in parentheses. Control characters are made
-    visible (:func:`terminal_safe`).
+    ``── turn N ──`` heads each turn, ``you ›``, ``system prompt ›`` and ``assistant ›`` the messages, tool calls
+    are ``⚙ name(args)`` and results ``↳ ...`` (indented, each line of them), notes sit in parentheses. A message
+    an import kept aside is ``<what it is> (imported, not sent to the model) ›`` and one line (:func:`folded`)
+    unless ``full``. Control characters are made visible (:func:`terminal_safe`).
+
+    Args:
+        events: the session's events.
+        full: show what an import kept aside whole (``gs show --full``).
     """
     from ...log import view
 
     for item in view.items(events):
-        for line in transcript_item(item):
+        for line in transcript_item(item, full=full):
             yield terminal_safe(line) + "\n"
 
 
-def transcript_item(item: view.Item) -> list[str]:
-    """The lines of one item in the plain-text transcript (:func:`transcript_lines`), not yet terminal-safe."""
+#: What an imported message is said to be beside what it is, in the transcript.
+NOT_SENT = "(imported, not sent to the model)"
+#: The longest start of a folded text shown (:func:`folded`), characters.
+FOLDED_CHARS = 80
+#: The shortest start of a folded text shown, however narrow the room.
+FOLDED_MIN = 20
+
+
+def folded(text: str, limit: int = FOLDED_CHARS, room: int | None = None) -> str:
+    """Return ``text`` as one line: the start of its first line with any text, and how much more it holds.
+
+    ``You are Codex, … [212 more lines: gs show --full]``; a text of one short line is
+    itself. For what an import kept aside, which is long and was never sent.
+
+    Args:
+        text: the text.
+        limit: the longest start shown, characters (``…`` ends a cut one).
+        room: the columns the whole line should fit in (a terminal's width less what goes
+            before it; the start is never cut below :data:`FOLDED_MIN`); None: no bound.
+    """
+    lines = text.rstrip().split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    line, more = lines[first].strip(), len(lines) - first - 1
+
+    def hint(n: int, what: str) -> str:
+        return f" [{plural(n, what)}: gs show --full]"
+
+    if room is not None and (more or len(line) > min(limit, room)):  # room for the hint, at its longest
+        longest = hint(more, "more line") if more else hint(len(line), "more character")
+        limit = max(FOLDED_MIN, min(limit, room - len(longest)))
+    if more:
+        return clip(line, limit) + hint(more, "more line")
+    if len(line) > limit:
+        return clip(line, limit) + hint(len(line) - limit + 1, "more character")
+    return line
+
+
+def _sent_with(item: view.Summary) -> str:
+    """What the next request sends beside a compaction summary, after a comma (``""``: the summary alone).
+
+    ``, sent after the 2 prompts it keeps``, ``, then the reply it keeps``, or ``, not sent:
+    ...`` for one an undo voided.
+    """
+    if item.void:
+        return ", not sent: a turn it covers was undone after it"
+    words = []
+    if item.kept:
+        words.append(f"sent after {_the(item.kept, 'prompt')} it keeps")
+    if item.after:
+        kinds = {"user": "prompt", "assistant": "reply", "tool": "tool result"}
+        kind = kinds.get(item.after[0], "message") if len(set(item.after)) == 1 else "message"
+        words.append(f"then {_the(len(item.after), kind)} it keeps")
+    return "".join(f", {w}" for w in words)
+
+
+def _the(n: int, word: str) -> str:
+    """``the reply``, ``the 2 replies``."""
+    return f"the {word}" if n == 1 else f"the {n} {word[:-1] + 'ies' if word.endswith('y') else word + 's'}"
+
+
+def transcript_item(item: view.Item, *, full: bool = False, width: int | None = None) -> list[str]:
+    """The lines of one item in the plain-text transcript (:func:`transcript_lines`), not yet terminal-safe.
+
+    Args:
+        item: the item.
+        full: an imported message whole, not :func:`folded`.
+        width: the terminal's columns, that a folded message fits in (None: its start is
+            :data:`FOLDED_CHARS` at most).
+    """
     from ...log import view
 
     out: list[str] = []
     if isinstance(item, view.TurnStart):
         out.append(turn_rule(item.turn))
     elif isinstance(item, view.Message) and item.imported:
-        out.append(f"{item.role} (imported, not sent to the model) › {item.text}")
+        head = f"{item.what} {NOT_SENT} › "
+        out.append(head + (item.text if full else folded(item.text, room=None if width is None else width - len(head))))
     elif isinstance(item, view.Message) and item.role in ("user", "system"):
         out.append(("you" if item.role == "user" else "system prompt") + " › " + item.text)
     elif isinstance(item, view.Message):
@@ -222,7 +342,7 @@ def transcript_item(item: view.Item) -> list[str]:
     elif isinstance(item, view.Undo):
         out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
     elif isinstance(item, view.Summary):
-        out.append(f"(summary of the conversation up to turn {item.upto}: {item.text})")
+        out.append(f"(summary of the conversation up to turn {item.upto}{_sent_with(item)}: {item.text})")
     elif isinstance(item, view.Fork):
         out.append(f"({_fork_text(item)})")
     return out
@@ -263,7 +383,7 @@ def _note(item: view.Item) -> str | None:
     if isinstance(item, view.Undo):
         return f"undo: turn {item.undone}"
     if isinstance(item, view.Summary):
-        return f"summary up to turn {item.upto}: {clip(fold(item.text), COMPACT_TOOL_CHARS)}"
+        return f"summary up to turn {item.upto}{_sent_with(item)}: {clip(fold(item.text), COMPACT_TOOL_CHARS)}"
     if isinstance(item, view.Fork):
         return _fork_text(item)
     return None
@@ -276,13 +396,15 @@ def item_json(item: view.Item) -> dict[str, Any]:
     ``system`` (``content``), ``assistant`` (``content``, ``tool_calls`` [{id, name, arguments}], ``interrupted``),
     ``tool`` (``tool_call_id``, ``name``, ``content``, ``is_error``) or ``note`` (a turn that
     did not complete, a title, an undo, a summary, a fork: ``content`` says what). A message
-    an import kept aside has its own role (``system``, ...), ``content`` and ``imported: true``.
+    an import kept aside has its own role (``system``, ...), ``content`` and ``imported: true``,
+    and ``name`` when its event says what it is (``codex instructions``).
     """
     from ...log import view
 
     base: dict[str, Any] = {"seq": item.seq, "turn": item.turn, "type": item.type}
     if isinstance(item, view.Message) and item.imported:
-        return {**base, "role": item.role, "content": item.text, "imported": True}
+        return {**base, "role": item.role, "content": item.text, "imported": True,
+                **({"name": item.name} if item.name else {})}
     if isinstance(item, view.Message) and item.role in ("user", "system"):
         return {**base, "role": item.role, "content": item.text}
     if isinstance(item, view.Message):
@@ -299,9 +421,10 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
     """Render items of :func:`compact_items` compactly, one block each (``gs log -p``, ``gs diff``).
 
     ``user: ...`` and ``assistant: ...`` keep their text (continuation lines indented), an
-    imported message is ``<role> (imported): ...``, ``[interrupted]`` marks a cut-off reply,
-    tool calls are ``⚙ name(args)`` and results ``↳ ...`` on one clipped line, and notes (a
-    turn that ended early, titles, undo) sit in parentheses.
+    imported message is ``<what it is> (imported): ...`` on one line (:func:`folded`),
+    ``[interrupted]`` marks a cut-off reply, tool calls are ``⚙ name(args)`` and results
+    ``↳ ...`` on one clipped line, and notes (a turn that ended early, titles, undo) sit in
+    parentheses.
     """
     from ...log import view
 
@@ -315,7 +438,7 @@ def compact_lines(items: Sequence[view.Item], indent: str = "    ") -> list[str]
 
     for item in items:
         if isinstance(item, view.Message) and item.imported:
-            block(f"{item.role} (imported): ", item.text)
+            block(f"{item.what} (imported): ", folded(item.text))
         elif isinstance(item, view.Message) and item.role in ("user", "system"):
             block(f"{item.role}: ", item.text)
         elif isinstance(item, view.Message):

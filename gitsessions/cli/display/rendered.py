@@ -43,8 +43,14 @@ def _take(buffer: io.StringIO) -> str:
     return text
 
 
-def transcript(events: Sequence[Event], out: Output) -> Iterator[str]:
-    """Yield ``gs show``'s transcript rendered, one item at a time (each piece ends in a newline)."""
+def transcript(events: Sequence[Event], out: Output, *, full: bool = False) -> Iterator[str]:
+    """Yield ``gs show``'s transcript rendered, one item at a time (each piece ends in a newline).
+
+    Args:
+        events: the session's events.
+        out: the terminal's output (its colour).
+        full: show what an import kept aside whole; else it is one line, as in the plain text.
+    """
     from rich.text import Text
 
     from ...log import view
@@ -56,12 +62,13 @@ def transcript(events: Sequence[Event], out: Output) -> Iterator[str]:
             _reply_lines(console, item, "assistant ›", "  ", "  ")
         else:
             style = "" if isinstance(item, view.Message) else "bold" if isinstance(item, view.TurnStart) else "dim"
-            for line in transcript_item(item):
+            one_line = isinstance(item, view.Message) and item.imported and not full  # folded to fit: never wrapped
+            for line in transcript_item(item, full=full, width=console.width):
                 text = Text(terminal_safe(line), style=style)
                 label, sep, _ = line.partition(" › ")
                 if sep and not style:
                     text.stylize("bold cyan", 0, len(label) + 2)
-                console.print(text)
+                console.print(text, no_wrap=one_line, overflow="ellipsis" if one_line else None)
         yield _take(buffer)
 
 
