@@ -157,6 +157,8 @@ def test_settings_that_are_not_claude_codes_json_are_refused_and_never_overwritt
         assert f"cannot change {settings}: {said}" in r.err and "it was left as it is" in r.err, r.err
         assert settings.read_text() == text
     assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]  # no copy left behind
+    r = gs("capture", "status")
+    assert r.code == 0 and f"warning: {settings} cannot be read: {said}" in r.out, r.out
 
 
 # -- Codex ------------------------------------------------------------------------------------
@@ -420,3 +422,17 @@ def test_the_log_keeps_its_newer_half_past_its_limit(tmp_path, monkeypatch):
     assert runs[-1].said == "captured run 199 second line" and runs[-1].failed
     assert [int(r.said.split()[2]) for r in runs] == list(range(200 - len(runs), 200))
     assert runs[-1].time == "2027-01-15T08:03:19+00:00"
+
+
+def test_a_warning_of_the_import_goes_to_the_log_not_to_the_tool(gs, projects, isolated_home, repo_path):
+    run = ("--repo", str(repo_path), "capture", "run", "claude-code")
+    assert gs(*run, input=_hook_json(projects / f"{PLAIN}.jsonl", session=PLAIN)).code == 0
+    hook = repo_path / "hooks" / "post-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho no backup today >&2\nexit 3\n")
+    hook.chmod(0o755)
+    r = gs(*run, input=_hook_json(projects / f"{WITH_AGENT}.jsonl"))
+    assert (r.code, r.out, r.err) == (0, "", "")
+    last = _claude_log(isolated_home).runs()[-1]
+    assert not last.failed and last.said.startswith("captured 2 sessions") and "warning: " in last.said, last
+    assert "post-commit" in last.said

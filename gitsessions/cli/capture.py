@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import GitSessionsError, TransferError
+from ..errors import GitSessionsError, SettingsError, TransferError
 from ..places import default_state_dir
 from ..text import dumps, plural
 from ..transfer import capture
@@ -170,8 +170,8 @@ def _installed(tool: Tool) -> tuple[list[dict[str, Any]], list[str]]:
                 command = shlex.join(notify[0]) if notify else None
                 found = {"path": str(path), "command": command,
                          "chained": shlex.join(notify[1]) if notify and notify[1] else None}
-        except GitSessionsError as exc:
-            unread.append(str(exc))
+        except SettingsError as exc:
+            unread.append(f"{path} cannot be read: {exc.reason}")
             continue
         if command is not None:
             found["repo"] = capture.recorded_repo(command)
@@ -281,8 +281,6 @@ def _capture(c: Context, tool: Tool, notice_arg: str | None, wait: float) -> tup
             tally = import_files(c, [str(p) for p in notice.files], tool.value, found=True, wait=wait)
     except typer.Exit:  # another import held the repo past the wait: said on stderr
         tally = ImportTally(failed=1)
-    for warning in c.take_warnings():  # else printed when the command ends
-        said.write(f"gs: warning: {warning}\n")
     text, failed = _outcome(tally, said.getvalue(), notice.files)
     return notice.event, text, failed
 
@@ -330,7 +328,7 @@ def run(
         said = str(exc)
     except (Exception, KeyboardInterrupt, SystemExit) as exc:  # never a traceback or a status for the tool
         said = f"unexpected error: {exc.__class__.__name__}: {exc}"
-    for warning in c.take_warnings():  # else printed when the command ends
+    for warning in c.take_warnings():  # a failed post-commit hook, say: else printed when the command ends
         said += f"; warning: {warning}"
     if tool is Tool.codex and len(words) > 1 and notice_arg is not None:
         why = _chain(words[:-1], notice_arg)
