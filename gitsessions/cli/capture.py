@@ -56,7 +56,8 @@ class Tool(str, Enum):
 
 ToolArg = Annotated[Tool, typer.Argument(metavar="TOOL", help="claude-code or codex.", show_default=False)]
 ProjectOption = Annotated[bool, typer.Option(
-    "--project", help="Claude Code: this project's .claude/settings.json, not your user settings.")]
+    "--project", help="Claude Code: this project's .claude/settings.json, not your user settings (it then holds "
+    "this machine's paths of gs and of the repo).")]
 
 
 def _this_gs() -> list[str]:
