@@ -19,7 +19,9 @@ A model request takes a scripted ``Reply``:
 - the first queued reply whose ``when`` (a regex) is found in the request's last user text;
 - else, for a request that offers tools (the agent's own loop, not a side request such as a
   title or a quota check), the first queued reply without ``when``;
-- else the default, ``Reply N to: <last user text>`` (N counts the model requests answered).
+- else the default, ``Reply N to: <last user text>`` (N counts the model requests answered),
+  or, for a request asking for structured output (the CLIs' title requests), an object following
+  its schema whose strings are the user's first words.
 
 A reply is used once. The last user text is the user's words where the request holds them:
 the last user message's last text block that is not a ``<system-reminder>``, or the text of
@@ -195,7 +197,14 @@ class _AgentServer:
             if chosen is not None:
                 self._queue.remove(chosen)
                 return chosen, said
+            schema = self.json_schema(body)
+            if schema is not None:
+                return text(json.dumps(_filled(schema, said))), said
             return text(f"Reply {self.answered} to: {_one_line(said)}"), said
+
+    def json_schema(self, body: dict) -> dict | None:
+        """The JSON schema the reply must follow, if the request asks for structured output."""
+        return None
 
     def last_user_text(self, body: dict) -> str:  # pragma: no cover - each server says
         """The user's words in a request body."""
@@ -214,6 +223,22 @@ class _AgentServer:
     def answer_post(self, handler: _Handler, path: str, body: Any) -> None:  # pragma: no cover
         """Answer a POST."""
         raise NotImplementedError
+
+
+def _filled(schema: dict, said: str) -> dict:
+    """An object following ``schema`` whose strings are the user's first words.
+
+    A title request quotes them: inside ``<session>`` tags (Claude Code), after ``User prompt:`` (Codex).
+    """
+    quoted = re.search(r"<session>(.*?)</session>|User prompt:(.*)", said, re.S)
+    gist = " ".join((next(g for g in quoted.groups() if g is not None) if quoted else said).split()[:7])
+    properties = schema.get("properties") or {}
+
+    def value(spec: dict) -> Any:
+        kinds = {"boolean": False, "integer": 0, "number": 0, "array": [], "object": {}}
+        return kinds.get(spec.get("type"), gist[: spec.get("maxLength") or None])
+
+    return {name: value(properties.get(name) or {}) for name in schema.get("required") or list(properties)}
 
 
 def _one_line(value: str, limit: int = 200) -> str:
@@ -359,6 +384,11 @@ class AnthropicServer(_AgentServer):
                 return results[-1]
         return ""
 
+    def json_schema(self, body: dict) -> dict | None:
+        """``output_config.format``'s schema (Claude Code asks for titles so)."""
+        form = (body.get("output_config") or {}).get("format") or {}
+        return form.get("schema") if form.get("type") == "json_schema" else None
+
     def answer_get(self, handler: _Handler, path: str) -> None:
         """``/`` answers 200 (a probe); ``/v1/models`` lists the one model."""
         if path == "/":
@@ -495,6 +525,11 @@ class ResponsesServer(_AgentServer):
                 if said:
                     return said[-1]
         return ""
+
+    def json_schema(self, body: dict) -> dict | None:
+        """``text.format``'s schema (Codex asks for titles so)."""
+        form = (body.get("text") or {}).get("format") or {}
+        return form.get("schema") if form.get("type") == "json_schema" else None
 
     def answer_get(self, handler: _Handler, path: str) -> None:
         """``/v1/models`` answers ``models_answer`` (else 404, as for every other path)."""

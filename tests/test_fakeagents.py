@@ -126,6 +126,15 @@ def test_token_counts_errors_probes_and_the_record(anthropic):
     assert anthropic.requests[1].headers.get("x-api-key") is None
 
 
+def test_a_request_for_structured_output_gets_an_object_of_its_schema(anthropic):
+    body = _ask("<session>\nFix the login button on mobile please now\n</session>\n\nWrite the title.", tools=False,
+                stream=False)
+    body["output_config"] = {"format": {"type": "json_schema", "schema": {
+        "type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}}}
+    reply = json.loads(_post(anthropic, "/v1/messages", body)[1])
+    assert json.loads(reply["content"][0]["text"]) == {"title": "Fix the login button on mobile please"}
+
+
 # --------------------------------------------------------------------------- Responses
 
 
@@ -171,6 +180,14 @@ def test_a_function_call_streams_its_arguments(responses, client):
     assert responses.bodies()[1]["input"][-1] == output
 
 
+def test_a_title_request_gets_a_title_of_the_prompt_it_quotes(responses, client):
+    schema = {"type": "object", "properties": {"title": {"type": "string", "maxLength": 20}}, "required": ["title"]}
+    said = "Generate a concise task title.\n\nUser prompt:\nRename the verbose flag everywhere in the repo"
+    reply = client.responses.create(model="fake-model", input=said,
+                                    text={"format": {"type": "json_schema", "name": "t", "schema": schema}})
+    assert json.loads(reply.output_text) == {"title": "Rename the verbose f"}
+
+
 def test_responses_errors_and_unknown_paths(responses, client):
     responses.script(error(500, "boom"))
     with pytest.raises(openai.InternalServerError, match="boom"):
@@ -196,3 +213,4 @@ def test_the_command_line_serves_until_killed():
             assert proc.stderr.readline().split() == ["POST", "/v1/messages", "from", "the", "shell"]
         finally:
             proc.kill()
+
