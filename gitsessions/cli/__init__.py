@@ -33,7 +33,8 @@ from .help import Command, Group, choose, enum_of, plain_message
 EXIT_INTERNAL = 70
 
 #: The modules that define the commands, in the order they are registered, and the
-#: commands each defines (``hooks`` is a group of its own). ``gs NAME`` imports only NAME's
+#: commands each defines (``hooks`` is a group of its own; ``capture`` and ``remote`` are
+#: groups their module's app holds). ``gs NAME`` imports only NAME's
 #: module and builds only NAME's command: the others cost start-up time a command does not
 #: use (a test checks this index against the modules).
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -46,6 +47,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "admin": ("gc", "doctor"),
     "transfer": ("export", "import"),
     "hooks": ("hooks",),
+    "capture": ("capture",),
 }
 
 #: The global options that take a value (the word after them is no command name).
@@ -135,7 +137,8 @@ class _RootGroup(Group):
         ("Read sessions", COMMANDS["history"] + COMMANDS["tree"]),
         ("Manage sessions", COMMANDS["lifecycle"]),
         ("Share and sync", COMMANDS["remote"] + COMMANDS["share"]),
-        ("Files and upkeep", COMMANDS["transfer"] + COMMANDS["admin"] + COMMANDS["hooks"] + ("help",)),
+        ("Files and upkeep", COMMANDS["transfer"] + COMMANDS["capture"] + COMMANDS["admin"] + COMMANDS["hooks"]
+         + ("help",)),
     )
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:

@@ -120,15 +120,30 @@ _SAID = {"new": "imported {sid} ({turns}) from {what}; open it with: gs chat {si
          "title": "{sid}: titled {title!r}, as {what} is now"}
 
 
+#: How long an import waits for another one to finish (seconds): longer than a large
+#: import takes (1,000 transcripts in < 60 s), bounded so that cron runs do not pile up.
+IMPORT_WAIT_S = 300.0
+
+
 @dataclass
-class _Tally:
-    """What an import run did, for its summary line."""
+class ImportTally:
+    """What an import run did, for its summary line.
+
+    Attributes:
+        files: the files tried.
+        failed: those that failed (each said as it failed).
+        turns: the turns the sessions written gained.
+        skipped: what was left out (said as it was).
+        wait: how long the run waits for another import to finish, seconds.
+        written: the ids of the sessions written, in order.
+    """
 
     files: int = 0
     failed: int = 0
-    sessions: int = 0
     turns: int = 0
     skipped: int = 0
+    wait: float = IMPORT_WAIT_S
+    written: list[str] = field(default_factory=list)
     #: The sessions holding conversations, read once for every file of the run.
     index: SourceIndex = field(default_factory=SourceIndex)
     progress: ImportProgress | None = None  # the bar on a terminal
@@ -138,18 +153,29 @@ class _Tally:
     locked: bool = False
     ahead: ahead.ReadAhead | None = None  # the files read ahead, and those imported whole before
 
+    @property
+    def sessions(self) -> int:
+        """How many sessions were written."""
+        return len(self.written)
+
+    def wrote(self, session_id: str, turns: int) -> None:
+        """Count a session written with its new turns, and print its id on stdout (what a script reads)."""
+        self.written.append(session_id)
+        self.turns += turns
+        print(session_id, flush=True)
+
     def hold(self, c: Context) -> None:
         """Hold the import lock from now until the run's end (see :func:`_one_import`)."""
         if self.stack is not None and not self.locked:
             try:
-                self.stack.enter_context(_one_import(c))
+                self.stack.enter_context(_one_import(c, self.wait))
             except TransferError as exc:  # the whole run, not this file: the next would wait again
                 err(f"gs: {exc}")
                 raise typer.Exit(1) from None
             self.locked = True
 
 
-def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
+def _import_file(c: Context, file: str, fmt: str, tally: ImportTally, *, as_id: str | None, keep_paths: bool,
                  alone: bool, found: bool) -> None:
     """Import one file and say what it gave; a failure is said (the file named as given) and counted."""
     tally.files += 1
@@ -178,7 +204,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str |
     _say_left_out(plan, result, tally)
 
 
-def _write_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | None, keep_paths: bool,
+def _write_file(c: Context, file: str, fmt: str, tally: ImportTally, *, as_id: str | None, keep_paths: bool,
                 alone: bool, found: bool) -> tuple[str, ImportPlan, ImportResult] | None:
     """Read one import file and write what it holds into the store.
 
@@ -217,19 +243,18 @@ def _write_file(c: Context, file: str, fmt: str, tally: _Tally, *, as_id: str | 
     return source, plan, result
 
 
-def _say_sessions(result: ImportResult, source: str, tally: _Tally) -> None:
+def _say_sessions(result: ImportResult, source: str, tally: ImportTally) -> None:
     """Say each session written whole (its id on stdout), and count it."""
     for sid, commit, item in result.imported:
         n = turn_count(item.events)
-        tally.sessions, tally.turns = tally.sessions + 1, tally.turns + n
         err(f"imported {sid} ({plural(n, 'turn')}, commit {short(commit)}) from {source}; "
             f"open it with: gs chat {sid}")
         for note in item.notes:
             err(f"  note: {note}")
-        print(sid, flush=True)
+        tally.wrote(sid, n)
 
 
-def _say_conversations(result: ImportResult, tally: _Tally) -> None:
+def _say_conversations(result: ImportResult, tally: ImportTally) -> None:
     """Say what each of another tool's conversations gave (a session written: its id on stdout), and count it."""
     for conv, outcomes in result.conversations:
         what = f"{conv.tool} conversation {conv.source_id}"
@@ -240,18 +265,16 @@ def _say_conversations(result: ImportResult, tally: _Tally) -> None:
             elif how == "title":  # renamed in its tool: a session written, unless its turns already said so
                 err(_SAID[how].format(sid=sid, title=conv.title.removeprefix("sub-agent: "), what=what))
                 if not any(s == sid and h not in ("same", "title") for s, h, _ in outcomes):
-                    tally.sessions += 1
-                    print(sid, flush=True)
+                    tally.wrote(sid, 0)
             elif how != "same":
-                tally.sessions, tally.turns = tally.sessions + 1, tally.turns + n
                 err(_SAID[how].format(sid=sid, turns=plural(n, "turn"), what=what))
-                print(sid, flush=True)
+                tally.wrote(sid, n)
         if any(how not in ("same", "archived") for _, how, _ in outcomes):
             for note in conv.notes:
                 err(f"  note: {note}")
 
 
-def _say_left_out(plan: ImportPlan, result: ImportResult, tally: _Tally) -> None:
+def _say_left_out(plan: ImportPlan, result: ImportResult, tally: ImportTally) -> None:
     """Say what was not imported (skipped, a clash, the rest after a stop), and count it."""
     tally.skipped += len(plan.skipped) + len(result.clashes)
     for skip in plan.skipped:
@@ -263,20 +286,15 @@ def _say_left_out(plan: ImportPlan, result: ImportResult, tally: _Tally) -> None
     tally.failed += bool(result.clashes or result.stopped)
 
 
-#: How long an import waits for another one to finish (seconds): longer than a large
-#: import takes (1,000 transcripts in < 60 s), bounded so that cron runs do not pile up.
-IMPORT_WAIT_S = 300.0
-
-
 @contextmanager
-def _one_import(c: Context) -> Iterator[None]:
+def _one_import(c: Context, wait: float) -> Iterator[None]:
     """Hold the repo's import lock: imports run one at a time, and each reads what the one before wrote.
 
     Two imports of the same files at once (cron overlapping ``--watch``) would each find no
     session holding a conversation and both write it (the second as ``-1`` forks).
 
     Raises:
-        TransferError: another import still held it after :data:`IMPORT_WAIT_S` seconds.
+        TransferError: another import still held it after ``wait`` seconds.
     """
     with c.store() as store:
         lock = store.import_lock()
@@ -284,9 +302,9 @@ def _one_import(c: Context) -> Iterator[None]:
         yield
         return
     try:
-        lock.acquire(LockWait(IMPORT_WAIT_S, lambda _, holder: err(f"gs: waiting for another import ({holder})")))
+        lock.acquire(LockWait(wait, lambda _, holder: err(f"gs: waiting for another import ({holder})")))
     except SessionLocked as exc:
-        raise TransferError("now", f"another import ({exc.holder}) still runs after {IMPORT_WAIT_S:g} s",
+        raise TransferError("now", f"another import ({exc.holder}) still runs after {wait:g} s",
                                      "run the import again when it is done") from None
     try:
         yield
@@ -294,7 +312,48 @@ def _one_import(c: Context) -> Iterator[None]:
         lock.release()
 
 
-def _summary(tally: _Tally, found: bool) -> None:
+def import_files(c: Context, paths: list[str], fmt: str, *, as_id: str | None = None, keep_paths: bool = False,
+                 found: bool = False, alone: bool = False, wait: float = IMPORT_WAIT_S) -> ImportTally:
+    """Import ``paths`` one after the other, saying on stderr what each gave (and each session's id on stdout).
+
+    The one run of an import, for ``gs import`` and for a capture: one import at a time in
+    the repo (its lock taken for the rest of the run before the first write), the files read
+    ahead, those imported whole before passed over, and the packs merged in the background after.
+
+    Args:
+        c: the command's context.
+        paths: the files ('-' for stdin).
+        fmt: the format asked for (``auto`` or one of :data:`~gitsessions.transfer.read.FORMATS`).
+        as_id: the id of a one-session file's session.
+        keep_paths: record each conversation's file path in its session's header.
+        found: the files were found in their tool's folder (a file with no conversation is
+            passed over, not refused).
+        alone: the only file named (its "nothing new" is said).
+        wait: how long to wait for another import to finish, seconds.
+
+    Returns:
+        What the run did (a file that failed is counted there, not raised).
+
+    Raises:
+        typer.Exit: another import still ran after ``wait`` seconds (said on stderr).
+    """
+    tally = ImportTally(wait=wait)
+    with ImportProgress(len(paths), c.output) as tally.progress, ExitStack() as tally.stack:
+        # the index of sessions is read under the lock: what an import before wrote
+        tally.ahead = tally.stack.enter_context(ahead.ReadAhead(
+            paths, fmt, keep_paths, c.redactor(),  # the files seen, whose store is opened once for the run
+            tally.stack.enter_context(seen.SeenFiles(c.repo_path() / "gs" / "imported"))))
+        for file in paths:
+            _import_file(c, file, fmt, tally, as_id=as_id, keep_paths=keep_paths, alone=alone, found=found)
+        if tally.locked:  # what it recorded, under the lock
+            tally.ahead.seen.save()
+        if tally.sessions:
+            with c.store() as store:
+                pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
+    return tally
+
+
+def _summary(tally: ImportTally, found: bool) -> None:
     if (found or tally.files > 1) and not tally.sessions and not tally.failed:
         err("nothing new")
     err(f"{plural(tally.files, 'file')}{f' ({tally.failed} failed)' if tally.failed else ''}, "
@@ -363,26 +422,14 @@ def import_(
     paths = _discovered(fmt.value) if found else list(files or [])
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
-    tally = _Tally()
     # The bar is gone before a watch begins: it is drawn again only for a round with files to import.
-    with ImportProgress(len(paths), c.output) as tally.progress, ExitStack() as tally.stack:
-        # the index of sessions is read under the lock: what an import before wrote
-        tally.ahead = tally.stack.enter_context(ahead.ReadAhead(
-            paths, fmt.value, keep_paths, c.redactor(),  # the files seen, whose store is opened once for the run
-            tally.stack.enter_context(seen.SeenFiles(c.repo_path() / "gs" / "imported"))))
-        for file in paths:
-            _import_file(c, file, fmt.value, tally, as_id=as_id, keep_paths=keep_paths,
-                         alone=len(paths) == 1 and not found and not watch, found=found)
-        if tally.locked:  # what it recorded, under the lock
-            tally.ahead.seen.save()
-        if tally.sessions:
-            with c.store() as store:
-                pack_in_background(store)  # an import leaves packs of its lines: merged before lookups slow down
+    tally = import_files(c, paths, fmt.value, as_id=as_id, keep_paths=keep_paths, found=found,
+                         alone=len(paths) == 1 and not found and not watch)
     if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
         _summary(tally, found)
     if watch:
         def again(changed: list[str]) -> None:
-            round_tally = _Tally()  # the index read again: another import may have written since
+            round_tally = ImportTally()  # the index read again: another import may have written since
             try:
                 # per round: a watch does not keep cron's imports out, and its bar is this round's
                 with ImportProgress(len(changed), c.output) as round_tally.progress, ExitStack() as round_tally.stack:

@@ -82,10 +82,15 @@ def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
             + agents)
 
 
-def projects_dir(env: Mapping[str, str], home: Path) -> Path:
-    """The folder holding Claude Code's transcripts (``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``)."""
+def config_dir(env: Mapping[str, str], home: Path) -> Path:
+    """The folder of Claude Code's files (user settings, transcripts): ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
     config = env.get("CLAUDE_CONFIG_DIR")
-    return (Path(config).expanduser() if config else home / ".claude") / "projects"
+    return Path(config).expanduser() if config else home / ".claude"
+
+
+def projects_dir(env: Mapping[str, str], home: Path) -> Path:
+    """The folder holding Claude Code's transcripts (``projects`` in :func:`config_dir`)."""
+    return config_dir(env, home) / "projects"
 
 
 def is_transcript(obj: Any) -> bool:

@@ -64,14 +64,24 @@ _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
 
-def sessions_dir(env: Mapping[str, str], home: Path) -> Path:
-    """Return the folder Codex keeps its rollouts in: ``$CODEX_HOME/sessions`` (``CODEX_HOME``: ``~/.codex``).
+def codex_home(env: Mapping[str, str], home: Path) -> Path:
+    """Return Codex's own folder (its ``config.toml``, its rollouts): ``$CODEX_HOME``, else ``~/.codex``.
 
     Args:
         env: the environment.
         home: the user's home directory.
     """
-    return (Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex") / "sessions"
+    return Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
+
+
+def sessions_dir(env: Mapping[str, str], home: Path) -> Path:
+    """Return the folder Codex keeps its rollouts in: ``sessions`` in :func:`codex_home`.
+
+    Args:
+        env: the environment.
+        home: the user's home directory.
+    """
+    return codex_home(env, home) / "sessions"
 
 
 def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
