@@ -39,11 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from ...log.events import Event
+from ...text import without_escapes
 from . import anthropic, stream
 from .claude_code_family import begun, family
-from .claude_code_graph import _Node, _Transcript
+from .claude_code_graph import _Node, _Transcript, is_system_entry
 from .conversation import ImportedConversation
-from .messages import COMPACTION, _Bad, turns_from_messages
+from .messages import COMPACTION, TURN_OVER, _Bad, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids, ``gs import --from``).
 TOOL = "claude-code"
@@ -100,11 +101,17 @@ def _aside(name: str, text: str) -> dict:
 
 
 class _Messages:
-    """The chat messages of one branch (its lines, root first) and when each was said."""
+    """The chat messages of one branch (its lines, root first) and when each was said.
+
+    Attributes:
+        ending: the indices of the asides that are their turn's own last line (the user's
+            stop, an API error): what the turn ended with, not what the tool added after it.
+    """
 
     def __init__(self, start: int):
         self.messages: list[dict] = []
         self.times: list[int] = []
+        self.ending: set[int] = set()
         self.t = start
         self.reply: dict | None = None  # the assistant message being gathered from its lines
         self.reply_id: Any = None
@@ -122,21 +129,30 @@ class _Messages:
     def line(self, node: _Node) -> None:
         obj = node.obj
         self.t = node.time if node.time is not None else self.t
-        at = f"line {node.line}"
-        if not node.message:
-            if obj.get("type") == "system" and obj.get("subtype") != "compact_boundary":
-                self.flush()
-                text, subtype = obj.get("content"), obj.get("subtype")
-                if isinstance(text, str) and text.strip():
-                    name = f"claude-code system {subtype}" if isinstance(subtype, str) else "claude-code system"
-                    self.add(_aside(name, text))
-            return  # attachments and lines of types not known yet
-        message = obj["message"]
-        blocks = anthropic.blocks(message.get("content"), at)
-        if obj.get("type") == "assistant":
-            self.assistant(node, message, blocks)
+        if obj.get("type") == "assistant" and node.message and obj["message"].get("model") != "<synthetic>":
+            self.assistant(node, obj["message"], anthropic.blocks(obj["message"].get("content"), f"line {node.line}"))
             return
         self.flush()
+        if node.message:
+            self.user(node)
+        elif obj.get("type") == "system":
+            self.system(obj)
+        # attachments and lines of types not known yet give nothing
+
+    def system(self, obj: dict) -> None:
+        """A ``system`` line: the tool's note (kept aside); a compaction's boundary gives nothing."""
+        subtype = obj.get("subtype")
+        if subtype == "compact_boundary":
+            return
+        text = obj.get("content")
+        if isinstance(text, str) and text.strip():
+            self.add(_aside(f"claude-code system {subtype}" if isinstance(subtype, str) else "claude-code system",
+                            without_escapes(text)))
+
+    def user(self, node: _Node) -> None:
+        """A user line (or an assistant line the tool wrote itself): a prompt, tool results, a summary, a note."""
+        obj, at = node.obj, f"line {node.line}"
+        blocks = anthropic.blocks(obj["message"].get("content"), at)
         texts = []
         for block in blocks:
             if block.get("type") == "tool_result":
@@ -145,17 +161,26 @@ class _Messages:
                     raise _Bad(f"{at}: a tool_result block without a string \"tool_use_id\"")
                 self.add({"role": "tool", "tool_call_id": call, "content": anthropic.result_text(block.get("content")),
                           "is_error": block.get("is_error") is True})
+            elif is_system_entry(block):  # what the tool told the model beside the results
+                self.add(_aside("claude-code system", anthropic.result_text(block.get("content"))))
             else:
                 texts.append(anthropic.block_text(block))
         text = "\n".join(t for t in texts if t)
-        if not text and any(b.get("type") == "tool_result" for b in blocks):
+        if not text and any(b.get("type") == "tool_result" or is_system_entry(b) for b in blocks):
             return
-        if obj.get("isCompactSummary"):
+        if obj.get("type") == "assistant":  # "<synthetic>": the tool's words in the model's place
+            error = obj.get("isApiErrorMessage") is True
+            self.add(_aside("claude-code error" if error else "claude-code synthetic reply", text))
+            if error:
+                self.ending.add(len(self.messages) - 1)
+        elif obj.get("isCompactSummary"):
             self.add({"role": COMPACTION, "content": text})
         elif obj.get("isMeta"):
-            self.add(_aside("claude-code meta", text))
+            self.add(_aside("claude-code meta", without_escapes(text)))
         elif _TOOL_NOTE.match(text):
-            self.add(_aside("claude-code note", text))
+            self.add(_aside("claude-code note", without_escapes(text)))
+            if "[Request interrupted" in text[:40]:
+                self.ending.add(len(self.messages) - 1)
         else:
             self.add({"role": "user", "content": text})
 
@@ -164,7 +189,7 @@ class _Messages:
         if self.reply is None or mid is None or mid != self.reply_id:
             self.flush()
             self.reply, self.reply_id = {"role": "assistant", "content": ""}, mid
-            if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+            if isinstance(message.get("model"), str):
                 self.reply["model"] = message["model"]
         reply, self.reply_t = self.reply, self.t
         if isinstance(message.get("usage"), dict):  # each line of a reply repeats it: the last one holds
@@ -186,22 +211,48 @@ class _Messages:
                 reply["content"] = "\n\n".join(t for t in (reply["content"], text) if t)
 
 
-def _settled(messages: list[dict]) -> int:
-    """How many of the active branch's messages to import: all, unless its last turn is under way.
+def _turns(gathered: _Messages, active: bool, notes: list[str], where: str) -> tuple[list[object], list[int]]:
+    """A branch's messages with each turn's end marked (:data:`TURN_OVER`), less what a later import places otherwise.
 
-    A turn the tool is still writing (a prompt without its answer yet, a call without its
-    result) would be closed as interrupted, and the next import, finding it answered, could
-    only fork there: it is left for the next import. A turn the user stopped is over.
+    A turn ends at its own last line: its last reply or tool result, the user's stop, an API
+    error. What follows it up to the next prompt is no part of it: the tool's notes it appends
+    then (``turn_duration``, a slash command's echo, the "No response requested." it writes
+    when a session is resumed, a meta line) and a compaction are the next turn's, in its
+    commit. After the last turn they are left for the import that finds the prompt after
+    them: written with that turn, they would change a turn already committed, which the next
+    import could only fork. A last turn still under way on the active branch (a prompt
+    without its answer yet, a call without its result) is left for the next import too; on
+    another branch it is over (closed as interrupted).
+
+    Returns:
+        The messages and their times, for :func:`.turns_from_messages`.
     """
-    for msg in reversed(messages):
-        if msg["role"] == "system":
-            if msg.get("name") == "claude-code note" and "[Request interrupted" in msg["content"][:40]:
-                return len(messages)
-            continue
-        if (msg["role"] == "assistant" and not msg.get("tool_calls")) or msg["role"] == COMPACTION:
-            return len(messages)
-        break
-    return max((j for j, m in enumerate(messages) if m["role"] == "user"), default=len(messages))
+    messages, times = gathered.messages, gathered.times
+    prompts = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    if not prompts:
+        return list(messages), times
+    own = [i for i, m in enumerate(messages) if m["role"] in ("user", "assistant", "tool") or i in gathered.ending]
+    ends = [max(i for i in own if p <= i < q) for p, q in zip(prompts, [*prompts[1:], len(messages)], strict=True)]
+    last = messages[ends[-1]]
+    if ends[-1] in gathered.ending or (last["role"] == "assistant" and not last.get("tool_calls")):
+        cut = ends[-1] + 1
+        if active and any(m["role"] == COMPACTION for m in messages[cut:]):
+            notes.append(f"{where}its compaction after the last turn is imported with the turn that follows it")
+    elif active:
+        cut = ends[-2] + 1 if len(ends) > 1 else prompts[-1]
+        notes.append(f"{where}its last turn is still under way; the next import takes it")
+    else:
+        cut = len(messages)
+    marked = {e for e in ends if e < cut}
+    out: list[object] = []
+    out_times = []
+    for i, msg in enumerate(messages[:cut]):
+        out.append(msg)
+        out_times.append(times[i])
+        if i in marked:
+            out.append(TURN_OVER)
+            out_times.append(times[i])
+    return out, out_times
 
 
 def _first_prompt(messages: list[dict]) -> str:
@@ -235,11 +286,8 @@ class _Reader:
                 summary = next((summaries[n.uuid] for n in reversed(path) if n.uuid in summaries), "")
                 title_out = title or summary or _first_prompt(gathered.messages) or "Claude Code session"
                 created = begun
-            settled = _settled(gathered.messages) if i == 0 else len(gathered.messages)
-            if settled < len(gathered.messages):
-                notes.append(f"{where}its last turn is still under way; the next import takes it")
-            chunks, more = turns_from_messages(gathered.messages[:settled], gathered.times[:settled], title=title_out,
-                                               where=where)
+            messages, times = _turns(gathered, i == 0, notes, where)
+            chunks, more = turns_from_messages(messages, times, title=title_out, where=where)
             notes.extend(n for n in more if n not in notes)
             if len(chunks) > 1 and chunks not in [c for _, c in out]:  # a branch without prompts adds nothing
                 out.append((leaf.uuid, chunks))

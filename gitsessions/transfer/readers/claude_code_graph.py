@@ -25,7 +25,7 @@ from .messages import _Bad, _kind
 
 #: What a conversion reads of a line in the graph (the rest is let go as the file is read).
 _READ = ("type", "message", "sessionId", "isSidechain", "agentId", "isMeta", "isCompactSummary", "subtype",
-         "content")
+         "content", "isApiErrorMessage")
 
 
 def _ms(stamp: Any) -> int | None:
@@ -45,6 +45,11 @@ def _ids(message: dict, kind: str, key: str) -> tuple[str, ...]:
         return ()
     return tuple(b[key] for b in content
                  if isinstance(b, dict) and b.get("type") == kind and isinstance(b.get(key), str))
+
+
+def is_system_entry(block: dict) -> bool:
+    """True for an entry of a message's content that is the tool's word to the model (``role: "system"``), no block."""
+    return block.get("role") == "system" and "type" not in block
 
 
 @dataclass
@@ -112,7 +117,8 @@ class _Transcript:
             node.calls = _ids(obj["message"], "tool_use", "id")
         elif is_message and isinstance(obj["message"].get("content"), list):
             results = _ids(obj["message"], "tool_result", "tool_use_id")
-            node.results = results if len(results) == len(obj["message"]["content"]) else ()
+            blocks = [b for b in obj["message"]["content"] if not (isinstance(b, dict) and is_system_entry(b))]
+            node.results = results if len(results) == len(blocks) else ()
         self.nodes[uuid] = node
         self.order.append(node)
 
