@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from fakeapi import validate_messages
-from test_import_claude_code import MAIN, REWOUND, SESSION, _lines, _said, _write
+from test_import_claude_code import MAIN, REWOUND, SESSION, T, _lines, _said, _write
 
 from gitsessions.ids import imported_fork_id
-from gitsessions.log.transcript import derive_messages
+from gitsessions.log.transcript import SUMMARY_LEAD, derive_messages
 from gitsessions.store import GitStore
 
 
@@ -129,6 +130,65 @@ def test_a_turn_that_ended_in_an_api_error_is_over_and_the_error_no_reply(gs, gi
     lines += [_said("u-21", "e-1", "user", "Try again", 11), _said("a-21", "u-21", "assistant", "Added -l.", 12)]
     r = gs("import", str(_write(path, lines)))
     assert r.code == 0 and r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err, r.err
+
+
+def _compacted(preserved: dict) -> list[dict]:
+    """``/compact`` after turn 3 as 2.1.197 writes it, keeping its last reply (``a-9``) word for word."""
+    boundary = {"parentUuid": None, "logicalParentUuid": "y-1", "isSidechain": False, "type": "system",
+                "subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False, "level": "info",
+                "compactMetadata": {"trigger": "manual", "preTokens": 1858, **preserved}, "uuid": "c-2",
+                "timestamp": "2026-03-02T09:05:00.000Z", "sessionId": SESSION}
+    summary = _said("c-3", "c-2", "user", "This session is being continued from a previous conversation. Summary:\n"
+                    "A --loud flag was added.", 5, isCompactSummary=True, isVisibleInTranscriptOnly=True)
+    return [boundary, summary, _note("c-4", "c-3", "<local-command-caveat>Caveat: local commands.</local-command-"
+                                     "caveat>", 5, isMeta=True),
+            _note("c-5", "c-4", "<command-name>/compact</command-name>", 5),
+            _note("c-6", "c-5", "<local-command-stdout>\x1b[2mCompacted (ctrl+o to see full summary)\x1b[22m"
+                  "</local-command-stdout>", 5),
+            {"parentUuid": "c-6", "isSidechain": False, "type": "attachment", "uuid": "c-7", "sessionId": SESSION,
+             "attachment": {"type": "file", "filename": "cli.py"}, "timestamp": "2026-03-02T09:05:00.000Z"}]
+
+
+@pytest.mark.parametrize("preserved", [
+    {"preservedSegment": {"headUuid": "a-9", "anchorUuid": "c-3", "tailUuid": "a-9"},
+     "preservedMessages": {"anchorUuid": "c-3", "uuids": ["a-9"], "allUuids": ["a-9"]}},
+    {"preservedSegment": {"headUuid": "a-9", "anchorUuid": "c-3", "tailUuid": "a-9"}},
+    {"preservedMessages": {"uuids": ["a-9"]}},
+], ids=["both", "segment", "messages"])
+def test_after_a_compaction_the_summary_and_the_messages_it_keeps_are_sent(gs, git, repo_path, tmp_path, preserved):
+    """Claude Code sends the summary, then the lines the compaction kept, then what follows."""
+    path = tmp_path / f"{SESSION}.jsonl"
+    lines = [*_lines(), *_compacted(preserved)]
+    r = gs("import", str(_write(path, lines)))  # the compaction waits for the turn it opens
+    assert r.code == 0 and "compaction after the last turn is imported with the turn that follows it" in r.err, r.err
+    tip = git("rev-parse", MAIN).strip()
+    lines += [_note("m-1", "c-7", "Continue from where you left off.", 6, isMeta=True), _synthetic("n-1", "m-1", 6),
+              _said("u-20", "n-1", "user", "What do you remember?", 6),
+              _said("a-20", "u-20", "assistant", "The --loud flag.", 7)]
+    r = gs("import", str(_write(path, lines)))
+    assert r.code == 0 and r.out.split() == [MAIN] and f"{MAIN}: 1 turn new" in r.err, r.err
+    assert git("rev-parse", f"{MAIN}^").strip() == tip
+    assert git("log", "-1", "--format=%at %s", MAIN).strip() == f"{T + 360} turn 4: What do you remember?"
+    events = _events(repo_path, MAIN)
+    summaries = [e for e in events if e.type == "compaction/summary"]
+    assert len(summaries) == 2 and summaries[-1].data["through"] < summaries[-1].seq
+    messages = derive_messages(events)
+    assert messages == [{"role": "user", "content": SUMMARY_LEAD + summaries[-1].data["summary"]},
+                        {"role": "assistant", "content": "Renamed to `--loud`."},  # kept word for word
+                        {"role": "user", "content": "What do you remember?"},
+                        {"role": "assistant", "content": "The --loud flag."}]
+    stdout = [e.data["content"] for e in events if e.type == "import/message" and "stdout" in e.data["content"]]
+    assert stdout[-1] == "<local-command-stdout>Compacted (ctrl+o to see full summary)</local-command-stdout>"
+    git("fsck", "--strict")
+
+
+def test_a_compaction_that_keeps_nothing_is_sent_alone_before_what_follows(gs, repo_path, tmp_path):
+    lines = [*_lines(), *_compacted({}), _said("u-20", "c-7", "user", "What do you remember?", 6),
+             _said("a-20", "u-20", "assistant", "The --loud flag.", 7)]
+    assert gs("import", str(_write(tmp_path / f"{SESSION}.jsonl", lines))).code == 0
+    events = _events(repo_path, MAIN)
+    assert "through" not in [e for e in events if e.type == "compaction/summary"][-1].data
+    assert _roles(derive_messages(events)) == ["user", "user", "assistant"]
 
 
 def test_a_rewind_before_a_resumed_turn_keeps_both(gs, git, tmp_path):

@@ -100,22 +100,40 @@ def _aside(name: str, text: str) -> dict:
     return {"role": "system", "name": name, "content": text}
 
 
+def _preserved(meta: Any) -> tuple[str, ...]:
+    """The uuids of the lines a compaction keeps word for word (sent after its summary), from its metadata.
+
+    ``preservedSegment`` names the first (``headUuid``) and last kept line, ``preservedMessages``
+    each of them (``uuids``); either may be missing.
+    """
+    if not isinstance(meta, dict):
+        return ()
+    segment, kept = meta.get("preservedSegment"), meta.get("preservedMessages")
+    heads = [segment.get("headUuid")] if isinstance(segment, dict) else []
+    uuids = kept.get("uuids") if isinstance(kept, dict) else kept
+    return tuple(u for u in [*heads, *(uuids if isinstance(uuids, list) else [])] if isinstance(u, str))
+
+
 class _Messages:
     """The chat messages of one branch (its lines, root first) and when each was said.
 
     Attributes:
         ending: the indices of the asides that are their turn's own last line (the user's
             stop, an API error): what the turn ended with, not what the tool added after it.
+        firsts: the index of the first message each line gave (a line of a reply: the reply's).
     """
 
     def __init__(self, start: int):
         self.messages: list[dict] = []
         self.times: list[int] = []
         self.ending: set[int] = set()
+        self.firsts: dict[str, int] = {}
         self.t = start
         self.reply: dict | None = None  # the assistant message being gathered from its lines
         self.reply_id: Any = None
+        self.reply_at = 0  # where the reply gathered goes (after the thinking asides its lines give first)
         self.reply_t = start  # the time of the reply's last line: what follows it must not date it
+        self.preserved: tuple[str, ...] = ()  # the lines the compaction under way keeps word for word
 
     def add(self, msg: dict, t: int | None = None) -> None:
         self.messages.append(msg)
@@ -133,6 +151,7 @@ class _Messages:
             self.assistant(node, obj["message"], anthropic.blocks(obj["message"].get("content"), f"line {node.line}"))
             return
         self.flush()
+        self.firsts[node.uuid] = len(self.messages)
         if node.message:
             self.user(node)
         elif obj.get("type") == "system":
@@ -140,9 +159,10 @@ class _Messages:
         # attachments and lines of types not known yet give nothing
 
     def system(self, obj: dict) -> None:
-        """A ``system`` line: the tool's note (kept aside); a compaction's boundary gives nothing."""
+        """A ``system`` line: the tool's note (kept aside), or a compaction's boundary."""
         subtype = obj.get("subtype")
         if subtype == "compact_boundary":
+            self.preserved = _preserved(obj.get("compactMetadata"))
             return
         text = obj.get("content")
         if isinstance(text, str) and text.strip():
@@ -174,7 +194,9 @@ class _Messages:
             if error:
                 self.ending.add(len(self.messages) - 1)
         elif obj.get("isCompactSummary"):
-            self.add({"role": COMPACTION, "content": text})
+            kept = [self.firsts[u] for u in self.preserved if u in self.firsts]
+            self.add({"role": COMPACTION, "content": text, **({"keeps_from": min(kept)} if kept else {})})
+            self.preserved = ()
         elif obj.get("isMeta"):
             self.add(_aside("claude-code meta", without_escapes(text)))
         elif _TOOL_NOTE.match(text):
@@ -188,9 +210,10 @@ class _Messages:
         mid = message.get("id")
         if self.reply is None or mid is None or mid != self.reply_id:
             self.flush()
-            self.reply, self.reply_id = {"role": "assistant", "content": ""}, mid
+            self.reply, self.reply_id, self.reply_at = {"role": "assistant", "content": ""}, mid, len(self.messages)
             if isinstance(message.get("model"), str):
                 self.reply["model"] = message["model"]
+        self.firsts[node.uuid] = self.reply_at
         reply, self.reply_t = self.reply, self.t
         if isinstance(message.get("usage"), dict):  # each line of a reply repeats it: the last one holds
             reply["usage"] = anthropic.usage(message["usage"])
@@ -245,13 +268,17 @@ def _turns(gathered: _Messages, active: bool, notes: list[str], where: str) -> t
         cut = len(messages)
     marked = {e for e in ends if e < cut}
     out: list[object] = []
-    out_times = []
+    out_times, moved = [], []  # moved: where each message went
     for i, msg in enumerate(messages[:cut]):
+        moved.append(len(out))
         out.append(msg)
         out_times.append(times[i])
         if i in marked:
             out.append(TURN_OVER)
             out_times.append(times[i])
+    for msg in messages[:cut]:
+        if "keeps_from" in msg:
+            msg["keeps_from"] = moved[msg["keeps_from"]]
     return out, out_times
 
 

@@ -25,7 +25,7 @@ from .messages import _Bad, _kind
 
 #: What a conversion reads of a line in the graph (the rest is let go as the file is read).
 _READ = ("type", "message", "sessionId", "isSidechain", "agentId", "isMeta", "isCompactSummary", "subtype",
-         "content", "isApiErrorMessage")
+         "content", "compactMetadata", "isApiErrorMessage")
 
 
 def _ms(stamp: Any) -> int | None:
