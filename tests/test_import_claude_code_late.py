@@ -201,3 +201,33 @@ def test_a_rewind_before_a_resumed_turn_keeps_both(gs, git, tmp_path):
     fork = imported_fork_id(MAIN, "a-20")
     assert r.code == 0 and r.out.split()[:3] == [MAIN, REWOUND, fork], r.err
     assert git("merge-base", MAIN, fork).strip() == git("rev-parse", f"{MAIN}^").strip()
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["kept-turn-imported-with-it", "kept-turn-imported-before"])
+def test_a_compaction_written_after_a_rename_in_gs_still_ends_before_what_it_keeps(gs, git, repo_path, tmp_path,
+                                                                                   apart):
+    """A session renamed in gs holds an event the transcript has not: what an import appends after it
+    moves on by one, and the seqs a compaction names with it (the turn it keeps written now or before)."""
+    path = tmp_path / f"{SESSION}.jsonl"
+    assert gs("import", str(_write(path, _lines()))).code == 0
+    assert gs("title", MAIN, "The loud flag").code == 0
+    turn4 = [_said("u-20", "y-1", "user", "And a short -l?", 5), _said("a-20", "u-20", "assistant", "Added -l.", 5)]
+    if apart:
+        assert gs("import", str(_write(path, [*_lines(), *turn4]))).code == 0
+    compaction = [{**line, "logicalParentUuid": "a-20"} if line.get("logicalParentUuid") else line
+                  for line in _compacted({"preservedMessages": {"uuids": ["a-20"]}})]
+    lines = [*_lines(), *turn4, *compaction, _said("u-21", "c-7", "user", "What do you remember?", 6),
+             _said("a-21", "u-21", "assistant", "The --loud flag.", 7)]
+    r = gs("import", str(_write(path, lines)))
+    assert r.code == 0 and r.out.split() == [MAIN], r.err
+    assert f"{MAIN}: {'1 turn' if apart else '2 turns'} new" in r.err, r.err
+    events = _events(repo_path, MAIN)
+    assert [e.seq for e in events] == list(range(len(events)))
+    summary = [e for e in events if e.type == "compaction/summary"][-1]
+    assert events[summary.data["through"] + 1].type == "step/start"  # the kept reply's, right after its prompt
+    assert derive_messages(events) == [
+        {"role": "user", "content": SUMMARY_LEAD + summary.data["summary"]},
+        {"role": "assistant", "content": "Added -l."},
+        {"role": "user", "content": "What do you remember?"},
+        {"role": "assistant", "content": "The --loud flag."}]
+    git("fsck", "--strict")

@@ -32,6 +32,7 @@ from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExist
 from ..ids import CommitId, SessionId, fork_name, imported_fork_id, imported_session_id, taken_by
 from ..log.commits import CommitMessage, Lineage, commit_message
 from ..log.events import Event, make_event, make_header
+from ..log.transcript import summary_moved
 from ..log.turns import turn_count
 from ..store import SessionStore
 from .readers.conversation import ImportedConversation
@@ -210,16 +211,24 @@ class _Writer:
                 first: Planned | None = None, header: dict | None = None) -> None:
         """Append ``chunks[start:]`` to ``line``, dated when each began (after ``first``, made with ``header``).
 
-        Their seq goes on from the line's (which may hold renames the conversation has not).
+        Their seq goes on from the line's (which may hold renames the conversation has not), and
+        the seqs a compaction names move with the events they name.
         The commits go to the store at once (:meth:`~gitsessions.store.SessionStore.append_many`:
         one pack and one ref move in git), the ref moved only once they are durable.
         """
         so_far = list(first[0] if first is not None else line.events)  # commit_message derives what each adds
-        offset = len(so_far) - sum(len(c) for c in chunks[:start])
+        base = sum(len(c) for c in chunks[:start])
+        offset = len(so_far) - base
+        if offset:  # a seq a compaction names moves with its event: one held already, or one written now
+            held = _aligned([ev for c in chunks[:start] for ev in c], so_far)
+
+            def at(seq: int) -> int:
+                return held.get(seq, seq) if seq < base else seq + offset
         planned: list[Planned] = [first] if first is not None else []
         ends = [len(so_far)] if first is not None else []
         for chunk in chunks[start:]:
-            chunk = [dataclasses.replace(ev, seq=ev.seq + offset) for ev in chunk] if offset else chunk
+            if offset:
+                chunk = [summary_moved(dataclasses.replace(ev, seq=ev.seq + offset), at) for ev in chunk]
             done = len(so_far)
             so_far += chunk
             planned.append((chunk, commit_message(line.session_id, so_far, done, lineage=line.lineage,
