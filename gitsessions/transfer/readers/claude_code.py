@@ -69,16 +69,39 @@ def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
         home: the user's home directory.
 
     Returns:
-        The transcript files, sessions before sub-agents (a sub-agent's lineage names its
-        session, which must be imported first); sessions in the order they were begun (a
-        ``--fork-session`` copy after its origin, which it then forks: :func:`.begun`),
-        sub-agents by name.
+        The transcript files, in the order :func:`_transcripts` says (empty when the folder
+        is missing).
     """
-    projects = projects_dir(env, home)
-    if not projects.is_dir():
+    return _transcripts(projects_dir(env, home), "*/")
+
+
+def folder_paths(folder: Path) -> list[Path]:
+    """The transcripts of a folder of Claude Code's, in the order :func:`default_paths` gives them.
+
+    Args:
+        folder: its config folder (holding ``projects``), its ``projects`` folder (a folder
+            per working directory), or one working directory's folder (its sessions'
+            ``*.jsonl`` and their ``<session>/subagents/``).
+
+    Returns:
+        The transcript files (empty when it holds none).
+    """
+    if (folder / "projects").is_dir():
+        return _transcripts(folder / "projects", "*/")
+    return _transcripts(folder, "" if any(p.is_file() for p in folder.glob("*.jsonl")) else "*/")
+
+
+def _transcripts(folder: Path, within: str) -> list[Path]:
+    """The transcripts ``within`` (a glob: ``*/`` for each project's, ``""`` for one's) ``folder``.
+
+    Sessions come before sub-agents (a sub-agent's lineage names its session, which must be
+    imported first); sessions in the order they were begun (a ``--fork-session`` copy after
+    its origin, which it then forks: :func:`.begun`), sub-agents by name.
+    """
+    if not folder.is_dir():
         return []
-    files = sorted((p for p in projects.glob("*/*.jsonl") if p.is_file()), key=lambda p: (begun(p), p))
-    agents = sorted(p for p in projects.glob("*/*/subagents/*.jsonl") if p.is_file())
+    files = sorted((p for p in folder.glob(f"{within}*.jsonl") if p.is_file()), key=lambda p: (begun(p), p))
+    agents = sorted(p for p in folder.glob(f"{within}*/subagents/*.jsonl") if p.is_file())
     return ([p for p in files if not p.name.startswith("agent-")] + [p for p in files if p.name.startswith("agent-")]
             + agents)
 
