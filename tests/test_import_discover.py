@@ -216,7 +216,8 @@ def test_transcripts_claude_code_wrote_import_and_continue(gs, git, fake_api):
     assert len(subjects) == 5 and subjects[0] == "turn 3: A forked question"
     assert subjects[1].startswith(f"fork: {forked} from {origin} at ")  # the origin's three commits, then its own
     # the sub-agent (in <session>/subagents/) hangs from the turn that ran it
-    assert agents.startswith("please-use-an-agent-to-count-files-") and agent.startswith("sub-agent-count-the-files-")
+    assert agents.startswith("please-use-an-agent-to-count-files-")
+    assert agent.startswith("sub-agent-count-files-general-purpose-")  # its .meta.json's description and type
     assert f"Forked-From: {agents}@{git('rev-parse', agents).strip()}" in git("log", "-1", "--format=%B", agent)
     for sid in (origin, forked, agents, agent):
         fake_api.reset()

@@ -255,7 +255,7 @@ class _Writer:
         return (sid, "title", 0)
 
     def _spawner(self) -> Lineage | None:
-        """Where the conversation that started this one stood when it did (see ``spawned``)."""
+        """Where the conversation that started this one stood when it did (see ``spawned``, ``spawned_call``)."""
         if self.conv.spawned is None:
             return None
         parent, at = self.conv.spawned
@@ -264,7 +264,10 @@ class _Writer:
         line = min(lines, key=lambda ln: len(ln.session_id), default=None)  # the session, not a fork of it
         if line is None:
             return None
-        said = sum(1 for ev in line.events if ev.time <= at)  # the events said by then
+        call = self.conv.spawned_call
+        made = next((i + 1 for i, ev in enumerate(line.events) if call is not None and ev.type == "tool/call"
+                     and ev.data.get("id") == call), None)  # the call's run, in the commit of its turn
+        said = made or sum(1 for ev in line.events if ev.time <= at)  # the events said by then
         count = min((n for n in line.at if n >= max(said, 1)), default=max(line.at))  # the commit holding that turn
         return Lineage(SessionId(line.session_id), line.at[count])
 

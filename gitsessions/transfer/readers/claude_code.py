@@ -374,11 +374,33 @@ class _Reader:
             agents.setdefault(key, []).append(node)
         for key, nodes in agents.items():
             notes = []
-            branches, title, created = self.branches(nodes, "", f"sub-agent {key}, ", notes)
+            meta = self.agent_meta(key, notes)
+            told, kind, call = (meta.get(k) if isinstance(meta.get(k), str) and meta[k].strip() else None
+                                for k in ("description", "agentType", "toolUseId"))
+            told = told and told.strip() + (f" ({kind.strip()})" if kind else "")
+            branches, title, created = self.branches(nodes, told or "", f"sub-agent {key}, ", notes)
             if branches:
                 out.append(ImportedConversation(TOOL, f"{session}/{key}", f"sub-agent: {title}", created, branches,
-                                                notes, spawned=(session, created)))
+                                                notes, spawned=(session, created), spawned_call=call))
         return out
+
+    def agent_meta(self, key: str, notes: list[str]) -> dict:
+        """What Claude Code keeps beside a sub-agent's own file (``agent-<id>.meta.json``; ``{}``: none).
+
+        ``description`` (what the parent asked it, in a few words), ``agentType``,
+        ``toolUseId`` (the parent's ``Agent`` call that ran it).
+        """
+        if self.path is None or self.path.stem != key:  # sub-agents in the session's file have none
+            return {}
+        there = self.path.with_name(f"{key}.meta.json")
+        try:
+            meta = json.loads(there.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            notes.append(f"{there.name} cannot be read ({exc}): its title is its first prompt")
+            return {}
+        return meta if isinstance(meta, dict) else {}
 
 
 def read_transcript(raw: Iterable[bytes], path: Path | None = None, *,
