@@ -432,3 +432,6 @@ def test_a_sub_agent_s_meta_names_the_call_that_ran_it_and_its_title(gs, git, tm
     title = "Count files (general-purpose)" if meta else "Count the files in this folder."
     assert sub == imported_session_id("claude-code", f"{AGENTS_ID}/agent-afa859268ef01e89e", f"sub-agent: {title}")
     assert {row["id"]: row["title"] for row in gs("list", "--json").json()}[sub] == title
+    ran = [e["data"] for e in gs("show", session, "--format", "json").json()["events"] if e["type"] == "tool/result"]
+    assert [r["name"] for r in ran] == ["Agent"]  # its result: a list of text blocks, one text
+    assert ran[0]["content"].startswith("Reply 1 to: ") and "\nagentId: afa859268ef01e89e " in ran[0]["content"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from fakeapi import validate_messages
-from test_import_claude_code import MAIN, REWOUND, SESSION, T, _lines, _said, _write
+from test_import_claude_code import AGENT, MAIN, REWOUND, SESSION, T, _lines, _said, _write
 
 from gitsessions.ids import imported_fork_id
 from gitsessions.log.transcript import SUMMARY_LEAD, derive_messages
@@ -231,3 +231,38 @@ def test_a_compaction_written_after_a_rename_in_gs_still_ends_before_what_it_kee
         {"role": "user", "content": "What do you remember?"},
         {"role": "assistant", "content": "The --loud flag."}]
     git("fsck", "--strict")
+
+
+def test_the_compact_echo_is_kept_aside_and_shown_without_terminal_escapes(gs, tmp_path):
+    lines = [*_lines(), *_compacted({}), _said("u-20", "c-7", "user", "What do you remember?", 6),
+             _said("a-20", "u-20", "assistant", "The --loud flag.", 7)]
+    assert gs("import", str(_write(tmp_path / f"{SESSION}.jsonl", lines))).code == 0
+    shown = gs("show", MAIN)
+    assert shown.code == 0 and "Compacted (ctrl+o to see full summary)" in shown.out, shown.out
+    assert "\x1b" not in shown.out and "^[" not in shown.out
+
+
+def test_what_a_2_1_197_transcript_holds_beside_its_messages_is_read(gs, repo_path, tmp_path):
+    """A file opening with a ``permission-mode`` line; a tool result line with a ``role: system`` entry
+    after the results (no prompt, and no rewind of parallel calls); a prompt typed by no one (a task's
+    notification, ``origin.kind``): a prompt, which the model answered."""
+    call = _said("a-20", "u-20", "assistant", "", 11)
+    call["message"]["content"] = [{"type": "tool_use", "id": "toolu_20", "name": "Bash", "input": {"command": "ls"}}]
+    result = _said("r-20", "a-20", "user", "", 11)
+    result["message"]["content"] = [{"type": "tool_result", "tool_use_id": "toolu_20", "content": "cli.py"},
+                                    {"role": "system", "content": "The tool ran in the sandbox."}]
+    lines = [{"type": "permission-mode", "permissionMode": "bypassPermissions", "sessionId": SESSION}, *_lines(),
+             _said("u-20", "y-1", "user", "List the files", 10, promptSource="typed", origin={"kind": "human"}),
+             call, result, _said("a-21", "r-20", "assistant", "Just cli.py.", 12),
+             _said("u-22", "a-21", "user", "<task-notification>ls finished</task-notification>", 13,
+                   promptSource="sdk", origin={"kind": "task-notification"}),
+             _said("a-22", "u-22", "assistant", "Noted.", 14)]
+    r = gs("import", str(_write(tmp_path / "mode.jsonl", lines)))  # told a transcript by its first line
+    assert r.code == 0 and r.out.split() == [MAIN, REWOUND, AGENT] and f"{MAIN} (5 turns)" in r.err, r.err
+    events = _events(repo_path, MAIN)
+    assert [e.data["content"] for e in events if e.type == "user/message"][-2:] == [
+        "List the files", "<task-notification>ls finished</task-notification>"]
+    assert ("claude-code system", "The tool ran in the sandbox.") in [
+        (e.data["name"], e.data["content"]) for e in events if e.type == "import/message"]
+    assert [(e.data["id"], e.data["content"]) for e in events if e.type == "tool/result"][-1] == ("toolu_20", "cli.py")
+    assert _roles(derive_messages(events))[-6:] == ["user", "assistant", "tool", "assistant", "user", "assistant"]

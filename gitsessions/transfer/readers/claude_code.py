@@ -50,7 +50,7 @@ from .messages import COMPACTION, TURN_OVER, _Bad, turns_from_messages
 TOOL = "claude-code"
 #: Line types of Claude Code's own (beyond messages) that tell a file is one of its transcripts.
 _OWN_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "custom-title", "ai-title",
-                        "last-prompt", "attachment", "mode"})
+                        "last-prompt", "attachment", "mode", "permission-mode"})
 #: The tool's own text in a user line: a slash command's echo and output, a cancel notice.
 _TOOL_NOTE = re.compile(r"\s*(<(command-name|command-message|local-command-stdout|local-command-caveat|"
                         r"local-command-stderr|bash-input|bash-stdout|bash-stderr)>|\[Request interrupted by user)")
