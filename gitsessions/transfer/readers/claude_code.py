@@ -268,15 +268,16 @@ def _turns(gathered: _Messages, active: bool, notes: list[str], where: str) -> t
     them: written with that turn, they would change a turn already committed, which the next
     import could only fork. A last turn still under way on the active branch (a prompt
     without its answer yet, a call without its result) is left for the next import too; on
-    another branch it is over (closed as interrupted).
+    another branch it is over (closed as interrupted). A branch without a prompt gives
+    nothing.
 
     Returns:
         The messages and their times, for :func:`.turns_from_messages`.
     """
     messages, times = gathered.messages, gathered.times
     prompts = [i for i, m in enumerate(messages) if m["role"] == "user"]
-    if not prompts:
-        return list(messages), times
+    if not prompts:  # no turn yet (a reply written before its prompt: the TUI writes them so, at once)
+        return [], []
     own = [i for i, m in enumerate(messages) if m["role"] in ("user", "assistant", "tool") or i in gathered.ending]
     ends = [max(i for i in own if p <= i < q) for p, q in zip(prompts, [*prompts[1:], len(messages)], strict=True)]
     last = messages[ends[-1]]
