@@ -282,7 +282,7 @@ def test_redacted_before_anything_is_written(gs, git, tmp_path):
 
 
 def _parallel(upto: int) -> list[dict]:
-    """A turn with two parallel calls as Claude Code chains them (anthropics/claude-code#37779):
+    """A turn with two parallel calls as Claude Code chains them:
     the reply's lines one after the other, each result hanging from its own call's line, the
     next line from the last result; the first ``upto`` of its six lines."""
     def call(uuid: str, parent: str, call_id: str, name: str) -> dict:

@@ -5,21 +5,40 @@ graph through ``parentUuid``: going back and sending again leaves the abandoned 
 the file. What becomes what:
 
 - The branch ending at the last message line appended is the session; every other leaf
-  (a rewound branch) is a fork where it leaves it. A ``compact_boundary`` line starts a new
-  root whose ``logicalParentUuid`` names the line before it: the branch goes on through it,
-  and the summary the tool wrote after it is a ``compaction/summary`` event.
-- Lines that are no message (``attachment``, ``file-history-snapshot``, ``queue-operation``
-  and types not known yet) are passed over, also inside the chain.
+  (a rewound branch) is a fork where it leaves it, whatever line it leaves from (2.1.197
+  hangs a prompt from the turn's ``turn_duration`` line). A ``compact_boundary`` line
+  starts a new root whose ``logicalParentUuid`` names the line before it: the branch goes
+  on through it, and the summary the tool wrote after it is a ``compaction/summary``
+  event; the lines its ``compactMetadata`` keeps word for word (``preservedSegment``,
+  ``preservedMessages``) are left out of what it covers (its ``through``), so a continued
+  session is sent the summary, then them, then what follows, as Claude Code sends them.
+- Lines that are no message (``attachment``, ``file-history-snapshot``, ``queue-operation``,
+  ``mode``, ``permission-mode``, ``last-prompt`` and types not known yet) are passed over,
+  also inside the chain.
 - One reply written as several ``assistant`` lines sharing ``message.id`` is one message;
-  its ``tool_use`` blocks are tool calls, the ``tool_result`` blocks of the ``user`` lines
-  after it their results (``is_error`` kept). Parallel calls' results hang from their calls'
+  its ``tool_use`` blocks are tool calls (the sub-agent tool is ``Agent``), the
+  ``tool_result`` blocks of the ``user`` lines after it their results (``is_error`` kept; a
+  result's list of text blocks its text). Parallel calls' results hang from their calls'
   lines: they are the branch's, no rewind (:mod:`.claude_code_graph`).
-- ``thinking`` blocks, meta lines (``isMeta``), the tool's own notes (slash command
-  echoes, ``system`` lines, "[Request interrupted by user]") are ignorable events: kept,
-  never sent to a model. Images are described in the text.
+- ``thinking`` blocks, meta lines (``isMeta``), the tool's own notes (slash command echoes
+  and their output, without terminal escapes; ``system`` lines; ``role: "system"`` entries
+  beside tool results; "[Request interrupted by user]"), and the assistant lines Claude Code
+  writes itself (``model: "<synthetic>"``: "No response requested." when a session is
+  resumed, an API error) are ignorable events: kept, never sent to a model. Images are
+  described in the text. A prompt is a prompt whoever wrote it (``promptSource``,
+  ``origin.kind``: a hook's, a task's notification): the model saw it and answered it.
+- A turn is a commit from its prompt to its own last line (its last reply or result, the
+  user's stop, an API error). The tool's lines after that (``turn_duration``, a slash
+  command's echo, a compaction, the synthetic reply of a resume) open the next turn's
+  commit, and after the last turn wait for the prompt that follows: a turn once committed
+  is never changed by lines appended to it later, so a resumed session grows, never forks.
+  A last turn still under way is left for the next import; a branch with no prompt gives
+  nothing.
 - Sidechain lines (``isSidechain``: a sub-agent, in the same file or in
   ``<session>/subagents/agent-*.jsonl``) are their own conversation, spawned by the session
-  at the time the sub-agent began (its lineage).
+  at the time the sub-agent began (its lineage); a sub-agent's ``.meta.json`` beside its
+  file gives its title (``description``, ``agentType``) and the call that ran it
+  (``toolUseId``: the lineage is that call's commit).
 - A session made with ``--resume ID --fork-session`` repeats the origin's lines: when they
   keep the origin's ``sessionId`` (older versions) it is spawned by the origin where they
   end; 2.1 gives them the new id, and names no origin: the transcripts beside it that begin
@@ -28,6 +47,9 @@ the file. What becomes what:
   imported after its copy (its file missing then) is a session of its own.
 - The title: the last ``custom-title`` (a rename), else the last ``ai-title``, else a
   ``summary`` of the session's branch, else its first prompt.
+
+Not read: ``toolUseResult`` (the tool's own copy of a result), file snapshots, what the
+attachments held (listings, a re-attached file), usage beyond each reply's counts.
 """
 
 from __future__ import annotations

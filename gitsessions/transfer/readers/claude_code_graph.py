@@ -2,15 +2,17 @@
 
 The conversion of a branch into messages is :mod:`.claude_code`'s; this is which lines a
 branch holds. Each message line no later message line descends from ends a branch, but for
-one kind: Claude Code writes parallel tool calls as a chain (anthropics/claude-code#37779)
-— the reply's lines one after the other, each call's result hanging from the line of its
-call, the next line from the last result::
+one kind: Claude Code writes parallel tool calls as a chain — the reply's lines one after
+the other, each call's result hanging from the line of its call, the next line from the
+last result::
 
     a2 (tool_use A) <- a3 (tool_use B) <- r2 (result B) <- a4
     a2 <- r1 (result A)
 
 ``r1`` ends no branch of its own (no rewind left it): a result line whose call a branch holds
 unanswered, hanging from a line of that branch, is that branch's, read after the call's reply.
+A line of results is one still when the tool adds ``role: "system"`` entries beside them
+(:func:`is_system_entry`).
 """
 
 from __future__ import annotations
