@@ -188,3 +188,32 @@ def test_the_rollouts_again_write_nothing(codex_imported, gs, git):
     r = gs("import", *map(str, sorted(CODEX.rglob("rollout-*.jsonl"))))
     assert r.code == 0 and r.out == "" and "nothing new" in r.err, r.err
     assert git("for-each-ref", "--format=%(refname) %(objectname)") == before
+
+
+# --------------------------------------------------------------------------- a file written out of order
+
+UNORDERED = DATA / "claude_code" / "real2-unordered" / "projects" / "-home-user-proj"
+UNORDERED_ID = "36c2d269-4579-41c7-a4e4-d925690398ba"
+
+
+def test_a_reply_written_before_its_prompt_is_still_the_prompts_reply_and_the_resumed_turn_fast_forwards(
+        gs, git, tmp_path, repo_path):
+    """Claude Code once appended a turn's prompt after its reply; after the first run the file ended there."""
+    lines = (UNORDERED / f"{UNORDERED_ID}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    path = tmp_path / "projects" / "-home-user-proj" / f"{UNORDERED_ID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(lines[:11]), encoding="utf-8")  # where the file ended after the first run
+    session = _claude(UNORDERED_ID, "Hello from the TUI")
+    r = gs("import", str(path))
+    assert r.code == 0 and r.out.split() == [session], r.err
+    assert _subjects(git, session)[0] == "turn 1: Hello from the TUI"
+    path.write_text("".join(lines), encoding="utf-8")  # resumed
+    r = gs("import", str(path))
+    assert r.code == 0 and f"{session}: 1 turn new" in r.err, r.err
+    assert _subjects(git, session)[:2] == ["turn 2: Back in the TUI", "turn 1: Hello from the TUI"]
+    git("fsck", "--strict")
+    with GitStore(repo_path) as store:
+        snap = store.load(session)
+    said = [(e.type, e.data["content"]) for e in snap.events if e.type in ("user/message", "assistant/message")]
+    assert said == [("user/message", "Hello from the TUI"), ("assistant/message", "Reply 2 to: Hello from the TUI"),
+                    ("user/message", "Back in the TUI"), ("assistant/message", "Reply 3 to: Back in the TUI")]
