@@ -17,6 +17,17 @@ def fold(text: str) -> str:
     return " ".join(text.split())
 
 
+#: A terminal's escape sequences: CSI (colours, cursor moves), OSC (titles, links; ended by BEL or ST), the
+#: others (a charset, a reset) and the one-byte CSI.
+_TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[ -/]*[0-~]"
+                              r"|\x9b[0-?]*[ -/]*[@-~]")
+
+
+def without_escapes(text: str) -> str:
+    """Return ``text`` without the terminal escape sequences in it (the styling a tool gave its own output)."""
+    return _TERMINAL_ESCAPE.sub("", text) if "\x1b" in text or "\x9b" in text else text
+
+
 def clip(text: str, limit: int) -> str:
     """Return ``text`` cut to ``limit`` characters, ending in ``…`` when cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -282,7 +282,7 @@ def test_redacted_before_anything_is_written(gs, git, tmp_path):
 
 
 def _parallel(upto: int) -> list[dict]:
-    """A turn with two parallel calls as Claude Code chains them (anthropics/claude-code#37779):
+    """A turn with two parallel calls as Claude Code chains them:
     the reply's lines one after the other, each result hanging from its own call's line, the
     next line from the last result; the first ``upto`` of its six lines."""
     def call(uuid: str, parent: str, call_id: str, name: str) -> dict:
@@ -397,3 +397,41 @@ def test_a_turn_imported_before_the_next_prompt_is_the_same_commit_as_imported_a
     there = subprocess.run(["git", "-C", str(other), "rev-list", MAIN], capture_output=True, text=True,
                            check=True).stdout.split()
     assert len(here) == 5 and here == there
+
+
+AGENTS_ID = "6c9351b7-41e1-40fa-8bcc-3d12c8708f15"  # its first turn ran a sub-agent through the Agent tool
+
+
+@pytest.mark.parametrize("meta", [True, False], ids=["meta", "no-meta"])
+def test_a_sub_agent_s_meta_names_the_call_that_ran_it_and_its_title(gs, git, tmp_path, meta):
+    """2.1.197 writes ``agent-<id>.meta.json`` beside a sub-agent's file: ``toolUseId`` (the parent's
+    Agent call), ``agentType``, ``description``. Its lineage is the commit of that call even when the
+    times say otherwise (here the sub-agent's lines are stamped after the parent's next turn)."""
+    folder = tmp_path / "projects" / "-home-user-proj"
+    parent = Path(shutil.copy(REAL / f"{AGENTS_ID}.jsonl", folder.mkdir(parents=True) or folder))
+    lines = [json.loads(line) for line in parent.read_text(encoding="utf-8").splitlines()]
+    last = next(line["uuid"] for line in reversed(lines) if line.get("type") == "assistant")
+    more = [{"parentUuid": last, "isSidechain": False, "type": "user", "uuid": "u-next", "sessionId": AGENTS_ID,
+             "message": {"role": "user", "content": "And now?"}, "timestamp": "2026-12-01T19:00:00.000Z"},
+            {"parentUuid": "u-next", "isSidechain": False, "type": "assistant", "uuid": "a-next",
+             "sessionId": AGENTS_ID, "timestamp": "2026-12-01T19:00:01.000Z",
+             "message": {"role": "assistant", "id": "msg_next", "content": [{"type": "text", "text": "Done."}]}}]
+    _write(parent, lines + more)
+    real_agent = REAL / AGENTS_ID / "subagents" / "agent-afa859268ef01e89e.jsonl"
+    agent = folder / AGENTS_ID / "subagents" / real_agent.name
+    agent.parent.mkdir(parents=True)
+    agent.write_text(real_agent.read_text(encoding="utf-8").replace("2026-12-01T18:52:", "2026-12-01T19:30:"),
+                     encoding="utf-8")
+    if meta:
+        shutil.copy(real_agent.with_name("agent-afa859268ef01e89e.meta.json"), agent.parent)
+    r = gs("import", str(parent), str(agent))
+    assert r.code == 0, r.err
+    session, sub = r.out.split()
+    turn1, turn2 = git("rev-parse", f"{session}~1", session).split()
+    assert f"Forked-From: {session}@{turn1 if meta else turn2}" in git("log", "-1", "--format=%B", sub)
+    title = "Count files (general-purpose)" if meta else "Count the files in this folder."
+    assert sub == imported_session_id("claude-code", f"{AGENTS_ID}/agent-afa859268ef01e89e", f"sub-agent: {title}")
+    assert {row["id"]: row["title"] for row in gs("list", "--json").json()}[sub] == title
+    ran = [e["data"] for e in gs("show", session, "--format", "json").json()["events"] if e["type"] == "tool/result"]
+    assert [r["name"] for r in ran] == ["Agent"]  # its result: a list of text blocks, one text
+    assert ran[0]["content"].startswith("Reply 1 to: ") and "\nagentId: afa859268ef01e89e " in ran[0]["content"]

@@ -58,6 +58,35 @@ def test_from_claude_code_without_a_file_reads_its_folder_and_says_what_it_found
     git("fsck", "--strict")
 
 
+@pytest.mark.parametrize("named", ["", "projects", "projects/-home-dev-proj"], ids=["config", "projects", "project"])
+def test_from_claude_code_reads_a_folder_named_as_it_reads_its_own(gs, git, tmp_path, named):
+    """Its config folder, its projects folder or one project's: the same files in the same order."""
+    root = _claude_dir(tmp_path / "claude")
+    folder = root / named if named else root
+    assert claude_code.folder_paths(folder) == claude_code.default_paths({"CLAUDE_CONFIG_DIR": str(root)}, tmp_path)
+    r = gs("import", "--from", "claude-code", str(folder))
+    assert r.code == 0, r.err
+    assert f"found 3 Claude Code transcripts in {folder}" in r.err
+    assert r.out.split() == [MAIN, REWOUND, AGENT]  # the session before its sub-agent, which hangs from it
+    assert "3 files, 3 sessions written, 5 turns, 1 skipped" in r.err  # a file of titles alone, as in its own
+    turn2 = git("rev-parse", f"{MAIN}~1").strip()
+    assert f"Forked-From: {MAIN}@{turn2}" in git("log", "-1", "--format=%B", AGENT)
+    r = gs("import", "--from", "claude-code", str(folder), str(folder / "missing.jsonl"))
+    assert r.code == 1 and r.out == "" and "file not found" in r.err, r.err
+    git("fsck", "--strict")
+
+
+def test_a_folder_without_transcripts_or_of_another_format_is_refused(gs, repo_path, tmp_path):
+    empty = tmp_path / "empty"
+    (empty / "projects").mkdir(parents=True)
+    r = gs("import", "--from", "claude-code", str(empty))
+    assert r.code == 1 and f"cannot import {empty}: it holds no Claude Code transcript" in r.err, r.err
+    root = _claude_dir(tmp_path / "claude")
+    r = gs("import", str(root / "projects"))  # what a folder holds is told by its format, named
+    assert r.code == 1 and "it is a directory, not a file" in r.err, r.err
+    assert not repo_path.exists()
+
+
 def test_without_the_tool_folder_or_a_file_the_user_is_told_what_to_do(gs, repo_path, tmp_path):
     r = gs("import", "--from", "claude-code")  # HOME has no .claude
     assert r.code == 1 and "no Claude Code folder here" in r.err and "set CLAUDE_CONFIG_DIR" in r.err, r.err
@@ -100,9 +129,13 @@ def _tip(repo: Path, ref: str) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
-def test_watch_imports_a_transcript_as_it_grows_and_a_new_one(gs_env, repo_path, tmp_path, watcher):
+@pytest.mark.parametrize("named", [False, True], ids=["its-own-folder", "a-folder-named"])
+def test_watch_imports_a_transcript_as_it_grows_and_a_new_one(gs_env, repo_path, tmp_path, watcher, named):
     root = _claude_dir(tmp_path / "claude")
-    proc, log = watcher("--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(root)})
+    if named:  # listed again as it changes: a new project's transcript counts
+        proc, log = watcher("--from", "claude-code", str(root / "projects"))
+    else:
+        proc, log = watcher("--from", "claude-code", env={"CLAUDE_CONFIG_DIR": str(root)})
     _wait_for("the first import", lambda: "importing again as" in log.read_text())
     tip = _tip(repo_path, MAIN)
     path = root / "projects" / "-home-dev-proj" / f"{SESSION}.jsonl"
@@ -183,7 +216,8 @@ def test_transcripts_claude_code_wrote_import_and_continue(gs, git, fake_api):
     assert len(subjects) == 5 and subjects[0] == "turn 3: A forked question"
     assert subjects[1].startswith(f"fork: {forked} from {origin} at ")  # the origin's three commits, then its own
     # the sub-agent (in <session>/subagents/) hangs from the turn that ran it
-    assert agents.startswith("please-use-an-agent-to-count-files-") and agent.startswith("sub-agent-count-the-files-")
+    assert agents.startswith("please-use-an-agent-to-count-files-")
+    assert agent.startswith("sub-agent-count-files-general-purpose-")  # its .meta.json's description and type
     assert f"Forked-From: {agents}@{git('rev-parse', agents).strip()}" in git("log", "-1", "--format=%B", agent)
     for sid in (origin, forked, agents, agent):
         fake_api.reset()

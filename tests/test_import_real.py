@@ -25,6 +25,8 @@ COMPACT, REWIND = "1639e4d5-c98c-4a50-923f-f32016dd554f", "a8948df7-5ee8-473e-b3
 AGENT, EXIT = "1083d665-72d1-4e02-8f52-45563301e940", "133f1ba2-370b-435d-b296-93b2508ae508"
 ORIGIN, COPY = "4cef8d97-aa43-4442-b9a5-9ede0053a0cb", "5aafd86c-22e1-4672-9f1c-952519160ac8"
 SUB_AGENT = f"{AGENT}/agent-ac1f0804753054c28"
+#: The sub-agent's title: its .meta.json's description and type.
+SUB_AGENT_TITLE = "sub-agent: Find the README (general-purpose)"
 REWOUND_LEAF = "a62688b3-11b4-4fe3-bd2b-23f631eb8e2a"  # the reply to "Second question", left by the rewind
 
 #: The Codex rollouts, by what made them (tests/data/codex/real/README.md).
@@ -72,7 +74,7 @@ def test_every_claude_code_session_and_its_sub_agent_is_a_session(claude_importe
     expected = [_claude(COMPACT, "Please run echo hi"), _claude(REWIND, "First question"),
                 imported_fork_id(_claude(REWIND, "First question"), REWOUND_LEAF),
                 _claude(AGENT, "Use an agent to find the README"),
-                imported_session_id("claude-code", SUB_AGENT, "sub-agent: Find the README file and say its path."),
+                imported_session_id("claude-code", SUB_AGENT, SUB_AGENT_TITLE),
                 _claude(ORIGIN, "A question before the fork"), _claude(COPY, "A question before the fork"),
                 _claude(EXIT, "Hello from the TUI")]
     assert sorted(written) == sorted(expected)
@@ -98,7 +100,7 @@ def test_a_fork_session_copy_continued_on_both_sides_forks_its_origin_after_the_
 
 def test_the_sub_agent_hangs_from_the_turn_that_ran_it(claude_imported, git, repo_path):
     parent = _claude(AGENT, "Use an agent to find the README")
-    sub = imported_session_id("claude-code", SUB_AGENT, "sub-agent: Find the README file and say its path.")
+    sub = imported_session_id("claude-code", SUB_AGENT, SUB_AGENT_TITLE)
     assert f"Forked-From: {parent}@{git('rev-parse', parent).strip()}" in git("log", "-1", "--format=%B", sub)
     with GitStore(repo_path) as store:
         run, agent = store.load(parent), store.load(sub)

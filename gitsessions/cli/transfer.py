@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from enum import Enum
@@ -216,6 +216,9 @@ def _write_file(c: Context, file: str, fmt: str, tally: ImportTally, *, as_id: s
     Raises:
         TransferError: the file cannot be read, or what it holds cannot be written (``as_id``).
     """
+    if file != "-" and os.path.isdir(file) and (src := discover.source(fmt)) and src.in_folder is not None:
+        raise TransferError(file, f"it holds no {src.label} {src.what}",  # else it was read as its files
+                            f"name the folder {src.label} keeps them in (its projects folder, or one of its folders)")
     header_extra = {"cwd": os.getcwd(), "generator": f"gitsessions {__version__}"}
     if keep_paths and file != "-":  # another tool's conversation: where its file was, not where gs ran
         header_extra["source_file"] = str(Path(file).resolve())
@@ -313,7 +316,8 @@ def _one_import(c: Context, wait: float) -> Iterator[None]:
 
 
 def import_files(c: Context, paths: list[str], fmt: str, *, as_id: str | None = None, keep_paths: bool = False,
-                 found: bool = False, alone: bool = False, wait: float = IMPORT_WAIT_S) -> ImportTally:
+                 found: bool = False, listed: Collection[str] = (), alone: bool = False,
+                 wait: float = IMPORT_WAIT_S) -> ImportTally:
     """Import ``paths`` one after the other, saying on stderr what each gave (and each session's id on stdout).
 
     The one run of an import, for ``gs import`` and for a capture: one import at a time in
@@ -328,6 +332,7 @@ def import_files(c: Context, paths: list[str], fmt: str, *, as_id: str | None = 
         keep_paths: record each conversation's file path in its session's header.
         found: the files were found in their tool's folder (a file with no conversation is
             passed over, not refused).
+        listed: the files found in a folder named (each counts as found).
         alone: the only file named (its "nothing new" is said).
         wait: how long to wait for another import to finish, seconds.
 
@@ -344,7 +349,8 @@ def import_files(c: Context, paths: list[str], fmt: str, *, as_id: str | None = 
             paths, fmt, keep_paths, c.redactor(),  # the files seen, whose store is opened once for the run
             tally.stack.enter_context(seen.SeenFiles(c.repo_path() / "gs" / "imported"))))
         for file in paths:
-            _import_file(c, file, fmt, tally, as_id=as_id, keep_paths=keep_paths, alone=alone, found=found)
+            _import_file(c, file, fmt, tally, as_id=as_id, keep_paths=keep_paths, alone=alone,
+                         found=found or file in listed)
         if tally.locked:  # what it recorded, under the lock
             tally.ahead.seen.save()
         if tally.sessions:
@@ -374,11 +380,37 @@ def _discovered(fmt: str) -> list[str]:
     return [str(p) for p in paths]
 
 
+def _named(fmt: str, files: list[str], *, say: bool = True) -> tuple[list[str], set[str]]:
+    """The files named, each folder of a format that reads folders (``--from claude-code``) as the files it holds.
+
+    A folder holding none stays, for its import to say so; a folder of another format too
+    (the reader says it is no file).
+
+    Returns:
+        The files, and those of them found in a folder (read as the tool's folder is: a file
+        of titles alone is skipped, no failure).
+    """
+    out: list[str] = []
+    listed: set[str] = set()
+    for file in files:
+        found = discover.in_folder(fmt, Path(file)) if file != "-" and os.path.isdir(file) else None
+        if not found:
+            out.append(file)
+            continue
+        if say:
+            src = discover.SOURCES[fmt]
+            err(f"found {plural(len(found), f'{src.label} {src.what}')} in {file}")
+        out += [str(p) for p in found]
+        listed.update(str(p) for p in found)
+    return out, listed
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
     files: Annotated[list[str] | None, typer.Argument(
-        help="The files to import ('-' reads stdin). None with --from claude-code: that tool's own files.",
+        help="The files to import ('-' reads stdin). None with --from claude-code: that tool's own files; "
+        "a folder with --from claude-code: the transcripts in it.",
         metavar="FILE")] = None,
     as_id: Annotated[str | None, typer.Option("--as", help="Id for the imported session (one-session files only).",
                                               metavar="ID")] = None,
@@ -403,10 +435,12 @@ def import_(
     each sub-agent a session of its own), Claude.ai's export, Codex rollouts and llm's
     logs.db (read-only). With --from claude-code and no FILE, the
     transcripts are found where Claude Code keeps them (CLAUDE_CONFIG_DIR, else
-    ~/.claude). Each file is checked whole before anything of it is written; a taken id
-    is never overwritten. Importing a conversation again adds only what is new (nothing,
-    new turns, or new branches as forks). Prints the id of each session written on
-    stdout; the exit status is 1 when any file failed.
+    ~/.claude); a folder named with --from claude-code (such a folder, its projects
+    folder or one of its folders) is read likewise. Each file is checked whole before
+    anything of it is written; a taken id is never overwritten. Importing a
+    conversation again adds only what is new (nothing, new turns, or new branches as
+    forks). Prints the id of each session written on stdout; the exit status is 1 when
+    any file failed.
 
     Examples:
         gs import .geekagent/sessions.json
@@ -414,17 +448,18 @@ def import_(
         gs import ~/Downloads/chatgpt-export.zip
         gs import --from claude-code
         gs import --from claude-code --watch
+        gs import --from claude-code ~/backup/.claude/projects
         gs import - < chat.json
     """
     c: Context = ctx.obj
     collect_cycles()  # an import of many files, or of a large one, frees each conversation's cycles
     found = not files
-    paths = _discovered(fmt.value) if found else list(files or [])
+    paths, listed = (_discovered(fmt.value), set()) if found else _named(fmt.value, list(files or []))
     if watch and "-" in paths:
         raise typer.BadParameter("--watch reads files again as they change; stdin ('-') cannot be")
     # The bar is gone before a watch begins: it is drawn again only for a round with files to import.
-    tally = import_files(c, paths, fmt.value, as_id=as_id, keep_paths=keep_paths, found=found,
-                         alone=len(paths) == 1 and not found and not watch)
+    tally = import_files(c, paths, fmt.value, as_id=as_id, keep_paths=keep_paths, found=found, listed=listed,
+                         alone=len(paths) == 1 and not (found or listed or watch))
     if len(paths) > 1 or found or tally.failed or tally.sessions != 1:
         _summary(tally, found)
     if watch:
@@ -443,8 +478,10 @@ def import_(
             where = discover.discover(fmt.value, os.environ, Path.home())[0]
             watch_files([where], lambda: [str(p) for p in discover.discover(fmt.value, os.environ,
                                                                                 Path.home())[1]], again)
-        else:
-            watch_files(sorted({Path(f).resolve().parent for f in paths}), lambda: paths, again)
+        else:  # a folder named is listed again each round: a new transcript in it counts
+            watch_files(sorted({Path(f).resolve() if os.path.isdir(f) else Path(f).resolve().parent
+                                for f in files or []}), lambda: _named(fmt.value, list(files or []), say=False)[0],
+                        again)
         return  # Ctrl+C ends a watch: what failed was said as it happened
     if tally.failed:
         raise typer.Exit(1)

@@ -11,8 +11,9 @@ events :func:`closing_events` returns — never by cutting the log.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from .turns import Numbering
 
 __all__ = [
     "CANCELLED", "NOT_STARTED", "OUTCOME_UNKNOWN", "SYSTEM_REMOVED", "Compacted", "closing_events", "derive_messages",
-    "open_turn", "summary_kept", "summary_through", "title_of", "undone_turns",
+    "open_turn", "summary_kept", "summary_moved", "summary_through", "title_of", "undone_turns",
 ]
 
 #: ``tool/result.error_code`` for a call the assistant asked for that never started.
@@ -83,6 +84,28 @@ def summary_kept(ev: Event) -> set[int]:
     through = summary_through(ev)
     return {seq for seq in kept if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq <= through} \
         if isinstance(kept, list) else set()
+
+
+def summary_moved(ev: Event, at: Callable[[int], int]) -> Event:
+    """Return ``ev`` with the seqs a ``compaction/summary`` names (``through``, ``kept``) moved as ``at`` says.
+
+    For events written at other seqs than they were made with (an import appended after
+    events the session has and its source not): what they name moves with them. Any other
+    event is returned as it is.
+
+    Args:
+        ev: the event.
+        at: the seq each seq of its making is written at.
+    """
+    if ev.type != "compaction/summary":
+        return ev
+    data = dict(ev.data)
+    through, kept = data.get("through"), data.get("kept")
+    if isinstance(through, int) and not isinstance(through, bool):
+        data["through"] = at(through)
+    if isinstance(kept, list):
+        data["kept"] = [at(seq) if isinstance(seq, int) and not isinstance(seq, bool) else seq for seq in kept]
+    return dataclasses.replace(ev, data=data)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExist
 from ..ids import CommitId, SessionId, fork_name, imported_fork_id, imported_session_id, taken_by
 from ..log.commits import CommitMessage, Lineage, commit_message
 from ..log.events import Event, make_event, make_header
+from ..log.transcript import summary_moved
 from ..log.turns import turn_count
 from ..store import SessionStore
 from .readers.conversation import ImportedConversation
@@ -210,16 +211,24 @@ class _Writer:
                 first: Planned | None = None, header: dict | None = None) -> None:
         """Append ``chunks[start:]`` to ``line``, dated when each began (after ``first``, made with ``header``).
 
-        Their seq goes on from the line's (which may hold renames the conversation has not).
+        Their seq goes on from the line's (which may hold renames the conversation has not), and
+        the seqs a compaction names move with the events they name.
         The commits go to the store at once (:meth:`~gitsessions.store.SessionStore.append_many`:
         one pack and one ref move in git), the ref moved only once they are durable.
         """
         so_far = list(first[0] if first is not None else line.events)  # commit_message derives what each adds
-        offset = len(so_far) - sum(len(c) for c in chunks[:start])
+        base = sum(len(c) for c in chunks[:start])
+        offset = len(so_far) - base
+        if offset:  # a seq a compaction names moves with its event: one held already, or one written now
+            held = _aligned([ev for c in chunks[:start] for ev in c], so_far)
+
+            def at(seq: int) -> int:
+                return held.get(seq, seq) if seq < base else seq + offset
         planned: list[Planned] = [first] if first is not None else []
         ends = [len(so_far)] if first is not None else []
         for chunk in chunks[start:]:
-            chunk = [dataclasses.replace(ev, seq=ev.seq + offset) for ev in chunk] if offset else chunk
+            if offset:
+                chunk = [summary_moved(dataclasses.replace(ev, seq=ev.seq + offset), at) for ev in chunk]
             done = len(so_far)
             so_far += chunk
             planned.append((chunk, commit_message(line.session_id, so_far, done, lineage=line.lineage,
@@ -246,7 +255,7 @@ class _Writer:
         return (sid, "title", 0)
 
     def _spawner(self) -> Lineage | None:
-        """Where the conversation that started this one stood when it did (see ``spawned``)."""
+        """Where the conversation that started this one stood when it did (see ``spawned``, ``spawned_call``)."""
         if self.conv.spawned is None:
             return None
         parent, at = self.conv.spawned
@@ -255,7 +264,10 @@ class _Writer:
         line = min(lines, key=lambda ln: len(ln.session_id), default=None)  # the session, not a fork of it
         if line is None:
             return None
-        said = sum(1 for ev in line.events if ev.time <= at)  # the events said by then
+        call = self.conv.spawned_call
+        made = next((i + 1 for i, ev in enumerate(line.events) if call is not None and ev.type == "tool/call"
+                     and ev.data.get("id") == call), None)  # the call's run, in the commit of its turn
+        said = made or sum(1 for ev in line.events if ev.time <= at)  # the events said by then
         count = min((n for n in line.at if n >= max(said, 1)), default=max(line.at))  # the commit holding that turn
         return Lineage(SessionId(line.session_id), line.at[count])
 

@@ -2,8 +2,9 @@
 
 Each source names its files through its format module's ``default_paths(env, home)``: the
 tool's own environment variable first (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``,
-``LLM_USER_PATH``), else its default folder under ``home``. Nothing here reads the
-environment: the face passes it.
+``LLM_USER_PATH``), else its default folder under ``home``; a source that reads a folder
+named instead (``gs import --from claude-code FOLDER``) lists it in the same order. Nothing
+here reads the environment: the face passes it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Source:
         where: the folder it looks in, for messages (``env, home -> path``).
         find: its files (``default_paths``).
         variable: the environment variable that moves it.
+        in_folder: the files a folder of its holds, in the order ``find`` gives them (None:
+            it reads no folder named on the command line).
     """
 
     name: str
@@ -37,12 +40,13 @@ class Source:
     where: Callable[[Mapping[str, str], Path], Path]
     find: Finder
     variable: str
+    in_folder: Callable[[Path], list[Path]] | None = None
 
 
 #: The sources, by ``--from`` name (the format modules add theirs here).
 SOURCES: dict[str, Source] = {
     claude_code.TOOL: Source(claude_code.TOOL, "Claude Code", "transcript", claude_code.projects_dir,
-                             claude_code.default_paths, "CLAUDE_CONFIG_DIR"),
+                             claude_code.default_paths, "CLAUDE_CONFIG_DIR", claude_code.folder_paths),
     codex.TOOL: Source(codex.TOOL, "Codex", "rollout", codex.sessions_dir, codex.default_paths, "CODEX_HOME"),
     llm_db.TOOL: Source(llm_db.TOOL, "llm", "logs database", llm_db.user_dir, llm_db.default_paths, "LLM_USER_PATH"),
 }
@@ -69,3 +73,17 @@ def discover(name: str, env: Mapping[str, str], home: Path) -> tuple[Path, list[
     """
     src = SOURCES[name]
     return src.where(env, home), src.find(env, home)
+
+
+def in_folder(name: str, folder: Path) -> list[Path] | None:
+    """The files of the source ``name`` that ``folder`` holds, in the order they are to be imported.
+
+    Args:
+        name: a format name (``--from``).
+        folder: a folder named on the command line.
+
+    Returns:
+        The files (maybe none), or None when that format reads no folder.
+    """
+    src = SOURCES.get(name)
+    return None if src is None or src.in_folder is None else src.in_folder(folder)

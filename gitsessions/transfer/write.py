@@ -59,6 +59,7 @@ def _redacted(conv: ImportedConversation, redactor: Redactor) -> ImportedConvers
     forked = None if conv.forked_from is None else redactor.text(conv.forked_from)
     return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
                                branches=branches, spawned=spawned, forked_from=forked,
+                               spawned_call=None if conv.spawned_call is None else redactor.text(conv.spawned_call),
                                family=tuple(redactor.text(other) for other in conv.family))
 
 

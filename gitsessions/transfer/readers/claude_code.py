@@ -5,21 +5,40 @@ graph through ``parentUuid``: going back and sending again leaves the abandoned 
 the file. What becomes what:
 
 - The branch ending at the last message line appended is the session; every other leaf
-  (a rewound branch) is a fork where it leaves it. A ``compact_boundary`` line starts a new
-  root whose ``logicalParentUuid`` names the line before it: the branch goes on through it,
-  and the summary the tool wrote after it is a ``compaction/summary`` event.
-- Lines that are no message (``attachment``, ``file-history-snapshot``, ``queue-operation``
-  and types not known yet) are passed over, also inside the chain.
+  (a rewound branch) is a fork where it leaves it, whatever line it leaves from (2.1.197
+  hangs a prompt from the turn's ``turn_duration`` line). A ``compact_boundary`` line
+  starts a new root whose ``logicalParentUuid`` names the line before it: the branch goes
+  on through it, and the summary the tool wrote after it is a ``compaction/summary``
+  event; the lines its ``compactMetadata`` keeps word for word (``preservedSegment``,
+  ``preservedMessages``) are left out of what it covers (its ``through``), so a continued
+  session is sent the summary, then them, then what follows, as Claude Code sends them.
+- Lines that are no message (``attachment``, ``file-history-snapshot``, ``queue-operation``,
+  ``mode``, ``permission-mode``, ``last-prompt`` and types not known yet) are passed over,
+  also inside the chain.
 - One reply written as several ``assistant`` lines sharing ``message.id`` is one message;
-  its ``tool_use`` blocks are tool calls, the ``tool_result`` blocks of the ``user`` lines
-  after it their results (``is_error`` kept). Parallel calls' results hang from their calls'
+  its ``tool_use`` blocks are tool calls (the sub-agent tool is ``Agent``), the
+  ``tool_result`` blocks of the ``user`` lines after it their results (``is_error`` kept; a
+  result's list of text blocks its text). Parallel calls' results hang from their calls'
   lines: they are the branch's, no rewind (:mod:`.claude_code_graph`).
-- ``thinking`` blocks, meta lines (``isMeta``), the tool's own notes (slash command
-  echoes, ``system`` lines, "[Request interrupted by user]") are ignorable events: kept,
-  never sent to a model. Images are described in the text.
+- ``thinking`` blocks, meta lines (``isMeta``), the tool's own notes (slash command echoes
+  and their output, without terminal escapes; ``system`` lines; ``role: "system"`` entries
+  beside tool results; "[Request interrupted by user]"), and the assistant lines Claude Code
+  writes itself (``model: "<synthetic>"``: "No response requested." when a session is
+  resumed, an API error) are ignorable events: kept, never sent to a model. Images are
+  described in the text. A prompt is a prompt whoever wrote it (``promptSource``,
+  ``origin.kind``: a hook's, a task's notification): the model saw it and answered it.
+- A turn is a commit from its prompt to its own last line (its last reply or result, the
+  user's stop, an API error). The tool's lines after that (``turn_duration``, a slash
+  command's echo, a compaction, the synthetic reply of a resume) open the next turn's
+  commit, and after the last turn wait for the prompt that follows: a turn once committed
+  is never changed by lines appended to it later, so a resumed session grows, never forks.
+  A last turn still under way is left for the next import; a branch with no prompt gives
+  nothing.
 - Sidechain lines (``isSidechain``: a sub-agent, in the same file or in
   ``<session>/subagents/agent-*.jsonl``) are their own conversation, spawned by the session
-  at the time the sub-agent began (its lineage).
+  at the time the sub-agent began (its lineage); a sub-agent's ``.meta.json`` beside its
+  file gives its title (``description``, ``agentType``) and the call that ran it
+  (``toolUseId``: the lineage is that call's commit).
 - A session made with ``--resume ID --fork-session`` repeats the origin's lines: when they
   keep the origin's ``sessionId`` (older versions) it is spawned by the origin where they
   end; 2.1 gives them the new id, and names no origin: the transcripts beside it that begin
@@ -28,6 +47,9 @@ the file. What becomes what:
   imported after its copy (its file missing then) is a session of its own.
 - The title: the last ``custom-title`` (a rename), else the last ``ai-title``, else a
   ``summary`` of the session's branch, else its first prompt.
+
+Not read: ``toolUseResult`` (the tool's own copy of a result), file snapshots, what the
+attachments held (listings, a re-attached file), usage beyond each reply's counts.
 """
 
 from __future__ import annotations
@@ -39,17 +61,18 @@ from pathlib import Path
 from typing import Any
 
 from ...log.events import Event
+from ...text import without_escapes
 from . import anthropic, stream
 from .claude_code_family import begun, family
-from .claude_code_graph import _Node, _Transcript
+from .claude_code_graph import _Node, _Transcript, is_system_entry
 from .conversation import ImportedConversation
-from .messages import COMPACTION, _Bad, turns_from_messages
+from .messages import COMPACTION, TURN_OVER, _Bad, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids, ``gs import --from``).
 TOOL = "claude-code"
 #: Line types of Claude Code's own (beyond messages) that tell a file is one of its transcripts.
 _OWN_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "custom-title", "ai-title",
-                        "last-prompt", "attachment", "mode"})
+                        "last-prompt", "attachment", "mode", "permission-mode"})
 #: The tool's own text in a user line: a slash command's echo and output, a cancel notice.
 _TOOL_NOTE = re.compile(r"\s*(<(command-name|command-message|local-command-stdout|local-command-caveat|"
                         r"local-command-stderr|bash-input|bash-stdout|bash-stderr)>|\[Request interrupted by user)")
@@ -68,16 +91,39 @@ def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
         home: the user's home directory.
 
     Returns:
-        The transcript files, sessions before sub-agents (a sub-agent's lineage names its
-        session, which must be imported first); sessions in the order they were begun (a
-        ``--fork-session`` copy after its origin, which it then forks: :func:`.begun`),
-        sub-agents by name.
+        The transcript files, in the order :func:`_transcripts` says (empty when the folder
+        is missing).
     """
-    projects = projects_dir(env, home)
-    if not projects.is_dir():
+    return _transcripts(projects_dir(env, home), "*/")
+
+
+def folder_paths(folder: Path) -> list[Path]:
+    """The transcripts of a folder of Claude Code's, in the order :func:`default_paths` gives them.
+
+    Args:
+        folder: its config folder (holding ``projects``), its ``projects`` folder (a folder
+            per working directory), or one working directory's folder (its sessions'
+            ``*.jsonl`` and their ``<session>/subagents/``).
+
+    Returns:
+        The transcript files (empty when it holds none).
+    """
+    if (folder / "projects").is_dir():
+        return _transcripts(folder / "projects", "*/")
+    return _transcripts(folder, "" if any(p.is_file() for p in folder.glob("*.jsonl")) else "*/")
+
+
+def _transcripts(folder: Path, within: str) -> list[Path]:
+    """The transcripts ``within`` (a glob: ``*/`` for each project's, ``""`` for one's) ``folder``.
+
+    Sessions come before sub-agents (a sub-agent's lineage names its session, which must be
+    imported first); sessions in the order they were begun (a ``--fork-session`` copy after
+    its origin, which it then forks: :func:`.begun`), sub-agents by name.
+    """
+    if not folder.is_dir():
         return []
-    files = sorted((p for p in projects.glob("*/*.jsonl") if p.is_file()), key=lambda p: (begun(p), p))
-    agents = sorted(p for p in projects.glob("*/*/subagents/*.jsonl") if p.is_file())
+    files = sorted((p for p in folder.glob(f"{within}*.jsonl") if p.is_file()), key=lambda p: (begun(p), p))
+    agents = sorted(p for p in folder.glob(f"{within}*/subagents/*.jsonl") if p.is_file())
     return ([p for p in files if not p.name.startswith("agent-")] + [p for p in files if p.name.startswith("agent-")]
             + agents)
 
@@ -104,16 +150,40 @@ def _aside(name: str, text: str) -> dict:
     return {"role": "system", "name": name, "content": text}
 
 
+def _preserved(meta: Any) -> tuple[str, ...]:
+    """The uuids of the lines a compaction keeps word for word (sent after its summary), from its metadata.
+
+    ``preservedSegment`` names the first (``headUuid``) and last kept line, ``preservedMessages``
+    each of them (``uuids``); either may be missing.
+    """
+    if not isinstance(meta, dict):
+        return ()
+    segment, kept = meta.get("preservedSegment"), meta.get("preservedMessages")
+    heads = [segment.get("headUuid")] if isinstance(segment, dict) else []
+    uuids = kept.get("uuids") if isinstance(kept, dict) else kept
+    return tuple(u for u in [*heads, *(uuids if isinstance(uuids, list) else [])] if isinstance(u, str))
+
+
 class _Messages:
-    """The chat messages of one branch (its lines, root first) and when each was said."""
+    """The chat messages of one branch (its lines, root first) and when each was said.
+
+    Attributes:
+        ending: the indices of the asides that are their turn's own last line (the user's
+            stop, an API error): what the turn ended with, not what the tool added after it.
+        firsts: the index of the first message each line gave (a line of a reply: the reply's).
+    """
 
     def __init__(self, start: int):
         self.messages: list[dict] = []
         self.times: list[int] = []
+        self.ending: set[int] = set()
+        self.firsts: dict[str, int] = {}
         self.t = start
         self.reply: dict | None = None  # the assistant message being gathered from its lines
         self.reply_id: Any = None
+        self.reply_at = 0  # where the reply gathered goes (after the thinking asides its lines give first)
         self.reply_t = start  # the time of the reply's last line: what follows it must not date it
+        self.preserved: tuple[str, ...] = ()  # the lines the compaction under way keeps word for word
 
     def add(self, msg: dict, t: int | None = None) -> None:
         self.messages.append(msg)
@@ -127,21 +197,32 @@ class _Messages:
     def line(self, node: _Node) -> None:
         obj = node.obj
         self.t = node.time if node.time is not None else self.t
-        at = f"line {node.line}"
-        if not node.message:
-            if obj.get("type") == "system" and obj.get("subtype") != "compact_boundary":
-                self.flush()
-                text, subtype = obj.get("content"), obj.get("subtype")
-                if isinstance(text, str) and text.strip():
-                    name = f"claude-code system {subtype}" if isinstance(subtype, str) else "claude-code system"
-                    self.add(_aside(name, text))
-            return  # attachments and lines of types not known yet
-        message = obj["message"]
-        blocks = anthropic.blocks(message.get("content"), at)
-        if obj.get("type") == "assistant":
-            self.assistant(node, message, blocks)
+        if obj.get("type") == "assistant" and node.message and obj["message"].get("model") != "<synthetic>":
+            self.assistant(node, obj["message"], anthropic.blocks(obj["message"].get("content"), f"line {node.line}"))
             return
         self.flush()
+        self.firsts[node.uuid] = len(self.messages)
+        if node.message:
+            self.user(node)
+        elif obj.get("type") == "system":
+            self.system(obj)
+        # attachments and lines of types not known yet give nothing
+
+    def system(self, obj: dict) -> None:
+        """A ``system`` line: the tool's note (kept aside), or a compaction's boundary."""
+        subtype = obj.get("subtype")
+        if subtype == "compact_boundary":
+            self.preserved = _preserved(obj.get("compactMetadata"))
+            return
+        text = obj.get("content")
+        if isinstance(text, str) and text.strip():
+            self.add(_aside(f"claude-code system {subtype}" if isinstance(subtype, str) else "claude-code system",
+                            without_escapes(text)))
+
+    def user(self, node: _Node) -> None:
+        """A user line (or an assistant line the tool wrote itself): a prompt, tool results, a summary, a note."""
+        obj, at = node.obj, f"line {node.line}"
+        blocks = anthropic.blocks(obj["message"].get("content"), at)
         texts = []
         for block in blocks:
             if block.get("type") == "tool_result":
@@ -150,17 +231,28 @@ class _Messages:
                     raise _Bad(f"{at}: a tool_result block without a string \"tool_use_id\"")
                 self.add({"role": "tool", "tool_call_id": call, "content": anthropic.result_text(block.get("content")),
                           "is_error": block.get("is_error") is True})
+            elif is_system_entry(block):  # what the tool told the model beside the results
+                self.add(_aside("claude-code system", anthropic.result_text(block.get("content"))))
             else:
                 texts.append(anthropic.block_text(block))
         text = "\n".join(t for t in texts if t)
-        if not text and any(b.get("type") == "tool_result" for b in blocks):
+        if not text and any(b.get("type") == "tool_result" or is_system_entry(b) for b in blocks):
             return
-        if obj.get("isCompactSummary"):
-            self.add({"role": COMPACTION, "content": text})
+        if obj.get("type") == "assistant":  # "<synthetic>": the tool's words in the model's place
+            error = obj.get("isApiErrorMessage") is True
+            self.add(_aside("claude-code error" if error else "claude-code synthetic reply", text))
+            if error:
+                self.ending.add(len(self.messages) - 1)
+        elif obj.get("isCompactSummary"):
+            kept = [self.firsts[u] for u in self.preserved if u in self.firsts]
+            self.add({"role": COMPACTION, "content": text, **({"keeps_from": min(kept)} if kept else {})})
+            self.preserved = ()
         elif obj.get("isMeta"):
-            self.add(_aside("claude-code meta", text))
+            self.add(_aside("claude-code meta", without_escapes(text)))
         elif _TOOL_NOTE.match(text):
-            self.add(_aside("claude-code note", text))
+            self.add(_aside("claude-code note", without_escapes(text)))
+            if "[Request interrupted" in text[:40]:
+                self.ending.add(len(self.messages) - 1)
         else:
             self.add({"role": "user", "content": text})
 
@@ -168,9 +260,10 @@ class _Messages:
         mid = message.get("id")
         if self.reply is None or mid is None or mid != self.reply_id:
             self.flush()
-            self.reply, self.reply_id = {"role": "assistant", "content": ""}, mid
-            if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+            self.reply, self.reply_id, self.reply_at = {"role": "assistant", "content": ""}, mid, len(self.messages)
+            if isinstance(message.get("model"), str):
                 self.reply["model"] = message["model"]
+        self.firsts[node.uuid] = self.reply_at
         reply, self.reply_t = self.reply, self.t
         if isinstance(message.get("usage"), dict):  # each line of a reply repeats it: the last one holds
             reply["usage"] = anthropic.usage(message["usage"])
@@ -191,22 +284,53 @@ class _Messages:
                 reply["content"] = "\n\n".join(t for t in (reply["content"], text) if t)
 
 
-def _settled(messages: list[dict]) -> int:
-    """How many of the active branch's messages to import: all, unless its last turn is under way.
+def _turns(gathered: _Messages, active: bool, notes: list[str], where: str) -> tuple[list[object], list[int]]:
+    """A branch's messages with each turn's end marked (:data:`TURN_OVER`), less what a later import places otherwise.
 
-    A turn the tool is still writing (a prompt without its answer yet, a call without its
-    result) would be closed as interrupted, and the next import, finding it answered, could
-    only fork there: it is left for the next import. A turn the user stopped is over.
+    A turn ends at its own last line: its last reply or tool result, the user's stop, an API
+    error. What follows it up to the next prompt is no part of it: the tool's notes it appends
+    then (``turn_duration``, a slash command's echo, the "No response requested." it writes
+    when a session is resumed, a meta line) and a compaction are the next turn's, in its
+    commit. After the last turn they are left for the import that finds the prompt after
+    them: written with that turn, they would change a turn already committed, which the next
+    import could only fork. A last turn still under way on the active branch (a prompt
+    without its answer yet, a call without its result) is left for the next import too; on
+    another branch it is over (closed as interrupted). A branch without a prompt gives
+    nothing.
+
+    Returns:
+        The messages and their times, for :func:`.turns_from_messages`.
     """
-    for msg in reversed(messages):
-        if msg["role"] == "system":
-            if msg.get("name") == "claude-code note" and "[Request interrupted" in msg["content"][:40]:
-                return len(messages)
-            continue
-        if (msg["role"] == "assistant" and not msg.get("tool_calls")) or msg["role"] == COMPACTION:
-            return len(messages)
-        break
-    return max((j for j, m in enumerate(messages) if m["role"] == "user"), default=len(messages))
+    messages, times = gathered.messages, gathered.times
+    prompts = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    if not prompts:  # no turn yet (a reply written before its prompt: the TUI writes them so, at once)
+        return [], []
+    own = [i for i, m in enumerate(messages) if m["role"] in ("user", "assistant", "tool") or i in gathered.ending]
+    ends = [max(i for i in own if p <= i < q) for p, q in zip(prompts, [*prompts[1:], len(messages)], strict=True)]
+    last = messages[ends[-1]]
+    if ends[-1] in gathered.ending or (last["role"] == "assistant" and not last.get("tool_calls")):
+        cut = ends[-1] + 1
+        if active and any(m["role"] == COMPACTION for m in messages[cut:]):
+            notes.append(f"{where}its compaction after the last turn is imported with the turn that follows it")
+    elif active:
+        cut = ends[-2] + 1 if len(ends) > 1 else prompts[-1]
+        notes.append(f"{where}its last turn is still under way; the next import takes it")
+    else:
+        cut = len(messages)
+    marked = {e for e in ends if e < cut}
+    out: list[object] = []
+    out_times, moved = [], []  # moved: where each message went
+    for i, msg in enumerate(messages[:cut]):
+        moved.append(len(out))
+        out.append(msg)
+        out_times.append(times[i])
+        if i in marked:
+            out.append(TURN_OVER)
+            out_times.append(times[i])
+    for msg in messages[:cut]:
+        if "keeps_from" in msg:
+            msg["keeps_from"] = moved[msg["keeps_from"]]
+    return out, out_times
 
 
 def _first_prompt(messages: list[dict]) -> str:
@@ -240,11 +364,8 @@ class _Reader:
                 summary = next((summaries[n.uuid] for n in reversed(path) if n.uuid in summaries), "")
                 title_out = title or summary or _first_prompt(gathered.messages) or "Claude Code session"
                 created = begun
-            settled = _settled(gathered.messages) if i == 0 else len(gathered.messages)
-            if settled < len(gathered.messages):
-                notes.append(f"{where}its last turn is still under way; the next import takes it")
-            chunks, more = turns_from_messages(gathered.messages[:settled], gathered.times[:settled], title=title_out,
-                                               where=where)
+            messages, times = _turns(gathered, i == 0, notes, where)
+            chunks, more = turns_from_messages(messages, times, title=title_out, where=where)
             notes.extend(n for n in more if n not in notes)
             if len(chunks) > 1 and chunks not in [c for _, c in out]:  # a branch without prompts adds nothing
                 out.append((leaf.uuid, chunks))
@@ -281,11 +402,33 @@ class _Reader:
             agents.setdefault(key, []).append(node)
         for key, nodes in agents.items():
             notes = []
-            branches, title, created = self.branches(nodes, "", f"sub-agent {key}, ", notes)
+            meta = self.agent_meta(key, notes)
+            told, kind, call = (meta.get(k) if isinstance(meta.get(k), str) and meta[k].strip() else None
+                                for k in ("description", "agentType", "toolUseId"))
+            told = told and told.strip() + (f" ({kind.strip()})" if kind else "")
+            branches, title, created = self.branches(nodes, told or "", f"sub-agent {key}, ", notes)
             if branches:
                 out.append(ImportedConversation(TOOL, f"{session}/{key}", f"sub-agent: {title}", created, branches,
-                                                notes, spawned=(session, created)))
+                                                notes, spawned=(session, created), spawned_call=call))
         return out
+
+    def agent_meta(self, key: str, notes: list[str]) -> dict:
+        """What Claude Code keeps beside a sub-agent's own file (``agent-<id>.meta.json``; ``{}``: none).
+
+        ``description`` (what the parent asked it, in a few words), ``agentType``,
+        ``toolUseId`` (the parent's ``Agent`` call that ran it).
+        """
+        if self.path is None or self.path.stem != key:  # sub-agents in the session's file have none
+            return {}
+        there = self.path.with_name(f"{key}.meta.json")
+        try:
+            meta = json.loads(there.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            notes.append(f"{there.name} cannot be read ({exc}): its title is its first prompt")
+            return {}
+        return meta if isinstance(meta, dict) else {}
 
 
 def read_transcript(raw: Iterable[bytes], path: Path | None = None, *,

@@ -2,15 +2,17 @@
 
 The conversion of a branch into messages is :mod:`.claude_code`'s; this is which lines a
 branch holds. Each message line no later message line descends from ends a branch, but for
-one kind: Claude Code writes parallel tool calls as a chain (anthropics/claude-code#37779)
-— the reply's lines one after the other, each call's result hanging from the line of its
-call, the next line from the last result::
+one kind: Claude Code writes parallel tool calls as a chain — the reply's lines one after
+the other, each call's result hanging from the line of its call, the next line from the
+last result::
 
     a2 (tool_use A) <- a3 (tool_use B) <- r2 (result B) <- a4
     a2 <- r1 (result A)
 
 ``r1`` ends no branch of its own (no rewind left it): a result line whose call a branch holds
 unanswered, hanging from a line of that branch, is that branch's, read after the call's reply.
+A line of results is one still when the tool adds ``role: "system"`` entries beside them
+(:func:`is_system_entry`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .messages import _Bad, _kind
 
 #: What a conversion reads of a line in the graph (the rest is let go as the file is read).
 _READ = ("type", "message", "sessionId", "isSidechain", "agentId", "isMeta", "isCompactSummary", "subtype",
-         "content")
+         "content", "compactMetadata", "isApiErrorMessage")
 
 
 def _ms(stamp: Any) -> int | None:
@@ -45,6 +47,11 @@ def _ids(message: dict, kind: str, key: str) -> tuple[str, ...]:
         return ()
     return tuple(b[key] for b in content
                  if isinstance(b, dict) and b.get("type") == kind and isinstance(b.get(key), str))
+
+
+def is_system_entry(block: dict) -> bool:
+    """True for an entry of a message's content that is the tool's word to the model (``role: "system"``), no block."""
+    return block.get("role") == "system" and "type" not in block
 
 
 @dataclass
@@ -112,7 +119,8 @@ class _Transcript:
             node.calls = _ids(obj["message"], "tool_use", "id")
         elif is_message and isinstance(obj["message"].get("content"), list):
             results = _ids(obj["message"], "tool_result", "tool_use_id")
-            node.results = results if len(results) == len(obj["message"]["content"]) else ()
+            blocks = [b for b in obj["message"]["content"] if not (isinstance(b, dict) and is_system_entry(b))]
+            node.results = results if len(results) == len(blocks) else ()
         self.nodes[uuid] = node
         self.order.append(node)
 

@@ -22,6 +22,9 @@ class ImportedConversation:
         spawned: ``(source id, epoch ms)`` when another conversation of the tool started this
             one (a sub-agent, a fork made in the tool): its new session's lineage is that
             conversation's session at the turn under way then (none when it is not imported).
+        spawned_call: the id of that conversation's tool call that started this one, when the
+            tool names it (a Claude Code sub-agent's ``Agent`` call): the lineage is then the
+            commit holding that call, whatever the times say.
         forked_from: the id (in the same tool) of the conversation this one was forked from,
             whose history it repeats (a forked Codex session, a thread forked in llm): its
             sessions are where the branches fork from, sharing their commits.
@@ -38,5 +41,6 @@ class ImportedConversation:
     branches: list[tuple[str, list[list[Event]]]]
     notes: list[str] = field(default_factory=list)
     spawned: tuple[str, int] | None = None
+    spawned_call: str | None = None
     forked_from: str | None = None
     family: tuple[str, ...] = ()

@@ -261,8 +261,11 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
         messages: chat-completions messages (assistant messages may name their ``model`` and
             ``usage``, as the API's usage object; tool messages say ``is_error``); a
             :data:`COMPACTION` message is a compaction summary (it opens a turn, unless
-            the source marks turns' ends); :class:`EventItem` values are kept as they are,
-            and :data:`TURN_OVER` marks where the source ends a turn (its time is not used).
+            the source marks turns' ends), and its ``keeps_from``, when given, is the index of
+            the first earlier message it does not cover: that one and those after it are sent
+            after the summary as they are (the event's ``through`` ends before them);
+            :class:`EventItem` values are kept as they are, and :data:`TURN_OVER` marks where
+            the source ends a turn (its time is not used).
         times: each message's time, epoch ms.
         title: a title event opens the log when given.
         where: prefix for messages (``"conversation 2, "``).
@@ -279,15 +282,21 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     # Where the source marks turns' ends (Codex), a compaction may fall inside a turn (an
     # automatic one, the context full mid-task): it is that turn's, not a turn of its own.
     opening = ("user",) if any(msg is TURN_OVER for msg in messages) else ("user", COMPACTION)
+    starts: list[int] = []  # the seq of each message's first event
     for i, msg in enumerate(messages):
         if isinstance(msg, dict) and msg.get("role") in opening:
             builder.close_turn()  # at the time of the turn's last message
+        starts.append(len(builder.events))
         if msg is TURN_OVER:
             builder.close_turn()
             continue
         builder.t = times[i]
         if isinstance(msg, dict) and msg.get("role") == COMPACTION:
-            builder.add("compaction/summary", {"summary": _content(msg.get("content"), f"{where}message {i}")})
+            data: dict[str, Any] = {"summary": _content(msg.get("content"), f"{where}message {i}")}
+            keeps = msg.get("keeps_from")
+            if isinstance(keeps, int) and not isinstance(keeps, bool) and 0 <= keeps < i and starts[keeps] > 0:
+                data["through"] = starts[keeps] - 1
+            builder.add("compaction/summary", data)
             continue
         if isinstance(msg, EventItem):
             builder.add(msg.type, dict(msg.data), msg.ignorable)
