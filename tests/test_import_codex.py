@@ -411,3 +411,48 @@ def test_a_compaction_inside_a_turn_is_that_turns(gs, repo_path, tmp_path, fake_
     messages = fake_api.requests[-1]["messages"]
     assert validate_messages(messages) is None
     assert "The tests pass." in json.dumps(messages) and "The parser was ported" in json.dumps(messages)
+
+
+def _context(second: int, turn: str) -> list[dict]:
+    """The lines Codex 0.171 opens a turn with: its context, the task, what it tells the model."""
+    return [_line(second, "turn_context", {"turn_id": turn, "cwd": "/w", "model": "gpt-5-codex",
+                                           "approval_policy": "never", "sandbox_policy": {"type": "read-only"}}),
+            _line(second, "event_msg", {"type": "task_started", "turn_id": turn}),
+            _said(second, "developer", "<permissions instructions>\nread-only\n</permissions instructions>"),
+            _said(second, "user", "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>")]
+
+
+def _usage(second: int, given: int, said: int) -> dict:
+    """A ``token_count`` line: the request before it read ``given`` tokens and wrote ``said``."""
+    return _line(second, "event_msg", {"type": "token_count", "info": {
+        "last_token_usage": {"input_tokens": given, "output_tokens": said, "total_tokens": given + said}}})
+
+
+def _turn(second: int, prompt: str, reply: str) -> list[dict]:
+    """A turn as Codex 0.171 writes it (``codex exec``, ``resume``, the TUI), said from ``second`` on."""
+    turn = f"t{second}"
+    return [*_context(second, turn), _said(second + 1, "user", prompt), _said(second + 2, "assistant", reply),
+            _usage(second + 2, 100, 10), _line(second + 2, "event_msg", {"type": "task_complete", "turn_id": turn}),
+            _line(second + 2, "world_state", {"cwd": "/w"})]
+
+
+def test_a_session_resumed_in_another_folder_fast_forwards(gs, git, tmp_path):
+    """The paths left out of a turn's context are those the lines before it name: a later turn's new
+    working directory does not change what an earlier commit holds (the next import would fork it)."""
+    rid = "0199b000-0000-7000-8000-0000000000c3"
+    agents = _said(1, "user", "# AGENTS.md instructions for /w/sub\n\nBe brief.")
+    first = [_line(0, "session_meta", {"id": rid, "timestamp": "2025-10-07T11:00:00.000Z", "cwd": "/w"}),
+             *_turn(1, "Look at sub", "Looked.")]
+    first.insert(5, agents)
+    rollout = _write(tmp_path / f"rollout-2025-10-07T11-00-00-{rid}.jsonl", first)
+    assert gs("import", str(rollout)).code == 0
+    sid = imported_session_id("codex", rid, "Look at sub")
+    tip = git("rev-parse", sid).strip()
+    resumed = [{**line, "payload": {**line["payload"], "cwd": "/w/sub"}} if line["type"] == "turn_context" else line
+               for line in _turn(30, "Now here", "Here.")]
+    _write(rollout, first + resumed)
+    r = gs("import", str(rollout))
+    assert r.code == 0 and f"{sid}: 1 turn new" in r.err, r.err
+    assert git("rev-parse", f"{sid}^").strip() == tip
+    stored = git("show", f"{sid}:session.jsonl")
+    assert "/w/sub" not in stored and f"instructions for {codex.LOCAL_PATH}/sub" in stored

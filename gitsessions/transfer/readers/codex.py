@@ -143,7 +143,8 @@ def _usage(info: Any) -> dict | None:
 class _Rollout:
     """The messages of one rollout, built line by line."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_paths: bool = False) -> None:
+        self.keep_paths = keep_paths
         self.messages: list[Any] = []
         self.times: list[int] = []
         self.model: str | None = None
@@ -155,12 +156,30 @@ class _Rollout:
         self.notes: list[str] = []
         self.paths: set[str] = set()  # the working directories the rollout names (session_meta, turn_context)
         self.sealed: set[str] = set()  # the encrypted compaction summaries kept so far (each once)
+        self.floor = 0  # the messages before the first line's (Codex's own prompt): never held back
+
+    def begin(self, meta: dict) -> None:
+        """Take a ``session_meta``: its working directory, and Codex's own prompt first (kept, not sent)."""
+        if isinstance(meta.get("cwd"), str) and meta["cwd"].strip():
+            self.paths.add(meta["cwd"])
+        given = meta.get("base_instructions") or meta.get("instructions")
+        given = given.get("text") if isinstance(given, dict) else given
+        if isinstance(given, str) and given.strip() and not self.messages:
+            self.aside("codex instructions", given, 0)  # dated once what follows is known
+            self.floor = 1
 
     def add(self, msg: Any, t: int) -> None:
         self.messages.append(msg)
         self.times.append(t)
 
     def aside(self, name: str, text: str, t: int) -> None:
+        """Keep ``text`` as an ignorable message; the context Codex injects without the paths named so far.
+
+        Only the lines before it decide what it becomes: a file that grows (a resumed
+        session), or whose start a fork goes on from, gives its first messages again as they were.
+        """
+        if name.endswith(" context") and not self.keep_paths:
+            text = _without_paths(text, self.paths)
         self.add({"role": "system", "name": name, "content": text}, t)
 
     def assistant(self, content: str, t: int) -> dict:
@@ -252,7 +271,7 @@ class _Rollout:
         else:
             before = [i for i in ends if i < prompt]
             cut = before[-1] + 1 if before else max(prompt, 0)
-            while not before and cut > 0 and isinstance(self.messages[cut - 1], dict) and (
+            while not before and cut > self.floor and isinstance(self.messages[cut - 1], dict) and (
                     self.messages[cut - 1].get("role") == "system"):
                 cut -= 1  # no end marked (the first turn): back over the context Codex injected for it
             self.notes.append("its last turn is still going on; it is imported once it is over")
@@ -359,7 +378,7 @@ def read_rollout(raw: Iterable[bytes], *, keep_paths: bool = False) -> ImportedC
     Raises:
         _Bad: a line is not JSON or cannot be read (the message names the line).
     """
-    rollout = _Rollout()
+    rollout = _Rollout(keep_paths=keep_paths)
     meta: dict | None = None
     torn = False
     for n, line, ended in stream.lines(raw):
@@ -376,21 +395,13 @@ def read_rollout(raw: Iterable[bytes], *, keep_paths: bool = False) -> ImportedC
             if not is_rollout(obj):
                 raise _Bad(f"line {n}: a Codex rollout begins with a session_meta line")
             meta = obj["payload"]
-            if isinstance(meta.get("cwd"), str) and meta["cwd"].strip():
-                rollout.paths.add(meta["cwd"])
+            rollout.begin(meta)
             continue
         rollout.line(obj, f"line {n}")
     assert meta is not None  # the caller detected the format from the first line
     rollout.hold_back(over=not torn and (rollout.complete or not rollout.tasks))
-    if not keep_paths:
-        rollout.messages = [dict(m, content=_without_paths(m["content"], rollout.paths))
-                            if isinstance(m, dict) and str(m.get("name", "")).endswith(" context") else m
-                            for m in rollout.messages]
-    given = meta.get("base_instructions") or meta.get("instructions")  # Codex's own prompt: kept, not sent
-    given = given.get("text") if isinstance(given, dict) else given
-    if isinstance(given, str) and given.strip():
-        rollout.messages.insert(0, {"role": "system", "name": "codex instructions", "content": given})
-        rollout.times.insert(0, rollout.times[0] if rollout.times else 0)
+    if rollout.floor:  # Codex's own prompt is dated as what follows it
+        rollout.times[0] = rollout.times[1] if len(rollout.times) > 1 else 0
     sid = meta.get("id")
     if not isinstance(sid, str) or not sid:
         raise _Bad("line 1: session_meta has no \"id\"")
