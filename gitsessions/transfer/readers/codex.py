@@ -156,6 +156,7 @@ class _Rollout:
         self.notes: list[str] = []
         self.paths: set[str] = set()  # the working directories the rollout names (session_meta, turn_context)
         self.sealed: set[str] = set()  # the encrypted compaction summaries kept so far (each once)
+        self.before = False  # whether the prompt had a reply before the last one
         self.floor = 0  # the messages before the first line's (Codex's own prompt): never held back
 
     def begin(self, meta: dict) -> None:
@@ -183,7 +184,7 @@ class _Rollout:
         self.add({"role": "system", "name": name, "content": text}, t)
 
     def assistant(self, content: str, t: int) -> dict:
-        self.answered = True
+        self.before, self.answered = self.answered, True
         msg: dict[str, Any] = {"role": "assistant", "content": content}
         if self.model:
             msg["model"] = self.model
@@ -304,6 +305,65 @@ class _Rollout:
                 self.notes.append(f"{at}: Codex's summary there is encrypted; what it kept in the clear stands for it")
         return "\n\n".join(parts)
 
+    def compacted(self, payload: dict, t: int, at: str) -> None:
+        """A ``compacted`` line: the summary the model goes on from, covering all before it.
+
+        ``/compact`` runs as a task of its own whose one reply is the summary: that reply is
+        the summary's (its model and usage), not a turn's. The earlier prompts Codex keeps
+        word for word (its ``replacement_history``) are the summary's ``kept``; a remote
+        compaction's summary is what that history kept in the clear (:meth:`kept`).
+        """
+        self.reply = None
+        summary, history = payload.get("message"), payload.get("replacement_history")
+        msg: dict[str, Any] = {"role": COMPACTION}
+        if isinstance(summary, str) and summary.strip():
+            if (reply := self.unsaid(summary)) is not None:
+                msg.update((k, reply[k]) for k in ("model", "usage") if k in reply)
+            msg["kept"] = self.prompts_kept(history)
+        else:  # compacted by the model's server
+            summary = self.kept(history, at)
+        msg.update(content=summary, through=len(self.messages) - 1)
+        msg.setdefault("model", self.model)
+        self.add(msg, t)
+        self.said = msg  # a token count after it is the summary's usage
+        for item in history if isinstance(history, list) else []:
+            if isinstance(item, dict) and item.get("type") in ("compaction", "compaction_summary"):
+                self.seal(item, t)
+
+    def unsaid(self, summary: str) -> dict | None:
+        """Take back the reply just given when it is ``summary`` (the ``/compact`` task's); return it.
+
+        Asides after it (its reasoning) stay; the prompt is answered as it was before it.
+        """
+        at = len(self.messages)
+        while at > 0 and isinstance(self.messages[at - 1], dict) and self.messages[at - 1].get("role") == "system":
+            at -= 1
+        reply = self.said
+        if reply is None or at == 0 or self.messages[at - 1] is not reply or reply.get("tool_calls") or (
+                str(reply.get("content", "")).strip() != summary.strip()):
+            return None
+        del self.messages[at - 1], self.times[at - 1]
+        self.answered, self.said = self.before, None
+        return reply
+
+    def prompts_kept(self, history: Any) -> list[int]:
+        """The indices of the prompts a ``replacement_history`` keeps word for word, matched in order.
+
+        Its injected context and the summary itself (a user message too) match no prompt; a
+        prompt Codex cut to fit matches none either, and is left to the summary.
+        """
+        prompts = [i for i, m in enumerate(self.messages) if isinstance(m, dict) and m.get("role") == "user"]
+        out, at = [], 0
+        for item in history if isinstance(history, list) else []:
+            if not (isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user"):
+                continue
+            text = _text(item.get("content"))
+            j = next((j for j in range(at, len(prompts)) if self.messages[prompts[j]]["content"] == text), None)
+            if j is not None:
+                out.append(prompts[j])
+                at = j + 1
+        return out
+
     def seal(self, item: dict, t: int) -> None:
         """Keep an encrypted compaction summary as an ignorable message (stored, never sent).
 
@@ -325,14 +385,7 @@ class _Rollout:
         if kind == "response_item":
             self.item(payload, t, at)
         elif kind == "compacted":
-            self.reply = None
-            summary = payload.get("message")
-            if not isinstance(summary, str) or not summary.strip():  # compacted by the model's server
-                summary = self.kept(payload.get("replacement_history"), at)
-            self.add({"role": COMPACTION, "content": summary}, t)
-            for item in payload.get("replacement_history") or []:
-                if isinstance(item, dict) and item.get("type") in ("compaction", "compaction_summary"):
-                    self.seal(item, t)
+            self.compacted(payload, t, at)
         elif kind == "turn_context" or (kind == "event_msg" and payload.get("type") in _TURN_EVENTS):
             if kind == "event_msg":
                 self.tasks = True
