@@ -69,3 +69,16 @@ def discover(name: str, env: Mapping[str, str], home: Path) -> tuple[Path, list[
     """
     src = SOURCES[name]
     return src.where(env, home), src.find(env, home)
+
+
+def folders(env: Mapping[str, str], home: Path) -> dict[str, Path]:
+    """Where each source keeps its files, by ``--from`` name (whether there or not).
+
+    A file of a tool may need another one of the same tool (a Codex fork, its origin's):
+    when it is not beside the file, it is looked for there.
+
+    Args:
+        env: the environment.
+        home: the user's home directory.
+    """
+    return {name: src.where(env, home) for name, src in SOURCES.items()}

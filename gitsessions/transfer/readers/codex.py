@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,10 @@ _ROOTS_LINE = re.compile(r"(?m)^(\s*Writable roots:[ \t]*)(.*)$")
 _ROOT = re.compile(rf"{_ABSOLUTE}[^,\n]*")
 #: ``event_msg`` types that open or close a turn.
 _TURN_EVENTS = ("task_started", "task_complete", "turn_aborted")
+#: Where Codex moves an archived thread's rollout: a folder beside ``sessions``.
+_ARCHIVED = "archived_sessions"
+#: A thread id as a rollout's file name ends with it (anything else is never looked for).
+_THREAD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
@@ -91,6 +96,90 @@ def is_rollout(head: Any) -> bool:
     """True when ``head`` (a rollout's first line, parsed) is Codex's ``session_meta`` line."""
     return (isinstance(head, dict) and head.get("type") == "session_meta"
             and isinstance(head.get("payload"), dict))
+
+
+def find_rollout(thread: str, near: Path | None = None, elsewhere: Sequence[Path] = ()) -> Path | None:
+    """Return the rollout of Codex thread ``thread`` (``rollout-*-<thread>.jsonl``), if it is on this machine.
+
+    Looked for beside ``near``, then under the ``sessions`` folder ``near`` is in, then under
+    each of ``elsewhere``; in each ``sessions`` folder's ``archived_sessions`` beside it too.
+
+    Args:
+        thread: the thread's id.
+        near: a rollout of the same Codex (a fork of the thread), if read from a file.
+        elsewhere: folders Codex keeps rollouts in (its ``sessions`` folder).
+
+    Returns:
+        The first such file by name, or None (none, or an id no file name holds).
+    """
+    if _THREAD.fullmatch(thread) is None:
+        return None
+    roots: list[tuple[Path, str]] = [(near.parent, "")] if near is not None else []
+    roots += [(folder, "**/") for folder in [*(p for p in (near.parents if near else ()) if p.name == "sessions"),
+                                              *elsewhere]]
+    roots += [(root.parent / _ARCHIVED, "**/") for root, _ in roots if root.name == "sessions"]
+    for root, depth in dict.fromkeys(roots):
+        try:
+            found = sorted(p for p in root.glob(f"{depth}rollout-*-{thread}.jsonl") if p.is_file())
+        except OSError:
+            continue
+        if found:
+            return found[0]
+    return None
+
+
+@dataclass(frozen=True)
+class _Base:
+    """Where the history of a fork Codex 0.171 wrote begins: its origin's lines before a point.
+
+    Such a fork (``history_mode: "paginated"``) does not repeat them: its ``session_meta``
+    names them (``history_base``), its own lines go on from there.
+
+    Attributes:
+        thread: the origin's id.
+        offset: how many bytes of the origin's file they are (``end_byte_offset``), if said.
+        ordinal: the ordinal of the origin's first line after them (``end_ordinal_exclusive``), if said.
+    """
+
+    thread: str
+    offset: int | None
+    ordinal: int | None
+
+    @classmethod
+    def of(cls, meta: dict) -> _Base | None:
+        """The base a ``session_meta`` names (None: its lines are all its history)."""
+        base = meta.get("history_base")
+        if not isinstance(base, dict) or not isinstance(base.get("thread_id"), str) or not base["thread_id"]:
+            return None
+
+        def number(value: Any) -> int | None:
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+        return cls(base["thread_id"], number(base.get("end_byte_offset")),
+                   number(base.get("end_ordinal_exclusive", meta.get("forked_from_ordinal_exclusive"))))
+
+    def past(self, end: int, line: dict | None) -> bool:
+        """Whether an origin's line (ending ``end`` bytes in; parsed, when it was) lies after the fork.
+
+        Told by the byte offset when the fork names one (a fact of the file), else by the
+        line's ordinal.
+        """
+        if self.offset is not None:
+            return end > self.offset
+        ordinal = line.get("ordinal") if line is not None else None
+        return self.ordinal is not None and isinstance(ordinal, int) and ordinal >= self.ordinal
+
+
+class _Counted:
+    """A file's lines as they are read, and where the last one given ends (bytes)."""
+
+    def __init__(self, raw: Iterable[bytes]):
+        self.raw, self.end = raw, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for data in self.raw:
+            self.end += len(data)
+            yield data
 
 
 def _ms(value: Any, at: str) -> int:
@@ -143,8 +232,8 @@ def _usage(info: Any) -> dict | None:
 class _Rollout:
     """The messages of one rollout, built line by line."""
 
-    def __init__(self, *, keep_paths: bool = False) -> None:
-        self.keep_paths = keep_paths
+    def __init__(self, *, keep_paths: bool = False, elsewhere: Sequence[Path] = ()) -> None:
+        self.keep_paths, self.elsewhere = keep_paths, elsewhere
         self.messages: list[Any] = []
         self.times: list[int] = []
         self.model: str | None = None
@@ -158,16 +247,89 @@ class _Rollout:
         self.sealed: set[str] = set()  # the encrypted compaction summaries kept so far (each once)
         self.before = False  # whether the prompt had a reply before the last one
         self.floor = 0  # the messages before the first line's (Codex's own prompt): never held back
+        self.instructions: str | None = None  # Codex's own prompt, as the last session_meta gave it
+        self.origins: list[Path] = []  # the rollouts the history began in, read (the first origin first)
+        self.missing: str | None = None  # the thread whose rollout, where the history begins, was not found
 
-    def begin(self, meta: dict) -> None:
-        """Take a ``session_meta``: its working directory, and Codex's own prompt first (kept, not sent)."""
+    def read(self, raw: Iterable[bytes], path: Path | None, cut: _Base | None = None,
+             within: tuple[str, ...] = ()) -> tuple[dict | None, bool]:
+        """Take a rollout's lines, after those of the rollout its history begins in (a fork's).
+
+        Args:
+            raw: its bytes, line by line.
+            path: its file, if any (its origin is looked for near it).
+            cut: for an origin's file, where the fork left it: only the lines before are read.
+            within: the threads whose history this reading is part of (a loop is no history).
+
+        Returns:
+            Its ``session_meta`` (None: no line), and whether its last line is torn (being written).
+
+        Raises:
+            _Bad: a line is not JSON or cannot be read (the message names the line, and the
+                file when it is an origin's).
+        """
+        meta: dict | None = None
+        counted = _Counted(raw)
+        at = "" if cut is None or path is None else f"{path.name} (where its history begins), "
+        for n, line, ended in stream.lines(counted):
+            if cut is not None and cut.past(counted.end, None):
+                break
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                if not ended:  # Codex is writing it: the next import reads it
+                    return meta, True
+                raise _Bad(f"{at}line {n}: not JSON ({exc})") from None
+            if meta is None:
+                if not is_rollout(obj):
+                    raise _Bad(f"{at}line {n}: a Codex rollout begins with a session_meta line")
+                meta = obj["payload"]
+                self.begin(meta, path, within)
+            elif cut is None or not cut.past(counted.end, obj):
+                self.line(obj, f"{at}line {n}")
+            else:
+                break
+        return meta, False
+
+    def begin(self, meta: dict, path: Path | None, within: tuple[str, ...]) -> None:
+        """Take a ``session_meta``: the history it goes on from, its working directory, Codex's own prompt.
+
+        Codex's prompt is kept (never sent) where it is given: first, or where a fork's
+        differs from its origin's.
+        """
+        base = _Base.of(meta)
+        if base is not None:
+            self.origin(base, path, (*within, str(meta.get("id"))))
         if isinstance(meta.get("cwd"), str) and meta["cwd"].strip():
             self.paths.add(meta["cwd"])
         given = meta.get("base_instructions") or meta.get("instructions")
         given = given.get("text") if isinstance(given, dict) else given
-        if isinstance(given, str) and given.strip() and not self.messages:
-            self.aside("codex instructions", given, 0)  # dated once what follows is known
-            self.floor = 1
+        if isinstance(given, str) and given.strip() and given != self.instructions:
+            self.instructions = given
+            self.aside("codex instructions", given, self.times[-1] if self.times else 0)
+            if len(self.messages) == 1:
+                self.floor = 1  # dated once what follows is known
+
+    def origin(self, base: _Base, near: Path | None, within: tuple[str, ...]) -> None:
+        """Read the lines of the rollout a fork's history begins in, up to the fork (see :class:`_Base`)."""
+        found = None if base.thread in within else find_rollout(base.thread, near, self.elsewhere)
+        meta = None
+        try:
+            opened = found.open("rb") if found is not None else None
+        except OSError:  # (not readable here: as if it were not here)
+            opened = None
+        if found is not None and opened is not None:
+            with opened:
+                try:
+                    meta, _ = self.read(opened, found, base, within)
+                except OSError as exc:
+                    raise _Bad(f"{found.name}, where its history begins, cannot be read ({exc})") from None
+        if found is None or meta is None:
+            self.missing = base.thread
+        else:
+            self.origins.append(found)
 
     def add(self, msg: Any, t: int) -> None:
         self.messages.append(msg)
@@ -416,41 +578,73 @@ def _without_paths(text: str, paths: set[str]) -> str:
     return _PATH_ELEMENT.sub(lambda m: f"{m.group(1)}{LOCAL_PATH}{m.group(3)}", text)
 
 
-def read_rollout(raw: Iterable[bytes], *, keep_paths: bool = False) -> ImportedConversation:
+def read_rollout(raw: Iterable[bytes], path: Path | None = None, *, keep_paths: bool = False,
+                 elsewhere: Sequence[Path] = ()) -> ImportedConversation:
     """Convert a rollout into one conversation, each turn a chunk.
+
+    A fork Codex 0.171 wrote names where its history begins (:class:`_Base`): that
+    rollout's lines up to the fork are read first (from its file, found by
+    :func:`find_rollout`; of a fork of a fork, recursively), so its first turns are its
+    origin's, event for event, and the writer forks the origin's session there.
 
     Args:
         raw: the file's bytes, line by line (a binary file: read a line at a time, never held
             whole); its first line is ``session_meta``.
+        path: the file, if read from one (a fork's origin is looked for near it).
         keep_paths: keep the local paths of the context Codex injected (``--keep-paths``);
             else each is :data:`LOCAL_PATH`.
+        elsewhere: the folders Codex keeps rollouts in, where a fork's origin is looked for
+            when it is not near ``path``.
 
     Returns:
-        The conversation (titled by its first prompt; ``forked_from`` noted).
+        The conversation (titled by its first prompt; ``forked_from`` noted; ``awaits`` the
+        origin whose rollout was not found).
 
     Raises:
         _Bad: a line is not JSON or cannot be read (the message names the line).
     """
-    rollout = _Rollout(keep_paths=keep_paths)
-    meta: dict | None = None
-    torn = False
-    for n, line, ended in stream.lines(raw):
-        if not line.strip():
-            continue
+    return _read(raw, path, keep_paths, elsewhere)[0]
+
+
+def read_rollouts(raw: Iterable[bytes], path: Path | None = None, *, keep_paths: bool = False,
+                  elsewhere: Sequence[Path] = ()) -> list[ImportedConversation]:
+    """Convert a rollout into its conversation, after those of the rollouts a fork's history begins in.
+
+    Each origin is read whole from its own file (the first origin first): written before the
+    fork, it is what the fork forks, whichever file is imported first; imported on its own
+    later, it is found written. An origin whose whole file does not read is left to its own
+    import (which says why).
+
+    Args:
+        raw: the file's bytes, line by line.
+        path: the file, if read from one.
+        keep_paths: as :func:`read_rollout`'s.
+        elsewhere: as :func:`read_rollout`'s.
+
+    Returns:
+        The origins' conversations, then the file's.
+
+    Raises:
+        _Bad: a line of the file, or of an origin's up to the fork, cannot be read.
+    """
+    conv, origins = _read(raw, path, keep_paths, elsewhere)
+    out = []
+    for origin in origins:
         try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            if not ended:  # Codex is writing it: the next import reads it
-                torn = True
-                break
-            raise _Bad(f"line {n}: not JSON ({exc})") from None
-        if meta is None:
-            if not is_rollout(obj):
-                raise _Bad(f"line {n}: a Codex rollout begins with a session_meta line")
-            meta = obj["payload"]
-            rollout.begin(meta)
+            with origin.open("rb") as f:
+                theirs = _read(f, origin, keep_paths, elsewhere)[0]
+        except (OSError, _Bad):
             continue
-        rollout.line(obj, f"line {n}")
+        theirs.notes.append(f"read with codex session {conv.source_id}, which was forked from it")
+        out.append(theirs)
+    return [*out, conv]
+
+
+def _read(raw: Iterable[bytes], path: Path | None, keep_paths: bool,
+          elsewhere: Sequence[Path]) -> tuple[ImportedConversation, list[Path]]:
+    """:func:`read_rollout`, and the origins' files its history was read from (the first origin first)."""
+    rollout = _Rollout(keep_paths=keep_paths, elsewhere=elsewhere)
+    meta, torn = rollout.read(raw, path)
     assert meta is not None  # the caller detected the format from the first line
     rollout.hold_back(over=not torn and (rollout.complete or not rollout.tasks))
     if rollout.floor:  # Codex's own prompt is dated as what follows it
@@ -466,8 +660,16 @@ def read_rollout(raw: Iterable[bytes], *, keep_paths: bool = False) -> ImportedC
     notes = rollout.notes + notes
     if not prompts:
         notes.append("it holds no prompt yet")
-    forked = meta.get("forked_from_id")
-    if isinstance(forked, str) and forked:
+    base = _Base.of(meta)
+    forked = base.thread if base is not None else meta.get("forked_from_id")
+    forked = forked if isinstance(forked, str) and forked else None
+    if rollout.missing is not None:
+        notes.append(f"its history begins in codex session {rollout.missing}, whose rollout is not on this "
+                     "machine (beside it or in Codex's sessions folder): imported with the turns that follow; "
+                     "imported again once that rollout is here, it becomes a fork of that session, as a new "
+                     "session (this one stays as it is)")
+        forked = None if base is not None and base.thread == rollout.missing else forked
+    elif forked:
         notes.append(f"it was forked from codex session {forked}")
     return ImportedConversation(TOOL, sid, title, created, [(sid, chunks)] if len(chunks) > 1 else [], notes,
-                                forked_from=forked if isinstance(forked, str) and forked else None)
+                                forked_from=forked, awaits=rollout.missing), rollout.origins
