@@ -3,30 +3,48 @@
 A rollout is one JSON object per line, ``{"timestamp", "type", "payload"}`` (see the import
 formats notes). What becomes what:
 
-- ``session_meta`` (the first line) names the conversation (``id``) and, for a forked
-  session, the one it came from (``forked_from_id``: its lineage); Codex's instructions in
-  it are kept as an ignorable message.
+- ``session_meta`` (the first line) names the conversation (``id``); Codex's instructions in
+  it are kept as an ignorable message. A session forked from another repeats its lines
+  (older Codex: ``forked_from_id``) or, as Codex 0.171 writes it (``/fork``, ``codex exec
+  fork``), names them (``history_base``: the origin's thread and where the fork left it,
+  its ordinal and byte offset): those lines are read from the origin's rollout (beside it,
+  under its ``sessions`` folder or ``archived_sessions``, else under Codex's own folder;
+  recursively for a fork of a fork) before the fork's own, so that its first turns are the
+  origin's, event for event, and it is written as a fork of the origin's session there
+  (``forked_from``). The origins, read whole from their files, are conversations of the
+  fork's file too, before it (:func:`read_rollouts`): whichever file is imported first, the
+  fork forks the origin's session. A fork whose origin's rollout is not here holds its own
+  turns alone, says so and ``awaits`` it: read again by every import, once the origin is
+  here the whole fork is written as a new session forking the origin's, and the first one
+  is kept as it was (nothing rewritten, nothing lost).
 - ``response_item`` messages: the user's prompts open turns; the assistant's replies are
   steps. What Codex injects as messages (``developer`` and ``system`` messages, ``user``
   messages holding ``<environment_context>`` or instructions) and the model's ``reasoning``
   summaries are kept as ignorable messages (stored, never sent to a model). The local paths
-  in that context (the working directory, writable roots) are replaced unless the paths are
-  kept, as no other source's local paths are imported then (:func:`_without_paths`).
+  in that context (the working directories named so far, writable roots) are replaced
+  unless the paths are kept, as no other source's local paths are imported then
+  (:func:`_without_paths`).
 - ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` are tool calls (one
   assistant message holds the calls of one reply), their ``*_output`` items the results.
-- ``compacted`` is a ``compaction/summary`` event (the model is sent the summary and what
-  follows it; a remote compaction's summary is what its ``replacement_history`` kept, and
-  its encrypted summary, which only the model's server reads, an ignorable message after it);
-  ``turn_context`` names the model of the replies after it, and with the ``task_*`` events
-  ends the turn before it once that has a reply; ``event_msg``
-  ``token_count`` gives the usage of the reply before it. Every other line (UI events,
+- ``compacted`` is a ``compaction/summary`` event covering all before it (``through``): the
+  model is sent the earlier prompts its ``replacement_history`` keeps word for word
+  (``kept``), the summary, and what follows. ``/compact`` runs as a task of its own whose
+  one reply is the summary: that reply is the summary's (its model and usage), no turn's,
+  and the summary opens the next turn's commit; a compaction mid-task is in its turn. A
+  remote compaction's summary is what its ``replacement_history`` kept in the clear, and
+  its encrypted summary, which only the model's server reads, an ignorable message after
+  it. ``turn_context`` names the model of the replies after it, and with the ``task_*``
+  events ends the turn before it once that has a reply; ``event_msg`` ``token_count`` gives
+  the usage of the reply (or summary) before it. Every other line (UI events,
   ``world_state``, types of newer versions) is skipped.
 - A file Codex is still writing (a torn last line, a turn without its ``task_complete``)
   keeps its last turn for the next import, and what follows the last turn's end (the next
-  turn's context, a compaction) always waits for the turn it opens: so that the next
-  import finds every commit as it wrote it and fast-forwards.
+  turn's context, a compaction) always waits for the turn it opens; what a line becomes
+  depends only on the lines before it: so that the next import finds every commit as it
+  wrote it and fast-forwards.
 
-Nothing here reads the file system but :func:`default_paths`.
+Nothing here reads the file system but :func:`default_paths` and a fork's origins
+(:func:`find_rollout`, their files).
 """
 
 from __future__ import annotations
