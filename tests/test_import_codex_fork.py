@@ -14,9 +14,12 @@ import json
 import shutil
 from pathlib import Path
 
+from test_import_codex import _compact
+
 from gitsessions.ids import imported_fork_id, imported_session_id
 from gitsessions.log.transcript import derive_messages
 from gitsessions.store import GitStore
+from gitsessions.transfer.readers import codex
 
 ORIGIN_ID = "0199c000-0000-7000-8000-0000000000a1"
 FORK_ID = "0199c000-0000-7000-8000-0000000000b2"
@@ -225,3 +228,37 @@ def test_an_origin_that_does_not_read_is_named(gs, repo_path, tmp_path):
     r = gs("import", str(_fork(tmp_path, base).path))
     assert r.code == 1 and f"{path.name} (where its history begins), line 4: not JSON" in r.err, r.err
     assert not repo_path.exists()
+
+
+def test_a_fork_made_after_compact_is_sent_what_the_origin_kept(gs, git, repo_path, tmp_path):
+    """``/compact``, then ``/fork``: the summary opens the fork's first turn as it opens the origin's next."""
+    origin = Rollout(tmp_path, ORIGIN_ID, 0).turn(1, TITLE, "Parsed.").turn(11, "Add tests", "Tested.")
+    for line in _compact(15, "A parser with tests.", [TITLE, "Add tests"]):
+        origin.add(line["type"], line["payload"], 16)
+    base = origin.base()
+    origin.turn(21, "Now a lexer", "Lexed.")
+    fork = _fork(tmp_path, base)
+    assert gs("import", str(fork.path)).code == 0
+    git("fsck", "--strict")
+    assert git("merge-base", ORIGIN, FORK).strip() == git("rev-parse", f"{ORIGIN}~1").strip()  # at turn 2
+    lead = "Summary of the conversation so far:\nA parser with tests."
+    assert _said(_events(repo_path, FORK)) == [("user", TITLE), ("user", "Add tests"), ("user", lead), *FORK_TURN]
+    assert _said(_events(repo_path, ORIGIN))[:3] == [("user", TITLE), ("user", "Add tests"), ("user", lead)]
+
+
+def test_an_origin_is_looked_for_beside_the_fork_in_its_sessions_folder_and_where_codex_archives(tmp_path):
+    home = tmp_path / ".codex"
+    day = home / "sessions" / "2025" / "10" / "08"
+    fork = day / f"rollout-2025-10-08T10-05-00-{FORK_ID}.jsonl"
+    archived = home / "archived_sessions" / f"rollout-2025-10-01T10-00-00-{ORIGIN_ID}.jsonl"
+    archived.parent.mkdir(parents=True)
+    archived.write_text("", encoding="utf-8")
+    assert codex.find_rollout(ORIGIN_ID, fork) == archived
+    elsewhere = tmp_path / "copy" / fork.name
+    assert codex.find_rollout(ORIGIN_ID, elsewhere) is None
+    assert codex.find_rollout(ORIGIN_ID, elsewhere, [home / "sessions"]) == archived
+    earlier = home / "sessions" / "2025" / "10" / "01" / archived.name
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text("", encoding="utf-8")
+    assert codex.find_rollout(ORIGIN_ID, fork) == earlier  # the live one before the archived one
+    assert codex.find_rollout("../../*", fork) is None  # no id of a thread: never a pattern
