@@ -14,6 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from test_import_codex import _compact
 
 from gitsessions.ids import imported_fork_id, imported_session_id
@@ -31,15 +32,14 @@ ORIGIN, FORK, FORK2 = (imported_session_id("codex", sid, TITLE) for sid in (ORIG
 class Rollout:
     """A rollout file Codex 0.171 writes, a line at a time, each with its ``ordinal``."""
 
-    def __init__(self, folder: Path, sid: str, minute: int, base: dict | None = None):
-        self.sid, self.minute = sid, minute
+    def __init__(self, folder: Path, sid: str, minute: int, base: dict | None = None, *, ordinals: bool = True):
+        self.sid, self.minute, self.ordinals = sid, minute, ordinals
         self.path = folder / f"rollout-2025-10-08T10-{minute:02d}-00-{sid}.jsonl"
-        self.ordinal = base["end_ordinal_exclusive"] if base else 0
+        self.ordinal = base.get("end_ordinal_exclusive", 0) if base else 0
         meta = {"id": sid, "timestamp": self.at(0), "cwd": "/w", "originator": "codex-tui", "cli_version": "0.171.0",
                 "base_instructions": {"text": "You are Codex."}}
         if base:
-            meta.update(forked_from_id=base["thread_id"], forked_from_ordinal_exclusive=base["end_ordinal_exclusive"],
-                        history_mode="paginated", history_base=base)
+            meta.update(forked_from_id=base["thread_id"], history_mode="paginated", history_base=base)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text("", encoding="utf-8")
         self.add("session_meta", meta)
@@ -49,6 +49,8 @@ class Rollout:
 
     def add(self, kind: str, payload: dict, second: int = 0) -> None:
         line = {"timestamp": self.at(second), "ordinal": self.ordinal, "type": kind, "payload": payload}
+        if not self.ordinals:
+            del line["ordinal"]
         self.ordinal += 1
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
@@ -71,9 +73,11 @@ class Rollout:
         self.add("world_state", {"cwd": "/w"}, second + 2)
         return self
 
-    def base(self, *, offset: bool = True) -> dict:
+    def base(self, *, offset: bool = True, ordinal: bool = True) -> dict:
         """Where a fork made now leaves this rollout (``history_base``)."""
-        base = {"thread_id": self.sid, "end_ordinal_exclusive": self.ordinal}
+        base: dict = {"thread_id": self.sid}
+        if ordinal:
+            base["end_ordinal_exclusive"] = self.ordinal
         if offset:
             base["end_byte_offset"] = self.path.stat().st_size
         return base
@@ -173,14 +177,17 @@ def test_a_fork_of_a_fork_forks_the_fork_where_it_left_it(gs, git, repo_path, tm
         assert r.code == 0 and "nothing new" in r.err, r.err
 
 
-def test_the_fork_point_told_by_ordinals_and_the_origin_found_where_codex_keeps_its_rollouts(gs, git, repo_path,
-                                                                                          tmp_path):
-    """A fork copied elsewhere finds its origin in ``$CODEX_HOME/sessions``; without a byte offset the
-    ordinal says where the fork left it."""
+@pytest.mark.parametrize("told_by", ["ordinal", "offset"])
+def test_the_fork_point_is_told_by_ordinals_or_bytes_and_the_origin_found_where_codex_keeps_it(gs, git, repo_path,
+                                                                                             tmp_path, told_by):
+    """A fork copied elsewhere finds its origin in ``$CODEX_HOME/sessions``. Where the fork left it is
+    told by the ordinal (however the origin's bytes changed since), or the byte offset where lines have none."""
     home = tmp_path / "codex-home"
-    origin = Rollout(home / "sessions" / "2025" / "10" / "08", ORIGIN_ID, 0)
+    origin = Rollout(home / "sessions" / "2025" / "10" / "08", ORIGIN_ID, 0, ordinals=told_by == "ordinal")
     origin.turn(1, TITLE, "Parsed.").turn(11, "Add tests", "Tested.")
-    base = origin.base(offset=False)
+    base = origin.base(offset=told_by == "offset")
+    if told_by == "ordinal":
+        base["end_byte_offset"] = 10 ** 6  # the size Codex saw, before the file was rewritten
     origin.turn(21, "Now a lexer", "Lexed.")
     fork = _fork(tmp_path / "copied", base)
     r = gs("import", str(fork.path), env={"CODEX_HOME": str(home)})

@@ -176,16 +176,16 @@ class _Base:
         return cls(base["thread_id"], number(base.get("end_byte_offset")),
                    number(base.get("end_ordinal_exclusive", meta.get("forked_from_ordinal_exclusive"))))
 
-    def past(self, end: int, line: dict | None) -> bool:
-        """Whether an origin's line (ending ``end`` bytes in; parsed, when it was) lies after the fork.
+    def past(self, end: int, line: Any) -> bool:
+        """Whether an origin's line (ending ``end`` bytes in; parsed, or None) lies after the fork.
 
-        Told by the byte offset when the fork names one (a fact of the file), else by the
-        line's ordinal.
+        Told by the line's ordinal when both have one (it holds however the file's bytes
+        changed since: a copy, a rewritten line), else by the byte offset.
         """
-        if self.offset is not None:
-            return end > self.offset
-        ordinal = line.get("ordinal") if line is not None else None
-        return self.ordinal is not None and isinstance(ordinal, int) and ordinal >= self.ordinal
+        ordinal = line.get("ordinal") if isinstance(line, dict) else None
+        if self.ordinal is not None and isinstance(ordinal, int) and not isinstance(ordinal, bool):
+            return ordinal >= self.ordinal
+        return self.offset is not None and end > self.offset
 
 
 class _Counted:
@@ -290,8 +290,6 @@ class _Rollout:
         counted = _Counted(raw)
         at = "" if cut is None or path is None else f"{path.name} (where its history begins), "
         for n, line, ended in stream.lines(counted):
-            if cut is not None and cut.past(counted.end, None):
-                break
             if not line.strip():
                 continue
             try:
@@ -299,6 +297,8 @@ class _Rollout:
             except ValueError as exc:
                 if not ended:  # Codex is writing it: the next import reads it
                     return meta, True
+                if cut is not None and cut.past(counted.end, None):
+                    break  # (after the fork: none of its history)
                 raise _Bad(f"{at}line {n}: not JSON ({exc})") from None
             if meta is None:
                 if not is_rollout(obj):
