@@ -439,25 +439,28 @@ def _turn(second: int, prompt: str, reply: str) -> list[dict]:
             _line(second + 2, "world_state", {"cwd": "/w"})]
 
 
-#: What Codex sends before a summary it kept (codex-rs ``SUMMARY_PREFIX``'s gist): no prompt of the user's.
-_SUMMARY_LEAD = "Another language model started to solve this problem and produced a summary of its thinking process."
+#: What Codex 0.171 puts before the summary in ``compacted.message`` and the history it goes on with.
+_SUMMARY_LEAD = ("Another language model started to solve this problem and produced a summary of its thinking process. "
+                 "Here is the summary produced by the other language model:")
 
 
 def _compact(second: int, summary: str, prompts: list[str]) -> list[dict]:
     """``/compact`` as Codex 0.171 runs it: a task of its own whose one reply is the summary, then ``compacted``.
 
-    Its ``replacement_history`` (what Codex sends from then on) holds the earlier prompts word
-    for word, the context it injects, and the summary as a user message.
+    Its ``message`` is the summary after Codex's lead; its ``replacement_history`` (what Codex
+    sends from then on) holds the earlier prompts word for word, the context it injects, and
+    that message as a user message.
     """
     def user(text: str) -> dict:
         return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
     history = [*map(user, prompts), user("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
                user(f"{_SUMMARY_LEAD}\n{summary}")]
+    message = f"{_SUMMARY_LEAD}\n{summary}"
     return [_line(second, "event_msg", {"type": "task_started", "turn_id": "compact"}),
             _said(second + 1, "assistant", summary), _usage(second + 1, 300, 40),
             _line(second + 1, "compacted", {
-                "message": summary, "replacement_history": history,
+                "message": message, "replacement_history": history,
                 "replacement_history_metadata": {"user_messages": len(prompts)}, "retained_context": [],
                 "context_window_id": "w2", "previous_context_window_id": "w1",
                 "latest_token_usage_record": {"input": 300, "output": 40}}),
@@ -499,8 +502,8 @@ def test_a_compact_task_is_no_turn_its_summary_opens_the_next_turn_and_covers_th
     prompts = {e.data["content"]: e.seq for e in events if e.type == "user/message"}
     ends = [e.seq for e in events if e.type == "turn/end"]
     # It covers all before it (turns 1-2), keeps the two prompts Codex keeps, and is the model's work.
-    assert summary.data == {"summary": _SUMMARY, "through": ends[1], "kept": [prompts[p] for p in _PROMPTS[:2]],
-                            "model": "gpt-5-codex",
+    assert summary.data == {"summary": f"{_SUMMARY_LEAD}\n{_SUMMARY}", "through": ends[1],
+                            "kept": [prompts[p] for p in _PROMPTS[:2]], "model": "gpt-5-codex",
                             "usage": {"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340}}
     assert ends[1] < summary.seq < prompts[_PROMPTS[2]]
     # In turn 3's commit, opening it (as the context of a turn does); said alone it is "up to turn 2".
@@ -518,7 +521,8 @@ def test_a_continued_session_is_sent_the_kept_prompts_the_summary_and_what_follo
     with GitStore(repo_path) as store:
         sent = derive_messages(store.load(sid).events)
     assert [(m["role"], m["content"]) for m in sent] == [
-        ("user", _PROMPTS[0]), ("user", _PROMPTS[1]), ("user", f"Summary of the conversation so far:\n{_SUMMARY}"),
+        ("user", _PROMPTS[0]), ("user", _PROMPTS[1]),
+        ("user", f"Summary of the conversation so far:\n{_SUMMARY_LEAD}\n{_SUMMARY}"),
         ("user", _PROMPTS[2]), ("assistant", "Done: run the tests."), ("user", _PROMPTS[3]),
         ("assistant", "Done: ship it.")]
     assert gs("ask", sid, "and now?").code == 0

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_import_codex import _compact
+from test_import_codex import _SUMMARY_LEAD, _compact
 
 from gitsessions.ids import imported_fork_id, imported_session_id
 from gitsessions.log.transcript import derive_messages
@@ -248,7 +248,7 @@ def test_a_fork_made_after_compact_is_sent_what_the_origin_kept(gs, git, repo_pa
     assert gs("import", str(fork.path)).code == 0
     git("fsck", "--strict")
     assert git("merge-base", ORIGIN, FORK).strip() == git("rev-parse", f"{ORIGIN}~1").strip()  # at turn 2
-    lead = "Summary of the conversation so far:\nA parser with tests."
+    lead = f"Summary of the conversation so far:\n{_SUMMARY_LEAD}\nA parser with tests."
     assert _said(_events(repo_path, FORK)) == [("user", TITLE), ("user", "Add tests"), ("user", lead), *FORK_TURN]
     assert _said(_events(repo_path, ORIGIN))[:3] == [("user", TITLE), ("user", "Add tests"), ("user", lead)]
 

@@ -511,16 +511,19 @@ class _Rollout:
                 self.seal(item, t)
 
     def unsaid(self, summary: str) -> dict | None:
-        """Take back the reply just given when it is ``summary`` (the ``/compact`` task's); return it.
+        """Take back the reply just given when it is the summary's text (the ``/compact`` task's); return it.
 
-        Asides after it (its reasoning) stay; the prompt is answered as it was before it.
+        Codex's ``message`` is that text after a lead of its own (what it tells the model the
+        summary is), so nothing of the reply is lost. Asides after it stay; the prompt is
+        answered as it was before it.
         """
         at = len(self.messages)
         while at > 0 and isinstance(self.messages[at - 1], dict) and self.messages[at - 1].get("role") == "system":
             at -= 1
         reply = self.said
-        if reply is None or at == 0 or self.messages[at - 1] is not reply or reply.get("tool_calls") or (
-                str(reply.get("content", "")).strip() != summary.strip()):
+        said = str(reply.get("content", "")).strip() if reply is not None else ""
+        if reply is None or at == 0 or self.messages[at - 1] is not reply or reply.get("tool_calls") or not said or (
+                not summary.strip().endswith(said)):
             return None
         del self.messages[at - 1], self.times[at - 1]
         self.answered, self.said = self.before, None
