@@ -11,7 +11,8 @@ drives the CLI (``-p`` / ``exec`` for plain turns, tmux for what only the TUI do
 what the file holds. ``--keep`` leaves the throwaway HOME (and the recorded requests) behind.
 
 It needs ``claude`` and ``codex`` from npm (``@anthropic-ai/claude-code``,
-``@openai/codex``) in ``--bin`` and ``tmux`` on the PATH; the tests never run it.
+``@openai/codex``) in ``--bin`` and ``tmux`` on the PATH; the tests never run it. Every run
+makes new session ids (and file names): tests/test_import_real.py names them, update it too.
 """
 
 from __future__ import annotations
