@@ -328,7 +328,7 @@ def test_the_runner_imports_the_transcript_and_its_sub_agents_quietly(gs, projec
     assert (r.code, r.out, r.err) == (0, "", "")
     ids = _ids(repo_path)
     assert [i for i in ids if i.startswith("please-use-an-agent-to-count-files-")]
-    assert [i for i in ids if i.startswith("sub-agent-count-the-files-")]
+    assert [i for i in ids if i.startswith("sub-agent-count-files-")]
     r = gs(*words[3:], input=_hook_json(projects / f"{WITH_AGENT}.jsonl", "SessionEnd"))
     assert (r.code, r.out, r.err) == (0, "", "")
     runs = _claude_log(isolated_home).runs()

@@ -21,6 +21,8 @@ from pathlib import Path
 from fakeapi import validate_messages
 
 from gitsessions.ids import imported_session_id
+from gitsessions.log.commits import commit_message
+from gitsessions.log.transcript import derive_messages
 from gitsessions.store import GitStore
 from gitsessions.transfer.readers import codex
 
@@ -104,8 +106,9 @@ def test_the_model_is_sent_the_summary_and_what_follows_it(gs, fake_api):
         assert validate_messages(messages) is None
         assert messages[-1] == {"role": "user", "content": "and now?"}
         assert not any("environment_context" in str(m.get("content")) for m in messages)
-        if sid == MAIN:  # what the compaction covers is replaced by its summary
-            assert messages[0]["content"].startswith("Summary of the conversation so far:\nThe user asked")
+        if sid == MAIN:  # what the compaction covers gives way to the prompts Codex kept and its summary
+            assert [m["content"] for m in messages[:2]] == [TITLE, "Add a docstring to main.py."]
+            assert messages[2]["content"].startswith("Summary of the conversation so far:\nThe user asked")
             assert not any(m.get("tool_calls") for m in messages)
         else:
             assert [m["tool_call_id"] for m in messages if m["role"] == "tool"] == ["call_ls1", "call_rm"]
@@ -411,3 +414,181 @@ def test_a_compaction_inside_a_turn_is_that_turns(gs, repo_path, tmp_path, fake_
     messages = fake_api.requests[-1]["messages"]
     assert validate_messages(messages) is None
     assert "The tests pass." in json.dumps(messages) and "The parser was ported" in json.dumps(messages)
+
+
+def _context(second: int, turn: str) -> list[dict]:
+    """The lines Codex 0.171 opens a turn with: its context, the task, what it tells the model."""
+    return [_line(second, "turn_context", {"turn_id": turn, "cwd": "/w", "model": "gpt-5-codex",
+                                           "approval_policy": "never", "sandbox_policy": {"type": "read-only"}}),
+            _line(second, "event_msg", {"type": "task_started", "turn_id": turn}),
+            _said(second, "developer", "<permissions instructions>\nread-only\n</permissions instructions>"),
+            _said(second, "user", "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>")]
+
+
+def _usage(second: int, given: int, said: int) -> dict:
+    """A ``token_count`` line: the request before it read ``given`` tokens and wrote ``said``."""
+    return _line(second, "event_msg", {"type": "token_count", "info": {
+        "last_token_usage": {"input_tokens": given, "output_tokens": said, "total_tokens": given + said}}})
+
+
+def _turn(second: int, prompt: str, reply: str) -> list[dict]:
+    """A turn as Codex 0.171 writes it (``codex exec``, ``resume``, the TUI), said from ``second`` on."""
+    turn = f"t{second}"
+    return [*_context(second, turn), _said(second + 1, "user", prompt), _said(second + 2, "assistant", reply),
+            _usage(second + 2, 100, 10), _line(second + 2, "event_msg", {"type": "task_complete", "turn_id": turn}),
+            _line(second + 2, "world_state", {"cwd": "/w"})]
+
+
+#: What Codex 0.171 puts before the summary in ``compacted.message`` and the history it goes on with.
+_SUMMARY_LEAD = ("Another language model started to solve this problem and produced a summary of its thinking process. "
+                 "Here is the summary produced by the other language model:")
+
+
+def _compact(second: int, summary: str, prompts: list[str]) -> list[dict]:
+    """``/compact`` as Codex 0.171 runs it: a task of its own whose one reply is the summary, then ``compacted``.
+
+    Its ``message`` is the summary after Codex's lead; its ``replacement_history`` (what Codex
+    sends from then on) holds the earlier prompts word for word, the context it injects, and
+    that message as a user message.
+    """
+    def user(text: str) -> dict:
+        return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+    history = [*map(user, prompts), user("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
+               user(f"{_SUMMARY_LEAD}\n{summary}")]
+    message = f"{_SUMMARY_LEAD}\n{summary}"
+    return [_line(second, "event_msg", {"type": "task_started", "turn_id": "compact"}),
+            _said(second + 1, "assistant", summary), _usage(second + 1, 300, 40),
+            _line(second + 1, "compacted", {
+                "message": message, "replacement_history": history,
+                "replacement_history_metadata": {"user_messages": len(prompts)}, "retained_context": [],
+                "context_window_id": "w2", "previous_context_window_id": "w1",
+                "latest_token_usage_record": {"input": 300, "output": 40}}),
+            _line(second + 1, "world_state", {"cwd": "/w"}),
+            _line(second + 1, "turn_context", {"turn_id": "compact", "cwd": "/w", "model": "gpt-5-codex"}),
+            _line(second + 1, "event_msg", {"type": "task_complete", "turn_id": "compact"})]
+
+
+_CID = "0199b000-0000-7000-8000-0000000000c1"
+_PROMPTS = ["Port the parser to Rust", "Now the lexer", "Run the tests", "Ship it"]
+_SUMMARY = "The parser and the lexer were ported to Rust."
+
+
+def _compacted_rollout(tmp_path: Path, *, turns: int = 4) -> Path:
+    """Four prompts, ``/compact`` after the second: the first ``turns`` of them written."""
+    lines = [_line(0, "session_meta", {"id": _CID, "timestamp": "2025-10-07T11:00:00.000Z", "cwd": "/w",
+                                       "base_instructions": {"text": "You are Codex."}})]
+    for n, prompt in enumerate(_PROMPTS[:turns]):
+        if n == 2:
+            lines += _compact(21, _SUMMARY, _PROMPTS[:2])
+        lines += _turn(1 + 10 * n + (10 if n >= 2 else 0), prompt, f"Done: {prompt.lower()}.")
+    return _write(tmp_path / f"rollout-2025-10-07T11-00-00-{_CID}.jsonl", lines)
+
+
+def test_a_compact_task_is_no_turn_its_summary_opens_the_next_turn_and_covers_the_ones_before(gs, git, repo_path,
+                                                                                              tmp_path):
+    """``/compact`` is a task of its own in Codex 0.171; its reply is the summary, not a turn's answer."""
+    r = gs("import", str(_compacted_rollout(tmp_path)))
+    assert r.code == 0, r.err
+    sid = imported_session_id("codex", _CID, _PROMPTS[0])
+    git("fsck", "--strict")
+    assert [s for s in git("log", "--format=%s", sid).splitlines()] == [
+        *(f"turn {n}: {prompt}" for n, prompt in reversed(list(enumerate(_PROMPTS, 1)))), f"import: codex {_CID}"]
+    with GitStore(repo_path) as store:
+        events = store.load(sid).events
+    [summary] = [e for e in events if e.type == "compaction/summary"]
+    replies = [e.data["content"] for e in events if e.type == "assistant/message"]
+    assert replies == [f"Done: {p.lower()}." for p in _PROMPTS]  # the summary is no reply
+    prompts = {e.data["content"]: e.seq for e in events if e.type == "user/message"}
+    ends = [e.seq for e in events if e.type == "turn/end"]
+    # It covers all before it (turns 1-2), keeps the two prompts Codex keeps, and is the model's work.
+    assert summary.data == {"summary": f"{_SUMMARY_LEAD}\n{_SUMMARY}", "through": ends[1],
+                            "kept": [prompts[p] for p in _PROMPTS[:2]], "model": "gpt-5-codex",
+                            "usage": {"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340}}
+    assert ends[1] < summary.seq < prompts[_PROMPTS[2]]
+    # In turn 3's commit, opening it (as the context of a turn does); said alone it is "up to turn 2".
+    turn3 = git("log", "-1", "--format=%(trailers:key=Events,valueonly)", f"{sid}~1").strip()
+    assert turn3.split("-")[0] == str(summary.seq)
+    alone = commit_message(sid, events[:summary.seq + 1], summary.seq)
+    assert alone.subject == "compact: the conversation up to turn 2"
+
+
+def test_a_continued_session_is_sent_the_kept_prompts_the_summary_and_what_follows(gs, repo_path, tmp_path,
+                                                                                  fake_api):
+    """What Codex itself sends after ``/compact``: its replacement history (the kept prompts, then the summary)."""
+    assert gs("import", str(_compacted_rollout(tmp_path))).code == 0
+    sid = imported_session_id("codex", _CID, _PROMPTS[0])
+    with GitStore(repo_path) as store:
+        sent = derive_messages(store.load(sid).events)
+    assert [(m["role"], m["content"]) for m in sent] == [
+        ("user", _PROMPTS[0]), ("user", _PROMPTS[1]),
+        ("user", f"Summary of the conversation so far:\n{_SUMMARY_LEAD}\n{_SUMMARY}"),
+        ("user", _PROMPTS[2]), ("assistant", "Done: run the tests."), ("user", _PROMPTS[3]),
+        ("assistant", "Done: ship it.")]
+    assert gs("ask", sid, "and now?").code == 0
+    messages = fake_api.requests[-1]["messages"]
+    assert validate_messages(messages) is None
+    assert [m for m in messages if m["role"] != "system"] == [*sent, {"role": "user", "content": "and now?"}]
+
+
+def test_a_compaction_the_file_ends_with_waits_for_the_turn_it_opens(gs, git, tmp_path):
+    """``/compact`` then quit: nothing of it is written until the next turn, whose commit it opens."""
+    rollout = _compacted_rollout(tmp_path, turns=2)
+    _write(rollout, _lines(rollout) + _compact(21, _SUMMARY, _PROMPTS[:2]))
+    r = gs("import", str(rollout))
+    assert r.code == 0, r.err
+    sid = imported_session_id("codex", _CID, _PROMPTS[0])
+    tip = git("rev-parse", sid).strip()
+    assert "compaction/summary" not in git("show", f"{sid}:session.jsonl")
+    _compacted_rollout(tmp_path)
+    r = gs("import", str(rollout))
+    assert r.code == 0 and f"{sid}: 2 turns new" in r.err, r.err
+    assert git("rev-parse", f"{sid}~2").strip() == tip  # a fast-forward
+    git("fsck", "--strict")
+
+
+def test_an_automatic_compaction_mid_task_keeps_the_turn_and_its_reply(gs, repo_path, tmp_path):
+    """The context full mid-task, Codex compacts within the turn: the summary's reply, if written, is no answer."""
+    rid = "0199b000-0000-7000-8000-0000000000c2"
+    summary = "The lexer was ported; the tests were run."
+    rollout = _write(tmp_path / f"rollout-2025-10-07T11-00-00-{rid}.jsonl", [
+        _line(0, "session_meta", {"id": rid, "timestamp": "2025-10-07T11:00:00.000Z", "cwd": "/w"}),
+        *_context(1, "t1"), _said(2, "user", "Port the lexer"),
+        _line(3, "response_item", {"type": "function_call", "name": "exec_command", "call_id": "c1",
+                                   "arguments": json.dumps({"cmd": "cargo test"})}),
+        _line(4, "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        _said(5, "assistant", summary),
+        _line(5, "compacted", {"message": summary, "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Port the lexer"}]}]}),
+        _said(6, "assistant", "The tests pass."), _line(6, "event_msg", {"type": "task_complete", "turn_id": "t1"})])
+    assert gs("import", str(rollout)).code == 0
+    with GitStore(repo_path) as store:
+        events = store.load(imported_session_id("codex", rid, "Port the lexer")).events
+    said = [(e.type, e.data.get("content", e.data.get("summary"))) for e in events
+            if e.type in ("user/message", "assistant/message", "compaction/summary")]
+    assert said == [("user/message", "Port the lexer"), ("assistant/message", ""),
+                    ("compaction/summary", summary), ("assistant/message", "The tests pass.")]
+    assert [m["content"] for m in derive_messages(events)] == [
+        "Port the lexer", f"Summary of the conversation so far:\n{summary}", "The tests pass."]
+
+
+def test_a_session_resumed_in_another_folder_fast_forwards(gs, git, tmp_path):
+    """The paths left out of a turn's context are those the lines before it name: a later turn's new
+    working directory does not change what an earlier commit holds (the next import would fork it)."""
+    rid = "0199b000-0000-7000-8000-0000000000c3"
+    agents = _said(1, "user", "# AGENTS.md instructions for /w/sub\n\nBe brief.")
+    first = [_line(0, "session_meta", {"id": rid, "timestamp": "2025-10-07T11:00:00.000Z", "cwd": "/w"}),
+             *_turn(1, "Look at sub", "Looked.")]
+    first.insert(5, agents)
+    rollout = _write(tmp_path / f"rollout-2025-10-07T11-00-00-{rid}.jsonl", first)
+    assert gs("import", str(rollout)).code == 0
+    sid = imported_session_id("codex", rid, "Look at sub")
+    tip = git("rev-parse", sid).strip()
+    resumed = [{**line, "payload": {**line["payload"], "cwd": "/w/sub"}} if line["type"] == "turn_context" else line
+               for line in _turn(30, "Now here", "Here.")]
+    _write(rollout, first + resumed)
+    r = gs("import", str(rollout))
+    assert r.code == 0 and f"{sid}: 1 turn new" in r.err, r.err
+    assert git("rev-parse", f"{sid}^").strip() == tip
+    stored = git("show", f"{sid}:session.jsonl")
+    assert "/w/sub" not in stored and f"instructions for {codex.LOCAL_PATH}/sub" in stored

@@ -145,8 +145,9 @@ def test_the_claude_code_fixtures_again_write_nothing(claude_imported, gs, git):
 def test_every_rollout_is_a_session(codex_imported):
     assert sorted(codex_imported.out.split()) == sorted([
         _codex(EXEC, "Please run echo hi"), _codex(CODEX_COMPACT, "Plan a small change"),
-        _codex(CODEX_ORIGIN, "A question before the forks"), _codex(EXEC_FORK, "Forked with exec fork"),
-        _codex(TUI_FORK, "Forked in the TUI")])
+        # a fork's first prompt is its origin's (it holds the origin's turns): its title too
+        _codex(CODEX_ORIGIN, "A question before the forks"), _codex(EXEC_FORK, "A question before the forks"),
+        _codex(TUI_FORK, "A question before the forks")])
 
 
 def test_a_tool_call_and_a_resumed_turn(codex_imported, git, repo_path):
@@ -171,16 +172,22 @@ def test_the_compacted_rollout_keeps_its_prompts_and_the_summary(codex_imported,
                               "One more after the TUI"]
     summaries = [e.data["summary"] for e in snap.events if e.type == "compaction/summary"]
     assert len(summaries) == 1 and "Progress: the user asked for a plan and got one." in summaries[0]
+    assert sum(e.type == "turn/start" for e in snap.events) == 4  # /compact, a task of Codex's, is no turn
 
 
 def test_the_forks_own_turns_and_the_origin_continued(codex_imported, git, repo_path):
     origin = _codex(CODEX_ORIGIN, "A question before the forks")
     assert _subjects(git, origin)[:2] == ["turn 2: The origin goes on", "turn 1: A question before the forks"]
+    by_exec, by_tui = _codex(EXEC_FORK, "A question before the forks"), _codex(TUI_FORK, "A question before the forks")
     with GitStore(repo_path) as store:
-        by_exec = store.load(_codex(EXEC_FORK, "Forked with exec fork"))
-        by_tui = store.load(_codex(TUI_FORK, "Forked in the TUI"))
-    assert _prompts(by_exec)[-2:] == ["Forked with exec fork", "The exec fork goes on"]
-    assert _prompts(by_tui)[-2:] == ["Forked in the TUI", "The TUI fork goes on"]
+        exec_snap, tui_snap = store.load(by_exec), store.load(by_tui)
+    # Each holds the origin's first turn (Codex writes it no line of it), on the origin's commit.
+    assert _prompts(exec_snap) == ["A question before the forks", "Forked with exec fork", "The exec fork goes on"]
+    assert _prompts(tui_snap) == ["A question before the forks", "Forked in the TUI", "The TUI fork goes on"]
+    turn1 = git("rev-parse", f"{origin}~1").strip()
+    for fork in (by_exec, by_tui):
+        assert git("merge-base", origin, fork).strip() == turn1
+        assert f"Forked-From: {origin}@{turn1}" in git("log", "-1", "--format=%B", fork)
 
 
 def test_the_rollouts_again_write_nothing(codex_imported, gs, git):

@@ -152,6 +152,8 @@ class ImportTally:
     stack: ExitStack | None = None
     locked: bool = False
     ahead: ahead.ReadAhead | None = None  # the files read ahead, and those imported whole before
+    #: Where each tool keeps its files (a Codex fork's origin is looked for there too).
+    folders: dict[str, Path] = field(default_factory=lambda: discover.folders(os.environ, Path.home()))
 
     @property
     def sessions(self) -> int:
@@ -229,7 +231,8 @@ def _write_file(c: Context, file: str, fmt: str, tally: ImportTally, *, as_id: s
         if alone:
             err(f"nothing new in {source}")
         return None
-    plan = ready or read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file), keep_paths=keep_paths)
+    plan = ready or read_import(data, source, fmt=fmt, path=None if file == "-" else Path(file), keep_paths=keep_paths,
+                                folders=tally.folders)
     if found and plan.kind in TOOLS and not plan.conversations:
         tally.skipped += 1  # a file of titles or snapshots alone, found in the tool's folder
         return None
@@ -347,7 +350,7 @@ def import_files(c: Context, paths: list[str], fmt: str, *, as_id: str | None = 
         # the index of sessions is read under the lock: what an import before wrote
         tally.ahead = tally.stack.enter_context(ahead.ReadAhead(
             paths, fmt, keep_paths, c.redactor(),  # the files seen, whose store is opened once for the run
-            tally.stack.enter_context(seen.SeenFiles(c.repo_path() / "gs" / "imported"))))
+            tally.stack.enter_context(seen.SeenFiles(c.repo_path() / "gs" / "imported")), folders=tally.folders))
         for file in paths:
             _import_file(c, file, fmt, tally, as_id=as_id, keep_paths=keep_paths, alone=alone,
                          found=found or file in listed)

@@ -68,11 +68,12 @@ def _ignoring_sigint() -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
 
 
-def _prepare(file: str, fmt: str, keep_paths: bool) -> tuple[str, ImportPlan] | None:
+def _prepare(file: str, fmt: str, keep_paths: bool, folders: dict[str, Path]) -> tuple[str, ImportPlan] | None:
     """In the worker: the digest of the file's bytes and its redacted plan (None: left to the writer)."""
     try:
         data = Path(file).read_bytes()  # at most LARGEST bytes (see ReadAhead._send)
-        plan = read_import(data, Path(file).name or file, fmt=fmt, path=Path(file), keep_paths=keep_paths)
+        plan = read_import(data, Path(file).name or file, fmt=fmt, path=Path(file), keep_paths=keep_paths,
+                           folders=folders)
     except Exception:  # met again, and said, when the writer reads it (an error may not cross back whole)
         return None
     if plan.kind not in TOOLS or not plan.conversations:
@@ -93,11 +94,13 @@ class ReadAhead:
         seen: the files imported whole before (not read ahead when they look unchanged).
         workers: worker processes (None: one, when there are two cores or more and at
             least :data:`FEWEST` files; 0: none).
+        folders: where each tool keeps its files (``read_import``'s ``folders``).
     """
 
     def __init__(self, files: list[str], fmt: str, keep_paths: bool, redactor: Redactor, seen: SeenFiles,
-                 workers: int | None = None):
+                 workers: int | None = None, folders: dict[str, Path] | None = None):
         self.files, self.fmt, self.keep_paths, self.redactor, self.seen = files, fmt, keep_paths, redactor, seen
+        self.folders = dict(folders or {})
         if workers is None:
             workers = 1 if len(files) >= FEWEST and (os.cpu_count() or 1) > 1 else 0
         self.workers = workers
@@ -175,9 +178,9 @@ class ReadAhead:
                     # The worker starts with Ctrl+C ignored, not only once _start runs: a
                     # Ctrl+C while it imported printed its traceback.
                     with _ignoring_sigint():
-                        self._futures[k] = self._pool.submit(_prepare, name, self.fmt, self.keep_paths)
+                        self._futures[k] = self._pool.submit(_prepare, name, self.fmt, self.keep_paths, self.folders)
                     continue
-                self._futures[k] = self._pool.submit(_prepare, name, self.fmt, self.keep_paths)
+                self._futures[k] = self._pool.submit(_prepare, name, self.fmt, self.keep_paths, self.folders)
             except Exception:  # no worker can start here (a broken pool, an embedding without a main guard)
                 self.__exit__(None, None, None)
                 return

@@ -87,3 +87,16 @@ def in_folder(name: str, folder: Path) -> list[Path] | None:
     """
     src = SOURCES.get(name)
     return None if src is None or src.in_folder is None else src.in_folder(folder)
+
+
+def folders(env: Mapping[str, str], home: Path) -> dict[str, Path]:
+    """Where each source keeps its files, by ``--from`` name (whether there or not).
+
+    A file of a tool may need another one of the same tool (a Codex fork, its origin's):
+    when it is not beside the file, it is looked for there.
+
+    Args:
+        env: the environment.
+        home: the user's home directory.
+    """
+    return {name: src.where(env, home) for name, src in SOURCES.items()}

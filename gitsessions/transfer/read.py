@@ -28,7 +28,7 @@ import io
 import itertools
 import json
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,7 +94,8 @@ FORMATS = ("auto", "gs", "messages", "geekagent", *TOOLS)
 
 
 def read_import(data: bytes | None, source: str, *, time_ms: int | None = None, fmt: str = "auto",
-                path: Path | None = None, keep_paths: bool = False) -> ImportPlan:
+                path: Path | None = None, keep_paths: bool = False,
+                folders: Mapping[str, Path] | None = None) -> ImportPlan:
     """Detect the format of an import file from its content, validate all of it and convert it.
 
     A data export (ChatGPT's or Claude.ai's ``conversations.json``, or its ``.zip``) is read
@@ -111,6 +112,9 @@ def read_import(data: bytes | None, source: str, *, time_ms: int | None = None, 
             opened there, read-only, to see what its writer has not merged into it yet; a
             Claude Code transcript's folder tells its ``--fork-session`` copies.
         keep_paths: keep the local paths a tool wrote into a conversation (Codex's context).
+        folders: where each tool keeps its files on this machine, by name (the face finds
+            them: :func:`~.discover.folders`): a Codex fork's origin not beside it is looked
+            for there.
 
     Returns:
         The plan (nothing is written).
@@ -128,7 +132,7 @@ def read_import(data: bytes | None, source: str, *, time_ms: int | None = None, 
         if src.member is None and llm_db.is_db(head):
             plan = _conversations(llm_db.TOOL, source, llm_db.read_db(path, b"" if data is None else data))
         else:
-            plan = (_export(src, fmt) or _lines(src, fmt, keep_paths, path)
+            plan = (_export(src, fmt) or _lines(src, fmt, keep_paths, path, folders or {})
                     or _read(src.read(), source, t, fmt, keep_paths))
         if fmt not in ("auto", "gs" if plan.kind in ("jsonl", "json") else plan.kind):
             raise _Bad(f"it is not a {fmt} file (it reads as {plan.kind})")
@@ -166,12 +170,14 @@ def _export(src: stream.Source, fmt: str) -> ImportPlan | None:
     return None
 
 
-def _lines(src: stream.Source, fmt: str, keep_paths: bool, path: Path | None) -> ImportPlan | None:
+def _lines(src: stream.Source, fmt: str, keep_paths: bool, path: Path | None,
+           folders: Mapping[str, Path]) -> ImportPlan | None:
     """The plan of another tool's JSON-lines file, read a line at a time; None when the file is none.
 
     Claude Code's transcripts and Codex's rollouts are told by their first line and can be
     hundreds of megabytes: each line is let go once converted, so memory
-    follows what the conversation holds, not the file's text too.
+    follows what the conversation holds, not the file's text too. A Codex fork's plan holds
+    its origins' conversations first (:func:`.codex.read_rollouts`).
     """
     with src.open() as raw:
         first = raw.readline()
@@ -183,8 +189,9 @@ def _lines(src: stream.Source, fmt: str, keep_paths: bool, path: Path | None) ->
             return ImportPlan(claude_code.TOOL, src.source, [],
                               conversations=claude_code.read_transcript(itertools.chain([first], raw), path))
         if codex.is_rollout(head):
-            return _conversations(codex.TOOL, src.source,
-                                  [codex.read_rollout(itertools.chain([first], raw), keep_paths=keep_paths)])
+            elsewhere = [folders[codex.TOOL]] if codex.TOOL in folders else []
+            return _conversations(codex.TOOL, src.source, codex.read_rollouts(
+                itertools.chain([first], raw), path, keep_paths=keep_paths, elsewhere=elsewhere))
     return None
 
 

@@ -5,7 +5,8 @@ almost every file, but read, converted and redacted each and compared it with it
 sessions: ~60 ms a Claude Code transcript. This derived cache (keyed by content, rebuilt
 when missing, never needed for correctness) keeps, for each file whose import left nothing
 aside (every conversation in live sessions: no clash, nothing skipped, no note) and that
-was read alone (not a Claude Code transcript with ``--fork-session`` kin beside it), the
+was read alone (not a Claude Code transcript with ``--fork-session`` kin beside it, nor a
+Codex fork whose origin's rollout was not found: imported again once it is, it gives more), the
 digest of its bytes and of what the import depended on (gs's version, the format asked
 for, the paths kept, the redaction's shapes and the names of the secrets it replaces,
 never their values), and the tips of the sessions it gave. The file is passed over only
@@ -180,9 +181,9 @@ class SeenFiles:
         outcomes = [outcome for _, outs in result.conversations for outcome in outs]
         clean = (plan.kind in TOOLS and plan.conversations and not plan.sessions and not plan.skipped
                  and not plan.notes and not result.clashes and not result.stopped and not result.imported and outcomes
-                 # read with its folder's other files; asked of what was written (every one of them, when
-                 # clean): a large export's plan would read the file a third time
-                 and not any(conv.family for conv, _ in result.conversations)
+                 # read with its folder's other files, or waiting for one (a fork's origin): asked of what
+                 # was written (every one of them, when clean): a large export's plan would read the file a third time
+                 and not any(conv.family or conv.awaits for conv, _ in result.conversations)
                  and all(how in ("new", "grew", "fork", "same") for _, how, _ in outcomes))
         tips = {sid: store.tip(sid) for sid, _, _ in outcomes} if clean else {}
         self.files.pop(content, None)  # recorded last: the oldest entries go first

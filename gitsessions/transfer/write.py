@@ -57,8 +57,9 @@ def _redacted(conv: ImportedConversation, redactor: Redactor) -> ImportedConvers
     branches = [(key, [[next(redacted) for _ in chunk] for chunk in chunks]) for key, chunks in conv.branches]
     spawned = (redactor.text(conv.spawned[0]), conv.spawned[1]) if conv.spawned else None
     forked = None if conv.forked_from is None else redactor.text(conv.forked_from)
+    awaits = None if conv.awaits is None else redactor.text(conv.awaits)
     return dataclasses.replace(conv, title=redactor.text(conv.title), source_id=redactor.text(conv.source_id),
-                               branches=branches, spawned=spawned, forked_from=forked,
+                               branches=branches, spawned=spawned, forked_from=forked, awaits=awaits,
                                spawned_call=None if conv.spawned_call is None else redactor.text(conv.spawned_call),
                                family=tuple(redactor.text(other) for other in conv.family))
 

@@ -245,7 +245,8 @@ class _Messages:
                 self.ending.add(len(self.messages) - 1)
         elif obj.get("isCompactSummary"):
             kept = [self.firsts[u] for u in self.preserved if u in self.firsts]
-            self.add({"role": COMPACTION, "content": text, **({"keeps_from": min(kept)} if kept else {})})
+            first = min(kept, default=0)  # it covers what comes before the first line it keeps: sent after it
+            self.add({"role": COMPACTION, "content": text, **({"through": first - 1} if first else {})})
             self.preserved = ()
         elif obj.get("isMeta"):
             self.add(_aside("claude-code meta", without_escapes(text)))
@@ -328,8 +329,8 @@ def _turns(gathered: _Messages, active: bool, notes: list[str], where: str) -> t
             out.append(TURN_OVER)
             out_times.append(times[i])
     for msg in messages[:cut]:
-        if "keeps_from" in msg:
-            msg["keeps_from"] = moved[msg["keeps_from"]]
+        if "through" in msg:
+            msg["through"] = moved[msg["through"]]
     return out, out_times
 
 

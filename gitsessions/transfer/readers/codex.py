@@ -3,37 +3,56 @@
 A rollout is one JSON object per line, ``{"timestamp", "type", "payload"}`` (see the import
 formats notes). What becomes what:
 
-- ``session_meta`` (the first line) names the conversation (``id``) and, for a forked
-  session, the one it came from (``forked_from_id``: its lineage); Codex's instructions in
-  it are kept as an ignorable message.
+- ``session_meta`` (the first line) names the conversation (``id``); Codex's instructions in
+  it are kept as an ignorable message. A session forked from another repeats its lines
+  (older Codex: ``forked_from_id``) or, as Codex 0.171 writes it (``/fork``, ``codex exec
+  fork``), names them (``history_base``: the origin's thread and where the fork left it,
+  its ordinal and byte offset): those lines are read from the origin's rollout (beside it,
+  under its ``sessions`` folder or ``archived_sessions``, else under Codex's own folder;
+  recursively for a fork of a fork) before the fork's own, so that its first turns are the
+  origin's, event for event, and it is written as a fork of the origin's session there
+  (``forked_from``). The origins, read whole from their files, are conversations of the
+  fork's file too, before it (:func:`read_rollouts`): whichever file is imported first, the
+  fork forks the origin's session. A fork whose origin's rollout is not here holds its own
+  turns alone, says so and ``awaits`` it: read again by every import, once the origin is
+  here the whole fork is written as a new session forking the origin's, and the first one
+  is kept as it was (nothing rewritten, nothing lost).
 - ``response_item`` messages: the user's prompts open turns; the assistant's replies are
   steps. What Codex injects as messages (``developer`` and ``system`` messages, ``user``
   messages holding ``<environment_context>`` or instructions) and the model's ``reasoning``
   summaries are kept as ignorable messages (stored, never sent to a model). The local paths
-  in that context (the working directory, writable roots) are replaced unless the paths are
-  kept, as no other source's local paths are imported then (:func:`_without_paths`).
+  in that context (the working directories named so far, writable roots) are replaced
+  unless the paths are kept, as no other source's local paths are imported then
+  (:func:`_without_paths`).
 - ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` are tool calls (one
   assistant message holds the calls of one reply), their ``*_output`` items the results.
-- ``compacted`` is a ``compaction/summary`` event (the model is sent the summary and what
-  follows it; a remote compaction's summary is what its ``replacement_history`` kept, and
-  its encrypted summary, which only the model's server reads, an ignorable message after it);
-  ``turn_context`` names the model of the replies after it, and with the ``task_*`` events
-  ends the turn before it once that has a reply; ``event_msg``
-  ``token_count`` gives the usage of the reply before it. Every other line (UI events,
+- ``compacted`` is a ``compaction/summary`` event covering all before it (``through``): the
+  model is sent the earlier prompts its ``replacement_history`` keeps word for word
+  (``kept``), the summary, and what follows. ``/compact`` runs as a task of its own whose
+  one reply is the summary: that reply is the summary's (its model and usage), no turn's,
+  and the summary opens the next turn's commit; a compaction mid-task is in its turn. A
+  remote compaction's summary is what its ``replacement_history`` kept in the clear, and
+  its encrypted summary, which only the model's server reads, an ignorable message after
+  it. ``turn_context`` names the model of the replies after it, and with the ``task_*``
+  events ends the turn before it once that has a reply; ``event_msg`` ``token_count`` gives
+  the usage of the reply (or summary) before it. Every other line (UI events,
   ``world_state``, types of newer versions) is skipped.
 - A file Codex is still writing (a torn last line, a turn without its ``task_complete``)
   keeps its last turn for the next import, and what follows the last turn's end (the next
-  turn's context, a compaction) always waits for the turn it opens: so that the next
-  import finds every commit as it wrote it and fast-forwards.
+  turn's context, a compaction) always waits for the turn it opens; what a line becomes
+  depends only on the lines before it: so that the next import finds every commit as it
+  wrote it and fast-forwards.
 
-Nothing here reads the file system but :func:`default_paths`.
+Nothing here reads the file system but :func:`default_paths` and a fork's origins
+(:func:`find_rollout`, their files).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +79,10 @@ _ROOTS_LINE = re.compile(r"(?m)^(\s*Writable roots:[ \t]*)(.*)$")
 _ROOT = re.compile(rf"{_ABSOLUTE}[^,\n]*")
 #: ``event_msg`` types that open or close a turn.
 _TURN_EVENTS = ("task_started", "task_complete", "turn_aborted")
+#: Where Codex moves an archived thread's rollout: a folder beside ``sessions``.
+_ARCHIVED = "archived_sessions"
+#: A thread id as a rollout's file name ends with it (anything else is never looked for).
+_THREAD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
@@ -101,6 +124,90 @@ def is_rollout(head: Any) -> bool:
     """True when ``head`` (a rollout's first line, parsed) is Codex's ``session_meta`` line."""
     return (isinstance(head, dict) and head.get("type") == "session_meta"
             and isinstance(head.get("payload"), dict))
+
+
+def find_rollout(thread: str, near: Path | None = None, elsewhere: Sequence[Path] = ()) -> Path | None:
+    """Return the rollout of Codex thread ``thread`` (``rollout-*-<thread>.jsonl``), if it is on this machine.
+
+    Looked for beside ``near``, then under the ``sessions`` folder ``near`` is in, then under
+    each of ``elsewhere``; in each ``sessions`` folder's ``archived_sessions`` beside it too.
+
+    Args:
+        thread: the thread's id.
+        near: a rollout of the same Codex (a fork of the thread), if read from a file.
+        elsewhere: folders Codex keeps rollouts in (its ``sessions`` folder).
+
+    Returns:
+        The first such file by name, or None (none, or an id no file name holds).
+    """
+    if _THREAD.fullmatch(thread) is None:
+        return None
+    roots: list[tuple[Path, str]] = [(near.parent, "")] if near is not None else []
+    roots += [(folder, "**/") for folder in [*(p for p in (near.parents if near else ()) if p.name == "sessions"),
+                                              *elsewhere]]
+    roots += [(root.parent / _ARCHIVED, "**/") for root, _ in roots if root.name == "sessions"]
+    for root, depth in dict.fromkeys(roots):
+        try:
+            found = sorted(p for p in root.glob(f"{depth}rollout-*-{thread}.jsonl") if p.is_file())
+        except OSError:
+            continue
+        if found:
+            return found[0]
+    return None
+
+
+@dataclass(frozen=True)
+class _Base:
+    """Where the history of a fork Codex 0.171 wrote begins: its origin's lines before a point.
+
+    Such a fork (``history_mode: "paginated"``) does not repeat them: its ``session_meta``
+    names them (``history_base``), its own lines go on from there.
+
+    Attributes:
+        thread: the origin's id.
+        offset: how many bytes of the origin's file they are (``end_byte_offset``), if said.
+        ordinal: the ordinal of the origin's first line after them (``end_ordinal_exclusive``), if said.
+    """
+
+    thread: str
+    offset: int | None
+    ordinal: int | None
+
+    @classmethod
+    def of(cls, meta: dict) -> _Base | None:
+        """The base a ``session_meta`` names (None: its lines are all its history)."""
+        base = meta.get("history_base")
+        if not isinstance(base, dict) or not isinstance(base.get("thread_id"), str) or not base["thread_id"]:
+            return None
+
+        def number(value: Any) -> int | None:
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+        return cls(base["thread_id"], number(base.get("end_byte_offset")),
+                   number(base.get("end_ordinal_exclusive", meta.get("forked_from_ordinal_exclusive"))))
+
+    def past(self, end: int, line: Any) -> bool:
+        """Whether an origin's line (ending ``end`` bytes in; parsed, or None) lies after the fork.
+
+        Told by the line's ordinal when both have one (it holds however the file's bytes
+        changed since: a copy, a rewritten line), else by the byte offset.
+        """
+        ordinal = line.get("ordinal") if isinstance(line, dict) else None
+        if self.ordinal is not None and isinstance(ordinal, int) and not isinstance(ordinal, bool):
+            return ordinal >= self.ordinal
+        return self.offset is not None and end > self.offset
+
+
+class _Counted:
+    """A file's lines as they are read, and where the last one given ends (bytes)."""
+
+    def __init__(self, raw: Iterable[bytes]):
+        self.raw, self.end = raw, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for data in self.raw:
+            self.end += len(data)
+            yield data
 
 
 def _ms(value: Any, at: str) -> int:
@@ -153,7 +260,8 @@ def _usage(info: Any) -> dict | None:
 class _Rollout:
     """The messages of one rollout, built line by line."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_paths: bool = False, elsewhere: Sequence[Path] = ()) -> None:
+        self.keep_paths, self.elsewhere = keep_paths, elsewhere
         self.messages: list[Any] = []
         self.times: list[int] = []
         self.model: str | None = None
@@ -165,16 +273,108 @@ class _Rollout:
         self.notes: list[str] = []
         self.paths: set[str] = set()  # the working directories the rollout names (session_meta, turn_context)
         self.sealed: set[str] = set()  # the encrypted compaction summaries kept so far (each once)
+        self.before = False  # whether the prompt had a reply before the last one
+        self.floor = 0  # the messages before the first line's (Codex's own prompt): never held back
+        self.instructions: str | None = None  # Codex's own prompt, as the last session_meta gave it
+        self.origins: list[Path] = []  # the rollouts the history began in, read (the first origin first)
+        self.missing: str | None = None  # the thread whose rollout, where the history begins, was not found
+
+    def read(self, raw: Iterable[bytes], path: Path | None, cut: _Base | None = None,
+             within: tuple[str, ...] = ()) -> tuple[dict | None, bool]:
+        """Take a rollout's lines, after those of the rollout its history begins in (a fork's).
+
+        Args:
+            raw: its bytes, line by line.
+            path: its file, if any (its origin is looked for near it).
+            cut: for an origin's file, where the fork left it: only the lines before are read.
+            within: the threads whose history this reading is part of (a loop is no history).
+
+        Returns:
+            Its ``session_meta`` (None: no line), and whether its last line is torn (being written).
+
+        Raises:
+            _Bad: a line is not JSON or cannot be read (the message names the line, and the
+                file when it is an origin's).
+        """
+        meta: dict | None = None
+        counted = _Counted(raw)
+        at = "" if cut is None or path is None else f"{path.name} (where its history begins), "
+        for n, line, ended in stream.lines(counted):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                if not ended:  # Codex is writing it: the next import reads it
+                    return meta, True
+                if cut is not None and cut.past(counted.end, None):
+                    break  # (after the fork: none of its history)
+                raise _Bad(f"{at}line {n}: not JSON ({exc})") from None
+            if meta is None:
+                if not is_rollout(obj):
+                    raise _Bad(f"{at}line {n}: a Codex rollout begins with a session_meta line")
+                meta = obj["payload"]
+                self.begin(meta, path, within)
+            elif cut is None or not cut.past(counted.end, obj):
+                self.line(obj, f"{at}line {n}")
+            else:
+                break
+        return meta, False
+
+    def begin(self, meta: dict, path: Path | None, within: tuple[str, ...]) -> None:
+        """Take a ``session_meta``: the history it goes on from, its working directory, Codex's own prompt.
+
+        Codex's prompt is kept (never sent) where it is given: first, or where a fork's
+        differs from its origin's.
+        """
+        base = _Base.of(meta)
+        if base is not None:
+            self.origin(base, path, (*within, str(meta.get("id"))))
+        if isinstance(meta.get("cwd"), str) and meta["cwd"].strip():
+            self.paths.add(meta["cwd"])
+        given = meta.get("base_instructions") or meta.get("instructions")
+        given = given.get("text") if isinstance(given, dict) else given
+        if isinstance(given, str) and given.strip() and given != self.instructions:
+            self.instructions = given
+            self.aside("codex instructions", given, self.times[-1] if self.times else 0)
+            if len(self.messages) == 1:
+                self.floor = 1  # dated once what follows is known
+
+    def origin(self, base: _Base, near: Path | None, within: tuple[str, ...]) -> None:
+        """Read the lines of the rollout a fork's history begins in, up to the fork (see :class:`_Base`)."""
+        found = None if base.thread in within else find_rollout(base.thread, near, self.elsewhere)
+        meta = None
+        try:
+            opened = found.open("rb") if found is not None else None
+        except OSError:  # (not readable here: as if it were not here)
+            opened = None
+        if found is not None and opened is not None:
+            with opened:
+                try:
+                    meta, _ = self.read(opened, found, base, within)
+                except OSError as exc:
+                    raise _Bad(f"{found.name}, where its history begins, cannot be read ({exc})") from None
+        if found is None or meta is None:
+            self.missing = base.thread
+        else:
+            self.origins.append(found)
 
     def add(self, msg: Any, t: int) -> None:
         self.messages.append(msg)
         self.times.append(t)
 
     def aside(self, name: str, text: str, t: int) -> None:
+        """Keep ``text`` as an ignorable message; the context Codex injects without the paths named so far.
+
+        Only the lines before it decide what it becomes: a file that grows (a resumed
+        session), or whose start a fork goes on from, gives its first messages again as they were.
+        """
+        if name.endswith(" context") and not self.keep_paths:
+            text = _without_paths(text, self.paths)
         self.add({"role": "system", "name": name, "content": text}, t)
 
     def assistant(self, content: str, t: int) -> dict:
-        self.answered = True
+        self.before, self.answered = self.answered, True
         msg: dict[str, Any] = {"role": "assistant", "content": content}
         if self.model:
             msg["model"] = self.model
@@ -262,7 +462,7 @@ class _Rollout:
         else:
             before = [i for i in ends if i < prompt]
             cut = before[-1] + 1 if before else max(prompt, 0)
-            while not before and cut > 0 and isinstance(self.messages[cut - 1], dict) and (
+            while not before and cut > self.floor and isinstance(self.messages[cut - 1], dict) and (
                     self.messages[cut - 1].get("role") == "system"):
                 cut -= 1  # no end marked (the first turn): back over the context Codex injected for it
             self.notes.append("its last turn is still going on; it is imported once it is over")
@@ -295,6 +495,68 @@ class _Rollout:
                 self.notes.append(f"{at}: Codex's summary there is encrypted; what it kept in the clear stands for it")
         return "\n\n".join(parts)
 
+    def compacted(self, payload: dict, t: int, at: str) -> None:
+        """A ``compacted`` line: the summary the model goes on from, covering all before it.
+
+        ``/compact`` runs as a task of its own whose one reply is the summary: that reply is
+        the summary's (its model and usage), not a turn's. The earlier prompts Codex keeps
+        word for word (its ``replacement_history``) are the summary's ``kept``; a remote
+        compaction's summary is what that history kept in the clear (:meth:`kept`).
+        """
+        self.reply = None
+        summary, history = payload.get("message"), payload.get("replacement_history")
+        msg: dict[str, Any] = {"role": COMPACTION}
+        if isinstance(summary, str) and summary.strip():
+            if (reply := self.unsaid(summary)) is not None:
+                msg.update((k, reply[k]) for k in ("model", "usage") if k in reply)
+            msg["kept"] = self.prompts_kept(history)
+        else:  # compacted by the model's server
+            summary = self.kept(history, at)
+        msg.update(content=summary, through=len(self.messages) - 1)
+        msg.setdefault("model", self.model)
+        self.add(msg, t)
+        self.said = msg  # a token count after it is the summary's usage
+        for item in history if isinstance(history, list) else []:
+            if isinstance(item, dict) and item.get("type") in ("compaction", "compaction_summary"):
+                self.seal(item, t)
+
+    def unsaid(self, summary: str) -> dict | None:
+        """Take back the reply just given when it is the summary's text (the ``/compact`` task's); return it.
+
+        Codex's ``message`` is that text after a lead of its own (what it tells the model the
+        summary is), so nothing of the reply is lost. Asides after it stay; the prompt is
+        answered as it was before it.
+        """
+        at = len(self.messages)
+        while at > 0 and isinstance(self.messages[at - 1], dict) and self.messages[at - 1].get("role") == "system":
+            at -= 1
+        reply = self.said
+        said = str(reply.get("content", "")).strip() if reply is not None else ""
+        if reply is None or at == 0 or self.messages[at - 1] is not reply or reply.get("tool_calls") or not said or (
+                not summary.strip().endswith(said)):
+            return None
+        del self.messages[at - 1], self.times[at - 1]
+        self.answered, self.said = self.before, None
+        return reply
+
+    def prompts_kept(self, history: Any) -> list[int]:
+        """The indices of the prompts a ``replacement_history`` keeps word for word, matched in order.
+
+        Its injected context and the summary itself (a user message too) match no prompt; a
+        prompt Codex cut to fit matches none either, and is left to the summary.
+        """
+        prompts = [i for i, m in enumerate(self.messages) if isinstance(m, dict) and m.get("role") == "user"]
+        out, at = [], 0
+        for item in history if isinstance(history, list) else []:
+            if not (isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user"):
+                continue
+            text = _text(item.get("content"))
+            j = next((j for j in range(at, len(prompts)) if self.messages[prompts[j]]["content"] == text), None)
+            if j is not None:
+                out.append(prompts[j])
+                at = j + 1
+        return out
+
     def seal(self, item: dict, t: int) -> None:
         """Keep an encrypted compaction summary as an ignorable message (stored, never sent).
 
@@ -316,14 +578,7 @@ class _Rollout:
         if kind == "response_item":
             self.item(payload, t, at)
         elif kind == "compacted":
-            self.reply = None
-            summary = payload.get("message")
-            if not isinstance(summary, str) or not summary.strip():  # compacted by the model's server
-                summary = self.kept(payload.get("replacement_history"), at)
-            self.add({"role": COMPACTION, "content": summary}, t)
-            for item in payload.get("replacement_history") or []:
-                if isinstance(item, dict) and item.get("type") in ("compaction", "compaction_summary"):
-                    self.seal(item, t)
+            self.compacted(payload, t, at)
         elif kind == "turn_context" or (kind == "event_msg" and payload.get("type") in _TURN_EVENTS):
             if kind == "event_msg":
                 self.tasks = True
@@ -354,53 +609,77 @@ def _without_paths(text: str, paths: set[str]) -> str:
     return _PATH_ELEMENT.sub(lambda m: f"{m.group(1)}{LOCAL_PATH}{m.group(3)}", text)
 
 
-def read_rollout(raw: Iterable[bytes], *, keep_paths: bool = False) -> ImportedConversation:
+def read_rollout(raw: Iterable[bytes], path: Path | None = None, *, keep_paths: bool = False,
+                 elsewhere: Sequence[Path] = ()) -> ImportedConversation:
     """Convert a rollout into one conversation, each turn a chunk.
+
+    A fork Codex 0.171 wrote names where its history begins (:class:`_Base`): that
+    rollout's lines up to the fork are read first (from its file, found by
+    :func:`find_rollout`; of a fork of a fork, recursively), so its first turns are its
+    origin's, event for event, and the writer forks the origin's session there.
 
     Args:
         raw: the file's bytes, line by line (a binary file: read a line at a time, never held
             whole); its first line is ``session_meta``.
+        path: the file, if read from one (a fork's origin is looked for near it).
         keep_paths: keep the local paths of the context Codex injected (``--keep-paths``);
             else each is :data:`LOCAL_PATH`.
+        elsewhere: the folders Codex keeps rollouts in, where a fork's origin is looked for
+            when it is not near ``path``.
 
     Returns:
-        The conversation (titled by its first prompt; ``forked_from`` noted).
+        The conversation (titled by its first prompt; ``forked_from`` noted; ``awaits`` the
+        origin whose rollout was not found).
 
     Raises:
         _Bad: a line is not JSON or cannot be read (the message names the line).
     """
-    rollout = _Rollout()
-    meta: dict | None = None
-    torn = False
-    for n, line, ended in stream.lines(raw):
-        if not line.strip():
-            continue
+    return _read(raw, path, keep_paths, elsewhere)[0]
+
+
+def read_rollouts(raw: Iterable[bytes], path: Path | None = None, *, keep_paths: bool = False,
+                  elsewhere: Sequence[Path] = ()) -> list[ImportedConversation]:
+    """Convert a rollout into its conversation, after those of the rollouts a fork's history begins in.
+
+    Each origin is read whole from its own file (the first origin first): written before the
+    fork, it is what the fork forks, whichever file is imported first; imported on its own
+    later, it is found written. An origin whose whole file does not read is left to its own
+    import (which says why).
+
+    Args:
+        raw: the file's bytes, line by line.
+        path: the file, if read from one.
+        keep_paths: as :func:`read_rollout`'s.
+        elsewhere: as :func:`read_rollout`'s.
+
+    Returns:
+        The origins' conversations, then the file's.
+
+    Raises:
+        _Bad: a line of the file, or of an origin's up to the fork, cannot be read.
+    """
+    conv, origins = _read(raw, path, keep_paths, elsewhere)
+    out = []
+    for origin in origins:
         try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            if not ended:  # Codex is writing it: the next import reads it
-                torn = True
-                break
-            raise _Bad(f"line {n}: not JSON ({exc})") from None
-        if meta is None:
-            if not is_rollout(obj):
-                raise _Bad(f"line {n}: a Codex rollout begins with a session_meta line")
-            meta = obj["payload"]
-            if isinstance(meta.get("cwd"), str) and meta["cwd"].strip():
-                rollout.paths.add(meta["cwd"])
+            with origin.open("rb") as f:
+                theirs = _read(f, origin, keep_paths, elsewhere)[0]
+        except (OSError, _Bad):
             continue
-        rollout.line(obj, f"line {n}")
+        theirs.notes.append(f"read with codex session {conv.source_id}, which was forked from it")
+        out.append(theirs)
+    return [*out, conv]
+
+
+def _read(raw: Iterable[bytes], path: Path | None, keep_paths: bool,
+          elsewhere: Sequence[Path]) -> tuple[ImportedConversation, list[Path]]:
+    """:func:`read_rollout`, and the origins' files its history was read from (the first origin first)."""
+    rollout = _Rollout(keep_paths=keep_paths, elsewhere=elsewhere)
+    meta, torn = rollout.read(raw, path)
     assert meta is not None  # the caller detected the format from the first line
     rollout.hold_back(over=not torn and (rollout.complete or not rollout.tasks))
-    if not keep_paths:
-        rollout.messages = [dict(m, content=_without_paths(m["content"], rollout.paths))
-                            if isinstance(m, dict) and str(m.get("name", "")).endswith(" context") else m
-                            for m in rollout.messages]
-    given = meta.get("base_instructions") or meta.get("instructions")  # Codex's own prompt: kept, not sent
-    given = given.get("text") if isinstance(given, dict) else given
-    if isinstance(given, str) and given.strip():
-        rollout.messages.insert(0, {"role": "system", "name": "codex instructions", "content": given})
-        rollout.times.insert(0, rollout.times[0] if rollout.times else 0)
+    if rollout.floor:  # Codex's own prompt is dated as what follows it
+        rollout.times[0] = rollout.times[1] if len(rollout.times) > 1 else 0
     sid = meta.get("id")
     if not isinstance(sid, str) or not sid:
         raise _Bad("line 1: session_meta has no \"id\"")
@@ -412,8 +691,16 @@ def read_rollout(raw: Iterable[bytes], *, keep_paths: bool = False) -> ImportedC
     notes = rollout.notes + notes
     if not prompts:
         notes.append("it holds no prompt yet")
-    forked = meta.get("forked_from_id")
-    if isinstance(forked, str) and forked:
+    base = _Base.of(meta)
+    forked = base.thread if base is not None else meta.get("forked_from_id")
+    forked = forked if isinstance(forked, str) and forked else None
+    if rollout.missing is not None:
+        notes.append(f"its history begins in codex session {rollout.missing}, whose rollout is not on this "
+                     "machine (beside it or in Codex's sessions folder): imported with the turns that follow; "
+                     "imported again once that rollout is here, it becomes a fork of that session, as a new "
+                     "session (this one stays as it is)")
+        forked = None if base is not None and base.thread == rollout.missing else forked
+    elif forked:
         notes.append(f"it was forked from codex session {forked}")
     return ImportedConversation(TOOL, sid, title, created, [(sid, chunks)] if len(chunks) > 1 else [], notes,
-                                forked_from=forked if isinstance(forked, str) and forked else None)
+                                forked_from=forked, awaits=rollout.missing), rollout.origins

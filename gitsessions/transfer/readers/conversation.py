@@ -32,6 +32,10 @@ class ImportedConversation:
             (a Claude Code session and its ``--fork-session`` copies, which tell no origin):
             as with ``forked_from``, whichever of them is written already is where the
             branches fork from, whatever the order they are imported in.
+        awaits: the id of the conversation of the tool this one's history begins with, when
+            its file was not found (a Codex fork whose origin's rollout is not there): it
+            holds what follows alone, and an import of the same file once that one is there
+            gives more (so the file is never taken as imported whole).
     """
 
     tool: str
@@ -44,3 +48,4 @@ class ImportedConversation:
     spawned_call: str | None = None
     forked_from: str | None = None
     family: tuple[str, ...] = ()
+    awaits: str | None = None

@@ -247,6 +247,27 @@ def _content(value: Any, at: str) -> str:
     raise _Bad(f"{at}: content is {_kind(value)}, not text")
 
 
+def _summary(msg: dict, messages: list, upto: list[int], at: str) -> dict[str, Any]:
+    """A :data:`COMPACTION` message's ``compaction/summary`` data, the messages it names made seqs.
+
+    ``upto`` holds, per message before it, the seq of the last event given by then (a
+    prompt's: its ``user/message``).
+    """
+    data: dict[str, Any] = {"summary": _content(msg.get("content"), at)}
+    through = msg.get("through")
+    if isinstance(through, int) and not isinstance(through, bool) and 0 <= through < len(upto) and upto[through] >= 0:
+        data["through"] = upto[through]
+    kept = [upto[j] for j in msg.get("kept") or () if isinstance(j, int) and not isinstance(j, bool)
+            and 0 <= j < len(upto) and isinstance(messages[j], dict) and messages[j].get("role") == "user"]
+    if kept:
+        data["kept"] = kept
+    if isinstance(msg.get("model"), str):
+        data["model"] = msg["model"]
+    if isinstance(msg.get("usage"), dict):
+        data["usage"] = msg["usage"]
+    return data
+
+
 def turns_from_messages(messages: list, times: list[int], *, title: str = "",
                         where: str = "") -> tuple[list[list[Event]], list[str]]:
     """Convert a messages list said at known times into one list of events per commit.
@@ -261,11 +282,11 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
         messages: chat-completions messages (assistant messages may name their ``model`` and
             ``usage``, as the API's usage object; tool messages say ``is_error``); a
             :data:`COMPACTION` message is a compaction summary (it opens a turn, unless
-            the source marks turns' ends), and its ``keeps_from``, when given, is the index of
-            the first earlier message it does not cover: that one and those after it are sent
-            after the summary as they are (the event's ``through`` ends before them);
-            :class:`EventItem` values are kept as they are, and :data:`TURN_OVER` marks where
-            the source ends a turn (its time is not used).
+            the source marks turns' ends; it may name the ``model`` that wrote it, its
+            ``usage``, the index of the last message it covers, ``through``, and those of
+            the prompts it keeps word for word, ``kept``: the seqs of their events in the
+            summary's data); :class:`EventItem` values are kept as they are,
+            and :data:`TURN_OVER` marks where the source ends a turn (its time is not used).
         times: each message's time, epoch ms.
         title: a title event opens the log when given.
         where: prefix for messages (``"conversation 2, "``).
@@ -282,26 +303,22 @@ def turns_from_messages(messages: list, times: list[int], *, title: str = "",
     # Where the source marks turns' ends (Codex), a compaction may fall inside a turn (an
     # automatic one, the context full mid-task): it is that turn's, not a turn of its own.
     opening = ("user",) if any(msg is TURN_OVER for msg in messages) else ("user", COMPACTION)
-    starts: list[int] = []  # the seq of each message's first event
+    upto: list[int] = []  # per message, the seq of the last event given by then (a prompt's: its user/message)
     for i, msg in enumerate(messages):
         if isinstance(msg, dict) and msg.get("role") in opening:
             builder.close_turn()  # at the time of the turn's last message
-        starts.append(len(builder.events))
         if msg is TURN_OVER:
             builder.close_turn()
-            continue
-        builder.t = times[i]
-        if isinstance(msg, dict) and msg.get("role") == COMPACTION:
-            data: dict[str, Any] = {"summary": _content(msg.get("content"), f"{where}message {i}")}
-            keeps = msg.get("keeps_from")
-            if isinstance(keeps, int) and not isinstance(keeps, bool) and 0 <= keeps < i and starts[keeps] > 0:
-                data["through"] = starts[keeps] - 1
-            builder.add("compaction/summary", data)
-            continue
-        if isinstance(msg, EventItem):
+        elif isinstance(msg, dict) and msg.get("role") == COMPACTION:
+            builder.t = times[i]
+            builder.add("compaction/summary", _summary(msg, messages, upto, f"{where}message {i}"))
+        elif isinstance(msg, EventItem):
+            builder.t = times[i]
             builder.add(msg.type, dict(msg.data), msg.ignorable)
-            continue
-        builder.message(i, msg)
+        else:
+            builder.t = times[i]
+            builder.message(i, msg)
+        upto.append(len(builder.events) - 1)
     events = builder.finish()
     bounds = [0]  # the first list is empty when the log opens with a prompt
     for i, ev in enumerate(events):
