@@ -43,6 +43,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from fakeapi import QuietHTTPServer
+
 _ids = itertools.count(1)
 
 
@@ -141,7 +143,7 @@ class _AgentServer:
     def start(self) -> _AgentServer:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = _QuietHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = QuietHTTPServer(("127.0.0.1", 0), handler)
         self.port = self._httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}{self.prefix}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -244,16 +246,6 @@ def _filled(schema: dict, said: str) -> dict:
 def _one_line(value: str, limit: int = 200) -> str:
     flat = " ".join(value.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-class _QuietHTTPServer(ThreadingHTTPServer):
-    """Threaded server that does not print tracebacks when a client hangs up."""
-
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

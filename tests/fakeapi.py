@@ -284,7 +284,7 @@ class FakeChatServer:
     def start(self) -> FakeChatServer:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = _QuietHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = QuietHTTPServer(("127.0.0.1", 0), handler)
         # A client gone between the poll and accept() (a gs killed as it connects) would leave a
         # blocking accept() waiting forever, and stop() with it: a non-blocking one returns.
         self._httpd.socket.setblocking(False)
@@ -364,7 +364,7 @@ def _usage(messages: list[dict], reply: Reply) -> dict[str, Any]:
     }
 
 
-class _QuietHTTPServer(ThreadingHTTPServer):
+class QuietHTTPServer(ThreadingHTTPServer):
     """Threaded server that doesn't print tracebacks when a client hangs up."""
 
     daemon_threads = True
