@@ -353,6 +353,19 @@ class RepoError(GitSessionsError):
         super().__init__(f"cannot use {path} as the session repo: {reason}; point --repo or GS_REPO elsewhere")
 
 
+class RepoBusy(GitSessionsError):
+    """A file of the session repo stayed locked by another live process (git's ``<file>.lock``) past the wait.
+
+    Attributes:
+        path: the file being written.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        super().__init__(f"another process is writing {path} (its .lock is there) and did not finish in time; "
+                         "nothing was lost: run the command again once it is done")
+
+
 class TransferError(GitSessionsError):
     """A file ``gs import`` refuses (nothing was written), or an export that cannot be made.
 

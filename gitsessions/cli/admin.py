@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..config import key_file_exposed
 from ..store import GitStore, privacy
-from ..store.layout import check_repo_path
+from ..store.layout import check_repo_path, is_repo
+from ..text import plural
 from .background import run_in_background
 from .common import Context, err
 
@@ -33,16 +35,24 @@ def gc(
     """
     c: Context = ctx.obj
     with c.store() as store:
+        cleared = c.cleared + store.heal(everything=True).cleared  # what killed writers left, of any age
         if auto and not store.pack_due():
             return
         result = store.gc(incremental=auto)
     if result is None:
-        err("another gs process is packing the repo right now; nothing to do")
+        err("another gs process is packing the repo right now; nothing to do"
+            + (f" (removed {_left_behind(cleared)})" if cleared else ""))
     elif not auto:
         print(f"packed {result.objects} objects ({result.deltas} deltas, depth ≤ {result.max_depth}) "
               f"into {result.pack_bytes} bytes in {result.seconds:.2f} s; removed "
               f"{result.loose_removed} loose objects and {result.packs_removed} old packs"
-              + (f"; removed {result.tmp_removed} temporary packs a killed gc left" if result.tmp_removed else ""))
+              + (f"; removed {_left_behind(cleared)}" if cleared else ""))
+
+
+def _left_behind(cleared: list[str]) -> str:
+    """What was removed of the files writers killed while writing left: how many, and which."""
+    shown = ", ".join(cleared[:3]) + (", ..." if len(cleared) > 3 else "")
+    return f"{plural(len(cleared), 'file')} gs processes killed while writing left behind ({shown})"
 
 
 @app.command()
@@ -56,7 +66,8 @@ def doctor(
     600 or 400), unless the repo is shared with git's own setting (git config
     core.sharedRepository group), which is honoured as git honours it. A config.yaml
     holding api_key should be readable by you alone. A symbolic link in the repo that leads
-    out of it is named (not removed). Exits 1 when a problem is left.
+    out of it is named (not removed). What a gs killed while writing left half done (a git
+    .lock, a pack without its index) is removed, and said. Exits 1 when a problem is left.
 
     Examples:
         gs doctor                           # report what others can read
@@ -87,6 +98,7 @@ def doctor(
             print(f"problem: the repo is shared (core.sharedRepository), but the group cannot use "
                   f"{len(found.unshared)} files and folders made before (such as {found.unshared[0]}); "
                   "fix with: gs doctor --fix")
+    _mend(c, path)
     for link, target in privacy.links_out(path):  # not fixed: what it leads to may be wanted
         problems += 1
         print(f"problem: {link} is a symbolic link to {target}, outside the repo: what gs writes there is "
@@ -107,6 +119,16 @@ def doctor(
               f"fix with: gs doctor --fix (or: chmod 600 {config.path})")
     if problems:
         raise typer.Exit(1)
+
+
+def _mend(c: Context, path: Path) -> None:
+    """Say what gs processes killed while writing left half done, mended now (:meth:`GitStore.heal`)."""
+    if not is_repo(path):
+        return
+    with c.store() as store:
+        cleared = c.cleared + store.heal(everything=True).cleared
+    for name in cleared:
+        print(f"fixed: removed {path / name}, left behind by a gs process killed while writing it")
 
 
 def pack_in_background(store: GitStore) -> None:

@@ -87,6 +87,8 @@ class Context:
     _privacy_checked: bool = False
     #: Set by ``gs doctor``, which reports these itself, rather than warning of them.
     quiet_privacy: bool = False
+    #: Files killed writers left half done that opening the store removed (``gs gc`` and ``gs doctor`` say them).
+    cleared: list[str] = field(default_factory=list)
 
     @property
     def config(self) -> Config:
@@ -169,6 +171,9 @@ class Context:
     def open_store(self, path: Path) -> GitStore:
         """Open the store at ``path`` (from :meth:`store_path`); prints nothing, so it may run in a thread.
 
+        What gs processes killed while writing there left half done is mended first
+        (``GitStore.heal``): files removed (kept in :attr:`cleared`).
+
         Raises:
             RepoError: the repo path is a file or a folder holding something else.
         """
@@ -184,6 +189,7 @@ class Context:
         store.new_id_rule = functools.partial(refuse_secret_id, self.redactor())
         store.check_path()
         self.warnings.extend(take_failures(path))  # what a background push after a save could not do
+        self.cleared += store.heal().cleared  # what a gs killed while writing here left half done
         return store
 
     def _keep_private(self, path: Path) -> None:

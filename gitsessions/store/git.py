@@ -24,11 +24,11 @@ from ..log.commits import CommitMessage
 from ..log.events import Event
 from .base import SessionStore
 from .batch import Line, Planned
-from .faults import writes
+from .faults import optional_write, writes
 from .journal import Journal
 from .kept import KeptLogs
 from .layout import check_repo_path, is_repo
-from .lock import SessionLock, unless_held
+from .lock import SessionLock, clear_left, unless_held
 from .pack import RepackResult
 from .reflog import branch_line, head_branch, head_ref, read_reflog, save_line
 from .repo import (
@@ -46,7 +46,8 @@ from .repo import (
 from .shared import SessionRepo
 from .state import ListRows, RepoState
 from .unpack import read_blob
-from .values import CommitInfo, HookRunner, NoHooks, ReflogEntry
+from .values import CommitInfo, Healed, HookRunner, NoHooks, ReflogEntry
+from .writers import census, writing
 
 #: Identity used when neither config nor git names one.
 DEFAULT_IDENTITY = "gitsessions <gitsessions@localhost>"
@@ -500,8 +501,8 @@ class GitStore(SessionStore):
         ref = self._ref(session_id)
         if head_branch(self.path) == session_id or (repo := self.repo()) is None:
             return
-        with contextlib.suppress(OSError, KeyError):  # cosmetic: a full or read-only disk never fails a save
-            unless_held(lambda: point_head(repo, ref))  # another gs points it right now
+        with contextlib.suppress(OSError, KeyError), writing(self.path):  # cosmetic: a full or read-only disk
+            unless_held(lambda: point_head(repo, ref))  # another gs points it right now; never fails a save
 
     def reflog(self, name: str, archived: bool = False) -> list[ReflogEntry]:
         """Return the reflog of session ``name`` (archived session ``name``), oldest first (:func:`.read_reflog`)."""
@@ -518,6 +519,26 @@ class GitStore(SessionStore):
             if ref.endswith(tail) and b"/" not in ref[len(_REMOTES):-len(tail)]:
                 out[ref[len(_REMOTES):-len(tail)].decode("utf-8", "replace")] = _hex(sha)
         return dict(sorted(out.items()))
+
+    # -- what killed processes left --------------------------------------------------------
+
+    def heal(self, everything: bool = False) -> Healed:
+        """Mend what gs processes killed while writing here left half done; what every command does first.
+
+        When a writer died (:mod:`.writers`), or ``everything`` is asked (``gs gc``, ``gs
+        doctor``: also what a writer naming itself nowhere left, judged by its age), the
+        files it left are removed (:func:`.lock.clear_left`). On a repo that cannot be
+        written nothing is done (reads work all the same).
+
+        Returns:
+            What was mended.
+        """
+        healed = Healed()
+        if not self.exists():
+            return healed
+        if everything or (writers := census(self.path)).dead or writers.half:
+            optional_write(lambda: healed.cleared.extend(clear_left(self.path)))
+        return healed
 
     # -- packing ---------------------------------------------------------------------------
 

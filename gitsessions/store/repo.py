@@ -180,7 +180,7 @@ def add_object(repo: Repo, obj: Blob | Tree | Commit) -> None:
     A recovery rebuilds byte-identical objects, so it would otherwise fail forever.
 
     Raises:
-        FileLocked: another live writer holds that object's lock past :data:`.lock.REF_LOCK_WAIT_S`.
+        RepoBusy: another live writer holds that object's lock past :data:`.lock.REF_LOCK_WAIT_S`.
     """
     wait_out(lambda: repo.object_store.add_object(obj))
 

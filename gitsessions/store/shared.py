@@ -21,6 +21,8 @@ from dulwich.objects import ObjectID
 from dulwich.refs import DiskRefsContainer, Ref
 from dulwich.repo import Repo
 
+from .lock import wait_out
+
 _PACKED_REFS = b"packed-refs"
 
 
@@ -96,7 +98,16 @@ def write_config(repo: Repo, config: ConfigFile) -> None:
     """Write ``config`` (from ``repo.get_config()``) back, with the mode the repo's sharing gives it.
 
     dulwich's ``ConfigFile.write_to_path`` makes it ``0644`` less the umask, whatever the sharing.
+    A ``config.lock`` a killed writer left is taken over (:func:`.lock.wait_out`).
+
+    Raises:
+        RepoBusy: another live process holds ``config.lock`` past the wait.
     """
-    assert config.path is not None
-    with GitFile(config.path, "wb", shared_perm=repo.object_store.shared_perm) as f:
-        config.write_to_file(f)
+    path = config.path
+    assert path is not None
+
+    def write() -> None:
+        with GitFile(path, "wb", shared_perm=repo.object_store.shared_perm) as f:
+            config.write_to_file(f)
+
+    wait_out(write)

@@ -7,7 +7,7 @@ ids are 40-digit lowercase hex (:data:`~gitsessions.ids.CommitId`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..ids import CommitId, SessionId
@@ -123,6 +123,17 @@ class SessionInfo:
     time: int
     message: CommitMessage
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class Healed:
+    """What a look for the leftovers of killed processes found and mended (``GitStore.heal``).
+
+    Attributes:
+        cleared: files writers that were killed left half done, removed (paths in the repo).
+    """
+
+    cleared: list[str] = field(default_factory=list)
 
 
 class TurnJournal(Protocol):

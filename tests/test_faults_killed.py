@@ -1,0 +1,177 @@
+"""``kill -9`` of a real gs at each git lock it takes: the next command heals what it left.
+
+Each test stops a real ``gs`` process at the very moment dulwich has made a ``<file>.lock``
+(:mod:`killat`), kills it there, then runs the next command in this process (typer's
+CliRunner) and checks the repo with the real ``git`` CLI (``git fsck --strict``): the lock
+is gone, the command does what it is for, nothing committed is lost. A lock a live writer
+holds is never taken over, however old it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from gitservers import init_bare
+from killat import kill_at, stopped_at
+
+from gitsessions.store import lock
+
+DATA = Path(__file__).parent / "data"
+CHATGPT = str(DATA / "chatgpt" / "conversations.json")
+
+
+def _sessions(gs) -> list[str]:
+    r = gs("list", "--json")
+    assert r.code == 0, r.err
+    return sorted(row["id"] for row in r.json())
+
+
+def _locks(repo: Path) -> list[str]:
+    """The git locks in ``repo`` (gs's own ``gs/`` aside)."""
+    return sorted(str(p.relative_to(repo)) for p in repo.rglob("*.lock") if p.relative_to(repo).parts[0] != "gs")
+
+
+def _fsck(repo: Path) -> str:
+    """What ``git fsck --strict`` says of ``repo`` beyond its notices, a stray file it only warns of too.
+
+    A dangling object (what a killed command wrote before its ref moved) is no fault: it names nothing lost.
+    """
+    proc = subprocess.run(["git", "-C", str(repo), "fsck", "--strict"], capture_output=True, text=True)
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if not line.startswith(("notice:", "dangling "))]
+    return f"exit {proc.returncode}: " + "\n".join(said) if proc.returncode or said else ""
+
+
+def _heads(git) -> list[str]:
+    return git("for-each-ref", "--format=%(refname)", "refs/heads").split()
+
+
+def test_a_kill_while_an_object_is_written_leaves_nothing_fsck_sees_once_gs_runs(gs, git, repo_path):
+    assert gs("ask", "w", "one").code == 0
+    at = kill_at("fork", "w", "w2", lock=r"/objects/[0-9a-f]{2}/[0-9a-f]{38}\.lock$")
+    assert Path(at).exists()
+    assert "bad sha1 file" in _fsck(repo_path)  # until gs runs
+    assert _sessions(gs) == ["w"]  # a read heals it too
+    assert _locks(repo_path) == []
+    assert _fsck(repo_path) == ""
+    r = gs("fork", "w", "w2")
+    assert r.code == 0, r.err
+    assert _sessions(gs) == ["w", "w2"]
+    assert _fsck(repo_path) == ""
+
+
+def test_a_kill_while_a_branch_is_made_leaves_it_free(gs, git, repo_path):
+    assert gs("ask", "w", "one").code == 0
+    kill_at("fork", "w", "w2", lock=r"/refs/heads/w2\.lock$")
+    r = gs("fork", "w", "w2")
+    assert r.code == 0, r.err
+    assert _heads(git) == ["refs/heads/w", "refs/heads/w2"] and _locks(repo_path) == []
+    assert _fsck(repo_path) == ""
+
+
+def test_a_kill_while_head_is_moved_leaves_it_movable(gs, git, repo_path):
+    assert gs("ask", "w", "one").code == 0
+    kill_at("fork", "w", "w2", lock=r"/HEAD\.lock$")
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/w"  # w2 was made, HEAD not yet moved
+    r = gs("fork", "w", "w3")
+    assert r.code == 0, r.err
+    assert git("symbolic-ref", "HEAD").strip() == "refs/heads/w3"  # a fork is current
+    assert _locks(repo_path) == []
+    assert _fsck(repo_path) == ""
+
+
+def test_a_kill_during_an_import_lets_the_next_import_of_that_file_through(gs, git, repo_path):
+    assert gs("ask", "w", "one").code == 0  # the repo exists
+    at = kill_at("import", CHATGPT, lock=r"/objects/pack/pack-[0-9a-f]{40}\.idx\.lock$")
+    assert at.endswith(".idx.lock") and Path(at).exists()
+    r = gs("import", CHATGPT)
+    assert r.code == 0, r.err
+    assert "4 sessions written" in r.err, r.err
+    assert len(_sessions(gs)) == 5 and _locks(repo_path) == []
+    assert _fsck(repo_path) == ""
+    r = gs("gc")
+    assert r.code == 0, r.err
+    assert _fsck(repo_path) == ""
+
+
+def test_a_kill_during_a_push_lets_the_next_sync_settle(gs, git, repo_path, tmp_path):
+    remote = init_bare(tmp_path / "remote.git")
+    assert gs("ask", "w", "one").code == 0
+    assert gs("remote", "add", "origin", str(remote)).code == 0
+    kill_at("push", lock=r"/refs/remotes/origin/heads/w\.lock$")  # the push was made; its tracking ref not
+    r = gs("sync")
+    assert r.code == 0, r.err
+    assert _locks(repo_path) == []
+    r = gs("status", "w", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["remotes"]["origin"]["ahead"] == 0, r.json()
+    assert git("rev-parse", "refs/remotes/origin/heads/w") == git("rev-parse", "w")
+    assert _fsck(repo_path) == ""
+
+
+def test_a_kill_while_the_config_is_written_leaves_it_writable(gs, git, repo_path, tmp_path):
+    remote = init_bare(tmp_path / "remote.git")
+    assert gs("ask", "w", "one").code == 0
+    kill_at("remote", "add", "origin", str(remote), lock=r"/config\.lock$")
+    r = gs("remote", "add", "origin", str(remote))
+    assert r.code == 0, r.err
+    assert git("config", "remote.origin.url").strip() == str(remote)
+    assert _locks(repo_path) == []
+
+
+def test_gc_and_doctor_say_what_they_removed_of_what_was_left(gs, git, repo_path):
+    assert gs("ask", "w", "one").code == 0
+    left = repo_path / "refs" / "heads" / "gone.lock"  # no writer names itself for it: judged by its age
+    left.write_text("")
+    r = gs("gc")
+    assert r.code == 0, r.err
+    assert left.exists(), "a lock as young as a moment may be another program's"
+    old = time.time() - 3600
+    os.utime(left, (old, old))
+    r = gs("gc")
+    assert r.code == 0 and "removed 1 file gs processes killed while writing left behind (refs/heads/gone.lock)" \
+        in r.out, r.out
+    assert not left.exists()
+    left.write_text("")
+    os.utime(left, (old, old))
+    r = gs("doctor")
+    assert f"fixed: removed {left}, left behind by a gs process killed while writing it" in r.out, r.out
+    assert not left.exists()
+
+
+def test_the_lock_of_a_live_writer_is_never_taken_however_old(gs, git, repo_path, monkeypatch: pytest.MonkeyPatch):
+    assert gs("ask", "w", "one").code == 0
+    kill_at("fork", "w", "x", lock=r"/refs/heads/x\.lock$")  # a writer died here: its leftovers go at once
+    monkeypatch.setattr(lock, "REF_LOCK_WAIT_S", 0.2)
+    with stopped_at("fork", "w", "w2", lock=r"/refs/heads/w2\.lock$") as writer:
+        held = Path(writer.at)
+        old = time.time() - 3600  # a writer writing for an hour: its file and its lock as old, older than any grace
+        (named,) = (repo_path / "gs" / "writers").iterdir()
+        os.utime(named, (old - 1, old - 1))
+        os.utime(held, (old, old))
+        r = gs("fork", "w", "w2")
+        assert r.code == 1 and "found locked by an" in r.err, r.err  # ConcurrentUpdate of REF_HELD
+        assert held.exists()
+        assert _sessions(gs) == ["w"]
+        assert not (repo_path / "refs" / "heads" / "x.lock").exists()  # the dead one's went
+        writer.kill()
+    r = gs("fork", "w", "w2")
+    assert r.code == 0, r.err
+    assert _fsck(repo_path) == ""
+
+
+def test_a_writer_names_itself_while_it_writes_and_no_longer(gs, repo_path):
+    assert gs("ask", "w", "one").code == 0
+    with stopped_at("fork", "w", "w2", lock=r"/refs/heads/w2\.lock$") as writer:
+        files = list((repo_path / "gs" / "writers").iterdir())
+        assert len(files) == 1
+        info = json.loads(files[0].read_text())
+        assert info["pid"] == writer.proc.pid and {"host", "started"} <= info.keys()
+        writer.kill()
+    assert _sessions(gs) == ["w"]
+    assert list((repo_path / "gs" / "writers").iterdir()) == []  # the dead one's file went with what it left
+    assert _fsck(repo_path) == ""
