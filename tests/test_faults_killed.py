@@ -123,6 +123,20 @@ def test_a_kill_while_the_config_is_written_leaves_it_writable(gs, git, repo_pat
     assert _locks(repo_path) == []
 
 
+def test_a_kill_while_packed_refs_are_rewritten_leaves_them_writable(gs, git, repo_path):
+    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "other", "one").code == 0
+    git("pack-refs", "--all")
+    kill_at("rm", "other", lock=r"/packed-refs\.lock$")
+    assert _sessions(gs) == ["w"]  # the archive, half done, is completed
+    assert git("for-each-ref", "--format=%(refname)").split() == ["refs/archive/other", "refs/heads/w"]
+    assert _locks(repo_path) == []
+    assert _fsck(repo_path) == ""
+    r = gs("restore", "other")
+    assert r.code == 0, r.err
+    assert _sessions(gs) == ["other", "w"]
+
+
 def test_gc_and_doctor_say_what_they_removed_of_what_was_left(gs, git, repo_path):
     assert gs("ask", "w", "one").code == 0
     left = repo_path / "refs" / "heads" / "gone.lock"  # no writer names itself for it: judged by its age
@@ -174,4 +188,67 @@ def test_a_writer_names_itself_while_it_writes_and_no_longer(gs, repo_path):
         writer.kill()
     assert _sessions(gs) == ["w"]
     assert list((repo_path / "gs" / "writers").iterdir()) == []  # the dead one's file went with what it left
+    assert _fsck(repo_path) == ""
+
+
+# -- a rename killed on the way: the next command completes it, or takes it back ----------------
+
+#: Where a rename of w to proj is killed: (lock, call, match) as :func:`killat.stopped_at` takes them, and
+#: whether the new name was made by then (then it is completed, else taken back).
+RENAME_STEPS = {
+    "proj being made": (r"/refs/heads/proj\.lock$", None, "", False),
+    "proj's reflog line written, proj not yet": (None, "after:dulwich.refs:DiskRefsContainer._log", "refs/heads/proj",
+                                                 False),
+    "proj made, the reflog not carried": (None, "before:gitsessions.store.repo:_carry_reflog", "", True),
+    "the reflog carried, w being removed": (r"/refs/heads/w\.lock$", None, "", True),
+    "w removed, its reflog not": (None, "before:gitsessions.store.repo:_drop_reflog", "", True),
+    "all moved, HEAD not yet": (r"/HEAD\.lock$", None, "", True),
+}
+
+
+@pytest.mark.parametrize("step", RENAME_STEPS)
+def test_a_rename_killed_on_the_way_is_one_move_the_next_command_ends(gs, git, repo_path, step):
+    lock_at, call, match, made = RENAME_STEPS[step]
+    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "w", "two").code == 0
+    before = gs("show", "w", "--json").json()["events"]
+    old_reflog = git("reflog", "show", "--format=%H %gs", "refs/heads/w").splitlines()
+    kill_at("rename", "w", "proj", lock=lock_at, call=call, match=match)
+    r = gs("list", "--json")  # a read: the first command after the kill
+    assert r.code == 0, r.err
+    name, gone = ("proj", "w") if made else ("w", "proj")
+    assert [row["id"] for row in r.json()] == [name], r.err
+    said = "left it half done; it is done now (w is proj)" if made else "had moved nothing; w is as it was"
+    assert f"gs: warning: a gs killed while renaming w as proj {said}" in r.err, r.err
+    assert _heads(git) == [f"refs/heads/{name}"]
+    assert git("symbolic-ref", "HEAD").strip() == f"refs/heads/{name}"
+    assert not (repo_path / "logs" / "refs" / "heads" / gone).exists()
+    reflog = git("reflog", "show", "--format=%H %gs", f"refs/heads/{name}").splitlines()
+    assert reflog[-len(old_reflog):] == old_reflog  # the old entries kept, once
+    assert reflog[:-len(old_reflog)] == ([f"{reflog[0].split()[0]} Branch: renamed w to proj"] if made else [])
+    assert gs("show", name, "--json").json()["events"] == before
+    assert list((repo_path / "gs" / "moves").iterdir()) == [] and _locks(repo_path) == []
+    assert _fsck(repo_path) == ""
+    r = gs("list")
+    assert r.code == 0 and "warning" not in r.err, r.err  # said once
+    if not made:
+        assert gs("rename", "w", "proj").code == 0
+        assert _sessions(gs) == ["proj"]
+
+
+def test_a_rename_killed_halfway_keeps_both_when_the_old_name_was_saved_to_since(gs, git, repo_path):
+    assert gs("ask", "w", "one").code == 0
+    kill_at("rename", "w", "proj", call="before:gitsessions.store.repo:_carry_reflog")
+    tip = git("rev-parse", "w").strip()
+    tree = git("rev-parse", "w^{tree}").strip()
+    later = subprocess.run(["git", "-C", str(repo_path), "commit-tree", tree, "-p", tip, "-m", "saved by hand"],
+                           capture_output=True, text=True, check=True,
+                           env={**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+                                "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}).stdout.strip()
+    git("update-ref", "refs/heads/w", later, tip)  # a save under the old name before any gs ran
+    r = gs("list", "--json")
+    assert r.code == 0, r.err
+    assert sorted(row["id"] for row in r.json()) == ["proj", "w"]
+    assert "left both names, and w was saved to since: both are kept" in r.err, r.err
+    assert git("rev-parse", "w").strip() == later and git("rev-parse", "proj").strip() == tip
     assert _fsck(repo_path) == ""

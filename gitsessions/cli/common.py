@@ -172,7 +172,8 @@ class Context:
         """Open the store at ``path`` (from :meth:`store_path`); prints nothing, so it may run in a thread.
 
         What gs processes killed while writing there left half done is mended first
-        (``GitStore.heal``): files removed (kept in :attr:`cleared`).
+        (``GitStore.heal``): files removed (kept in :attr:`cleared`), a move of a session ended
+        (a warning each).
 
         Raises:
             RepoError: the repo path is a file or a folder holding something else.
@@ -189,7 +190,12 @@ class Context:
         store.new_id_rule = functools.partial(refuse_secret_id, self.redactor())
         store.check_path()
         self.warnings.extend(take_failures(path))  # what a background push after a save could not do
-        self.cleared += store.heal().cleared  # what a gs killed while writing here left half done
+        healed = store.heal()  # what a gs killed while writing here left half done
+        self.cleared += healed.cleared
+        if healed.moves:
+            from .display.render import move_ended
+
+            self.warnings.extend(move_ended(move) for move in healed.moves)
         return store
 
     def _keep_private(self, path: Path) -> None:

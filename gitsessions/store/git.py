@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
+from dulwich.graph import can_fast_forward
 from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
 
-from ..errors import ConcurrentUpdate, CorruptSession
+from ..errors import ConcurrentUpdate, CorruptSession, GitSessionsError
 from ..ids import CommitId, SessionId, check_free, check_session_id, is_session_id
 from ..log.commits import CommitMessage
 from ..log.events import Event
@@ -28,25 +29,27 @@ from .faults import optional_write, writes
 from .journal import Journal
 from .kept import KeptLogs
 from .layout import check_repo_path, is_repo
-from .lock import SessionLock, clear_left, unless_held
+from .lock import SessionLock, clear_left, unless_held, wait_out
 from .pack import RepackResult
 from .reflog import branch_line, head_branch, head_ref, read_reflog, save_line
 from .repo import (
     SESSION_FILE,
     add_blob,
     add_object,
+    finish_move,
     init_repo,
     move_ref,
     point_head,
     read_refs,
     session_tree,
     swap,
+    undo_move_start,
     write_commit,
 )
 from .shared import SessionRepo
-from .state import ListRows, RepoState
+from .state import LeftMove, ListRows, RepoState
 from .unpack import read_blob
-from .values import CommitInfo, Healed, HookRunner, NoHooks, ReflogEntry
+from .values import CommitInfo, Healed, HookRunner, MoveEnded, NoHooks, ReflogEntry
 from .writers import census, writing
 
 #: Identity used when neither config nor git names one.
@@ -467,8 +470,20 @@ class GitStore(SessionStore):
 
     def _move(self, src: str, dst: str, commit: str, message: str, *,
               from_archive: bool = False, to_archive: bool = False) -> None:
-        self._move_ref(_archive_ref(src) if from_archive else self._ref(src),
-                       _archive_ref(dst) if to_archive else self._ref(dst), commit, message)
+        self._move_ref(*self._refs_of_move(src, dst, from_archive, to_archive), commit, message)
+
+    def _refs_of_move(self, src: str, dst: str, from_archive: bool, to_archive: bool) -> tuple[Ref, Ref]:
+        return (_archive_ref(src) if from_archive else self._ref(src),
+                _archive_ref(dst) if to_archive else self._ref(dst))
+
+    def _recorded_move(self, src: str, dst: str, commit: str, message: str, *,
+                       from_archive: bool = False, to_archive: bool = False) -> contextlib.AbstractContextManager[None]:
+        """Record the move in ``<repo>/gs/moves/`` while it runs (:meth:`.state.RepoState.moving`).
+
+        :meth:`heal` ends one a killed process left.
+        """
+        old, new = self._refs_of_move(src, dst, from_archive, to_archive)
+        return self.state.moving(old, new, commit, message.encode("utf-8"))
 
     @writes
     def _move_ref(self, src: Ref, dst: Ref, sha: str, msg: str) -> None:
@@ -527,8 +542,10 @@ class GitStore(SessionStore):
 
         When a writer died (:mod:`.writers`), or ``everything`` is asked (``gs gc``, ``gs
         doctor``: also what a writer naming itself nowhere left, judged by its age), the
-        files it left are removed (:func:`.lock.clear_left`). On a repo that cannot be
-        written nothing is done (reads work all the same).
+        files it left are removed (:func:`.lock.clear_left`); then each move of a session it
+        left half done is ended (:meth:`_end_move`). On a repo that cannot be written nothing
+        is done (reads work all the same); a move another live writer blocks is left to the
+        next command.
 
         Returns:
             What was mended.
@@ -538,7 +555,37 @@ class GitStore(SessionStore):
             return healed
         if everything or (writers := census(self.path)).dead or writers.half:
             optional_write(lambda: healed.cleared.extend(clear_left(self.path)))
+        for left in self.state.left_moves():
+            with contextlib.suppress(GitSessionsError):
+                optional_write(lambda left=left: healed.moves.append(self._end_move(left)))  # type: ignore[misc]
         return healed
+
+    @writes
+    def _end_move(self, left: LeftMove) -> MoveEnded:
+        """Complete a move whose new name was made, else take it back; the HEAD policy after it (:meth:`_moved`) runs.
+
+        A session saved under its old name meanwhile keeps it (both names hold their saves).
+
+        Raises:
+            RepoBusy: another live process holds a ref of the move locked (the record stays).
+        """
+        repo = self.repo()
+        assert repo is not None
+        src, dst, sha = Ref(left.src), Ref(left.dst), _oid(left.commit)
+        from_archive, to_archive = src.startswith(_ARCHIVE), dst.startswith(_ARCHIVE)
+        names = [ref.split(b"/", 2)[2].decode("utf-8", "replace") for ref in (src, dst)]
+        kind = "archive" if to_archive else "restore" if from_archive else "rename"
+        now = repo.refs.read_ref(dst)
+        if now is None:
+            undo_move_start(repo, dst, sha, left.message)
+            outcome = "taken back"
+        else:
+            holds = now == sha or can_fast_forward(repo, sha, ObjectID(now))
+            outcome = "completed" if holds and wait_out(lambda: finish_move(repo, src, dst, sha)) else "both kept"
+            if outcome == "completed":
+                self._moved(*names, from_archive=from_archive, to_archive=to_archive)
+        left.record.unlink(missing_ok=True)
+        return MoveEnded(kind, names[0], names[1], outcome)
 
     # -- packing ---------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ...log import view  # imported by the renderings of items, not by a chat before its prompt
     from ...store import CommitInfo, SessionInfo
     from ...store.remote.reports import PullReport, PushReport
+    from ...store.values import MoveEnded
 
 T = TypeVar("T")
 
@@ -128,6 +129,17 @@ def fork_label(title: str, prompt: str | None, parent_title: str | None) -> str:
         parent_title: its parent's title (None: no parent, a root).
     """
     return prompt if prompt and (not title or (parent_title is not None and title == parent_title)) else title
+
+
+def move_ended(move: MoveEnded) -> str:
+    """One line for a move of a session a killed gs left half done, as the next command ended it."""
+    verb = {"rename": "renaming", "archive": "archiving (gs rm)", "restore": "restoring"}[move.kind]
+    said = f"a gs killed while {verb} {move.src} as {move.dst} "
+    if move.outcome == "completed":
+        return said + f"left it half done; it is done now ({move.src} is {move.dst})"
+    if move.outcome == "taken back":
+        return said + f"had moved nothing; {move.src} is as it was"
+    return said + f"left both names, and {move.src} was saved to since: both are kept (gs rm one, or rename it)"
 
 
 def session_row(info: SessionInfo) -> dict[str, Any]:
