@@ -74,7 +74,7 @@ def doctor(
         gs doctor --fix                     # and make it private
     """
     c: Context = ctx.obj
-    c.quiet_privacy = True  # reported here, not warned of
+    c.quiet_checks = True  # reported here, not warned of
     problems = 0
     path = c.repo_path()
     check_repo_path(path)  # a folder of other things is never made private (nor a repo) by a mistyped --repo
@@ -98,7 +98,7 @@ def doctor(
             print(f"problem: the repo is shared (core.sharedRepository), but the group cannot use "
                   f"{len(found.unshared)} files and folders made before (such as {found.unshared[0]}); "
                   "fix with: gs doctor --fix")
-    _mend(c, path)
+    problems += _mend(c, path, fix)
     for link, target in privacy.links_out(path):  # not fixed: what it leads to may be wanted
         problems += 1
         print(f"problem: {link} is a symbolic link to {target}, outside the repo: what gs writes there is "
@@ -121,14 +121,30 @@ def doctor(
         raise typer.Exit(1)
 
 
-def _mend(c: Context, path: Path) -> None:
-    """Say what gs processes killed while writing left half done, mended now (:meth:`GitStore.heal`)."""
+def _mend(c: Context, path: Path, fix: bool) -> int:
+    """Say what gs processes killed while writing left half done, mended now (:meth:`GitStore.heal`), and damage.
+
+    A damaged ``packed-refs`` is a problem (its line set aside with ``fix``).
+
+    Returns:
+        How many problems are left.
+    """
     if not is_repo(path):
-        return
+        return 0
     with c.store() as store:
         cleared = c.cleared + store.heal(everything=True).cleared
+        damaged = store.damaged_refs()
+        if damaged and fix:
+            keep, damaged = store.set_damage_aside()
+            print(f"fixed: {path}/packed-refs held {plural(len(damaged), 'damaged line')} (such as line "
+                  f"{damaged[0].line}, which {damaged[0].what()}); set aside in {keep}")
+            damaged = []
     for name in cleared:
         print(f"fixed: removed {path / name}, left behind by a gs process killed while writing it")
+    for line in damaged:
+        print(f"problem: {path}/packed-refs line {line.line} {line.what()}: git refuses the file, gs reads the "
+              "other lines and refuses to rewrite it; fix with: gs doctor --fix (sets the line aside, kept)")
+    return len(damaged)
 
 
 def pack_in_background(store: GitStore) -> None:

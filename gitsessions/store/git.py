@@ -23,6 +23,7 @@ from ..errors import ConcurrentUpdate, CorruptSession, GitSessionsError
 from ..ids import CommitId, SessionId, check_free, check_session_id, is_session_id
 from ..log.commits import CommitMessage
 from ..log.events import Event
+from . import packed
 from .base import SessionStore
 from .batch import Line, Planned
 from .faults import optional_write, writes
@@ -31,6 +32,7 @@ from .kept import KeptLogs
 from .layout import check_repo_path, is_repo
 from .lock import SessionLock, clear_left, unless_held, wait_out
 from .pack import RepackResult
+from .packed import Damaged
 from .reflog import branch_line, head_branch, head_ref, read_reflog, save_line
 from .repo import (
     SESSION_FILE,
@@ -534,6 +536,27 @@ class GitStore(SessionStore):
             if ref.endswith(tail) and b"/" not in ref[len(_REMOTES):-len(tail)]:
                 out[ref[len(_REMOTES):-len(tail)].decode("utf-8", "replace")] = _hex(sha)
         return dict(sorted(out.items()))
+
+    # -- a damaged packed-refs (see :mod:`.packed`) ------------------------------------------
+
+    def damaged_refs(self) -> list[Damaged]:
+        """Return the damaged lines of the repo's ``packed-refs`` (read without opening the repo; none: whole)."""
+        return packed.damage(self.path)
+
+    @writes
+    def set_damage_aside(self) -> tuple[Path, list[Damaged]]:
+        """Move the damaged lines of ``packed-refs`` into ``gs/damaged/``, the file rewritten whole.
+
+        See :func:`.packed.set_aside`.
+
+        Returns:
+            The file they went to, and the lines (none: nothing was damaged, nothing written).
+        """
+        repo = self.repo()
+        if repo is None:
+            return Path(), []
+        keep = self.state.root / "damaged" / f"packed-refs-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        return keep, packed.set_aside(repo, keep)
 
     # -- what killed processes left --------------------------------------------------------
 

@@ -27,6 +27,7 @@ from ..errors import ConcurrentUpdate
 from .layout import is_repo
 from .lock import REF_HELD, clear_stale_lock, wait_out
 from .loose import Deflated, blob_id
+from .packed import SessionRefs
 from .shared import SessionRepo, write_config
 
 #: Settings written at init: loose objects compressed fast (a save is a new blob), no automatic gc
@@ -103,7 +104,10 @@ def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes,
 
     Raises:
         ConcurrentUpdate: ``dst`` exists, or ``src`` moved meanwhile (then ``dst`` is removed again).
+        RepoDamaged: ``src`` is packed, and ``packed-refs`` holds a damaged line (nothing moved).
     """
+    if isinstance(repo.refs, SessionRefs):
+        repo.refs.refuse_rewrite(src)  # before anything moves: its removal would drop the line
     now = int(time.time())
     swap(repo, dst, None, sha, committer=committer, message=message, now=now, tz=time.localtime(now).tm_gmtoff)
     _carry_reflog(repo, src, dst)

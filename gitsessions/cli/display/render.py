@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ...history.tree import Node
     from ...log import view  # imported by the renderings of items, not by a chat before its prompt
     from ...store import CommitInfo, SessionInfo
+    from ...store.packed import Damaged
     from ...store.remote.reports import PullReport, PushReport
     from ...store.values import MoveEnded
 
@@ -140,6 +141,14 @@ def move_ended(move: MoveEnded) -> str:
     if move.outcome == "taken back":
         return said + f"had moved nothing; {move.src} is as it was"
     return said + f"left both names, and {move.src} was saved to since: both are kept (gs rm one, or rename it)"
+
+
+def damaged_refs(repo: str, damaged: Sequence[Damaged]) -> str:
+    """One line for the damaged lines of a repo's ``packed-refs``: the first, how many more, and what to do."""
+    more = f" (and {plural(len(damaged) - 1, 'line')} more)" if len(damaged) > 1 else ""
+    first = damaged[0]
+    return (f"the session repo is damaged: {repo}/packed-refs line {first.line} {first.what()}{more}; the refs on "
+            "its other lines are read, plain git refuses the file: set the line aside (kept) with gs doctor --fix")
 
 
 def session_row(info: SessionInfo) -> dict[str, Any]:
