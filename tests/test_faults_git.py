@@ -313,3 +313,28 @@ def test_a_junk_line_in_packed_refs_is_named_and_what_can_work_does(gs, git, rep
     assert r.code == 0 and "warning" not in r.err, r.err
     assert sorted(row["id"] for row in gs("list", "--json").json()) == ["work"]
     git("fsck", "--strict")
+
+
+# -- branches whose names are no session ids ---------------------------------------------------
+
+
+def test_list_says_which_branches_it_does_not_show_and_how_to_show_them(gs, git, repo_path):
+    fresh_repo(gs)
+    raw = git("show", "work:session.jsonl").encode()
+    odd = ["feature/x", "a.b", "x" * 70, "ünïcode"]
+    for name in odd:
+        commit_by_hand(repo_path, name, raw)  # a valid log, under a name that is no session id
+    r = gs("list", "--json")
+    assert r.code == 0, r.err
+    assert [row["id"] for row in r.json()] == ["work"]
+    shown = ", ".join(sorted(odd)[:3])
+    assert r.err == (f"gs: warning: 4 branches are not listed: their names are no session id ({shown}, …; an id is "
+                     f"at most 64 letters, digits, '_' or '-'); to list one, rename it: git -C {repo_path} branch -m "
+                     f"{sorted(odd)[0]} NEW-ID\n"), r.err
+    git("branch", "-m", "feature/x", "feature-x")  # as it says
+    for name in ("a.b", "x" * 70, "ünïcode"):
+        git("branch", "-m", name, f"renamed-{len(name)}")
+    r = gs("list", "--json")
+    assert r.code == 0 and r.err == "", r.err
+    assert sorted(row["id"] for row in r.json()) == ["feature-x", "renamed-3", "renamed-7", "renamed-70", "work"]
+    assert all(row["error"] is None for row in r.json())

@@ -49,6 +49,10 @@ class SessionStore(abc.ABC):
     def session_ids(self) -> list[SessionId]:
         """Return the ids of all live sessions, sorted."""
 
+    def stranger_branches(self) -> list[str]:
+        """Return the branches whose names are no session ids, which no list shows (plain git made them); sorted."""
+        return []
+
     @abc.abstractmethod
     def archived_ids(self) -> list[str]:
         """Return the names of archived sessions, sorted."""

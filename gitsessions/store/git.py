@@ -175,17 +175,32 @@ class GitStore(SessionStore):
         new one whether its id is taken, twice). A ref being created (its ``.lock``) is none
         yet; one whose file holds no commit id names a session that fails to load.
         """
+        return [SessionId(n) for n in self._branch_names() if is_session_id(n)]
+
+    def stranger_branches(self) -> list[str]:
+        """Return the branches whose names are no session ids (``feature/x``, ``a.b``), sorted; names only, as above."""
+        return [n for n in self._branch_names(nested=True) if not is_session_id(n)]
+
+    def _branch_names(self, nested: bool = False) -> list[str]:
+        """The names under ``refs/heads/``, packed or loose (``nested``: in folders too), sorted; no ref file read."""
         repo = self.repo()
         if repo is None:
             return []
         names = {ref[len(_HEADS):].decode("utf-8", "replace") for ref in repo.refs.get_packed_refs()
                  if ref.startswith(_HEADS)}
-        try:
-            with os.scandir(os.path.join(repo.controldir(), "refs", "heads")) as entries:
-                names.update(e.name for e in entries if e.is_file(follow_symlinks=False))
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        return [SessionId(n) for n in sorted(names) if is_session_id(n)]
+        todo = [""]
+        while todo:
+            folder = todo.pop()
+            try:
+                with os.scandir(os.path.join(repo.controldir(), "refs", "heads", folder)) as entries:
+                    for e in entries:
+                        if e.is_file(follow_symlinks=False) and not e.name.endswith(".lock"):
+                            names.add(folder + e.name)
+                        elif nested and e.is_dir(follow_symlinks=False):
+                            todo.append(f"{folder}{e.name}/")
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+        return sorted(names)
 
     def tips(self) -> dict[SessionId, CommitId]:
         """Return every session's tip by id, sorted by id (one pass over the refs: what :meth:`tip` gives each)."""

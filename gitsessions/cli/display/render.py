@@ -151,6 +151,17 @@ def damaged_refs(repo: str, damaged: Sequence[Damaged]) -> str:
             "its other lines are read, plain git refuses the file: set the line aside (kept) with gs doctor --fix")
 
 
+def stranger_branches(repo: str, names: Sequence[str]) -> str:
+    """One line for the branches of ``repo`` no list shows: how many, which, why, and what to do."""
+    import shlex
+
+    shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+    what = "1 branch is not listed: its name is" if len(names) == 1 else \
+        f"{len(names)} branches are not listed: their names are"
+    return (f"{what} no session id ({shown}; an id is at most 64 letters, digits, '_' or '-'); to list one, "
+            f"rename it: git -C {shlex.quote(repo)} branch -m {shlex.quote(names[0])} NEW-ID")
+
+
 def session_row(info: SessionInfo) -> dict[str, Any]:
     """Return the ``gs list --json`` object of one session.
 
