@@ -8,7 +8,8 @@ waits to be killed; what the kill leaves is exactly what a kill at that moment l
 As a script (what :func:`stopped_at` starts): ``python killat.py ARGS...`` (gs's) with the step in
 ``KILLAT_LOCK`` (a regular expression of the lock file's path), or ``KILLAT_CALL``
 (``before|after:module:qualified.name``) and ``KILLAT_MATCH`` (a regular expression the
-call's arguments must match), and the pipe's descriptor in ``KILLAT_FD``.
+call's arguments must match), and the pipe's descriptor in ``KILLAT_FD`` (or a file's name in
+``KILLAT_FILE``, for a gs that another gs starts: :func:`as_python`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 #: How long a step may take before the test gives up (a safety net, no figure of speed).
 TIMEOUT = 60
@@ -83,7 +85,7 @@ def stopped_at(*args: str, lock: str | None = None, call: str | None = None, mat
             proc.wait(TIMEOUT)
             err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
             raise AssertionError(f"gs {' '.join(args)} never got to the step (exit {proc.returncode}): {err}")
-        stopped.at = said.removeprefix("stopped ").strip()
+        stopped.at = said.split(" ", 2)[2].strip()
         yield stopped
     finally:
         if proc.poll() is None:
@@ -101,8 +103,28 @@ def kill_at(*args: str, lock: str | None = None, call: str | None = None, match:
     return stopped.at
 
 
+def as_python(folder: Path, lock: str, said: Path) -> tuple[str, dict[str, str]]:
+    """A program to stand for ``python`` where gs starts ``python -m gitsessions ARGS`` (in the background).
+
+    It runs those ARGS here, stopped at the git lock whose path matches ``lock``; where it
+    stopped goes to the file ``said`` (``stopped <pid> <lock>``).
+
+    Args:
+        folder: where to write the program.
+        lock: a regular expression of the lock file's path.
+        said: the file the stop is told in.
+
+    Returns:
+        The program, and the environment it needs.
+    """
+    program = folder / "python-killat"
+    program.write_text(f'#!/bin/sh\nshift 2\nexec {sys.executable} {__file__} "$@"\n')  # drops "-m gitsessions"
+    program.chmod(0o755)
+    return str(program), {"KILLAT_FILE": str(said), "KILLAT_LOCK": lock, "KILLAT_CALL": "", "KILLAT_MATCH": ""}
+
+
 def _stop(fd: int, at: str) -> None:
-    os.write(fd, f"stopped {at}\n".encode())
+    os.write(fd, f"stopped {os.getpid()} {at}\n".encode())
     while True:
         time.sleep(3600)  # until the kill
 
@@ -145,7 +167,8 @@ def _stop_at_call(fd: int, call: str, pattern: re.Pattern[str]) -> None:
 
 def main() -> int:
     """Run gs with the step set up (see the module's docstring)."""
-    fd = int(os.environ.pop("KILLAT_FD"))
+    said = os.environ.pop("KILLAT_FILE", "")  # a gs another gs starts (in the background) says it in a file
+    fd = os.open(said, os.O_WRONLY | os.O_CREAT | os.O_APPEND) if said else int(os.environ.pop("KILLAT_FD"))
     lock, call = os.environ.pop("KILLAT_LOCK"), os.environ.pop("KILLAT_CALL")
     pattern = re.compile(os.environ.pop("KILLAT_MATCH"))
     if lock:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from gitservers import init_bare
-from killat import kill_at, stopped_at
+from killat import as_python, kill_at, stopped_at
 
 from gitsessions.store import lock
 
@@ -252,3 +254,68 @@ def test_a_rename_killed_halfway_keeps_both_when_the_old_name_was_saved_to_since
     assert "left both names, and w was saved to since: both are kept" in r.err, r.err
     assert git("rev-parse", "w").strip() == later and git("rev-parse", "proj").strip() == tip
     assert _fsck(repo_path) == ""
+
+
+# -- a background command killed before it ended -------------------------------------------------
+
+
+def test_a_killed_background_gc_leaves_no_log_for_good(gs, repo_path, tmp_path, monkeypatch: pytest.MonkeyPatch):
+    from gitsessions.cli import background
+
+    assert gs("ask", "w", "one").code == 0
+    said = tmp_path / "said"
+    python, env = as_python(tmp_path, r"/objects/pack/pack-[0-9a-f]{40}\.idx\.lock$", said)
+    monkeypatch.setattr(background.sys, "executable", python)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    background.run_in_background(repo_path, "gc")  # as a save starts it
+    deadline = time.monotonic() + 60  # a safety net: no figure of speed is judged
+    while not said.exists() or not said.read_text().endswith("\n"):
+        assert time.monotonic() < deadline, "the background gc never got to its pack's index"
+        time.sleep(0.01)
+    pid = int(said.read_text().split()[1])
+    logs = list((repo_path / "gs" / "background").glob("gc-*.log"))
+    assert len(logs) == 1
+    os.kill(pid, signal.SIGKILL)
+    while _alive(pid):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    r = gs("list")
+    assert r.code == 0 and "background" not in r.err, r.err  # it said nothing: nothing to tell
+    assert list((repo_path / "gs" / "background").iterdir()) == []
+    assert _locks(repo_path) == [] and _fsck(repo_path) == ""
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie of a process this one started counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_background_log_that_held_words_is_told_once_then_gone(gs, repo_path, tmp_path):
+    assert gs("ask", "w", "one").code == 0
+    folder = repo_path / "gs" / "background"
+    proc = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from gitsessions.store.writers import hold_new\n"
+        f"fd = hold_new(Path({str(folder)!r}), 'push-0badf00d.log', b'gs: pushing to origin\\n')\n"
+        "print('held', flush=True); time.sleep(3600)")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        r = gs("list")
+        assert "background" not in r.err and (folder / "push-0badf00d.log").exists(), r.err  # still running
+        proc.kill()
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(60)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    r = gs("list")
+    assert "gs: warning: the gs push run in the background after a save was stopped before it ended: " \
+           "pushing to origin" in r.err, r.err
+    assert list(folder.iterdir()) == []
+    assert "background" not in gs("list").err  # once
