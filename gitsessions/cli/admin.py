@@ -27,7 +27,8 @@ def gc(
 ) -> None:
     """Pack the session repo: one delta pack, bounded delta depth, reflogs kept.
 
-    Runs by itself in the background after enough saves; this runs it now.
+    Runs by itself in the background after enough saves; this runs it now. What gs processes
+    killed while writing left behind (a git .lock, a pack without its index) is removed too.
 
     Examples:
         gs gc
@@ -67,7 +68,9 @@ def doctor(
     core.sharedRepository group), which is honoured as git honours it. A config.yaml
     holding api_key should be readable by you alone. A symbolic link in the repo that leads
     out of it is named (not removed). What a gs killed while writing left half done (a git
-    .lock, a pack without its index) is removed, and said. Exits 1 when a problem is left.
+    .lock, a pack without its index) is removed, and said. A damaged line of packed-refs
+    (which plain git refuses) is a problem; --fix keeps it in gs/damaged/ and rewrites the
+    file whole. Exits 1 when a problem is left.
 
     Examples:
         gs doctor                           # report what others can read
