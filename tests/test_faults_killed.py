@@ -319,3 +319,16 @@ def test_a_background_log_that_held_words_is_told_once_then_gone(gs, repo_path, 
            "pushing to origin" in r.err, r.err
     assert list(folder.iterdir()) == []
     assert "background" not in gs("list").err  # once
+
+
+def test_a_move_record_gs_did_not_write_is_dropped_not_followed(gs, git, repo_path):
+    assert gs("ask", "w", "one").code == 0
+    moves = repo_path / "gs" / "moves"
+    moves.mkdir()
+    (moves / "1-junk.json").write_text(json.dumps({"src": "w", "dst": "refs/heads/../../x", "commit": "no",
+                                                   "message": ""}))
+    (moves / "2-torn.json").write_text('{"src": "refs/heads/w", "dst"')  # cut short
+    r = gs("list", "--json")
+    assert r.code == 0 and "warning" not in r.err, r.err
+    assert [row["id"] for row in r.json()] == ["w"] and list(moves.iterdir()) == []
+    assert _heads(git) == ["refs/heads/w"]

@@ -308,16 +308,16 @@ def clear_left(repo: str | os.PathLike) -> list[str]:
 
 def _leftovers(root: Path) -> Iterator[tuple[Path, float]]:
     """The files in ``root`` a killed writer may have left, each with its grace (see :func:`clear_left`)."""
+    objects, packs = str(root / "objects"), str(root / "objects" / "pack")
     for top, folders, files in os.walk(root):
         if top == str(root):
             folders[:] = [f for f in folders if f not in ("gs", "hooks")]
         for name in files:
             if name.endswith(".lock"):
                 yield Path(top, name), STALE_REF_LOCK_S
-            elif name.startswith("tmp") and os.path.basename(top) in ("objects", "pack"):
+            elif name.startswith("tmp") and top in (objects, packs):
                 yield Path(top, name), STALE_TMP_S
-            elif top.endswith(os.sep + "pack") and name.endswith(".pack") and name.removesuffix(".pack") + ".idx" \
-                    not in files:
+            elif top == packs and name.endswith(".pack") and name.removesuffix(".pack") + ".idx" not in files:
                 yield Path(top, name), STALE_REF_LOCK_S
 
 

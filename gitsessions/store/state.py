@@ -208,6 +208,9 @@ class ListRows(RowCache):
             self.lines = len(keep)
 
 
+#: The refs a move of a session moves (:meth:`RepoState.moving`), and the commit it holds.
+_MOVED = re.compile(rb"\Arefs/(heads|archive)/[^/\x00-\x20]+\Z")
+_COMMIT = re.compile(r"\A[0-9a-f]{40}\Z")
 #: The start of a line :func:`_row_line` writes, after the end of the one before: the commit and its time.
 _ROW_START = re.compile(rb'\n\["([0-9a-f]{40})", (-?[0-9]+), "')
 #: The key of a row's ``Imported-From`` trailer as :func:`_row_line` writes it (an import's commit).
@@ -323,8 +326,11 @@ class RepoState:
                 continue
             try:
                 record = json.loads(Path(entry.path).read_bytes())
-                left.append(LeftMove(Path(entry.path), record["src"].encode(), record["dst"].encode(),
-                                     record["commit"], record["message"].encode("utf-8", "surrogateescape")))
+                move = LeftMove(Path(entry.path), record["src"].encode(), record["dst"].encode(),
+                                record["commit"], record["message"].encode("utf-8", "surrogateescape"))
+                if not (_MOVED.match(move.src) and _MOVED.match(move.dst) and _COMMIT.match(move.commit)):
+                    raise ValueError("not a move gs makes")
+                left.append(move)
             except FileNotFoundError:
                 continue  # ended meanwhile
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
