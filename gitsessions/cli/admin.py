@@ -127,12 +127,13 @@ def doctor(
 def _mend(c: Context, path: Path, fix: bool) -> int:
     """Say what gs processes killed while writing left half done, mended now (:meth:`GitStore.heal`), and damage.
 
-    A damaged ``packed-refs`` is a problem (its line set aside with ``fix``).
+    A damaged ``packed-refs`` is a problem (its line set aside with ``fix``). Another
+    account's repo is left as it is (gs writes no repo it does not trust).
 
     Returns:
         How many problems are left.
     """
-    if not is_repo(path):
+    if not is_repo(path) or privacy.foreign_owner(path) is not None:
         return 0
     with c.store() as store:
         cleared = c.cleared + store.heal(everything=True).cleared
