@@ -143,9 +143,6 @@ def test_gc_and_doctor_say_what_they_removed_of_what_was_left(gs, git, repo_path
     assert gs("ask", "w", "one").code == 0
     left = repo_path / "refs" / "heads" / "gone.lock"  # no writer names itself for it: judged by its age
     left.write_text("")
-    r = gs("gc")
-    assert r.code == 0, r.err
-    assert left.exists(), "a lock as young as a moment may be another program's"
     old = time.time() - 3600
     os.utime(left, (old, old))
     r = gs("gc")
