@@ -353,6 +353,37 @@ class RepoError(GitSessionsError):
         super().__init__(f"cannot use {path} as the session repo: {reason}; point --repo or GS_REPO elsewhere")
 
 
+class RepoBusy(GitSessionsError):
+    """A file of the session repo stayed locked by another live process (git's ``<file>.lock``) past the wait.
+
+    Attributes:
+        path: the file being written.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        super().__init__(f"another process is writing {path} (its .lock is there) and did not finish in time; "
+                         "nothing was lost: run the command again once it is done")
+
+
+class RepoDamaged(GitSessionsError):
+    """A file of the session repo that git reads holds something git cannot read: a write there would lose it.
+
+    Attributes:
+        path: the damaged file.
+        line: the first damaged line (1-based; 0: the file as a whole).
+        what: what is wrong with it.
+    """
+
+    def __init__(self, path: str, line: int, what: str):
+        self.path = path
+        self.line = line
+        self.what = what
+        where = f"{path} line {line}" if line else path
+        super().__init__(f"the session repo is damaged: {where} {what}; nothing was changed: "
+                         "gs doctor says what to do (gs doctor --fix sets it aside, kept)")
+
+
 class TransferError(GitSessionsError):
     """A file ``gs import`` refuses (nothing was written), or an export that cannot be made.
 

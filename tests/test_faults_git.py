@@ -275,3 +275,66 @@ def test_gc_removes_stale_temporary_packs(gs, repo_path):
     fresh.unlink()
     subprocess.run(["git", "-C", str(repo_path), "fsck", "--strict"], check=True, capture_output=True)
     assert json.loads(gs("list", "--json").out)[0]["id"] == "work"
+
+
+# -- a damaged packed-refs -------------------------------------------------------------------
+
+
+def test_a_junk_line_in_packed_refs_is_named_and_what_can_work_does(gs, git, repo_path):
+    fresh_repo(gs)
+    assert gs("ask", "other", "hello").code == 0
+    git("pack-refs", "--all")  # both packed
+    assert gs("ask", "work", "again").code == 0  # work loose again
+    packed = repo_path / "packed-refs"
+    lines = packed.read_text().splitlines()
+    packed.write_text("\n".join([*lines[:2], "junk line here", *lines[2:]]) + "\n")
+    said = f"the session repo is damaged: {packed} line 3 is no ref ('junk line here')"
+    r = gs("list", "--json")
+    assert r.code == 0, r.err
+    assert sorted(row["id"] for row in r.json()) == ["other", "work"]
+    assert f"gs: warning: {said}; the refs on its other lines are read" in r.err and "gs doctor --fix" in r.err, r.err
+    assert gs("show", "other").code == 0
+    assert gs("ask", "work", "a third time").code == 0  # a loose ref moves as ever
+    refs = packed.read_bytes()
+    r = gs("rm", "other")  # its removal would rewrite the file, and drop the line
+    assert r.code == 1 and f"gs: {said}; nothing was changed: gs doctor says what to do" in r.err, (r.code, r.err)
+    assert len(r.err.splitlines()) == 2 and "Traceback" not in r.err, r.err  # the refusal, and the warning
+    assert packed.read_bytes() == refs and gs("list", "--archived", "--json").json() == []
+    r = gs("doctor")
+    assert r.code == 1 and f"problem: {packed} line 3 is no ref ('junk line here')" in r.out, r.out
+    r = gs("doctor", "--fix")
+    assert r.code == 0, r.out
+    (kept,) = (repo_path / "gs" / "damaged").iterdir()
+    assert kept.read_text() == "3: junk line here\n"
+    assert f"fixed: {packed} held 1 damaged line (such as line 3, which is no ref ('junk line here')); set aside in " \
+           f"{kept}" in r.out, r.out
+    git("fsck", "--strict")
+    r = gs("rm", "other")
+    assert r.code == 0 and "warning" not in r.err, r.err
+    assert sorted(row["id"] for row in gs("list", "--json").json()) == ["work"]
+    git("fsck", "--strict")
+
+
+# -- branches whose names are no session ids ---------------------------------------------------
+
+
+def test_list_says_which_branches_it_does_not_show_and_how_to_show_them(gs, git, repo_path):
+    fresh_repo(gs)
+    raw = git("show", "work:session.jsonl").encode()
+    odd = ["feature/x", "a.b", "x" * 70, "ünïcode"]
+    for name in odd:
+        commit_by_hand(repo_path, name, raw)  # a valid log, under a name that is no session id
+    r = gs("list", "--json")
+    assert r.code == 0, r.err
+    assert [row["id"] for row in r.json()] == ["work"]
+    shown = ", ".join(sorted(odd)[:3])
+    assert r.err == (f"gs: warning: 4 branches are not listed: their names are no session id ({shown}, …; an id is "
+                     f"at most 64 letters, digits, '_' or '-'); to list one, rename it: git -C {repo_path} branch -m "
+                     f"{sorted(odd)[0]} NEW-ID\n"), r.err
+    git("branch", "-m", "feature/x", "feature-x")  # as it says
+    for name in ("a.b", "x" * 70, "ünïcode"):
+        git("branch", "-m", name, f"renamed-{len(name)}")
+    r = gs("list", "--json")
+    assert r.code == 0 and r.err == "", r.err
+    assert sorted(row["id"] for row in r.json()) == ["feature-x", "renamed-3", "renamed-7", "renamed-70", "work"]
+    assert all(row["error"] is None for row in r.json())

@@ -27,6 +27,7 @@ from gitsessions.errors import (
     ConcurrentUpdate,
     CorruptSession,
     InvalidEvent,
+    RepoBusy,
     SessionExists,
     SessionLocked,
     SessionNotFound,
@@ -693,8 +694,9 @@ def test_a_git_lock_another_process_holds_means_one_thing_per_kind_of_write(tmp_
         lock.wait_out(locked, refused=lambda: ConcurrentUpdate("refs/heads/w", None, lock.REF_HELD))
     assert len(tries) > 1 and held.exists()  # tried again, and a live holder's lock is left alone
     assert "found locked by an" in str(refused.value)
-    with pytest.raises(FileLocked):
+    with pytest.raises(RepoBusy) as busy:
         lock.wait_out(locked)
+    assert str(tmp_path / "w") in str(busy.value) and "run the command again" in str(busy.value)
     old = time.time() - 3600
     os.utime(held, (old, old))  # what a dead process left
 

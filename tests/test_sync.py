@@ -18,6 +18,7 @@ from test_transports import NETWORK, Transport, machines, transport  # noqa: F40
 
 from gitsessions.store import GitStore
 from gitsessions.store.remote.remotes import Remotes
+from gitsessions.store.writers import writing
 
 
 def _git(repo: Path, *args: str, input: str | None = None) -> str:
@@ -527,8 +528,9 @@ def test_a_sync_base_another_gs_holds_locked_makes_another_round_not_a_crash(pai
     _ok(a("ask", "w", "two"))
     lock = a.repo / "refs" / "remotes" / "origin" / "heads" / "w.lock"  # another gs moving it
     lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text("")
-    r = a("sync")
+    with writing(a.repo):  # the other gs, writing there since before it took the lock
+        lock.write_text("")
+        r = a("sync")
     assert r.code == 1 and "Traceback" not in r.err, r.err
     assert "pushed refs/heads/w to origin" in r.err and "run gs sync again" in r.err, r.err
     lock.unlink()
@@ -549,8 +551,9 @@ def test_a_remotes_ref_another_gs_holds_locked_waits_and_the_rest_goes(transport
     _ok(a("ask", "w", "two"))
     _ok(a("ask", "other", "one"))
     lock = remote / "refs" / "heads" / "w.lock"  # another gs pushing w right now
-    lock.write_text("")
-    r = a("sync")
+    with writing(remote):  # the other gs, writing there since before it took the lock
+        lock.write_text("")
+        r = a("sync")
     assert r.code == 1 and "Traceback" not in r.err and "b'" not in r.err, r.err
     assert "run gs sync again" in r.err and "refused" not in r.err, r.err
     assert "refs/heads/other " in _refs(remote)
@@ -647,8 +650,9 @@ def test_a_pack_another_gs_is_writing_here_is_one_line_not_a_crash(pair, gs, tmp
     new = [p for p in (twin / "objects" / "pack").glob("*.pack")
            if a.repo / "objects" / "pack" / p.name not in packs]
     assert len(new) == 1
-    (a.repo / "objects" / "pack" / new[0].with_suffix(".idx.lock").name).write_text("")  # another gs writes it
-    r = a("sync")
+    with writing(a.repo):  # another gs, writing there since before it took the lock
+        (a.repo / "objects" / "pack" / new[0].with_suffix(".idx.lock").name).write_text("")  # it writes it
+        r = a("sync")
     assert r.code == 1 and "Traceback" not in r.err, r.err
     assert "another gs is bringing the same saves here right now" in r.err and "sync again" in r.err, r.err
     (a.repo / "objects" / "pack" / new[0].with_suffix(".idx.lock").name).unlink()

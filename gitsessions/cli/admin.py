@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..config import key_file_exposed
 from ..store import GitStore, privacy
-from ..store.layout import check_repo_path
+from ..store.layout import check_repo_path, is_repo
+from ..text import plural
 from .background import run_in_background
 from .common import Context, err
 
@@ -25,7 +27,8 @@ def gc(
 ) -> None:
     """Pack the session repo: one delta pack, bounded delta depth, reflogs kept.
 
-    Runs by itself in the background after enough saves; this runs it now.
+    Runs by itself in the background after enough saves; this runs it now. What gs processes
+    killed while writing left behind (a git .lock, a pack without its index) is removed too.
 
     Examples:
         gs gc
@@ -33,16 +36,24 @@ def gc(
     """
     c: Context = ctx.obj
     with c.store() as store:
+        cleared = c.cleared + store.heal(everything=True).cleared  # what killed writers left, of any age
         if auto and not store.pack_due():
             return
         result = store.gc(incremental=auto)
     if result is None:
-        err("another gs process is packing the repo right now; nothing to do")
+        err("another gs process is packing the repo right now; nothing to do"
+            + (f" (removed {_left_behind(cleared)})" if cleared else ""))
     elif not auto:
         print(f"packed {result.objects} objects ({result.deltas} deltas, depth ≤ {result.max_depth}) "
               f"into {result.pack_bytes} bytes in {result.seconds:.2f} s; removed "
               f"{result.loose_removed} loose objects and {result.packs_removed} old packs"
-              + (f"; removed {result.tmp_removed} temporary packs a killed gc left" if result.tmp_removed else ""))
+              + (f"; removed {_left_behind(cleared)}" if cleared else ""))
+
+
+def _left_behind(cleared: list[str]) -> str:
+    """What was removed of the files writers killed while writing left: how many, and which."""
+    shown = ", ".join(cleared[:3]) + (", ..." if len(cleared) > 3 else "")
+    return f"{plural(len(cleared), 'file')} gs processes killed while writing left behind ({shown})"
 
 
 @app.command()
@@ -56,14 +67,17 @@ def doctor(
     600 or 400), unless the repo is shared with git's own setting (git config
     core.sharedRepository group), which is honoured as git honours it. A config.yaml
     holding api_key should be readable by you alone. A symbolic link in the repo that leads
-    out of it is named (not removed). Exits 1 when a problem is left.
+    out of it is named (not removed). What a gs killed while writing left half done (a git
+    .lock, a pack without its index) is removed, and said. A damaged line of packed-refs
+    (which plain git refuses) is a problem; --fix keeps it in gs/damaged/ and rewrites the
+    file whole. Exits 1 when a problem is left.
 
     Examples:
         gs doctor                           # report what others can read
         gs doctor --fix                     # and make it private
     """
     c: Context = ctx.obj
-    c.quiet_privacy = True  # reported here, not warned of
+    c.quiet_checks = True  # reported here, not warned of
     problems = 0
     path = c.repo_path()
     check_repo_path(path)  # a folder of other things is never made private (nor a repo) by a mistyped --repo
@@ -87,6 +101,7 @@ def doctor(
             print(f"problem: the repo is shared (core.sharedRepository), but the group cannot use "
                   f"{len(found.unshared)} files and folders made before (such as {found.unshared[0]}); "
                   "fix with: gs doctor --fix")
+    problems += _mend(c, path, fix)
     for link, target in privacy.links_out(path):  # not fixed: what it leads to may be wanted
         problems += 1
         print(f"problem: {link} is a symbolic link to {target}, outside the repo: what gs writes there is "
@@ -107,6 +122,33 @@ def doctor(
               f"fix with: gs doctor --fix (or: chmod 600 {config.path})")
     if problems:
         raise typer.Exit(1)
+
+
+def _mend(c: Context, path: Path, fix: bool) -> int:
+    """Say what gs processes killed while writing left half done, mended now (:meth:`GitStore.heal`), and damage.
+
+    A damaged ``packed-refs`` is a problem (its line set aside with ``fix``). Another
+    account's repo is left as it is (gs writes no repo it does not trust).
+
+    Returns:
+        How many problems are left.
+    """
+    if not is_repo(path) or privacy.foreign_owner(path) is not None:
+        return 0
+    with c.store() as store:
+        cleared = c.cleared + store.heal(everything=True).cleared
+        damaged = store.damaged_refs()
+        if damaged and fix:
+            keep, damaged = store.set_damage_aside()
+            print(f"fixed: {path}/packed-refs held {plural(len(damaged), 'damaged line')} (such as line "
+                  f"{damaged[0].line}, which {damaged[0].what()}); set aside in {keep}")
+            damaged = []
+    for name in cleared:
+        print(f"fixed: removed {path / name}, left behind by a gs process killed while writing it")
+    for line in damaged:
+        print(f"problem: {path}/packed-refs line {line.line} {line.what()}: git refuses the file, gs reads the "
+              "other lines and refuses to rewrite it; fix with: gs doctor --fix (sets the line aside, kept)")
+    return len(damaged)
 
 
 def pack_in_background(store: GitStore) -> None:

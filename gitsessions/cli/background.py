@@ -3,7 +3,10 @@
 Such a command runs detached, with nobody to read what it says. Its stderr goes to a file
 under the repo's ``gs/background/``; when it fails, that file is kept as ``<command>-*.failed``
 and the next gs command in the foreground prints it once, as a warning, then removes it (a
-background push refused as diverged is then seen, not believed done).
+background push refused as diverged is then seen, not believed done). The file is held with
+``flock`` for as long as the command runs (:func:`.store.writers.hold_new`: the command's
+stderr is that very open file), so one whose command was killed before it could say how it
+ended is known too: the next gs command removes it (and says what it held).
 """
 
 from __future__ import annotations
@@ -33,14 +36,15 @@ def run_in_background(repo: Path, *args: str) -> None:
     written keeps none).
     """
     import subprocess  # only a save that starts one pays for these imports
-    import tempfile
+
+    from ..store.writers import hold_new
 
     log: str | None = None
     out = subprocess.DEVNULL
     try:
-        folder(repo).mkdir(parents=True, exist_ok=True)
-        fd, log = tempfile.mkstemp(dir=folder(repo), prefix=f"{args[0]}-", suffix=".log")
-        out = fd
+        name = f"{args[0]}-{os.urandom(4).hex()}.log"
+        out = hold_new(folder(repo), name, b"")  # held by the command, whose stderr it is, until it ends
+        log = str(folder(repo) / name)
     except OSError:
         pass
     try:
@@ -96,19 +100,27 @@ def take_failures(repo: Path) -> list[str]:
     """
     if _background:
         return []
+    from ..store.writers import held
+
     try:
         failed = sorted(folder(repo).glob("*.failed"), key=lambda p: p.stat().st_mtime)
+        killed = [path for path in folder(repo).glob("*.log") if not held(path)]  # its command ended unfinished
     except OSError:
         return []
     warnings = []
-    for path in failed:
+    for path in [*failed, *killed]:
         try:
             lines = [line.strip() for line in path.read_text("utf-8", "replace").splitlines() if line.strip()]
             path.unlink()
         except OSError:
             continue
-        text = "; ".join(line.removeprefix("gs: ") for line in lines) or "no message"
+        text = "; ".join(line.removeprefix("gs: ") for line in lines)
         if len(text) > MAX_SHOWN:
             text = text[:MAX_SHOWN] + "…"
-        warnings.append(f"the gs {path.name.rsplit('-', 1)[0]} run in the background after a save failed: {text}")
+        command = path.name.rsplit("-", 1)[0]
+        if path.suffix == ".failed":
+            warnings.append(f"the gs {command} run in the background after a save failed: {text or 'no message'}")
+        elif text:  # killed before it could end: only what it said is worth a word
+            warnings.append(f"the gs {command} run in the background after a save was stopped before it ended: "
+                            f"{text}")
     return warnings

@@ -85,15 +85,17 @@ class Context:
     #: The password a remote's URL on the command line held (sent as the HTTP password, never shown).
     url_password: str | None = None
     _privacy_checked: bool = False
-    #: Set by ``gs doctor``, which reports these itself, rather than warning of them.
-    quiet_privacy: bool = False
+    #: Set by ``gs doctor``, which reports these itself (what others can read, damage), rather than warn of them.
+    quiet_checks: bool = False
+    #: Files killed writers left half done that opening the store removed (``gs gc`` and ``gs doctor`` say them).
+    cleared: list[str] = field(default_factory=list)
 
     @property
     def config(self) -> Config:
         """The merged configuration, read once."""
         if self._config is None:
             self._config = load_config(os.environ)
-            if key_file_exposed(self._config) and not self.quiet_privacy:
+            if key_file_exposed(self._config) and not self.quiet_checks:
                 err(f"warning: {self._config.path} holds an API key and other accounts can read it; "
                     f"fix with: chmod 600 {self._config.path}")
         return self._config
@@ -169,6 +171,10 @@ class Context:
     def open_store(self, path: Path) -> GitStore:
         """Open the store at ``path`` (from :meth:`store_path`); prints nothing, so it may run in a thread.
 
+        What gs processes killed while writing there left half done is mended first
+        (``GitStore.heal``): files removed (kept in :attr:`cleared`), a move of a session ended
+        (a warning each).
+
         Raises:
             RepoError: the repo path is a file or a folder holding something else.
         """
@@ -184,6 +190,13 @@ class Context:
         store.new_id_rule = functools.partial(refuse_secret_id, self.redactor())
         store.check_path()
         self.warnings.extend(take_failures(path))  # what a background push after a save could not do
+        healed = store.heal()  # what a gs killed while writing here left half done
+        self.cleared += healed.cleared
+        from .display import render
+
+        self.warnings.extend(render.move_ended(move) for move in healed.moves)
+        if (damaged := store.damaged_refs()) and not self.quiet_checks:
+            self.warnings.append(render.damaged_refs(str(path), damaged))
         return store
 
     def _keep_private(self, path: Path) -> None:
@@ -199,7 +212,7 @@ class Context:
                             f"trust it, say so as for git: git config --global --add safe.directory {path}")
         perm = privacy.sharing(path)
         os.umask(privacy.umask_for(perm))
-        if self._privacy_checked or self.quiet_privacy:
+        if self._privacy_checked or self.quiet_checks:
             return
         self._privacy_checked = True
         if privacy.exposed(path, perm, walk=False).paths:

@@ -78,6 +78,8 @@ def list_(
     with c.store() as store:
         listed = hist.list_sessions(store, archived=archived, redactor=c.redactor(), warnings=c.warnings)
         rows = [render.session_row(info) for info in listed]
+        if not archived and (strangers := store.stranger_branches()):
+            c.warnings.append(render.stranger_branches(str(store.path), strangers))
     rows.sort(key=lambda r: r["saved"] or "", reverse=True)
     if as_json:
         c.output.paged([dumps(rows) + "\n"])

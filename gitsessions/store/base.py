@@ -8,6 +8,7 @@ models, terminals or the environment.
 from __future__ import annotations
 
 import abc
+import contextlib
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
@@ -47,6 +48,10 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     def session_ids(self) -> list[SessionId]:
         """Return the ids of all live sessions, sorted."""
+
+    def stranger_branches(self) -> list[str]:
+        """Return the branches whose names are no session ids, which no list shows (plain git made them); sorted."""
+        return []
 
     @abc.abstractmethod
     def archived_ids(self) -> list[str]:
@@ -136,6 +141,15 @@ class SessionStore(abc.ABC):
         Raises:
             ConcurrentUpdate: ``src`` was no longer at ``commit`` (nothing moved).
         """
+
+    def _recorded_move(self, src: str, dst: str, commit: str, message: str, *,
+                       from_archive: bool = False, to_archive: bool = False) -> contextlib.AbstractContextManager[None]:
+        """Where a move of session ``src`` to ``dst`` and the policy after it (:meth:`_moved`) run, as one step.
+
+        A backend whose move takes several writes records it there, so that the next command
+        completes (or takes back) one a killed process left half done; none by default.
+        """
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
     def journal(self, session_id: str) -> TurnJournal:
@@ -242,6 +256,18 @@ class SessionStore(abc.ABC):
         """The policy after session ``old`` was renamed ``new`` (here, or on a remote a pull follows): it goes along."""
         if self._head_id() == old:
             self.set_current(new)
+
+    def _moved(self, src: str, dst: str, *, from_archive: bool = False, to_archive: bool = False) -> None:
+        """The policy after session ``src`` moved to ``dst``: a rename carries HEAD along (:meth:`_follow`).
+
+        An archive points it at a live session (:meth:`settle_current`): what git clone checks
+        out, what gs show shows; with none left it keeps naming the archived one, whose
+        commands then say how to restore it. A restore leaves it as it is.
+        """
+        if to_archive:
+            self.settle_current()
+        elif not from_archive:
+            self._follow(src, dst)
 
     def settle_current(self) -> None:
         """The policy after a write that may leave no current session: point it at :meth:`current_or_last`.
@@ -383,8 +409,10 @@ class SessionStore(abc.ABC):
         if new == old:
             raise SessionExists(new, old)  # nothing to rename
         check_free(self, new, moving=old)  # in another case: its own name
-        self._move(old, new, sha, f"Branch: renamed {old} to {new}")
-        self._follow(old, new)
+        message = f"Branch: renamed {old} to {new}"
+        with self._recorded_move(old, new, sha, message):
+            self._move(old, new, sha, message)
+            self._moved(old, new)
 
     def archive(self, session_id: str) -> str:
         """Move a session out of the list (nothing is deleted) as ``<id>`` or ``<id>-<n>`` when taken.
@@ -402,10 +430,10 @@ class SessionStore(abc.ABC):
         while self.archive_ref(name):
             n += 1
             name = f"{session_id}-{n}"
-        self._move(session_id, name, sha, f"archive: {session_id}", to_archive=True)
-        # HEAD names a session again (what git clone checks out, what gs show shows); with none
-        # left it keeps naming the archived one, whose commands then say how to restore it.
-        self.settle_current()
+        message = f"archive: {session_id}"
+        with self._recorded_move(session_id, name, sha, message, to_archive=True):
+            self._move(session_id, name, sha, message, to_archive=True)
+            self._moved(session_id, name, to_archive=True)
         return name
 
     def restore(self, name: str, as_id: str | None = None) -> SessionId:
@@ -421,5 +449,8 @@ class SessionStore(abc.ABC):
             raise NothingToRestore(name, live, self.archived_ids())
         sid = check_session_id(as_id or name)
         check_free(self, sid, moving=f"archive/{name}")
-        self._move(name, sid, sha, f"restore: {name}", from_archive=True)
+        message = f"restore: {name}"
+        with self._recorded_move(name, sid, sha, message, from_archive=True):
+            self._move(name, sid, sha, message, from_archive=True)
+            self._moved(name, sid, from_archive=True)
         return sid

@@ -39,6 +39,7 @@ from dulwich.repo import Repo
 
 from ..log.commits import CommitMessage
 from ..log.events import Event
+from .lock import wait_out
 from .loose import blob_id
 from .pack import append_delta, base_position
 from .privacy import tighten_packs
@@ -189,6 +190,9 @@ def _write_pack(repo: Repo, count: int, records: Iterator[UnpackedObject]) -> Pa
     As dulwich does, the pack is renamed into place before its index is written: a pack is
     used only once its index is there. Compressed as a save's loose objects are (the repo's
     ``core.looseCompression``, 1: ~3x faster than dulwich's pack default; a repack redoes it).
+
+    Raises:
+        RepoBusy: another live process writes the very same index (:func:`.lock.wait_out`).
     """
     store = repo.object_store
     fd, temp = tempfile.mkstemp(dir=store.pack_dir, prefix="tmp_pack_")
@@ -206,9 +210,13 @@ def _write_pack(repo: Repo, count: int, records: Iterator[UnpackedObject]) -> Pa
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
-    with GitFile(base + ".idx", "wb", mask=PACK_MODE, fsync=True, shared_perm=store.shared_perm) as index:
-        write_pack_index(index, sorted((sha, offset, crc) for sha, (offset, crc) in entries.items()), checksum,
-                         version=store.pack_index_version)
+
+    def write_index() -> None:
+        with GitFile(base + ".idx", "wb", mask=PACK_MODE, fsync=True, shared_perm=store.shared_perm) as index:
+            write_pack_index(index, sorted((sha, offset, crc) for sha, (offset, crc) in entries.items()), checksum,
+                             version=store.pack_index_version)
+
+    wait_out(write_index)  # the same pack's index a killed import left half written is taken over
     pack = Pack(base, object_format=store.object_format)
     store._add_cached_pack(base, pack)
     return pack

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from dulwich.file import _GitFile
 
 from ..errors import DiskFull, GitSessionsError, RepoReadOnly
+from .writers import writing
 
 #: errno values meaning "no space left" (a full disk, or the user's quota).
 FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -123,16 +124,20 @@ def _drop_locks_of(exc: BaseException) -> None:
 
 
 def writes(method: F) -> F:
-    """Decorate a store method that writes into ``self.path`` with :func:`os_faults`."""
+    """Decorate a store method that writes into ``self.path`` with :func:`os_faults`, as a writer there.
+
+    The process is one of the repo's writers while it runs (:func:`.writers.writing`), so
+    what it leaves half done if it is killed is known for its own.
+    """
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with os_faults(self.path):
+        with os_faults(self.path), writing(self.path):
             return method(self, *args, **kwargs)
     return wrapper  # type: ignore[return-value]
 
 
 def writes_to(where: Callable[..., str | os.PathLike]) -> Callable[[F], F]:
-    """Decorate a function that writes into a repo with :func:`os_faults`.
+    """Decorate a function that writes into a repo with :func:`os_faults`, as a writer there (see :func:`writes`).
 
     Args:
         where: given the function's arguments, returns the repo (or folder) it writes into.
@@ -140,7 +145,26 @@ def writes_to(where: Callable[..., str | os.PathLike]) -> Callable[[F], F]:
     def decorate(function: F) -> F:
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with os_faults(where(*args, **kwargs)):
+            repo = where(*args, **kwargs)
+            with os_faults(repo), writing(repo):
+                return function(*args, **kwargs)
+        return wrapper  # type: ignore[return-value]
+    return decorate
+
+
+def writer_of(where: Callable[..., str | os.PathLike]) -> Callable[[F], F]:
+    """Decorate a function that writes into a repo among other things (a fetch, a push) as a writer there.
+
+    Only :func:`.writers.writing`: the function's errors are its own to translate (a
+    network's refusals are no local fault).
+
+    Args:
+        where: given the function's arguments, returns the repo it writes into.
+    """
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with writing(where(*args, **kwargs)):
                 return function(*args, **kwargs)
         return wrapper  # type: ignore[return-value]
     return decorate

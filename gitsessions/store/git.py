@@ -15,38 +15,44 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dulwich.errors import NotCommitError, ObjectFormatException
+from dulwich.graph import can_fast_forward
 from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.refs import Ref
 
-from ..errors import ConcurrentUpdate, CorruptSession
+from ..errors import ConcurrentUpdate, CorruptSession, GitSessionsError
 from ..ids import CommitId, SessionId, check_free, check_session_id, is_session_id
 from ..log.commits import CommitMessage
 from ..log.events import Event
+from . import packed
 from .base import SessionStore
 from .batch import Line, Planned
-from .faults import writes
+from .faults import optional_write, writes
 from .journal import Journal
 from .kept import KeptLogs
 from .layout import check_repo_path, is_repo
-from .lock import SessionLock, unless_held
+from .lock import SessionLock, clear_left, unless_held, wait_out
 from .pack import RepackResult
+from .packed import Damaged
 from .reflog import branch_line, head_branch, head_ref, read_reflog, save_line
 from .repo import (
     SESSION_FILE,
     add_blob,
     add_object,
+    finish_move,
     init_repo,
     move_ref,
     point_head,
     read_refs,
     session_tree,
     swap,
+    undo_move_start,
     write_commit,
 )
 from .shared import SessionRepo
-from .state import ListRows, RepoState
+from .state import LeftMove, ListRows, RepoState
 from .unpack import read_blob
-from .values import CommitInfo, HookRunner, NoHooks, ReflogEntry
+from .values import CommitInfo, Healed, HookRunner, MoveEnded, NoHooks, ReflogEntry
+from .writers import census, writing
 
 #: Identity used when neither config nor git names one.
 DEFAULT_IDENTITY = "gitsessions <gitsessions@localhost>"
@@ -169,17 +175,32 @@ class GitStore(SessionStore):
         new one whether its id is taken, twice). A ref being created (its ``.lock``) is none
         yet; one whose file holds no commit id names a session that fails to load.
         """
+        return [SessionId(n) for n in self._branch_names() if is_session_id(n)]
+
+    def stranger_branches(self) -> list[str]:
+        """Return the branches whose names are no session ids (``feature/x``, ``a.b``), sorted; names only, as above."""
+        return [n for n in self._branch_names(nested=True) if not is_session_id(n)]
+
+    def _branch_names(self, nested: bool = False) -> list[str]:
+        """The names under ``refs/heads/``, packed or loose (``nested``: in folders too), sorted; no ref file read."""
         repo = self.repo()
         if repo is None:
             return []
         names = {ref[len(_HEADS):].decode("utf-8", "replace") for ref in repo.refs.get_packed_refs()
                  if ref.startswith(_HEADS)}
-        try:
-            with os.scandir(os.path.join(repo.controldir(), "refs", "heads")) as entries:
-                names.update(e.name for e in entries if e.is_file(follow_symlinks=False))
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        return [SessionId(n) for n in sorted(names) if is_session_id(n)]
+        todo = [""]
+        while todo:
+            folder = todo.pop()
+            try:
+                with os.scandir(os.path.join(repo.controldir(), "refs", "heads", folder)) as entries:
+                    for e in entries:
+                        if e.is_file(follow_symlinks=False) and not e.name.endswith(".lock"):
+                            names.add(folder + e.name)
+                        elif nested and e.is_dir(follow_symlinks=False):
+                            todo.append(f"{folder}{e.name}/")
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+        return sorted(names)
 
     def tips(self) -> dict[SessionId, CommitId]:
         """Return every session's tip by id, sorted by id (one pass over the refs: what :meth:`tip` gives each)."""
@@ -466,8 +487,20 @@ class GitStore(SessionStore):
 
     def _move(self, src: str, dst: str, commit: str, message: str, *,
               from_archive: bool = False, to_archive: bool = False) -> None:
-        self._move_ref(_archive_ref(src) if from_archive else self._ref(src),
-                       _archive_ref(dst) if to_archive else self._ref(dst), commit, message)
+        self._move_ref(*self._refs_of_move(src, dst, from_archive, to_archive), commit, message)
+
+    def _refs_of_move(self, src: str, dst: str, from_archive: bool, to_archive: bool) -> tuple[Ref, Ref]:
+        return (_archive_ref(src) if from_archive else self._ref(src),
+                _archive_ref(dst) if to_archive else self._ref(dst))
+
+    def _recorded_move(self, src: str, dst: str, commit: str, message: str, *,
+                       from_archive: bool = False, to_archive: bool = False) -> contextlib.AbstractContextManager[None]:
+        """Record the move in ``<repo>/gs/moves/`` while it runs (:meth:`.state.RepoState.moving`).
+
+        :meth:`heal` ends one a killed process left.
+        """
+        old, new = self._refs_of_move(src, dst, from_archive, to_archive)
+        return self.state.moving(old, new, commit, message.encode("utf-8"))
 
     @writes
     def _move_ref(self, src: Ref, dst: Ref, sha: str, msg: str) -> None:
@@ -500,8 +533,8 @@ class GitStore(SessionStore):
         ref = self._ref(session_id)
         if head_branch(self.path) == session_id or (repo := self.repo()) is None:
             return
-        with contextlib.suppress(OSError, KeyError):  # cosmetic: a full or read-only disk never fails a save
-            unless_held(lambda: point_head(repo, ref))  # another gs points it right now
+        with contextlib.suppress(OSError, KeyError), writing(self.path):  # cosmetic: a full or read-only disk
+            unless_held(lambda: point_head(repo, ref))  # another gs points it right now; never fails a save
 
     def reflog(self, name: str, archived: bool = False) -> list[ReflogEntry]:
         """Return the reflog of session ``name`` (archived session ``name``), oldest first (:func:`.read_reflog`)."""
@@ -518,6 +551,79 @@ class GitStore(SessionStore):
             if ref.endswith(tail) and b"/" not in ref[len(_REMOTES):-len(tail)]:
                 out[ref[len(_REMOTES):-len(tail)].decode("utf-8", "replace")] = _hex(sha)
         return dict(sorted(out.items()))
+
+    # -- a damaged packed-refs (see :mod:`.packed`) ------------------------------------------
+
+    def damaged_refs(self) -> list[Damaged]:
+        """Return the damaged lines of the repo's ``packed-refs`` (read without opening the repo; none: whole)."""
+        return packed.damage(self.path)
+
+    @writes
+    def set_damage_aside(self) -> tuple[Path, list[Damaged]]:
+        """Move the damaged lines of ``packed-refs`` into ``gs/damaged/``, the file rewritten whole.
+
+        See :func:`.packed.set_aside`.
+
+        Returns:
+            The file they went to, and the lines (none: nothing was damaged, nothing written).
+        """
+        repo = self.repo()
+        if repo is None:
+            return Path(), []
+        keep = self.state.root / "damaged" / f"packed-refs-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        return keep, packed.set_aside(repo, keep)
+
+    # -- what killed processes left --------------------------------------------------------
+
+    def heal(self, everything: bool = False) -> Healed:
+        """Mend what gs processes killed while writing here left half done; what every command does first.
+
+        When a writer died (:mod:`.writers`), or ``everything`` is asked (``gs gc``, ``gs
+        doctor``: also what a writer naming itself nowhere left, judged by its age), the
+        files it left are removed (:func:`.lock.clear_left`); then each move of a session it
+        left half done is ended (:meth:`_end_move`). On a repo that cannot be written nothing
+        is done (reads work all the same); a move another live writer blocks is left to the
+        next command.
+
+        Returns:
+            What was mended.
+        """
+        healed = Healed()
+        if not self.exists():
+            return healed
+        if everything or (writers := census(self.path)).dead or writers.half:
+            optional_write(lambda: healed.cleared.extend(clear_left(self.path)))
+        for left in self.state.left_moves():
+            with contextlib.suppress(GitSessionsError):
+                optional_write(lambda left=left: healed.moves.append(self._end_move(left)))  # type: ignore[misc]
+        return healed
+
+    @writes
+    def _end_move(self, left: LeftMove) -> MoveEnded:
+        """Complete a move whose new name was made, else take it back; the HEAD policy after it (:meth:`_moved`) runs.
+
+        A session saved under its old name meanwhile keeps it (both names hold their saves).
+
+        Raises:
+            RepoBusy: another live process holds a ref of the move locked (the record stays).
+        """
+        repo = self.repo()
+        assert repo is not None
+        src, dst, sha = Ref(left.src), Ref(left.dst), _oid(left.commit)
+        from_archive, to_archive = src.startswith(_ARCHIVE), dst.startswith(_ARCHIVE)
+        names = [ref.split(b"/", 2)[2].decode("utf-8", "replace") for ref in (src, dst)]
+        kind = "archive" if to_archive else "restore" if from_archive else "rename"
+        now = repo.refs.read_ref(dst)
+        if now is None:
+            undo_move_start(repo, dst, sha, left.message)
+            outcome = "taken back"
+        else:
+            holds = now == sha or can_fast_forward(repo, sha, ObjectID(now))
+            outcome = "completed" if holds and wait_out(lambda: finish_move(repo, src, dst, sha)) else "both kept"
+            if outcome == "completed":
+                self._moved(*names, from_archive=from_archive, to_archive=to_archive)
+        left.record.unlink(missing_ok=True)
+        return MoveEnded(kind, names[0], names[1], outcome)
 
     # -- packing ---------------------------------------------------------------------------
 

@@ -48,10 +48,6 @@ AUTO_BYTES = 32 * 1024 * 1024
 AUTO_PACKS = 16
 _ZERO = b"0" * 40
 _HEX = frozenset(b"0123456789abcdef")
-#: A temporary pack file older than this was left by a killed writer (git's ``gc`` likewise
-#: leaves recent ``tmp_*`` files alone: another process may be writing one), seconds.
-STALE_TMP_PACK_S = 15 * 60
-
 
 def _varint(n: int) -> bytes:
     out = bytearray()
@@ -132,7 +128,6 @@ class RepackResult:
         pack_bytes: size of the new ``.pack`` file, bytes.
         loose_removed: loose objects deleted (now packed).
         packs_removed: old packs deleted.
-        tmp_removed: stale temporary pack files deleted (left by killed writers).
         seconds: wall time.
     """
 
@@ -142,7 +137,6 @@ class RepackResult:
     pack_bytes: int = 0
     loose_removed: int = 0
     packs_removed: int = 0
-    tmp_removed: int = 0
     seconds: float = 0.0
 
 
@@ -178,39 +172,6 @@ def _roots(repo: Repo) -> set[ObjectID]:
             if path.is_file():
                 roots.update(reflog_ids(path.read_bytes()))
     return {r for r in roots if r in repo.object_store}
-
-
-def remove_stale_tmp_packs(pack_dir: str | os.PathLike[str], now: float | None = None) -> int:
-    """Delete the temporary files a killed repack, fetch or save left in ``pack_dir``.
-
-    dulwich writes a pack as ``tmp*.pack`` (``tempfile.mkstemp``) and renames it when done,
-    and a save writes a large blob as ``objects/tmp_obj_*`` (:func:`.repo.add_blob`); a
-    process killed meanwhile leaves it behind, and nothing else of gs removes it. Files
-    younger than :data:`STALE_TMP_PACK_S` may still be written and are kept.
-
-    Args:
-        pack_dir: the ``objects/pack`` folder, or ``objects`` itself.
-        now: the current time, epoch seconds (default: now).
-
-    Returns:
-        How many files were removed.
-    """
-    now = time.time() if now is None else now
-    removed = 0
-    try:
-        entries = list(os.scandir(os.fspath(pack_dir)))
-    except FileNotFoundError:
-        return 0
-    for entry in entries:
-        if not entry.name.startswith("tmp") or not entry.is_file(follow_symlinks=False):
-            continue
-        try:
-            if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TMP_PACK_S:
-                os.unlink(entry.path)
-                removed += 1
-        except FileNotFoundError:
-            pass  # another cleaner or its writer was faster
-    return removed
 
 
 def add_tree(store: BaseObjectStore, tree_id: ObjectID, seen: set[ObjectID], order: list[ObjectID]) -> None:
@@ -345,8 +306,8 @@ def records(store: BaseObjectStore, order: list[ObjectID], plan: dict[ObjectID, 
 def repack(repo: Repo) -> RepackResult:
     """Write every reachable object into one delta pack; remove old packs and packed loose objects.
 
-    Loose objects nothing reaches (a save that lost its compare-and-swap) are kept loose;
-    temporary packs a killed writer left are removed (:func:`remove_stale_tmp_packs`).
+    Loose objects nothing reaches (a save that lost its compare-and-swap) are kept loose
+    (what a killed writer left half done is ``GitStore.heal``'s).
     Safe against concurrent saves: objects written meanwhile stay loose, and only loose
     objects that the new pack holds are removed.
 
@@ -358,11 +319,10 @@ def repack(repo: Repo) -> RepackResult:
     """
     started = time.monotonic()
     store = repo.object_store
-    tmp_removed = remove_stale_tmp_packs(store.pack_dir) + remove_stale_tmp_packs(store.path)
     old_packs = list(store.packs)
     loose_before = set(store._iter_loose_objects())
     order, plan = _plan(repo)
-    result = RepackResult(objects=len(order), tmp_removed=tmp_removed)
+    result = RepackResult(objects=len(order))
 
     pack = store.add_pack_data(len(order), records(store, order, plan, result))
     if pack is None:

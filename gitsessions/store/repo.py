@@ -27,6 +27,7 @@ from ..errors import ConcurrentUpdate
 from .layout import is_repo
 from .lock import REF_HELD, clear_stale_lock, wait_out
 from .loose import Deflated, blob_id
+from .packed import SessionRefs
 from .shared import SessionRepo, write_config
 
 #: Settings written at init: loose objects compressed fast (a save is a new blob), no automatic gc
@@ -98,25 +99,89 @@ def swap(repo: Repo, ref: Ref, old: ObjectID | None, new: ObjectID, *, committer
 def move_ref(repo: Repo, src: Ref, dst: Ref, sha: ObjectID, *, committer: bytes, message: bytes) -> None:
     """Create ``dst`` at ``sha``, carry the reflog over, then delete ``src`` if still at ``sha`` (HEAD is the store's).
 
+    A process killed on the way leaves a move :func:`finish_move` completes (the store records
+    each move it makes, for the next command to find).
+
     Raises:
         ConcurrentUpdate: ``dst`` exists, or ``src`` moved meanwhile (then ``dst`` is removed again).
+        RepoDamaged: ``src`` is packed, and ``packed-refs`` holds a damaged line (nothing moved).
     """
+    if isinstance(repo.refs, SessionRefs):
+        repo.refs.refuse_rewrite(src)  # before anything moves: its removal would drop the line
     now = int(time.time())
     swap(repo, dst, None, sha, committer=committer, message=message, now=now, tz=time.localtime(now).tm_gmtoff)
-    logs = Path(repo.controldir()) / "logs"
-    src_log, dst_log = logs / src.decode(), logs / dst.decode()
-    if src_log.exists():
-        # keep the old entries first, as git branch -m does
-        dst_log.parent.mkdir(parents=True, exist_ok=True)
-        new_entries = dst_log.read_bytes() if dst_log.exists() else b""
-        dst_log.write_bytes(src_log.read_bytes() + new_entries)
+    _carry_reflog(repo, src, dst)
     if not repo.refs.remove_if_equals(src, sha):
         repo.refs.remove_if_equals(dst, sha)
         raise ConcurrentUpdate(src.decode(), sha.decode("ascii"), None)
+    _drop_reflog(repo, src)
+
+
+def finish_move(repo: Repo, src: Ref, dst: Ref, sha: ObjectID) -> bool:
+    """Complete a move of ``src`` to ``dst`` that a killed process began, once ``dst`` exists.
+
+    Each step of :func:`move_ref` is done once, whatever was done before: the old reflog
+    entries are put before the new ones unless they are there already, then ``src`` goes if
+    it is still at ``sha``, then its reflog.
+
+    Returns:
+        False when ``src`` is at another commit (saved meanwhile: it stays, with its reflog).
+    """
+    _carry_reflog(repo, src, dst)
+    if not repo.refs.remove_if_equals(src, sha) and repo.refs.read_ref(src) is not None:
+        return False
+    _drop_reflog(repo, src)
+    return True
+
+
+def _carry_reflog(repo: Repo, src: Ref, dst: Ref) -> None:
+    """Put the reflog entries of ``src`` before those of ``dst`` (as ``git branch -m`` keeps them), unless there.
+
+    The file is replaced whole, never left half written.
+    """
+    logs = Path(repo.controldir()) / "logs"
+    src_log, dst_log = logs / src.decode(), logs / dst.decode()
+    old = src_log.read_bytes() if src_log.exists() else b""
+    new = dst_log.read_bytes() if dst_log.exists() else b""
+    if old and not new.startswith(old):
+        _replace_file(Path(repo.controldir()) / "gs", dst_log, old + new)
+
+
+def _drop_reflog(repo: Repo, ref: Ref) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (Path(repo.controldir()) / "logs" / ref.decode()).unlink()
+
+
+def undo_move_start(repo: Repo, dst: Ref, sha: ObjectID, message: bytes) -> None:
+    """Take back the reflog line a move that never made ``dst`` (its process killed) wrote for it.
+
+    dulwich writes a ref's reflog line before the ref itself: when ``dst`` does not exist, a
+    last line of its reflog that created it at ``sha`` with ``message`` is that move's, and goes.
+    """
+    log = Path(repo.controldir()) / "logs" / dst.decode()
     try:
-        src_log.unlink()
+        lines = log.read_bytes().splitlines(keepends=True)
     except FileNotFoundError:
-        pass
+        return
+    last = lines[-1] if lines else b""
+    if last.startswith(b"0" * 40 + b" " + sha + b" ") and last.rstrip(b"\n").endswith(b"\t" + message):
+        if len(lines) == 1:
+            log.unlink()
+        else:
+            _replace_file(Path(repo.controldir()) / "gs", log, b"".join(lines[:-1]))
+
+
+def _replace_file(scratch: Path, path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` at once: written aside in ``scratch`` (same file system), renamed over it."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = scratch / f".{path.name}-{os.urandom(4).hex()}"
+    try:
+        temp.write_bytes(data)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def point_head(repo: Repo, ref: Ref) -> None:
@@ -180,7 +245,7 @@ def add_object(repo: Repo, obj: Blob | Tree | Commit) -> None:
     A recovery rebuilds byte-identical objects, so it would otherwise fail forever.
 
     Raises:
-        FileLocked: another live writer holds that object's lock past :data:`.lock.REF_LOCK_WAIT_S`.
+        RepoBusy: another live writer holds that object's lock past :data:`.lock.REF_LOCK_WAIT_S`.
     """
     wait_out(lambda: repo.object_store.add_object(obj))
 

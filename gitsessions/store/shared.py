@@ -21,11 +21,17 @@ from dulwich.objects import ObjectID
 from dulwich.refs import DiskRefsContainer, Ref
 from dulwich.repo import Repo
 
+from .lock import wait_out
+from .packed import SessionRefs
+
 _PACKED_REFS = b"packed-refs"
 
 
-class SharedRefs(DiskRefsContainer):
-    """dulwich's refs on disk, each file written (and the folders above it) widened per the repo's sharing."""
+class SharedRefs(SessionRefs):
+    """The refs on disk (:class:`.packed.SessionRefs`), each file written (and the folders above it) widened.
+
+    As the repo's sharing says.
+    """
 
     def __init__(self, perm: SharedPerm, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -83,20 +89,34 @@ class SharedRefs(DiskRefsContainer):
 
 
 class SessionRepo(Repo):
-    """A dulwich ``Repo`` whose ref writes follow its ``core.sharedRepository`` (:class:`SharedRefs`)."""
+    """A dulwich ``Repo`` whose ref writes follow its ``core.sharedRepository`` (:class:`SharedRefs`).
+
+    Its refs read a ``packed-refs`` with a damaged line (:class:`.packed.SessionRefs`).
+    """
 
     def __init__(self, root: str):
         super().__init__(root)
         perm = self.object_store.shared_perm
-        if perm is not None and type(self.refs) is DiskRefsContainer:  # not reftable: git's own files
-            self.refs = SharedRefs(perm, self.commondir(), self.controldir(), logger=self._write_reflog)
+        if type(self.refs) is DiskRefsContainer:  # not reftable: git's own files
+            args = (self.commondir(), self.controldir())
+            self.refs = (SharedRefs(perm, *args, logger=self._write_reflog) if perm is not None
+                         else SessionRefs(*args, logger=self._write_reflog))
 
 
 def write_config(repo: Repo, config: ConfigFile) -> None:
     """Write ``config`` (from ``repo.get_config()``) back, with the mode the repo's sharing gives it.
 
     dulwich's ``ConfigFile.write_to_path`` makes it ``0644`` less the umask, whatever the sharing.
+    A ``config.lock`` a killed writer left is taken over (:func:`.lock.wait_out`).
+
+    Raises:
+        RepoBusy: another live process holds ``config.lock`` past the wait.
     """
-    assert config.path is not None
-    with GitFile(config.path, "wb", shared_perm=repo.object_store.shared_perm) as f:
-        config.write_to_file(f)
+    path = config.path
+    assert path is not None
+
+    def write() -> None:
+        with GitFile(path, "wb", shared_perm=repo.object_store.shared_perm) as f:
+            config.write_to_file(f)
+
+    wait_out(write)

@@ -8,12 +8,14 @@ journal), a claim (a lock) or a cache rebuilt from git when missing.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from dulwich.repo import Repo
@@ -27,6 +29,7 @@ from .lock import SessionLock
 from .pack import AUTO_BYTES, AUTO_PACKS, AUTO_SAVES, RepackResult, repack
 from .privacy import new_file_mode
 from .thinpack import pack_loose
+from .writers import NEW, held, hold_new
 
 
 class PackState:
@@ -91,6 +94,25 @@ class PackState:
             return pack_loose(repo) if incremental else repack(repo)
         finally:
             os.close(fd)
+
+
+@dataclass(frozen=True)
+class LeftMove:
+    """A ref move whose process died before it ended it (:meth:`RepoState.left_moves`).
+
+    Attributes:
+        record: its record (remove it once the move is completed or taken back).
+        src: the ref moved.
+        dst: where to.
+        commit: the commit it held.
+        message: the reflog line of the new ref.
+    """
+
+    record: Path
+    src: bytes
+    dst: bytes
+    commit: str
+    message: bytes
 
 
 class ListRows(RowCache):
@@ -186,6 +208,9 @@ class ListRows(RowCache):
             self.lines = len(keep)
 
 
+#: The refs a move of a session moves (:meth:`RepoState.moving`), and the commit it holds.
+_MOVED = re.compile(rb"\Arefs/(heads|archive)/[^/\x00-\x20]+\Z")
+_COMMIT = re.compile(r"\A[0-9a-f]{40}\Z")
 #: The start of a line :func:`_row_line` writes, after the end of the one before: the commit and its time.
 _ROW_START = re.compile(rb'\n\["([0-9a-f]{40})", (-?[0-9]+), "')
 #: The key of a row's ``Imported-From`` trailer as :func:`_row_line` writes it (an import's commit).
@@ -260,6 +285,57 @@ class RepoState:
         Beside ``locks/``, whose file names are session ids (a session may be named import).
         """
         return _RepoLock(self.root / "import.lock", "import", self.repo_path)
+
+    # -- ref moves under way -----------------------------------------------------------------
+    # A rename, an archive, a restore moves a ref in steps (the new name made, the reflog
+    # carried over, the old name removed); each is recorded for as long as it runs, held by
+    # its process (:mod:`.writers`), so that the next gs finds one its process left half done.
+
+    @contextlib.contextmanager
+    def moving(self, src: bytes, dst: bytes, commit: str, message: bytes) -> Iterator[None]:
+        """Record the move of ref ``src`` to ``dst`` (at ``commit``, reflog ``message``) while the block runs.
+
+        The record (``<repo>/gs/moves/<name>.json``) is fsynced before the move begins and
+        removed when it ends, done or refused; only a process killed meanwhile leaves it.
+
+        Raises:
+            RepoReadOnly, DiskFull: the record cannot be written (then nothing is moved).
+        """
+        record = {"src": src.decode("utf-8"), "dst": dst.decode("utf-8"), "commit": commit,
+                  "message": message.decode("utf-8", "surrogateescape")}
+        folder = self.root / "moves"
+        name = f"{os.getpid()}-{os.urandom(4).hex()}.json"
+        with os_faults(self.repo_path):
+            fd = hold_new(folder, name, json.dumps(record).encode("utf-8"), durable=True)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+            os.close(fd)
+
+    def left_moves(self) -> list[LeftMove]:
+        """Return the moves whose process died before it ended them (oldest first; unreadable records dropped)."""
+        try:
+            entries = sorted(os.scandir(self.root / "moves"), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        left = []
+        for entry in entries:
+            if entry.name.startswith(NEW) or held(entry.path):
+                continue
+            try:
+                record = json.loads(Path(entry.path).read_bytes())
+                move = LeftMove(Path(entry.path), record["src"].encode(), record["dst"].encode(),
+                                record["commit"], record["message"].encode("utf-8", "surrogateescape"))
+                if not (_MOVED.match(move.src) and _MOVED.match(move.dst) and _COMMIT.match(move.commit)):
+                    raise ValueError("not a move gs makes")
+                left.append(move)
+            except FileNotFoundError:
+                continue  # ended meanwhile
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                optional_write(Path(entry.path).unlink)  # not one gs wrote whole: nothing to go on
+        return left
 
     # -- verified tips ---------------------------------------------------------------------
     # Tips known to hold a valid log: every save the store makes, and every successful

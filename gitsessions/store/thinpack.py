@@ -34,7 +34,7 @@ from dulwich.objects import Commit, ObjectID, Tree
 from dulwich.pack import UnpackedObject
 from dulwich.repo import Repo
 
-from .pack import RepackResult, add_tree, base_position, records, remove_stale_tmp_packs
+from .pack import RepackResult, add_tree, base_position, records
 from .privacy import tighten_packs
 
 #: The receive-pack capability by which a server refuses thin packs (gitprotocol-capabilities).
@@ -132,7 +132,7 @@ def pack_loose(repo: Repo) -> RepackResult:
     """
     started = time.monotonic()
     store = repo.object_store
-    result = RepackResult(tmp_removed=remove_stale_tmp_packs(store.pack_dir) + remove_stale_tmp_packs(store.path))
+    result = RepackResult()
     loose = set(store._iter_loose_objects())
     read = _reader(store)
     send = {sha for sha in loose if read(sha) is not None}

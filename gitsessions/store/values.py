@@ -7,7 +7,7 @@ ids are 40-digit lowercase hex (:data:`~gitsessions.ids.CommitId`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..ids import CommitId, SessionId
@@ -123,6 +123,38 @@ class SessionInfo:
     time: int
     message: CommitMessage
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class MoveEnded:
+    """A move of a session a killed process left half done, and how the next command ended it.
+
+    Attributes:
+        kind: ``rename``, ``archive`` or ``restore``.
+        src: the session (or archive name) it moved.
+        dst: where to.
+        outcome: ``completed`` (the new name holds it, the old one is gone), ``taken back``
+            (nothing had moved: it is under its old name) or ``both kept`` (the old name was
+            saved to meanwhile: each name holds its saves).
+    """
+
+    kind: str
+    src: str
+    dst: str
+    outcome: str
+
+
+@dataclass(frozen=True)
+class Healed:
+    """What a look for the leftovers of killed processes found and mended (``GitStore.heal``).
+
+    Attributes:
+        cleared: files writers that were killed left half done, removed (paths in the repo).
+        moves: moves of sessions they left half done, ended.
+    """
+
+    cleared: list[str] = field(default_factory=list)
+    moves: list[MoveEnded] = field(default_factory=list)
 
 
 class TurnJournal(Protocol):

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from ...history.tree import Node
     from ...log import view  # imported by the renderings of items, not by a chat before its prompt
     from ...store import CommitInfo, SessionInfo
+    from ...store.packed import Damaged
     from ...store.remote.reports import PullReport, PushReport
+    from ...store.values import MoveEnded
 
 T = TypeVar("T")
 
@@ -128,6 +130,36 @@ def fork_label(title: str, prompt: str | None, parent_title: str | None) -> str:
         parent_title: its parent's title (None: no parent, a root).
     """
     return prompt if prompt and (not title or (parent_title is not None and title == parent_title)) else title
+
+
+def move_ended(move: MoveEnded) -> str:
+    """One line for a move of a session a killed gs left half done, as the next command ended it."""
+    verb = {"rename": "renaming", "archive": "archiving (gs rm)", "restore": "restoring"}[move.kind]
+    said = f"a gs killed while {verb} {move.src} as {move.dst} "
+    if move.outcome == "completed":
+        return said + f"left it half done; it is done now ({move.src} is {move.dst})"
+    if move.outcome == "taken back":
+        return said + f"had moved nothing; {move.src} is as it was"
+    return said + f"left both names, and {move.src} was saved to since: both are kept (gs rm one, or rename it)"
+
+
+def damaged_refs(repo: str, damaged: Sequence[Damaged]) -> str:
+    """One line for the damaged lines of a repo's ``packed-refs``: the first, how many more, and what to do."""
+    more = f" (and {plural(len(damaged) - 1, 'line')} more)" if len(damaged) > 1 else ""
+    first = damaged[0]
+    return (f"the session repo is damaged: {repo}/packed-refs line {first.line} {first.what()}{more}; the refs on "
+            "its other lines are read, plain git refuses the file: set the line aside (kept) with gs doctor --fix")
+
+
+def stranger_branches(repo: str, names: Sequence[str]) -> str:
+    """One line for the branches of ``repo`` no list shows: how many, which, why, and what to do."""
+    import shlex
+
+    shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+    what = "1 branch is not listed: its name is" if len(names) == 1 else \
+        f"{len(names)} branches are not listed: their names are"
+    return (f"{what} no session id ({shown}; an id is at most 64 letters, digits, '_' or '-'); to list one, "
+            f"rename it: git -C {shlex.quote(repo)} branch -m {shlex.quote(names[0])} NEW-ID")
 
 
 def session_row(info: SessionInfo) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from ...errors import RemoteError
-from ..faults import writes_to
+from ..faults import writer_of, writes_to
 from ..git import GitStore
 from ..lock import SAME_SAVES, unless_same_pack
 from ..shared import write_config
@@ -184,6 +184,7 @@ class Remotes:
         name = remote_named(remote, self.list())  # a configured remote's URL is that remote
         return (name, name) if name else ("remote", None)
 
+    @writer_of(lambda self, *args, **kwargs: self.store.path)
     def fetch(self, remote: str) -> dict[bytes, bytes]:
         """Fetch the objects of the session branches and archives of ``remote`` (a name or URL).
 
@@ -211,6 +212,7 @@ class Remotes:
         self.store.close()  # new packs: reopen with a fresh pack list
         return refs, here
 
+    @writer_of(lambda self, *args, **kwargs: self.store.path)
     def pull(self, remote: str) -> PullReport:
         """Fetch ``remote`` and carry out the steps of the sync rule that move refs here (:mod:`.sync`).
 
@@ -246,6 +248,7 @@ class Remotes:
             settle(self._open(), name, sides)
         return report, sides.base
 
+    @writer_of(lambda self, *args, **kwargs: self.store.path)
     def sync(self, remote: str) -> SyncReport:
         """Pull, then push what the pull left to send; again (up to SYNC_ROUNDS) while the remote moves meanwhile.
 
@@ -266,6 +269,7 @@ class Remotes:
                 break
         return report
 
+    @writer_of(lambda self, *args, **kwargs: self.store.path)
     def push(self, remote: str, *, only: Collection[str] | None = None) -> PushReport:
         """Send what the sync rule (:mod:`.sync`) says the remote lacks; drop there what moved here.
 
