@@ -15,8 +15,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import ignore
+
+if TYPE_CHECKING:
+    from ...log.calls import ToolResult
 
 #: Most characters of a file ``read_file`` returns; the rest is cut, and the model told so.
 READ_CHARS = 100_000
@@ -34,6 +38,18 @@ _SNIFF_BYTES = 8_192
 
 class ToolFailed(Exception):
     """A tool call that cannot be carried out; its message is what the model is told."""
+
+
+class ToolInterrupted(KeyboardInterrupt):
+    """Ctrl+C stopped a tool while it ran; its message is what the model is told it did by then.
+
+    It is a :class:`KeyboardInterrupt`: the reply is cancelled as by any Ctrl+C.
+
+    Attributes:
+        result: the call's result, once :meth:`.toolset.Toolset.run` made it (None before).
+    """
+
+    result: ToolResult | None = None
 
 
 @dataclass(frozen=True)

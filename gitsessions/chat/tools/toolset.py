@@ -23,7 +23,7 @@ from ...log.calls import ToolCall, ToolResult
 from . import files, shell
 from .clock import TOOL_SCHEMAS as CLOCK_SCHEMAS
 from .clock import get_current_time
-from .files import ToolFailed, Workspace
+from .files import ToolFailed, ToolInterrupted, Workspace
 
 #: The groups ``--tools`` names, and their tools.
 GROUPS: dict[str, tuple[str, ...]] = {
@@ -36,6 +36,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 ASKING = frozenset({"write_file", "edit_file", "run_command"})
 #: ``tool/result.error_code`` of a call the user (or no one, behind a pipe) did not allow.
 DENIED = "denied"
+#: ``tool/result.error_code`` of a call Ctrl+C stopped while it ran (its content says what it did by then).
+STOPPED = "stopped"
 
 #: An answer to an approval request: ``once``, ``session`` (this tool, for the rest of the
 #: session) or ``deny``.
@@ -274,7 +276,9 @@ class Toolset:
             could not run or failed.
 
         Raises:
-            KeyboardInterrupt: Ctrl+C while it ran (a command is stopped first); nothing else.
+            ToolInterrupted: Ctrl+C stopped the call while it ran (a command, with what it had
+                started); its :attr:`~.files.ToolInterrupted.result` is what the model is told.
+            KeyboardInterrupt: Ctrl+C otherwise; nothing else.
         """
         call = prepared.call
         if prepared.error is not None or prepared.run is None:
@@ -282,6 +286,9 @@ class Toolset:
         try:
             with self.running():
                 return ToolResult(call.id, call.name, prepared.run())
+        except ToolInterrupted as exc:
+            exc.result = ToolResult(call.id, call.name, f"error: {exc}", True, STOPPED)
+            raise
         except ToolFailed as exc:
             return ToolResult(call.id, call.name, f"error: {exc}", True)
         except (TypeError, ValueError) as exc:
