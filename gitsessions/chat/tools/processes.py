@@ -22,6 +22,8 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ...text import plural
+
 #: ``prctl`` options (linux/prctl.h).
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -148,16 +150,17 @@ class Stopped:
 
     def said(self) -> str:
         """What the model is told: ``(3 processes killed: sh, sleep, sleep)``, and what may still run."""
-        parts = [f"{_count(self.killed)} killed: {names(self.killed)}" if self.killed else "nothing left to kill"]
+        parts = [f"{count(self.killed)} killed: {names(self.killed)}" if self.killed else "nothing left to kill"]
         if self.left:
-            parts.append(f"{_count(self.left)} could not be stopped and may still run: {pids(self.left)}")
+            parts.append(f"{count(self.left)} could not be stopped and may still run: {pids(self.left)}")
         if not self.sees_all:
             parts.append("processes that left its session cannot be seen here and may still run")
         return "(" + "; ".join(parts) + ")"
 
 
-def _count(procs: tuple[Proc, ...]) -> str:
-    return f"{len(procs)} process" + ("" if len(procs) == 1 else "es")
+def count(procs: tuple[Proc, ...] | list[Proc]) -> str:
+    """``1 process``, ``3 processes``."""
+    return plural(len(procs), "process", "processes")
 
 
 def names(procs: Iterable[Proc]) -> str:

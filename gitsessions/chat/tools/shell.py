@@ -221,6 +221,5 @@ def _stop(proc: subprocess.Popen[bytes], family: processes.Family, out: Kept) ->
 def _left_note(left: list[processes.Proc]) -> str:
     if not left:
         return ""
-    many = len(left) != 1
-    return (f"; {len(left)} process{'es' if many else ''} it started still run{'' if many else 's'} in the "
+    return (f"; {processes.count(left)} it started still run{'s' if len(left) == 1 else ''} in the "
             f"background: {processes.pids(left)}")
