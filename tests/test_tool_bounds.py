@@ -1,7 +1,9 @@
 """Every tool input has a bound and every stuck tool ends: a flood of output, a command's
-children that left its session (``setsid``), Ctrl+C while a command runs. Real processes;
-the memory bounds are held by ``RLIMIT_AS`` in a child process of their own, so the old way
-(everything kept, then cut) fails there instead of passing slowly."""
+children that left its session (``setsid``), Ctrl+C while a command runs, a named pipe where
+a file is read or searched, a huge (sparse) file, a folder tree 400 levels deep. Real
+processes, real FIFOs and sockets, real big files; the memory bounds are held by
+``RLIMIT_AS`` in a child process of their own, so the old way (everything kept, then cut)
+fails there instead of passing slowly."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -22,7 +25,7 @@ from test_loop_tools import _open, events, store  # noqa: F401 (store: a fixture
 from test_tools import run, running, tools
 
 from gitsessions.chat.loop import run_turn
-from gitsessions.chat.tools import shell
+from gitsessions.chat.tools import files, ignore, shell
 from gitsessions.chat.tools.files import ToolInterrupted, Workspace
 from gitsessions.chat.tools.toolset import STOPPED, Toolset, expand
 from gitsessions.log.calls import ToolCall
@@ -181,3 +184,151 @@ def test_what_a_finished_command_leaves_running_is_named(work):
                                              f"pid {daemon} (sleep)\ndone\n")
     finally:
         os.kill(daemon, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- file tools: what is not a file
+
+
+def test_a_named_pipe_is_refused_by_every_file_tool_and_skipped_by_search(work):
+    os.mkfifo(work / "pipe")
+    (work / "notes.md").write_text("needle\n")
+    ts = tools(work, "read", "write")
+
+    def unblock() -> None:  # the old way waits in open() for a writer: be one
+        with contextlib.suppress(OSError):
+            os.close(os.open(work / "pipe", os.O_WRONLY | os.O_NONBLOCK))
+
+    said = "error: pipe is a named pipe (FIFO), not a regular file; the file tools read regular files only"
+    assert within(lambda: run(ts, "read_file", path="pipe"), unblock) == (said, True)
+    assert within(lambda: run(ts, "edit_file", path="pipe", old_string="a", new_string="b"), unblock) == (said, True)
+    assert within(lambda: run(ts, "search_files", pattern="needle", path="pipe"), unblock) == (said, True)
+    assert within(lambda: run(ts, "search_files", pattern="needle"), unblock) == (
+        "notes.md:1: needle\n[not searched: pipe (a named pipe)]", False)
+
+
+def test_a_socket_is_refused_with_its_kind(work):
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(work / "sock"))
+        assert run(tools(work, "read"), "read_file", path="sock") == (
+            "error: sock is a socket, not a regular file; the file tools read regular files only", True)
+
+
+# --------------------------------------------------------------------------- file tools: size
+
+
+def test_a_huge_sparse_file_is_read_a_part_at_a_time(work):
+    big = work / "big.txt"
+    with open(big, "wb") as f:
+        f.write(b"".join(b"line %d\n" % n for n in range(1, 20_001)))
+        f.truncate(4 * 1024 ** 3)  # 4 GiB, a hole after the text: NULs, on one endless line
+    out = json.loads(in_a_small_child(
+        "import json\n"
+        "from pathlib import Path\n"
+        "from gitsessions.chat.tools.files import Workspace, read_file\n"
+        "ws = Workspace(Path(sys.argv[1]))\n"
+        "print(json.dumps([read_file(ws, 'big.txt'), read_file(ws, 'big.txt', 20_000, 1),"
+        " read_file(ws, 'big.txt', 20_001)]))\n", str(work)))
+    first, line_20000, endless = out
+    shown, note = first.rsplit("\n[", 1)
+    last = int(shown.splitlines()[-1].split()[1])
+    assert shown.splitlines() == [f"line {n}" for n in range(1, last + 1)] and len(shown) <= files.READ_CHARS
+    assert note == f"cut at {files.READ_CHARS:,} characters, after line {last:,}: read on with offset={last + 1}]"
+    assert line_20000 == "line 20000\n"
+    assert len(endless) < files.READ_CHARS + 300 and endless.startswith("\0\0") and endless.endswith(
+        f"\n[line 20,001 goes on past {files.READ_CHARS:,} characters; the rest of it is not shown]")
+
+
+def test_a_file_too_big_to_diff_is_not_written_over(work):
+    big = work / "big.txt"
+    with open(big, "wb") as f:
+        f.write(b"text\n")
+        f.truncate(files.EDIT_FILE_BYTES + 1)
+    said = (f"error: big.txt is over {files.EDIT_FILE_BYTES:,} bytes, the most write_file and edit_file write over "
+            "(its old text is read whole for the diff)")
+    ts = tools(work, "write")
+    assert run(ts, "edit_file", path="big.txt", old_string="text", new_string="words") == (said, True)
+    assert run(ts, "write_file", path="big.txt", content="short\n") == (said, True)
+    assert big.stat().st_size == files.EDIT_FILE_BYTES + 1
+
+
+def test_offset_and_limit_read_on_where_the_cut_was_and_past_the_end_is_told(work):
+    (work / "many.txt").write_text("".join(f"{n:06d} {'x' * 50}\n" for n in range(50_000)))
+    ts = tools(work, "read")
+    whole, offset = "", 1
+    for _ in range(100):
+        part = run(ts, "read_file", path="many.txt", offset=offset)[0]
+        if "\n[cut at" not in part:
+            whole += part
+            break
+        text, note = part.rsplit("\n[", 1)
+        whole += text + "\n"
+        offset = int(re.search(r"offset=(\d+)", note).group(1))
+    assert whole == (work / "many.txt").read_text()
+    assert run(ts, "read_file", path="many.txt", offset=60_000) == (
+        "error: many.txt has 50000 lines; offset 60000 is past its end", True)
+    assert run(ts, "read_file", path="many.txt", offset=0)[0] == "error: offset must be a line number from 1, not 0"
+    assert run(ts, "read_file", path="many.txt", limit="all")[0] == (
+        "error: limit must be a number of lines from 1, not 'all'")
+
+
+def test_search_streams_lines_bounds_them_and_says_what_it_skipped(work, monkeypatch):
+    (work / "long.txt").write_text("needle at the start " + "x" * (files.SEARCH_LINE_BYTES * 3) + " needle late\n"
+                                   "needle on line two\n")
+    (work / "late.txt").write_text("x" * (files.SEARCH_LINE_BYTES * 2) + " needle\n")
+    big = work / "huge.log"
+    with open(big, "wb") as f:
+        f.write(b"needle\n")
+        f.truncate(files.SEARCH_FILE_BYTES + 1)
+    content, is_error = run(tools(work, "read"), "search_files", pattern="needle")
+    lines = content.splitlines()
+    assert not is_error and lines[0].startswith("long.txt:1: needle at the start xxx")
+    assert len(lines[0]) == len("long.txt:1: ") + files.SEARCH_LINE_CHARS
+    assert lines[1:] == ["long.txt:2: needle on line two",
+                         f"[not searched: huge.log (over {files.SEARCH_FILE_BYTES:,} bytes)]",
+                         f"[only the first {files.SEARCH_LINE_BYTES:,} bytes of 2 long lines were searched "
+                         "(in late.txt, long.txt)]"]
+    monkeypatch.setattr(files, "FILE_TOOL_SECONDS", 0.0)  # no time at all: it stops before the first file
+    assert run(tools(work, "read"), "search_files", pattern="needle") == (
+        "no match\n[stopped after 0 s, 0 files searched: narrow the path or the pattern]", False)
+    assert run(tools(work, "read"), "list_files") == (
+        "huge.log\n[stopped after 0 s: the list may go on; list a subfolder]", False)
+
+
+def test_a_list_says_it_was_cut_only_when_more_entries_follow(work, monkeypatch):
+    monkeypatch.setattr(files, "LIST_ENTRIES", 2)
+    (work / "a").write_text("")
+    (work / "b").write_text("")
+    assert run(tools(work, "read"), "list_files") == ("a\nb", False)
+    (work / "c").write_text("")
+    assert run(tools(work, "read"), "list_files") == (
+        "a\nb\n[cut at 2 entries: more are not listed; list a subfolder]", False)
+
+
+# --------------------------------------------------------------------------- file tools: deep trees
+
+
+@pytest.fixture
+def deep(work: Path) -> Path:
+    folder = work
+    for _ in range(400):
+        folder = folder / "d"
+    folder.mkdir(parents=True)
+    (folder / "bottom.txt").write_text("needle\n")
+    return work
+
+
+def test_a_deep_tree_is_listed_to_a_bounded_depth_and_the_rest_named(deep, monkeypatch):
+    ts = tools(deep, "read")
+    scans: list[object] = []
+    real = ignore.os.scandir
+    monkeypatch.setattr(ignore.os, "scandir", lambda p: scans.append(p) or real(p))
+    assert run(ts, "list_files") == ("d/", False)
+    assert len(scans) == 1  # what is not listed is not walked
+    listed, note = run(ts, "list_files", recursive=True)[0].rsplit("\n", 1)
+    depth = files.WALK_DEPTH
+    assert listed.splitlines() == ["/".join(["d"] * n) + "/" for n in range(1, depth + 1)]
+    assert note == f"[not entered: 1 folder at depth {depth} ({'/'.join(['d'] * depth)}/); list it to see inside]"
+    assert run(ts, "search_files", pattern="needle") == (
+        f"no match\n[not entered: 1 folder at depth {depth} ({'/'.join(['d'] * depth)}/); search in it]", False)
+    assert run(ts, "search_files", pattern="needle", path="/".join(["d"] * 395))[0] == (
+        "d/" * 395 + "d/d/d/d/d/bottom.txt:1: needle")

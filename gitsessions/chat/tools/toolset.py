@@ -53,12 +53,18 @@ def _fn(name: str, description: str, properties: dict[str, Any], required: Seque
 _PATH = {"type": "string", "description": "A path relative to the working directory."}
 #: Schemas of the opt-in tools, in the chat-completions ``tools`` shape.
 SCHEMAS: dict[str, dict[str, Any]] = {
-    "read_file": _fn("read_file", "Read a text file. Lines from offset (1-based), at most limit of them.", {
-        "path": _PATH, "offset": {"type": "integer"}, "limit": {"type": "integer"}}, ["path"]),
-    "list_files": _fn("list_files", "List a folder's files (folders end with /), skipping what .gitignore ignores.", {
-        "path": _PATH, "recursive": {"type": "boolean"}}, []),
+    "read_file": _fn("read_file", f"Read a text file: lines from offset, at most limit of them, and at most "
+                     f"{files.READ_CHARS:,} characters; a note at the end says which offset reads on.", {
+                         "path": _PATH,
+                         "offset": {"type": "integer", "description": "The first line read, from 1 (default 1)."},
+                         "limit": {"type": "integer", "description": "Most lines read (default: as many as fit)."}},
+                     ["path"]),
+    "list_files": _fn("list_files", f"List a folder's files (folders end with /), skipping what .gitignore ignores; "
+                      f"at most {files.LIST_ENTRIES:,} entries, recursive at most {files.WALK_DEPTH} levels deep.", {
+                          "path": _PATH, "recursive": {"type": "boolean"}}, []),
     "search_files": _fn("search_files", "Search text files for a regular expression (Python syntax), skipping "
-                        "what .gitignore ignores. Returns file:line: text.", {
+                        "what .gitignore ignores. Returns file:line: text, at most "
+                        f"{files.SEARCH_MATCHES} matches; a note at the end says what was not searched.", {
                             "pattern": {"type": "string"}, "path": _PATH, "ignore_case": {"type": "boolean"}},
                         ["pattern"]),
     "write_file": _fn("write_file", "Write a whole text file (created, or replaced; the user approves a diff).", {
