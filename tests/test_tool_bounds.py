@@ -186,6 +186,24 @@ def test_what_a_finished_command_leaves_running_is_named(work):
         os.kill(daemon, signal.SIGKILL)
 
 
+def test_an_orphan_of_gs_s_own_that_comes_to_gs_meanwhile_is_not_the_command_s(work):
+    # a process gs started itself (in gs's session, as a hook is) whose child is orphaned
+    # while a command runs: the child comes to gs, the subreaper, and is left alone
+    mine = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & echo $! > orphan.pid; "
+                             "while [ ! -e go ]; do sleep 0.01; done"], cwd=work)
+    try:
+        content = shell.run_command(work, "until [ -s orphan.pid ]; do :; done; touch go; "
+                                          'until grep -q "^PPid:[[:space:]]*$PPID$" /proc/$(cat orphan.pid)/status; '
+                                          "do :; done; echo adopted")
+        orphan = pid_in(work / "orphan.pid")
+        assert content == "exit status 0\nadopted\n" and running(orphan)
+    finally:
+        mine.wait()
+        with contextlib.suppress(OSError):
+            os.kill(pid_in(work / "orphan.pid"), signal.SIGKILL)
+            os.waitpid(pid_in(work / "orphan.pid"), 0)
+
+
 # --------------------------------------------------------------------------- file tools: what is not a file
 
 

@@ -142,14 +142,18 @@ class Stopped:
         killed: the processes it killed.
         left: those still running after it (one it may not signal, one that does not end).
         sees_all: False when processes that left the command's session could not be seen.
+        looked: False where no process could be seen (no ``/proc``): only its group was killed.
     """
 
     killed: tuple[Proc, ...]
     left: tuple[Proc, ...]
     sees_all: bool
+    looked: bool = True
 
     def said(self) -> str:
         """What the model is told: ``(3 processes killed: sh, sleep, sleep)``, and what may still run."""
+        if not self.looked:
+            return "(its process group was killed; processes that left it cannot be seen here and may still run)"
         parts = [f"{count(self.killed)} killed: {names(self.killed)}" if self.killed else "nothing left to kill"]
         if self.left:
             parts.append(f"{count(self.left)} could not be stopped and may still run: {pids(self.left)}")
@@ -205,12 +209,14 @@ class Family:
         """The command's processes in ``procs`` (ended ones too, the leader first).
 
         Call it before the leader is reaped: until then no other process can take its pid,
-        its session's or its group's.
+        its session's or its group's. A child gs gained while the command ran is the
+        command's unless it is in gs's own session (an orphan of a process gs started
+        itself: none of the command's can join that session).
         """
-        me, leader = os.getpid(), self.leader
+        me, mine, leader = os.getpid(), os.getsid(0), self.leader
         roots = {p.pid for p in procs.values()
                  if p.pid == leader or p.session == leader or p.group == leader
-                 or (p.ppid == me and (p.pid, p.start) not in self._before)}
+                 or (p.ppid == me and p.session != mine and (p.pid, p.start) not in self._before)}
         below: dict[int, list[int]] = {}
         for p in procs.values():
             below.setdefault(p.ppid, []).append(p.pid)
@@ -258,7 +264,7 @@ class Family:
             with contextlib.suppress(OSError):  # the group too: one forked since the look is in it
                 os.killpg(self.leader, signal.SIGKILL)
             if procs is None:  # the group is all there is to kill
-                return Stopped((), (), False)
+                return Stopped((), (), False, looked=False)
             family = self.members(procs)
             self._reap_ended(family)
             live = [p for p in family if not p.ended]
