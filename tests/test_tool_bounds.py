@@ -305,6 +305,11 @@ def test_search_streams_lines_bounds_them_and_says_what_it_skipped(work, monkeyp
                          f"[not searched: huge.log (over {files.SEARCH_FILE_BYTES:,} bytes)]",
                          f"[only the first {files.SEARCH_LINE_BYTES:,} bytes of 2 long lines were searched "
                          "(in late.txt, long.txt)]"]
+    named = work / "named" / "big.txt"  # a file named is searched, on its first part
+    named.parent.mkdir()
+    named.write_text("x\n" * (files.SEARCH_FILE_BYTES // 2) + "needle\n")
+    assert run(tools(work, "read"), "search_files", pattern="needle", path="named/big.txt") == (
+        f"no match\n[not searched: named/big.txt (after its first {files.SEARCH_FILE_BYTES:,} bytes)]", False)
     monkeypatch.setattr(files, "FILE_TOOL_SECONDS", 0.0)  # no time at all: it stops before the first file
     assert run(tools(work, "read"), "search_files", pattern="needle") == (
         "no match\n[stopped after 0 s, 0 files searched: narrow the path or the pattern]", False)

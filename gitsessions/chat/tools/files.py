@@ -427,9 +427,7 @@ class _Search:
 
     def open(self, file: Path) -> None:
         """Search one file of the walk; one that cannot be searched is named (a binary one skipped)."""
-        if self.clock.up():
-            self.stopped = (f"[stopped after {self.clock.seconds:g} s, {plural(self.files, 'file')} searched: "
-                            "narrow the path or the pattern]")
+        if self._out_of_time():
             return
         if self.files == SEARCH_FILES:
             self.stopped = f"[stopped after {SEARCH_FILES:,} files: narrow the path]"
@@ -454,7 +452,7 @@ class _Search:
         if _binary(f):
             return
         shown, number, read = self.ws.shown(file), 0, 0
-        while read <= SEARCH_FILE_BYTES:
+        while read < SEARCH_FILE_BYTES:
             piece = f.readline(SEARCH_LINE_BYTES)
             if not piece:
                 return
@@ -471,8 +469,16 @@ class _Search:
                 if len(self.found) == SEARCH_MATCHES:
                     self.stopped = f"[cut at {SEARCH_MATCHES} matches: narrow the pattern or the path]"
                     return
-            if number % 1024 == 0 and self.clock.up():
-                return  # the next file says the time is up
+            if number % 1024 == 0 and self._out_of_time():
+                return
+        if f.read(1):
+            self.skipped.append(f"{shown} (after its first {SEARCH_FILE_BYTES:,} bytes)")
+
+    def _out_of_time(self) -> bool:
+        if self.clock.up():
+            self.stopped = (f"[stopped after {self.clock.seconds:g} s, {plural(self.files, 'file')} searched: "
+                            "narrow the path or the pattern]")
+        return bool(self.stopped)
 
     def result(self) -> str:
         """The matches (or ``no match``), then a note a line for each bound that left something out."""
