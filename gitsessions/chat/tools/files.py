@@ -607,8 +607,14 @@ def _backup(ws: Workspace, change: Change) -> str:
         while (target := change.path.with_name(f"{change.path.name}.~{n}~")).exists():
             n += 1
     try:
+        with _opened(change.path) as old:  # a regular file still: a pipe swapped in would keep it waiting
+            data = old.read(EDIT_FILE_BYTES + 1)
+        if len(data) > EDIT_FILE_BYTES:
+            raise ToolFailed(f"it grew past {EDIT_FILE_BYTES:,} bytes")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(change.path.read_bytes())
+        target.write_bytes(data)
+    except ToolFailed as exc:
+        raise ToolFailed(f"nothing written: the backup of {change.shown} failed ({exc})") from None
     except OSError as exc:
         raise ToolFailed(f"nothing written: the backup of {change.shown} failed ({exc.strerror or exc})") from None
     return str(target)
