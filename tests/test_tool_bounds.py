@@ -127,8 +127,8 @@ def test_output_within_the_cap_is_whole_and_a_timeout_keeps_the_head_and_tail(wo
     ts = tools(work, "shell")
     printf = "printf 'caf\\303\\251 %s\\n' $(seq 3)"  # é: two bytes, one character
     assert run(ts, "run_command", command=printf) == ("exit status 0\ncafé 1\ncafé 2\ncafé 3\n", False)
-    content, is_error = run(ts, "run_command", command="echo first; yes; echo never", timeout=1)
-    assert is_error and content.startswith("error: timed out after 1 s and was stopped")
+    content, is_error = run(ts, "run_command", command="echo first; yes; echo never", timeout=2)
+    assert is_error and content.startswith("error: timed out after 2 s and was stopped")
     assert "it printed:\nfirst\ny\ny\n" in content and re.search(r"bytes \([\d,]+ lines\) of output left out", content)
     assert len(content) < shell.OUTPUT_CHARS + 500
 
@@ -138,12 +138,12 @@ def test_output_within_the_cap_is_whole_and_a_timeout_keeps_the_head_and_tail(wo
 
 def test_a_child_started_with_setsid_ends_with_the_timeout(work):
     ts = tools(work, "shell")
-    content, is_error = run(ts, "run_command", timeout=1,
+    content, is_error = run(ts, "run_command", timeout=3,  # long enough for both to start, on a busy machine
                             command="setsid sleep 60 & echo $! > child.pid; "  # its own session, sh its parent
                                     + DAEMON.format(out="") + "wait")  # the daemon holds the output too
     child, daemon = pid_in(work / "child.pid"), pid_in(work / "daemon.pid")
     assert gone(child) and gone(daemon)
-    assert is_error and re.match(r"error: timed out after 1 s and was stopped \(\d+ processes killed: .*sleep", content)
+    assert is_error and re.match(r"error: timed out after 3 s and was stopped \(\d+ processes killed: .*sleep", content)
     assert "may still run" not in content
 
 
