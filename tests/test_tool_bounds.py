@@ -25,7 +25,7 @@ from test_loop_tools import _open, events, store  # noqa: F401 (store: a fixture
 from test_tools import run, running, tools
 
 from gitsessions.chat.loop import run_turn
-from gitsessions.chat.tools import files, ignore, shell
+from gitsessions.chat.tools import files, ignore, processes, shell
 from gitsessions.chat.tools.files import ToolInterrupted, Workspace
 from gitsessions.chat.tools.toolset import STOPPED, Toolset, expand
 from gitsessions.log.calls import ToolCall
@@ -159,6 +159,26 @@ def test_ctrl_c_ends_a_command_and_its_setsid_child_and_says_so(work):
     assert result is not None and (result.call_id, result.is_error, result.error_code) == ("c1", True, STOPPED)
     assert re.match(r"error: stopped by the user \(Ctrl\+C\) after [\d.]+ s \(\d+ processes killed: .*\); it printed:"
                     r"\nhi\n$", result.content)
+
+
+def test_ctrl_c_as_the_command_starts_stops_it_too(work, monkeypatch):
+    # the command may run before Popen returns in gs: a Ctrl+C then is as one while it runs
+    leaders: list[int] = []
+    named = processes.Family.started
+
+    def started_then_ctrl_c(self: processes.Family, leader: int) -> None:
+        named(self, leader)
+        leaders.append(leader)
+        os.kill(os.getpid(), signal.SIGINT)  # a real SIGINT: its handler raises here, in this thread
+
+    monkeypatch.setattr(processes.Family, "started", started_then_ctrl_c)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(ToolInterrupted, match=r"by the user \(Ctrl\+C\) after [\d.]+ s \(\d process(es)? killed"):
+            shell.run_command(work, "sleep 60")
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert gone(leaders[0])
 
 
 def test_the_loop_logs_what_ctrl_c_stopped_and_the_turn_is_cancelled(store, work):  # noqa: F811

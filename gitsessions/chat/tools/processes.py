@@ -215,7 +215,7 @@ class Family:
         """
         me, mine, leader = os.getpid(), os.getsid(0), self.leader
         roots = {p.pid for p in procs.values()
-                 if p.pid == leader or p.session == leader or p.group == leader
+                 if (leader is not None and leader in (p.pid, p.session, p.group))
                  or (p.ppid == me and p.session != mine and (p.pid, p.start) not in self._before)}
         below: dict[int, list[int]] = {}
         for p in procs.values():
@@ -249,20 +249,20 @@ class Family:
 
         A process forked while the others were killed is found at the next look; gs's own
         children among them are reaped (the leader is not: its ``Popen`` reaps it). Waits
-        at most :data:`KILL_WAIT_S` for the killed to end.
+        at most :data:`KILL_WAIT_S` for the killed to end. Without a leader (the command was
+        being started) the children gs gained are what is killed.
 
         Returns:
             What was killed and what may still run.
         """
-        if self.leader is None:
-            return Stopped((), (), self.sees_all)
         killed: dict[int, Proc] = {}
         refused: set[int] = set()
         deadline = time.monotonic() + KILL_WAIT_S
         while True:
             procs = table()
-            with contextlib.suppress(OSError):  # the group too: one forked since the look is in it
-                os.killpg(self.leader, signal.SIGKILL)
+            if self.leader is not None:
+                with contextlib.suppress(OSError):  # the group too: one forked since the look is in it
+                    os.killpg(self.leader, signal.SIGKILL)
             if procs is None:  # the group is all there is to kill
                 return Stopped((), (), False, looked=False)
             family = self.members(procs)

@@ -118,35 +118,39 @@ def run_command(root: Path, command: str, timeout: float | None = None, env: Map
     limit = _seconds(timeout)
     out = Kept()
     with processes.watching() as family:
-        try:
-            proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=root, env=dict(env or {}),
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        except OSError as exc:
-            raise ToolFailed(f"the command could not start: {exc.strerror or exc}") from None
-        family.started(proc.pid)
         began = time.monotonic()
-        assert proc.stdout is not None
-        try:
-            try:
-                ended = _read(proc, out, began + limit)
-                if ended:
-                    left = family.running()
-                    family.leave(left)
-                    code = proc.wait()
-            except BaseException as exc:  # Ctrl+C while it runs: nothing is left running behind the chat
-                stopped = _stop(proc, family, out)
-                if isinstance(exc, KeyboardInterrupt):
-                    raise ToolInterrupted(f"stopped by the user (Ctrl+C) after {time.monotonic() - began:.1f} s "
-                                          f"{stopped.said()}{out.printed()}") from None
-                raise
-            if not ended:
+        proc: subprocess.Popen[bytes] | None = None
+        try:  # from before the start: a Ctrl+C as it starts (the command may run already) stops it too
+            proc = _start(root, command, env)
+            family.started(proc.pid)
+            if not _read(proc, out, began + limit):
                 stopped = _stop(proc, family, out)
                 raise ToolFailed(f"timed out after {limit:g} s " + ("" if stopped.left else "and was stopped ")
                                  + stopped.said() + out.printed())
+            left = family.running()
+            family.leave(left)
+            code = proc.wait()
+        except ToolFailed:
+            raise
+        except BaseException as exc:  # Ctrl+C while it runs: nothing is left running behind the chat
+            stopped = _stop(proc, family, out)
+            if isinstance(exc, KeyboardInterrupt):
+                raise ToolInterrupted(f"stopped by the user (Ctrl+C) after {time.monotonic() - began:.1f} s "
+                                      f"{stopped.said()}{out.printed()}") from None
+            raise
         finally:
-            proc.stdout.close()
+            if proc is not None and proc.stdout is not None:
+                proc.stdout.close()
     return f"exit status {code}{_left_note(left)}\n{out.text()}"
+
+
+def _start(root: Path, command: str, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+    """Start ``sh -c command`` as the leader of a session of its own, its output (stderr too) in one pipe."""
+    try:
+        return subprocess.Popen(["/bin/sh", "-c", command], cwd=root, env=dict(env or {}), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        raise ToolFailed(f"the command could not start: {exc.strerror or exc}") from None
 
 
 def _seconds(timeout: object) -> float:
@@ -201,11 +205,20 @@ def _ended(proc: subprocess.Popen[bytes], deadline: float) -> bool:
         pause = min(2 * pause, 0.05)
 
 
-def _stop(proc: subprocess.Popen[bytes], family: processes.Family, out: Kept) -> processes.Stopped:
-    """Kill the command's processes, reap its first one, and keep what was still in the pipe."""
+def _stop(proc: subprocess.Popen[bytes] | None, family: processes.Family, out: Kept) -> processes.Stopped:
+    """Kill the command's processes, reap its first one, and keep what was still in the pipe.
+
+    Args:
+        proc: the command's first process (None: Ctrl+C came while it was being started).
+        family: its processes.
+        out: what it printed.
+    """
     stopped = family.kill()
+    if proc is None:
+        return stopped
     proc.wait()
-    assert proc.stdout is not None
+    if proc.stdout is None or proc.stdout.closed:
+        return stopped
     fd, drained = proc.stdout.fileno(), 0
     with selectors.DefaultSelector() as ready:
         ready.register(fd, selectors.EVENT_READ)
