@@ -74,7 +74,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                          "path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"},
                          "replace_all": {"type": "boolean"}}, ["path", "old_string", "new_string"]),
     "run_command": _fn("run_command", "Run a shell command in the working directory (the user approves it); "
-                       "returns its exit status and output.", {
+                       f"returns its exit status and output (its first and last {shell.OUTPUT_CHARS // 2:,} "
+                       "characters). On a timeout every process it started is killed.", {
                            "command": {"type": "string"},
                            "timeout": {"type": "number", "description": "Seconds (default 30, at most 600)."}},
                        ["command"]),
