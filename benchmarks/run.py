@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/run.py --only save,open
 
 Sections: save, open, list, log, size, llm, request, sync, push, clone, turn, stream, startup,
-memory, scale, redact (see benchmarks/README.md). No thresholds are asserted: each target is
+memory, scale, redact, import, tools (see benchmarks/README.md). No thresholds are asserted: each target is
 printed as MET / NOT MET and summarised at the end; the exit status is 0 unless a benchmark itself failed to run.
 """
 
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Settings, machine_info, section  # noqa: E402
 
 SECTIONS = ("save", "open", "list", "log", "size", "llm", "request", "sync", "push", "clone", "turn", "stream",
-            "startup", "memory", "scale", "redact", "import")
+            "startup", "memory", "scale", "redact", "import", "tools")
 
 
 def main() -> int:
@@ -66,6 +66,7 @@ def main() -> int:
     import bench_startup
     import bench_store
     import bench_sync
+    import bench_tool_bounds
     import bench_turn
 
     started = time.perf_counter()
@@ -79,7 +80,8 @@ def main() -> int:
                      ("memory", lambda: bench_memory.run(settings, only)),
                      ("scale", lambda: bench_scale.run(settings, only)),
                      ("redact", lambda: bench_redact.run(settings, only)),
-                     ("import", lambda: bench_import.run(settings, only))):
+                     ("import", lambda: bench_import.run(settings, only)),
+                     ("tools", lambda: bench_tool_bounds.run(settings, only))):
         try:
             fn()
         except Exception:  # keep going: report what ran

@@ -129,9 +129,9 @@ def iso_time(epoch_s: int, tz_offset_s: int = 0) -> str:
     return dt.datetime.fromtimestamp(epoch_s, tz).isoformat()
 
 
-def plural(n: int, word: str) -> str:
-    """``1 turn``, ``2 turns``: ``n`` and ``word``, with an ``s`` unless n is 1."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 turn``, ``2 turns``: ``n`` and ``word``, with an ``s`` unless n is 1 (or ``words``: ``2 processes``)."""
+    return f"{n} {word if n == 1 else words or word + 's'}"
 
 
 def dumps(obj: Any) -> str:

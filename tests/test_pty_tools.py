@@ -64,7 +64,8 @@ def test_ctrl_c_stops_a_command_that_runs_and_the_chat_goes_on(fake_api: FakeCha
                                                                 tmp_path: Path, repo_path):
     work = tmp_path / "work"
     work.mkdir()
-    fake_api.script(tool_calls(("c1", "run_command", '{"command": "echo $$ > started; sleep 60; touch finished"}')))
+    command = "setsid sleep 60 & echo $! > child; echo $$ > started; sleep 60; touch finished"
+    fake_api.script(tool_calls(("c1", "run_command", json.dumps({"command": command}))))
     child = pexpect.spawn(GS[0], [*GS[1:], "chat", "demo", "--tools", "shell", "--yes"], env=chat_env,
                           cwd=str(work), dimensions=(24, 100), encoding="utf-8", codec_errors="replace",
                           timeout=TIMEOUT)
@@ -86,5 +87,7 @@ def test_ctrl_c_stops_a_command_that_runs_and_the_chat_goes_on(fake_api: FakeCha
     log = subprocess.run(["git", "-C", str(repo_path), "show", "demo:session.jsonl"], capture_output=True,
                          text=True, check=True).stdout
     [result] = [json.loads(line)["data"] for line in log.splitlines() if '"tool/result"' in line]
-    assert result["error_code"] == "outcome_unknown"
+    assert result["error_code"] == "stopped" and result["content"].startswith("error: stopped by the user (Ctrl+C)")
+    assert "processes killed: sh, " in result["content"]
     assert not running(int((work / "started").read_text()))  # stopped with its group
+    assert not running(int((work / "child").read_text()))  # and the child that left it

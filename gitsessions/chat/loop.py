@@ -99,8 +99,9 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
 
     Ctrl+C (``KeyboardInterrupt``) while the reply streams cancels that reply only: the
     partial text is kept as an interrupted assistant message and the turn is saved with
-    reason ``aborted``. An API failure saves the turn with reason ``error``. Either way the
-    session's derived transcript stays valid for the next request.
+    reason ``aborted``. Ctrl+C while a command runs stops it, and its result says what it
+    had done and what was killed. An API failure saves the turn with reason ``error``.
+    Either way the session's derived transcript stays valid for the next request.
 
     Args:
         session: where events go.
@@ -183,7 +184,8 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
 def _call(session: SessionSink, toolset: Toolset | None, permit: Permit | None, call: ToolCall,
           on_tool: Callable[[str, str, str, bool], None], shown_arguments: str) -> None:
     """Run one tool call (asking first when it needs approval) and append its events."""
-    from .tools.toolset import DENIED, Toolset  # when the model first calls a tool
+    from .tools.files import ToolInterrupted  # when the model first calls a tool
+    from .tools.toolset import DENIED, Toolset
 
     toolset = toolset or Toolset()
     prepared = toolset.prepare(call)
@@ -196,6 +198,12 @@ def _call(session: SessionSink, toolset: Toolset | None, permit: Permit | None, 
             result = ToolResult(call.id, call.name, decision.refusal(call.name), True, DENIED)
     if result is None:
         session.append("tool/call", {"id": call.id, "name": call.name})
-        result = toolset.run(prepared)
+        try:
+            result = toolset.run(prepared)
+        except ToolInterrupted as exc:  # the reply is cancelled, and the model told what the call did
+            if exc.result is not None:
+                held = session.append("tool/result", exc.result.data())
+                on_tool(call.name, shown_arguments, held.data["content"], True)
+            raise
     held = session.append("tool/result", result.data())
     on_tool(call.name, shown_arguments, held.data["content"], result.is_error)

@@ -11,33 +11,30 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from dulwich.ignore import IgnoreFilterManager
 
 
-def walk(root: Path, start: Path) -> Iterator[tuple[Path, bool]]:
+def walk(root: Path, start: Path, depth: int | None = None) -> Iterator[tuple[Path, bool]]:
     """Yield ``(path, is_dir)`` under ``start`` (inside ``root``), sorted, skipping what .gitignore ignores.
 
     The ``.gitignore`` files of ``root`` down to ``start`` and of every folder walked apply.
-    Symbolic links are listed, never followed.
+    Symbolic links are listed, never followed. A folder is listed before what it holds; the
+    walk keeps one open listing per level, however deep it goes.
 
     Args:
         root: the working directory the paths are relative to.
         start: the folder walked.
+        depth: the deepest level listed (1: what ``start`` holds; a folder at this level is
+            yielded, not entered); None: all.
     """
     from dulwich.ignore import IgnoreFilterManager  # imported when a tool walks, not by the chat's start
 
-    yield from _walk(root, start, IgnoreFilterManager(str(root), [], False))
-
-
-def _walk(root: Path, folder: Path, rules: IgnoreFilterManager) -> Iterator[tuple[Path, bool]]:
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
+    rules = IgnoreFilterManager(str(root), [], False)
+    levels = [_listing(start)]
+    while levels:
+        entry = next(levels[-1], None)
+        if entry is None:
+            levels.pop()
+            continue
         if entry.name == ".git":
             continue
         is_dir = entry.is_dir(follow_symlinks=False)
@@ -46,5 +43,14 @@ def _walk(root: Path, folder: Path, rules: IgnoreFilterManager) -> Iterator[tupl
         if rules.is_ignored(rel + "/" if is_dir else rel):
             continue
         yield path, is_dir
-        if is_dir:
-            yield from _walk(root, path, rules)
+        if is_dir and (depth is None or len(levels) < depth):
+            levels.append(_listing(path))
+
+
+def _listing(folder: Path) -> Iterator[os.DirEntry[str]]:
+    """What ``folder`` holds, sorted by name (nothing when it cannot be read)."""
+    try:
+        with os.scandir(folder) as entries:
+            return iter(sorted(entries, key=lambda e: e.name))
+    except OSError:
+        return iter(())

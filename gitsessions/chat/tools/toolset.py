@@ -23,7 +23,7 @@ from ...log.calls import ToolCall, ToolResult
 from . import files, shell
 from .clock import TOOL_SCHEMAS as CLOCK_SCHEMAS
 from .clock import get_current_time
-from .files import ToolFailed, Workspace
+from .files import ToolFailed, ToolInterrupted, Workspace
 
 #: The groups ``--tools`` names, and their tools.
 GROUPS: dict[str, tuple[str, ...]] = {
@@ -36,6 +36,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 ASKING = frozenset({"write_file", "edit_file", "run_command"})
 #: ``tool/result.error_code`` of a call the user (or no one, behind a pipe) did not allow.
 DENIED = "denied"
+#: ``tool/result.error_code`` of a call Ctrl+C stopped while it ran (its content says what it did by then).
+STOPPED = "stopped"
 
 #: An answer to an approval request: ``once``, ``session`` (this tool, for the rest of the
 #: session) or ``deny``.
@@ -51,12 +53,18 @@ def _fn(name: str, description: str, properties: dict[str, Any], required: Seque
 _PATH = {"type": "string", "description": "A path relative to the working directory."}
 #: Schemas of the opt-in tools, in the chat-completions ``tools`` shape.
 SCHEMAS: dict[str, dict[str, Any]] = {
-    "read_file": _fn("read_file", "Read a text file. Lines from offset (1-based), at most limit of them.", {
-        "path": _PATH, "offset": {"type": "integer"}, "limit": {"type": "integer"}}, ["path"]),
-    "list_files": _fn("list_files", "List a folder's files (folders end with /), skipping what .gitignore ignores.", {
-        "path": _PATH, "recursive": {"type": "boolean"}}, []),
+    "read_file": _fn("read_file", f"Read a text file: lines from offset, at most limit of them, and at most "
+                     f"{files.READ_CHARS:,} characters; a note at the end says which offset reads on.", {
+                         "path": _PATH,
+                         "offset": {"type": "integer", "description": "The first line read, from 1 (default 1)."},
+                         "limit": {"type": "integer", "description": "Most lines read (default: as many as fit)."}},
+                     ["path"]),
+    "list_files": _fn("list_files", f"List a folder's files (folders end with /), skipping what .gitignore ignores; "
+                      f"at most {files.LIST_ENTRIES:,} entries, recursive at most {files.WALK_DEPTH} levels deep.", {
+                          "path": _PATH, "recursive": {"type": "boolean"}}, []),
     "search_files": _fn("search_files", "Search text files for a regular expression (Python syntax), skipping "
-                        "what .gitignore ignores. Returns file:line: text.", {
+                        "what .gitignore ignores. Returns file:line: text, at most "
+                        f"{files.SEARCH_MATCHES} matches; a note at the end says what was not searched.", {
                             "pattern": {"type": "string"}, "path": _PATH, "ignore_case": {"type": "boolean"}},
                         ["pattern"]),
     "write_file": _fn("write_file", "Write a whole text file (created, or replaced; the user approves a diff).", {
@@ -66,7 +74,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                          "path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"},
                          "replace_all": {"type": "boolean"}}, ["path", "old_string", "new_string"]),
     "run_command": _fn("run_command", "Run a shell command in the working directory (the user approves it); "
-                       "returns its exit status and output.", {
+                       f"returns its exit status and output (its first and last {shell.OUTPUT_CHARS // 2:,} "
+                       "characters). On a timeout every process it started is killed.", {
                            "command": {"type": "string"},
                            "timeout": {"type": "number", "description": "Seconds (default 30, at most 600)."}},
                        ["command"]),
@@ -274,7 +283,9 @@ class Toolset:
             could not run or failed.
 
         Raises:
-            KeyboardInterrupt: Ctrl+C while it ran (a command is stopped first); nothing else.
+            ToolInterrupted: Ctrl+C stopped the call while it ran (a command, with what it had
+                started); its :attr:`~.files.ToolInterrupted.result` is what the model is told.
+            KeyboardInterrupt: Ctrl+C otherwise; nothing else.
         """
         call = prepared.call
         if prepared.error is not None or prepared.run is None:
@@ -282,6 +293,9 @@ class Toolset:
         try:
             with self.running():
                 return ToolResult(call.id, call.name, prepared.run())
+        except ToolInterrupted as exc:
+            exc.result = ToolResult(call.id, call.name, f"error: {exc}", True, STOPPED)
+            raise
         except ToolFailed as exc:
             return ToolResult(call.id, call.name, f"error: {exc}", True)
         except (TypeError, ValueError) as exc:
