@@ -1,8 +1,9 @@
 """Shared pytest fixtures.
 
 Every test runs with HOME, the XDG dirs, the config file and the session repo inside its
-own ``tmp_path`` and with ``GIT_*`` / ``OPENAI_*`` cleared, so no test touches the real
-home or a real provider.
+own ``tmp_path`` and with ``GIT_*`` / ``OPENAI_*`` / ``GS_*`` and the shell's colour, width,
+pager, editor and proxy variables cleared (``TERM`` and git's identity fixed), so no test
+touches the real home or a real provider, and no user's shell changes a result.
 """
 
 from __future__ import annotations
@@ -29,16 +30,43 @@ from gitsessions.store import GitStore, MemoryStore, SessionStore
 GS = [sys.executable, "-m", "gitsessions"]
 
 
+#: Variables read by gs or the libraries and tools it runs (rich, prompt_toolkit, httpx, git,
+#: the agent CLIs) that a user's shell may export: each test starts with none of them, so that
+#: a ``NO_COLOR=1``, ``PAGER=most`` or ``COLUMNS=80`` in the shell running the suite changes
+#: nothing. A test that wants one sets it.
+USER_SHELL_VARIABLES = (
+    "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLORTERM", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
+    "COLUMNS", "LINES", "PAGER", "LESS", "MANPAGER", "EDITOR", "VISUAL",
+    "http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "SSH_AUTH_SOCK",
+    "CLAUDE_CONFIG_DIR", "CODEX_HOME",  # gs capture edits those tools' settings: these, in HOME
+    "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+)
+
+#: The terminal every test runs under unless it sets its own: an ordinary colour terminal.
+TEST_TERM = "xterm-256color"
+
+#: Who plain ``git commit``/``commit-tree`` in a test are: a HOME with no ``~/.gitconfig``
+#: (a new user's, CI's) has no identity, and git refuses to commit. Set through git's
+#: environment, which gs (reading ``user.name`` from git's config files) does not read.
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.com",
+                "GIT_COMMITTER_NAME": "Test Committer", "GIT_COMMITTER_EMAIL": "committer@example.com"}
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point HOME, XDG dirs, GS_CONFIG and GS_REPO into ``tmp_path``; clear GIT_*, OPENAI_* and the agents' dirs."""
+    """Point HOME, XDG dirs, GS_CONFIG and GS_REPO into ``tmp_path``; clear GIT_*, OPENAI_*, GS_* and
+    :data:`USER_SHELL_VARIABLES`; fix ``TERM`` and git's commit identity."""
     home = tmp_path / "home"
     home.mkdir()
     for name in list(os.environ):
-        if name.startswith(("GIT_", "OPENAI_", "GS_")):
+        if name.startswith(("GIT_", "OPENAI_", "GS_", "PROMPT_TOOLKIT_")):
             monkeypatch.delenv(name)
-    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):  # gs capture edits those tools' settings: these, in HOME
+    for name in USER_SHELL_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", TEST_TERM)
+    for name, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))

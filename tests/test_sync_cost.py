@@ -84,12 +84,12 @@ class Grower:
 @pytest.fixture
 def grown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Grower:
     """A session repo holding session ``w`` of 80 turns (~200 KB), packed once as gs gc would."""
-    monkeypatch.setattr("os.fsync", lambda fd: None)  # setup only: a slow disk is not under test
-    store = GitStore(tmp_path / "local.git")
-    grower = Grower(store)
-    grower.turns(80)
-    store.gc()
-    monkeypatch.undo()
+    with monkeypatch.context() as setup:  # undo() would also undo the isolated environment
+        setup.setattr("os.fsync", lambda fd: None)  # setup only: a slow disk is not under test
+        store = GitStore(tmp_path / "local.git")
+        grower = Grower(store)
+        grower.turns(80)
+        store.gc()
     return grower
 
 
