@@ -129,7 +129,10 @@ def test_a_tool_call_cut_by_a_kill_is_shown_on_resume(gs, fake_api: FakeChatServ
 def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: FakeChatServer, work):
     fake_api.script(tool_calls(("c1", "run_command", '{"command": "echo ran"}')), text("Refused."))
     r = gs("ask", "one", "--tools", "shell", "run it")
-    assert r.code == 0, r.err
+    assert r.code == 1 and r.out == "Refused.\n"  # the turn is saved; the exit status says a call was refused
+    assert "turn saved (completed)" in r.err
+    assert ("gs: run_command refused: gs ask asks no one; pass --yes or set permissions.allow: [run_command] "
+            "in the config\n") in r.err
     assert "needs the user's approval and there was no one to ask (the user can pass --yes" in (
         fake_api.requests[1]["messages"][-1]["content"])
     fake_api.script(tool_calls(("c2", "read_file", '{"path": "notes.md"}'),
@@ -140,11 +143,20 @@ def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: Fak
     assert answers == ["one\ntwo\n", "exit status 0\nran\n"]
 
 
+def test_ask_says_on_stderr_which_write_it_refused_once_per_tool(gs, fake_api: FakeChatServer, work):
+    write = '{"path": "made.txt", "content": "x"}'
+    fake_api.script(tool_calls(("c1", "write_file", write), ("c2", "write_file", write)), text("Could not write."))
+    r = gs("ask", "one", "--tools", "write", "write it")
+    assert r.code == 1 and not (work / "made.txt").exists()
+    assert r.err.count("gs: write_file refused: gs ask asks no one; pass --yes or set permissions.allow") == 1
+    assert gs("show", "one").code == 0  # saved, whole
+
+
 def test_retry_takes_tools_and_yes_as_ask_does(gs, fake_api: FakeChatServer, work):
     touch = tool_calls(("c1", "run_command", '{"command": "touch made"}'))
     fake_api.script(text("First."), touch, text("Not allowed."))
     assert gs("ask", "one", "hello").code == 0
-    assert gs("ask", "one", "--tools", "shell", "make it").code == 0  # no one to ask: refused
+    assert gs("ask", "one", "--tools", "shell", "make it").code == 1  # no one to ask: refused
     assert not (work / "made").exists()
     fake_api.script(touch, text("Made."))
     r = gs("retry", "one", "--tools", "shell", "--yes")

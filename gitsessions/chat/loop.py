@@ -76,12 +76,15 @@ class TurnResult:
         commit: the commit that saved the turn (None if nothing was saved).
         error: the one-line API error when ``reason`` is ``error``.
         text: the reply text of the last step (possibly partial).
+        unapproved: the names of the calls not run because they needed approval and there was
+            no one to ask (no ``permit``, nothing approved beforehand), in order.
     """
 
     reason: str
     commit: str | None
     error: str | None = None
     text: str = ""
+    unapproved: tuple[str, ...] = ()
 
 
 def _ignore(*_args: Any) -> None:
@@ -131,6 +134,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
     session.append("user/message", {"content": prompt})
     partial: list[str] = []
     reason, error, last = "max-steps", None, ""
+    unapproved: list[str] = []
     try:
         for step in range(1, max_steps + 1):
             session.append("step/start", {"step": step})
@@ -162,7 +166,8 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
             })
             held = getattr(reply, "data", {}).get("tool_calls")  # as the session holds them: redacted
             for call, shown in zip(calls, [ToolCall.of(c) for c in held] if held else calls, strict=False):
-                _call(session, toolset, permit, call, on_tool, shown.arguments)
+                if _call(session, toolset, permit, call, on_tool, shown.arguments):
+                    unapproved.append(call.name)
             session.append("step/end", {"step": step})
             if not calls:
                 reason = "completed"
@@ -178,24 +183,30 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
                                              "interrupted": True})
     extra = {"error": error} if error else {}
     commit = session.end_turn(reason, **extra)
-    return TurnResult(reason, commit, error, text)
+    return TurnResult(reason, commit, error, text, tuple(unapproved))
 
 
 def _call(session: SessionSink, toolset: Toolset | None, permit: Permit | None, call: ToolCall,
-          on_tool: Callable[[str, str, str, bool], None], shown_arguments: str) -> None:
-    """Run one tool call (asking first when it needs approval) and append its events."""
+          on_tool: Callable[[str, str, str, bool], None], shown_arguments: str) -> bool:
+    """Run one tool call (asking first when it needs approval) and append its events.
+
+    Returns:
+        True when the call needed approval and there was no one to ask (it was not run).
+    """
     from .tools.files import ToolInterrupted  # when the model first calls a tool
     from .tools.toolset import DENIED, Toolset
 
     toolset = toolset or Toolset()
     prepared = toolset.prepare(call)
     result: ToolResult | None = None
+    unasked = False
     if prepared.asks and prepared.error is None:
         decision = toolset.decide(prepared, permit)
         session.append("tool/permission", {"id": call.id, "name": call.name, "answer": decision.answer,
                                            "by": decision.by})
         if not decision.allowed:
             result = ToolResult(call.id, call.name, decision.refusal(call.name), True, DENIED)
+            unasked = decision.by == "nobody"
     if result is None:
         session.append("tool/call", {"id": call.id, "name": call.name})
         try:
@@ -207,3 +218,4 @@ def _call(session: SessionSink, toolset: Toolset | None, permit: Permit | None, 
             raise
     held = session.append("tool/result", result.data())
     on_tool(call.name, shown_arguments, held.data["content"], result.is_error)
+    return unasked

@@ -31,9 +31,12 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
     opt-in tools offered (no one is asked about a write or a command: only ``--yes`` or the
     config's ``permissions`` let one run).
 
+    A call that needed approval is refused (no one is asked): stderr names it, once per tool.
+
     Raises:
         GitSessionsError: the model answered with an error (the prompt is saved).
-        typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete.
+        typer.Exit: 130 when Ctrl+C cancelled the reply, 1 when the turn did not complete or
+            a call was refused for want of approval (the turn is saved either way).
     """
     from ..chat.compaction import auto_compaction
     from ..chat.loop import run_turn
@@ -80,9 +83,11 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
     sys.stdout.flush()
     if result.commit:
         err(f"[{sid} {short(result.commit)}] turn saved ({result.reason})")
+    for name in dict.fromkeys(result.unapproved):
+        err(f"gs: {name} refused: gs ask asks no one; pass --yes or set permissions.allow: [{name}] in the config")
     if result.reason == "error":
         raise GitSessionsError(f"{result.error} (the prompt is saved in session {sid})")
     if result.reason == "aborted":
         raise typer.Exit(130)  # Ctrl+C cancelled the reply (the turn is saved, marked)
-    if result.reason != "completed":
-        raise typer.Exit(1)
+    if result.reason != "completed" or result.unapproved:
+        raise typer.Exit(1)  # a call refused for want of approval: the reply may rest on it
