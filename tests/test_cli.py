@@ -184,12 +184,24 @@ def test_continue_resumes_latest(gs, fake_api):
     assert [m["content"] for m in fake_api.requests[-1]["messages"]] == ["two", "echo: two", "three"]
 
 
-def test_ask_reads_stdin_with_dash_and_cleans_bad_bytes(gs, gs_proc):
+def test_stdin_that_is_no_utf8_text_is_refused_as_an_attachment_is(gs, gs_proc, fake_api, tmp_path):
+    """One rule for a prompt's bytes: piped into gs ask, piped into gs chat, attached."""
+    bad = b"from stdin \xff\xfe end\n"
     # a real process: its stdin is a real pipe holding undecodable bytes
-    r = gs_proc("ask", "s", "-", input=b"from stdin \xff\xfe end\n")
-    assert r.code == 0, r.err
-    msg = gs("show", "s", "--format", "json").json()["messages"][0]["content"]
-    assert msg.startswith("from stdin \ufffd\ufffd end")
+    r = gs_proc("ask", "s", "-", input=bad)
+    assert r.code == 1 and r.err.startswith("gs: cannot read stdin: it is not UTF-8 text (byte 11 is not); "
+                                            "convert it first"), r.err
+    (tmp_path / "bad.txt").write_bytes(bad)
+    r = gs("ask", "-a", str(tmp_path / "bad.txt"), "read it")
+    assert r.code == 1 and f"attachment {tmp_path / 'bad.txt'}: it is not UTF-8 text (byte 11 is not)" in r.err
+    r = gs("ask", "s", input=b"a\0b")
+    assert r.code == 1 and "cannot read stdin: it is binary data (byte 1 is NUL)" in r.err, r.err
+    assert gs("list", "--json").json() == [] and not fake_api.requests  # nothing sent, nothing saved
+    r = gs_proc("chat", "c", input=b"first line\n" + bad + b"never read\n")
+    assert r.code == 1 and "cannot read stdin: it is not UTF-8 text (byte 22 is not)" in r.err, r.err
+    sent = [m["content"] for m in fake_api.requests[-1]["messages"]]
+    assert sent == ["first line"]  # the prompt before it is saved and answered
+    assert gs("show", "c", "--format", "json").json()["messages"][0]["content"] == "first line"
 
 
 def test_list_rows(gs):
@@ -323,8 +335,8 @@ def test_a_corrupt_session_is_flagged_and_hides_nothing(gs, git, repo_path):
 
 
 def test_control_characters_never_break_git_or_the_terminal(gs, git, fake_api):
-    fake_api.script(text("red \x1b[31malert\x1b[0m and a bell \x07"))
-    r = gs("ask", "nul", "-", input=b"a\x00b\x1b]0;title\x07 end")
+    fake_api.script(text("red \x1b[31malert\x1b[0m, a NUL \x00 and a bell \x07"))
+    r = gs("ask", "nul", "-", input=b"a\x01b\x1b]0;title\x07 end")
     assert r.code == 0, r.err
     git("fsck", "--strict")  # no NUL in the commit subject or trailers
     assert "\x00" not in git("log", "-1", "--format=%B", "nul")
@@ -334,7 +346,8 @@ def test_control_characters_never_break_git_or_the_terminal(gs, git, fake_api):
     assert "\x1b" not in table and "\x00" not in table
     # the stored content itself is exact: only what reaches a terminal is escaped
     data = gs("show", "nul", "--format", "json").json()["messages"]
-    assert data[0]["content"] == "a\x00b\x1b]0;title\x07 end" and "\x1b[31m" in data[1]["content"]
+    assert data[0]["content"] == "a\x01b\x1b]0;title\x07 end" and "\x1b[31m" in data[1]["content"]
+    assert "\x00" in data[1]["content"]
 
 
 def test_repo_path_that_is_not_a_session_repo_is_refused(gs, tmp_path):

@@ -196,11 +196,11 @@ def test_the_system_prompt_reaches_the_model(store):
 
 
 def test_piped_prompts_are_decoded_lines_whatever_the_line_end(gs, git):
-    """``gs chat`` behind a pipe: one prompt per line, CRLF and CR end lines too, bad bytes become U+FFFD."""
-    r = gs("chat", "p", input=b"crlf line\r\ncr line\rbad \xff byte\nlast without newline")
+    """``gs chat`` behind a pipe: one prompt per line, CRLF and CR end lines too."""
+    r = gs("chat", "p", input="crlf line\r\ncr line\rcaf\u00e9 \u2028 byte\nlast without newline".encode())
     assert r.code == 0, r.err
     assert git("log", "--format=%s", "p").splitlines() == [
-        "turn 4: last without newline", "turn 3: bad \ufffd byte", "turn 2: cr line", "turn 1: crlf line"]
+        "turn 4: last without newline", "turn 3: caf\u00e9 byte", "turn 2: cr line", "turn 1: crlf line"]
 
 
 def test_opening_the_current_session_again_is_no_error(store):

@@ -11,8 +11,10 @@ The rules are ``llm``'s, whose users pipe files in all the time (``cat notes.md 
   unless it names a session (then the prompt is missing: an empty pipe, a forgotten prompt).
 - ``--new``: every word is prompt, in a new session.
 - each ``--attach FILE`` is inlined after the rest, under its name, in a code fence, and
-  counts as piped text (``gs ask -a f.py work`` sends it in session ``work``); a file that
-  is not UTF-8 text is refused, saying so.
+  counts as piped text (``gs ask -a f.py work`` sends it in session ``work``).
+- text read as a prompt — piped stdin (of ``gs ask`` and of a piped ``gs chat``) and an
+  attached file alike — must be UTF-8 text: bytes that are not, or a NUL byte, are refused
+  with the offset of the first one (:func:`prompt_text`), never replaced.
 
 This is the face (it reads stdin and files); the text it builds enters the session by the
 one door (:meth:`gitsessions.writer.session.Session.append`), redacted there like any prompt.
@@ -83,10 +85,45 @@ def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: 
         f"gs ask \"{joined}\" (a new session), or gs ask {first} \"{' '.join(rest)}\" (session {first})")
 
 
+def prompt_text(data: bytes, what: str, fix: str, *, offset: int = 0) -> str:
+    """Bytes given as a prompt (stdin, a piped chat's line, an attached file) as text: the one rule.
+
+    Args:
+        data: the bytes.
+        what: what they are, for the message (``cannot read {what}``: ``stdin``, ``attach f.py``).
+        fix: what the user can do instead, ending the message.
+        offset: where ``data`` starts in what was read, in bytes (a piped chat's line), so
+            that the message names the offset in the whole input.
+
+    Returns:
+        The text (a UTF-8 byte order mark kept: the caller drops it where it starts a file).
+
+    Raises:
+        GitSessionsError: a NUL byte (binary data) or bytes that are not UTF-8; the message
+            names the first such byte's offset.
+    """
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise GitSessionsError(f"cannot read {what}: it is binary data (byte {offset + nul} is NUL); {fix}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GitSessionsError(f"cannot read {what}: it is not UTF-8 text (byte {offset + exc.start} is not); "
+                               f"{fix}") from None
+
+
+#: What a user does with stdin that is no UTF-8 text.
+STDIN_FIX = "convert it first (iconv -f LATIN1 -t UTF-8), or give a text file with --attach"
+
+
 def read_stdin() -> str:
-    """The text piped into stdin, undecodable bytes as U+FFFD (read over ``sys.stdin``'s bytes)."""
+    """The text piped into stdin (read over ``sys.stdin``'s bytes).
+
+    Raises:
+        GitSessionsError: it is not UTF-8 text (:func:`prompt_text`).
+    """
     # sys.stdin's buffer, not fd 0: an in-process run that replaced sys.stdin is read too
-    return sys.stdin.buffer.read().decode("utf-8", "replace")
+    return prompt_text(sys.stdin.buffer.read(), "stdin", STDIN_FIX)
 
 
 def attachment(path: Path) -> str:
@@ -100,14 +137,7 @@ def attachment(path: Path) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise GitSessionsError(f"cannot attach {path}: {exc.strerror or exc}") from None
-    if b"\0" in data:
-        raise GitSessionsError(f"cannot attach {path}: it is a binary file (it holds NUL bytes); "
-                               "only text files are attached")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise GitSessionsError(f"cannot attach {path}: it is not UTF-8 text (byte {exc.start} is not); "
-                               "only text files are attached") from None
+    text = prompt_text(data, f"attachment {path}", "only text files are attached")
     return f"{path.name}:\n{fence(text.removeprefix(chr(0xFEFF)).rstrip(chr(10)))}"
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import os
+import re
 import secrets
 import sys
 import threading
@@ -69,15 +69,25 @@ def _pull_on_open(c: Context, store: GitStore) -> None:
 
 
 def _stdin_lines() -> Generator[str, None, None]:
-    """Read prompts from a pipe: one line each, undecodable bytes become U+FFFD."""
+    """Read prompts from a pipe: one line each (ended by LF, CRLF or CR, as Python's universal newlines).
+
+    Raises:
+        GitSessionsError: a line that is not UTF-8 text (:func:`.ask_prompt.prompt_text`): the
+            prompts before it are saved, it and those after it are not read.
+    """
+    from .ask_prompt import STDIN_FIX, prompt_text
+
     # Over sys.stdin's bytes (not fd 0), so that a caller that replaced sys.stdin (an
-    # in-process run) is read too; detached at the end so that sys.stdin stays open.
-    stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-    try:
-        for line in stream:
-            yield line.rstrip("\n")
-    finally:
-        stream.detach()
+    # in-process run) is read too.
+    offset = 0
+    for raw in sys.stdin.buffer:
+        lines = _LINE_END.split(prompt_text(raw, "stdin", STDIN_FIX, offset=offset))
+        yield from lines[:-1] if lines[-1] == "" else lines
+        offset += len(raw)
+
+
+#: What ends a piped prompt's line.
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @app.command(cls=WaitCommand)
