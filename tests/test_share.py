@@ -109,10 +109,11 @@ def test_a_past_revision_is_shared_as_its_session_at_that_commit(machine, tmp_pa
     assert _git(gist, "rev-parse", "w") == _git(a.repo, "rev-parse", "w~1")
     assert _git(a.repo, "rev-parse", "w") != _git(a.repo, "rev-parse", "w~1")  # nothing moved here
 
-    # the tip is a fast-forward of it; going back is refused with the server's reason, not forced
+    # the tip is a fast-forward of it; going back sends nothing and moves nothing there, not forced
     assert a("share", "w", str(gist)).code == 0
     r = a("share", "w~2", str(gist))
-    assert r.code == 1 and "w" in r.err and "not a fast-forward" in r.err
+    assert r.code == 0 and f"nothing to send: {gist} already holds w at" in r.err, r.err
+    assert f"nothing was changed there (to share the newest save: gs share w {gist})" in r.err
     assert _git(gist, "rev-parse", "w") == _git(a.repo, "rev-parse", "w")
 
     r = a("share", "w~9", str(gist))
@@ -190,6 +191,25 @@ def test_re_sharing_after_the_receiver_continued_it_says_how_to_bring_their_turn
     assert _messages(a, "w")[-2] == "two on b" and _messages(a, f"w-{mine[:7]}")[-2] == "two on a"
 
 
+def test_nothing_to_send_when_only_the_receiver_continued_it_is_success(machine, tmp_path):
+    a, b = machine("a"), machine("b")
+    assert a("ask", "w", "one").code == 0
+    gist = init_bare(tmp_path / "gist.git")
+    assert a("share", "w", str(gist), "--yes").code == 0
+    assert b("clone", str(gist), str(b.repo)).code == 0
+    assert b("ask", "w", "two on b").code == 0 and b("push").code == 0
+    theirs = _git(gist, "rev-parse", "w")
+    r = a("share", "w", str(gist))
+    assert r.code == 0, r.err
+    mine = _git(a.repo, "rev-parse", "w").strip()
+    assert r.err == (f"nothing to send: {gist} already holds w at {mine[:7]}, and newer saves of it (it was "
+                     f"continued there); to bring them here: gs pull {gist}\n")
+    r = a("share", "w", str(gist), "--json")
+    assert r.code == 0 and r.json()["sent"] is False and r.json()["newer_there"] is True
+    assert _git(gist, "rev-parse", "w") == theirs  # nothing changed there
+    assert a("pull", str(gist)).code == 0 and _messages(a, "w")[-2] == "two on b"
+
+
 def test_sharing_to_a_repository_with_other_sessions_says_so(machine, tmp_path):
     a = machine("a")
     assert a("ask", "w", "one").code == 0
@@ -217,7 +237,9 @@ def test_share_says_what_it_sent_as_json(machine, tmp_path):
     tip = _git(a.repo, "rev-parse", "w").strip()
     r = a("share", "w", str(origin), "--yes", "--json")
     assert r.code == 0 and "about to send" in r.err and "note:" not in r.err, r.err  # the offer is still said
-    assert r.json() == {"session": "w", "commit": tip, "url": str(origin), "sent": True, "others_there": 1}
+    assert r.json() == {"session": "w", "commit": tip, "url": str(origin), "sent": True, "others_there": 1,
+                      "newer_there": False}
     r = a("share", "w", str(origin), "--json")
     assert r.code == 0 and not r.err, r.err
-    assert r.json() == {"session": "w", "commit": tip, "url": str(origin), "sent": False, "others_there": 1}
+    assert r.json() == {"session": "w", "commit": tip, "url": str(origin), "sent": False, "others_there": 1,
+                      "newer_there": False}

@@ -91,14 +91,17 @@ def share(
                                    f"here ({sid} becomes theirs, your turns a fork of it to share in turn); "
                                    f"or share yours under another name: gs fork {rev} NEW-ID, "
                                    f"then gs share NEW-ID {where}")
-        if not report.pushed and not report.unchanged:
-            raise GitSessionsError(f"not sent: {where} has newer saves of {sid} than {rev} (not a fast-forward); "
-                                   f"nothing was changed there. Share the newest save (gs share {sid} {where}), "
-                                   "or this one to another URL")
+        behind = not report.pushed and not report.unchanged  # they hold all of it, and more: nothing to send
+        tip = store.tip(sid)
         remember(store, url, sid)
     if as_json:
         print(dumps({"session": sid, "commit": revision.commit, "url": where, "sent": bool(report.pushed),
-                     "others_there": report.others_there}))
+                     "others_there": report.others_there, "newer_there": behind}))
+        return
+    if behind:
+        held = f"nothing to send: {where} already holds {sid} at {short(revision.commit)}, and newer saves of it"
+        err(f"{held} (it was continued there); to bring them here: gs pull {where}" if revision.commit == tip
+            else f"{held}; nothing was changed there (to share the newest save: gs share {sid} {where})")
         return
     if report.others_there:
         n = report.others_there

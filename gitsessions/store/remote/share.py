@@ -158,6 +158,35 @@ def share(store: GitStore, revision: Revision, url: str, *, username: str | None
             view.update_ref(Ref(b"refs/heads/" + revision.session_id.encode()), None, revision.commit, "share")
             remotes = Remotes(view, username=username, password=password, ssh_command=ssh_command,
                               timeout=timeout)
-            return remotes.push(url, only={revision.session_id})
+            report = remotes.push(url, only={revision.session_id})
+            if report.diverged:  # their tip is unknown here: fetched, it may hold this commit (nothing to send)
+                _behind_or_diverged(view, remotes, url, revision, report)
+            return report
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _behind_or_diverged(view: GitStore, remotes: Remotes, url: str, revision: Revision, report: PushReport) -> None:
+    """Tell a remote that continued the session from one that also lacks saves of it: fetch its tip and look.
+
+    A push cannot tell: the remote's tip is a commit this repository never saw. When it
+    holds ``revision``'s commit, the remote is ahead and there is nothing to send, moved
+    from ``report.diverged`` to ``report.behind``. The objects fetched stay in ``view``,
+    the throwaway repository (the archive here is not changed).
+
+    Raises:
+        RemoteError: the remote cannot be read.
+    """
+    from dulwich.graph import can_fast_forward
+
+    from .sync import label
+
+    ref = b"refs/heads/" + revision.session_id.encode()
+    theirs = remotes.fetch(url).get(ref)
+    repo = view.repo()
+    if theirs is None or repo is None or ObjectID(theirs) not in repo.object_store:
+        return
+    if can_fast_forward(repo, ObjectID(revision.commit.encode()), ObjectID(theirs)):
+        name = label(ref)
+        report.diverged[:] = [r for r in report.diverged if r != name]
+        report.behind.append(name)
