@@ -242,6 +242,9 @@ def test_a_sync_or_a_dangling_link_makes_no_repo_there(two_machines, tmp_path):
     r = a("sync", str(new))
     assert r.code == 1 and "could not reach" in r.err and not new.exists(), r.err
     assert "nothing is there (gs push makes the repository in a folder that exists)" in r.err, r.err
+    new.mkdir()  # an empty folder: a mount point whose disk is not mounted, as like as not
+    r = a("sync", str(new))
+    assert r.code == 1 and "no git repository there" in r.err and not any(new.iterdir()), r.err
     r = a("push", str(tmp_path / "not-mounted" / "sessions.git"))
     assert r.code == 1 and f"nor is its folder {tmp_path / 'not-mounted'}: a typo, or a disk not mounted?" in r.err
     link = tmp_path / "link.git"
@@ -272,6 +275,24 @@ def test_a_push_to_a_path_not_there_yet_makes_the_bare_repo_its_head_the_current
     _git(new, "fsck", "--strict")
     r = a(command, str(new))
     assert r.code == 0 and "created" not in r.err, r.err
+
+
+def test_a_push_or_share_to_an_empty_folder_makes_the_bare_repo_there(two_machines, tmp_path):
+    """``mkdir backup && gs push backup``: the empty folder becomes the repository; a folder of files does not."""
+    a, _b, _remote = two_machines
+    assert a("ask", "work", "one").code == 0
+    for command, folder in (("push", tmp_path / "backup"), ("share", tmp_path / "gist")):
+        folder.mkdir()
+        r = a(*(["share", "work", str(folder), "--yes"] if command == "share" else ["push", str(folder)]))
+        assert r.code == 0 and "Traceback" not in r.err and "fatal" not in r.err, r.err
+        assert _git(folder, "rev-parse", "work") == _git(a.repo, "rev-parse", "work")
+        _git(folder, "fsck", "--strict")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    r = a("push", str(notes))
+    assert r.code == 1 and f"no git repository there (create one with: git init --bare {notes}" in r.err, r.err
+    assert sorted(p.name for p in notes.iterdir()) == ["todo.txt"]  # left as it was
 
 
 def test_a_push_to_a_repo_made_empty_by_git_leaves_its_head(two_machines):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -106,7 +107,7 @@ def unreachable(url: str, exc: BaseException, client: Any = None) -> RemoteError
     elif (path := local_path(url)) is not None and not os.path.lexists(path):
         text = "nothing is there (" + ("gs push makes the repository in a folder that exists" if path.parent.is_dir()
                                        else f"nor is its folder {path.parent}: a typo, or a disk not mounted?") + ")"
-    elif any(isinstance(cause, NotGitRepository) for cause in causes):
+    elif any(isinstance(cause, NotGitRepository) for cause in causes) or _no_repository(local_path(url)):
         where = "on the server: git init --bare PATH" if "://" in url and not url.startswith("file:") else \
             f"with: git init --bare {urlsplit(url).path if url.startswith('file:') else url}"
         text = f"no git repository there (create one {where}; or check the URL)"
@@ -115,6 +116,11 @@ def unreachable(url: str, exc: BaseException, client: Any = None) -> RemoteError
     else:
         text = said or exc.__class__.__name__
     return RemoteError(f"could not reach {shown}: {text}; nothing local was changed")
+
+
+def _no_repository(path: Path | None) -> bool:
+    """True when ``path`` is a local folder that holds no git repository (bare or not)."""
+    return path is not None and path.is_dir() and not (path / "objects").is_dir() and not (path / ".git").exists()
 
 
 #: How ssh says it found nothing listening: ``ssh: connect to host H port P: Connection refused``.
