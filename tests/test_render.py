@@ -102,7 +102,7 @@ def test_find_folded_maps_back_to_the_original_text(text, needle, span):
 
 
 def test_a_session_is_named_by_its_title_or_else_its_own_first_prompt():
-    from gitsessions.cli.display.render import fork_label
+    from gitsessions.history.tree import fork_label
 
     assert fork_label("yaml", None, None) == "yaml"  # a root
     assert fork_label("yaml", "shorter please", "yaml") == "shorter please"  # a fork with its parent's title

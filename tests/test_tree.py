@@ -403,3 +403,46 @@ def test_help_names_the_optional_session_once(gs):
     for command in ("tree", "reflog", "status"):
         r = gs(command, "--help")
         assert r.code == 0 and f"{command} [OPTIONS] [SESSION]" in r.out and "[[SESSION]]" not in r.out, r.out
+
+
+def _list_rows(run) -> dict[str, tuple[str, str]]:
+    """``gs list``'s table: session -> (what follows its id: the lineage, title as shown)."""
+    r = run("list")
+    assert r.code == 0, r.err
+    header, *lines = r.out.splitlines()
+    start = header.index("TITLE")
+    rows = {}
+    for line in lines:
+        name = line.split()[0]
+        lineage = line.split("  ")[0].removeprefix(name).strip()
+        rows[name] = (lineage, line[start:].strip())
+    return rows
+
+
+def test_gs_list_names_a_fork_by_its_own_prompt_and_its_parent_by_its_name_now(forked, git):
+    """One rule with gs tree: forks of work do not all read "first question", and a rename is followed."""
+    short = {n: git("rev-parse", "--short=7", f"{n}").strip() for n in ("work~1", "work-2~1")}
+    rows = _list_rows(forked)
+    assert rows["work"] == ("", "first question")
+    assert rows["work-2"] == (f"← work@{short['work~1']}", "shorter answer please")
+    assert rows["work-2-1"] == (f"← work-2@{short['work-2~1']}", "first question")  # none of its own yet
+    assert rows["other"] == ("", "unrelated")
+    assert forked("title", "work-2", "Short answers").code == 0  # a title of its own wins
+    assert forked("rename", "work", "main-line").code == 0
+    rows = _list_rows(forked)
+    assert rows["work-2"] == (f"← main-line@{short['work~1']}", "Short answers")
+    assert rows["work-2-1"][0] == f"← work-2@{short['work-2~1']}"
+    assert forked("ask", "work", "a new session of the old name").code == 0  # not work-2's parent
+    assert _list_rows(forked)["work-2"][0] == f"← main-line@{short['work~1']}"
+    [row] = [r for r in forked("list", "--json").json() if r["id"] == "work-2"]
+    assert row["forked_from"].startswith("work@")  # JSON: the trailer, as it was written
+
+
+def test_sharing_a_renamed_session_names_no_fork_and_a_fork_names_its_parent_now(forked, tmp_path):
+    from gitservers import init_bare
+
+    assert forked("rename", "work", "project").code == 0
+    r = forked("share", "project", str(init_bare(tmp_path / "one.git")), "--yes")
+    assert r.code == 0 and "forked from" not in r.err, r.err
+    r = forked("share", "work-2-1", str(init_bare(tmp_path / "two.git")), "--yes")
+    assert r.code == 0 and "with the history it was forked from, saves of: project, work-2\n" in r.err, r.err

@@ -97,10 +97,10 @@ def session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
 
     def pick_session() -> str | None:
         from ..history.reading import list_sessions
-        from ..history.tree import first_prompt  # gs tree's own rule for a fork's first prompt
+        from ..history.tree import places  # gs tree's own rules for a fork's parent and name
         from ..text import plural
         from .display.picker import pick
-        from .display.render import fork_label, local_time
+        from .display.render import local_time
 
         infos = sorted(list_sessions(store, redactor=c.redactor(), warnings=c.warnings),
                        key=lambda i: i.time, reverse=True)
@@ -112,16 +112,11 @@ def session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
         def title(info: SessionInfo) -> str:  # the trailer as it is: no parse of every row's trailers
             return info.message.trailers.get("Title", "")
 
-        titles = {i.session_id: title(i) for i in infos}
-        labels: dict[str, str] = {}
+        found = places(store, infos)
 
         def label(info: SessionInfo) -> str:  # as gs tree names it: a fork by its own first prompt
-            if info.session_id not in labels:
-                lineage = info.message.fields.forked_from
-                up = titles.get(lineage.session_id) if lineage else None
-                own = first_prompt(store, info.tip, lineage.commit) if lineage and up == title(info) else None
-                labels[info.session_id] = fork_label(title(info), own, up)
-            return labels[info.session_id]
+            place = found.get(info.session_id)
+            return place.label if place is not None else title(info)
 
         def line(info: SessionInfo) -> str:  # drawn for the rows on screen only
             turns = plural(info.message.fields.turn or 0, "turn")

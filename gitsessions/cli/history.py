@@ -80,14 +80,23 @@ def list_(
         rows = [render.session_row(info) for info in listed]
         if not archived and (strangers := store.stranger_branches()):
             c.warnings.append(render.stranger_branches(str(store.path), strangers))
-    rows.sort(key=lambda r: r["saved"] or "", reverse=True)
-    if as_json:
-        c.output.paged([dumps(rows) + "\n"])
-        return
-    if not rows:
-        err("no archived sessions" if archived else "no sessions yet; start one with: gs chat")
-        return
-    names = {r["id"]: r["id"] + (f" ← {_lineage(r['forked_from'])}" if r["forked_from"] else "") for r in rows}
+        rows.sort(key=lambda r: r["saved"] or "", reverse=True)
+        if as_json:
+            c.output.paged([dumps(rows) + "\n"])
+            return
+        if not rows:
+            err("no archived sessions" if archived else "no sessions yet; start one with: gs chat")
+            return
+        from ..history.tree import places
+
+        # as gs tree has them: a parent by its name now, a fork by its own first prompt
+        found = places(store, listed) if not archived else {}
+        lineage = {r["id"]: _lineage(r["forked_from"]) for r in rows}
+        for r in rows:
+            if (place := found.get(r["id"])) is not None:
+                r["title"] = place.label
+                lineage[r["id"]] = f"{place.parent}@{short(place.fork)}" if place.fork else place.parent
+    names = {r["id"]: r["id"] + (f" ← {lineage[r['id']]}" if lineage[r["id"]] else "") for r in rows}
     now = int(time.time())
     ago = {i.session_id: render.relative_time(i.time, now) if i.time else "-" for i in listed}
     width, when = max(len(n) for n in names.values()), max(len("SAVED"), *(len(a) for a in ago.values()))

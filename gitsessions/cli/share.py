@@ -13,13 +13,18 @@ from .common import Context, JsonOption, err, short
 from .display.render import terminal_safe
 
 if TYPE_CHECKING:  # imported lazily: dulwich's transports cost start-up time
+    from ..store import GitStore
     from ..store.remote.share import ShareOffer
 
 app = typer.Typer()
 
 
-def _offer(offer: ShareOffer, where: str) -> str:
-    """What leaves this machine, in a few lines (the user agrees to it before the first share)."""
+def _offer(offer: ShareOffer, where: str, now: list[str] | None = None) -> str:
+    """What leaves this machine, in a few lines (the user agrees to it before the first share).
+
+    ``now``: the sessions it was forked from, by their names now, parent first (used when there are
+    as many as the trailers name: a past revision from before a fork names fewer).
+    """
     title = terminal_safe(offer.title.split("\n", 1)[0]) or "(no title)"
     turns = f"{offer.turns} turn{'s' if offer.turns != 1 else ''}"
     saves = f"{offer.saves} save{'s' if offer.saves != 1 else ''}"
@@ -27,8 +32,20 @@ def _offer(offer: ShareOffer, where: str) -> str:
              f"  session {offer.session_id} at {short(offer.commit)}: {title!r}, {turns}, {saves}, "
              f"{offer.pack_bytes:,} bytes (the git pack an empty repository receives)"]
     if offer.forked_from:
-        lines.append("  with the history it was forked from, saves of: " + ", ".join(offer.forked_from))
+        names = now if now is not None and len(now) == len(offer.forked_from) else offer.forked_from
+        lines.append("  with the history it was forked from, saves of: " + ", ".join(reversed(names)))
     return "\n".join(lines)
+
+
+def _ancestors(store: GitStore, sid: str) -> list[str]:
+    """The sessions ``sid`` was forked from, by their names now (as gs list names them): its parent first."""
+    from ..history.tree import places
+
+    found, out, at = places(store, store.list_sessions()), [], sid
+    while (place := found.get(at)) is not None and place.parent not in out and place.parent != sid:
+        out.append(place.parent)
+        at = place.parent
+    return out
 
 
 @app.command()
@@ -69,7 +86,7 @@ def share(
     with c.store() as store:
         revision = read_revision(store, rev, c.redactor(), c.warnings)
         if not shared_before(store, url):
-            err(_offer(describe(store, revision), where))
+            err(_offer(describe(store, revision), where, _ancestors(store, revision.session_id)))
             if not yes:
                 if not sys.stdin.isatty():
                     raise GitSessionsError(f"nothing was sent: gs share asks before the first share to {where}, "

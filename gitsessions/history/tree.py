@@ -193,23 +193,11 @@ def family(store: SessionStore, session_id: str, rows: Sequence[SessionInfo] | N
         SessionNotFound: no live or archived session of that name.
     """
     live = list(rows) if rows is not None else store.list_sessions()
-    members = [_member(store, i, False) for i in live]  # unreadable ones too: drawn, marked
-    members += [_member(store, i, True) for i in store.archived_sessions()]
+    members, parent = _links(store, live)
     by_key = {m.key: m for m in members}
     start = by_key.get((session_id, False)) or by_key.get((session_id, True))
     if start is None:
         raise SessionNotFound(session_id, store.session_ids())
-    named: dict[str, list[_Member]] = defaultdict(list)  # a name -> who has it, live first
-    saved_in: dict[str, list[_Member]] = defaultdict(list)  # a name -> whose tip was saved in it
-    for m in members:
-        named[m.info.session_id].append(m)
-        if m.fields.session:
-            saved_in[m.fields.session].append(m)
-    parent: _Links = {}
-    for m in members:
-        link = _parent_of(store, m, named, saved_in)
-        if link is not None:
-            parent[m.key] = link
     children: dict[_Key, list[_Member]] = defaultdict(list)
     for key, (p, _fork) in parent.items():
         children[p.key].append(by_key[key])
@@ -220,6 +208,147 @@ def family(store: SessionStore, session_id: str, rows: Sequence[SessionInfo] | N
     parent.pop(root.key, None)  # a cycle of odd trailers: cut it at the root
     current = store.current()
     return _build(store, root, None, parent, children, current, set())
+
+
+def _links(store: SessionStore, live: Sequence[SessionInfo],
+           only: set[str] | None = None) -> tuple[list[_Member], _Links]:
+    """Every session, live and archived, and the session each one left (see :func:`_parent_of`).
+
+    Args:
+        store: the session store.
+        live: the live sessions' list rows.
+        only: the live session ids whose parents are wanted (None: every session's).
+    """
+    members = [_member(store, i, False) for i in live]  # unreadable ones too: drawn, marked
+    members += [_member(store, i, True) for i in store.archived_sessions()]
+    named: dict[str, list[_Member]] = defaultdict(list)  # a name -> who has it, live first
+    saved_in: dict[str, list[_Member]] = defaultdict(list)  # a name -> whose tip was saved in it
+    for m in members:
+        named[m.info.session_id].append(m)
+        if m.fields.session:
+            saved_in[m.fields.session].append(m)
+    parent: _Links = {}
+    for m in members:
+        if only is not None and (m.archived or m.info.session_id not in only):
+            continue
+        link = _parent_of(store, m, named, saved_in)
+        if link is not None:
+            parent[m.key] = link
+    return members, parent
+
+
+class Place:
+    """Where a live session stands in its family, as every listing names it (``gs list``, the picker).
+
+    Attributes:
+        parent: the session it left, by its name now (a rename since is followed; an archived
+            one is ``archive/<name>``).
+        fork: the commit it left at (None: a branch plain git made: their merge base).
+    """
+
+    def __init__(self, store: SessionStore, info: SessionInfo, parent: str, fork: str | None, title: str,
+                 parent_title: str) -> None:
+        self.parent, self.fork = parent, fork
+        self._store, self._info, self._title, self._parent_title = store, info, title, parent_title
+        self._label: str | None = None
+
+    @property
+    def label(self) -> str:
+        """What names it: :func:`fork_label` of its title, its first own prompt and its parent's title.
+
+        Read on first use (a fork's own commits, back to its fork point), so that a listing
+        reads them for the rows it shows only.
+        """
+        if self._label is None:
+            prompt = None
+            if self.fork is not None and self._title == self._parent_title:
+                try:
+                    prompt = first_prompt(self._store, self._info.tip, self.fork)
+                except self._store.unreadable:
+                    prompt = None
+            self._label = fork_label(self._title, prompt, self._parent_title)
+        return self._label
+
+
+def places(store: SessionStore, live: Sequence[SessionInfo]) -> dict[str, Place]:
+    """The :class:`Place` of each live session of ``live`` that left another (roots are not in it).
+
+    A fork whose ``Forked-From`` names a live session left it (no commit is read); the others
+    — their parent renamed or archived since, or a branch plain git made on a session's
+    commit (its tip's ``Session`` names another) — are linked by :func:`family`'s rules, so
+    that a fork of a renamed session names it by its new name.
+
+    Args:
+        store: the session store.
+        live: the live sessions' list rows (``store.list_sessions()``).
+
+    Returns:
+        Session id -> its place.
+    """
+    by_id = {i.session_id: i for i in live}
+
+    def title(fields: Trailers) -> str:
+        return fields.title or ""
+
+    out: dict[str, Place] = {}
+    hard: set[str] = set()
+    for info in live:
+        if info.error is not None:
+            continue
+        fields = info.message.fields
+        lineage, saved_in = fields.forked_from, fields.session
+        if saved_in is not None and saved_in != info.session_id:
+            hard.add(info.session_id)
+        elif lineage is not None and _still_named(store, by_id.get(lineage.session_id), lineage.commit):
+            up = by_id[lineage.session_id]
+            out[info.session_id] = Place(store, info, up.session_id, lineage.commit, title(fields),
+                                         title(up.message.fields))
+        elif lineage is not None:
+            hard.add(info.session_id)
+    if hard:
+        members, parent = _links(store, live, hard)
+        by_key = {m.key: m for m in members}
+        for key, (up_m, fork) in parent.items():
+            m = by_key[key]
+            out[key[0]] = Place(store, m.info, ("archive/" if up_m.archived else "") + up_m.info.session_id, fork,
+                                m.turn_fields.title or m.fields.title or "",
+                                up_m.turn_fields.title or up_m.fields.title or "")
+    return out
+
+
+def _still_named(store: SessionStore, up: SessionInfo | None, fork: str) -> bool:
+    """Whether live session ``up`` is the one a fork left at ``fork``, told from two commits' trailers.
+
+    The fork point was saved in ``up`` (its ``Session``) on the same line of forks as ``up``'s
+    tip (the same ``Forked-From``): a name given again since a rename has other saves. A root
+    (no ``Forked-From``) is checked by walking its history, where a new root of the old name
+    would pass the trailers' test.
+    """
+    if up is None or up.error is not None:
+        return False
+    try:
+        point = store.commit_info(fork).message.fields
+    except store.unreadable:
+        return False
+    tip = up.message.fields
+    if point.session != up.session_id or point.forked_from != tip.forked_from:
+        return False
+    return tip.forked_from is not None or _holds(store, up.tip, fork)
+
+
+def fork_label(title: str, prompt: str | None, parent_title: str | None) -> str:
+    """What names a session among its family (``gs tree``, ``/tree``, ``gs list``, the session picker).
+
+    Its title, or a fork's first own prompt while its title is still its parent's (a fork
+    starts with its parent's title, so every fork of ``work`` would read the same) or empty
+    (every turn it had is undone).
+
+    Args:
+        title: the session's title.
+        prompt: the first line of the first prompt it sent after leaving its parent (None: none yet).
+        parent_title: its parent's title (None: no parent, a root).
+    """
+    return prompt if prompt and (not title or (parent_title is not None and title == parent_title)) else title
 
 
 def _parent_of(store: SessionStore, m: _Member, named: dict[str, list[_Member]],

@@ -93,6 +93,8 @@ def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | 
     Returns:
         ``(text, node, value)`` per line, top down; ``value`` is None on a session's line.
     """
+    from ...history.tree import fork_label
+
     out: list[tuple[str, Node, T | None]] = []
 
     def draw(node: Node, lead: str, branch: str, up_title: str | None) -> None:
@@ -115,21 +117,6 @@ def family_lines(root: Node, under: Callable[[Node], Iterable[tuple[str, T]]] | 
 
     draw(root, "", "", None)
     return out
-
-
-def fork_label(title: str, prompt: str | None, parent_title: str | None) -> str:
-    """What names a session among its family (``gs tree``, ``/tree``, the session picker).
-
-    Its title, or a fork's first own prompt while its title is still its parent's (a fork
-    starts with its parent's title, so every fork of ``work`` would read the same) or empty
-    (every turn it had is undone).
-
-    Args:
-        title: the session's title.
-        prompt: the first line of the first prompt it sent after leaving its parent (None: none yet).
-        parent_title: its parent's title (None: no parent, a root).
-    """
-    return prompt if prompt and (not title or (parent_title is not None and title == parent_title)) else title
 
 
 def move_ended(move: MoveEnded) -> str:

@@ -49,8 +49,9 @@ class ShareOffer:
         saves: commits sent (the session's history back to its first save).
         pack_bytes: the size of the pack an empty repository receives, bytes (git objects,
             compressed; a remote that holds some of them already gets less).
-        forked_from: the other sessions whose saves are part of that history (it was forked
-            from them), oldest first.
+        forked_from: the sessions whose saves are part of that history (it was forked from
+            them), as their ``Forked-From`` trailers name them, the one it left first (its
+            parent, then its parent's parent...).
     """
 
     session_id: SessionId
@@ -77,12 +78,14 @@ def describe(store: GitStore, revision: Revision) -> ShareOffer:
     """
     sid, commit = revision.session_id, revision.commit
     events = store.load(sid, commit).events
-    saves, others = 0, []
+    saves, others, lineages = 0, list[str](), set()
     for info in store.first_parents(commit):
         saves += 1
-        owner = info.message.fields.session
-        if owner and owner != sid and owner not in others:
-            others.append(owner)
+        # the Forked-From chain, not the Session trailers: a renamed session's saves carry its old name
+        lineage = info.message.fields.forked_from
+        if lineage is not None and lineage.commit not in lineages:
+            lineages.add(lineage.commit)
+            others.append(lineage.session_id)
     repo = store.repo()
     assert repo is not None
     count, records = repo.generate_pack_data(set(), {ObjectID(commit.encode())})
@@ -93,7 +96,7 @@ def describe(store: GitStore, revision: Revision) -> ShareOffer:
         size += len(chunk)
 
     write_pack_data(counted, records, repo.object_format, num_records=count)
-    return ShareOffer(sid, commit, title_of(events), turn_count(events), saves, size, others[::-1])
+    return ShareOffer(sid, commit, title_of(events), turn_count(events), saves, size, others)
 
 
 def _key(url: str) -> bytes:
