@@ -33,6 +33,37 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def elide(text: str, limit: int) -> str:
+    """Return ``text`` in at most ``limit`` characters, its middle replaced by ``…`` when cut.
+
+    For names whose both ends tell them apart (``claude-code-3f2a…91bc-fork``), where :func:`clip`
+    would keep the common start alone.
+    """
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return "…"[:limit]
+    head = limit // 2
+    tail = limit - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def cut_words(text: str, limit: int) -> str:
+    """Return ``text`` cut to ``limit`` characters at a word boundary, ending in ``…`` when cut.
+
+    A first word longer than the limit is cut within it (as :func:`clip` cuts).
+    """
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return "…"[:limit]
+    room = text[: limit - 1]
+    if text[limit - 1].isspace():  # the room ends with a whole word
+        return room.rstrip() + "…"
+    space = room.rfind(" ")
+    return (room[:space].rstrip() if space > 0 else room) + "…"
+
+
 def fence(text: str, info: str = "") -> str:
     """Return ``text`` in a markdown code fence longer than any backtick run inside it.
 

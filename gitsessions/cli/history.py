@@ -10,9 +10,10 @@ this module only parses arguments and prints.
 from __future__ import annotations
 
 import itertools
+import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Annotated, Any
 
@@ -25,7 +26,7 @@ from ..history.tree import rev_or_current
 from ..log.commits import Lineage
 from ..log.view import Item, is_message
 from ..store import CommitInfo, Revision
-from ..text import dumps, iterdumps, plural
+from ..text import cut_words, dumps, elide, iterdumps, plural
 from ..transfer.export import show_object
 from .common import Context, err, short
 from .display import render
@@ -96,17 +97,70 @@ def list_(
             if (place := found.get(r["id"])) is not None:
                 r["title"] = place.label
                 lineage[r["id"]] = f"{place.parent}@{short(place.fork)}" if place.fork else place.parent
-    names = {r["id"]: r["id"] + (f" ← {lineage[r['id']]}" if lineage[r["id"]] else "") for r in rows}
     now = int(time.time())
     ago = {i.session_id: render.relative_time(i.time, now) if i.time else "-" for i in listed}
-    width, when = max(len(n) for n in names.values()), max(len("SAVED"), *(len(a) for a in ago.values()))
-    lines: list[Any] = [[(f"{'SESSION':<{width}}  {'TURNS':>5}  {'MSGS':>5}  {'SAVED':<{when}}  COMMIT   TITLE",
+    titles = {r["id"]: r["title"] if not r["error"] else f"[unreadable: {r['error']}]" for r in rows}
+    columns = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    table = _ListLayout(rows, lineage, ago, titles, columns)
+    msgs = f"  {'MSGS':>5}" if table.messages else ""
+    lines: list[Any] = [[(f"{'SESSION':<{table.name_width}}  TURNS{msgs}  {'SAVED':<{table.when}}  COMMIT   TITLE",
                           "bold")]]
     for r in rows:
-        title = r["title"] if not r["error"] else f"[unreadable: {r['error']}]"
-        lines.append([(f"{names[r['id']]:<{width}}  {r['turns']:>5}  {r['messages']:>5}  {ago[r['id']]:<{when}}  ", ""),
-                      (short(r["commit"]), "yellow"), (f"  {title[:60]}", "")])
+        counts = f"{r['turns']:>5}" + (f"  {r['messages']:>5}" if table.messages else "")
+        lines.append([(f"{table.name(r['id']):<{table.name_width}}  {counts}  {ago[r['id']]:<{table.when}}  ", ""),
+                      (short(r["commit"]), "yellow"), (f"  {table.title(r['id'])}", "")])
     c.output.paged(styled(lines, c.output))
+
+
+class _ListLayout:
+    """How ``gs list``'s table fits a terminal of ``columns`` (None: piped, every column whole).
+
+    As ``gh`` and ``git log --oneline`` do: the MSGS column goes on a narrow terminal, long
+    session ids and parents lose their middle (``claude-code-3f2a…91bc``), titles are cut at
+    a word, so that a row is one line.
+    """
+
+    #: The title cut of piped output (as it always was), and the fewest columns a title gets.
+    PIPED_TITLE, TITLE_MIN, NAME_MIN = 60, 12, 12
+
+    def __init__(self, rows: list[dict[str, Any]], lineage: dict[str, str | None], ago: Mapping[Any, str],
+                 titles: dict[str, str], columns: int | None) -> None:
+        self._lineage, self._titles, self._columns = lineage, titles, columns
+        self._full = {r["id"]: r["id"] + (f" ← {lineage[r['id']]}" if lineage[r["id"]] else "") for r in rows}
+        self.when = max(len("SAVED"), *(len(a) for a in ago.values()))
+        widest = max(len(n) for n in self._full.values())
+        self.messages = True
+        if columns is None:
+            self.name_width, self._title_width = widest, self.PIPED_TITLE
+            return
+        fixed = 2 + 5 + 7 + 2 + self.when + 2 + 7 + 2  # the gaps, TURNS, MSGS, SAVED, COMMIT
+        room = columns - 1 - fixed  # the last column would wrap on some terminals
+        if room < self.NAME_MIN + self.TITLE_MIN + 6:
+            self.messages, room = False, room + 7
+        longest_title = max((len(t) for t in titles.values()), default=0)
+        # the ids first (they are what a command takes), the title the rest, at least TITLE_MIN
+        self.name_width = min(widest, max(self.NAME_MIN, room - min(longest_title, max(self.TITLE_MIN, room // 3))))
+        self._title_width = max(0, room - self.name_width)
+
+    def name(self, sid: str) -> str:
+        """The SESSION cell: ``id ← parent@commit``, its parts elided in the middle to fit."""
+        full, width = self._full[sid], self.name_width
+        if len(full) <= width:
+            return full
+        parent = self._lineage[sid]
+        head = elide(sid, min(len(sid), (width - 3) // 2))
+        rest = width - len(head) - 3
+        if not parent or rest < self.NAME_MIN:  # no room for the lineage to say anything: gs tree has it
+            return elide(sid, width)
+        name, at, commit = parent.rpartition("@")
+        fits = at and rest > len(commit) + 4  # the commit kept whole: it is what names the fork point
+        tail = elide(name, rest - len(commit) - 1) + "@" + commit if fits else elide(parent, rest)
+        return f"{head} ← {tail}"
+
+    def title(self, sid: str) -> str:
+        """The TITLE cell: cut at a word to fit (piped: at 60 characters, as always)."""
+        text = self._titles[sid]
+        return text[:self._title_width] if self._columns is None else cut_words(text, self._title_width)
 
 
 # -- log -------------------------------------------------------------------------------------

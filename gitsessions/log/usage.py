@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, ModelSettings, Price
+from ..text import elide
 from .turns import last_turn_start, turns_of
 
 if TYPE_CHECKING:
@@ -171,16 +172,55 @@ def _share(used: int | None, window: int | None, events: Sequence[Event] = ()) -
     return share
 
 
-def footer(model: str, events: Sequence[Event], window: int | None) -> str:
+def footer(model: str, events: Sequence[Event], window: int | None, width: int | None = None) -> str:
     """The chat's one-line footer after a reply: ``model · context 12% of 128,000 · 3,456 tokens this session``.
 
     When no reply reported usage (the embedded model's server): ``model · window 2,048 · usage
     not reported by this server``, not a count of 0.
+
+    Args:
+        model: the model's name.
+        events: the session's log.
+        window: the model's context window, tokens (None: unknown).
+        width: the most characters the line may take (a terminal's columns; None: no limit).
+            What does not fit goes, least needed first: the notes in parentheses, "this
+            session", the session's tokens; then the model's name is cut in its middle.
+
+    Returns:
+        One line, without its newline.
     """
     session = tokens_of(events)
     if not session.requests and unreported(events):
-        return f"{model} · {f'window {_n(window)}' if window else 'window unknown'} · {NOT_REPORTED}"
-    return f"{model} · {_share(context_used(events), window, events)} · {_n(session.total)} tokens this session"
+        parts = [[model], [f"window {_n(window)}" if window else "window unknown"], [NOT_REPORTED, ""]]
+    else:
+        share = _share(context_used(events), window, events)
+        tokens = f"{_n(session.total)} tokens"
+        parts = [[model], [share, _NOTE.sub("", share)], [f"{tokens} this session", tokens, ""]]
+    return _fitted(parts, width)
+
+
+#: A note in parentheses, and what introduces it, dropped from a footer that does not fit.
+_NOTE = re.compile(r" (?:before the compaction )?\(.*\)$| before the compaction.*$")
+
+
+def _fitted(parts: list[list[str]], width: int | None) -> str:
+    """``parts`` joined by `` · ``: each part's first form, then shorter forms (its last: "" drops it) until it fits."""
+    chosen = [forms[0] for forms in parts]
+
+    def line() -> str:
+        return " · ".join(part for part in chosen if part)
+
+    if width is None:
+        return line()
+    for i in range(len(parts) - 1, 0, -1):  # the last part gives way first
+        for form in parts[i][1:]:
+            if len(line()) <= width:
+                return line()
+            chosen[i] = form
+    if len(line()) > width:
+        rest = len(line()) - len(chosen[0])
+        chosen[0] = elide(chosen[0], max(width - rest, 1))
+    return line()[:width]
 
 
 def price_of(models: Mapping[str, ModelSettings], name: str) -> Price | None:

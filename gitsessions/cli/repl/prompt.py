@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import threading
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
@@ -191,7 +192,7 @@ def prompt_io(history: Any, clean: Callable[[str], str], safe: Callable[[str], s
                                                 key_bindings=_chat_keys(lambda: getattr(history, "loaded", True)),
                                                 prompt_continuation=_continuation,
                                                 completer=completer, complete_while_typing=False,
-                                                rprompt=lambda: _note(note))
+                                                rprompt=lambda: _note(note, session))
     fd = sys.stdin.fileno()
     pending = [on_shown] if on_shown is not None else []
 
@@ -312,10 +313,39 @@ def _editor(write: Callable[[str], None], clean: Callable[[str], str], keys: Rep
 LONG_PROMPT_LINES = 8
 
 
-def _note(note: Callable[[], str | None] | None) -> Any:
-    """The prompt's right side: ``note``'s text dimmed, a space short of the edge (the last column wraps)."""
+def _note(note: Callable[[], str | None] | None, session: Any) -> Any:
+    """The prompt's right side: ``note``'s text dimmed, a space short of the edge (the last column wraps).
+
+    Only when it fits beside the prompt and what is typed on its first line, with a gap of
+    two columns: else its short form (``forked from work at 1a2b3c4`` -> ``← work@1a2b3c4``),
+    else nothing (never a note broken across lines, or drawn over the text).
+    """
     text = note() if note is not None else None
-    return [("fg:ansibrightblack", text + " ")] if text else ""
+    if not text:
+        return ""
+    try:
+        columns = session.app.output.get_size().columns
+        typed = session.default_buffer.document.lines[0] if session.default_buffer.text else ""
+        used = len(_plain(session.message)) + len(typed)
+    except Exception:  # noqa: BLE001 - a prompt not drawn yet: no room is known
+        return [("fg:ansibrightblack", text + " ")]
+    for form in (text, _short_note(text)):
+        if used + 2 + len(form) + 1 <= columns:
+            return [("fg:ansibrightblack", form + " ")]
+    return ""
+
+
+def _plain(message: Any) -> str:
+    """The text of a prompt message (a string, formatted text, or a callable giving either)."""
+    from prompt_toolkit.formatted_text import fragment_list_to_text, to_formatted_text
+
+    return fragment_list_to_text(to_formatted_text(message() if callable(message) else message))
+
+
+def _short_note(text: str) -> str:
+    """A note's short form: ``forked from work at 1a2b3c4`` -> ``← work@1a2b3c4``; another note as it is."""
+    m = re.fullmatch(r"forked from (\S+) at (\w+)", text)
+    return f"← {m[1]}@{m[2]}" if m else text
 
 
 def _continuation(width: int, _line: int, _soft: int) -> str:

@@ -9,6 +9,7 @@ next line as the prompt (a command: runs) and ``/tree`` prints.
 
 from __future__ import annotations
 
+import shutil
 from typing import TYPE_CHECKING, Any
 
 from ...errors import DiskFull, GitSessionsError
@@ -195,7 +196,8 @@ class Repl:
         if self.env.footer:
             from ...log.usage import footer
 
-            self.env.write(footer(self.current_model(), self.session.events, self.window()) + "\n")
+            width = shutil.get_terminal_size().columns - 1  # the last column would wrap on some terminals
+            self.env.write(footer(self.current_model(), self.session.events, self.window(), width) + "\n")
 
     def current_model(self) -> str:
         """The model the next request goes to: the run's (``-m``), else the session's, else the provider's."""
