@@ -121,3 +121,19 @@ def test_the_note_beside_the_prompt_shortens_or_goes_rather_than_wrap():
                 assert (drawn[0][1] if drawn else "") == want, (message, typed)
 
     asyncio.run(drawn_notes())
+
+
+def test_a_long_message_wraps_at_words_on_a_terminal_and_stays_one_line_piped(gs):
+    long = "a-session-whose-name-is-long-" + "x" * 20
+    assert gs("ask", long, "one").code == 0
+    env = {**os.environ, "TERM": "xterm"}
+    child = pexpect.spawn(GS[0], [*GS[1:], "rename", long, "a b"], env=env, dimensions=(24, 50), encoding="utf-8",
+                          timeout=30)
+    out = child.read().replace("\r\n", "\n")
+    child.close()
+    assert child.exitstatus != 0
+    lines = out.splitlines()
+    assert len(lines) > 1 and all(len(line) < 50 or " " not in line.strip() for line in lines), out
+    words = gs("rename", long, "a b").err.split()
+    assert out.split() == words  # the same words, none broken: only where the lines end moved
+    assert len(gs("rename", long, "a b").err.splitlines()) == 1  # piped: one line

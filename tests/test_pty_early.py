@@ -184,7 +184,7 @@ def test_on_a_narrow_terminal_the_prompt_is_cut_to_fit_and_not_drawn_early(fake_
         child.expect_exact("narrow reply")
         child.expect_exact("abcdefgh… ›")
         child.send("/exit\r")
-        child.expect_exact(f"resume with: gs chat {name}")
+        child.expect(rf"resume\s+with:\s+gs\s+chat\s+{name}")  # wrapped at words on 20 columns
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from ..errors import RepoError, SessionLocked
 from ..store import privacy
 from ..store.lock import LockWait
 from .background import take_failures
-from .display.output import Output
+from .display.output import Output, is_terminal
 from .help import Command
 
 if TYPE_CHECKING:  # the backend (and dulwich) is imported when a store is opened: the chat does it behind its prompt
@@ -263,8 +264,24 @@ def detector_cache() -> Path:
 
 
 def err(message: str) -> None:
-    """Print a one-line message for the user on stderr."""
+    """Print a one-line message for the user on stderr.
+
+    On a terminal a line longer than it is wide is wrapped at word boundaries (ids, paths and
+    URLs are never broken; the lines after the first are indented), as the terminal itself
+    would break it mid-word; elsewhere (a pipe, a log) each message stays one line.
+    """
+    if len(message) > 60 and is_terminal(sys.stderr):
+        message = wrapped(message, shutil.get_terminal_size().columns - 1)
     print(message, file=sys.stderr, flush=True)
+
+
+def wrapped(message: str, width: int) -> str:
+    """``message`` with each of its lines wrapped at ``width`` at word boundaries, later lines indented by two."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, max(width, 20), subsequent_indent="  ", break_long_words=False,
+                                    break_on_hyphens=False) if len(line) > width else line
+                      for line in message.split("\n"))
 
 
 def write_lines(lines: Iterable[str]) -> None:
