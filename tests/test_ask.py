@@ -64,15 +64,18 @@ def test_two_words_are_session_and_prompt_even_for_a_new_session_with_stdin(gs, 
     assert gs("log", "fresh", "--oneline").out.count("turn 1: review this") == 1
 
 
-def test_more_words_are_the_prompt_of_an_existing_session_or_a_hint_to_quote(gs, fake_api):
+def test_more_words_are_the_prompt_of_an_existing_session_or_of_a_new_one(gs, fake_api):
+    """As llm reads them: ``gs ask what is a ref`` was a usage error (exit 2, "quote the prompt")."""
     gs("ask", "work", "first")
     r = gs("ask", "work", "hello", "world")
     assert r.code == 0, r.err
     assert _prompt(fake_api) == "hello world"
     r = gs("ask", "what", "is", "a", "ref")
-    assert r.code == 2
-    assert 'gs ask "what is a ref"' in _words(r.err) and 'gs ask what "is a ref"' in _words(r.err), r.err
-    assert len(fake_api.requests) == 2  # nothing sent under a guess
+    assert r.code == 0, r.err
+    assert [m["content"] for m in _sent(fake_api)] == ["what is a ref"]  # a new session, all of it the prompt
+    [new] = [s for s in gs("list", "--json").json() if s["id"] != "work"]
+    assert new["title"] == "what is a ref" and new["id"] != "what"
+    assert f"[{new['id']} " in r.err  # its id, said
 
 
 def test_new_makes_every_word_the_prompt(gs, fake_api):
@@ -187,7 +190,8 @@ def test_help_writes_the_rules(gs):
     assert r.code == 0
     out = " ".join(r.out.split())
     for words in ("piped into stdin follows the prompt after a blank line", "--new", "--attach", "--system",
-                  "Trailing newlines are trimmed", "quote the prompt", 'cat f.py | gs ask "explain"'):
+                  "Trailing newlines are trimmed", "every word is the prompt of a new session",
+                  'cat f.py | gs ask "explain"'):
         assert words in out, words
 
 

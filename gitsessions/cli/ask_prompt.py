@@ -7,8 +7,10 @@ The rules are ``llm``'s, whose users pipe files in all the time (``cat notes.md 
   argument and the stdin text are joined by a blank line; trailing newlines are trimmed.
 - the first word names the session when it is an existing session or a revision of one;
   with two words the first is the session even when it is new (``gs ask work "hi"``
-  creates ``work``), as it always was; with one word and no stdin that word is the prompt,
-  unless it names a session (then the prompt is missing: an empty pipe, a forgotten prompt).
+  creates ``work``), as it always was; with three or more whose first names no session,
+  every word is the prompt of a new session, as ``llm`` reads them (``gs ask what is a
+  ref``); with one word and no stdin that word is the prompt, unless it names a session
+  (then the prompt is missing: an empty pipe, a forgotten prompt).
 - ``--new``: every word is prompt, in a new session.
 - each ``--attach FILE`` is inlined after the rest, under its name, in a code fence, and
   counts as piped text (``gs ask -a f.py work`` sends it in session ``work``).
@@ -62,8 +64,7 @@ def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: 
         The split.
 
     Raises:
-        typer.BadParameter: no prompt at all, or three or more words whose first names no
-            session (the message says how to quote them).
+        typer.BadParameter: no prompt at all.
     """
     if new or not words:
         if not words and not piped:
@@ -79,10 +80,7 @@ def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: 
         return AskWords(None, first)
     if len(rest) == 1 or names_session(first):
         return AskWords(first, " ".join(rest))
-    joined = " ".join(words)
-    raise typer.BadParameter(
-        f"{first!r} is no session, and {len(words)} words are too many for SESSION PROMPT: quote the prompt, "
-        f"gs ask \"{joined}\" (a new session), or gs ask {first} \"{' '.join(rest)}\" (session {first})")
+    return AskWords(None, " ".join(words))  # gs ask what is a ref: llm's reading
 
 
 def prompt_text(data: bytes, what: str, fix: str, *, offset: int = 0) -> str:

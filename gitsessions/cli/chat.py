@@ -436,8 +436,9 @@ def ask(
 
     The words are read as llm reads them. One word is the prompt, in a new session (its id is
     printed on stderr). Two are SESSION PROMPT: a session, new or existing, or a revision
-    (work~1). With more, the first must be an existing session and the others are the prompt;
-    else quote the prompt. --new makes every word the prompt of a new session.
+    (work~1). With more, the first is the session when it names an existing one, and the
+    others are the prompt; else every word is the prompt of a new session (gs ask what is a
+    ref). --new makes every word the prompt of a new session.
 
     Text piped into stdin follows the prompt after a blank line; piped into gs ask SESSION, an
     existing one, it is the prompt. PROMPT - is stdin alone. Trailing newlines are trimmed.
@@ -450,6 +451,7 @@ def ask(
         gs ask "What is a git ref?"         # a new session; its id on stderr
         gs ask work "And a tag?"            # the next turn of work
         gs ask work and a tag               # more words: the prompt, as work exists
+        gs ask what is a tag                # "what" is no session: all of it, in a new session
         gs ask "explain" < f.py             # as cat f.py | gs ask "explain": the prompt, a blank line, the file
         gs ask work < diff.txt              # what is piped in is the prompt, in work
         gs ask -s "Be terse." -a notes.md work "summarize"
