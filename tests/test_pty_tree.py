@@ -117,7 +117,7 @@ def test_retry_edit_tree_and_a_send_from_the_first_attempt(spawn_gs, git, gs):
     child.sendline("/retry")
     child.expect_exact("(turn 2 again in work-1, forked from work at ")
     work = git("rev-parse", "work").strip()
-    child.expect_exact("the earlier attempt stays in work (/open work goes back))")
+    child.expect_exact("the earlier attempt stays in work: /open work goes back)")
     child.expect_exact("echo: second")
     child.expect_exact("work-1 ›")
 

@@ -51,7 +51,7 @@ def test_retry_is_a_sibling_fork_at_the_turns_parent(store, git):
     _r, script = run(store, "/retry", "three")
     out = script.text
     assert "(turn 2 again in work-1, forked from work at " in out
-    assert "the earlier attempt stays in work (/open work goes back)" in out
+    assert "the earlier attempt stays in work: /open work goes back" in out
     assert script.prompts[-1] == "work-1 › "
     assert heads(git)["work"] == before["work"]  # the earlier attempt did not move
     assert git("merge-base", "work", "work-1").strip() == git("rev-parse", "work~1").strip()
@@ -358,7 +358,10 @@ def test_a_new_attempt_at_turn_one_says_its_number_and_is_titled_by_its_own_prom
     assert gs("ask", "solo", "first try").code == 0
     r = gs("retry", "solo")
     assert r.code == 0, r.err
-    assert "turn 1 again in solo-1 (as its turn 2; the first attempt stays undone in its log), forked" in r.err
+    assert "turn 1 again in solo-1, forked from solo at " in r.err
+    assert "; it is turn 2 there, after the first attempt, which its log keeps undone; the earlier attempt " \
+        "stays in solo: gs chat solo goes back" in r.err
+    assert "(" not in r.err.split("turn 1 again")[1].split("\n")[0]  # no parentheses nested in parentheses
     assert gs("chat", "solo", input="/edit 1\nsecond try\n").code == 0
     assert title_trailer(git, "solo-2") == "second try"  # not the undone turn 1's
     assert title_trailer(git, "solo") == "first try"
@@ -368,7 +371,7 @@ def test_a_new_attempt_at_turn_one_says_its_number_and_is_titled_by_its_own_prom
 def test_a_new_attempt_at_a_later_turn_keeps_its_number(gs):
     assert gs("ask", "w", "one").code == 0 and gs("ask", "w", "two").code == 0
     r = gs("retry", "w")
-    assert "turn 2 again in w-1, forked" in r.err and "as its turn" not in r.err
+    assert "turn 2 again in w-1, forked" in r.err and "it is turn" not in r.err
 
 
 # -- the chat's own session, /edit's input behind a pipe, the messages ---------------------------

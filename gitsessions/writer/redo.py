@@ -175,9 +175,9 @@ def where_both_live(attempt: Attempt, old: str, new: str, back: str, edited: boo
             so a save of ``turn 2: ...`` after "turn 1 again" is explained.
     """
     renumbered = "" if as_turn in (None, attempt.turn) else \
-        f" (as its turn {as_turn}; the first attempt stays undone in its log)"
-    return (f"turn {attempt.turn} {'edited' if edited else 'again'} in {new}{renumbered}, forked from "
-            f"{attempt.base.session_id} at {attempt.base.commit[:7]}; the earlier attempt stays in {old} "
-            f"({back} goes back)")
+        f"; it is turn {as_turn} there, after the first attempt, which its log keeps undone"
+    return (f"turn {attempt.turn} {'edited' if edited else 'again'} in {new}, forked from "
+            f"{attempt.base.session_id} at {attempt.base.commit[:7]}{renumbered}; the earlier attempt stays "
+            f"in {old}: {back} goes back")
 
 
