@@ -218,6 +218,31 @@ def test_list_rows(gs):
     assert "alpha" in table and "Title of alpha" in table
 
 
+def test_sessions_whose_requests_failed_are_counted_not_listed_and_retried(gs, fake_api):
+    from gitservers import free_port
+
+    assert gs("ask", "talk", "a real conversation").code == 0
+    down = {"OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1"}
+    failed = []
+    for prompt in ("first try", "second try"):
+        r = gs("ask", "--new", prompt, env=down)
+        assert r.code == 1, r.err
+        [sid] = {s["id"] for s in gs("list", "--json").json()} - {"talk", *failed}
+        failed.append(sid)
+        assert f"the prompt is saved in session {sid}: gs retry {sid} sends it again" in r.err, r.err
+    r = gs("list")
+    assert r.code == 0 and [line.split()[0] for line in r.out.splitlines()[1:]] == ["talk"], r.out
+    assert r.err == (f"(2 sessions with no reply not listed, their requests failed: {failed[1]}, {failed[0]}; "
+                     f"gs retry {failed[1]} sends the prompt again, gs rm {failed[1]} puts it away, "
+                     "gs list --all lists them)\n"), r.err
+    assert {line.split()[0] for line in gs("list", "--all").out.splitlines()[1:]} == {"talk", *failed}
+    assert len(gs("list", "--json").json()) == 3  # JSON: every session
+    r = gs("retry", failed[0])
+    assert r.code == 0 and r.out == "echo: first try\n", r.err
+    listed = [line.split()[0] for line in gs("list").out.splitlines()[1:]]
+    assert listed[0] == f"{failed[0]}-1" and "talk" in listed and failed[0] not in listed
+
+
 def test_log_oneline_and_limit(gs):
     for i in range(3):
         gs("ask", "w", f"prompt {i}")

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..errors import GitSessionsError
 from ..history import reading as hist
 from ..history.search import Hit, marked
 from ..history.search import search as search_sessions
@@ -64,11 +65,14 @@ def list_(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array, stable keys.")] = False,
     archived: Annotated[bool, typer.Option("--archived", help="List archived sessions (gs rm) instead.")] = False,
+    every: Annotated[bool, typer.Option("--all", "-a", help="Also the sessions no reply was ever saved in.")] = False,
 ) -> None:
     """List sessions: id, title, turns, messages, last saved, tip commit, lineage.
 
     A fork shows where it came from (alt ← w@72beab6; "forked_from" in JSON). SAVED says how
-    long ago ("3 hours ago"); the JSON has the time itself.
+    long ago ("3 hours ago"); the JSON has the time itself. A session that holds prompts
+    and no reply (its requests failed: a server down, a wrong URL) is no conversation: it is
+    counted in one line, not listed, unless --all (JSON lists every session).
 
     Examples:
         gs list
@@ -85,8 +89,13 @@ def list_(
         if as_json:
             c.output.paged([dumps(rows) + "\n"])
             return
+        unanswered = [r["id"] for r in rows if not archived and _no_reply(store, r)]
+        if unanswered and not every:
+            rows = [r for r in rows if r["id"] not in unanswered]
+            err(_unanswered_line(unanswered))
         if not rows:
-            err("no archived sessions" if archived else "no sessions yet; start one with: gs chat")
+            if not unanswered or every:
+                err("no archived sessions" if archived else "no sessions yet; start one with: gs chat")
             return
         from ..history.tree import places
 
@@ -110,6 +119,30 @@ def list_(
         lines.append([(f"{table.name(r['id']):<{table.name_width}}  {counts}  {ago[r['id']]:<{table.when}}  ", ""),
                       (short(r["commit"]), "yellow"), (f"  {table.title(r['id'])}", "")])
     c.output.paged(styled(lines, c.output))
+
+
+def _no_reply(store: Any, row: dict[str, Any]) -> bool:
+    """True for a session whose saves hold prompts and no reply (its requests failed).
+
+    The trailers pick the candidates (as many messages as turns: a prompt each, or a retry's
+    undone turn beside a reply); the log of each candidate tells (no ``assistant/message``).
+    """
+    if row["error"] or not row["turns"] or row["messages"] != row["turns"]:
+        return False
+    try:
+        events = store.load(row["id"], row["commit"]).events
+    except (GitSessionsError, *store.unreadable):  # a damaged log: listed, and marked where it is read
+        return False
+    return not any(e.type == "assistant/message" for e in events)
+
+
+def _unanswered_line(ids: list[str]) -> str:
+    """The line ``gs list`` says for the sessions it leaves out (:func:`_no_reply`), newest first."""
+    shown = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
+    n = len(ids)
+    return (f"({plural(n, 'session')} with no reply not listed, {'its' if n == 1 else 'their'} requests failed: "
+            f"{shown}; gs retry {ids[0]} sends the prompt again, gs rm {ids[0]} puts it away, "
+            "gs list --all lists them)")
 
 
 class _ListLayout:

@@ -86,7 +86,7 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
     for name in dict.fromkeys(result.unapproved):
         err(f"gs: {name} refused: gs ask asks no one; pass --yes or set permissions.allow: [{name}] in the config")
     if result.reason == "error":
-        raise GitSessionsError(f"{result.error} (the prompt is saved in session {sid})")
+        raise GitSessionsError(f"{result.error}; the prompt is saved in session {sid}: gs retry {sid} sends it again")
     if result.reason == "aborted":
         raise typer.Exit(130)  # Ctrl+C cancelled the reply (the turn is saved, marked)
     if result.reason != "completed" or result.unapproved:
