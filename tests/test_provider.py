@@ -166,6 +166,33 @@ def test_a_404_not_found_at_a_v1_url_says_to_check_it_and_one_naming_the_model_d
     assert str(failure) == "the model API answered 404: The model `gpt-4o-mini` does not exist."  # its own words
 
 
+def test_a_404_with_no_body_says_not_found_once_and_to_check_the_url():
+    """It said "answered 404: Error code: 404"; and with no model named, no hint at all."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Bare(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Bare)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        for model in ("m", ""):
+            _pieces, _done, failure = play(OpenAIProvider(model, "k", url, max_retries=0).stream(USER))
+            assert str(failure) == f"the model API answered 404 (not found){_WANT_V1}", model
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_the_answering_model_is_reported(fake_api):
     provider = OpenAIProvider("fake-model", "test-key", fake_api.base_url, max_retries=0)
     _pieces, [done], _failure = play(provider.stream(USER))

@@ -272,6 +272,8 @@ class OpenAIProvider:
             if isinstance(body, dict) and body.get("message"):
                 message = str(body["message"])
             said = f"{status}: {_one_line(message)}"
+            if message.startswith("Error code: "):  # the SDK's words for a body that said nothing: HTTP's
+                said = f"{status} ({_status_phrase(status)})"
             if status == 429:
                 wait = _retry_after(exc.response.headers)
                 when = ("wait a little and try again" if wait is None
@@ -307,7 +309,7 @@ class OpenAIProvider:
         is most often a base URL without the API's version (``http://localhost:11434``,
         not ``.../v1``), the path OpenAI-compatible servers serve the API under.
         """
-        if status != 404 or self.model in message:
+        if status != 404 or (self.model and self.model in message):
             return ""
         hint = f"; {_CHECK_URL}: OpenAI-compatible servers usually want one ending in /v1"
         if self.base_url and not re.search(r"/v\d", urllib.parse.urlsplit(self.base_url).path):
@@ -344,3 +346,13 @@ class OpenAIProvider:
     def _httpx_errors(self) -> tuple[type[BaseException], ...]:
         httpx = self._httpx()
         return (httpx.HTTPError, httpx.StreamError)
+
+
+def _status_phrase(status: int) -> str:
+    """HTTP's name for ``status`` (``Not Found``), lower-cased; ``an error`` for a code HTTP does not name."""
+    import http
+
+    try:
+        return http.HTTPStatus(status).phrase.lower()
+    except ValueError:
+        return "an error"
