@@ -326,7 +326,7 @@ def _file(path: Path) -> dict[str, Any]:
         try:
             loaded = yaml.safe_load(path.read_text("utf-8"))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ConfigError(str(path), f"not valid YAML ({' '.join(str(exc).split())})") from None
+            raise ConfigError(str(path), f"not valid YAML: {_yaml_problem(exc)}") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(str(path), "the top level must be a mapping of keys to values")
         data = loaded or {}
@@ -334,6 +334,23 @@ def _file(path: Path) -> dict[str, Any]:
     if unknown:
         raise ConfigError(str(path), f"unknown key {unknown[0]!r}; the keys are: {', '.join(sorted(KNOWN_KEYS))}")
     return data
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """What is wrong and where, in words: ``line 3, column 5: mapping values are not allowed here``.
+
+    PyYAML's own text names the stream (``in "<unicode string>"``) and quotes the line with a
+    caret over several lines; the mark's line and column say the same on one.
+    """
+    if isinstance(exc, UnicodeDecodeError):
+        return f"it is not UTF-8 text (byte {exc.start} is not)"
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None)
+    if mark is None or not problem:
+        return " ".join(str(exc).replace('in "<unicode string>", ', "").split())
+    context = getattr(exc, "context", None)
+    also = f" ({context})" if context and context != problem else ""
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}{also}"
 
 
 def _mapping(data: dict[str, Any], key: str, path: Path, shape: str,

@@ -267,6 +267,11 @@ def test_bad_config_is_a_clear_error(gs, tmp_path):
     (tmp_path / "config.yaml").write_text("api_key: [unclosed\n")
     r = gs("list")
     assert r.code == 1 and "config" in r.err and "YAML" in r.err and "Traceback" not in r.err
+    assert "<unicode string>" not in r.err and len(r.err.splitlines()) == 1, r.err
+    (tmp_path / "config.yaml").write_text("model: gpt-4o\nrender: true\n  tools: read\n")
+    r = gs("list")
+    assert r.code == 1 and f"{tmp_path / 'config.yaml'}: not valid YAML: line 3, column 8: mapping values are " \
+        "not allowed here" in r.err, r.err
 
 
 def test_config_file_provides_the_provider(gs, fake_api, tmp_path, monkeypatch):
