@@ -243,6 +243,22 @@ def test_sessions_whose_requests_failed_are_counted_not_listed_and_retried(gs, f
     assert listed[0] == f"{failed[0]}-1" and "talk" in listed and failed[0] not in listed
 
 
+def test_global_options_are_taken_after_the_command_too(gs, git, tmp_path):
+    """As gh takes them (git does not): --repo after the command was "No such option"."""
+    other = tmp_path / "other.git"
+    r = gs("ask", "w", "hi", "--repo", str(other))
+    assert r.code == 0, r.err
+    assert [s["id"] for s in gs("--repo", str(other), "list", "--json").json()] == ["w"]
+    assert gs("list", "--json").json() == []  # not in the default repo
+    r = gs("list", f"--repo={other}", "--no-color", "--no-pager")
+    assert r.code == 0 and r.out.split()[6] == "w", r.out
+    assert gs("ask", "here", "first").code == 0
+    r = gs("ask", "here", "--", "--repo", "is this option a prompt?", "--repo", str(other))
+    assert r.code == 0, r.err  # after --: the prompt's words, in the default repo
+    messages = gs("show", "here", "--format", "json").json()["messages"]
+    assert messages[2]["content"] == f"--repo is this option a prompt? --repo {other}"
+
+
 def test_log_oneline_and_limit(gs):
     for i in range(3):
         gs("ask", "w", f"prompt {i}")

@@ -53,6 +53,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 #: The global options that take a value (the word after them is no command name).
 _VALUE_OPTIONS = ("--repo",)
 _HELP_OPTIONS = ("-h", "--help")
+#: The global options without a value (``gs --debug ask``, or ``gs ask --debug``).
+_FLAG_OPTIONS = ("--debug", "--no-color", "--no-pager")
 
 
 def _version(value: bool) -> None:
@@ -224,6 +226,56 @@ def _command_of(argv: Sequence[str]) -> tuple[str | None, str | None]:
     return None, None
 
 
+def globals_first(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the global options given after the command moved before it, as gh takes them.
+
+    ``gs ask work hi --repo ~/other.git`` reads as ``gs --repo ~/other.git ask work hi``: no
+    command has an option of those names. Words after ``--`` stay where they are (a prompt).
+
+    Args:
+        argv: the command line after the program name.
+
+    Returns:
+        The command line to parse (``argv`` itself, copied, when nothing moved).
+    """
+    words = list(argv)
+    start = _command_index(words)
+    if start is None:
+        return words
+    moved: list[str] = []
+    rest: list[str] = []
+    i = start + 1
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            rest += words[i:]
+            break
+        if word in _VALUE_OPTIONS and i + 1 < len(words):
+            moved += words[i:i + 2]
+            i += 2
+            continue
+        if word in _FLAG_OPTIONS or word.split("=", 1)[0] in _VALUE_OPTIONS and "=" in word:
+            moved.append(word)
+        else:
+            rest.append(word)
+        i += 1
+    return [*words[:start], *moved, words[start], *rest]
+
+
+def _command_index(words: Sequence[str]) -> int | None:
+    """Where the command's name is in ``words`` (global options before it skipped), else None."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _VALUE_OPTIONS:
+            i += 2
+        elif word.startswith("-") and word not in ("-", "--") and word not in _HELP_OPTIONS:
+            i += 1
+        else:
+            return i if any(word in names for names in COMMANDS.values()) else None
+    return None
+
+
 def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> int:
     """Run one ``gs`` command in this process and translate its outcome to an exit status.
 
@@ -258,12 +310,13 @@ def run(args: Sequence[str] | None = None, *, prog_name: str | None = None) -> i
 
 def _run(args: Sequence[str] | None, prog_name: str | None) -> int:
     """:func:`run` without the record of a background run."""
-    argv = list(sys.argv[1:] if args is None else args)
+    given = list(sys.argv[1:] if args is None else args)
+    argv = globals_first(given)
     debug = "--debug" in argv or bool(os.environ.get("GS_DEBUG"))
     status = 0
     try:
         # args=None lets click read sys.argv itself (on Windows it also expands globs there).
-        _command(*_command_of(argv))(args=None if args is None else argv, prog_name=prog_name)
+        _command(*_command_of(argv))(args=None if args is None and argv == given else argv, prog_name=prog_name)
     except SystemExit as exc:  # typer (click) always ends this way, with the status
         status = _status(exc.code)
     except GitSessionsError as exc:
