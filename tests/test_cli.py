@@ -259,6 +259,31 @@ def test_global_options_are_taken_after_the_command_too(gs, git, tmp_path):
     assert messages[2]["content"] == f"--repo is this option a prompt? --repo {other}"
 
 
+def test_gs_log_marks_a_turn_that_did_not_complete_without_p(gs, git, repo_path, fake_api):
+    from fakeapi import error
+
+    from gitsessions.log.events import make_header
+    from gitsessions.store import GitStore
+    from gitsessions.writer.opening import open_revision
+
+    assert gs("ask", "w", "fine").code == 0
+    fake_api.script(error(400, "bad request"))
+    assert gs("ask", "w", "fails").code == 1
+    with GitStore(repo_path) as store:  # a reply cancelled with Ctrl+C, as the loop saves it
+        session, _ = open_revision(store, "w", new_header=lambda sid: make_header(sid))
+        session.append("turn/start", {"turn": 3})
+        session.append("user/message", {"content": "cancelled"})
+        session.end_turn("aborted")
+        session.close()
+    assert git("log", "-1", "--format=%(trailers:key=Ended,valueonly)", "w").strip() == "aborted"
+    lines = gs("log", "w", "--oneline").out.splitlines()
+    assert [line.split(" ", 1)[1] for line in lines] == ["turn 3: cancelled [aborted]", "turn 2: fails [error]",
+                                                          "turn 1: fine"]
+    assert "Ended:  aborted (the turn did not complete)" in gs("log", "w", "-n", "1").out
+    assert [row["ended"] for row in gs("log", "w", "--json").json()] == ["aborted", "error", None]
+    git("fsck", "--strict")
+
+
 def test_log_oneline_and_limit(gs):
     for i in range(3):
         gs("ask", "w", f"prompt {i}")

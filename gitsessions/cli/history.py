@@ -250,7 +250,8 @@ def log(
             _graph_commit(out, info, row, branches.get(info.commit, []), first=i == 0, target=target,
                           more=i < len(commits) - 1, lines=render.compact_lines(items(info)) if patch else [])
         elif oneline:
-            out.append([(short(info.commit), "yellow"), (f" {row['subject']}", "")])
+            ended = [(f" [{row['ended']}]", "red")] if row["ended"] else []
+            out.append([(short(info.commit), "yellow"), (f" {row['subject']}", ""), *ended])
             if patch:
                 out.extend(patch_lines(info))
         else:
@@ -286,6 +287,8 @@ def _full_commit(out: list[Any], info: CommitInfo, row: dict, *, tip: str | None
     fork = hist.fork_origin(info)
     if fork:
         out.append(f"Fork:   from {fork[0]} at {short(fork[1])}")
+    if row["ended"]:
+        out.append([("Ended:  ", ""), (f"{row['ended']} (the turn did not complete)", "red")])
     out.append("")
     out.append(f"    {row['subject']}")
     out.append("")

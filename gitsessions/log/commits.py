@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from ..ids import CommitId, SessionId, is_session_id
+from .events import TURN_END_REASONS
 from .request import options_text
 from .transcript import SYSTEM_REMOVED, Derivation, derived
 from .usage import tokens_of
@@ -114,6 +115,9 @@ class Trailers:
         title: ``Title``: the session title (at most :data:`TITLE_TRAILER_MAX` characters).
         forked_from: ``Forked-From``: the lineage, carried by every commit of a fork.
         imported_from: ``Imported-From``: the file an import read.
+        ended: ``Ended``: how the turns this commit saved ended, when one did not complete
+            (``aborted``, ``error``, ``max-steps``, ``interrupted``: the ``turn/end`` reason;
+            several joined by ``, ``), so that ``gs log`` marks them without reading the log.
     """
 
     session: str | None = None
@@ -125,6 +129,7 @@ class Trailers:
     title: str | None = None
     forked_from: Lineage | None = None
     imported_from: str | None = None
+    ended: str | None = None
 
     @classmethod
     def parse(cls, trailers: Mapping[str, str]) -> Trailers:
@@ -142,7 +147,8 @@ class Trailers:
                 pass
         return cls(session=get("Session") or None, turn=_int(get("Turn")), model=get("Model") or None,
                    tokens=_int(get("Tokens")), events=events, messages=_int(get("Messages")),
-                   title=get("Title") or None, forked_from=lineage, imported_from=get("Imported-From") or None)
+                   title=get("Title") or None, forked_from=lineage, imported_from=get("Imported-From") or None,
+                   ended=get("Ended") or None)
 
     def format(self) -> dict[str, str]:
         """Return the trailers as git writes them, in gs's order (missing values left out)."""
@@ -165,6 +171,8 @@ class Trailers:
             out["Forked-From"] = str(self.forked_from)
         if self.imported_from:
             out["Imported-From"] = self.imported_from
+        if self.ended:
+            out["Ended"] = self.ended
         return out
 
 
@@ -280,6 +288,9 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
     models = [e.data.get("model") for e in new if e.type in ("assistant/message", "session/model", "compaction/summary")
               and e.data.get("model")]  # a summary names the model that wrote it
     tokens = tokens_of(new)
+    ended = list(dict.fromkeys(  # gs's words only: a reason another tool wrote is no trailer's text
+        str(reason) if reason in TURN_END_REASONS else "other" for reason in
+        (e.data.get("reason") for e in new if e.type == "turn/end") if reason not in (None, "completed")))
     trailers = Trailers(
         session=session_id,
         turn=turn,
@@ -290,6 +301,7 @@ def commit_message(session_id: str, events: Sequence[Event], first_new: int = 0,
         title=title or None,
         forked_from=lineage,
         imported_from=source if kind != "fork" else None,
+        ended=", ".join(ended) or None,
     )
     return CommitMessage(subject, trailers.format())
 

@@ -176,7 +176,9 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
     ``git log`` shows it), ``committed`` (the commit date), ``turn`` (int or null), ``subject``,
     ``model`` (or null), ``tokens`` (prompt plus completion tokens of the replies it saved, or
     null), ``events`` (``"a-b"`` or null), ``forked_from``
-    (``"<session>@<commit>"`` from the ``Forked-From`` trailer, or null), ``trailers`` (all).
+    (``"<session>@<commit>"`` from the ``Forked-From`` trailer, or null), ``ended`` (how a turn
+    it saved ended when it did not complete: ``aborted``, ``error``... from the ``Ended``
+    trailer; null), ``trailers`` (all).
     """
     t = info.message.fields
     return {
@@ -190,6 +192,7 @@ def commit_row(info: CommitInfo) -> dict[str, Any]:
         "tokens": t.tokens,
         "events": info.message.trailers.get("Events"),
         "forked_from": str(t.forked_from) if t.forked_from else None,
+        "ended": t.ended,
         "trailers": dict(info.message.trailers),
     }
 
