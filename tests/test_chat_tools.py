@@ -63,7 +63,7 @@ def test_a_piped_chat_asks_on_the_next_line_and_logs_each_answer(gs, fake_api: F
     assert {line.get("ignorable") for line in lines if line["type"] == "tool/permission"} == {True}
     assert not any(line.get("ignorable") for line in lines if line["type"] != "tool/permission")
     shown = gs("show", "work").out.splitlines()
-    assert "(edit_file allowed once)" in shown and "(write_file denied)" in shown
+    assert "  (edit_file allowed once)" in shown and "  (write_file denied)" in shown
     last = fake_api.requests[-1]["messages"]
     assert validate_messages(last) is None
     assert "the user denied this write_file call" in last[-1]["content"]

@@ -287,10 +287,10 @@ def test_a_permission_decision_is_a_note_in_every_display(tmp_path):
     notes = [i.text for i in view.items(_events(("tool/permission", {"name": 3, "answer": "once", "by": "robot"})))]
     assert notes == ["a tool call allowed by robot"]  # another tool's shape, read tolerantly
     show = gs("show", "w").splitlines()
-    assert show[show.index("  ↳ edited") - 1] == "(edit_file allowed once)"
-    assert ["(run_command denied)", "(edit_file allowed by --yes)", "(write_file denied with no one to ask)",
-            "(write_file allowed for this session, as answered earlier)"] == [
-        line for line in show if line.startswith("(") and not line.startswith("(edit_file allowed once")]
+    assert show[show.index("  ↳ edited") - 1] == "  (edit_file allowed once)"  # indented as its call's lines
+    assert ["  (run_command denied)", "  (edit_file allowed by --yes)", "  (write_file denied with no one to ask)",
+            "  (write_file allowed for this session, as answered earlier)"] == [
+        line for line in show if line.startswith("  (") and not line.startswith("  (edit_file allowed once")]
     log = gs("log", "w", "-p").splitlines()
     assert "    (edit_file allowed once)" in log and "    (run_command denied)" in log
     added = json.loads(gs("log", "w", "-p", "--json"))[-1]["added"]

@@ -359,7 +359,9 @@ def transcript_item(item: view.Item, *, full: bool = False, width: int | None = 
         out.append("  " + turn_ended(item.reason, item.error))
     elif isinstance(item, view.TitleChange):
         out.append(f"(title: {item.title})")
-    elif isinstance(item, (view.Setting, view.Permission)):
+    elif isinstance(item, view.Permission):  # one of a call's lines: indented as its call and result are
+        out.append(f"  ({item.text})")
+    elif isinstance(item, view.Setting):
         out.append(f"({item.text})")
     elif isinstance(item, view.Undo):
         out.append(f"(undo: turn {item.undone} dropped from what the model sees)")
