@@ -4,6 +4,7 @@ stream, and the real ``git`` CLI reading what gs wrote."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -166,6 +167,8 @@ def test_chat_slash_commands(gs):
     assert r.code == 0, r.err
     assert "no session 'nosuch'" in r.out
     assert "* work" in r.out and "  other" in r.out
+    [other] = [line for line in r.out.splitlines() if line.startswith("  other ")]
+    assert re.search(r"  2 messages  \d+ seconds? ago +in other$", other), other  # as gs list says when
     assert "saved: work" in r.out
     assert "unknown command /bogus" in r.out
     assert "/open <rev>" in r.out

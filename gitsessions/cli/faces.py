@@ -100,7 +100,7 @@ def session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
         from ..history.tree import places  # gs tree's own rules for a fork's parent and name
         from ..text import plural
         from .display.picker import pick
-        from .display.render import local_time
+        from .display.render import saved_ago
 
         infos = sorted(list_sessions(store, redactor=c.redactor(), warnings=c.warnings),
                        key=lambda i: i.time, reverse=True)
@@ -120,7 +120,7 @@ def session_picker(c: Context, store: GitStore) -> Callable[[], str | None]:
 
         def line(info: SessionInfo) -> str:  # drawn for the rows on screen only
             turns = plural(info.message.fields.turn or 0, "turn")
-            return (f"{info.session_id:<{width}}  {local_time(info.time) if info.time else '-':<16}  "
+            return (f"{info.session_id:<{width}}  {saved_ago(info.time):<16}  "
                     f"{turns:>9}  {terminal_safe(label(info))}")
 
         chosen = pick(infos, line, title="Open which session? ↑↓ move · Enter opens · Esc cancels · type to filter",

@@ -107,7 +107,7 @@ def list_(
                 r["title"] = place.label
                 lineage[r["id"]] = f"{place.parent}@{short(place.fork)}" if place.fork else place.parent
     now = int(time.time())
-    ago = {i.session_id: render.relative_time(i.time, now) if i.time else "-" for i in listed}
+    ago = {i.session_id: render.saved_ago(i.time, now) for i in listed}
     titles = {r["id"]: r["title"] if not r["error"] else f"[unreadable: {r['error']}]" for r in rows}
     columns = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     table = _ListLayout(rows, lineage, ago, titles, columns)

@@ -42,6 +42,22 @@ def local_time(epoch_s: int) -> str:
     return dt.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
 
 
+def saved_ago(epoch_s: int | None, now_s: int | None = None) -> str:
+    """When a session was saved last, as every list of sessions says it: ``3 hours ago``.
+
+    ``gs list``, the ``-r`` picker and ``/sessions`` alike: :func:`relative_time` (``-``: never
+    saved). Views of one session's history (``gs log``, ``gs tree``, the reflog) give the time
+    itself, as git's do.
+
+    Args:
+        epoch_s: the save's time, seconds since the epoch (None or 0: none).
+        now_s: now, seconds (None: the clock's).
+    """
+    import time
+
+    return relative_time(epoch_s, int(time.time()) if now_s is None else now_s) if epoch_s else "-"
+
+
 def relative_time(epoch_s: int, now_s: int) -> str:
     """Return how long before ``now_s`` ``epoch_s`` was, in git's words (``3 hours ago``), for tables.
 

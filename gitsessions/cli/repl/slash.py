@@ -19,7 +19,7 @@ from ...log.transcript import derived
 from ...store import Revision
 from ...text import plural
 from ...writer.forking import fork
-from ..display.render import local_time
+from ..display.render import saved_ago
 from . import slash_settings
 from .slash_compact import compact_command
 
@@ -307,7 +307,7 @@ def sessions(repl: ChatHandle) -> None:
     assert repl.session is not None
     infos = sorted(repl.store.list_sessions(), key=lambda i: i.time or 0, reverse=True)
     rows: list[tuple[str, int, str, str]] = [
-        (i.session_id, i.message.fields.messages or 0, local_time(i.time) if i.time else "-",
+        (i.session_id, i.message.fields.messages or 0, saved_ago(i.time),
          i.message.fields.title or "") for i in infos]
     if all(sid != repl.session.id for sid, *_ in rows):
         rows.insert(0, (repl.session.id, len(repl.session.messages()), "not saved", ""))
