@@ -11,6 +11,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+#: Said once after a reply whose text held a secret: the screen showed it, the session keeps it replaced.
+REDACTED_NOTE = ("a secret in the reply was replaced by [REDACTED:...] in what is saved; the screen showed it "
+                 "as the model wrote it")
+
 
 def fold(text: str) -> str:
     """Return ``text`` on one line: every run of whitespace (newlines too) becomes one space."""

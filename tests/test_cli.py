@@ -287,6 +287,25 @@ def test_gs_log_marks_a_turn_that_did_not_complete_without_p(gs, git, repo_path,
     git("fsck", "--strict")
 
 
+def test_a_secret_in_a_streamed_reply_is_said_to_be_replaced_in_what_is_saved_once(gs, fake_api):
+    from fakeapi import text
+
+    from gitsessions.text import REDACTED_NOTE
+
+    key = "sk-" + "A1b2C3d4" * 4
+    fake_api.script(text(f"your key is {key}"), text(f"again: {key}"), text("nothing secret"))
+    r = gs("chat", "w", input="one\ntwo\nthree\n")
+    assert r.code == 0, r.err
+    assert key in r.out and r.out.count(f"({REDACTED_NOTE})") == 1, r.out  # shown as written, said once
+    saved = [m["content"] for m in gs("show", "w", "--format", "json").json()["messages"]]
+    assert not any(key in m for m in saved) and "[REDACTED" in saved[1]
+    fake_api.script(text(f"the key: {key}"), text("plain"))
+    r = gs("ask", "w", "four")
+    assert r.code == 0 and f"({REDACTED_NOTE})" in r.err, r.err
+    r = gs("ask", "w", "five")
+    assert r.code == 0 and "REDACTED" not in r.err, r.err
+
+
 def test_log_oneline_and_limit(gs):
     for i in range(3):
         gs("ask", "w", f"prompt {i}")

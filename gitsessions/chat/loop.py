@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..config import DEFAULT_MAX_STEPS
 from ..errors import ProviderError
 from ..log.calls import ToolCall, ToolResult
+from ..log.events import clean_text
 from ..provider.wire import Completion, TextDelta
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class TurnResult:
         text: the reply text of the last step (possibly partial).
         unapproved: the names of the calls not run because they needed approval and there was
             no one to ask (no ``permit``, nothing approved beforehand), in order.
+        redacted: a reply was stored other than it streamed: redaction replaced a secret in
+            it (what was shown held it; the session does not).
     """
 
     reason: str
@@ -85,6 +88,7 @@ class TurnResult:
     error: str | None = None
     text: str = ""
     unapproved: tuple[str, ...] = ()
+    redacted: bool = False
 
 
 def _ignore(*_args: Any) -> None:
@@ -135,6 +139,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
     partial: list[str] = []
     reason, error, last = "max-steps", None, ""
     unapproved: list[str] = []
+    redacted = False
     try:
         for step in range(1, max_steps + 1):
             session.append("step/start", {"step": step})
@@ -164,6 +169,8 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
                 "usage": completion.usage,
                 "interrupted": False,
             })
+            stored = getattr(reply, "data", {}).get("content", completion.content)
+            redacted = redacted or stored != clean_text(completion.content or "") and stored != completion.content
             held = getattr(reply, "data", {}).get("tool_calls")  # as the session holds them: redacted
             for call, shown in zip(calls, [ToolCall.of(c) for c in held] if held else calls, strict=False):
                 if _call(session, toolset, permit, call, on_tool, shown.arguments):
@@ -183,7 +190,7 @@ def run_turn(session: SessionSink, provider: Provider, prompt: str, *,
                                              "interrupted": True})
     extra = {"error": error} if error else {}
     commit = session.end_turn(reason, **extra)
-    return TurnResult(reason, commit, error, text, tuple(unapproved))
+    return TurnResult(reason, commit, error, text, tuple(unapproved), redacted)
 
 
 def _call(session: SessionSink, toolset: Toolset | None, permit: Permit | None, call: ToolCall,

@@ -9,6 +9,7 @@ import typer
 
 from ..errors import DiskFull, GitSessionsError
 from ..store import GitStore
+from ..text import REDACTED_NOTE
 from .admin import pack_in_background
 from .common import Context, err, short
 from .display.render import terminal_safe
@@ -83,6 +84,8 @@ def send_one(c: Context, store: GitStore, session: Session, prompt: str, model: 
     sys.stdout.flush()
     if result.commit:
         err(f"[{sid} {short(result.commit)}] turn saved ({result.reason})")
+    if result.redacted:
+        err(f"({REDACTED_NOTE})")
     for name in dict.fromkeys(result.unapproved):
         err(f"gs: {name} refused: gs ask asks no one; pass --yes or set permissions.allow: [{name}] in the config")
     if result.reason == "error":

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import DiskFull, GitSessionsError
 from ...store import LockWait, SessionStore
-from ...text import chat_prompt
+from ...text import REDACTED_NOTE, chat_prompt
 from ...writer.opening import open_revision
 from ...writer.session import Session
 from ..display.stream import PlainReply
@@ -61,6 +61,8 @@ class Repl:
         self.visited: list[str] = []
         #: Turns that ended with an API error (a piped chat exits 1 when there were any).
         self.failed_turns = 0
+        #: A reply's secret was replaced in what was saved, and the chat said so (once).
+        self.said_redacted = False
         self.open(session_id, create=True, fork_as=fork_as, wait=wait)
 
     def open(self, rev: str, create: bool, fork_as: str | None = None, wait: LockWait | None = None) -> None:
@@ -193,6 +195,9 @@ class Repl:
             self.env.write(f"error: {result.error}\n(the prompt is saved; send another message to go on)\n")
         elif result.reason == "max-steps":
             self.env.write(f"(stopped after {self.env.max_steps} model requests in one turn)\n")
+        if result.redacted and not self.said_redacted:
+            self.said_redacted = True
+            self.env.write(f"({REDACTED_NOTE})\n")
         if self.env.footer:
             from ...log.usage import footer
 
