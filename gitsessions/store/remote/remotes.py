@@ -43,7 +43,7 @@ from .sync import (
     upgrade_refspecs,
     write_refspecs,
 )
-from .transport import fetch_sessions
+from .transport import fetch_sessions, session_refs_there
 from .urls import looks_like_url, remote_named
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -183,6 +183,22 @@ class Remotes:
         """Return how messages name ``remote``, and its configured name (None for a URL: no sync base)."""
         name = remote_named(remote, self.list())  # a configured remote's URL is that remote
         return (name, name) if name else ("remote", None)
+
+    def look(self, remote: str) -> dict[bytes, bytes]:
+        """Ask ``remote`` (a name or URL) for its session refs, fetching nothing: whether it answers.
+
+        Returns:
+            The remote's refs under ``refs/heads/`` and ``refs/archive/``: ref -> commit.
+
+        Raises:
+            RemoteError: unreachable, not a git repository, refused.
+        """
+        url, _named = self._location(remote)
+        repo = self.store.repo()
+        if repo is None:
+            raise RemoteError("there is no session repo here yet to look from")
+        client, path = self._client(url, "pull")
+        return session_refs_there(repo, client, url, path)
 
     @writer_of(lambda self, *args, **kwargs: self.store.path)
     def fetch(self, remote: str) -> dict[bytes, bytes]:

@@ -206,6 +206,23 @@ def fetch_sessions(repo: Repo, client: Any, url: str, path: str, have: Collectio
     return {ref: sha for ref, sha in refs.items() if ref.startswith(SYNCED) and sha and sha != ZERO_SHA}
 
 
+def session_refs_there(repo: Repo, client: Any, url: str, path: str) -> dict[bytes, bytes]:
+    """The remote's session refs, asked for alone: nothing is fetched (``gs doctor``'s look).
+
+    Returns:
+        The remote's refs under ``refs/heads/`` and ``refs/archive/``: ref -> commit.
+
+    Raises:
+        RemoteError: unreachable, not a git repository, refused.
+    """
+    try:
+        with answering(client):
+            refs = _fetch(repo, client, path, lambda _refs, depth=None: [])
+    except _network_errors() as exc:
+        raise _failed(url, exc, client, repo) from None
+    return {ref: sha for ref, sha in refs.items() if ref.startswith(SYNCED) and sha and sha != ZERO_SHA}
+
+
 def _fetch(repo: Repo, client: Any, path: str, wants: Callable[..., list[bytes]]) -> Mapping[Any, bytes]:
     """Fetch what ``wants`` picks of the remote's refs; return the remote's refs (at least the synced ones)."""
     if isinstance(client, LocalGitClient):
