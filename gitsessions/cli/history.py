@@ -13,7 +13,7 @@ import itertools
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Annotated, Any
 
@@ -26,7 +26,7 @@ from ..history.search import search as search_sessions
 from ..history.tree import rev_or_current
 from ..log.commits import Lineage
 from ..log.view import Item, is_message
-from ..store import CommitInfo, Revision
+from ..store import CommitInfo, Revision, SessionInfo
 from ..text import cut_words, dumps, elide, iterdumps, plural
 from ..transfer.export import show_object
 from .common import Context, err, short
@@ -89,7 +89,8 @@ def list_(
         if as_json:
             c.output.paged([dumps(rows) + "\n"])
             return
-        unanswered = [r["id"] for r in rows if not archived and _no_reply(store, r)]
+        unanswered = [i.session_id for i in sorted(listed, key=lambda i: i.time, reverse=True)
+                      if not archived and _no_reply(store, i)]
         if unanswered and not every:
             rows = [r for r in rows if r["id"] not in unanswered]
             err(_unanswered_line(unanswered))
@@ -121,22 +122,26 @@ def list_(
     c.output.paged(styled(lines, c.output))
 
 
-def _no_reply(store: Any, row: dict[str, Any]) -> bool:
-    """True for a session whose saves hold prompts and no reply (its requests failed).
+def _no_reply(store: Any, info: SessionInfo) -> bool:
+    """True for a session whose saves hold prompts and no reply, its last request failed.
 
-    The trailers pick the candidates (as many messages as turns: a prompt each, or a retry's
-    undone turn beside a reply); the log of each candidate tells (no ``assistant/message``).
+    The trailers pick the candidates (its last turn ``Ended: error``; as many messages as
+    turns: a prompt each, or a retry's undone turn beside a reply); the log of each
+    candidate tells (no ``assistant/message``). A turn cut by a kill (``interrupted``, a
+    recovered journal) is no failed request: listed.
     """
-    if row["error"] or not row["turns"] or row["messages"] != row["turns"]:
+    fields = info.message.fields
+    if info.error or not fields.turn or fields.messages != fields.turn or \
+            (fields.ended or "").split(", ")[-1] != "error":
         return False
     try:
-        events = store.load(row["id"], row["commit"]).events
+        events = store.load(info.session_id, info.tip).events
     except (GitSessionsError, *store.unreadable):  # a damaged log: listed, and marked where it is read
         return False
     return not any(e.type == "assistant/message" for e in events)
 
 
-def _unanswered_line(ids: list[str]) -> str:
+def _unanswered_line(ids: Sequence[str]) -> str:
     """The line ``gs list`` says for the sessions it leaves out (:func:`_no_reply`), newest first."""
     shown = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
     n = len(ids)

@@ -10,6 +10,7 @@ next line as the prompt (a command: runs) and ``/tree`` prints.
 from __future__ import annotations
 
 import shutil
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ...errors import DiskFull, GitSessionsError
@@ -201,7 +202,8 @@ class Repl:
         if self.env.footer:
             from ...log.usage import footer
 
-            width = shutil.get_terminal_size().columns - 1  # the last column would wrap on some terminals
+            # the last column would wrap on some terminals; a scripted chat's output has no width
+            width = shutil.get_terminal_size().columns - 1 if sys.stdout.isatty() else None
             self.env.write(footer(self.current_model(), self.session.events, self.window(), width) + "\n")
 
     def current_model(self) -> str:
