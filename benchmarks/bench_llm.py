@@ -114,7 +114,7 @@ def bench_llm(s: Settings) -> None:
                        "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key",
                        "OPENAI_MODEL": "gpt-4o-mini"})
         gs = _exe("gs")
-        first = run_cmd([gs, "ask", "S", "hello"], env=gs_env)
+        first = run_cmd([gs, "ask", "-S", "S", "hello"], env=gs_env)
         assert b"echo: hello" in first.stdout, first.stdout
 
         # --- llm
@@ -131,7 +131,7 @@ def bench_llm(s: Settings) -> None:
             ", ".join(f"{p['name']} {p.get('version', '')}" for p in plugins) or "none")
 
         # sanity: each command does what it says
-        o = run_cmd([gs, "ask", "S", PROMPT], env=gs_env)
+        o = run_cmd([gs, "ask", "-S", "S", PROMPT], env=gs_env)
         assert f"echo: {PROMPT}".encode() in o.stdout
         o = run_cmd([llm, "-m", "fake", "-c", PROMPT], env=llm_env)
         assert f"echo: {PROMPT}".encode() in o.stdout
@@ -143,7 +143,7 @@ def bench_llm(s: Settings) -> None:
 
         # --- ask vs -c (interleaved, hyperfine-style: warm-up, then N runs each)
         cmds = {
-            "gs ask S PROMPT": lambda: run_cmd([gs, "ask", "S", PROMPT], env=gs_env),
+            "gs ask S PROMPT": lambda: run_cmd([gs, "ask", "-S", "S", PROMPT], env=gs_env),
             "llm -m fake -c PROMPT": lambda: run_cmd([llm, "-m", "fake", "-c", PROMPT], env=llm_env),
             "llm -m fake -c PROMPT (no plugins)": lambda: run_cmd([llm, "-m", "fake", "-c", PROMPT],
                                                                   env=llm_plain_env),
@@ -196,7 +196,7 @@ def bench_llm(s: Settings) -> None:
             row(name, timing.fmt())
 
         # --- where gs's start-up goes
-        gs_ask_mod = ["-m", "gitsessions", "ask", "S", PROMPT]
+        gs_ask_mod = ["-m", "gitsessions", "ask", "-S", "S", PROMPT]
         _importtime_report(["-m", "gitsessions", "log", "S", "-n", "5"], gs_env, "gs log")
         _importtime_report(["-m", "gitsessions", "show", "S"], gs_env, "gs show")
         _importtime_report(gs_ask_mod, gs_env, "gs ask")
@@ -209,7 +209,7 @@ def bench_llm(s: Settings) -> None:
 def _profile_ask(env: dict[str, str], base: Path) -> None:
     """cProfile of one ``gs ask`` run (imports included), top functions by cumulative time."""
     out = base / "ask.prof"
-    run_cmd([PY, "-m", "cProfile", "-o", str(out), "-m", "gitsessions", "ask", "S", PROMPT], env=env)
+    run_cmd([PY, "-m", "cProfile", "-o", str(out), "-m", "gitsessions", "ask", "-S", "S", PROMPT], env=env)
     import io
     import pstats
 

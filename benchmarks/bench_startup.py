@@ -105,10 +105,10 @@ def bench_chat(s: Settings, gs_env: dict[str, str], llm_env: dict[str, str], llm
 
 def bench_ask(s: Settings, env: dict[str, str], llm_env: dict[str, str], llm_plain_env: dict[str, str]) -> None:
     gs, llm = _exe("gs"), _exe("llm")
-    run_cmd([gs, "ask", "S", "hello"], env=env)
+    run_cmd([gs, "ask", "-S", "S", "hello"], env=env)
     run_cmd([llm, "-m", "fake", "hello"], env=llm_env)
     t: dict[str, Timing] = measure_interleaved({
-        "gs ask S PROMPT": lambda: run_cmd([gs, "ask", "S", LINE], env=env),
+        "gs ask S PROMPT": lambda: run_cmd([gs, "ask", "-S", "S", LINE], env=env),
         'python -c "import openai"': lambda: run_cmd([PY, "-c", "import openai"], env=env),
         "llm -m fake -c PROMPT": lambda: run_cmd([llm, "-m", "fake", "-c", LINE], env=llm_env),
         "llm -m fake -c PROMPT (no plugins)": lambda: run_cmd([llm, "-m", "fake", "-c", LINE], env=llm_plain_env),

@@ -32,7 +32,7 @@ def test_piped_text_follows_the_prompt_after_a_blank_line_without_its_trailing_n
 
 
 def test_piped_text_is_the_prompt_of_a_named_session_and_joins_a_new_word(gs, fake_api):
-    assert gs("ask", "work", "first").code == 0
+    assert gs("ask", "-S", "work", "first").code == 0
     # an existing session as the one word: stdin is the prompt, sent in that session (the issue: it was ignored)
     r = gs("ask", "work", input="hi\n")
     assert r.code == 0, r.err
@@ -49,7 +49,7 @@ def test_stdin_alone_is_the_prompt_and_a_revision_names_its_session(gs, fake_api
     r = gs("ask", input="just stdin\n")
     assert r.code == 0, r.err
     assert _prompt(fake_api) == "just stdin"
-    gs("ask", "w", "one")
+    gs("ask", "-S", "w", "one")
     gs("ask", "w", "two")
     r = gs("ask", "w~1", input="from the past\n")  # a revision: forked, as gs ask w~1 PROMPT does
     assert r.code == 0, r.err
@@ -57,16 +57,25 @@ def test_stdin_alone_is_the_prompt_and_a_revision_names_its_session(gs, fake_api
     assert "forked" in r.err or "w-1" in r.err
 
 
-def test_two_words_are_session_and_prompt_even_for_a_new_session_with_stdin(gs, fake_api):
+def test_words_whose_first_names_no_session_are_all_the_prompt_and_s_names_a_new_one(gs, fake_api):
+    """As llm reads them: ``gs ask fresh "review this"`` made a session ``fresh``; -S says so."""
     r = gs("ask", "fresh", "review this", input="diff --git a b\n")
+    assert r.code == 0, r.err
+    assert _prompt(fake_api) == "fresh review this\n\ndiff --git a b"
+    assert gs("log", "fresh").code != 0  # no session of that name
+    r = gs("ask", "-S", "fresh", "review this", input="diff --git a b\n")
     assert r.code == 0, r.err
     assert _prompt(fake_api) == "review this\n\ndiff --git a b"
     assert gs("log", "fresh", "--oneline").out.count("turn 1: review this") == 1
+    r = gs("ask", "fresh", "and again")  # it exists now: the first word names it
+    assert r.code == 0 and [m["content"] for m in _sent(fake_api)][-1] == "and again"
+    assert gs("ask", "-S", "fresh").code == 2  # no prompt
+    assert gs("ask", "-S", "fresh", "--new", "x").code == 2
 
 
 def test_more_words_are_the_prompt_of_an_existing_session_or_of_a_new_one(gs, fake_api):
     """As llm reads them: ``gs ask what is a ref`` was a usage error (exit 2, "quote the prompt")."""
-    gs("ask", "work", "first")
+    gs("ask", "-S", "work", "first")
     r = gs("ask", "work", "hello", "world")
     assert r.code == 0, r.err
     assert _prompt(fake_api) == "hello world"
@@ -79,7 +88,7 @@ def test_more_words_are_the_prompt_of_an_existing_session_or_of_a_new_one(gs, fa
 
 
 def test_new_makes_every_word_the_prompt(gs, fake_api):
-    gs("ask", "work", "first")
+    gs("ask", "-S", "work", "first")
     r = gs("ask", "--new", "work", input="is this a session?\n")
     assert r.code == 0, r.err
     assert [m["content"] for m in _sent(fake_api)] == ["work\n\nis this a session?"]
@@ -90,7 +99,7 @@ def test_new_makes_every_word_the_prompt(gs, fake_api):
 
 
 def test_no_prompt_at_all_is_a_usage_error(gs, fake_api):
-    for args, stdin in (((), None), ((), "\n\n"), (("work", "  "), None)):
+    for args, stdin in (((), None), ((), "\n\n"), (("-S", "work", "  "), None)):
         r = gs("ask", *args, input=stdin)
         assert r.code == 2, (args, r.err)
         assert "prompt" in r.err.lower()
@@ -110,7 +119,7 @@ def test_attached_text_files_are_inlined_under_their_names(gs, fake_api, tmp_pat
 
 def test_an_attachment_alone_is_the_prompt_as_piped_text_is(gs, fake_api, tmp_path: Path):
     (tmp_path / "f.py").write_text("x = 1\n")
-    assert gs("ask", "work", "first").code == 0
+    assert gs("ask", "-S", "work", "first").code == 0
     r = gs("ask", "-a", str(tmp_path / "f.py"), "work")
     assert r.code == 0, r.err
     assert [m["content"] for m in _sent(fake_api)] == ["first", "echo: first", "f.py:\n```\nx = 1\n```"]
@@ -133,7 +142,7 @@ def test_a_binary_or_missing_attachment_is_refused_with_the_reason(gs, fake_api,
 
 def test_piped_text_and_attachments_are_redacted_like_any_prompt(gs, git, fake_api, tmp_path: Path):
     (tmp_path / "env.txt").write_text(f"OPENAI_API_KEY={SK}\n")
-    r = gs("ask", "s", "-a", str(tmp_path / "env.txt"), "check", input=f"token {SK}\n")
+    r = gs("ask", "-S", "s", "-a", str(tmp_path / "env.txt"), "check", input=f"token {SK}\n")
     assert r.code == 0, r.err
     assert SK not in git("show", "s:session.jsonl")
     assert SK not in _prompt(fake_api)  # the model sees what the log holds
@@ -141,7 +150,7 @@ def test_piped_text_and_attachments_are_redacted_like_any_prompt(gs, git, fake_a
 
 def test_a_system_prompt_is_saved_and_the_session_continues_with_it(gs, git, fake_api, tmp_path: Path):
     (tmp_path / "config.yaml").write_text("system: the config's default\n")
-    r = gs("ask", "-s", "You are a pirate.", "work", "hello")
+    r = gs("ask", "-s", "You are a pirate.", "-S", "work", "hello")
     assert r.code == 0, r.err
     assert _sent(fake_api)[0] == {"role": "system", "content": "You are a pirate."}
     assert [m["role"] for m in _sent(fake_api)] == ["system", "user"]
@@ -156,7 +165,7 @@ def test_a_system_prompt_is_saved_and_the_session_continues_with_it(gs, git, fak
     assert gs("ask", "work", "--system", "You are terse.", "fourth").code == 0
     assert [m["content"] for m in _sent(fake_api) if m["role"] == "system"] == ["You are terse."]
     # a new session starts with the config's (its first event)
-    assert gs("ask", "other", "hi").code == 0
+    assert gs("ask", "-S", "other", "hi").code == 0
     assert _sent(fake_api)[0] == {"role": "system", "content": "the config's default"}
     assert "system prompt: You are terse." in git("log", "--format=%s", "work")  # its own save, said in words
     shown = gs("show", "work").out
@@ -165,14 +174,14 @@ def test_a_system_prompt_is_saved_and_the_session_continues_with_it(gs, git, fak
 
 
 def test_a_retry_keeps_the_system_prompt_of_the_turn(gs, fake_api):
-    assert gs("ask", "-s", "Answer in French.", "work", "hello").code == 0
+    assert gs("ask", "-s", "Answer in French.", "-S", "work", "hello").code == 0
     r = gs("retry", "work")
     assert r.code == 0, r.err
     assert _sent(fake_api)[0] == {"role": "system", "content": "Answer in French."}
 
 
 def test_the_system_prompt_is_redacted(gs, git, fake_api):
-    assert gs("ask", "-s", f"use the key {SK}", "s", "hi").code == 0
+    assert gs("ask", "-s", f"use the key {SK}", "-S", "s", "hi").code == 0
     assert SK not in git("show", "s:session.jsonl")
     assert SK not in _sent(fake_api)[0]["content"]
 
@@ -190,7 +199,8 @@ def test_help_writes_the_rules(gs):
     assert r.code == 0
     out = " ".join(r.out.split())
     for words in ("piped into stdin follows the prompt after a blank line", "--new", "--attach", "--system",
-                  "Trailing newlines are trimmed", "every word is the prompt of a new session",
+                  "Trailing newlines are trimmed", "every word is the prompt, in a new session",
+                  "-S NAME names the session",
                   'cat f.py | gs ask "explain"'):
         assert words in out, words
 
@@ -199,7 +209,7 @@ def test_which_words_name_a_session(gs, repo_path):
     from gitsessions.cli.ask_prompt import names_session
     from gitsessions.store import GitStore
 
-    assert gs("ask", "work", "one").code == 0 and gs("ask", "work", "two").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0 and gs("ask", "work", "two").code == 0
     with GitStore(repo_path) as store:
         named = {w: names_session(store, w) for w in ("work", "work~1", "work^", "work@{1}", "@{1}", "Work",
                                                          "nope", "nope~1", "work~9", "what's 2^3?", "ada@example.com")}
@@ -209,7 +219,7 @@ def test_which_words_name_a_session(gs, repo_path):
 
 def test_a_session_with_nothing_piped_is_a_missing_prompt_not_a_prompt(gs, fake_api):
     """``echo | gs ask work`` (an empty diff piped in, a forgotten prompt) sent "work" to a new session."""
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     for piped in ("\n", "", "  \n\n"):
         r = gs("ask", "work", input=piped)
         assert r.code == 2, (piped, r.err)

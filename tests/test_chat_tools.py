@@ -31,9 +31,9 @@ def _events(gs, sid: str) -> list[dict]:
 
 def test_a_plain_chat_offers_no_tools_and_the_clock_is_opt_in(gs, fake_api: FakeChatServer, work, tmp_path):
     assert gs("chat", "plain", input="hi\n").code == 0
-    assert gs("ask", "plain", "and you?").code == 0
+    assert gs("ask", "-S", "plain", "and you?").code == 0
     assert [request.get("tools") for request in fake_api.requests] == [None, None]  # no ``tools`` key at all
-    assert gs("ask", "--tools", "time", "plain", "what time is it?").code == 0
+    assert gs("ask", "--tools", "time", "-S", "plain", "what time is it?").code == 0
     (tmp_path / "config.yaml").write_text("tools: [time]\n")
     r = gs("chat", "plain", input="and now?\n")
     assert r.code == 0 and r.out.startswith("(tools: get_current_time · it runs without asking · in ")
@@ -128,7 +128,7 @@ def test_a_tool_call_cut_by_a_kill_is_shown_on_resume(gs, fake_api: FakeChatServ
 
 def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: FakeChatServer, work):
     fake_api.script(tool_calls(("c1", "run_command", '{"command": "echo ran"}')), text("Refused."))
-    r = gs("ask", "one", "--tools", "shell", "run it")
+    r = gs("ask", "-S", "one", "--tools", "shell", "run it")
     assert r.code == 1 and r.out == "Refused.\n"  # the turn is saved; the exit status says a call was refused
     assert "turn saved (completed)" in r.err
     assert ("gs: run_command refused: gs ask asks no one; pass --yes or set permissions.allow: [run_command] "
@@ -137,7 +137,7 @@ def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: Fak
         fake_api.requests[1]["messages"][-1]["content"])
     fake_api.script(tool_calls(("c2", "read_file", '{"path": "notes.md"}'),
                                ("c3", "run_command", '{"command": "echo ran"}')), text("Ran."))
-    r = gs("ask", "two", "--tools", "read,shell", "--yes", "read and run")
+    r = gs("ask", "-S", "two", "--tools", "read,shell", "--yes", "read and run")
     assert r.code == 0, r.err
     answers = [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] == "tool"]
     assert answers == ["one\ntwo\n", "exit status 0\nran\n"]
@@ -146,7 +146,7 @@ def test_ask_runs_tools_with_yes_and_refuses_a_command_without(gs, fake_api: Fak
 def test_ask_says_on_stderr_which_write_it_refused_once_per_tool(gs, fake_api: FakeChatServer, work):
     write = '{"path": "made.txt", "content": "x"}'
     fake_api.script(tool_calls(("c1", "write_file", write), ("c2", "write_file", write)), text("Could not write."))
-    r = gs("ask", "one", "--tools", "write", "write it")
+    r = gs("ask", "-S", "one", "--tools", "write", "write it")
     assert r.code == 1 and not (work / "made.txt").exists()
     assert r.err.count("gs: write_file refused: gs ask asks no one; pass --yes or set permissions.allow") == 1
     assert gs("show", "one").code == 0  # saved, whole
@@ -155,8 +155,8 @@ def test_ask_says_on_stderr_which_write_it_refused_once_per_tool(gs, fake_api: F
 def test_retry_takes_tools_and_yes_as_ask_does(gs, fake_api: FakeChatServer, work):
     touch = tool_calls(("c1", "run_command", '{"command": "touch made"}'))
     fake_api.script(text("First."), touch, text("Not allowed."))
-    assert gs("ask", "one", "hello").code == 0
-    assert gs("ask", "one", "--tools", "shell", "make it").code == 1  # no one to ask: refused
+    assert gs("ask", "-S", "one", "hello").code == 0
+    assert gs("ask", "-S", "one", "--tools", "shell", "make it").code == 1  # no one to ask: refused
     assert not (work / "made").exists()
     fake_api.script(touch, text("Made."))
     r = gs("retry", "one", "--tools", "shell", "--yes")
@@ -174,7 +174,7 @@ def test_a_command_gets_gs_s_environment_without_its_secrets(gs, fake_api: FakeC
     fake_api.script(tool_calls(("c1", "run_command", json.dumps({"command": echo}))), text("Ran."))
     env = {"GITHUB_TOKEN": "ghp_" + "x" * 36, "DB_Password": "hunter2hunter2", "MY_SECRET_FILE": "/s",
            "PLAIN_SETTING": "visible"}
-    assert gs("ask", "env", "--tools", "shell", "--yes", "run it", env=env).code == 0
+    assert gs("ask", "-S", "env", "--tools", "shell", "--yes", "run it", env=env).code == 0
     assert fake_api.requests[1]["messages"][-1]["content"] == "exit status 0\n[][][][][visible]\n"
 
 

@@ -14,10 +14,10 @@ from fakeapi import drop, error, text, tool_calls, validate_messages
 
 
 def test_two_asks_make_two_commits_plain_git_reads(gs, git, fake_api):
-    r1 = gs("ask", "work", "hello one")
+    r1 = gs("ask", "-S", "work", "hello one")
     assert r1.code == 0, r1.err
     assert r1.out.strip() == "echo: hello one"
-    r2 = gs("ask", "work", "hello two")
+    r2 = gs("ask", "-S", "work", "hello two")
     assert r2.code == 0, r2.err
 
     subjects = git("log", "--format=%s", "work").splitlines()
@@ -47,7 +47,7 @@ def test_two_asks_make_two_commits_plain_git_reads(gs, git, fake_api):
 
 
 def test_trailers_and_reflog(gs, git):
-    assert gs("ask", "work", "first line\nsecond line").code == 0
+    assert gs("ask", "-S", "work", "first line\nsecond line").code == 0
     body = git("log", "-1", "--format=%B", "work")
     assert body.startswith("turn 1: first line\n")
     for trailer in ("Session: work", "Turn: 1", "Model: gpt-4o-mini", "Events: 0-5"):
@@ -56,7 +56,7 @@ def test_trailers_and_reflog(gs, git):
 
 
 def test_show_jsonl_is_the_file_byte_for_byte(gs, repo_path):
-    gs("ask", "work", "héllo ✓ 😀 \"quoted\"")
+    gs("ask", "-S", "work", "héllo ✓ 😀 \"quoted\"")
     shown = subprocess.run([sys.executable, "-m", "gitsessions", "show", "work", "--format", "jsonl"],
                            capture_output=True).stdout
     raw = subprocess.run(["git", "-C", str(repo_path), "show", "work:session.jsonl"],
@@ -70,7 +70,7 @@ def test_tool_calls_end_to_end(gs, fake_api):
                    ("call_b", "get_current_time", '{"timezone": "Asia/Tokyo"}')),
         text("Both times fetched."),
     )
-    r = gs("ask", "--tools", "time", "t", "what time is it?")
+    r = gs("ask", "--tools", "time", "-S", "t", "what time is it?")
     assert r.code == 0, r.err
     assert r.out.strip() == "Both times fetched."
     second = fake_api.requests[1]["messages"]
@@ -88,7 +88,7 @@ def test_tool_calls_end_to_end(gs, fake_api):
 def test_max_steps_bounds_a_tool_loop(gs, fake_api, tmp_path):
     (tmp_path / "config.yaml").write_text("max_steps: 3\ntools: [time]\n")
     fake_api.script(*[tool_calls(("get_current_time", "{}")) for _ in range(5)])
-    r = gs("ask", "loop", "loop forever")
+    r = gs("ask", "-S", "loop", "loop forever")
     assert r.code == 1
     assert len(fake_api.requests) == 3
     events = gs("show", "loop", "--format", "json").json()["events"]
@@ -97,19 +97,19 @@ def test_max_steps_bounds_a_tool_loop(gs, fake_api, tmp_path):
 
 def test_api_errors_are_one_line_and_keep_the_prompt(gs, fake_api):
     fake_api.script(error(401, "Incorrect API key provided"))
-    r = gs("ask", "e", "first try")
+    r = gs("ask", "-S", "e", "first try")
     assert r.code == 1
     assert "401" in r.err and "Incorrect API key provided" in r.err
     assert "Traceback" not in r.err and len(r.err.strip().splitlines()) <= 2
     # the SDK retries a 5xx twice before giving up
     fake_api.script(*[error(500, "upstream exploded") for _ in range(3)])
-    r = gs("ask", "e", "second try")
+    r = gs("ask", "-S", "e", "second try")
     assert r.code == 1 and "500" in r.err
     fake_api.script(drop("partial ans"))
-    r = gs("ask", "e", "third try")
+    r = gs("ask", "-S", "e", "third try")
     assert r.code == 1 and "connection" in r.err.lower()
     assert "Traceback" not in r.err
-    r = gs("ask", "e", "fourth try")
+    r = gs("ask", "-S", "e", "fourth try")
     assert r.code == 0, r.err
     last = fake_api.requests[-1]["messages"]
     assert validate_messages(last) is None
@@ -126,13 +126,13 @@ def test_api_errors_are_one_line_and_keep_the_prompt(gs, fake_api):
 def test_error_mid_tool_loop_leaves_a_valid_transcript(gs, fake_api):
     fake_api.script(tool_calls(("get_current_time", "{}"), ("get_current_time", "{}")),
                     *[error(503, "overloaded") for _ in range(3)])
-    assert gs("ask", "--tools", "time", "m", "time please").code == 1
-    assert gs("ask", "m", "again").code == 0
+    assert gs("ask", "--tools", "time", "-S", "m", "time please").code == 1
+    assert gs("ask", "-S", "m", "again").code == 0
     assert validate_messages(fake_api.requests[-1]["messages"]) is None
 
 
 def test_connection_refused_is_one_line(gs):
-    r = gs("ask", "x", "hi", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    r = gs("ask", "-S", "x", "hi", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     assert r.code == 1
     assert "127.0.0.1:9" in r.err and "Traceback" not in r.err
     # the prompt is still saved
@@ -179,9 +179,9 @@ def test_chat_slash_commands(gs):
 
 
 def test_continue_resumes_latest(gs, fake_api):
-    gs("ask", "a", "one")
+    gs("ask", "-S", "a", "one")
     time.sleep(1.1)  # commit times have one-second resolution
-    gs("ask", "b", "two")
+    gs("ask", "-S", "b", "two")
     r = gs("chat", "-c", input="three\n")
     assert r.code == 0, r.err
     assert [m["content"] for m in fake_api.requests[-1]["messages"]] == ["two", "echo: two", "three"]
@@ -191,7 +191,7 @@ def test_stdin_that_is_no_utf8_text_is_refused_as_an_attachment_is(gs, gs_proc, 
     """One rule for a prompt's bytes: piped into gs ask, piped into gs chat, attached."""
     bad = b"from stdin \xff\xfe end\n"
     # a real process: its stdin is a real pipe holding undecodable bytes
-    r = gs_proc("ask", "s", "-", input=bad)
+    r = gs_proc("ask", "-S", "s", "-", input=bad)
     assert r.code == 1 and r.err.startswith("gs: cannot read stdin: it is not UTF-8 text (byte 11 is not); "
                                             "convert it first"), r.err
     (tmp_path / "bad.txt").write_bytes(bad)
@@ -208,10 +208,10 @@ def test_stdin_that_is_no_utf8_text_is_refused_as_an_attachment_is(gs, gs_proc, 
 
 
 def test_list_rows(gs):
-    gs("ask", "alpha", "Title of alpha\nmore")
-    gs("ask", "alpha", "second")
+    gs("ask", "-S", "alpha", "Title of alpha\nmore")
+    gs("ask", "-S", "alpha", "second")
     time.sleep(1.1)  # commit times have one-second resolution
-    gs("ask", "beta", "beta prompt")
+    gs("ask", "-S", "beta", "beta prompt")
     rows = gs("list", "--json").json()
     assert [r["id"] for r in rows] == ["beta", "alpha"]  # newest first
     alpha = rows[1]
@@ -224,7 +224,7 @@ def test_list_rows(gs):
 def test_sessions_whose_requests_failed_are_counted_not_listed_and_retried(gs, fake_api):
     from gitservers import free_port
 
-    assert gs("ask", "talk", "a real conversation").code == 0
+    assert gs("ask", "-S", "talk", "a real conversation").code == 0
     down = {"OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1"}
     failed = []
     for prompt in ("first try", "second try"):
@@ -249,13 +249,13 @@ def test_sessions_whose_requests_failed_are_counted_not_listed_and_retried(gs, f
 def test_global_options_are_taken_after_the_command_too(gs, git, tmp_path):
     """As gh takes them (git does not): --repo after the command was "No such option"."""
     other = tmp_path / "other.git"
-    r = gs("ask", "w", "hi", "--repo", str(other))
+    r = gs("ask", "-S", "w", "hi", "--repo", str(other))
     assert r.code == 0, r.err
     assert [s["id"] for s in gs("--repo", str(other), "list", "--json").json()] == ["w"]
     assert gs("list", "--json").json() == []  # not in the default repo
     r = gs("list", f"--repo={other}", "--no-color", "--no-pager")
     assert r.code == 0 and r.out.split()[6] == "w", r.out
-    assert gs("ask", "here", "first").code == 0
+    assert gs("ask", "-S", "here", "first").code == 0
     r = gs("ask", "here", "--", "--repo", "is this option a prompt?", "--repo", str(other))
     assert r.code == 0, r.err  # after --: the prompt's words, in the default repo
     messages = gs("show", "here", "--format", "json").json()["messages"]
@@ -269,9 +269,9 @@ def test_gs_log_marks_a_turn_that_did_not_complete_without_p(gs, git, repo_path,
     from gitsessions.store import GitStore
     from gitsessions.writer.opening import open_revision
 
-    assert gs("ask", "w", "fine").code == 0
+    assert gs("ask", "-S", "w", "fine").code == 0
     fake_api.script(error(400, "bad request"))
-    assert gs("ask", "w", "fails").code == 1
+    assert gs("ask", "-S", "w", "fails").code == 1
     with GitStore(repo_path) as store:  # a reply cancelled with Ctrl+C, as the loop saves it
         session, _ = open_revision(store, "w", new_header=lambda sid: make_header(sid))
         session.append("turn/start", {"turn": 3})
@@ -300,29 +300,29 @@ def test_a_secret_in_a_streamed_reply_is_said_to_be_replaced_in_what_is_saved_on
     saved = [m["content"] for m in gs("show", "w", "--format", "json").json()["messages"]]
     assert not any(key in m for m in saved) and "[REDACTED" in saved[1]
     fake_api.script(text(f"the key: {key}"), text("plain"))
-    r = gs("ask", "w", "four")
+    r = gs("ask", "-S", "w", "four")
     assert r.code == 0 and f"({REDACTED_NOTE})" in r.err, r.err
-    r = gs("ask", "w", "five")
+    r = gs("ask", "-S", "w", "five")
     assert r.code == 0 and "REDACTED" not in r.err, r.err
 
 
 def test_log_oneline_and_limit(gs):
     for i in range(3):
-        gs("ask", "w", f"prompt {i}")
+        gs("ask", "-S", "w", f"prompt {i}")
     r = gs("log", "w", "-n", "2", "--oneline")
     lines = r.out.splitlines()
     assert len(lines) == 2 and lines[0].endswith("turn 3: prompt 2")
 
 
 def test_unknown_session_and_bad_id_are_clear_errors(gs):
-    gs("ask", "exists", "x")
+    gs("ask", "-S", "exists", "x")
     for args in (("show", "nope"), ("log", "nope")):
         r = gs(*args)
         assert r.code == 1 and "no session 'nope'" in r.err and "exists" in r.err
         assert "Traceback" not in r.err
-    r = gs("ask", "bad id!", "x")
+    r = gs("ask", "-S", "bad id!", "x")
     assert r.code == 1 and "invalid session id" in r.err
-    r = gs("ask", "EXISTS", "x")  # not there under that name, and not to be made (ids may not differ only by case)
+    r = gs("ask", "-S", "EXISTS", "x")  # not there, not to be made (ids differ not only by case)
     assert r.code == 1 and "no session 'EXISTS'; did you mean 'exists'?" in r.err, r.err
 
 
@@ -343,11 +343,11 @@ def test_config_file_provides_the_provider(gs, fake_api, tmp_path, monkeypatch):
     (tmp_path / "config.yaml").write_text(
         f"base_url: {fake_api.base_url}\napi_key: from-config\nmodel: fake-model\n"
         "author: {name: Ada, email: ada@example.com}\nsystem: Be terse.\n")
-    r = gs("ask", "c", "hi")
+    r = gs("ask", "-S", "c", "hi")
     assert r.code == 0, r.err
     assert fake_api.requests[0]["model"] == "fake-model"
     assert fake_api.requests[0]["messages"][0] == {"role": "system", "content": "Be terse."}
-    r = gs("ask", "c", "hi again", env={"OPENAI_MODEL": "gpt-4o-mini"})
+    r = gs("ask", "-S", "c", "hi again", env={"OPENAI_MODEL": "gpt-4o-mini"})
     assert fake_api.requests[1]["model"] == "gpt-4o-mini"
 
 
@@ -371,7 +371,7 @@ def test_no_model_configured_names_both_ways_out(gs, monkeypatch):
 
 
 def test_read_commands_do_not_import_the_model_client(gs):
-    gs("ask", "w", "hi")
+    gs("ask", "-S", "w", "hi")
     code = (
         "import sys\n"
         "sys.argv = ['gs'] + sys.argv[1:]\n"
@@ -407,7 +407,7 @@ def _plain_git_session(git, repo_path, sid: str, content: bytes) -> None:
 
 
 def test_a_corrupt_session_is_flagged_and_hides_nothing(gs, git, repo_path):
-    assert gs("ask", "good", "fine").code == 0
+    assert gs("ask", "-S", "good", "fine").code == 0
     header = b'{"type":"session","version":1,"created":1}\n'
     ev = b'{"seq":%d,"time":1,"type":"user/message","data":{"content":"x"}}\n'
     end = b'{"seq":3,"time":1,"type":"turn/end","data":{}}\n'
@@ -421,7 +421,7 @@ def test_a_corrupt_session_is_flagged_and_hides_nothing(gs, git, repo_path):
     assert "unreadable" in gs("list").out or "corrupt" in gs("list").out
     r = gs("show", "gap")
     assert r.code == 1 and "corrupt at line 3" in r.err and "Traceback" not in r.err
-    r = gs("ask", "gap", "more")
+    r = gs("ask", "-S", "gap", "more")
     assert r.code == 1 and "corrupt" in r.err
     # never rewritten
     assert git("log", "--format=%s", "gap") == "turn 1: damaged\n"
@@ -429,7 +429,7 @@ def test_a_corrupt_session_is_flagged_and_hides_nothing(gs, git, repo_path):
 
 def test_control_characters_never_break_git_or_the_terminal(gs, git, fake_api):
     fake_api.script(text("red \x1b[31malert\x1b[0m, a NUL \x00 and a bell \x07"))
-    r = gs("ask", "nul", "-", input=b"a\x01b\x1b]0;title\x07 end")
+    r = gs("ask", "-S", "nul", "-", input=b"a\x01b\x1b]0;title\x07 end")
     assert r.code == 0, r.err
     git("fsck", "--strict")  # no NUL in the commit subject or trailers
     assert "\x00" not in git("log", "-1", "--format=%B", "nul")
@@ -464,7 +464,7 @@ def test_config_typos_are_errors_and_relative_repo_follows_the_config(gs, tmp_pa
     assert r.code == 1 and "unknown key 'api-key'" in r.err and "api_key" in r.err
     cfg.write_text("repo: sessions.git\n")
     monkeypatch.delenv("GS_REPO")
-    assert gs("ask", "w", "hi").code == 0
+    assert gs("ask", "-S", "w", "hi").code == 0
     assert (cfg_dir / "sessions.git" / "HEAD").exists()
 
 

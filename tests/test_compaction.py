@@ -205,8 +205,8 @@ def test_a_bad_compaction_setting_is_refused_saying_what_to_write(gs, tmp_path, 
 def test_gs_ask_compacts_first_too_and_says_so_on_stderr(gs, fake_api, tmp_path):
     (tmp_path / "config.yaml").write_text("models: {gpt-4o-mini: {context: 100}}\n")  # at the default 80 %
     fake_api.script(text("x" * 320), text("the summary"), text("a2"))
-    assert gs("ask", "work", "hello there").code == 0
-    r = gs("ask", "work", "next")
+    assert gs("ask", "-S", "work", "hello there").code == 0
+    r = gs("ask", "-S", "work", "next")
     assert r.code == 0 and r.out == "a2\n"
     assert "compacted turn 1 (2 messages) into a summary" in r.err
     assert sent(fake_api.requests[2]) == [("user", SUMMARY_LEAD + "the summary"), ("user", "next")]

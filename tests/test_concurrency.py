@@ -19,7 +19,7 @@ def _ask(args: list[str]) -> subprocess.CompletedProcess:
 
 def test_eight_parallel_asks_on_eight_sessions_all_succeed(gs, git):
     with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(_ask, [[f"s{i}", f"prompt {i}"] for i in range(8)]))
+        results = list(pool.map(_ask, [["-S", f"s{i}", f"prompt {i}"] for i in range(8)]))
     for r in results:
         assert r.returncode == 0, r.stderr
     rows = gs("list", "--json").json()
@@ -31,7 +31,7 @@ def test_eight_parallel_asks_on_eight_sessions_all_succeed(gs, git):
 
 def test_one_session_many_writers_turns_equal_commits(gs, git, fake_api):
     # Slow replies so that writers overlap.
-    assert gs("ask", "shared", "seed").code == 0
+    assert gs("ask", "-S", "shared", "seed").code == 0
     fake_api.script(*[text("slow reply", chunk_size=2, delay=0.05) for _ in range(6)])
     with ThreadPoolExecutor(6) as pool:
         results = list(pool.map(_ask, [["shared", f"writer {i}"] for i in range(6)]))
@@ -59,18 +59,18 @@ def test_second_chat_on_a_session_is_refused_with_the_holder(gs, fake_api):
         holder.stdin.write("long one\n")
         holder.stdin.flush()
         holder.stdout.read(3)  # the reply is streaming: the lock is held
-        r = gs("ask", "busy", "me too")
+        r = gs("ask", "-S", "busy", "me too")
         assert r.code == 1
         assert f"pid {holder.pid}" in r.err and "gs show busy" in r.err and "--fork" in r.err
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
     assert holder.returncode == 0
-    assert gs("ask", "busy", "now free").code == 0
+    assert gs("ask", "-S", "busy", "now free").code == 0
 
 
 def test_stale_lock_of_a_dead_process_is_taken_over(gs, repo_path):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     code = (
         "import sys, os, signal\n"
         "from gitsessions.store import GitStore\n"
@@ -79,5 +79,5 @@ def test_stale_lock_of_a_dead_process_is_taken_over(gs, repo_path):
     )
     subprocess.run([sys.executable, "-c", code])
     assert (repo_path / "gs" / "locks" / "w.lock").exists()
-    r = gs("ask", "w", "two")
+    r = gs("ask", "-S", "w", "two")
     assert r.code == 0, r.err

@@ -46,14 +46,14 @@ def test_system_model_and_options_are_events_sent_with_the_next_request(gs, fake
 
     # The next run, and a fork from here, send what the log says: no flag needed.
     fake_api.reset()
-    assert gs("ask", "work", "third").code == 0
+    assert gs("ask", "-S", "work", "third").code == 0
     assert (_body(fake_api)["model"], _body(fake_api)["temperature"]) == ("fake-model", 0.5)
-    assert gs("ask", "work~1", "--fork", "other", "from the past").code == 0
+    assert gs("ask", "-S", "work~1", "--fork", "other", "from the past").code == 0
     assert (_body(fake_api)["model"], _body(fake_api)["max_tokens"]) == ("fake-model", 64)
     # -m is for this run: it is sent, and the session keeps its own model.
-    assert gs("ask", "-m", "gpt-4o-mini", "work", "once").code == 0
+    assert gs("ask", "-m", "gpt-4o-mini", "-S", "work", "once").code == 0
     assert _body(fake_api)["model"] == "gpt-4o-mini"
-    assert gs("ask", "work", "back").code == 0
+    assert gs("ask", "-S", "work", "back").code == 0
     assert _body(fake_api)["model"] == "fake-model"
 
 
@@ -165,9 +165,9 @@ def test_the_configs_system_prompt_is_logged_as_a_new_sessions_first_event_and_a
     """Config ``system:`` is what a new session starts with, in its log; the log alone says what is sent."""
     import json
 
-    assert gs("ask", "old", "before the config").code == 0  # a session an earlier gs saved without one
+    assert gs("ask", "-S", "old", "before the config").code == 0  # a session an earlier gs saved without one
     (tmp_path / "config.yaml").write_text("system: Be terse.\n")
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     assert _body(fake_api)["messages"][0] == {"role": "system", "content": "Be terse."}
     first = json.loads(git("show", "work:session.jsonl").splitlines()[1])
     assert (first["type"], first["data"]) == ("session/system", {"content": "Be terse."})
@@ -179,10 +179,10 @@ def test_the_configs_system_prompt_is_logged_as_a_new_sessions_first_event_and_a
     assert _body(fake_api, -2)["messages"][0]["role"] == "user"  # a clear stays cleared
     assert _body(fake_api)["messages"][0]["role"] == "user"  # the compaction's request too
 
-    assert gs("ask", "-s", "", "bare", "hi").code == 0  # cleared before it began: nothing to send
+    assert gs("ask", "-s", "", "-S", "bare", "hi").code == 0  # cleared before it began: nothing to send
     assert _body(fake_api)["messages"][0]["role"] == "user"
     assert "session/system" not in git("show", "bare:session.jsonl")
-    assert gs("ask", "-s", "Be kind.", "kind", "hi").code == 0  # -s replaces the config's
+    assert gs("ask", "-s", "Be kind.", "-S", "kind", "hi").code == 0  # -s replaces the config's
     assert [m["content"] for m in _body(fake_api)["messages"] if m["role"] == "system"] == ["Be kind."]
     assert git("show", "kind:session.jsonl").count("session/system") == 1
 
@@ -191,7 +191,7 @@ def test_the_configs_system_prompt_is_logged_as_a_new_sessions_first_event_and_a
     assert _body(fake_api)["messages"][0] == {"role": "system", "content": "Be terse."}
 
     assert "nothing was saved" in gs("chat", "empty", input="/system\n").err  # no turn: no session made
-    assert gs("ask", "old", "after").code == 0  # an older session sends what its log says: no system prompt
+    assert gs("ask", "-S", "old", "after").code == 0  # an older session sends what its log says: no system prompt
     assert _body(fake_api)["messages"][0]["role"] == "user"
 
 
@@ -228,7 +228,7 @@ def test_a_window_the_provider_was_started_with_is_the_servers(fake_api):
 
 
 def test_a_cleared_system_prompt_is_shown_as_removed(gs, fake_api, git):
-    assert gs("ask", "-s", "Be terse.", "work", "hi").code == 0
+    assert gs("ask", "-s", "Be terse.", "-S", "work", "hi").code == 0
     assert gs("chat", "work", input="/system --clear\n").code == 0
     shown = gs("show", "work").out
     assert "(system prompt removed)" in shown and "system prompt › \n" not in shown

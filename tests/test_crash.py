@@ -40,7 +40,7 @@ class Ask:
 
     def __init__(self, prompt: str, session: str = SID):
         self.prompt = prompt
-        self.proc = subprocess.Popen([*GS, "ask", session, prompt], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([*GS, "ask", "-S", session, prompt], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.started = time.monotonic()
         self._chunks: list[tuple[float, bytes]] = []
@@ -159,7 +159,7 @@ def show(gs) -> dict:
 
 
 def ask_ok(gs, prompt: str) -> None:
-    r = gs("ask", SID, prompt)
+    r = gs("ask", "-S", SID, prompt)
     assert r.code == 0, r.err
     assert r.out == f"echo: {prompt}\n"
 

@@ -46,7 +46,7 @@ def test_doctor_asks_the_model_api_and_names_the_configured_model(gs, fake_api, 
 
 
 def test_doctor_asks_each_remote_and_lists_the_hooks(gs, tmp_path):
-    assert gs("ask", "w", "hi").code == 0
+    assert gs("ask", "-S", "w", "hi").code == 0
     there, gone = init_bare(tmp_path / "there.git"), init_bare(tmp_path / "gone.git")
     for name, url in (("origin", there), ("backup", gone)):
         assert gs("remote", "add", name, str(url)).code == 0

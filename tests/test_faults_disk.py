@@ -210,7 +210,7 @@ def _wait_for(proc: subprocess.Popen, out: list[bytes], text: bytes) -> None:
 @pytest.mark.parametrize("at", ["object:1", "object:2", "object:3", "ref:1"], ids=["blob", "tree", "commit", "ref"])
 def test_full_disk_at_a_save_keeps_the_turn_in_the_journal(gs, tmpfs, under, at):
     repo = tmpfs / "repo.git"
-    assert gs("ask", SID, "first").code == 0
+    assert gs("ask", "-S", SID, "first").code == 0
     r = under(f"fill:{at}", "ask", SID, "second", fs=tmpfs)
     one_line_error(r, "disk full", "kept in the journal", "will be saved when there is space")
     assert r.out == "echo: second\n"  # the reply was shown
@@ -235,13 +235,13 @@ def test_full_disk_at_a_save_keeps_the_turn_in_the_journal(gs, tmpfs, under, at)
     assert turn_ends(evs) == ["completed", "completed"]
     assert not (repo / "gs" / "journal" / f"{SID}.jsonl").exists()
     fsck(repo)
-    assert gs("ask", SID, "third").code == 0
+    assert gs("ask", "-S", SID, "third").code == 0
     assert user_prompts(events(gs)) == ["first", "second", "third"]
 
 
 def test_full_disk_at_the_journal_hands_the_prompt_back(gs, tmpfs, under):
     repo = tmpfs / "repo.git"
-    assert gs("ask", SID, "first").code == 0
+    assert gs("ask", "-S", SID, "first").code == 0
     # filled at the journal's first line: nothing of the turn can be written
     r = under("fill:journal:1", "ask", SID, "a prompt to keep", fs=tmpfs)
     one_line_error(r, "disk full", "printed back")
@@ -251,7 +251,7 @@ def test_full_disk_at_the_journal_hands_the_prompt_back(gs, tmpfs, under):
     free(tmpfs)
     fsck(repo)
     assert user_prompts(events(gs)) == ["first"]
-    assert gs("ask", SID, "a prompt to keep").code == 0
+    assert gs("ask", "-S", SID, "a prompt to keep").code == 0
     assert user_prompts(events(gs)) == ["first", "a prompt to keep"]
 
 
@@ -263,7 +263,7 @@ def test_full_disk_mid_turn_keeps_the_prompt_and_what_fit(gs, tmpfs, under):
     interrupted.
     """
     repo = tmpfs / "repo.git"
-    assert gs("ask", SID, "first").code == 0
+    assert gs("ask", "-S", SID, "first").code == 0
     long = "x" * 5000  # the fake API echoes it: a reply longer than a page
     r = under("fill:journal:4", "ask", SID, long, fs=tmpfs)
     one_line_error(r, "disk full", "kept in the journal as far as it fit")
@@ -276,20 +276,20 @@ def test_full_disk_mid_turn_keeps_the_prompt_and_what_fit(gs, tmpfs, under):
     assert reply["interrupted"] is True
     assert f"echo: {long}".startswith(reply["content"]) and len(reply["content"]) < len(long)
     fsck(repo)
-    assert gs("ask", SID, "third").code == 0
+    assert gs("ask", "-S", SID, "third").code == 0
 
 
 def test_a_new_session_on_a_full_disk(gs, tmpfs):
     repo = tmpfs / "repo.git"
-    assert gs("ask", "other", "make the repo").code == 0
+    assert gs("ask", "-S", "other", "make the repo").code == 0
     fill(tmpfs)
-    r = gs("ask", SID, "hello")
+    r = gs("ask", "-S", SID, "hello")
     one_line_error(r, "disk full", "printed back")
     assert r.out == "hello\n"  # not even its journal fit: the prompt is handed back
     assert gs("list").code == 0 and gs("show", "other").code == 0
     assert gs("list").code == 0
     free(tmpfs)
-    assert gs("ask", SID, "hello again").code == 0
+    assert gs("ask", "-S", SID, "hello again").code == 0
     assert "hello again" in user_prompts(events(gs))
     fsck(repo)
 
@@ -333,7 +333,7 @@ def test_a_large_save_on_a_full_disk_leaves_no_temporary_object(tmpfs):
 def test_list_rows_not_kept_on_a_full_disk_cost_only_speed(gs, tmpfs):
     repo = tmpfs / "repo.git"
     for sid in ("one", "two", "three"):
-        assert gs("ask", sid, f"about {sid}").code == 0
+        assert gs("ask", "-S", sid, f"about {sid}").code == 0
     before = gs("list", "--json").json()
     (repo / "gs" / "rows").unlink()
     fill(tmpfs)
@@ -348,7 +348,7 @@ def test_list_rows_not_kept_on_a_full_disk_cost_only_speed(gs, tmpfs):
 def test_chat_stays_open_after_a_failed_save(gs, tmpfs, under):
     """``gs chat``: the save fails on a full disk, the chat goes on, the next save takes both turns."""
     repo = tmpfs / "repo.git"
-    assert gs("ask", SID, "first").code == 0
+    assert gs("ask", "-S", SID, "first").code == 0
     proc, out, reader = _chat(under.env("fill:object:1", tmpfs))
     try:
         proc.stdin.write(b"second\n")
@@ -379,7 +379,7 @@ def test_chat_stays_open_after_a_failed_save(gs, tmpfs, under):
 @pytest.mark.parametrize("at", ["journal:4", "object:1", "object:2", "object:3", "ref:1"],
                          ids=["journal", "blob", "tree", "commit", "ref"])
 def test_kill_at_each_write_keeps_the_prompt(gs, repo_path, under, at):
-    assert gs("ask", SID, "first").code == 0
+    assert gs("ask", "-S", SID, "first").code == 0
     r = under(f"kill:{at}", "ask", SID, "second")
     assert r.code == -signal.SIGKILL, (r.code, r.err)
     evs = events(gs)  # the next reader commits the turn the journal holds
@@ -390,7 +390,7 @@ def test_kill_at_each_write_keeps_the_prompt(gs, repo_path, under, at):
     assert not (repo_path / "gs" / "journal" / f"{SID}.jsonl").exists()
     no_leftover_locks(repo_path)
     fsck(repo_path)
-    assert gs("ask", SID, "third").code == 0
+    assert gs("ask", "-S", SID, "third").code == 0
     assert user_prompts(events(gs)) == ["first", "second", "third"]
 
 
@@ -424,8 +424,8 @@ def read_only(tmp_path: Path, repo_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_every_read_works_on_a_read_only_repo(gs, repo_path, read_only, under):
-    assert gs("ask", SID, "alpha").code == 0
-    assert gs("ask", "other", "beta").code == 0
+    assert gs("ask", "-S", SID, "alpha").code == 0
+    assert gs("ask", "-S", "other", "beta").code == 0
     assert under("kill:object:1", "ask", SID, "pending").code == -signal.SIGKILL  # a turn left in the journal
     (repo_path / "gs" / "verified").unlink()  # every tip must be checked again, and cannot be noted
     (repo_path / "gs" / "rows").unlink()  # nor can its list row be kept
@@ -446,7 +446,8 @@ def test_every_read_works_on_a_read_only_repo(gs, repo_path, read_only, under):
     assert "not saved yet" in r.err and "read-only" in r.err  # the pending turn is reported
     assert "alpha" in gs("search", "alpha").out
 
-    writes = (["ask", SID, "more"], ["ask", "new", "hello"], ["rm", "other"], ["rename", "other", "renamed"],
+    writes = (["ask", "-S", SID, "more"], ["ask", "-S", "new", "hello"], ["rm", "other"],
+              ["rename", "other", "renamed"],
               ["title", SID, "T"], ["fork", SID, "copy"], ["gc"], ["hooks", "install"],
               ["remote", "add", "o", str(repo_path.parent / "x.git")], ["clone", str(repo_path), str(ro / "sub")])
     for args in writes:
@@ -458,14 +459,14 @@ def test_every_read_works_on_a_read_only_repo(gs, repo_path, read_only, under):
     evs = events(gs)  # writable again: the journaled turn is saved
     assert user_prompts(evs) == ["alpha", "pending"]
     fsck(repo_path)
-    assert gs("ask", SID, "after").code == 0
+    assert gs("ask", "-S", SID, "after").code == 0
     assert user_prompts(events(gs)) == ["alpha", "pending", "after"]
 
 
 def test_terminal_chat_stays_open_on_a_full_disk(gs, tmpfs, fake_api):
     """In a real terminal: the line history cannot be written either, and the chat goes on."""
     pexpect = pytest.importorskip("pexpect")
-    assert gs("ask", SID, "first").code == 0
+    assert gs("ask", "-S", SID, "first").code == 0
     env = dict(os.environ, OPENAI_BASE_URL=fake_api.base_url, OPENAI_API_KEY="test-key", TERM="xterm",
                PROMPT_TOOLKIT_NO_CPR="1", COLUMNS="100", LINES="24")
     child = pexpect.spawn(GS[0], [*GS[1:], "chat", SID], env=env, dimensions=(24, 100), encoding="utf-8",
@@ -497,15 +498,15 @@ def test_terminal_chat_stays_open_on_a_full_disk(gs, tmpfs, fake_api):
 def test_a_fork_refused_by_a_full_disk_hands_the_prompt_back(gs, tmpfs):
     """Sending from a past revision forks first; when that commit does not fit, nothing is made."""
     repo = tmpfs / "repo.git"
-    assert gs("ask", SID, "one").code == 0 and gs("ask", SID, "two").code == 0
+    assert gs("ask", "-S", SID, "one").code == 0 and gs("ask", "-S", SID, "two").code == 0
     fill(tmpfs)
-    r = gs("ask", f"{SID}~1", "from the past")
+    r = gs("ask", "-S", f"{SID}~1", "from the past")
     one_line_error(r, "disk full", "nothing was saved")
     assert r.out.endswith("from the past\n")
     no_leftover_locks(repo)
     free(tmpfs)
     fsck(repo)
-    assert gs("ask", f"{SID}~1", "from the past").code == 0
+    assert gs("ask", "-S", f"{SID}~1", "from the past").code == 0
     assert user_prompts(events(gs, f"{SID}-1")) == ["one", "from the past"]
 
 
@@ -518,7 +519,7 @@ def test_once_there_is_space_the_journal_catches_up(gs, tmpfs, under, fake_api, 
     """
     from test_crash import Gate
 
-    assert gs("ask", SID, "first").code == 0
+    assert gs("ask", "-S", SID, "first").code == 0
     long = "y" * 5000
     gate = Gate(fake_api, monkeypatch, n=2)
     proc, out, _reader = _chat(under.env("fill:journal:4", tmpfs))
@@ -544,7 +545,7 @@ def test_once_there_is_space_the_journal_catches_up(gs, tmpfs, under, fake_api, 
 def test_a_title_refused_by_a_full_disk_says_nothing_was_saved(gs, tmpfs):
     """The title used to be reported as kept in the journal, and was silently dropped."""
     repo = tmpfs / "repo.git"
-    assert gs("ask", SID, "one").code == 0
+    assert gs("ask", "-S", SID, "one").code == 0
     fill(tmpfs)
     one_line_error(gs("title", SID, "a new title"), "disk full", "nothing was saved")
     no_leftover_locks(repo)
@@ -559,11 +560,11 @@ def test_sync_on_a_read_only_repo_blames_the_repo_not_the_remote(gs, repo_path, 
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     other = tmp_path / "other.git"
-    assert gs("ask", SID, "alpha").code == 0
+    assert gs("ask", "-S", SID, "alpha").code == 0
     assert gs("remote", "add", "origin", str(remote)).code == 0 and gs("push").code == 0
     assert gs("--repo", str(other), "clone", str(remote), str(other)).code == 0
     assert gs("--repo", str(other), "ask", SID, "beta").code == 0 and gs("--repo", str(other), "push").code == 0
-    assert gs("ask", SID, "gamma").code == 0  # diverged from origin's
+    assert gs("ask", "-S", SID, "gamma").code == 0  # diverged from origin's
     ro = read_only()
     for args in (["pull"], ["sync"]):
         r = gs(*args)

@@ -59,7 +59,7 @@ def two_turns() -> list[Event]:
 
 def fresh_repo(gs) -> None:
     """Create the session repo as gs does (its first save)."""
-    assert gs("ask", "work", "hello").code == 0
+    assert gs("ask", "-S", "work", "hello").code == 0
 
 
 # -- 4. a reflog line without a message ------------------------------------------------------
@@ -127,7 +127,7 @@ def test_case_variants_started_together_one_wins(gs, git, fake_api, repo_path):
     for attempt in range(4):
         before = len(fake_api.requests)
         ids = (f"caseR{attempt}", f"caser{attempt}")
-        procs = [subprocess.Popen([*GS, "ask", sid, f"hello from {sid}"], stdin=subprocess.DEVNULL,
+        procs = [subprocess.Popen([*GS, "ask", "-S", sid, f"hello from {sid}"], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
                  for sid in ids]  # both started before either is waited for
         results = [(p.returncode, err.decode()) for p in procs for _out, err in [p.communicate(timeout=60)]]
@@ -204,7 +204,7 @@ def test_torn_last_line_in_a_commit_is_damage_not_dropped(gs, git, repo_path):
     assert rows["work"]["error"] is None
     shown = gs("show", "torn")
     assert shown.code == 1 and "line 8" in shown.err, shown.err
-    r = gs("ask", "torn", "go on")
+    r = gs("ask", "-S", "torn", "go on")
     assert r.code == 1 and "line 8" in r.err, r.err
     assert git("rev-parse", "torn").strip() == tip, "no write dropped the torn line"
     rows = {row["id"]: row for row in gs("list", "--json").json()}
@@ -228,7 +228,7 @@ def test_a_trailing_blank_line_in_a_commit_loses_nothing(gs, git, repo_path):
     commit_by_hand(repo_path, "blank", encode_log(make_header("blank", created=1), events) + b"\n")
     rows = {row["id"]: row for row in gs("list", "--json").json()}
     assert rows["blank"]["error"] is None
-    assert gs("ask", "blank", "go on").code == 0
+    assert gs("ask", "-S", "blank", "go on").code == 0
     assert len(git("show", "blank:session.jsonl").splitlines()) == 1 + 12
 
 
@@ -237,7 +237,7 @@ def test_a_trailing_blank_line_in_a_commit_loses_nothing(gs, git, repo_path):
 
 def test_list_reads_the_log_when_trailers_are_missing_or_wrong(gs, git, repo_path):
     fresh_repo(gs)
-    assert gs("ask", "work", "again").code == 0
+    assert gs("ask", "-S", "work", "again").code == 0
     mine = {row["id"]: row for row in gs("list", "--json").json()}["work"]
     raw = git("show", "work:session.jsonl").encode()
     commit_by_hand(repo_path, "plain", raw)  # no trailers at all
@@ -282,9 +282,9 @@ def test_gc_removes_stale_temporary_packs(gs, repo_path):
 
 def test_a_junk_line_in_packed_refs_is_named_and_what_can_work_does(gs, git, repo_path):
     fresh_repo(gs)
-    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "-S", "other", "hello").code == 0
     git("pack-refs", "--all")  # both packed
-    assert gs("ask", "work", "again").code == 0  # work loose again
+    assert gs("ask", "-S", "work", "again").code == 0  # work loose again
     packed = repo_path / "packed-refs"
     lines = packed.read_text().splitlines()
     packed.write_text("\n".join([*lines[:2], "junk line here", *lines[2:]]) + "\n")
@@ -294,7 +294,7 @@ def test_a_junk_line_in_packed_refs_is_named_and_what_can_work_does(gs, git, rep
     assert sorted(row["id"] for row in r.json()) == ["other", "work"]
     assert f"gs: warning: {said}; the refs on its other lines are read" in r.err and "gs doctor --fix" in r.err, r.err
     assert gs("show", "other").code == 0
-    assert gs("ask", "work", "a third time").code == 0  # a loose ref moves as ever
+    assert gs("ask", "-S", "work", "a third time").code == 0  # a loose ref moves as ever
     refs = packed.read_bytes()
     r = gs("rm", "other")  # its removal would rewrite the file, and drop the line
     assert r.code == 1 and f"gs: {said}; nothing was changed: gs doctor says what to do" in r.err, (r.code, r.err)

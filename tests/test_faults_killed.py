@@ -53,7 +53,7 @@ def _heads(git) -> list[str]:
 
 
 def test_a_kill_while_an_object_is_written_leaves_nothing_fsck_sees_once_gs_runs(gs, git, repo_path):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     at = kill_at("fork", "w", "w2", lock=r"/objects/[0-9a-f]{2}/[0-9a-f]{38}\.lock$")
     assert Path(at).exists()
     assert "bad sha1 file" in _fsck(repo_path)  # until gs runs
@@ -67,7 +67,7 @@ def test_a_kill_while_an_object_is_written_leaves_nothing_fsck_sees_once_gs_runs
 
 
 def test_a_kill_while_a_branch_is_made_leaves_it_free(gs, git, repo_path):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     kill_at("fork", "w", "w2", lock=r"/refs/heads/w2\.lock$")
     r = gs("fork", "w", "w2")
     assert r.code == 0, r.err
@@ -76,7 +76,7 @@ def test_a_kill_while_a_branch_is_made_leaves_it_free(gs, git, repo_path):
 
 
 def test_a_kill_while_head_is_moved_leaves_it_movable(gs, git, repo_path):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     kill_at("fork", "w", "w2", lock=r"/HEAD\.lock$")
     assert git("symbolic-ref", "HEAD").strip() == "refs/heads/w"  # w2 was made, HEAD not yet moved
     r = gs("fork", "w", "w3")
@@ -87,7 +87,7 @@ def test_a_kill_while_head_is_moved_leaves_it_movable(gs, git, repo_path):
 
 
 def test_a_kill_during_an_import_lets_the_next_import_of_that_file_through(gs, git, repo_path):
-    assert gs("ask", "w", "one").code == 0  # the repo exists
+    assert gs("ask", "-S", "w", "one").code == 0  # the repo exists
     at = kill_at("import", CHATGPT, lock=r"/objects/pack/pack-[0-9a-f]{40}\.idx\.lock$")
     assert at.endswith(".idx.lock") and Path(at).exists()
     r = gs("import", CHATGPT)
@@ -102,7 +102,7 @@ def test_a_kill_during_an_import_lets_the_next_import_of_that_file_through(gs, g
 
 def test_a_kill_during_a_push_lets_the_next_sync_settle(gs, git, repo_path, tmp_path):
     remote = init_bare(tmp_path / "remote.git")
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     assert gs("remote", "add", "origin", str(remote)).code == 0
     kill_at("push", lock=r"/refs/remotes/origin/heads/w\.lock$")  # the push was made; its tracking ref not
     r = gs("sync")
@@ -117,7 +117,7 @@ def test_a_kill_during_a_push_lets_the_next_sync_settle(gs, git, repo_path, tmp_
 
 def test_a_kill_while_the_config_is_written_leaves_it_writable(gs, git, repo_path, tmp_path):
     remote = init_bare(tmp_path / "remote.git")
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     kill_at("remote", "add", "origin", str(remote), lock=r"/config\.lock$")
     r = gs("remote", "add", "origin", str(remote))
     assert r.code == 0, r.err
@@ -126,8 +126,8 @@ def test_a_kill_while_the_config_is_written_leaves_it_writable(gs, git, repo_pat
 
 
 def test_a_kill_while_packed_refs_are_rewritten_leaves_them_writable(gs, git, repo_path):
-    assert gs("ask", "w", "one").code == 0
-    assert gs("ask", "other", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
+    assert gs("ask", "-S", "other", "one").code == 0
     git("pack-refs", "--all")
     kill_at("rm", "other", lock=r"/packed-refs\.lock$")
     assert _sessions(gs) == ["w"]  # the archive, half done, is completed
@@ -140,7 +140,7 @@ def test_a_kill_while_packed_refs_are_rewritten_leaves_them_writable(gs, git, re
 
 
 def test_gc_and_doctor_say_what_they_removed_of_what_was_left(gs, git, repo_path):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     left = repo_path / "refs" / "heads" / "gone.lock"  # no writer names itself for it: judged by its age
     left.write_text("")
     old = time.time() - 3600
@@ -157,7 +157,7 @@ def test_gc_and_doctor_say_what_they_removed_of_what_was_left(gs, git, repo_path
 
 
 def test_the_lock_of_a_live_writer_is_never_taken_however_old(gs, git, repo_path, monkeypatch: pytest.MonkeyPatch):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     kill_at("fork", "w", "x", lock=r"/refs/heads/x\.lock$")  # a writer died here: its leftovers go at once
     monkeypatch.setattr(lock, "REF_LOCK_WAIT_S", 0.2)
     with stopped_at("fork", "w", "w2", lock=r"/refs/heads/w2\.lock$") as writer:
@@ -178,7 +178,7 @@ def test_the_lock_of_a_live_writer_is_never_taken_however_old(gs, git, repo_path
 
 
 def test_a_writer_names_itself_while_it_writes_and_no_longer(gs, repo_path):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     with stopped_at("fork", "w", "w2", lock=r"/refs/heads/w2\.lock$") as writer:
         files = list((repo_path / "gs" / "writers").iterdir())
         assert len(files) == 1
@@ -208,8 +208,8 @@ RENAME_STEPS = {
 @pytest.mark.parametrize("step", RENAME_STEPS)
 def test_a_rename_killed_on_the_way_is_one_move_the_next_command_ends(gs, git, repo_path, step):
     lock_at, call, match, made = RENAME_STEPS[step]
-    assert gs("ask", "w", "one").code == 0
-    assert gs("ask", "w", "two").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "two").code == 0
     before = gs("show", "w", "--json").json()["events"]
     old_reflog = git("reflog", "show", "--format=%H %gs", "refs/heads/w").splitlines()
     kill_at("rename", "w", "proj", lock=lock_at, call=call, match=match)
@@ -236,7 +236,7 @@ def test_a_rename_killed_on_the_way_is_one_move_the_next_command_ends(gs, git, r
 
 
 def test_a_rename_killed_halfway_keeps_both_when_the_old_name_was_saved_to_since(gs, git, repo_path):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     kill_at("rename", "w", "proj", call="before:gitsessions.store.repo:_carry_reflog")
     tip = git("rev-parse", "w").strip()
     tree = git("rev-parse", "w^{tree}").strip()
@@ -259,7 +259,7 @@ def test_a_rename_killed_halfway_keeps_both_when_the_old_name_was_saved_to_since
 def test_a_killed_background_gc_leaves_no_log_for_good(gs, repo_path, tmp_path, monkeypatch: pytest.MonkeyPatch):
     from gitsessions.cli import background
 
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     said = tmp_path / "said"
     python, env = as_python(tmp_path, r"/objects/pack/pack-[0-9a-f]{40}\.idx\.lock$", said)
     monkeypatch.setattr(background.sys, "executable", python)
@@ -293,7 +293,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_background_log_that_held_words_is_told_once_then_gone(gs, repo_path, tmp_path):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     folder = repo_path / "gs" / "background"
     proc = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from pathlib import Path; from gitsessions.store.writers import hold_new\n"
@@ -319,7 +319,7 @@ def test_a_background_log_that_held_words_is_told_once_then_gone(gs, repo_path, 
 
 
 def test_a_move_record_gs_did_not_write_is_dropped_not_followed(gs, git, repo_path):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     moves = repo_path / "gs" / "moves"
     moves.mkdir()
     (moves / "1-junk.json").write_text(json.dumps({"src": "w", "dst": "refs/heads/../../x", "commit": "no",

@@ -108,7 +108,7 @@ def test_a_fault_fails_the_turn_keeps_what_arrived_and_the_next_ask_works(
     else:
         fake_api.script(fault.reply)
 
-    r = gs("ask", "work", PROMPT)
+    r = gs("ask", "-S", "work", PROMPT)
 
     assert r.code == 1, r.err
     assert fault.message.format(url=url) in the_error_line(r.err)
@@ -128,7 +128,7 @@ def test_a_fault_fails_the_turn_keeps_what_arrived_and_the_next_ask_works(
     git("fsck", "--strict")
 
     monkeypatch.setenv("OPENAI_BASE_URL", fake_api.base_url)
-    again = gs("ask", "work", "and branches?")
+    again = gs("ask", "-S", "work", "and branches?")
     assert (again.code, again.out.strip()) == (0, "echo: and branches?"), again.err
     assert [t[-1]["data"]["reason"] for t in turns(events_of(git))] == ["error", "completed"]
     git("fsck", "--strict")
@@ -138,7 +138,7 @@ def test_a_reply_cut_mid_stream_is_an_error_not_a_completed_turn(gs, git, fake_a
     """The server hangs up after a few chunks and the body ends cleanly
     (no finish, no ``data: [DONE]``); that reply was cut, not finished."""
     fake_api.script(cut("Refs are na"))
-    r = gs("ask", "work", PROMPT)
+    r = gs("ask", "-S", "work", PROMPT)
 
     assert r.code == 1, r.err
     line = the_error_line(r.err)
@@ -149,7 +149,7 @@ def test_a_reply_cut_mid_stream_is_an_error_not_a_completed_turn(gs, git, fake_a
     assert (reply["content"], reply["interrupted"]) == ("Refs are na", True)
     assert turn[-1]["data"]["reason"] == "error"
     git("fsck", "--strict")
-    assert gs("ask", "work", "again").code == 0
+    assert gs("ask", "-S", "work", "again").code == 0
 
 
 @pytest.mark.parametrize("reply, shown", [
@@ -159,7 +159,7 @@ def test_a_reply_cut_mid_stream_is_an_error_not_a_completed_turn(gs, git, fake_a
 def test_surrogates_in_a_streamed_reply_are_well_formed_text(gs, git, fake_api, fast_config, reply, shown):
     """A model's lone surrogate crashed the printing of the reply (exit 70, the reply lost)."""
     fake_api.script(reply)
-    r = gs("ask", "work", PROMPT)
+    r = gs("ask", "-S", "work", PROMPT)
     assert r.code == 0, r.err
     assert r.out.rstrip("\n") == shown
     (turn,) = turns(events_of(git))
@@ -171,7 +171,7 @@ def test_a_stream_closed_by_done_without_a_finish_reason_is_complete(gs, git, fa
     """Some servers end a reply with ``data: [DONE]`` but never send a ``finish_reason``: that
     reply is whole (only a stream with neither was cut)."""
     fake_api.script(text("all of it", finish_reason=None))
-    r = gs("ask", "work", PROMPT)
+    r = gs("ask", "-S", "work", PROMPT)
     assert r.code == 0, r.err
     (turn,) = turns(events_of(git))
     (reply,) = [e["data"] for e in turn if e["type"] == "assistant/message"]
@@ -199,7 +199,7 @@ def test_a_cut_reply_in_chat_is_an_error_and_the_chat_goes_on(gs, git, fake_api,
 def test_max_retries_from_config_retries_a_500_before_the_reply(gs, fake_api, tmp_path):
     (tmp_path / "config.yaml").write_text("timeout: 5\nmax_retries: 1\n", "utf-8")
     fake_api.script(error(500, "hiccup", type="server_error"), text("recovered"))
-    r = gs("ask", "work", PROMPT)
+    r = gs("ask", "-S", "work", PROMPT)
     assert (r.code, r.out.strip()) == (0, "recovered"), r.err
     assert len(fake_api.requests) == 2
 

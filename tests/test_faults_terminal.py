@@ -151,7 +151,7 @@ def test_an_unexpected_error_has_its_own_exit_status(gs, buggy_command):
 def test_usage_errors_keep_status_2(gs):
     assert gs("no-such-command").code == 2
     assert gs("ask").code == 2  # no prompt
-    assert gs("ask", "work", "   ").code == 2  # an empty prompt
+    assert gs("ask", "-S", "work", "   ").code == 2  # an empty prompt
 
 
 # --------------------------------------------------------------------------- two writers (item 11)
@@ -188,7 +188,7 @@ def idle_chat(gs_env):
 
 
 def test_a_second_writer_is_refused_at_once_naming_the_holder_and_wait(gs, idle_chat, fake_api):
-    for command in (["ask", "demo", "second"], ["chat", "demo"], ["title", "demo", "new title"],
+    for command in (["ask", "-S", "demo", "second"], ["chat", "demo"], ["title", "demo", "new title"],
                     ["rename", "demo", "other"], ["rm", "demo"]):
         r = gs(*command, input="also\n")
         assert r.code == 1, (command, r.err)
@@ -198,7 +198,7 @@ def test_a_second_writer_is_refused_at_once_naming_the_holder_and_wait(gs, idle_
 
 
 def test_a_writer_that_waits_too_short_is_refused_saying_so(gs, idle_chat):
-    for command in (["ask", "--wait=0.2", "demo", "second"], ["chat", "demo", "--wait=0.2"]):
+    for command in (["ask", "--wait=0.2", "-S", "demo", "second"], ["chat", "demo", "--wait=0.2"]):
         r = gs(*command, input="also\n")
         assert r.code == 1, (command, r.err)
         assert "gs: session 'demo' is being written by" in r.err and "waiting up to 0.2 s" in r.err
@@ -259,7 +259,7 @@ def test_ctrl_c_during_gs_ask_saves_the_turn_and_exits_130(fake_api, git, monkey
     monkeypatch.setenv("OPENAI_BASE_URL", fake_api.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     fake_api.script(text("a slow reply " * 20, chunk_size=4, delay=0.1))
-    proc = subprocess.Popen([*GS, "ask", "work", "cancel me"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen([*GS, "ask", "-S", "work", "cancel me"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a shell starts it
     assert proc.stdout is not None

@@ -59,7 +59,7 @@ def test_gs_list_fits_80_columns_with_the_longest_imported_ids(gs):
 
 def test_a_narrow_terminal_loses_the_msgs_column_before_the_ids(gs):
     long = "a" * 30 + "-" + "b" * 30
-    assert gs("ask", long, "a prompt of several words to cut").code == 0
+    assert gs("ask", "-S", long, "a prompt of several words to cut").code == 0
     drawn = _on_terminal("list", columns=60)
     assert "MSGS" not in drawn[0] and "TURNS" in drawn[0]
     assert max(len(line) for line in drawn) < 60
@@ -125,7 +125,7 @@ def test_the_note_beside_the_prompt_shortens_or_goes_rather_than_wrap():
 
 def test_a_long_message_wraps_at_words_on_a_terminal_and_stays_one_line_piped(gs):
     long = "a-session-whose-name-is-long-" + "x" * 20
-    assert gs("ask", long, "one").code == 0
+    assert gs("ask", "-S", long, "one").code == 0
     env = {**os.environ, "TERM": "xterm"}
     child = pexpect.spawn(GS[0], [*GS[1:], "rename", long, "a b"], env=env, dimensions=(24, 50), encoding="utf-8",
                           timeout=30)

@@ -45,7 +45,7 @@ def test_auto_pack_after_enough_saves(gs, git, repo_path):
     store.close()
     loose_before = _loose_count(repo_path)
     assert loose_before >= 3 * AUTO_SAVES
-    assert gs("ask", "big", "one more").code == 0  # starts gs gc --auto in the background
+    assert gs("ask", "-S", "big", "one more").code == 0  # starts gs gc --auto in the background
     deadline = time.monotonic() + 60
     while _loose_count(repo_path) > 10 and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -96,7 +96,7 @@ def test_the_commands_are_listed_by_what_they_are_for(gs):
 
 
 def test_format_md_is_markdown(gs):
-    assert gs("ask", "w", "hi").code == 0
+    assert gs("ask", "-S", "w", "hi").code == 0
     r = gs("export", "w", "-f", "md")
     assert r.code == 0, r.err
     assert r.out == gs("export", "w", "--format", "markdown").out

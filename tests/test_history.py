@@ -41,12 +41,12 @@ def test_done_when_fork_ask_show_rm_restore(gs, git):
     assert r.code == 0, r.err
     assert git("merge-base", "w", "alt").strip() == git("rev-parse", "w~1").strip()
 
-    r = gs("ask", "alt", "only on alt")
+    r = gs("ask", "-S", "alt", "only on alt")
     assert r.code == 0, r.err
     assert git("rev-parse", "w").strip() == w_before  # a turn on alt leaves w where it was
     assert git("log", "-1", "--format=%s", "alt").strip() == "turn 3: only on alt"
 
-    r = gs("ask", "w~2", "--fork", "old", "from the start")
+    r = gs("ask", "-S", "w~2", "--fork", "old", "from the start")
     assert r.code == 0, r.err
     assert git("rev-parse", "w").strip() == w_before
     assert git("merge-base", "w", "old").strip() == git("rev-parse", "w~2").strip()
@@ -99,14 +99,14 @@ def test_revision_errors_are_one_line_and_name_what_exists(gs, git):
 
 def test_clashing_ids_are_refused(gs, git):
     _three_turns(gs, git)
-    assert gs("ask", "other", "x").code == 0
+    assert gs("ask", "-S", "other", "x").code == 0
     _one_line_error(gs("fork", "w~1", "other"), "'other' already exists")
     _one_line_error(gs("fork", "w", "OTHER"), "already exists", "case")
     _one_line_error(gs("rename", "w", "other"), "'other' already exists")
-    _one_line_error(gs("ask", "w~1", "--fork", "other", "hi"), "already exists")
+    _one_line_error(gs("ask", "-S", "w~1", "--fork", "other", "hi"), "already exists")
     assert gs("rm", "other").code == 0
     # an archived id stays taken, so a restore can clash only under another id
-    _one_line_error(gs("ask", "other", "a new one"), "already exists", "archived", "gs restore other")
+    _one_line_error(gs("ask", "-S", "other", "a new one"), "already exists", "archived", "gs restore other")
     _one_line_error(gs("fork", "w", "other"), "already exists")
     _one_line_error(gs("restore", "other", "--as", "w"), "'w' already exists")
     _one_line_error(gs("restore", "nothing"), "nothing")
@@ -177,10 +177,10 @@ def test_fork_rename_rm_restore_and_title_say_what_they_did_as_json(gs, git):
 
 def test_log_patch_shows_what_each_commit_added(gs, git, fake_api, repo_path):
     fake_api.script(tool_calls(("call_t", "get_current_time", '{"timezone": "UTC"}')), text("It is noon.\nLine two."))
-    assert gs("ask", "--tools", "time", "w", "what time is it?").code == 0
+    assert gs("ask", "--tools", "time", "-S", "w", "what time is it?").code == 0
     fake_api.script(drop("half an ans"))
-    assert gs("ask", "w", "this reply breaks").code == 1
-    assert gs("ask", "w", "third").code == 0
+    assert gs("ask", "-S", "w", "this reply breaks").code == 1
+    assert gs("ask", "-S", "w", "third").code == 0
     with GitStore(repo_path) as store:
         session = open_session(store, "w")
         try:
@@ -218,10 +218,10 @@ def test_log_patch_shows_what_each_commit_added(gs, git, fake_api, repo_path):
 def test_graph_marks_where_sessions_forked(gs, git):
     _three_turns(gs, git)
     assert gs("fork", "w~1", "alt").code == 0
-    assert gs("ask", "alt", "alt one").code == 0
-    assert gs("ask", "alt", "alt two").code == 0
+    assert gs("ask", "-S", "alt", "alt one").code == 0
+    assert gs("ask", "-S", "alt", "alt two").code == 0
     assert gs("fork", "w~2", "early").code == 0
-    assert gs("ask", "unrelated", "x").code == 0
+    assert gs("ask", "-S", "unrelated", "x").code == 0
     short = {rev: git("rev-parse", "--short=7", rev).strip() for rev in ("w", "w~1", "w~2")}
     lines = gs("log", "w", "--graph").out.splitlines()
     assert lines[0] == f"* {short['w']} (w) turn 3: q3"
@@ -266,7 +266,7 @@ def test_graph_with_a_hundred_forks(gs, git, repo_path, monkeypatch):
 def test_diff_between_sessions(gs, git):
     _three_turns(gs, git)
     assert gs("fork", "w~1", "alt").code == 0
-    assert gs("ask", "alt", "alt says\nhello").code == 0
+    assert gs("ask", "-S", "alt", "alt says\nhello").code == 0
     r = gs("diff", "w", "alt")
     assert r.code == 0, r.err
     lines = r.out.splitlines()
@@ -288,17 +288,17 @@ def test_diff_between_sessions(gs, git):
     r = gs("diff", "w~2", "w", "--json").json()
     assert r["base"] == git("rev-parse", "w~2").strip() and r["a"]["messages"] == [] and r["b"]["count"] == 4
     # sessions with no shared history
-    assert gs("ask", "solo", "alone").code == 0
+    assert gs("ask", "-S", "solo", "alone").code == 0
     r = gs("diff", "w", "solo")
     assert r.out.startswith("no common ancestor") and "--- only in w (6 messages)" in r.out
 
 
 def test_search_finds_session_turn_commit(gs, git, fake_api):
     fake_api.script(tool_calls(("get_current_time", "{}")), text("Nothing about Pears here."))
-    assert gs("ask", "--tools", "time", "fruit", "tell me about APPLES").code == 0
-    assert gs("ask", "fruit", "and then " + "x" * 60 + " the\nOrange \"quoted\" thing " + "y" * 60).code == 0
-    assert gs("ask", "other", "no match at all").code == 0
-    assert gs("ask", "other", "but apples again").code == 0
+    assert gs("ask", "--tools", "time", "-S", "fruit", "tell me about APPLES").code == 0
+    assert gs("ask", "-S", "fruit", "and then " + "x" * 60 + " the\nOrange \"quoted\" thing " + "y" * 60).code == 0
+    assert gs("ask", "-S", "other", "no match at all").code == 0
+    assert gs("ask", "-S", "other", "but apples again").code == 0
     r = gs("search", "apples")
     assert r.code == 0, r.err
     c1 = git("rev-parse", "--short=7", "fruit~1").strip()
@@ -325,7 +325,7 @@ def test_search_finds_session_turn_commit(gs, git, fake_api):
 
 def test_search_all_revisions_finds_archived_text(gs, git):
     _three_turns(gs, git)
-    assert gs("ask", "gone", "a secret Zebra fact").code == 0
+    assert gs("ask", "-S", "gone", "a secret Zebra fact").code == 0
     assert gs("fork", "w~1", "alt").code == 0
     assert gs("rm", "gone").code == 0
     assert gs("search", "zebra").code == 1

@@ -60,7 +60,7 @@ def opened(repo_path: Path) -> GitStore:
 
 def asks(gs, sid: str, *prompts: str) -> None:
     for prompt in prompts:
-        r = gs("ask", sid, prompt)
+        r = gs("ask", "-S", sid, prompt)
         assert r.code == 0, r.err
 
 

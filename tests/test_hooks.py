@@ -163,11 +163,11 @@ def test_pre_commit_under_a_plain_git_commit(tmp_path: Path):
 def test_refusing_pre_commit_keeps_the_turn_and_chmod_x_saves_it(gs, git, repo_path, tmp_path):
     _no_redaction(tmp_path)
     assert gs("hooks", "install", "pre-commit").code == 0
-    assert gs("ask", "work", "a harmless first turn").code == 0
+    assert gs("ask", "-S", "work", "a harmless first turn").code == 0
     first = _tip(git)
 
     prompt = f"my key is {FAKE_KEY}, keep it safe"
-    r = gs("ask", "work", prompt)
+    r = gs("ask", "-S", "work", prompt)
     assert r.code == 1
     assert "pre-commit hook refused" in r.err and "sk-" in r.err  # which hook, and why
     assert "journal" in r.err and "nothing is lost" in r.err
@@ -198,15 +198,15 @@ def test_refusing_pre_commit_keeps_the_turn_and_chmod_x_saves_it(gs, git, repo_p
 def test_refused_first_turn_of_a_new_session_is_recovered(gs, git, repo_path, tmp_path):
     _no_redaction(tmp_path)
     assert gs("hooks", "install", "pre-commit").code == 0
-    r = gs("ask", "fresh", f"paste {FAKE_KEY}")
+    r = gs("ask", "-S", "fresh", f"paste {FAKE_KEY}")
     assert r.code == 1 and "pre-commit" in r.err
     assert _tip(git, "refs/heads/fresh") == ""
     assert FAKE_KEY in (repo_path / "gs" / "journal" / "fresh.jsonl").read_text()
     # a writing command on the session is refused too, before anything new is journaled
-    r = gs("ask", "fresh", "next")
+    r = gs("ask", "-S", "fresh", "next")
     assert r.code == 1 and "pre-commit" in r.err
     (repo_path / "hooks" / "pre-commit").chmod(0o644)
-    r = gs("ask", "fresh", "next")
+    r = gs("ask", "-S", "fresh", "next")
     assert r.code == 0, r.err
     subjects = git("log", "--format=%s", "fresh").splitlines()
     assert subjects == ["turn 2: next", f"turn 1: paste {FAKE_KEY}"]
@@ -214,7 +214,7 @@ def test_refused_first_turn_of_a_new_session_is_recovered(gs, git, repo_path, tm
 
 def test_with_redaction_on_the_shipped_pre_commit_has_nothing_to_refuse(gs, git):
     assert gs("hooks", "install", "pre-commit").code == 0
-    r = gs("ask", "work", f"my key is {FAKE_KEY}")
+    r = gs("ask", "-S", "work", f"my key is {FAKE_KEY}")
     assert r.code == 0, r.err
     assert FAKE_KEY not in git("show", "work:session.jsonl")
 
@@ -235,10 +235,10 @@ printf '%s\\n' "$GS_COMMIT" > "$d/commit"
 [ -t 0 ] && echo tty > "$d/stdin"
 exit 0
 """
-    assert gs("ask", "work", "first").code == 0  # creates the repo
+    assert gs("ask", "-S", "work", "first").code == 0  # creates the repo
     for name in ("pre-commit", "commit-msg", "post-commit"):
         _hook(repo_path, name, record)
-    assert gs("ask", "work", "second").code == 0
+    assert gs("ask", "-S", "work", "second").code == 0
     tip = _tip(git)
     full = git("show", "work:session.jsonl")
     before = git("show", "work~1:session.jsonl")
@@ -256,10 +256,10 @@ exit 0
 
 
 def test_non_executable_hooks_do_not_run(gs, git, repo_path):
-    assert gs("ask", "work", "first").code == 0
+    assert gs("ask", "-S", "work", "first").code == 0
     _hook(repo_path, "pre-commit", "#!/bin/sh\nexit 1\n", executable=False)
     _hook(repo_path, "post-commit", "#!/bin/sh\nexit 1\n", executable=False)
-    r = gs("ask", "work", "second")
+    r = gs("ask", "-S", "work", "second")
     assert r.code == 0, r.err
     assert "warning" not in r.err
     assert len(git("log", "--format=%s", "work").splitlines()) == 2
@@ -269,12 +269,12 @@ def test_non_executable_hooks_do_not_run(gs, git, repo_path):
 
 
 def test_commit_msg_hook_edits_the_message(gs, git, repo_path):
-    assert gs("ask", "work", "first").code == 0
+    assert gs("ask", "-S", "work", "first").code == 0
     _hook(repo_path, "commit-msg", """#!/bin/sh
 { printf 'EDITED %s\\n' "$(head -n 1 "$1")"; tail -n +2 "$1"; echo 'Reviewed-By: the hook'; } > "$1.new"
 mv "$1.new" "$1"
 """)
-    r = gs("ask", "work", "hello there")
+    r = gs("ask", "-S", "work", "hello there")
     assert r.code == 0, r.err
     body = git("log", "-1", "--format=%B", "work")
     assert body.startswith("EDITED turn 2: hello there\n\n")
@@ -286,18 +286,18 @@ mv "$1.new" "$1"
 
 
 def test_commit_msg_hook_that_refuses_or_empties_the_message(gs, git, repo_path):
-    assert gs("ask", "work", "first").code == 0
+    assert gs("ask", "-S", "work", "first").code == 0
     _hook(repo_path, "commit-msg", "#!/bin/sh\necho 'subject must name a ticket' >&2\nexit 1\n")
-    r = gs("ask", "work", "second")
+    r = gs("ask", "-S", "work", "second")
     assert r.code == 1 and "commit-msg hook refused" in r.err and "subject must name a ticket" in r.err
     _hook(repo_path, "commit-msg", "#!/bin/sh\n: > \"$1\"\n")
     # opening the session first saves the journaled turn 2, which the hook refuses again:
     # the command stops before "third" is taken
-    r = gs("ask", "work", "third")
+    r = gs("ask", "-S", "work", "third")
     assert r.code == 1 and "commit-msg" in r.err and "empty" in r.err
     assert len(git("log", "--format=%s", "work").splitlines()) == 1
     (repo_path / "hooks" / "commit-msg").unlink()
-    r = gs("ask", "work", "fourth")
+    r = gs("ask", "-S", "work", "fourth")
     assert r.code == 0, r.err
     assert git("log", "--format=%s", "work").splitlines() == ["turn 3: fourth", "turn 2: second", "turn 1: first"]
     prompts = [m["content"] for m in gs("show", "work", "--format", "json").json()["messages"]
@@ -309,9 +309,9 @@ def test_commit_msg_hook_that_refuses_or_empties_the_message(gs, git, repo_path)
 
 
 def test_failing_post_commit_warns_and_the_commit_stands(gs, git, repo_path):
-    assert gs("ask", "work", "first").code == 0
+    assert gs("ask", "-S", "work", "first").code == 0
     _hook(repo_path, "post-commit", "#!/bin/sh\necho 'backup host unreachable' >&2\nexit 3\n")
-    r = gs("ask", "work", "second")
+    r = gs("ask", "-S", "work", "second")
     assert r.code == 0, r.err
     assert "warning" in r.err and "post-commit" in r.err and "backup host unreachable" in r.err
     assert r.err.count("backup host unreachable") == 1
@@ -334,7 +334,7 @@ def test_shipped_post_commit_pushes_to_the_backup_remote(gs, git, repo_path, tmp
     assert "pushed to remote 'backup'" in gs("hooks", "install", "post-commit").out
 
     started = time.monotonic()
-    r = gs("ask", "work", "back me up")
+    r = gs("ask", "-S", "work", "back me up")
     assert r.code == 0, r.err
     assert "warning" not in r.err
     tip = _tip(git)
@@ -352,7 +352,7 @@ def test_shipped_post_commit_pushes_to_the_backup_remote(gs, git, repo_path, tmp
 
 def test_shipped_post_commit_without_a_remote_warns(gs, git):
     assert gs("hooks", "install", "post-commit").code == 0
-    r = gs("ask", "work", "hello")
+    r = gs("ask", "-S", "work", "hello")
     assert r.code == 0, r.err
     assert "no git remote 'backup'" in r.err and "remote add backup" in r.err
     assert _tip(git)
@@ -361,13 +361,13 @@ def test_shipped_post_commit_without_a_remote_warns(gs, git):
 def test_shipped_post_commit_reports_a_failed_background_push(gs, git, repo_path, tmp_path):
     assert gs("hooks", "install", "post-commit").code == 0
     git("remote", "add", "backup", str(tmp_path / "does-not-exist.git"))
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     err_file = repo_path / "gs" / "backup" / "work.err"
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and not (err_file.exists() and err_file.stat().st_size):
         time.sleep(0.1)
     assert err_file.read_text().strip()
-    r = gs("ask", "work", "two")
+    r = gs("ask", "-S", "work", "two")
     assert r.code == 0, r.err
     assert "previous backup push of work" in r.err
 
@@ -376,18 +376,18 @@ def test_shipped_post_commit_reports_a_failed_background_push(gs, git, repo_path
 
 
 def test_fork_commit_runs_the_hooks(gs, git, repo_path, tmp_path):
-    assert gs("ask", "work", "first").code == 0
+    assert gs("ask", "-S", "work", "first").code == 0
     _hook(repo_path, "pre-commit", """#!/bin/sh
 [ "$GS_SESSION" = copy ] && [ ! -s "$GS_NEW_EVENTS" ] && { echo 'no forks today' >&2; exit 1; }
 exit 0
 """)
-    r = gs("ask", "--fork", "copy", "work", "in the copy")
+    r = gs("ask", "--fork", "copy", "-S", "work", "in the copy")
     assert r.code == 1
     assert "pre-commit hook refused the fork" in r.err and "no forks today" in r.err
     assert _tip(git, "refs/heads/copy") == ""
     (repo_path / "hooks" / "pre-commit").unlink()
     _hook(repo_path, "commit-msg", "#!/bin/sh\nprintf 'hooked: ' | cat - \"$1\" > \"$1.n\" && mv \"$1.n\" \"$1\"\n")
-    r = gs("ask", "--fork", "copy", "work", "in the copy")
+    r = gs("ask", "--fork", "copy", "-S", "work", "in the copy")
     assert r.code == 0, r.err
     subjects = git("log", "--format=%s", "copy").splitlines()
     assert subjects[0] == "hooked: turn 2: in the copy"
@@ -469,7 +469,7 @@ def test_runner_details(tmp_path: Path):
 
 def test_a_refused_import_says_to_import_again_not_that_a_turn_is_kept(gs, repo_path, tmp_path):
     """An import keeps no journal, so the refusal must not promise that the next command saves it."""
-    assert gs("ask", "first", "hi").code == 0  # the repo exists
+    assert gs("ask", "-S", "first", "hi").code == 0  # the repo exists
     hook = repo_path / "hooks" / "pre-commit"
     hook.write_text("#!/bin/sh\necho 'no imports today' >&2\nexit 1\n")
     hook.chmod(0o755)

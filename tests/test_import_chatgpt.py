@@ -228,7 +228,7 @@ def test_an_imported_session_continues_against_the_strict_server(gs, fake_api):
     assert gs("import", str(FIXTURE)).code == 0
     for sid in (MAIN, REGENERATED):
         fake_api.reset()
-        r = gs("ask", sid, "one more question")
+        r = gs("ask", "-S", sid, "one more question")
         assert r.code == 0, r.err
         messages = fake_api.requests[-1]["messages"]
         assert validate_messages(messages) is None
@@ -304,7 +304,7 @@ def test_keep_paths_commits_do_not_depend_on_where_gs_ran(gs, git, tmp_path, mon
 def test_a_session_continued_in_gs_is_kept_and_chatgpt_growth_forks_from_it(gs, git, tmp_path):
     convs = _fixture()[1:]
     assert gs("import", str(_export(tmp_path, convs))).code == 0
-    assert gs("ask", GREETING, "continued in gs").code == 0
+    assert gs("ask", "-S", GREETING, "continued in gs").code == 0
     tip = git("rev-parse", GREETING).strip()
     assert "nothing new" in gs("import", str(_export(tmp_path, convs))).err
     _add(convs[0], "b-u2", "b-a1", "user", "Continued in ChatGPT", T + 10**7)

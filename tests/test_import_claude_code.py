@@ -162,7 +162,7 @@ def test_each_imported_session_continues_against_the_strict_server(gs, fake_api)
     assert gs("import", str(FIXTURE)).code == 0
     for sid in (MAIN, REWOUND, AGENT):
         fake_api.reset()
-        r = gs("ask", sid, "one more question")
+        r = gs("ask", "-S", sid, "one more question")
         assert r.code == 0, r.err
         messages = fake_api.requests[-1]["messages"]
         assert validate_messages(messages) is None
@@ -319,7 +319,7 @@ def test_parallel_tool_calls_keep_their_results_on_the_branch(gs, git, repo_path
         ("toolu_A", "created a.md"), ("toolu_B", "created b.md")]
     assert [e.data["reason"] for e in turn if e.type == "turn/end"] == ["completed"]
     assert "nothing new" in gs("import", str(path)).err
-    assert gs("ask", MAIN, "and now?").code == 0
+    assert gs("ask", "-S", MAIN, "and now?").code == 0
     assert validate_messages(fake_api.requests[-1]["messages"]) is None
 
 

@@ -85,7 +85,7 @@ def test_a_session_resumed_after_exit_grows_by_the_new_turn(gs, git, repo_path, 
     assert messages[-2:] == [{"role": "user", "content": "And a short -l?"},
                              {"role": "assistant", "content": "Added -l."}]
     assert "nothing new" in gs("import", str(path)).err
-    assert gs("ask", MAIN, "and now?").code == 0
+    assert gs("ask", "-S", MAIN, "and now?").code == 0
     sent = fake_api.requests[-1]["messages"]
     assert validate_messages(sent) is None and "No response requested." not in json.dumps(sent)
     git("fsck", "--strict")

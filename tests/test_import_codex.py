@@ -100,7 +100,7 @@ def test_the_model_is_sent_the_summary_and_what_follows_it(gs, fake_api):
     assert gs("import", str(MAIN_FILE), str(FORK_FILE)).code == 0
     for sid in (MAIN, FORK):
         fake_api.reset()
-        r = gs("ask", sid, "and now?")
+        r = gs("ask", "-S", sid, "and now?")
         assert r.code == 0, r.err
         messages = fake_api.requests[-1]["messages"]
         assert validate_messages(messages) is None
@@ -318,7 +318,7 @@ def test_a_remote_compaction_stands_for_what_codex_kept(gs, repo_path, tmp_path,
     assert (events[at + 1].type, events[at + 1].ignorable) == ("import/message", True)
     assert events[at + 1].data == {"role": "system", "name": "codex encrypted compaction",
                                    "content": "gAAAA-remote-summary"}
-    assert gs("ask", sid, "and now?").code == 0
+    assert gs("ask", "-S", sid, "and now?").code == 0
     messages = fake_api.requests[-1]["messages"]
     assert validate_messages(messages) is None
     assert "gAAAA" not in json.dumps(messages)
@@ -410,7 +410,7 @@ def test_a_compaction_inside_a_turn_is_that_turns(gs, repo_path, tmp_path, fake_
     last = [e.type for e in events[[e.type for e in events].index("turn/end") + 1:]]
     said_types = [t for t in last if t in ("user/message", "compaction/summary", "assistant/message")]
     assert said_types == ["user/message", "assistant/message", "compaction/summary", "assistant/message"], last
-    assert gs("ask", sid, "and now?").code == 0
+    assert gs("ask", "-S", sid, "and now?").code == 0
     messages = fake_api.requests[-1]["messages"]
     assert validate_messages(messages) is None
     assert "The tests pass." in json.dumps(messages) and "The parser was ported" in json.dumps(messages)
@@ -525,7 +525,7 @@ def test_a_continued_session_is_sent_the_kept_prompts_the_summary_and_what_follo
         ("user", f"Summary of the conversation so far:\n{_SUMMARY_LEAD}\n{_SUMMARY}"),
         ("user", _PROMPTS[2]), ("assistant", "Done: run the tests."), ("user", _PROMPTS[3]),
         ("assistant", "Done: ship it.")]
-    assert gs("ask", sid, "and now?").code == 0
+    assert gs("ask", "-S", sid, "and now?").code == 0
     messages = fake_api.requests[-1]["messages"]
     assert validate_messages(messages) is None
     assert [m for m in messages if m["role"] != "system"] == [*sent, {"role": "user", "content": "and now?"}]

@@ -87,7 +87,7 @@ def test_compact_is_no_turn_and_a_continued_session_is_sent_what_codex_sends(gs,
                     ("user", f"Summary of the conversation so far:\n{compacted['message']}"),
                     ("user", prompts[2]), ("assistant", f"Reply 7 to: {prompts[2]}"),
                     ("user", prompts[3]), ("assistant", f"Reply 9 to: {prompts[3]}")]
-    assert gs("ask", sid, "and now?").code == 0
+    assert gs("ask", "-S", sid, "and now?").code == 0
     messages = fake_api.requests[-1]["messages"]
     assert validate_messages(messages) is None
     assert [(m["role"], m["content"]) for m in messages if m["role"] != "system"] == [*sent, ("user", "and now?")]

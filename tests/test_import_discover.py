@@ -221,7 +221,7 @@ def test_transcripts_claude_code_wrote_import_and_continue(gs, git, fake_api):
     assert f"Forked-From: {agents}@{git('rev-parse', agents).strip()}" in git("log", "-1", "--format=%B", agent)
     for sid in (origin, forked, agents, agent):
         fake_api.reset()
-        r = gs("ask", sid, "one more")
+        r = gs("ask", "-S", sid, "one more")
         assert r.code == 0, r.err
         assert validate_messages(fake_api.requests[-1]["messages"]) is None
     git("fsck", "--strict")

@@ -118,7 +118,7 @@ def test_an_imported_conversation_continues_against_the_strict_server(gs, fake_a
     sessions = _sessions(gs("import", str(llm_home / "logs.db")))
     for name, sid in sessions.items():
         fake_api.reset()
-        r = gs("ask", sid, "one more")
+        r = gs("ask", "-S", sid, "one more")
         assert r.code == 0, r.err
         messages = fake_api.requests[-1]["messages"]
         assert validate_messages(messages) is None

@@ -78,7 +78,7 @@ def test_a_session_resumed_after_a_local_command_grows_by_the_turn_and_never_sen
     assert system == ["claude-code system local_command"] * 2
     assert all("\x1b" not in text for _, text in aside)  # /context's output came styled for a terminal
     assert "\x1b" not in gs("show", session).out
-    assert gs("ask", session, "one more").code == 0
+    assert gs("ask", "-S", session, "one more").code == 0
     sent = fake_api.requests[-1]["messages"]
     assert validate_messages(sent) is None and "No response requested." not in json.dumps(sent)
 
@@ -96,7 +96,7 @@ def test_after_the_real_compaction_its_summary_then_the_reply_it_kept_are_sent(g
         {"role": "assistant", "content": "Reply 5 to: What do you remember after the compaction?"},
         {"role": "user", "content": "And one more turn"},
         {"role": "assistant", "content": "Reply 6 to: And one more turn"}]
-    assert gs("ask", session, "one more").code == 0
+    assert gs("ask", "-S", session, "one more").code == 0
     sent = fake_api.requests[-1]["messages"]
     assert validate_messages(sent) is None and sent[0]["content"].startswith(SUMMARY_LEAD)
     assert sent[1] == {"role": "assistant", "content": "Reply 3 to: What did it print?"}

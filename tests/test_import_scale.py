@@ -213,7 +213,7 @@ def test_the_session_ids_are_listed_from_the_ref_names_packed_or_loose(gs, git, 
 
 def test_an_import_leaves_the_current_session_as_it_was(gs, git, fake_api, tmp_path):
     """HEAD is the user's chat: ``gs chat -c`` goes on with it after an import (from cron, --watch)."""
-    assert gs("ask", "mine", "hello there").code == 0
+    assert gs("ask", "-S", "mine", "hello there").code == 0
     base = _fixture()[1]
     files = []
     for i in range(3):

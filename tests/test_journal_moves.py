@@ -65,7 +65,7 @@ def test_a_journal_whose_branch_was_deleted_by_git_is_kept_in_a_session_of_its_o
 
 
 def test_renaming_a_session_to_its_own_name_says_so(gs, repo_path: Path):
-    assert gs("ask", "w", "hi").code == 0
+    assert gs("ask", "-S", "w", "hi").code == 0
     r = gs("rename", "w", "w")
     assert r.code == 1
     assert "already exists" in r.err and "moved while saving" not in r.err

@@ -116,7 +116,7 @@ def test_gs_ask_runs_a_turn_through_the_embedded_model(repo_path):
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "gitsessions", "ask", "local", "What is the capital of France?"],
+        [sys.executable, "-m", "gitsessions", "ask", "-S", "local", "What is the capital of France?"],
         capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr

@@ -45,7 +45,7 @@ def _subjects(git, ref: str) -> list[str]:
 
 
 def _export(gs, tmp_path: Path) -> Path:
-    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "-S", "other", "hello").code == 0
     out = tmp_path / "other.jsonl"
     assert gs("export", "other", "--format", "jsonl", "-o", str(out)).code == 0
     return out
@@ -70,7 +70,7 @@ def test_opening_a_session_commits_its_orphaned_turn_first(repo_path: Path, git)
     (["rename", "w", "w2"], "w2"),
     (["rm", "w"], "refs/archive/w"),
     (["title", "w", "A title"], "w"),
-    (["ask", "w", "next"], "w"),
+    (["ask", "-S", "w", "next"], "w"),
     (["show", "w"], "w"),  # a reading command: the journal is recovered when no writer holds it
 ])
 def test_every_command_that_writes_a_session_commits_its_orphaned_turn_first(gs, repo_path: Path, git,

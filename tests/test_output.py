@@ -70,7 +70,7 @@ def test_the_pager_is_gits_rule(monkeypatch):
 
 
 def test_list_says_how_long_ago_and_json_keeps_the_time(gs):
-    assert gs("ask", "w", "hi").code == 0
+    assert gs("ask", "-S", "w", "hi").code == 0
     table = gs("list").out.splitlines()
     assert table[0].split() == ["SESSION", "TURNS", "MSGS", "SAVED", "COMMIT", "TITLE"]
     assert " seconds ago " in table[1] or " second ago " in table[1], table
@@ -100,7 +100,7 @@ def test_a_reader_that_closed_the_pipe_is_no_failure(gs, args, unbuffered):
     pipe).
     """
     for n in range(3):
-        assert gs("ask", "w", f"a word {n}").code == 0
+        assert gs("ask", "-S", "w", f"a word {n}").code == 0
     read, write = os.pipe()
     os.close(read)
     try:

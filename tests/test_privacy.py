@@ -29,8 +29,8 @@ def find(repo: Path, *perm: str) -> list[str]:
 
 
 def test_a_new_repo_is_readable_by_its_owner_only(gs, repo_path, git):
-    assert gs("ask", "work", "my card is 4111 1111 1111 1111").code == 0
-    assert gs("ask", "work", "and again").code == 0
+    assert gs("ask", "-S", "work", "my card is 4111 1111 1111 1111").code == 0
+    assert gs("ask", "-S", "work", "and again").code == 0
     assert gs("chat", "work", input="/title private\nthird\n").code == 0
     assert (repo_path / "gs").is_dir() and list((repo_path / "objects").iterdir())
     assert find(repo_path, "-perm", "/077") == []
@@ -40,9 +40,9 @@ def test_a_new_repo_is_readable_by_its_owner_only(gs, repo_path, git):
 
 
 def test_a_repo_shared_with_the_group_gives_what_git_gives(gs, repo_path, git):
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     git("config", "core.sharedRepository", "group")
-    assert gs("ask", "work", "two").code == 0
+    assert gs("ask", "-S", "work", "two").code == 0
     new = [repo_path / "objects" / c[:2] / c[2:] for c in git("rev-list", "-1", "work").split()]
     assert new and all(p.exists() for p in new)
     for path in new:  # an object: read-only, for the group too (git's 0440)
@@ -53,7 +53,7 @@ def test_a_repo_shared_with_the_group_gives_what_git_gives(gs, repo_path, git):
 
 
 def test_an_exposed_repo_is_warned_of_once_and_doctor_fixes_it(gs, repo_path, git):
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     subprocess.run(["chmod", "-R", "go+rX", str(repo_path)], check=True)
     r = gs("list")
     assert r.code == 0
@@ -67,7 +67,7 @@ def test_an_exposed_repo_is_warned_of_once_and_doctor_fixes_it(gs, repo_path, gi
     assert gs("doctor").code == 0
     assert "warning" not in gs("list").err
     git("fsck", "--strict")
-    assert gs("ask", "work", "two").code == 0
+    assert gs("ask", "-S", "work", "two").code == 0
 
 
 def test_a_folder_that_is_no_session_repo_is_never_made_private_nor_warned_of(gs, tmp_path):
@@ -110,7 +110,7 @@ def test_a_config_file_without_a_key_may_be_readable(gs, tmp_path):
 
 def test_nothing_executable_arrives_from_a_remote(gs, tmp_path, repo_path):
     """A remote's hooks stay there: a clone and a pull install none, and a save runs none."""
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo_path), str(remote)], check=True)
     marker = tmp_path / "ran"
@@ -133,7 +133,7 @@ def test_doctor_fix_mends_what_it_can_and_names_what_it_cannot(gs, repo_path, tm
 
     if shutil.which("chattr") is None:
         pytest.skip("no chattr here to make a file that even its owner cannot chmod")
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     subprocess.run(["chmod", "-R", "go+rX", str(repo_path)], check=True)
     stuck = repo_path / "description"
     if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode != 0:
@@ -148,10 +148,10 @@ def test_doctor_fix_mends_what_it_can_and_names_what_it_cannot(gs, repo_path, tm
 
 
 def test_a_sharing_mode_git_refuses_is_refused_before_anything_is_written(gs, repo_path, git):
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     git("config", "core.sharedRepository", "0006")
     before = find(repo_path)
-    r = gs("ask", "work", "two")
+    r = gs("ask", "-S", "work", "two")
     assert r.code == 1
     assert "core.sharedRepository=0006 leaves the owner unable to read and write" in r.err
     assert find(repo_path) == before  # not even a journal
@@ -171,7 +171,7 @@ def test_a_repo_another_account_owns_is_refused_unless_git_is_told_it_is_safe(gs
     marker = tmp_path / "ran"
     (hooks / "pre-commit").write_text(f"#!/bin/sh\ntouch {marker}\n")
     (hooks / "pre-commit").chmod(0o755)
-    r = gs("ask", "work", "hi")
+    r = gs("ask", "-S", "work", "hi")
     assert r.code == 1
     assert "belongs to another account (" in r.err and "dubious ownership" in r.err
     assert f"git config --global --add safe.directory {repo_path}" in r.err
@@ -179,13 +179,13 @@ def test_a_repo_another_account_owns_is_refused_unless_git_is_told_it_is_safe(gs
     subprocess.run(["git", "config", "--global", "--add", "safe.directory", str(repo_path)], check=True)
     (hooks / "pre-commit").unlink()
     hooks.rmdir()
-    r = gs("ask", "work", "hi")
+    r = gs("ask", "-S", "work", "hi")
     assert r.code == 0, r.err  # trusted as git trusts it
 
 
 def test_a_repo_shared_after_it_was_made_is_mended_by_doctor(gs, repo_path, git):
     """Its folders and files made while it was private stay the owner's until gs doctor --fix."""
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     git("config", "core.sharedRepository", "group")
     r = gs("doctor")
     assert r.code == 1 and "the group cannot use" in r.out, r.out
@@ -200,7 +200,7 @@ def test_a_repo_shared_after_it_was_made_is_mended_by_doctor(gs, repo_path, git)
 
 
 def test_a_repo_reached_through_a_symbolic_link_is_checked_where_it_is(gs, repo_path, tmp_path, monkeypatch):
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     link = tmp_path / "link.git"
     link.symlink_to(repo_path)
     repo_path.chmod(0o755)
@@ -212,19 +212,19 @@ def test_a_repo_reached_through_a_symbolic_link_is_checked_where_it_is(gs, repo_
 
 def test_what_a_hook_writes_in_the_repo_is_private_too(gs, repo_path, tmp_path):
     """A user's post-commit hook that packs the repo with plain git makes no readable pack."""
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     hook = repo_path / "hooks" / "post-commit"
     hook.parent.mkdir(exist_ok=True)
     hook.write_text('#!/bin/sh\ngit --git-dir="$GIT_DIR" repack -adq && echo packed > "$GIT_DIR/packed-by-hook"\n')
     hook.chmod(0o700)
-    assert gs("ask", "work", "two").code == 0
+    assert gs("ask", "-S", "work", "two").code == 0
     assert (repo_path / "packed-by-hook").exists()
     assert list((repo_path / "objects" / "pack").glob("*.pack"))
     assert find(repo_path, "-perm", "/077") == []
 
 
 def test_doctor_names_a_symbolic_link_that_leads_out_of_the_repo(gs, repo_path, tmp_path):
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     outside = tmp_path / "shared-folder" / "history"
     outside.parent.mkdir()
     outside.write_text("")
@@ -257,11 +257,11 @@ def test_what_gs_rewrites_in_a_shared_repo_gets_the_mode_git_gives_it(gs, repo_p
         """git itself writing in the repo, under the umask gs writes with."""
         subprocess.run(["sh", "-c", f'umask {umask:03o} && exec git -C "$0" "$@"', str(repo_path), *args], check=True)
 
-    assert gs("ask", "work", "one").code == 0
-    assert gs("ask", "other", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
+    assert gs("ask", "-S", "other", "one").code == 0
     git_here("pack-refs", "--all")
     assert gs("remote", "add", "origin", str(remote)).code == 0  # the config
-    assert gs("ask", "work", "two").code == 0  # a loose ref again, and its reflog
+    assert gs("ask", "-S", "work", "two").code == 0  # a loose ref again, and its reflog
     assert gs("push").code == 0  # remote-tracking refs, in folders of their own
     assert gs("rm", "other").code == 0  # packed-refs rewritten, an archive ref, HEAD back to work
     git_here("update-ref", "refs/by-git/deep/ref", "work")

@@ -137,7 +137,7 @@ def test_the_mode_comes_back_when_the_chat_is_killed_before_the_hand_over(chat_e
 @pytest.mark.parametrize("args", [("chat", "early", "--raw"), ("--no-color", "chat", "early"),
                                   ("chat", "early", "--recap", "2"), ("chat", "-c")])
 def test_options_take_the_usual_way(fake_api, spawn_gs, gs, args):
-    gs("ask", "early", "first")  # something to continue
+    gs("ask", "-S", "early", "first")  # something to continue
     child = spawn_gs(*args)
     child.expect_exact("›")
     assert child.before != "" and not child.before.startswith("early")  # prompt_toolkit's escapes came first

@@ -101,13 +101,13 @@ def test_a_pipe_gets_the_text_as_written(fake_api, gs_proc):
     fake_api.script(text(REPLY), text(REPLY))
     r = gs_proc("chat", "demo", input="show me markdown\n")
     assert r.code == 0 and REPLY in r.out and "\x1b" not in r.out, r.err
-    r = gs_proc("ask", "demo", "again")
+    r = gs_proc("ask", "-S", "demo", "again")
     assert r.code == 0 and r.out == REPLY + "\n", r.err
 
 
 def test_ask_and_show_render_on_a_terminal(fake_api, start):
     fake_api.script(text(REPLY))
-    child = start("ask", "demo", "show me markdown")
+    child = start("ask", "-S", "demo", "show me markdown")
     out = finish(child)
     assert child.exitstatus == 0 and BOLD.search(out) and "• one" in unstyled(out), out
     child = start("show", "demo")
@@ -123,8 +123,8 @@ def test_ask_and_show_render_on_a_terminal(fake_api, start):
 
 def test_the_recap_of_a_resumed_session_is_rendered_as_gs_show_renders_it(fake_api, start, gs):
     fake_api.script(text(REPLY), text("Over **there**."))
-    assert gs("ask", "demo", "show me markdown").code == 0
-    assert gs("ask", "other", "and there?").code == 0
+    assert gs("ask", "-S", "demo", "show me markdown").code == 0
+    assert gs("ask", "-S", "other", "and there?").code == 0
     child = start("chat", "demo")
     child.expect(PROMPT)  # drawn first: the recap comes above it once the session is open
     child.expect_exact("The end.")
@@ -164,7 +164,7 @@ def _imported_at_prompt(chat_env, *args: str) -> list[str]:
 
 
 def test_rich_is_imported_after_the_chats_first_prompt_even_when_a_recap_is_rendered(chat_env, gs):
-    gs("ask", "demo", "hi")
+    gs("ask", "-S", "demo", "hi")
     assert _imported_at_prompt(chat_env, "fresh") == []  # a new session: nothing to recap
     assert _imported_at_prompt(chat_env, "demo", "--recap", "0") == []
     assert _imported_at_prompt(chat_env, "demo") == []  # its last exchange, rendered behind the prompt
@@ -182,13 +182,13 @@ def pager(tmp_path: Path) -> tuple[str, Path]:
 
 def test_a_long_log_goes_through_the_pager_and_a_short_one_does_not(fake_api, start, gs, gs_proc, pager):
     command, mark = pager
-    gs("ask", "short", "only one turn")
+    gs("ask", "-S", "short", "only one turn")
     child = start("log", "short", GS_PAGER=command)
     assert "turn 1: only one turn" in finish(child) and child.exitstatus == 0
     assert not mark.exists()  # it fits on the screen: no pager
 
     for i in range(6):  # 6 commits of 7 lines: more than the 24 rows
-        gs("ask", "long", f"prompt {i}")
+        gs("ask", "-S", "long", f"prompt {i}")
     child = start("log", "long", GS_PAGER=command)
     out = finish(child)
     assert child.exitstatus == 0 and "turn 1: prompt 0" in out and "turn 6: prompt 5" in out
@@ -208,7 +208,7 @@ def test_a_long_log_goes_through_the_pager_and_a_short_one_does_not(fake_api, st
 
 def test_a_pager_that_quits_early_is_no_error(gs, start, tmp_path):
     for i in range(6):
-        gs("ask", "long", f"prompt {i}")
+        gs("ask", "-S", "long", f"prompt {i}")
     child = start("log", "long", GS_PAGER="head -n 2")
     out = finish(child)
     assert child.exitstatus == 0 and "Traceback" not in out and "gs:" not in out, out

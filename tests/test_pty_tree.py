@@ -24,7 +24,7 @@ def prompts(gs, sid: str) -> list[str]:
 def test_resume_picker_filters_by_title_and_prompt(gs, spawn_gs):
     for sid, *asked in (("alpha", "apples"), ("beta", "bananas"), ("gamma", "cherries", "durian pie")):
         for prompt in asked:
-            assert gs("ask", sid, prompt).code == 0
+            assert gs("ask", "-S", sid, prompt).code == 0
     child = spawn_gs("chat", "-r")
     child.expect_exact("Open which session?")
     child.expect_exact("3/3")  # gamma, newest, first: Enter alone would open it
@@ -53,7 +53,7 @@ def test_resume_picker_filters_by_title_and_prompt(gs, spawn_gs):
 
 
 def test_edit_in_place_keeps_several_lines(gs, spawn_gs, git):
-    assert gs("ask", "work", "first").code == 0
+    assert gs("ask", "-S", "work", "first").code == 0
     child = spawn_gs("chat", "work")
     child.expect_exact("work ›")
     child.sendline("/edit")
@@ -73,13 +73,13 @@ def test_edit_in_place_keeps_several_lines(gs, spawn_gs, git):
 
 
 def test_edit_in_the_editor(gs, spawn_gs, git, chat_env, tmp_path):
-    assert gs("ask", "work", "first").code == 0
+    assert gs("ask", "-S", "work", "first").code == 0
     editor = tmp_path / "editor.sh"
     editor.write_text('#!/bin/sh\nsed -i "s/first/from the editor/" "$1"\n')
     editor.chmod(0o755)
     chat_env["EDITOR"] = str(editor)
     long = "first\n" + "".join(f"line {i}\n" for i in range(2, 16))  # 15 lines: more than 8 and half of 24
-    assert gs("ask", "long", "-", input=long).code == 0
+    assert gs("ask", "-S", "long", "-", input=long).code == 0
     child = spawn_gs("chat", "work")
     child.expect_exact("work ›")
     child.sendline("/edit 1 --editor")
@@ -165,10 +165,10 @@ def test_retry_edit_tree_and_a_send_from_the_first_attempt(spawn_gs, git, gs):
 
 
 def test_resume_picker_names_forks_by_their_own_prompt_says_why_nothing_matches_and_ctrl_c_is_130(gs, spawn_gs):
-    assert gs("ask", "work", "first question about YAML").code == 0
-    assert gs("ask", "work", "second").code == 0
-    assert gs("ask", "work~1", "--fork", "alt", "in one line?").code == 0  # alt keeps work's title
-    assert gs("ask", "solo", "only").code == 0
+    assert gs("ask", "-S", "work", "first question about YAML").code == 0
+    assert gs("ask", "-S", "work", "second").code == 0
+    assert gs("ask", "-S", "work~1", "--fork", "alt", "in one line?").code == 0  # alt keeps work's title
+    assert gs("ask", "-S", "solo", "only").code == 0
     child = spawn_gs("chat", "-r")
     child.expect_exact("3/3")
     child.expect_exact("2 turns  first question about YAML")  # work, the oldest: the last row

@@ -34,11 +34,11 @@ def test_pasted_secrets_leave_no_trace_in_any_object(gs, git, repo_path, fake_ap
     env = {"OPENAI_API_KEY": KEY, "MY_DB_PASSWORD": "hunter2hunter2", "SHORT_TOKEN": "abc"}
     fake_api.script(text(f"you said {KEY} and {SK}"))
     prompt = f"my key is {KEY}, also {SK} {GHP} {AWS}\n{PEM}\npw hunter2hunter2, short abc"
-    r = gs("ask", "leak", prompt, env=env)
+    r = gs("ask", "-S", "leak", prompt, env=env)
     assert r.code == 0, r.err
     # a reply cut off mid-stream goes through the journal: it is redacted too
     fake_api.script(drop(f"partial {KEY}"))
-    gs("ask", "leak", "again", env=env)
+    gs("ask", "-S", "leak", "again", env=env)
     gs("gc")
     blob = _all_object_bytes(repo_path)
     for secret in (KEY, SK, GHP, AWS, "MIIEow", "hunter2hunter2"):
@@ -59,7 +59,7 @@ def test_the_configured_api_key_is_redacted(gs, repo_path, tmp_path, fake_api):
     config_key = "cfg-key-" + "9z8y7x6w5v4u3t2s"
     (tmp_path / "config.yaml").write_text(f"api_key: {config_key}\n")
     tmp_path.joinpath("config.yaml").chmod(0o600)
-    r = gs("ask", "cfg", f"my key is {config_key} ok", env={"OPENAI_API_KEY": None})
+    r = gs("ask", "-S", "cfg", f"my key is {config_key} ok", env={"OPENAI_API_KEY": None})
     assert r.code == 0, r.err
     assert config_key.encode() not in _all_object_bytes(repo_path)
     assert "my key is [REDACTED:api_key] ok" in gs("show", "cfg", "--format", "json").json()["messages"][0]["content"]
@@ -69,7 +69,7 @@ def test_the_configured_api_key_is_redacted(gs, repo_path, tmp_path, fake_api):
 def test_the_configured_system_prompt_and_the_title_echo_are_redacted(gs, tmp_path, fake_api):
     url = "postgres://admin:Hunter2" + "Secret@db/x"
     (tmp_path / "config.yaml").write_text(f"system: You administer {url}\n")
-    assert gs("ask", "sys", "hi").code == 0
+    assert gs("ask", "-S", "sys", "hi").code == 0
     sent = fake_api.requests[-1]["messages"][0]
     assert sent["role"] == "system" and "Hunter2Secret" not in sent["content"]
     assert "[REDACTED:url-password]" in sent["content"]
@@ -80,31 +80,31 @@ def test_the_configured_system_prompt_and_the_title_echo_are_redacted(gs, tmp_pa
 
 def test_a_new_session_id_that_looks_like_a_secret_is_refused(gs, git, repo_path, tmp_path):
     token = SHAPES["slack-token"].replace("1234567890-", "2345678901-", 1)
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     export = tmp_path / "one.json"
     export.write_text(json.dumps([{"role": "user", "content": "hello"}]))
-    for args in (("ask", token, "hi"), ("import", str(export), "--as", token), ("fork", "work", token),
+    for args in (("ask", "-S", token, "hi"), ("import", str(export), "--as", token), ("fork", "work", token),
                  ("rename", "work", token)):
         r = gs(*args)
         assert r.code == 1 and "looks like a secret (slack-token); choose another" in r.err, (args, r.err)
         assert token not in r.err and token not in r.out, args
     assert git("for-each-ref", "--format=%(refname)").split() == ["refs/heads/work"]
     assert not [p for p in repo_path.rglob("*") if token in p.name]
-    assert gs("ask", "ordinary-name-2", "hi").code == 0  # an ordinary id is as welcome as before
+    assert gs("ask", "-S", "ordinary-name-2", "hi").code == 0  # an ordinary id is as welcome as before
 
 
 def test_redaction_can_be_turned_off(gs, repo_path, tmp_path):
     (tmp_path / "config.yaml").write_text("redact: false\n")
-    assert gs("ask", "plain", f"keep {SK}").code == 0
+    assert gs("ask", "-S", "plain", f"keep {SK}").code == 0
     assert SK.encode() in _all_object_bytes(repo_path)
 
 
 def test_extra_patterns_from_config(gs, tmp_path):
     (tmp_path / "config.yaml").write_text('redact_patterns: {acme-token: "acme_[0-9]{6}"}\n')
-    gs("ask", "p", "token acme_123456 here")
+    gs("ask", "-S", "p", "token acme_123456 here")
     assert "[REDACTED:acme-token]" in gs("show", "p", "--format", "json").json()["messages"][0]["content"]
     (tmp_path / "config.yaml").write_text('redact_patterns: {bad: "("}\n')
-    r = gs("ask", "p", "x")
+    r = gs("ask", "-S", "p", "x")
     assert r.code == 1 and "redact_patterns.bad" in r.err
 
 
@@ -332,9 +332,9 @@ def test_a_shape_split_at_every_position_is_never_released():
 def test_every_shape_stays_out_of_objects_journal_and_model_request(gs, git, repo_path, fake_api):
     prompt = "\n".join(IN_TEXT.values())
     fake_api.script(text("you said:\n" + prompt, chunk_size=3))
-    assert gs("ask", "shapes", prompt).code == 0
+    assert gs("ask", "-S", "shapes", prompt).code == 0
     fake_api.script(drop("cut off: " + prompt))  # a reply cut mid-stream goes through the journal
-    gs("ask", "shapes", "again")
+    gs("ask", "-S", "shapes", "again")
     journals = b"".join(p.read_bytes() for p in (repo_path / "gs").rglob("*.jsonl"))
     gs("gc")
     stored = _all_object_bytes(repo_path) + journals

@@ -47,7 +47,7 @@ def test_a_reflog_line_without_a_message_is_read():
 def three(gs, git, repo_path: Path):
     """work with three saves, its reflog lines three days, one day and one hour old."""
     for prompt in ("one", "two", "three"):
-        assert gs("ask", "work", prompt).code == 0
+        assert gs("ask", "-S", "work", prompt).code == 0
     log = repo_path / "logs" / "refs" / "heads" / "work"
     now = int(git("log", "-1", "--format=%ct", "work"))
     lines = log.read_text().splitlines()
@@ -169,7 +169,7 @@ def test_an_archived_restore_is_drawn_in_its_family(three):
 
 
 def test_a_date_before_the_reflog_began_warns_as_git_does(gs, git):
-    assert gs("ask", "work", "one").code == 0 and gs("ask", "work", "two").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0 and gs("ask", "-S", "work", "two").code == 0
     for at in ("yesterday", "1 year ago"):
         r = gs("show", f"work@{{{at}}}", "--format", "jsonl")
         assert r.code == 0, r.err
@@ -198,7 +198,7 @@ def test_restore_says_what_cannot_be_restored(three, git):
 
 
 def test_revision_messages_count_right(gs):
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     r = gs("show", "work@{0}~1")
     assert r.code == 1 and "'work@{0}' has 1 save, so only work@{0}~0 exists" in r.err, r.err
     r = gs("show", "work@{2}")

@@ -37,10 +37,10 @@ def _all_messages(run, sid):
 
 def test_push_clone_pull_and_divergence_over_a_path(two_machines, tmp_path):
     a, b, remote = two_machines
-    assert a("ask", "w", "one").code == 0
-    assert a("ask", "w", "two").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
+    assert a("ask", "-S", "w", "two").code == 0
     assert a("rm", "w") .code == 0 and a("restore", "w").code == 0
-    assert a("ask", "old", "to archive").code == 0 and a("rm", "old").code == 0
+    assert a("ask", "-S", "old", "to archive").code == 0 and a("rm", "old").code == 0
     assert a("remote", "add", "origin", str(remote)).code == 0
     assert "origin\t" in a("remote", "list").out
     r = a("push")
@@ -61,15 +61,15 @@ def test_push_clone_pull_and_divergence_over_a_path(two_machines, tmp_path):
     assert _all_messages(b, "w") == _all_messages(a, "w")
 
     # fast-forward
-    assert a("ask", "w", "three from a").code == 0
+    assert a("ask", "-S", "w", "three from a").code == 0
     assert a("push").code == 0
     r = b("pull")
     assert r.code == 0 and "updated: w" in r.err
     assert _git(b.repo, "rev-parse", "w") == _git(a.repo, "rev-parse", "w")
 
     # divergence: both sides survive as branches, nothing merged; origin's side keeps the name
-    assert b("ask", "w", "four from b").code == 0
-    assert a("ask", "w", "four from a").code == 0
+    assert b("ask", "-S", "w", "four from b").code == 0
+    assert a("ask", "-S", "w", "four from a").code == 0
     assert a("push").code == 0
     r = b("push")
     assert r.code == 1 and "not a fast-forward" in r.err and "gs sync" in r.err
@@ -91,11 +91,11 @@ def test_push_clone_pull_and_divergence_over_a_path(two_machines, tmp_path):
 
 def test_plain_git_push_from_a_gs_clone_is_read_back(two_machines, tmp_path):
     a, b, remote = two_machines
-    a("ask", "w", "one")
+    a("ask", "-S", "w", "one")
     a("remote", "add", "origin", str(remote))
     a("push")
     b("clone", str(remote), str(b.repo))
-    b("ask", "w", "two from b")
+    b("ask", "-S", "w", "two from b")
     # push with plain git from the gs repo
     subprocess.run(["git", "-C", str(b.repo), "push", "-q", "origin", "w"], check=True)
     r = a("pull")
@@ -106,11 +106,11 @@ def test_plain_git_push_from_a_gs_clone_is_read_back(two_machines, tmp_path):
 def test_pull_does_not_move_a_session_under_a_live_writer(two_machines, fake_api):
     from fakeapi import text
     a, b, remote = two_machines
-    a("ask", "w", "one")
+    a("ask", "-S", "w", "one")
     a("remote", "add", "origin", str(remote))
     a("push")
     b("clone", str(remote), str(b.repo))
-    a("ask", "w", "two")
+    a("ask", "-S", "w", "two")
     a("push")
     fake_api.script(text("y" * 60, chunk_size=1, delay=0.05))
     holder = subprocess.Popen([*GS, "--repo", str(b.repo), "chat", "w"], stdin=subprocess.PIPE,
@@ -128,7 +128,7 @@ def test_pull_does_not_move_a_session_under_a_live_writer(two_machines, fake_api
 
 def test_remote_errors_are_one_line(two_machines, tmp_path):
     a, _b, _remote = two_machines
-    a("ask", "w", "one")
+    a("ask", "-S", "w", "one")
     r = a("push", "nosuch")
     assert r.code == 1 and "no remote 'nosuch'" in r.err and "gs remote add nosuch" in r.err
     r = a("remote", "add", "bad name", "/x")
@@ -153,7 +153,7 @@ def test_auto_sync_pushes_every_save(two_machines, tmp_path):
     a, _b, remote = two_machines
     (tmp_path / "config.yaml").write_text("sync: {remote: origin, push: on-save}\n")
     a("remote", "add", "origin", str(remote))
-    assert a("ask", "w", "pushed by itself").code == 0
+    assert a("ask", "-S", "w", "pushed by itself").code == 0
     want = _git(a.repo, "rev-parse", "w")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -170,7 +170,7 @@ def test_auto_sync_pushes_every_save(two_machines, tmp_path):
 
 def test_a_failed_clone_leaves_nothing_and_can_be_retried(two_machines, tmp_path):
     a, b, remote = two_machines
-    a("ask", "w", "one")
+    a("ask", "-S", "w", "one")
     a("remote", "add", "origin", str(remote))
     a("push")
     target = tmp_path / "fresh.git"
@@ -188,7 +188,7 @@ def test_a_push_to_a_non_bare_repo_leaves_its_checked_out_branch(two_machines, t
     a, _b, _remote = two_machines
     work = tmp_path / "work"
     subprocess.run(["git", "init", "-q", "-b", "w", str(work)], check=True)
-    assert a("ask", "w", "one").code == 0 and a("ask", "side", "two").code == 0
+    assert a("ask", "-S", "w", "one").code == 0 and a("ask", "-S", "side", "two").code == 0
     r = a("push", str(work))
     assert r.code == 1 and "refused: refs/heads/w: branch is currently checked out" in r.err, r.err
     assert f"pushed refs/heads/side to {work}" in r.err and "Traceback" not in r.err, r.err
@@ -201,7 +201,7 @@ def test_without_git_a_path_push_says_once_that_the_remotes_hooks_were_not_run(t
     hook = remote / "hooks" / "update"
     hook.write_text('#!/bin/sh\ncase "$1" in refs/heads/secret*) echo "secret stays home" >&2; exit 1;; esac\n')
     hook.chmod(0o755)
-    assert a("ask", "w", "one").code == 0 and a("ask", "secret-plan", "two").code == 0
+    assert a("ask", "-S", "w", "one").code == 0 and a("ask", "-S", "secret-plan", "two").code == 0
     assert a("remote", "add", "origin", str(remote)).code == 0
     no_git = tmp_path / "bin"
     no_git.mkdir()
@@ -216,12 +216,12 @@ def test_a_refused_background_push_is_told_by_the_next_command(two_machines, tmp
     import time
 
     a, b, remote = two_machines
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     assert a("remote", "add", "origin", str(remote)).code == 0 and a("push").code == 0
     assert b("clone", str(remote), str(b.repo)).code == 0
-    assert b("ask", "w", "two from b").code == 0 and b("push").code == 0
+    assert b("ask", "-S", "w", "two from b").code == 0 and b("push").code == 0
     (tmp_path / "config.yaml").write_text("sync: {remote: origin, push: on-save}\n")
-    assert a("ask", "w", "two from a").code == 0  # its push in the background is refused: diverged
+    assert a("ask", "-S", "w", "two from a").code == 0  # its push in the background is refused: diverged
     deadline, said = time.monotonic() + 30, ""
     while time.monotonic() < deadline and "background" not in said:
         time.sleep(0.2)
@@ -237,7 +237,7 @@ def test_a_refused_background_push_is_told_by_the_next_command(two_machines, tmp
 def test_a_sync_or_a_dangling_link_makes_no_repo_there(two_machines, tmp_path):
     """Only a push the user asks for makes one: gs watch syncs unattended, maybe to a disk not mounted."""
     a, _b, _remote = two_machines
-    assert a("ask", "work", "one").code == 0
+    assert a("ask", "-S", "work", "one").code == 0
     new = tmp_path / "sessions.git"
     r = a("sync", str(new))
     assert r.code == 1 and "could not reach" in r.err and not new.exists(), r.err
@@ -258,7 +258,7 @@ def test_a_push_to_a_path_not_there_yet_makes_the_bare_repo_its_head_the_current
     """So plain git clone checks the session out, and git log there shows it, with no second command."""
     command = "push"
     a, _b, _remote = two_machines
-    assert a("ask", "aaa", "one").code == 0 and a("ask", "work", "two").code == 0
+    assert a("ask", "-S", "aaa", "one").code == 0 and a("ask", "-S", "work", "two").code == 0
     assert a("chat", "work", input="three\n").code == 0  # the current session: not the first by name
     new = tmp_path / "backups" / "sessions.git"
     r = a(command, str(new))
@@ -280,7 +280,7 @@ def test_a_push_to_a_path_not_there_yet_makes_the_bare_repo_its_head_the_current
 def test_a_push_or_share_to_an_empty_folder_makes_the_bare_repo_there(two_machines, tmp_path):
     """``mkdir backup && gs push backup``: the empty folder becomes the repository; a folder of files does not."""
     a, _b, _remote = two_machines
-    assert a("ask", "work", "one").code == 0
+    assert a("ask", "-S", "work", "one").code == 0
     for command, folder in (("push", tmp_path / "backup"), ("share", tmp_path / "gist")):
         folder.mkdir()
         r = a(*(["share", "work", str(folder), "--yes"] if command == "share" else ["push", str(folder)]))
@@ -299,7 +299,7 @@ def test_a_push_to_a_repo_made_empty_by_git_leaves_its_head(two_machines):
     """git's push leaves the remote's HEAD alone, and so does gs's (gs clone needs none)."""
     a, _b, remote = two_machines
     before = _git(remote, "symbolic-ref", "HEAD")
-    assert a("ask", "work", "one").code == 0
+    assert a("ask", "-S", "work", "one").code == 0
     r = a("push", str(remote))
     assert r.code == 0 and "created" not in r.err and "pushed refs/heads/work" in r.err, r.err
     assert _git(remote, "symbolic-ref", "HEAD") == before

@@ -39,8 +39,8 @@ def test_times():
 
 
 def test_rows_of_list_log_and_show(gs, repo_path: Path):
-    assert gs("ask", "w", "Title line\nmore").code == 0
-    assert gs("ask", "w", "second").code == 0
+    assert gs("ask", "-S", "w", "Title line\nmore").code == 0
+    assert gs("ask", "-S", "w", "second").code == 0
     assert gs("fork", "w~1", "alt").code == 0
     with GitStore(repo_path) as store:
         [alt_info] = [i for i in store.list_sessions() if i.session_id == "alt"]

@@ -10,7 +10,7 @@ from fakeapi import validate_messages
 
 def _three_turns(gs):
     for q in ("one", "two", "three"):
-        assert gs("ask", "w", q).code == 0
+        assert gs("ask", "-S", "w", q).code == 0
 
 
 def test_open_past_revision_forks_only_when_sending(gs, git):
@@ -80,9 +80,9 @@ def test_undo_with_nothing_to_undo(gs):
 
 
 def test_sessions_lists_newest_first_with_titles(gs):
-    assert gs("ask", "zeta", "the older one").code == 0
+    assert gs("ask", "-S", "zeta", "the older one").code == 0
     time.sleep(1.1)  # commit times have one-second resolution
-    assert gs("ask", "alpha", "the newer one").code == 0
+    assert gs("ask", "-S", "alpha", "the newer one").code == 0
     r = gs("chat", "fresh", input="/sessions\n/exit\n")
     assert r.code == 0, r.err
     rows = [line for line in r.out.splitlines() if line[:2] in ("* ", "  ")]

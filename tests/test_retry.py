@@ -147,8 +147,8 @@ def test_attempt_at_names_the_turn_and_its_fork_point(store, git):
 
 
 def test_gs_retry_on_the_command_line(gs, git):
-    assert gs("ask", "w", "one").code == 0
-    assert gs("ask", "w", "two").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "two").code == 0
     tip = git("rev-parse", "w").strip()
     r = gs("retry", "w")
     assert r.code == 0, r.err
@@ -209,7 +209,7 @@ def test_tree_jump_to_a_session_and_cancel(store):
 
 
 def test_resume_needs_a_terminal_and_no_other_session(gs):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     r = gs("chat", "-r")  # stdin is no terminal here
     assert r.code == 2 and "--resume picks from a list on a terminal" in r.err
     r = gs("chat", "-r", "w")
@@ -219,8 +219,8 @@ def test_resume_needs_a_terminal_and_no_other_session(gs):
 def test_edit_forks_as_gs_ask_on_the_revision_before_the_turn(gs, git):
     """/edit N and ``gs ask REV~k --fork NEW`` make the same fork: one implementation (open_revision)."""
     for q in ("one", "two", "three"):
-        assert gs("ask", "w", q).code == 0
-    assert gs("ask", "w~1", "--fork", "by-ask", "TWO").code == 0
+        assert gs("ask", "-S", "w", q).code == 0
+    assert gs("ask", "-S", "w~1", "--fork", "by-ask", "TWO").code == 0
     r = gs("chat", "w", input="/edit 3\nTWO\n/exit\n")
     assert r.code == 0, r.err
 
@@ -285,7 +285,7 @@ def sent(fake_api) -> list[str]:
 
 
 def test_edit_of_turn_one_after_undoing_every_turn_sends_only_the_edit(gs, fake_api):
-    assert gs("ask", "u", "A").code == 0 and gs("ask", "u", "B").code == 0
+    assert gs("ask", "-S", "u", "A").code == 0 and gs("ask", "-S", "u", "B").code == 0
     r = gs("chat", "u", input="/undo\n/undo\n/edit 1\nA2\n")
     assert r.code == 0, r.err
     assert sent(fake_api) == ["A2"]
@@ -294,7 +294,7 @@ def test_edit_of_turn_one_after_undoing_every_turn_sends_only_the_edit(gs, fake_
 
 
 def test_edit_of_turn_one_in_a_fork_that_undid_it_sends_only_the_edit(gs, fake_api, git):
-    assert gs("ask", "m", "A").code == 0
+    assert gs("ask", "-S", "m", "A").code == 0
     assert gs("chat", "m", input="/edit 1\nA2\n").code == 0
     assert sent(fake_api) == ["A2"]
     r = gs("chat", "m-1", input="/edit 1\nA3\n")
@@ -323,7 +323,7 @@ def test_an_imported_turn_tried_again_after_an_undo_drops_it_and_the_ones_after(
 
 
 def test_a_default_fork_name_whose_lock_another_writer_holds_is_passed_over(store, gs, git):
-    assert gs("ask", "cc", "one").code == 0 and gs("ask", "cc", "two").code == 0
+    assert gs("ask", "-S", "cc", "one").code == 0 and gs("ask", "-S", "cc", "two").code == 0
     assert gs("retry", "cc").code == 0  # cc-1
     script = Script()  # its /open below holds cc-2, which it announces, while the chat runs
     chat = repl(store, ScriptedProvider(), script, session="cc")
@@ -341,7 +341,7 @@ def test_a_default_fork_name_whose_lock_another_writer_holds_is_passed_over(stor
 
 
 def test_an_empty_fork_name_is_refused(gs, git):
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     r = gs("retry", "w", "--fork", "")
     assert r.code != 0 and "session id" in r.err
     assert sorted(heads(git)) == ["w"]
@@ -355,7 +355,7 @@ def title_trailer(git, sid: str) -> str:
 
 
 def test_a_new_attempt_at_turn_one_says_its_number_and_is_titled_by_its_own_prompt(gs, git):
-    assert gs("ask", "solo", "first try").code == 0
+    assert gs("ask", "-S", "solo", "first try").code == 0
     r = gs("retry", "solo")
     assert r.code == 0, r.err
     assert "turn 1 again in solo-1, forked from solo at " in r.err
@@ -369,7 +369,7 @@ def test_a_new_attempt_at_turn_one_says_its_number_and_is_titled_by_its_own_prom
 
 
 def test_a_new_attempt_at_a_later_turn_keeps_its_number(gs):
-    assert gs("ask", "w", "one").code == 0 and gs("ask", "w", "two").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0 and gs("ask", "-S", "w", "two").code == 0
     r = gs("retry", "w")
     assert "turn 2 again in w-1, forked" in r.err and "it is turn" not in r.err
 

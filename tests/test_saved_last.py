@@ -134,8 +134,8 @@ def test_a_tip_that_cannot_be_read_is_not_the_one_saved_last(repo_path: Path):
 
 
 def test_chat_continue_passes_over_a_session_that_cannot_be_read(gs, git, repo_path: Path):
-    assert gs("ask", "work", "hi").code == 0
-    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
+    assert gs("ask", "-S", "other", "hello").code == 0
     git("symbolic-ref", "HEAD", "refs/heads/master")  # names none: the session saved last
     header = encode_log(Writer(Stores(repo_path, True), "other").header, [])
     _at(repo_path, "other", 4_000_000_000, raw=header + b'{"seq":0,"ti')  # the newest, torn
@@ -214,8 +214,8 @@ def test_an_imports_commit_comes_after_every_save_of_gs_whatever_its_date(repo_p
 def test_chat_continue_and_rm_pass_over_an_import_dated_in_the_future(gs, git, repo_path: Path, fake_api, tmp_path):
     """``gs chat -c`` goes on with the session the user saved last, and ``gs rm`` of it makes the
     one saved before it current: an imported conversation dated in the future is neither."""
-    assert gs("ask", "work", "hi").code == 0
-    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
+    assert gs("ask", "-S", "other", "hello").code == 0
     transcript = tmp_path / "future.jsonl"
     fixture = Path(__file__).parent / "data" / "claude_code" / "session.jsonl"
     transcript.write_text(fixture.read_text(encoding="utf-8").replace('"timestamp":"2026-', '"timestamp":"2096-'),

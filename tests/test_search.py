@@ -15,10 +15,10 @@ __all__ = ["chat_env", "start"]  # fixtures shared with test_pty_render
 
 
 def test_forks_sharing_a_message_make_one_row_naming_them(gs, git):
-    assert gs("ask", "w", "the apples question").code == 0
+    assert gs("ask", "-S", "w", "the apples question").code == 0
     for fork in ("w-b", "w-c", "w-a", "a-first"):
         assert gs("fork", "w", fork).code == 0
-    assert gs("ask", "w-b", "more apples").code == 0
+    assert gs("ask", "-S", "w-b", "more apples").code == 0
     assert gs("rm", "w-c").code == 0
     r = gs("search", "apples")
     assert r.code == 0, r.err
@@ -43,7 +43,7 @@ def test_marked_splits_the_snippet_around_the_match_in_any_case_and_spacing():
 
 
 def test_a_branch_without_a_session_log_is_skipped_in_words(gs, git, repo_path):
-    assert gs("ask", "w", "find the needle").code == 0
+    assert gs("ask", "-S", "w", "find the needle").code == 0
 
     def run(*args: str, data: bytes = b"") -> str:
         return subprocess.run(["git", "-C", str(repo_path), *args], input=data, capture_output=True, check=True,
@@ -60,7 +60,7 @@ def test_a_branch_without_a_session_log_is_skipped_in_words(gs, git, repo_path):
 
 
 def test_the_match_is_bold_red_on_a_terminal_and_plain_with_no_color(gs, start):
-    assert gs("ask", "w", "tell me about APPLES and pears").code == 0
+    assert gs("ask", "-S", "w", "tell me about APPLES and pears").code == 0
     child = start("search", "apples")
     child.expect(pexpect.EOF, timeout=TIMEOUT)
     shown = child.before

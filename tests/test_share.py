@@ -31,11 +31,11 @@ def _messages(run, sid):
 def test_a_shared_fork_leaves_alone_and_the_receiver_continues_it(machine, tmp_path, fake_api):
     a, b = machine("a"), machine("b")
     key = "sk-" + "A1b2C3d4" * 4
-    assert a("ask", "base", f"one, with my key {key}").code == 0
-    assert a("ask", "base", "two").code == 0
-    assert a("ask", "--fork", "alt", "base", "three on alt").code == 0
-    assert a("ask", "private", "not for sharing").code == 0
-    assert a("ask", "base", "four on base, after the fork").code == 0
+    assert a("ask", "-S", "base", f"one, with my key {key}").code == 0
+    assert a("ask", "-S", "base", "two").code == 0
+    assert a("ask", "--fork", "alt", "-S", "base", "three on alt").code == 0
+    assert a("ask", "-S", "private", "not for sharing").code == 0
+    assert a("ask", "-S", "base", "four on base, after the fork").code == 0
     assert a("rm", "private").code == 0  # an archived session stays home too
     gist = init_bare(tmp_path / "gist.git")
 
@@ -63,7 +63,7 @@ def test_a_shared_fork_leaves_alone_and_the_receiver_continues_it(machine, tmp_p
     assert b("log", "alt", "-p").code == 0
     assert _messages(b, "alt")[-2:] == ["three on alt", "echo: three on alt"]
     fake_api.reset()
-    r = b("ask", "alt", "five on b")
+    r = b("ask", "-S", "alt", "five on b")
     assert r.code == 0, r.err
     sent = [m["content"] for m in fake_api.requests[-1]["messages"] if m["role"] == "user"]
     assert sent == [sent[0], "two", "three on alt", "five on b"] and sent[0].startswith("one, with my key")
@@ -74,8 +74,8 @@ def test_a_shared_fork_leaves_alone_and_the_receiver_continues_it(machine, tmp_p
 
 def test_the_first_share_to_a_url_asks_and_later_ones_do_not(machine, tmp_path):
     a = machine("a")
-    assert a("ask", "w", "one").code == 0
-    assert a("ask", "w", "two").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
+    assert a("ask", "-S", "w", "two").code == 0
     gist = init_bare(tmp_path / "gist.git")
 
     # no terminal and no --yes: refused, nothing sent
@@ -88,7 +88,7 @@ def test_the_first_share_to_a_url_asks_and_later_ones_do_not(machine, tmp_path):
     assert f'[gs-share "{gist}"]' in (a.repo / "config").read_text()
 
     # the second share to that URL neither asks nor needs --yes
-    assert a("ask", "w", "three").code == 0
+    assert a("ask", "-S", "w", "three").code == 0
     r = a("share", "w", str(gist))
     assert r.code == 0, r.err
     assert "about to send" not in r.err
@@ -100,7 +100,7 @@ def test_the_first_share_to_a_url_asks_and_later_ones_do_not(machine, tmp_path):
 def test_a_past_revision_is_shared_as_its_session_at_that_commit(machine, tmp_path):
     a = machine("a")
     for prompt in ("one", "two", "three"):
-        assert a("ask", "w", prompt).code == 0
+        assert a("ask", "-S", "w", prompt).code == 0
     gist = init_bare(tmp_path / "gist.git")
     r = a("share", "w~1", str(gist), "--yes")
     assert r.code == 0, r.err
@@ -122,7 +122,7 @@ def test_a_past_revision_is_shared_as_its_session_at_that_commit(machine, tmp_pa
 
 def test_the_question_in_a_terminal(machine, tmp_path):
     a = machine("a")
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     gist = init_bare(tmp_path / "gist.git")
     env = dict(os.environ, TERM="xterm")
 
@@ -150,7 +150,7 @@ def test_the_question_in_a_terminal(machine, tmp_path):
 
 def test_share_and_clone_over_http_with_a_password_in_the_url(machine, tmp_path, monkeypatch):
     a, b = machine("a"), machine("b")
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     root = tmp_path / "served"
     root.mkdir()
     init_bare(root / "gist.git")
@@ -160,25 +160,25 @@ def test_share_and_clone_over_http_with_a_password_in_the_url(machine, tmp_path,
         assert server.password not in r.err and server.password not in (a.repo / "config").read_text()
         assert f'[gs-share "{server.url("gist.git")}"]' in (a.repo / "config").read_text()
         # the URL without its password is the same URL: no second question
-        assert a("ask", "w", "two").code == 0
+        assert a("ask", "-S", "w", "two").code == 0
         monkeypatch.setenv("GS_HTTP_USERNAME", server.username)
         monkeypatch.setenv("GS_HTTP_PASSWORD", server.password)
         assert a("share", "w", server.url("gist.git")).code == 0
         r = b("clone", server.url("gist.git"), str(b.repo))
         assert r.code == 0, r.err
-        assert b("ask", "w", "three on b").code == 0
+        assert b("ask", "-S", "w", "three on b").code == 0
         assert _messages(b, "w")[-2:] == ["three on b", "echo: three on b"]
     subprocess.run(["git", "-C", str(root / "gist.git"), "fsck", "--strict"], check=True, capture_output=True)
 
 
 def test_re_sharing_after_the_receiver_continued_it_says_how_to_bring_their_turns(machine, tmp_path):
     a, b = machine("a"), machine("b")
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     gist = init_bare(tmp_path / "gist.git")
     assert a("share", "w", str(gist), "--yes").code == 0
     assert b("clone", str(gist), str(b.repo)).code == 0
-    assert b("ask", "w", "two on b").code == 0 and b("push").code == 0
-    assert a("ask", "w", "two on a").code == 0
+    assert b("ask", "-S", "w", "two on b").code == 0 and b("push").code == 0
+    assert a("ask", "-S", "w", "two on a").code == 0
     r = a("share", "w", str(gist))
     assert r.code == 1 and "Traceback" not in r.err, r.err
     assert f"not sent: {gist} has turns on w that w does not hold" in r.err, r.err
@@ -193,11 +193,11 @@ def test_re_sharing_after_the_receiver_continued_it_says_how_to_bring_their_turn
 
 def test_nothing_to_send_when_only_the_receiver_continued_it_is_success(machine, tmp_path):
     a, b = machine("a"), machine("b")
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     gist = init_bare(tmp_path / "gist.git")
     assert a("share", "w", str(gist), "--yes").code == 0
     assert b("clone", str(gist), str(b.repo)).code == 0
-    assert b("ask", "w", "two on b").code == 0 and b("push").code == 0
+    assert b("ask", "-S", "w", "two on b").code == 0 and b("push").code == 0
     theirs = _git(gist, "rev-parse", "w")
     r = a("share", "w", str(gist))
     assert r.code == 0, r.err
@@ -212,11 +212,11 @@ def test_nothing_to_send_when_only_the_receiver_continued_it_is_success(machine,
 
 def test_sharing_to_a_repository_with_other_sessions_says_so(machine, tmp_path):
     a = machine("a")
-    assert a("ask", "w", "one").code == 0
-    assert a("ask", "other", "not shared").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
+    assert a("ask", "-S", "other", "not shared").code == 0
     origin = init_bare(tmp_path / "origin.git")
     assert a("remote", "add", "origin", str(origin)).code == 0 and a("push").code == 0
-    assert a("ask", "w", "two").code == 0
+    assert a("ask", "-S", "w", "two").code == 0
     r = a("share", "w", str(origin), "--yes")
     assert r.code == 0, r.err
     assert (f"note: {origin} already held 1 other session (gs share is meant for an empty repository or a gist); "
@@ -229,11 +229,11 @@ def test_sharing_to_a_repository_with_other_sessions_says_so(machine, tmp_path):
 
 def test_share_says_what_it_sent_as_json(machine, tmp_path):
     a = machine("a")
-    assert a("ask", "w", "one").code == 0
-    assert a("ask", "other", "not shared").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
+    assert a("ask", "-S", "other", "not shared").code == 0
     origin = init_bare(tmp_path / "origin.git")
     assert a("remote", "add", "origin", str(origin)).code == 0 and a("push").code == 0
-    assert a("ask", "w", "two").code == 0
+    assert a("ask", "-S", "w", "two").code == 0
     tip = _git(a.repo, "rev-parse", "w").strip()
     r = a("share", "w", str(origin), "--yes", "--json")
     assert r.code == 0 and "about to send" in r.err and "note:" not in r.err, r.err  # the offer is still said

@@ -44,8 +44,8 @@ def test_the_command_index_names_every_command_of_its_module():
 
 
 def test_a_command_imports_only_its_own_module(gs):
-    gs("ask", "w", "hi")
-    modules = set(_imported("ask", "w", "again"))
+    gs("ask", "-S", "w", "hi")
+    modules = set(_imported("ask", "-S", "w", "again"))
     assert "gitsessions.cli.chat" in modules
     # (chat.py's ask starts the background gc and push of admin.py and remote.py)
     others = {f"gitsessions.cli.{m}" for m in ("history", "lifecycle", "share", "transfer", "hooks")}
@@ -56,7 +56,7 @@ def test_a_command_imports_only_its_own_module(gs):
 
 
 def test_global_options_and_help_before_the_command_read_as_before(gs, repo_path):
-    gs("ask", "w", "hi")
+    gs("ask", "-S", "w", "hi")
     r = gs("--repo", str(repo_path), "log", "w", "--oneline")
     assert r.code == 0 and "turn 1: hi" in r.out, r.err
     r = gs("--repo", str(repo_path), "--help")
@@ -68,9 +68,9 @@ def test_global_options_and_help_before_the_command_read_as_before(gs, repo_path
 
 
 def test_typer_still_converts_and_refuses_what_the_shortcut_passes_on(gs, fake_api):
-    r = gs("ask", "--wait=-1", "w", "hi")
+    r = gs("ask", "--wait=-1", "-S", "w", "hi")
     assert r.code == 2 and "Input should be greater than or equal to 0" in r.err, r.err
-    r = gs("ask", "--wait=1.5", "w", "hi")
+    r = gs("ask", "--wait=1.5", "-S", "w", "hi")
     assert r.code == 0, r.err
     assert "pydantic" not in _imported_all("list")
 
@@ -100,7 +100,7 @@ _AT_PROMPT = (
 
 
 def test_the_chat_opens_its_store_and_session_and_imports_its_turns_and_model_client_after_its_prompt(chat_env, gs):
-    gs("ask", "demo", "hi")  # a session with a turn: opening it reads a log
+    gs("ask", "-S", "demo", "hi")  # a session with a turn: opening it reads a log
     child = pexpect.spawn(sys.executable, ["-c", _AT_PROMPT, "chat", "demo"], env=chat_env, dimensions=(24, 100),
                           encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
     child.expect(r"IMPORTED (\[.*?\])")
@@ -259,7 +259,7 @@ def test_a_line_typed_before_the_session_is_open_is_its_first_turn(slow_store_en
 def test_a_locked_session_met_behind_the_prompt_is_the_one_line_error(chat_env, gs, repo_path):
     from gitsessions.store import GitStore
 
-    gs("ask", "demo", "hi")
+    gs("ask", "-S", "demo", "hi")
     with GitStore(repo_path) as store:
         lock = store.lock("demo").acquire(None)  # another writer: this test's process
         try:

@@ -656,7 +656,7 @@ def test_a_folder_holding_part_of_a_repo_is_completed_into_one(repo_path: Path, 
 def test_a_session_named_like_a_lock_of_the_repo_saves_and_packs(gs_env, repo_path, name):
     # The repo's own locks are not in gs/locks/, whose file names are session ids: a first save
     # of a session named "init" waited forever for the lock it held itself.
-    for args in (["ask", name, "hi"], ["ask", name, "again"], ["gc"]):
+    for args in (["ask", "-S", name, "hi"], ["ask", "-S", name, "again"], ["gc"]):
         run = subprocess.run([*GS, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
         assert run.returncode == 0, (args, run.stderr)
     assert subprocess.run(["git", "--git-dir", str(repo_path), "log", "--format=%s", name],

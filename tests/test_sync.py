@@ -61,7 +61,7 @@ def pair(machines, tmp_path: Path):  # noqa: F811 - the fixture imported above
     """``(a, b, remote)``: A made session ``w`` and pushed it to a bare remote, B cloned it."""
     a, b = machines
     remote = init_bare(tmp_path / "remote.git")
-    _ok(a("ask", "w", "one"))
+    _ok(a("ask", "-S", "w", "one"))
     _ok(a("remote", "add", "origin", str(remote)))
     _ok(a("push"))
     _ok(b("clone", str(remote), str(b.repo)))
@@ -76,14 +76,14 @@ def test_both_sides_gain_turns_and_three_syncs_converge(transport: Transport, ma
     a, b = machines
     remote = init_bare(transport.root / "remote.git")
     url = transport.url("remote.git")
-    _ok(a("ask", "w", "one"))
+    _ok(a("ask", "-S", "w", "one"))
     _ok(a("remote", "add", "origin", url))
     _ok(a("sync"), "pushed refs/heads/w to origin")
     _ok(b("clone", url, str(b.repo)))
-    _ok(a("ask", "w", "two from a"))
-    _ok(a("ask", "only-a", "a session of A's"))
-    _ok(b("ask", "w", "two from b"))
-    _ok(b("ask", "only-b", "a session of B's"))
+    _ok(a("ask", "-S", "w", "two from a"))
+    _ok(a("ask", "-S", "only-a", "a session of A's"))
+    _ok(b("ask", "-S", "w", "two from b"))
+    _ok(b("ask", "-S", "only-b", "a session of B's"))
     b_side = _tip(b.repo, "w")
     fork = f"w-{b_side[:7]}"
 
@@ -112,7 +112,7 @@ def test_both_sides_gain_turns_and_three_syncs_converge(transport: Transport, ma
         assert not [p for _m, p, _s in transport.server.requests[len(before):] if "receive-pack" in p]
     assert _refs(a.repo) == _refs(b.repo) == _refs(remote)
 
-    _ok(b("ask", fork, "three on the fork"))  # the fork is a session like any other
+    _ok(b("ask", "-S", fork, "three on the fork"))  # the fork is a session like any other
     _ok(b("sync"), f"pushed refs/heads/{fork}")
     _ok(a("sync"), f"updated: {fork}")
     assert _messages(a, fork)[-2] == "three on the fork"
@@ -122,7 +122,7 @@ def test_the_same_id_made_on_two_machines_keeps_both(machines, tmp_path: Path): 
     a, b = machines
     remote = init_bare(tmp_path / "remote.git")
     for run in (a, b):
-        _ok(run("ask", "notes", f"made on {run.repo.stem}"))
+        _ok(run("ask", "-S", "notes", f"made on {run.repo.stem}"))
         _ok(run("remote", "add", "origin", str(remote)))
     fork = f"notes-{_tip(b.repo, 'notes')[:7]}"
     _ok(a("sync"))
@@ -137,8 +137,8 @@ def test_the_same_id_made_on_two_machines_keeps_both(machines, tmp_path: Path): 
 def test_ids_that_differ_only_by_case_are_refused_until_one_is_renamed(machines, tmp_path: Path):  # noqa: F811
     a, b = machines
     remote = init_bare(tmp_path / "remote.git")
-    _ok(a("ask", "Work", "on a"))
-    _ok(b("ask", "work", "on b"))
+    _ok(a("ask", "-S", "Work", "on a"))
+    _ok(b("ask", "-S", "work", "on b"))
     for run in (a, b):
         _ok(run("remote", "add", "origin", str(remote)))
     _ok(a("sync"))
@@ -157,7 +157,7 @@ def test_a_name_used_again_after_a_rename_is_followed_not_forked(pair):
     a, b, remote = pair
     old = _tip(a.repo, "w")
     _ok(a("rename", "w", "w-old"))
-    _ok(a("ask", "w", "a new w"))
+    _ok(a("ask", "-S", "w", "a new w"))
     _ok(a("sync"), "pushed refs/heads/w-old", "pushed refs/heads/w")
     err = _ok(b("sync"), "new: w-old", "updated: w")
     assert "diverged" not in err
@@ -179,7 +179,7 @@ def test_plain_git_fetch_keeps_the_sync_layout(pair):
     a, _b, _remote = pair
     assert _git(a.repo, "config", "--get-all", "remote.origin.fetch").split() == [
         "+refs/heads/*:refs/remotes/origin/heads/*", "+refs/archive/*:refs/remotes/origin/archive/*"]
-    _ok(a("ask", "old", "to archive"))
+    _ok(a("ask", "-S", "old", "to archive"))
     _ok(a("rm", "old"))
     _ok(a("sync"))
     _git(a.repo, "fetch", "-q", "origin")
@@ -208,7 +208,7 @@ def test_a_remote_added_before_the_sync_base_gets_its_layout(pair):
 def test_a_rename_travels_and_does_not_come_back(transport: Transport, machines):  # noqa: F811
     a, b = machines
     remote = init_bare(transport.root / "remote.git")
-    _ok(a("ask", "w", "one"))
+    _ok(a("ask", "-S", "w", "one"))
     _ok(a("remote", "add", "origin", transport.url("remote.git")))
     _ok(a("push"))
     _ok(b("clone", transport.url("remote.git"), str(b.repo)))
@@ -246,7 +246,7 @@ def test_archived_on_a_while_b_gained_turns_stays_live(pair):
     a, b, remote = pair
     archived = _tip(a.repo, "w")
     _ok(a("rm", "w"))
-    _ok(b("ask", "w", "two from b"))
+    _ok(b("ask", "-S", "w", "two from b"))
     _ok(a("sync"))
     _ok(b("sync"), "new: archive/w", "pushed refs/heads/w")  # B's turns keep w live
     _ok(a("sync"), "new: w")
@@ -259,7 +259,7 @@ def test_archived_on_a_while_b_gained_turns_stays_live(pair):
 def test_renamed_on_a_while_b_gained_turns_keeps_both(pair):
     a, b, remote = pair
     _ok(a("rename", "w", "proj"))
-    _ok(b("ask", "w", "two from b"))
+    _ok(b("ask", "-S", "w", "two from b"))
     _ok(b("sync"))  # B first this time: w moved there since A's base
     _ok(a("sync"), "new: w (it gained turns on origin after you renamed it to proj; both are kept)",
         "pushed refs/heads/proj")
@@ -272,7 +272,7 @@ def test_renamed_on_a_while_b_gained_turns_keeps_both(pair):
 def test_renamed_on_a_first_while_b_gained_turns_says_so_on_b(pair):
     a, b, remote = pair
     _ok(a("rename", "w", "proj"))
-    _ok(b("ask", "w", "two from b"))
+    _ok(b("ask", "-S", "w", "two from b"))
     _ok(a("sync"), "removed from origin: refs/heads/w")
     _ok(b("sync"), "new: proj (w renamed on origin, while w gained turns here: both are kept, your turns in w)",
         "pushed refs/heads/w")
@@ -305,7 +305,7 @@ def test_push_pull_sync_clone_and_remote_list_say_what_they_did_as_json(pair, tm
     assert report(a, "remote", "list") == [{"name": "origin", "url": str(remote)}]
     assert a("remote", "list").out == f"origin\t{remote}\n"
     old = _tip(a.repo, "w")
-    _ok(a("ask", "w", "two"))
+    _ok(a("ask", "-S", "w", "two"))
     pushed = report(a, "push")
     assert pushed["remote"] == "origin" and pushed["ok"] is True and pushed["pushed"] == ["refs/heads/w"]
     assert (pushed["failed"], pushed["diverged"], pushed["created_there"]) == ([], [], None)
@@ -313,8 +313,8 @@ def test_push_pull_sync_clone_and_remote_list_say_what_they_did_as_json(pair, tm
     assert pulled["ok"] is True and pulled["updated"] == [{"session": "w", "old": old, "new": _tip(a.repo, "w")}]
     assert (pulled["created"], pulled["forks"], pulled["failed"]) == ([], [], [])
 
-    _ok(a("ask", "w", "three from a"))
-    _ok(b("ask", "w", "three from b"))
+    _ok(a("ask", "-S", "w", "three from a"))
+    _ok(b("ask", "-S", "w", "three from b"))
     _ok(a("push"))
     mine = _tip(b.repo, "w")
     refused = report(b, "push", code=1)
@@ -341,7 +341,7 @@ def test_push_with_nothing_to_send_says_it_as_sync_does(pair):
 def test_restoring_over_a_live_session_names_the_way_out(pair):
     a, b, _remote = pair
     _ok(a("rm", "w"))
-    _ok(b("ask", "w", "two from b"))
+    _ok(b("ask", "-S", "w", "two from b"))
     _ok(a("sync"))
     _ok(b("sync"), "new: archive/w")  # B's turns keep w live beside the archive
     r = b("restore", "w")
@@ -367,7 +367,7 @@ def test_refs_that_are_no_sessions_are_skipped_with_one_warning(pair):
     _plain_commit(remote, "refs/heads/nosess", "README")
     _plain_commit(a.repo, "refs/heads/feature/y", "main.c")
     _plain_commit(a.repo, "refs/heads/junk", "main.c")
-    _ok(a("ask", "w", "two"))
+    _ok(a("ask", "-S", "w", "two"))
     err = _ok(a("sync"), "pushed refs/heads/w")
     lines = err.splitlines()
     theirs = [line for line in lines if "refs of origin" in line]
@@ -383,7 +383,7 @@ def test_refs_that_are_no_sessions_are_skipped_with_one_warning(pair):
     assert "nosess" not in _git(b.repo, "branch") and "feature" not in _git(b.repo, "branch")
     assert "junk" not in _git(remote, "branch") and "feature/y" not in _git(remote, "branch")
     assert "feature/x" in _git(remote, "branch")  # a stranger there is left alone
-    _ok(a("ask", "w", "three"))
+    _ok(a("ask", "-S", "w", "three"))
     with GitStore(a.repo) as store:  # strangers never count as the remote moving: one round
         report = Remotes(store).sync("origin")
     assert report.rounds == 1 and report.push.pushed == ["refs/heads/w"] and report.ok
@@ -391,8 +391,8 @@ def test_refs_that_are_no_sessions_are_skipped_with_one_warning(pair):
 
 def test_push_only_sends_the_sessions_named(pair, tmp_path: Path):
     a, _b, _remote = pair
-    _ok(a("ask", "other", "not shared"))
-    _ok(a("ask", "old", "archived, shared"))
+    _ok(a("ask", "-S", "other", "not shared"))
+    _ok(a("ask", "-S", "old", "archived, shared"))
     _ok(a("rm", "old"))
     elsewhere = init_bare(tmp_path / "elsewhere.git")
     _plain_commit(elsewhere, "refs/heads/main", "README")  # a gist's own branch
@@ -405,8 +405,8 @@ def test_push_only_sends_the_sessions_named(pair, tmp_path: Path):
 
 def test_what_plain_git_deleted_on_one_side_is_never_lost(pair):
     a, b, remote = pair
-    _ok(a("ask", "gone-there", "one"))
-    _ok(a("ask", "gone-here", "one"))
+    _ok(a("ask", "-S", "gone-there", "one"))
+    _ok(a("ask", "-S", "gone-here", "one"))
     _ok(a("sync"))
     _ok(b("sync"))
     _git(remote, "update-ref", "-d", "refs/heads/gone-there")  # no other ref holds its commits
@@ -419,8 +419,8 @@ def test_what_plain_git_deleted_on_one_side_is_never_lost(pair):
 
 def test_an_archive_archived_on_both_sides_with_other_turns_keeps_both(pair):
     a, b, remote = pair
-    _ok(a("ask", "w", "two from a"))
-    _ok(b("ask", "w", "two from b"))
+    _ok(a("ask", "-S", "w", "two from a"))
+    _ok(b("ask", "-S", "w", "two from b"))
     for run in (a, b):
         _ok(run("rm", "w"))
     mine = _tip(b.repo, "refs/archive/w")
@@ -439,8 +439,8 @@ def test_a_refused_ref_is_reported_in_the_servers_words_and_the_rest_goes(transp
     hook = remote / "hooks" / "update"
     hook.write_text('#!/bin/sh\nif [ "$1" = refs/heads/secret ]; then echo "secret stays home" >&2; exit 1; fi\n')
     hook.chmod(0o755)
-    _ok(a("ask", "w", "one"))
-    _ok(a("ask", "secret", "two"))
+    _ok(a("ask", "-S", "w", "one"))
+    _ok(a("ask", "-S", "secret", "two"))
     _ok(a("remote", "add", "origin", transport.url("remote.git")))
     r = a("sync")
     assert r.code == 1 and "pushed refs/heads/w to origin" in r.err, r.err
@@ -453,14 +453,14 @@ def test_a_refused_ref_is_reported_in_the_servers_words_and_the_rest_goes(transp
 
 def test_a_session_with_a_live_writer_or_a_crashed_turn_waits_for_the_next_sync(pair):
     a, b, remote = pair
-    _ok(a("ask", "w", "two from a"))
+    _ok(a("ask", "-S", "w", "two from a"))
     _ok(a("sync"))
     before = _tip(b.repo, "w")
     with GitStore(b.repo) as store, store.lock("w"):  # origin is ahead: no failure, only a wait
         err = _ok(b("sync"), "w: will sync after the gs process writing it ends")
         assert "refused" not in err and "newer" not in err
     assert _tip(b.repo, "w") == before
-    _ok(b("ask", "w", "two from b"))
+    _ok(b("ask", "-S", "w", "two from b"))
     mine = _tip(b.repo, "w")
     with GitStore(b.repo) as store:
         lock = store.lock("w")
@@ -498,14 +498,14 @@ def test_a_remote_that_moves_between_pull_and_push_gets_another_round(machines, 
     hook.chmod(0o755)
     with GitDaemon(root, access_hook=hook) as daemon:
         url = daemon.url("remote.git")
-        _ok(a("ask", "w", "one"))
+        _ok(a("ask", "-S", "w", "one"))
         _ok(a("remote", "add", "origin", url))
         mark.touch()
         _ok(a("sync"))
         _ok(b("clone", url, str(b.repo)))
         _ok(gs("--repo", str(c_repo), "clone", url, str(c_repo)))
         _ok(gs("--repo", str(c_repo), "ask", "w", "two from c"))
-        _ok(b("ask", "w", "two from b"))
+        _ok(b("ask", "-S", "w", "two from b"))
         mine = _tip(b.repo, "w")
         mark.unlink()
         served.unlink()
@@ -525,7 +525,7 @@ def test_a_remote_that_moves_between_pull_and_push_gets_another_round(machines, 
 
 def test_a_sync_base_another_gs_holds_locked_makes_another_round_not_a_crash(pair):
     a, _b, remote = pair
-    _ok(a("ask", "w", "two"))
+    _ok(a("ask", "-S", "w", "two"))
     lock = a.repo / "refs" / "remotes" / "origin" / "heads" / "w.lock"  # another gs moving it
     lock.parent.mkdir(parents=True, exist_ok=True)
     with writing(a.repo):  # the other gs, writing there since before it took the lock
@@ -544,12 +544,12 @@ def test_a_remotes_ref_another_gs_holds_locked_waits_and_the_rest_goes(transport
     a, b = machines
     remote = init_bare(transport.root / "remote.git")
     url = transport.url("remote.git")
-    _ok(a("ask", "w", "one"))
+    _ok(a("ask", "-S", "w", "one"))
     _ok(a("remote", "add", "origin", url))
     _ok(a("push"))
     _ok(b("clone", url, str(b.repo)))
-    _ok(a("ask", "w", "two"))
-    _ok(a("ask", "other", "one"))
+    _ok(a("ask", "-S", "w", "two"))
+    _ok(a("ask", "-S", "other", "one"))
     lock = remote / "refs" / "heads" / "w.lock"  # another gs pushing w right now
     with writing(remote):  # the other gs, writing there since before it took the lock
         lock.write_text("")
@@ -575,7 +575,7 @@ def test_a_pre_receive_hook_refusing_one_ref_lets_the_others_through(transport: 
                     'echo "no secrets here" >&2; exit 1;; esac; done\nexit 0\n')
     hook.chmod(0o755)
     for sid in ("w", "secret", "s1"):
-        _ok(a("ask", sid, "one"))
+        _ok(a("ask", "-S", sid, "one"))
     _ok(a("remote", "add", "origin", transport.url("remote.git")))
     r = a("sync")
     assert r.code == 1 and "pushed refs/heads/w to origin" in r.err and "pushed refs/heads/s1 to origin" in r.err, r.err
@@ -593,7 +593,7 @@ def test_a_remote_that_refuses_deletions_keeps_the_old_name_said_once(transport:
     remote = init_bare(transport.root / "remote.git")
     _git(remote, "config", "receive.denyDeletes", "true")
     url = transport.url("remote.git")
-    _ok(a("ask", "w", "one"))
+    _ok(a("ask", "-S", "w", "one"))
     _ok(a("remote", "add", "origin", url))
     _ok(a("push"))
     _ok(b("clone", url, str(b.repo)))
@@ -621,7 +621,7 @@ def test_a_remote_that_refuses_deletions_keeps_the_old_name_said_once(transport:
 
 def test_the_url_of_a_configured_remote_is_that_remote_with_its_base(pair, tmp_path: Path):
     a, b, remote = pair
-    _ok(a("ask", "old", "to archive"))
+    _ok(a("ask", "-S", "old", "to archive"))
     _ok(a("sync"))
     _ok(b("sync"), "new: old")
     _ok(a("rename", "w", "proj"))
@@ -641,7 +641,7 @@ def test_the_url_of_a_configured_remote_is_that_remote_with_its_base(pair, tmp_p
 
 def test_a_pack_another_gs_is_writing_here_is_one_line_not_a_crash(pair, gs, tmp_path: Path):
     a, b, remote = pair
-    _ok(b("ask", "w", "two from b"))
+    _ok(b("ask", "-S", "w", "two from b"))
     _ok(b("sync"))
     twin = tmp_path / "twin.git"  # the same repo: the same fetch writes the same pack
     shutil.copytree(a.repo, twin)

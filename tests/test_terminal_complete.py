@@ -19,7 +19,7 @@ from gitsessions.store import GitStore
 @pytest.fixture
 def completer(gs, repo_path):
     for sid, prompt in (("work", "one"), ("work", "two"), ("work", "three"), ("wiki", "w"), ("other", "o")):
-        assert gs("ask", sid, prompt).code == 0
+        assert gs("ask", "-S", sid, prompt).code == 0
     with GitStore(repo_path) as store:
         yield ChatCompleter(store, COMMANDS)
 

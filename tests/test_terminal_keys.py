@@ -119,7 +119,7 @@ def test_up_walks_this_sessions_prompts_first_then_other_chats_lines(fake_api, s
     child.sendline("/exit")
     finish(child)
     for prompt in ("first in demo", "second in demo"):  # not typed at a prompt: in no line history
-        assert gs("ask", "demo", prompt).code == 0
+        assert gs("ask", "-S", "demo", prompt).code == 0
 
     child = spawn_chat()
     child.send(UP + UP)
@@ -138,7 +138,7 @@ def test_up_walks_this_sessions_prompts_first_then_other_chats_lines(fake_api, s
 
 
 def test_tab_completes_a_session_id_to_open(fake_api, spawn_chat, gs):
-    assert gs("ask", "alpha-notes", "apples").code == 0
+    assert gs("ask", "-S", "alpha-notes", "apples").code == 0
     child = spawn_chat()
     child.send("/op")
     child.expect_exact("/op")
@@ -157,7 +157,7 @@ def test_tab_completes_a_session_id_to_open(fake_api, spawn_chat, gs):
 
 def test_resuming_shows_the_last_exchange_and_recap_n_more(fake_api, spawn_gs, gs):
     for prompt in ("the first question", "the second question"):
-        assert gs("ask", "demo", prompt).code == 0
+        assert gs("ask", "-S", "demo", prompt).code == 0
     child = spawn_gs("chat", "demo")
     child.expect_exact("/help for commands")
     child.expect_exact("── turn 2 ──")
@@ -179,7 +179,7 @@ def test_resuming_shows_the_last_exchange_and_recap_n_more(fake_api, spawn_gs, g
 
 def test_the_prompt_of_a_fork_says_where_it_came_from(fake_api, spawn_gs, gs, git):
     for prompt in ("one", "two"):
-        assert gs("ask", "work", prompt).code == 0
+        assert gs("ask", "-S", "work", prompt).code == 0
     at = git("rev-parse", "--short=7", "work~1").strip()
     child = spawn_gs("chat", "work~1")  # a past revision: what is sent goes to the fork work-1
     child.expect_exact("work-1 ›")

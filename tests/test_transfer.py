@@ -44,11 +44,11 @@ def _import_error(r) -> None:
 
 
 def _session_with_tools(gs, fake_api, sid: str = "work") -> None:
-    assert gs("ask", sid, TRICKY).code == 0
+    assert gs("ask", "-S", sid, TRICKY).code == 0
     fake_api.script(tool_calls(("get_current_time", "{}")), text("done ✓ \\ \"ok\""))
-    r = gs("ask", "--tools", "time", sid, "what time is it? 🕒")
+    r = gs("ask", "--tools", "time", "-S", sid, "what time is it? 🕒")
     assert r.code == 0, r.err
-    assert gs("ask", sid, "line one\r\nline two\n\n  indented {\"json\": [1, 2]}").code == 0
+    assert gs("ask", "-S", sid, "line one\r\nline two\n\n  indented {\"json\": [1, 2]}").code == 0
 
 
 # --------------------------------------------------------------------------- round trips
@@ -118,7 +118,7 @@ def test_export_of_a_past_revision(gs, git, fake_api, repo_path):
 
 
 def test_exported_session_with_an_open_turn_is_closed_on_import(gs, tmp_path):
-    assert gs("ask", "w", "hi").code == 0
+    assert gs("ask", "-S", "w", "hi").code == 0
     lines = _raw(gs, "show", "w", "--format", "jsonl").splitlines(keepends=True)
     cut = [ln for ln in lines if b'"turn/end"' not in ln and b'"step/end"' not in ln]
     f = tmp_path / "open.jsonl"
@@ -136,11 +136,11 @@ def test_exported_session_with_an_open_turn_is_closed_on_import(gs, tmp_path):
 
 def test_markdown_and_html_show_roles_tools_times_and_marks(gs, fake_api, tmp_path):
     _session_with_tools(gs, fake_api)
-    assert gs("ask", "work", "<script>alert('x')</script> & done").code == 0
+    assert gs("ask", "-S", "work", "<script>alert('x')</script> & done").code == 0
     fake_api.script(drop("partial ans"))
-    assert gs("ask", "work", "this one breaks").code == 1
+    assert gs("ask", "-S", "work", "this one breaks").code == 1
     fake_api.script(error(400, "bad request here"))
-    assert gs("ask", "work", "and this one errors").code == 1
+    assert gs("ask", "-S", "work", "and this one errors").code == 1
     events = gs("show", "work", "--format", "json").json()["events"]
     times = {dt.datetime.fromtimestamp(e["time"] / 1000).astimezone().isoformat(timespec="seconds")
              for e in events if e["type"] in ("user/message", "assistant/message")}
@@ -171,7 +171,7 @@ def test_markdown_and_html_show_roles_tools_times_and_marks(gs, fake_api, tmp_pa
 
 
 def test_export_without_o_goes_to_stdout_as_markdown(gs):
-    assert gs("ask", "w", "plain").code == 0
+    assert gs("ask", "-S", "w", "plain").code == 0
     r = gs("export", "w")
     assert r.code == 0 and r.out.startswith("# plain\n") and r.err == ""
 
@@ -216,8 +216,8 @@ def test_geekagent_archive_imports_every_non_empty_session(gs, git):
 
 
 def test_archive_clashes_are_reported_and_never_overwritten(gs, git):
-    assert gs("ask", "Work", "mine, not the archive's").code == 0  # differs only by case
-    assert gs("ask", "notes", "archived one").code == 0
+    assert gs("ask", "-S", "Work", "mine, not the archive's").code == 0  # differs only by case
+    assert gs("ask", "-S", "notes", "archived one").code == 0
     assert gs("rm", "notes").code == 0
     before = _refs(git)
     r = gs("import", str(EXAMPLES / "geekagent-sessions.json"))
@@ -272,7 +272,7 @@ def test_an_unknown_shape_names_every_format_gs_imports(gs, tmp_path):
     ('{"current": "a", "sessions": {"a": [{"role": "user", "content": "hi"}]', "not JSON"),
 ])
 def test_malformed_archive_writes_nothing(gs, git, tmp_path, content, reason):
-    assert gs("ask", "existing", "hi").code == 0
+    assert gs("ask", "-S", "existing", "hi").code == 0
     before = _refs(git)
     f = tmp_path / "sessions.json"
     f.write_text(content)
@@ -341,7 +341,7 @@ def test_messages_object_with_unanswered_call_and_odd_shapes(gs, tmp_path):
 
 
 def test_refusals_are_one_line_and_write_nothing(gs, git, tmp_path):
-    assert gs("ask", "existing", "hi").code == 0
+    assert gs("ask", "-S", "existing", "hi").code == 0
     before = _refs(git)
     cases = {
         "missing.json": (None, "file not found"),
@@ -382,7 +382,7 @@ def test_refusals_are_one_line_and_write_nothing(gs, git, tmp_path):
 
 
 def test_own_jsonl_import_refuses_a_taken_id(gs, git, tmp_path):
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     f = tmp_path / "w.jsonl"
     f.write_bytes(_raw(gs, "export", "work", "-f", "jsonl"))
     before = git("rev-parse", "work")
@@ -402,7 +402,7 @@ def test_bom_crlf_bad_bytes_and_lone_surrogates(gs, git, tmp_path):
     assert msgs[0]["content"] == "caf\ufffd \ufffd end"
     assert msgs[1]["content"] == "ok \ufffd😀"
     # an exported jsonl with CRLF and a BOM still imports (as clean lines)
-    assert gs("ask", "w", "hello").code == 0
+    assert gs("ask", "-S", "w", "hello").code == 0
     raw = _raw(gs, "show", "w", "--format", "jsonl")
     g = tmp_path / "crlf.jsonl"
     g.write_bytes(b"\xef\xbb\xbf" + raw.replace(b"\n", b"\r\n"))
@@ -483,7 +483,7 @@ def test_failing_files_of_one_name_are_told_apart_by_their_path(gs, tmp_path, mo
 
 def test_as_is_taken_or_refused_the_same_for_a_file_imported_before(gs, tmp_path):
     # A file imported whole before is passed over by its digest: not with --as, which says where it goes.
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     out = tmp_path / "work.jsonl"
     assert gs("export", "work", "--format", "jsonl", "-o", str(out)).code == 0
     assert gs("import", str(out), "--as", "first").code == 0

@@ -146,7 +146,7 @@ def test_push_clone_pull_and_divergence(transport: Transport, machines, tmp_path
     remote = init_bare(transport.root / "remote.git")
     url = transport.url("remote.git")
     for sid, prompt in [("w", "one"), ("w", "two"), ("side", "another session"), ("old", "to archive")]:
-        r = a("ask", sid, prompt)
+        r = a("ask", "-S", sid, prompt)
         assert r.code == 0, r.err
     assert a("rm", "old").code == 0
     assert a("remote", "add", "origin", url).code == 0
@@ -172,7 +172,7 @@ def test_push_clone_pull_and_divergence(transport: Transport, machines, tmp_path
     assert b("remote", "list").out == f"origin\t{url}\n"
 
     # a fast-forward
-    assert a("ask", "w", "three from a").code == 0
+    assert a("ask", "-S", "w", "three from a").code == 0
     assert a("push").code == 0
     r = b("pull")
     assert r.code == 0 and "updated: w" in r.err, r.err
@@ -180,8 +180,8 @@ def test_push_clone_pull_and_divergence(transport: Transport, machines, tmp_path
     assert _messages(b, "w")[-2] == "three from a"
 
     # divergence: both sides survive as branches, nothing is merged
-    assert b("ask", "w", "four from b").code == 0
-    assert a("ask", "w", "four from a").code == 0
+    assert b("ask", "-S", "w", "four from b").code == 0
+    assert a("ask", "-S", "w", "four from a").code == 0
     assert a("push").code == 0
     r = b("push")
     assert r.code == 1 and "not a fast-forward" in r.err, r.err
@@ -211,7 +211,7 @@ def test_a_clone_of_a_remote_whose_head_names_nothing_goes_on_with_the_session_s
     a, b = machines
     remote = init_bare(transport.root / "remote.git")
     for sid, prompt in [("a-first", "one"), ("z-last", "two"), ("m-newest", "four")]:
-        assert a("ask", sid, prompt).code == 0
+        assert a("ask", "-S", sid, prompt).code == 0
     for sid in ("a-first", "z-last"):  # saved a day before m-newest (a save's time is in seconds)
         tip = _git(a.repo, "rev-parse", sid).strip()
         day_before = {**os.environ, "GIT_COMMITTER_DATE": "@1700000000 +0000", "GIT_AUTHOR_DATE": "@1700000000 +0000",
@@ -242,7 +242,7 @@ def test_a_ref_the_server_refuses_is_reported_with_its_reason(transport: Transpo
     hook = remote / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'no pushes on fridays' >&2\nexit 1\n")
     hook.chmod(0o755)
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     assert a("remote", "add", "origin", transport.url("remote.git")).code == 0
     before = _git(a.repo, "for-each-ref")
 
@@ -267,7 +267,7 @@ def test_an_unreachable_server_is_one_line_and_changes_nothing(scheme: str, mach
            "ssh": f"ssh://127.0.0.1:{port}/srv/remote.git",
            "http": f"http://127.0.0.1:{port}/remote.git"}[scheme]
     monkeypatch.setenv("GIT_SSH_COMMAND", "ssh -F /dev/null -o BatchMode=yes")
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     assert a("remote", "add", "gone", url).code == 0
     refs, messages = _git(a.repo, "for-each-ref"), _messages(a, "w")
     for args in (("push", "gone"), ("pull", "gone"), ("push", url), ("sync", "gone")):
@@ -285,7 +285,7 @@ def test_ssh_command_from_the_repo_config(transport: Transport, machines, monkey
     a, _b = machines
     remote = init_bare(transport.root / "remote.git")
     monkeypatch.delenv("GIT_SSH_COMMAND")
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     assert a("remote", "add", "origin", transport.url("remote.git")).code == 0
     _git(a.repo, "config", "core.sshCommand", transport.server.ssh_command)
     r = a("push")
@@ -306,7 +306,7 @@ def test_http_credentials_come_from_the_environment_or_git_credentials(
     sent = "Basic " + base64.b64encode(f"{server.username}:{password}".encode()).decode()
     monkeypatch.delenv("GS_HTTP_USERNAME")
     monkeypatch.delenv("GS_HTTP_PASSWORD")
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     # a password in the URL is not stored; the user name is
     r = a("remote", "add", "origin", server.url("remote.git", with_password=True))
     assert r.code == 0 and "not saved" in r.err
@@ -328,14 +328,14 @@ def test_http_credentials_come_from_the_environment_or_git_credentials(
 
     # from ~/.git-credentials (nothing in the environment)
     (isolated_home / ".git-credentials").write_text(f"http://{server.username}:{password}@127.0.0.1:{server.port}\n")
-    assert a("ask", "w", "two").code == 0
+    assert a("ask", "-S", "w", "two").code == 0
     seen = len(server.auth_seen)
     r = a("push")
     assert r.code == 0 and "pushed refs/heads/w" in r.err, r.err
     assert server.auth_seen[seen:] and set(server.auth_seen[seen:]) == {sent}
     r = b("clone", transport.url("remote.git"), str(b.repo))
     assert r.code == 0 and _ids(b) == ["w"], r.err
-    assert a("ask", "w", "three").code == 0 and a("push").code == 0
+    assert a("ask", "-S", "w", "three").code == 0 and a("push").code == 0
     r = b("pull")
     assert r.code == 0 and "updated: w" in r.err, r.err
 
@@ -461,7 +461,7 @@ def test_a_server_that_never_answers_fails_after_the_timeout(scheme: str, gs, tm
         _ssh_or_skip()
     (tmp_path / "config.yaml").write_text("sync: {timeout: 0.5, pull: on-open}\n")
     monkeypatch.setenv("GIT_SSH_COMMAND", "ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no")
-    assert gs("ask", "w", "one").code == 0
+    assert gs("ask", "-S", "w", "one").code == 0
     repo = tmp_path / "repo.git"
     refs = _git(repo, "for-each-ref")
     with _silent_server() as port:
@@ -474,7 +474,7 @@ def test_a_server_that_never_answers_fails_after_the_timeout(scheme: str, gs, tm
             assert err == f"gs: {url} did not answer within 0.5 s; nothing local was changed " \
                           "(a slow server: raise sync.timeout in the config)\n", err
         assert _git(repo, "for-each-ref") == refs
-        r = gs("ask", "w", "two", timeout=20)  # pull on open: a warning, and the turn goes on
+        r = gs("ask", "-S", "w", "two", timeout=20)  # pull on open: a warning, and the turn goes on
         assert r.code == 0 and "no pull on open" in r.err and "did not answer within 0.5 s" in r.err, r.err
     assert _messages_of(gs, "w")[-2] == "two"
     _git(repo, "fsck", "--strict")
@@ -494,7 +494,7 @@ def test_the_timeout_is_checked_in_the_config(gs, tmp_path: Path):
 @pytest.mark.parametrize("transport", ["http"], indirect=True)
 def test_http_failures_are_worded_like_the_other_transports(transport: Transport, machines):
     a, _b = machines
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     port = free_port()
     err = _one_line(a("pull", f"http://127.0.0.1:{port}/remote.git"))
     assert err == (f"gs: could not reach http://127.0.0.1:{port}/remote.git: could not connect to 127.0.0.1:{port} "
@@ -512,7 +512,7 @@ def test_a_password_in_a_url_is_never_shown(transport: Transport, machines):
     init_bare(transport.root / "remote.git")
     url, shown = server.url("remote.git", with_password=True), f"http://{server.username}@127.0.0.1:{server.port}"
     os.environ.pop("GS_HTTP_PASSWORD")  # the password comes from the URL only
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     for args, said in ((("sync", url), f"pushed refs/heads/w to {shown}/remote.git"),
                        (("sync", url), f"up to date with {shown}/remote.git"),
                        (("pull", url), f"up to date with {shown}/remote.git"),

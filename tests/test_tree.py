@@ -37,12 +37,12 @@ def _check_family(root: Node) -> None:
 def forked(gs, git):
     """work (3 turns); work-2 forked after turn 2 with two of its own; alt archived; other; work-2-1 off work-2."""
     for prompt in ("first question", "second question", "third question"):
-        assert gs("ask", "work", prompt).code == 0
-    assert gs("ask", "work~1", "shorter answer please", "--fork", "work-2").code == 0
-    assert gs("ask", "work-2", "and again").code == 0
+        assert gs("ask", "-S", "work", prompt).code == 0
+    assert gs("ask", "-S", "work~1", "shorter answer please", "--fork", "work-2").code == 0
+    assert gs("ask", "-S", "work-2", "and again").code == 0
     assert gs("fork", "work~2", "alt").code == 0
     assert gs("rm", "alt").code == 0
-    assert gs("ask", "other", "unrelated").code == 0
+    assert gs("ask", "-S", "other", "unrelated").code == 0
     assert gs("fork", "work-2~1", "work-2-1").code == 0  # the current session now
     return gs
 
@@ -74,10 +74,10 @@ def test_the_family_is_the_same_on_any_store(any_store, say):
 
 
 def test_head_names_the_session_last_saved(gs, git, repo_path: Path):
-    assert gs("ask", "work", "hi").code == 0
-    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
+    assert gs("ask", "-S", "other", "hello").code == 0
     assert git("symbolic-ref", "HEAD").strip() == "refs/heads/other"
-    assert gs("ask", "work", "again").code == 0
+    assert gs("ask", "-S", "work", "again").code == 0
     assert git("symbolic-ref", "HEAD").strip() == "refs/heads/work"
     with GitStore(repo_path) as store:
         assert store.current() == "work"
@@ -87,7 +87,7 @@ def test_head_names_the_session_last_saved(gs, git, repo_path: Path):
 
 
 def test_a_head_that_names_no_session_is_no_current_session(gs, git, repo_path: Path):
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     git("symbolic-ref", "HEAD", "refs/heads/master")
     with GitStore(repo_path) as store:
         assert store.current() is None
@@ -97,11 +97,11 @@ def test_a_head_that_names_no_session_is_no_current_session(gs, git, repo_path: 
 
 
 def test_a_read_only_head_never_fails_a_save(gs, git, repo_path: Path):
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     head = repo_path / "HEAD"
     (repo_path / "HEAD.lock").write_text("held by someone else\n")  # git's lock: HEAD cannot be written now
     try:
-        assert gs("ask", "other", "hello").code == 0
+        assert gs("ask", "-S", "other", "hello").code == 0
     finally:
         (repo_path / "HEAD.lock").unlink()
     assert head.read_text() == "ref: refs/heads/work\n"
@@ -142,7 +142,7 @@ def test_a_name_used_again_after_a_rename_is_not_the_old_sessions_parent(forked,
     """work-2-1 left work-2, renamed w2 since; a new work-2 (a fork of work at turn 1) does not
     hold work-2-1's fork point, so w2 is still its parent."""
     assert forked("rename", "work-2", "w2").code == 0
-    assert forked("ask", "work~2", "a new one", "--fork", "work-2").code == 0
+    assert forked("ask", "-S", "work~2", "a new one", "--fork", "work-2").code == 0
     with GitStore(repo_path) as store:
         root = family(store, "work")
     assert [(n.session_id, n.parent, n.from_turn) for _d, n in root.walk()] == [
@@ -182,7 +182,7 @@ def test_gs_tree_json_is_the_same_tree(forked, git):
 
 
 def test_commands_without_a_rev_use_the_current_session(forked, git):
-    assert forked("ask", "work", "fourth question").code == 0
+    assert forked("ask", "-S", "work", "fourth question").code == 0
     assert git("symbolic-ref", "--short", "HEAD").strip() == "work"
     assert forked("show").out == forked("show", "work").out
     assert forked("log", "--oneline").out == forked("log", "work", "--oneline").out
@@ -190,7 +190,7 @@ def test_commands_without_a_rev_use_the_current_session(forked, git):
 
 
 def test_without_a_current_session_a_command_says_what_to_do(gs, git):
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     git("symbolic-ref", "HEAD", "refs/heads/master")
     for command in ("show", "log", "tree", "export", "status", "reflog"):
         r = gs(command)
@@ -198,8 +198,8 @@ def test_without_a_current_session_a_command_says_what_to_do(gs, git):
 
 
 def test_opening_a_session_makes_it_current_before_anything_is_saved(gs, git):
-    assert gs("ask", "work", "hi").code == 0
-    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
+    assert gs("ask", "-S", "other", "hello").code == 0
     tips = git("for-each-ref", "refs/heads")
     assert gs("chat", "work", input="/exit\n").code == 0  # opened, nothing sent
     assert git("symbolic-ref", "HEAD").strip() == "refs/heads/work"
@@ -208,14 +208,14 @@ def test_opening_a_session_makes_it_current_before_anything_is_saved(gs, git):
 
 
 def test_chat_continue_resumes_the_current_session(gs, git):
-    assert gs("ask", "work", "hi").code == 0
-    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
+    assert gs("ask", "-S", "other", "hello").code == 0
     git("symbolic-ref", "HEAD", "refs/heads/work")  # as an open of work leaves it
     r = gs("chat", "-c", input="next\n")
     assert r.code == 0, r.err
     assert "session work saved" in r.err
     git("symbolic-ref", "HEAD", "refs/heads/master")  # names none: the session saved last
-    assert gs("ask", "other", "again").code == 0
+    assert gs("ask", "-S", "other", "again").code == 0
     git("symbolic-ref", "HEAD", "refs/heads/master")
     r = gs("chat", "-c", input="more\n")
     assert "session other saved" in r.err
@@ -224,7 +224,7 @@ def test_chat_continue_resumes_the_current_session(gs, git):
 def test_status_says_where_the_current_session_stands(gs, git, tmp_path: Path, repo_path: Path):
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     r = gs("status")
     assert r.code == 0, r.err
     tip = git("rev-parse", "work").strip()
@@ -233,7 +233,7 @@ def test_status_says_where_the_current_session_stands(gs, git, tmp_path: Path, r
         "journal: empty (every turn is saved)", "remotes: none track this session (gs push sends it)"]
     assert gs("remote", "add", "origin", str(remote)).code == 0 and gs("push").code == 0
     assert "origin: up to date with origin/heads/work" in gs("status").out
-    assert gs("ask", "work", "two").code == 0 and gs("ask", "work", "three").code == 0
+    assert gs("ask", "-S", "work", "two").code == 0 and gs("ask", "-S", "work", "three").code == 0
     assert "origin: 2 saves ahead, 0 behind origin/heads/work (gs sync origin)" in gs("status").out
     theirs = subprocess.run(["git", "-C", str(repo_path), "commit-tree", "work~2^{tree}", "-p", "work~2", "-m", "x"],
                             capture_output=True, text=True, check=True,
@@ -241,7 +241,7 @@ def test_status_says_where_the_current_session_stands(gs, git, tmp_path: Path, r
                                  "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin"}).stdout.strip()
     git("update-ref", "refs/remotes/origin/heads/work", theirs)  # what a fetch saw another machine save
     assert "origin: 2 saves ahead, 1 behind origin/heads/work (gs sync origin)" in gs("status").out
-    assert gs("ask", "other", "hi").code == 0
+    assert gs("ask", "-S", "other", "hi").code == 0
     r = gs("status", "work", "--json")
     assert r.json()["current"] is False
     assert r.json()["remotes"] == {"origin": {"tip": theirs, "ahead": 2, "behind": 1, "shared_history": True}}
@@ -253,8 +253,8 @@ def test_status_says_where_the_current_session_stands(gs, git, tmp_path: Path, r
 
 
 def test_a_plain_clone_of_the_repo_checks_out_the_current_session(gs, git, tmp_path: Path):
-    assert gs("ask", "work", "hi").code == 0
-    assert gs("ask", "other", "hello").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
+    assert gs("ask", "-S", "other", "hello").code == 0
     clone = tmp_path / "clone"
     r = subprocess.run(["git", "clone", "-q", str(git("rev-parse", "--absolute-git-dir").strip()), str(clone)],
                        capture_output=True, text=True, check=True)
@@ -268,11 +268,11 @@ def test_a_diverged_pull_stays_in_the_family(machine, tmp_path: Path):
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     a, b = machine("a"), machine("b")
-    assert a("ask", "w", "one").code == 0 and a("remote", "add", "origin", str(remote)).code == 0
+    assert a("ask", "-S", "w", "one").code == 0 and a("remote", "add", "origin", str(remote)).code == 0
     assert a("push").code == 0
     assert b("clone", str(remote), str(b.repo)).code == 0
-    assert b("ask", "w", "two on b").code == 0 and b("push").code == 0
-    assert a("ask", "w", "two on a").code == 0 and a("ask", "w", "three on a").code == 0
+    assert b("ask", "-S", "w", "two on b").code == 0 and b("push").code == 0
+    assert a("ask", "-S", "w", "two on a").code == 0 and a("ask", "-S", "w", "three on a").code == 0
     assert a("pull").code == 0
     root = a("tree", "w", "--json").json()
     assert root["id"] == "w" and root["turns"] == 2  # the remote's side keeps the name
@@ -281,9 +281,9 @@ def test_a_diverged_pull_stays_in_the_family(machine, tmp_path: Path):
 
 
 def test_archiving_the_current_session_makes_the_one_saved_last_current(gs, git, tmp_path: Path):
-    assert gs("ask", "work", "hi").code == 0
-    assert gs("ask", "other", "hello").code == 0
-    assert gs("ask", "e", "echo").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
+    assert gs("ask", "-S", "other", "hello").code == 0
+    assert gs("ask", "-S", "e", "echo").code == 0
     r = gs("rm", "e")
     now = git("symbolic-ref", "--short", "HEAD").strip()
     assert now in ("work", "other")  # saved last (within one second: either)
@@ -300,13 +300,13 @@ def test_archiving_the_current_session_makes_the_one_saved_last_current(gs, git,
 
 
 def test_without_a_current_session_the_message_says_why(gs, git):
-    assert gs("ask", "e", "echo").code == 0
+    assert gs("ask", "-S", "e", "echo").code == 0
     assert gs("rm", "e").code == 0  # the last session: HEAD still names it
     for command in ("show", "log", "status", "tree", "reflog", "export"):
         r = gs(command)
         assert r.code == 1 and "the current session e was archived" in r.err and "gs restore e" in r.err, r.err
         assert "yet" not in r.err
-    assert gs("ask", "w", "hi").code == 0
+    assert gs("ask", "-S", "w", "hi").code == 0
     git("update-ref", "--no-deref", "HEAD", git("rev-parse", "w").strip())
     r = gs("show")
     assert r.code == 1 and "HEAD is detached" in r.err and "gs show SESSION" in r.err, r.err
@@ -318,7 +318,7 @@ def test_without_a_current_session_the_message_says_why(gs, git):
 
 
 def test_the_archive_named_is_the_current_session_s_own(gs, git):
-    assert gs("ask", "work", "hi").code == 0 and gs("fork", "work", "work-1").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0 and gs("fork", "work", "work-1").code == 0
     assert gs("rm", "work-1").code == 0 and gs("rm", "work").code == 0  # both archived, work-1 is another session
     r = gs("show")
     assert "the current session work was archived" in r.err and "'gs restore work'" in r.err, r.err
@@ -336,7 +336,7 @@ def test_an_empty_repo_says_there_are_no_sessions_yet(gs):
 
 
 def test_status_sees_a_first_turn_that_is_only_in_the_journal(gs, repo_path: Path):
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     with GitStore(repo_path) as store:  # what kill -9 during the first turn of 'gs ask jr "kill me"' leaves
         journal = store.journal("jr")
         journal.begin(None, make_header("jr", created=1))
@@ -370,11 +370,11 @@ def _commit_by_hand(repo: Path, tree: str, parent: str, message: str) -> str:
 
 
 def test_the_tree_orders_forks_as_people_count_and_places_plain_branches(gs, git, repo_path: Path):
-    assert gs("ask", "work", "one").code == 0
+    assert gs("ask", "-S", "work", "one").code == 0
     for i in (2, 10, 3):
         assert gs("fork", "work", f"work-{i}").code == 0
-    assert gs("ask", "work", "two").code == 0 and gs("fork", "work", "kid").code == 0
-    assert gs("ask", "kid", "kid turn").code == 0
+    assert gs("ask", "-S", "work", "two").code == 0 and gs("fork", "work", "kid").code == 0
+    assert gs("ask", "-S", "kid", "kid turn").code == 0
     git("branch", "plain", "kid")  # plain git on a fork's tip: a branch of kid, not of work
     blob = subprocess.run(["git", "-C", str(repo_path), "hash-object", "-w", "--stdin"], input="{not json\n",
                           capture_output=True, text=True, check=True).stdout.strip()
@@ -393,7 +393,7 @@ def test_the_tree_orders_forks_as_people_count_and_places_plain_branches(gs, git
 
 
 def test_a_fork_without_turns_of_its_own_shows_its_inherited_title_unquoted(gs):
-    assert gs("ask", "work", "first question").code == 0 and gs("ask", "work", "second").code == 0
+    assert gs("ask", "-S", "work", "first question").code == 0 and gs("ask", "-S", "work", "second").code == 0
     assert gs("restore", "work@{1}").code == 0
     line = next(line for line in gs("tree", "work").out.splitlines() if "work-1" in line)
     assert "(from work at turn 1)  first question  1 turn" in line and '"' not in line, line
@@ -432,7 +432,7 @@ def test_gs_list_names_a_fork_by_its_own_prompt_and_its_parent_by_its_name_now(f
     rows = _list_rows(forked)
     assert rows["work-2"] == (f"← main-line@{short['work~1']}", "Short answers")
     assert rows["work-2-1"][0] == f"← work-2@{short['work-2~1']}"
-    assert forked("ask", "work", "a new session of the old name").code == 0  # not work-2's parent
+    assert forked("ask", "-S", "work", "a new session of the old name").code == 0  # not work-2's parent
     assert _list_rows(forked)["work-2"][0] == f"← main-line@{short['work~1']}"
     [row] = [r for r in forked("list", "--json").json() if r["id"] == "work-2"]
     assert row["forked_from"].startswith("work@")  # JSON: the trailer, as it was written

@@ -43,23 +43,23 @@ def _user_prompts(fake_api):
 def test_pull_on_open_brings_the_other_machines_turns_first(machines, tmp_path, fake_api):
     a, b, remote = machines
     init_bare(remote)
-    assert a("ask", "w", "one from a").code == 0
+    assert a("ask", "-S", "w", "one from a").code == 0
     assert a("remote", "add", "origin", str(remote)).code == 0 and a("push").code == 0
     assert b("clone", str(remote), str(b.repo)).code == 0
-    assert a("ask", "w", "two from a").code == 0 and a("push").code == 0
+    assert a("ask", "-S", "w", "two from a").code == 0 and a("push").code == 0
 
     # off by default: b continues what it has
-    assert b("ask", "--fork", "manual", "w", "hello").code == 0
+    assert b("ask", "--fork", "manual", "-S", "w", "hello").code == 0
     assert _user_prompts(fake_api) == ["one from a", "hello"]
 
     (tmp_path / "config.yaml").write_text("sync: {pull: on-open}\n")
-    r = b("ask", "w", "three from b")
+    r = b("ask", "-S", "w", "three from b")
     assert r.code == 0, r.err
     assert "updated: w" in r.err
     assert _user_prompts(fake_api) == ["one from a", "two from a", "three from b"]
 
     # gs chat too: a session that exists only on the remote yet is brought, then continued
-    assert a("ask", "x", "x from a").code == 0 and a("push").code == 0
+    assert a("ask", "-S", "x", "x from a").code == 0 and a("push").code == 0
     r = b("chat", "x", input="x from b\n")
     assert r.code == 0, r.err
     assert "new: x" in r.err
@@ -67,7 +67,7 @@ def test_pull_on_open_brings_the_other_machines_turns_first(machines, tmp_path, 
 
     # the remote cannot be reached: one warning line, and the turn is taken all the same
     shutil.rmtree(remote)
-    r = b("ask", "w", "six from b")
+    r = b("ask", "-S", "w", "six from b")
     assert r.code == 0, r.err
     warnings = [line for line in r.err.splitlines() if "no pull on open" in line]
     assert len(warnings) == 1 and str(remote) in warnings[0] and "opens as it is here" in warnings[0]
@@ -125,13 +125,13 @@ def _stop(proc, log):
 def test_watch_pushes_every_save_here(machines, watcher):
     a, _b, remote = machines
     init_bare(remote)
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     assert a("remote", "add", "origin", str(remote)).code == 0
     # a long interval: whatever reaches the remote after the first round came from watching the repo
     proc, log = watcher(a.repo, "--interval", "3600")
     _wait_for("the first round", lambda: _rev(remote, "w") == _rev(a.repo, "w"))
-    assert a("ask", "w", "two").code == 0
-    assert a("ask", "other", "a new session").code == 0
+    assert a("ask", "-S", "w", "two").code == 0
+    assert a("ask", "-S", "other", "a new session").code == 0
     _wait_for("the saves to be pushed",
               lambda: _rev(remote, "w") == _rev(a.repo, "w") and _rev(remote, "other") == _rev(a.repo, "other"))
     assert a("rm", "other").code == 0
@@ -145,7 +145,7 @@ def test_watch_pushes_every_save_here(machines, watcher):
 
 def test_watch_pulls_every_interval_and_goes_on_after_a_failed_round(machines, watcher, tmp_path):
     a, b, remote = machines
-    assert a("ask", "w", "one from a").code == 0
+    assert a("ask", "-S", "w", "one from a").code == 0
     assert a("remote", "add", "origin", str(remote)).code == 0  # not there yet: rounds fail
     proc, log = watcher(a.repo, "--interval", "0.5")
     _wait_for("a failed round", lambda: "sync failed" in log.read_text())
@@ -156,7 +156,7 @@ def test_watch_pulls_every_interval_and_goes_on_after_a_failed_round(machines, w
     _wait_for("the session to reach the remote", lambda: _rev(remote, "w") == _rev(a.repo, "w"))
     assert proc.poll() is None
     assert b("clone", str(remote), str(b.repo)).code == 0
-    assert b("ask", "w", "two from b").code == 0 and b("push").code == 0
+    assert b("ask", "-S", "w", "two from b").code == 0 and b("push").code == 0
     _wait_for("b's turn to reach a", lambda: _rev(a.repo, "w") == _rev(remote, "w") == _rev(b.repo, "w"))
     # a round moves the refs, pushes, then says what it did: stopping it between the two loses the words
     _wait_for("a to say so", lambda: any(line.startswith("updated: w ") for line in log.read_text().splitlines()))
@@ -179,7 +179,7 @@ def test_watch_rounds_that_move_nothing_print_nothing(machine, watcher, tmp_path
     hook.write_text(f'#!/bin/sh\necho "$1" >> {served}\nexit 0\n')  # one line per request
     hook.chmod(0o755)
     with GitDaemon(root, access_hook=hook) as daemon:
-        assert a("ask", "w", "one").code == 0
+        assert a("ask", "-S", "w", "one").code == 0
         assert a("remote", "add", "origin", daemon.url("remote.git")).code == 0
         proc, log = watcher(a.repo, "--interval", "0.2")
         _wait_for("the first round", lambda: _rev(root / "remote.git", "w") == _rev(a.repo, "w"))
@@ -193,7 +193,7 @@ def test_a_round_with_a_server_that_never_answers_fails_and_the_next_comes(machi
 
     a, _b, _remote = machines
     (tmp_path / "config.yaml").write_text("sync: {timeout: 0.3}\n")
-    assert a("ask", "w", "one").code == 0
+    assert a("ask", "-S", "w", "one").code == 0
     with _silent_server() as port:
         assert a("remote", "add", "origin", f"git://127.0.0.1:{port}/remote.git").code == 0
         proc, log = watcher(a.repo, "--interval", "0.5")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_a_case_clash_names_the_real_id_instead_of_sending_the_user_round(gs):
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     r = gs("chat", "work", input="/new Work\n/open Work\n/exit\n")
     assert r.code == 0, r.err
     assert "use /open Work" not in r.out, r.out  # the advice that led back to the same refusal
@@ -17,7 +17,7 @@ def test_a_case_clash_names_the_real_id_instead_of_sending_the_user_round(gs):
 
 
 def test_an_empty_title_is_refused_in_plain_words(gs):
-    assert gs("ask", "work", "hi").code == 0
+    assert gs("ask", "-S", "work", "hi").code == 0
     for text in ("", "   "):
         r = gs("title", "work", text)
         assert r.code == 1 and r.err == "gs: a title needs some text; this one is empty or only spaces\n", r.err
@@ -26,7 +26,7 @@ def test_an_empty_title_is_refused_in_plain_words(gs):
 
 
 def test_restoring_what_is_not_archived_points_at_the_archived_list(gs):
-    assert gs("ask", "old", "hi").code == 0 and gs("rm", "old").code == 0
+    assert gs("ask", "-S", "old", "hi").code == 0 and gs("rm", "old").code == 0
     r = gs("restore", "nope")
     assert r.code == 1
     assert "no archived session 'nope'; archived: old ('gs list --archived' shows them)" in r.err, r.err
@@ -34,7 +34,7 @@ def test_restoring_what_is_not_archived_points_at_the_archived_list(gs):
 
 def test_a_name_in_the_wrong_case_is_met_with_the_real_one(gs):
     for sid in ("work", "hello"):
-        assert gs("ask", sid, "hi").code == 0
+        assert gs("ask", "-S", sid, "hi").code == 0
     assert gs("rm", "hello").code == 0
     r = gs("restore", "HELLO")
     assert (r.code, r.err) == (1, "gs: no archived session 'HELLO'; did you mean 'hello'?\n")

@@ -5,12 +5,12 @@ The rules are ``llm``'s, whose users pipe files in all the time (``cat notes.md 
 
 - stdin is read when it is not a terminal (``-`` as the prompt reads it too); a prompt
   argument and the stdin text are joined by a blank line; trailing newlines are trimmed.
-- the first word names the session when it is an existing session or a revision of one;
-  with two words the first is the session even when it is new (``gs ask work "hi"``
-  creates ``work``), as it always was; with three or more whose first names no session,
-  every word is the prompt of a new session, as ``llm`` reads them (``gs ask what is a
-  ref``); with one word and no stdin that word is the prompt, unless it names a session
-  (then the prompt is missing: an empty pipe, a forgotten prompt).
+- the first word names the session only when it is an existing session or a revision of
+  one; otherwise every word is the prompt, of a new session, as ``llm`` reads them
+  (``gs ask what is a ref``); with one word and no stdin that word is the prompt, unless it
+  names a session (then the prompt is missing: an empty pipe, a forgotten prompt).
+- ``-S NAME`` (``--session``): the session is ``NAME``, new or existing (or a revision), and
+  every word is the prompt (``gs ask -S work "hi"`` creates ``work``).
 - ``--new``: every word is prompt, in a new session.
 - each ``--attach FILE`` is inlined after the rest, under its name, in a code fence, and
   counts as piped text (``gs ask -a f.py work`` sends it in session ``work``).
@@ -51,7 +51,8 @@ class AskWords:
     prompt: str | None
 
 
-def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: Callable[[str], bool]) -> AskWords:
+def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: Callable[[str], bool],
+                session: str | None = None) -> AskWords:
     """Tell the session from the prompt in the words of ``gs ask`` (see the module docstring).
 
     Args:
@@ -59,6 +60,7 @@ def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: 
         piped: text came in on stdin, or is attached (it is part of the prompt).
         new: ``--new`` was given: no word is a session.
         names_session: True for a word naming an existing session or a revision of one.
+        session: ``-S NAME``: the session, new or existing; every word is the prompt.
 
     Returns:
         The split.
@@ -66,6 +68,11 @@ def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: 
     Raises:
         typer.BadParameter: no prompt at all.
     """
+    if session is not None:
+        if not words and not piped:
+            raise typer.BadParameter(f"give the PROMPT after -S {session} (gs ask -S {session} \"...\"), "
+                                     "or pipe text in")
+        return AskWords(session, " ".join(words) if words else None)
     if new or not words:
         if not words and not piped:
             raise typer.BadParameter("give a PROMPT, or pipe text in (echo hi | gs ask)")
@@ -78,7 +85,7 @@ def split_words(words: Sequence[str], *, piped: bool, new: bool, names_session: 
             raise typer.BadParameter(f"{first!r} is a session and nothing came in on stdin: give the PROMPT "
                                      f"after it (gs ask {first} \"...\"), or pipe text in")
         return AskWords(None, first)
-    if len(rest) == 1 or names_session(first):
+    if names_session(first):
         return AskWords(first, " ".join(rest))
     return AskWords(None, " ".join(words))  # gs ask what is a ref: llm's reading
 
@@ -163,7 +170,7 @@ def names_session(store: SessionStore, word: str) -> bool:
 
 
 def ask_input(words: Sequence[str], attach: Sequence[str], *, new: bool, fork_as: str | None,
-              names_session: Callable[[str], bool]) -> tuple[str | None, str]:
+              names_session: Callable[[str], bool], session: str | None = None) -> tuple[str | None, str]:
     """Read what ``gs ask`` sends: the session its words name and the whole prompt.
 
     Reads stdin when it is not a terminal, and the attached files.
@@ -174,6 +181,7 @@ def ask_input(words: Sequence[str], attach: Sequence[str], *, new: bool, fork_as
         new: ``--new`` was given.
         fork_as: the ``--fork`` id, if any (it needs a session).
         names_session: see :func:`split_words`.
+        session: ``-S NAME``, if given (see :func:`split_words`).
 
     Returns:
         ``(session, prompt)``: the session or revision to send in (None: a new one) and the
@@ -186,14 +194,16 @@ def ask_input(words: Sequence[str], attach: Sequence[str], *, new: bool, fork_as
     """
     if new and fork_as is not None:
         raise typer.BadParameter("--fork NEW forks SESSION, and --new names none: give one of them")
+    if new and session is not None:
+        raise typer.BadParameter(f"-S {session} names the session, and --new asks for a new one: give one of them")
     dash = bool(words) and words[-1] == "-"  # stdin is the prompt: read it from a terminal too
     stdin = read_stdin() if dash or not sys.stdin.isatty() else None
     attached = [attachment(Path(name)) for name in attach]
     piped = bool(stdin and stdin.strip()) or bool(attached)  # an attachment reads as piped text does
-    split = split_words(words, piped=piped, new=new, names_session=names_session)
+    split = split_words(words, piped=piped, new=new, names_session=names_session, session=session)
     prompt = join_prompt(None if split.prompt == "-" else split.prompt, stdin, attached)
     if not prompt.strip():
         raise typer.BadParameter("the prompt is empty")
     if fork_as is not None and split.session is None:
-        raise typer.BadParameter("--fork NEW forks SESSION: name the SESSION (gs ask SESSION --fork NEW PROMPT)")
+        raise typer.BadParameter("--fork NEW forks SESSION: name the SESSION (gs ask -S SESSION --fork NEW PROMPT)")
     return split.session, prompt

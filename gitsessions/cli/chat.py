@@ -423,6 +423,9 @@ def ask(
     attach: Annotated[list[str] | None, typer.Option("--attach", "-a", metavar="FILE", show_default=False, help=(
         "Add FILE's text after the prompt, under its name (text files only; repeatable)."))] = None,
     new: Annotated[bool, typer.Option("--new", help="Start a new session: every word is the prompt.")] = False,
+    session_name: Annotated[str | None, typer.Option(
+        "--session", "-S", metavar="NAME", help="Send in session NAME, new or existing (or a revision: work~1); "
+        "every word is the prompt.")] = None,
     fork_as: Annotated[str | None, typer.Option("--fork", help="Send in a new session NEW forked at SESSION.",
                                                 metavar="NEW")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for this run.")] = None,
@@ -434,11 +437,11 @@ def ask(
 ) -> None:
     """Send one prompt, print the reply on stdout, save the turn as a commit.
 
-    The words are read as llm reads them. One word is the prompt, in a new session (its id is
-    printed on stderr). Two are SESSION PROMPT: a session, new or existing, or a revision
-    (work~1). With more, the first is the session when it names an existing one, and the
-    others are the prompt; else every word is the prompt of a new session (gs ask what is a
-    ref). --new makes every word the prompt of a new session.
+    The words are read as llm reads them: the first is the session when it names an existing
+    one (or a revision of one: work~1), the others the prompt; else every word is the prompt,
+    in a new session (its id is printed on stderr): gs ask what is a ref. -S NAME names the
+    session, new or existing: gs ask -S work "hi" makes work. --new makes every word the
+    prompt of a new session.
 
     Text piped into stdin follows the prompt after a blank line; piped into gs ask SESSION, an
     existing one, it is the prompt. PROMPT - is stdin alone. Trailing newlines are trimmed.
@@ -449,7 +452,8 @@ def ask(
 
     Examples:
         gs ask "What is a git ref?"         # a new session; its id on stderr
-        gs ask work "And a tag?"            # the next turn of work
+        gs ask -S work "What is a ref?"     # in session work, made if new
+        gs ask work "And a tag?"            # the next turn of work (it exists)
         gs ask work and a tag               # more words: the prompt, as work exists
         gs ask what is a tag                # "what" is no session: all of it, in a new session
         gs ask "explain" < f.py             # as cat f.py | gs ask "explain": the prompt, a blank line, the file
@@ -467,7 +471,7 @@ def ask(
     with c.store() as store:
         _pull_on_open(c, store)
         rev, prompt = ask_input(words or (), attach or (), new=new, fork_as=fork_as,
-                                names_session=lambda word: names_session(store, word))
+                                names_session=lambda word: names_session(store, word), session=session_name)
         session, note = open_revision(store, rev or new_session_id(store), fork_as=fork_as,
                                       new_header=_header, redactor=c.redactor(), warnings=c.warnings,
                                       wait=c.lock_wait(wait), system=c.config.system)
