@@ -424,7 +424,8 @@ def import_(
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Record the path of the file each conversation of "
                                              "another tool came from in its session's header, and keep the "
-                                             "local paths in the context Codex injects.")] = False,
+                                             "local paths a tool wrote into its own text (Codex's context, "
+                                             "Claude Code's compaction summaries and notes).")] = False,
     watch: Annotated[bool, typer.Option("--watch", help="Keep importing the files (or the tool's folder) as they "
                                         "change, until Ctrl+C.")] = False,
 ) -> None:
