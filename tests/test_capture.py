@@ -284,14 +284,15 @@ def test_the_codex_runner_imports_the_threads_rollout_and_says_what_it_could_not
     assert gs(*run, _notice(thread="../../etc")).code == 0
     assert gs(*run, "not json").code == 0
     said = [(r.event, r.failed, r.said) for r in log.runs()]
-    assert said[0][:2] == ("agent-turn-complete", False) and said[0][2].startswith("captured 1 session (3 turns): ")
+    assert said[0] == ("agent-turn-complete", False, f"captured 1 session (3 turns) from codex {THREAD}")
     assert said[1] == ("agent-turn-complete", False, f"nothing new in rollout-2025-10-06T09-00-00-{THREAD}.jsonl")
     assert said[2] == ("approval-requested", False,
                        "no turn in a notice of type approval-requested: nothing to capture")
     assert said[3][1] and "no rollout-*-0199ffff-0000-7000-8000-000000000000.jsonl under" in said[3][2]
     assert said[4][1] and "thread-id is missing or no thread id" in said[4][2]
     assert said[5] == ("-", True, "cannot import Codex's notice: it is no JSON object; nothing was written")
-    assert "List the files" not in log.path.read_text()  # the prompt the notice carried is no log's business
+    held = log.path.read_text().lower()
+    assert "list the files" not in held and "list-the-files" not in held  # no prompt's words, nor an id made of them
 
 
 # -- the Claude Code runner -----------------------------------------------------------------------
@@ -333,11 +334,14 @@ def test_the_runner_imports_the_transcript_and_its_sub_agents_quietly(gs, projec
     assert (r.code, r.out, r.err) == (0, "", "")
     runs = _claude_log(isolated_home).runs()
     assert [(r.event, r.failed) for r in runs] == [("Stop", False), ("SessionEnd", False)]
-    assert runs[0].said.startswith("captured 2 sessions (2 turns): please-use-an-agent-to-count-files-")
+    assert runs[0].said == (f"captured 2 sessions (2 turns) from claude-code {WITH_AGENT}, "
+                            f"claude-code {WITH_AGENT}/agent-afa859268ef01e89e")
     assert runs[1].said.startswith(f"nothing new in {WITH_AGENT}.jsonl")
     r = gs("capture", "status")
     assert r.code == 0 and "claude-code: installed in" in r.out and "(Stop, SessionEnd)" in r.out
-    assert "last capture" in r.out and "please-use-an-agent-to-count-files-" in r.out
+    assert "last capture" in r.out and f"from claude-code {WITH_AGENT}" in r.out
+    held = _claude_log(isolated_home).path.read_text()
+    assert not [sid for sid in ids if sid in held] and "count files" not in held.lower()
 
 
 def test_a_transcript_that_is_not_there_is_logged_and_the_exit_is_0(gs, projects, isolated_home, repo_path):
@@ -424,6 +428,30 @@ def test_the_log_keeps_its_newer_half_past_its_limit(tmp_path, monkeypatch):
     assert runs[-1].time == "2027-01-15T08:03:19+00:00"
 
 
+def test_a_session_another_gs_writes_is_logged_by_its_conversation_not_its_id(gs, projects, isolated_home, repo_path,
+                                                                              tmp_path):
+    """gs's session ids are made of the first prompt's words: the log, outside the repo, names the source's."""
+    sid = gs("--repo", str(tmp_path / "other.git"), "import", str(projects / f"{PLAIN}.jsonl")).out.strip()
+    run = ("--repo", str(repo_path), "capture", "run", "claude-code")
+    assert gs(*run, input=_hook_json(projects / f"{WITH_AGENT}.jsonl")).code == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from gitsessions.store import GitStore; "
+         f"lock = GitStore(sys.argv[1]).lock({sid!r}); assert lock.try_acquire(); print('held', flush=True); "
+         "sys.stdin.read()", str(repo_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        r = gs(*run, input=_hook_json(projects / f"{PLAIN}.jsonl", session=PLAIN))
+    finally:
+        holder.communicate("")
+    assert (r.code, r.out, r.err) == (0, "", "")
+    last = _claude_log(isolated_home).runs()[-1]
+    assert last.failed and last.said.startswith(f"not imported claude-code conversation {PLAIN}: "), last
+    assert sid not in _claude_log(isolated_home).path.read_text()
+    status = gs("capture", "status")
+    assert "FAILED: not imported claude-code conversation" in status.out and sid not in status.out
+
+
 def test_a_warning_of_the_import_goes_to_the_log_not_to_the_tool(gs, projects, isolated_home, repo_path):
     run = ("--repo", str(repo_path), "capture", "run", "claude-code")
     assert gs(*run, input=_hook_json(projects / f"{PLAIN}.jsonl", session=PLAIN)).code == 0
@@ -435,4 +463,6 @@ def test_a_warning_of_the_import_goes_to_the_log_not_to_the_tool(gs, projects, i
     assert (r.code, r.out, r.err) == (0, "", "")
     last = _claude_log(isolated_home).runs()[-1]
     assert not last.failed and last.said.startswith("captured 2 sessions") and "warning: " in last.said, last
-    assert "post-commit" in last.said
+    assert "post-commit" in last.said and f"(claude-code {WITH_AGENT} at " in last.said, last  # the session's source
+    held = _claude_log(isolated_home).path.read_text()
+    assert not [sid for sid in _ids(repo_path) if sid in held]
