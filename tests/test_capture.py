@@ -100,6 +100,49 @@ def test_remove_takes_out_what_only_gs_made(gs, settings):
     assert json.loads(settings.read_text()) == {"model": "opus"}  # no empty "hooks" left behind
 
 
+BOM = "\ufeff"
+
+
+@pytest.mark.parametrize("original", [
+    '{"hooks": {}}',  # an empty hooks object of the user's stays
+    '{"model": "opus", "hooks": {"Stop": []}}',  # and an empty event list
+    json.dumps(POPULATED, indent=4, ensure_ascii=False),  # every other hook untouched
+    BOM + '{"model": "opus"}',  # the byte order mark it began with
+    BOM + '{"hooks": {"SessionEnd": [], "PreToolUse": []}}',
+    "{}",  # a file of the user's, empty: stays
+])
+def test_install_then_remove_gives_the_settings_back_as_they_were(gs, settings, original):
+    """JSON has no comments: the file is written back indented by two, its data and byte order mark as they were."""
+    settings.parent.mkdir()
+    settings.write_text(original, encoding="utf-8")
+    assert gs("capture", "install", "claude-code").code == 0
+    installed = settings.read_text(encoding="utf-8")
+    assert installed.startswith(BOM) == original.startswith(BOM)
+    assert json.loads(installed.removeprefix(BOM))["hooks"]["Stop"][-1]["hooks"][0]["command"].endswith(
+        "capture run claude-code")
+    r = gs("capture", "remove", "claude-code")
+    assert r.code == 0 and "removed gs's capture" in r.out, r.err
+    after = settings.read_text(encoding="utf-8")
+    assert after.startswith(BOM) == original.startswith(BOM)
+    assert json.loads(after.removeprefix(BOM)) == json.loads(original.removeprefix(BOM))
+
+
+def test_remove_takes_away_the_settings_file_and_folder_gs_made(gs, tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert gs("capture", "install", "claude-code", "--project").code == 0
+    assert (project / ".claude" / "settings.json").is_file()
+    r = gs("capture", "remove", "claude-code", "--project")
+    assert r.code == 0 and "gs had made it, and it is gone" in r.out, r.out
+    assert list(project.iterdir()) == []  # no settings.json holding {}, no .claude left
+    assert gs("capture", "install", "claude-code", "--project").code == 0  # one the user then adds to stays
+    settings = project / ".claude" / "settings.json"
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "model": "opus"}))
+    assert gs("capture", "remove", "claude-code", "--project").code == 0
+    assert json.loads(settings.read_text()) == {"model": "opus"}
+
+
 def test_a_hook_another_gs_installed_is_replaced_not_doubled(gs, settings, repo_path):
     other = "/opt/other/bin/gs --repo /srv/old.git capture run claude-code"
     settings.parent.mkdir()
@@ -198,6 +241,46 @@ def test_codex_with_no_config_gets_one(gs, isolated_home, repo_path):
     assert gs("capture", "install", "codex", env={"CODEX_HOME": str(isolated_home / "elsewhere")}).code == 0
     assert tomllib.loads((isolated_home / "elsewhere" / "config.toml").read_text()) == {
         "notify": _hook_command(repo_path, "codex")}
+
+
+@pytest.mark.parametrize("original", [
+    '# top\nmodel = "gpt-5"\nnotify = [\n  \'my-notifier\',   # the program\n  "--title", "Codex",\n]  # ping me\n\n'
+    '[tui]\nnotifications = true\n',  # a notify of its own layout, comments and quotes
+    'model = "x"\nnotify = ["a"]',  # the last line, with no end
+    '  notify  =  [ "a" ]   # indented\nmodel = 1\n',
+    BOM + 'notify = ["a"]\n',
+    'model = 1\n[t]\nk = 1',  # no notify, a table, no end of line
+    "# just a comment\n",
+    "",
+])
+def test_install_then_remove_gives_codexs_config_back_byte_for_byte(gs, isolated_home, repo_path, original):
+    config = _codex_home(isolated_home) / "config.toml"
+    config.parent.mkdir()
+    config.write_bytes(original.encode())
+    before = tomllib.loads(original.removeprefix(BOM)).get("notify")
+    r = gs("capture", "install", "codex")
+    assert r.code == 0, r.err
+    installed = config.read_text(encoding="utf-8")
+    assert installed.startswith(BOM) == original.startswith(BOM)
+    settings = tomllib.loads(installed.removeprefix(BOM))
+    assert settings.pop("notify") == [*_hook_command(repo_path, "codex"), *(["--", *before] if before else [])]
+    assert settings == {k: v for k, v in tomllib.loads(original.removeprefix(BOM)).items() if k != "notify"}
+    assert gs("capture", "install", "codex").code == 0 and config.read_text(encoding="utf-8") == installed
+    assert gs("capture", "remove", "codex").code == 0
+    assert config.read_bytes() == original.encode()
+    assert gs("capture", "install", "codex").code == 0  # the note taken out: the program it chains comes back
+    config.write_text("".join(line for line in config.read_text(encoding="utf-8").splitlines(keepends=True)
+                              if not line.startswith("# gs capture")), encoding="utf-8")
+    assert gs("capture", "remove", "codex").code == 0
+    assert tomllib.loads(config.read_text(encoding="utf-8").removeprefix(BOM)).get("notify") == before
+
+
+def test_remove_takes_away_the_codex_config_gs_made(gs, isolated_home):
+    home = isolated_home / "elsewhere"
+    assert gs("capture", "install", "codex", env={"CODEX_HOME": str(home)}).code == 0
+    r = gs("capture", "remove", "codex", env={"CODEX_HOME": str(home)})
+    assert r.code == 0 and "gs had made it, and it is gone" in r.out, r.out
+    assert not home.exists()
 
 
 def _previous_program(tmp_path: Path) -> tuple[Path, Path]:

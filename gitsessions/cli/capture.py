@@ -88,6 +88,11 @@ def _log(tool: Tool) -> capture.CaptureLog:
     return capture.CaptureLog(default_state_dir() / "capture", tool.value)
 
 
+def _made() -> capture.Made:
+    """The notes of what gs's installs made in Claude Code's settings (beside the capture logs)."""
+    return capture.Made(default_state_dir() / "capture" / "made.json")
+
+
 def _no_project(tool: Tool, project: bool) -> None:
     if project and tool is not Tool.claude_code:
         raise typer.BadParameter("--project is for claude-code (Codex has no project settings)", param_hint="--project")
@@ -101,7 +106,8 @@ def install(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) -
     Code's user settings (CLAUDE_CONFIG_DIR, else ~/.claude/settings.json; --project: this
     project's .claude/settings.json). codex: the notify program of $CODEX_HOME/config.toml
     (~/.codex); a notify program already set is kept, and gs runs it after each import.
-    Every other setting stays as it is; installing again changes nothing. The hooks run this
+    Every other setting stays as it is (settings.json is written back indented by two);
+    installing again changes nothing. The hooks run this
     gs with the repo it uses now (--repo), from wherever the tool runs; what each capture did
     goes to a log (gs capture status).
 
@@ -115,7 +121,7 @@ def install(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) -
     words = _command(c, tool)
     repo = capture.recorded_repo(words)
     if tool is Tool.claude_code:
-        change = capture.install_claude(_claude_settings(project), shlex.join(words))
+        change = capture.install_claude(_claude_settings(project), shlex.join(words), _made())
         what = "gs's Stop and SessionEnd hooks"
     else:
         change = capture.install_codex(_codex_config(), words)
@@ -136,8 +142,11 @@ def install(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) -
 def remove(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) -> None:
     """Take gs's hooks out of Claude Code's settings, or its notify out of Codex's config.
 
-    Only gs's own entries go (whichever gs wrote them); a notify program gs chained is put
-    back. The sessions captured stay in the repo.
+    Only gs's own entries go (whichever gs wrote them), and what the install made for them:
+    an empty hooks object or list that was there stays, a settings file the install made
+    goes when it holds nothing else. Codex's config gets back the notify it had, as it was
+    written (none if none). Claude Code's settings.json is written back indented by two.
+    The sessions captured stay in the repo.
 
     Examples:
         gs capture remove claude-code
@@ -145,13 +154,15 @@ def remove(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) ->
     """
     _no_project(tool, project)
     if tool is Tool.claude_code:
-        change = capture.remove_claude(_claude_settings(project))
+        change = capture.remove_claude(_claude_settings(project), _made())
     else:
         change = capture.remove_codex(_codex_config())
     if not change.changed:
         print(f"no capture of gs's in {change.path}: nothing to remove")
         return
     print(f"removed gs's capture from {change.path} (it ran: {'; '.join(change.before)})")
+    if change.deleted:
+        print(f"  {change.path} held nothing else: gs had made it, and it is gone")
     if change.chained:
         print(f"  notify is again: {shlex.join(change.chained)}")
 
