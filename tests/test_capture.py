@@ -100,6 +100,49 @@ def test_remove_takes_out_what_only_gs_made(gs, settings):
     assert json.loads(settings.read_text()) == {"model": "opus"}  # no empty "hooks" left behind
 
 
+BOM = "\ufeff"
+
+
+@pytest.mark.parametrize("original", [
+    '{"hooks": {}}',  # an empty hooks object of the user's stays
+    '{"model": "opus", "hooks": {"Stop": []}}',  # and an empty event list
+    json.dumps(POPULATED, indent=4, ensure_ascii=False),  # every other hook untouched
+    BOM + '{"model": "opus"}',  # the byte order mark it began with
+    BOM + '{"hooks": {"SessionEnd": [], "PreToolUse": []}}',
+    "{}",  # a file of the user's, empty: stays
+])
+def test_install_then_remove_gives_the_settings_back_as_they_were(gs, settings, original):
+    """JSON has no comments: the file is written back indented by two, its data and byte order mark as they were."""
+    settings.parent.mkdir()
+    settings.write_text(original, encoding="utf-8")
+    assert gs("capture", "install", "claude-code").code == 0
+    installed = settings.read_text(encoding="utf-8")
+    assert installed.startswith(BOM) == original.startswith(BOM)
+    assert json.loads(installed.removeprefix(BOM))["hooks"]["Stop"][-1]["hooks"][0]["command"].endswith(
+        "capture run claude-code")
+    r = gs("capture", "remove", "claude-code")
+    assert r.code == 0 and "removed gs's capture" in r.out, r.err
+    after = settings.read_text(encoding="utf-8")
+    assert after.startswith(BOM) == original.startswith(BOM)
+    assert json.loads(after.removeprefix(BOM)) == json.loads(original.removeprefix(BOM))
+
+
+def test_remove_takes_away_the_settings_file_and_folder_gs_made(gs, tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert gs("capture", "install", "claude-code", "--project").code == 0
+    assert (project / ".claude" / "settings.json").is_file()
+    r = gs("capture", "remove", "claude-code", "--project")
+    assert r.code == 0 and "gs had made it, and it is gone" in r.out, r.out
+    assert list(project.iterdir()) == []  # no settings.json holding {}, no .claude left
+    assert gs("capture", "install", "claude-code", "--project").code == 0  # one the user then adds to stays
+    settings = project / ".claude" / "settings.json"
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "model": "opus"}))
+    assert gs("capture", "remove", "claude-code", "--project").code == 0
+    assert json.loads(settings.read_text()) == {"model": "opus"}
+
+
 def test_a_hook_another_gs_installed_is_replaced_not_doubled(gs, settings, repo_path):
     other = "/opt/other/bin/gs --repo /srv/old.git capture run claude-code"
     settings.parent.mkdir()
@@ -200,6 +243,46 @@ def test_codex_with_no_config_gets_one(gs, isolated_home, repo_path):
         "notify": _hook_command(repo_path, "codex")}
 
 
+@pytest.mark.parametrize("original", [
+    '# top\nmodel = "gpt-5"\nnotify = [\n  \'my-notifier\',   # the program\n  "--title", "Codex",\n]  # ping me\n\n'
+    '[tui]\nnotifications = true\n',  # a notify of its own layout, comments and quotes
+    'model = "x"\nnotify = ["a"]',  # the last line, with no end
+    '  notify  =  [ "a" ]   # indented\nmodel = 1\n',
+    BOM + 'notify = ["a"]\n',
+    'model = 1\n[t]\nk = 1',  # no notify, a table, no end of line
+    "# just a comment\n",
+    "",
+])
+def test_install_then_remove_gives_codexs_config_back_byte_for_byte(gs, isolated_home, repo_path, original):
+    config = _codex_home(isolated_home) / "config.toml"
+    config.parent.mkdir()
+    config.write_bytes(original.encode())
+    before = tomllib.loads(original.removeprefix(BOM)).get("notify")
+    r = gs("capture", "install", "codex")
+    assert r.code == 0, r.err
+    installed = config.read_text(encoding="utf-8")
+    assert installed.startswith(BOM) == original.startswith(BOM)
+    settings = tomllib.loads(installed.removeprefix(BOM))
+    assert settings.pop("notify") == [*_hook_command(repo_path, "codex"), *(["--", *before] if before else [])]
+    assert settings == {k: v for k, v in tomllib.loads(original.removeprefix(BOM)).items() if k != "notify"}
+    assert gs("capture", "install", "codex").code == 0 and config.read_text(encoding="utf-8") == installed
+    assert gs("capture", "remove", "codex").code == 0
+    assert config.read_bytes() == original.encode()
+    assert gs("capture", "install", "codex").code == 0  # the note taken out: the program it chains comes back
+    config.write_text("".join(line for line in config.read_text(encoding="utf-8").splitlines(keepends=True)
+                              if not line.startswith("# gs capture")), encoding="utf-8")
+    assert gs("capture", "remove", "codex").code == 0
+    assert tomllib.loads(config.read_text(encoding="utf-8").removeprefix(BOM)).get("notify") == before
+
+
+def test_remove_takes_away_the_codex_config_gs_made(gs, isolated_home):
+    home = isolated_home / "elsewhere"
+    assert gs("capture", "install", "codex", env={"CODEX_HOME": str(home)}).code == 0
+    r = gs("capture", "remove", "codex", env={"CODEX_HOME": str(home)})
+    assert r.code == 0 and "gs had made it, and it is gone" in r.out, r.out
+    assert not home.exists()
+
+
 def _previous_program(tmp_path: Path) -> tuple[Path, Path]:
     """A notify program of the user's: writes its arguments, one a line, to a file."""
     out = tmp_path / "previous-ran.txt"
@@ -284,14 +367,15 @@ def test_the_codex_runner_imports_the_threads_rollout_and_says_what_it_could_not
     assert gs(*run, _notice(thread="../../etc")).code == 0
     assert gs(*run, "not json").code == 0
     said = [(r.event, r.failed, r.said) for r in log.runs()]
-    assert said[0][:2] == ("agent-turn-complete", False) and said[0][2].startswith("captured 1 session (3 turns): ")
+    assert said[0] == ("agent-turn-complete", False, f"captured 1 session (3 turns) from codex {THREAD}")
     assert said[1] == ("agent-turn-complete", False, f"nothing new in rollout-2025-10-06T09-00-00-{THREAD}.jsonl")
     assert said[2] == ("approval-requested", False,
                        "no turn in a notice of type approval-requested: nothing to capture")
     assert said[3][1] and "no rollout-*-0199ffff-0000-7000-8000-000000000000.jsonl under" in said[3][2]
     assert said[4][1] and "thread-id is missing or no thread id" in said[4][2]
     assert said[5] == ("-", True, "cannot import Codex's notice: it is no JSON object; nothing was written")
-    assert "List the files" not in log.path.read_text()  # the prompt the notice carried is no log's business
+    held = log.path.read_text().lower()
+    assert "list the files" not in held and "list-the-files" not in held  # no prompt's words, nor an id made of them
 
 
 # -- the Claude Code runner -----------------------------------------------------------------------
@@ -333,11 +417,14 @@ def test_the_runner_imports_the_transcript_and_its_sub_agents_quietly(gs, projec
     assert (r.code, r.out, r.err) == (0, "", "")
     runs = _claude_log(isolated_home).runs()
     assert [(r.event, r.failed) for r in runs] == [("Stop", False), ("SessionEnd", False)]
-    assert runs[0].said.startswith("captured 2 sessions (2 turns): please-use-an-agent-to-count-files-")
+    assert runs[0].said == (f"captured 2 sessions (2 turns) from claude-code {WITH_AGENT}, "
+                            f"claude-code {WITH_AGENT}/agent-afa859268ef01e89e")
     assert runs[1].said.startswith(f"nothing new in {WITH_AGENT}.jsonl")
     r = gs("capture", "status")
     assert r.code == 0 and "claude-code: installed in" in r.out and "(Stop, SessionEnd)" in r.out
-    assert "last capture" in r.out and "please-use-an-agent-to-count-files-" in r.out
+    assert "last capture" in r.out and f"from claude-code {WITH_AGENT}" in r.out
+    held = _claude_log(isolated_home).path.read_text()
+    assert not [sid for sid in ids if sid in held] and "count files" not in held.lower()
 
 
 def test_a_transcript_that_is_not_there_is_logged_and_the_exit_is_0(gs, projects, isolated_home, repo_path):
@@ -424,6 +511,30 @@ def test_the_log_keeps_its_newer_half_past_its_limit(tmp_path, monkeypatch):
     assert runs[-1].time == "2027-01-15T08:03:19+00:00"
 
 
+def test_a_session_another_gs_writes_is_logged_by_its_conversation_not_its_id(gs, projects, isolated_home, repo_path,
+                                                                              tmp_path):
+    """gs's session ids are made of the first prompt's words: the log, outside the repo, names the source's."""
+    sid = gs("--repo", str(tmp_path / "other.git"), "import", str(projects / f"{PLAIN}.jsonl")).out.strip()
+    run = ("--repo", str(repo_path), "capture", "run", "claude-code")
+    assert gs(*run, input=_hook_json(projects / f"{WITH_AGENT}.jsonl")).code == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from gitsessions.store import GitStore; "
+         f"lock = GitStore(sys.argv[1]).lock({sid!r}); assert lock.try_acquire(); print('held', flush=True); "
+         "sys.stdin.read()", str(repo_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        r = gs(*run, input=_hook_json(projects / f"{PLAIN}.jsonl", session=PLAIN))
+    finally:
+        holder.communicate("")
+    assert (r.code, r.out, r.err) == (0, "", "")
+    last = _claude_log(isolated_home).runs()[-1]
+    assert last.failed and last.said.startswith(f"not imported claude-code conversation {PLAIN}: "), last
+    assert sid not in _claude_log(isolated_home).path.read_text()
+    status = gs("capture", "status")
+    assert "FAILED: not imported claude-code conversation" in status.out and sid not in status.out
+
+
 def test_a_warning_of_the_import_goes_to_the_log_not_to_the_tool(gs, projects, isolated_home, repo_path):
     run = ("--repo", str(repo_path), "capture", "run", "claude-code")
     assert gs(*run, input=_hook_json(projects / f"{PLAIN}.jsonl", session=PLAIN)).code == 0
@@ -435,4 +546,6 @@ def test_a_warning_of_the_import_goes_to_the_log_not_to_the_tool(gs, projects, i
     assert (r.code, r.out, r.err) == (0, "", "")
     last = _claude_log(isolated_home).runs()[-1]
     assert not last.failed and last.said.startswith("captured 2 sessions") and "warning: " in last.said, last
-    assert "post-commit" in last.said
+    assert "post-commit" in last.said and f"(claude-code {WITH_AGENT} at " in last.said, last  # the session's source
+    held = _claude_log(isolated_home).path.read_text()
+    assert not [sid for sid in _ids(repo_path) if sid in held]

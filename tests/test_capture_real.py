@@ -69,6 +69,12 @@ def _agent_env(home: Path, **extra: str) -> dict[str, str]:
     return {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", **extra}
 
 
+def _source_id(repo: Path, sid: str) -> str:
+    """The id the tool gave the conversation session ``sid`` was imported from."""
+    with GitStore(repo) as store:
+        return store.load(sid).header["source"]["id"]
+
+
 def _sessions(repo: Path) -> dict[str, list[Event]]:
     """Each session's events, by id."""
     with GitStore(repo) as store:
@@ -125,7 +131,7 @@ def test_a_claude_p_turn_is_in_the_archive_and_the_users_own_hooks_still_run(
     assert _said(events, "assistant/message") == ["Hello from the fake model."]
     runs = CaptureLog(isolated_home / ".local" / "state" / "gitsessions" / "capture", "claude-code").runs()
     assert [(r.event, r.failed) for r in runs] == [("Stop", False), ("SessionEnd", False)], runs
-    assert runs[0].said == f"captured 1 session (1 turn): {sid}"
+    assert runs[0].said == f"captured 1 session (1 turn) from claude-code {_source_id(repo_path, sid)}"
     assert json.loads(settings.read_text()) == installed
 
 
@@ -167,5 +173,6 @@ def test_a_codex_exec_turn_lands_in_the_archive_and_the_notify_it_had_still_runs
     [(sid, events)] = [(sid, ev) for sid, ev in sessions.items() if "hello codex" in _said(ev, "user/message")]
     assert _said(events, "assistant/message")[-1] == "Hello from the fake Codex model."
     [run] = CaptureLog(isolated_home / ".local" / "state" / "gitsessions" / "capture", "codex").runs()
-    assert (run.event, run.failed, run.said) == ("agent-turn-complete", False, f"captured 1 session (1 turn): {sid}")
+    assert (run.event, run.failed, run.said) == ("agent-turn-complete", False,
+                                                 f"captured 1 session (1 turn) from codex {_source_id(repo_path, sid)}")
     assert config.read_text() == installed

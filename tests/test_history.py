@@ -163,8 +163,8 @@ def test_fork_rename_rm_restore_and_title_say_what_they_did_as_json(gs, git):
                                             "forked_from": f"w@{commits[1]}"}
     assert record("rename", "alt", "other") == {"session": "other", "commit": git("rev-parse", "other").strip(),
                                                 "renamed_from": "alt"}
-    titled = record("title", "other", "A title")
-    assert titled == {"session": "other", "commit": git("rev-parse", "other").strip()}
+    titled = record("title", "other", "A  title\n")
+    assert titled == {"session": "other", "title": "A title", "commit": git("rev-parse", "other").strip()}
     assert [r["title"] for r in gs("list", "--json").json() if r["id"] == "other"] == ["A title"]
     assert gs("chat", "w", input="").code == 0 and gs("status", "--json").json()["session"] == "w"
     assert record("rm", "w") == {"session": "w", "archived_as": "w", "commit": commits[0], "current": "other"}

@@ -25,6 +25,7 @@ from gitsessions.log.commits import commit_message
 from gitsessions.log.transcript import derive_messages
 from gitsessions.store import GitStore
 from gitsessions.transfer.readers import codex
+from gitsessions.transfer.readers.local_paths import LOCAL_PATH
 
 DATA = Path(__file__).parent / "data" / "codex"
 ID = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
@@ -344,9 +345,9 @@ def test_the_context_codex_injects_keeps_its_local_paths_only_with_keep_paths(gs
     assert "/home/user" not in stored and "/srv/scratch" not in stored
     with GitStore(repo_path) as store:
         asides = [e.data["content"] for e in store.load(MAIN).events if e.data.get("name") == "codex user context"]
-    assert f"<cwd>{codex.LOCAL_PATH}</cwd>" in asides[0] and f"<root>{codex.LOCAL_PATH}</root>" in asides[0]
+    assert f"<cwd>{LOCAL_PATH}</cwd>" in asides[0] and f"<root>{LOCAL_PATH}</root>" in asides[0]
     assert "<approval_policy>on-request</approval_policy>" in asides[0]  # the rest of the context stays
-    assert asides[1] == f"# AGENTS.md instructions for {codex.LOCAL_PATH}/src\n\nBe brief."
+    assert asides[1] == f"# AGENTS.md instructions for {LOCAL_PATH}/src\n\nBe brief."
     assert "nothing new" in gs("import", str(rollout)).err
     kept = tmp_path / "kept.git"
     assert gs("import", "--keep-paths", str(rollout), env={"GS_REPO": str(kept)}).code == 0
@@ -377,12 +378,12 @@ def test_a_root_cwd_is_no_path_to_replace_and_every_plain_writable_root_is_repla
     """A cwd of ``/`` is in every closing tag: replaced as text it would wreck the context. The older
     plain-text context lists its writable roots on one line: each of them is a local path."""
     xml = "<environment_context>\n  <cwd>/</cwd>\n  <approval_policy>never</approval_policy>\n</environment_context>"
-    assert _contexts("/", xml) == [xml.replace("<cwd>/</cwd>", f"<cwd>{codex.LOCAL_PATH}</cwd>")]
+    assert _contexts("/", xml) == [xml.replace("<cwd>/</cwd>", f"<cwd>{LOCAL_PATH}</cwd>")]
     plain = ("<environment_context>\nCurrent working directory: /home/bob/p\n"
              "Writable roots: /home/bob/p, /tmp/bobscratch\n</environment_context>")
     [aside] = _contexts("/home/bob/p", plain)
     assert "/home/bob" not in aside and "/tmp/bobscratch" not in aside
-    assert f"Writable roots: {codex.LOCAL_PATH}, {codex.LOCAL_PATH}\n" in aside
+    assert f"Writable roots: {LOCAL_PATH}, {LOCAL_PATH}\n" in aside
 
 
 def test_a_compaction_inside_a_turn_is_that_turns(gs, repo_path, tmp_path, fake_api):
@@ -591,4 +592,4 @@ def test_a_session_resumed_in_another_folder_fast_forwards(gs, git, tmp_path):
     assert r.code == 0 and f"{sid}: 1 turn new" in r.err, r.err
     assert git("rev-parse", f"{sid}^").strip() == tip
     stored = git("show", f"{sid}:session.jsonl")
-    assert "/w/sub" not in stored and f"instructions for {codex.LOCAL_PATH}/sub" in stored
+    assert "/w/sub" not in stored and f"instructions for {LOCAL_PATH}/sub" in stored

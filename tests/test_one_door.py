@@ -8,6 +8,7 @@ provider; the real ``git`` CLI reads every object back.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -125,6 +126,67 @@ def test_import_of_a_token_leaves_it_in_no_object_subject_or_title(store, repo_p
     assert "[REDACTED:github-token]" in git("log", "-1", "--format=%B", "cli")
     _assert_no_secret(repo_path)
     git("fsck", "--strict")
+
+
+#: Folder names holding token shapes: a GitHub token (36 characters after ghp_) and an OpenAI project key.
+TOKEN_DIRS = ("work-ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A",
+              "keys-sk-proj-" + "Zq7Xw3Rt9Yp2Lm5Nb8Vc1Kd4Hf6Js0Ga4Qe")
+CLAUDE_FIXTURE = Path(__file__).parent / "data" / "claude_code" / "real2" / "projects" / "-home-user-proj"
+
+
+def _no_token_anywhere(git, repo_path: Path) -> None:
+    """No token shape of :data:`TOKEN_DIRS` in any object, commit message or diff, and a repo git finds sound."""
+    held = _all_objects(repo_path) + git("log", "-p", "--all").encode()
+    for name in TOKEN_DIRS:
+        token = name.split("-", 1)[1]
+        assert token.encode() not in held, token
+    git("fsck", "--strict")
+
+
+def test_a_token_in_the_working_directory_reaches_no_header(gs, git, repo_path, tmp_path, monkeypatch):
+    """The header names the folder gs ran in: it passes the door the events pass."""
+    for n, name in enumerate(TOKEN_DIRS):
+        folder = tmp_path / name
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        assert gs("ask", f"asked{n}", "hi").code == 0
+        r = gs("chat", f"chatted{n}", input="hello\n/exit\n")
+        assert r.code == 0, r.err
+        with GitStore(repo_path) as store:
+            assert "[REDACTED:" in store.load(f"asked{n}").header["cwd"]
+    _no_token_anywhere(git, repo_path)
+
+
+def test_a_token_in_an_imported_files_path_reaches_no_header(gs, git, repo_path, tmp_path):
+    """--keep-paths records the file's path (another tool's) and gs's folder (gs's own file): both redacted."""
+    transcripts = ("a8948df7-5ee8-473e-b3a1-9823e3e0d995.jsonl", "133f1ba2-370b-435d-b296-93b2508ae508.jsonl")
+    for name, transcript in zip(TOKEN_DIRS, transcripts, strict=True):
+        folder = tmp_path / name
+        shutil.copytree(CLAUDE_FIXTURE, folder)
+        r = gs("import", "--keep-paths", str(folder / transcript))
+        assert r.code == 0 and r.out, r.err
+        (folder / "mine.json").write_text(json.dumps([{"role": "user", "content": "hi"},
+                                                      {"role": "assistant", "content": "hello"}]))
+        assert gs("import", "--keep-paths", str(folder / "mine.json"), "--as", f"mine-{len(name)}").code == 0
+    with GitStore(repo_path) as store:
+        kept = [store.load(sid).header for sid in store.session_ids()]
+    assert len(kept) == 5 and all(h["source_file"].startswith(f"{tmp_path}/") for h in kept), kept
+    assert all("[REDACTED:" in h["source_file"] for h in kept), kept
+    _no_token_anywhere(git, repo_path)
+
+
+def test_every_header_gs_builds_is_built_by_the_redactor():
+    """One place builds a header for gs: Redactor.header, so that no field of one bypasses the door."""
+    import ast
+
+    import gitsessions
+
+    root = Path(gitsessions.__file__).parent
+    callers = sorted(str(path.relative_to(root)) for path in root.rglob("*.py")
+                     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                     if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
+                     == "make_header")
+    assert callers == ["secrets/redact.py"]
 
 
 def test_chatgpt_import_redacts_titles_ids_messages_and_tool_output(store, repo_path, redactor, git):

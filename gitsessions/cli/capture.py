@@ -88,6 +88,11 @@ def _log(tool: Tool) -> capture.CaptureLog:
     return capture.CaptureLog(default_state_dir() / "capture", tool.value)
 
 
+def _made() -> capture.Made:
+    """The notes of what gs's installs made in Claude Code's settings (beside the capture logs)."""
+    return capture.Made(default_state_dir() / "capture" / "made.json")
+
+
 def _no_project(tool: Tool, project: bool) -> None:
     if project and tool is not Tool.claude_code:
         raise typer.BadParameter("--project is for claude-code (Codex has no project settings)", param_hint="--project")
@@ -101,7 +106,8 @@ def install(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) -
     Code's user settings (CLAUDE_CONFIG_DIR, else ~/.claude/settings.json; --project: this
     project's .claude/settings.json). codex: the notify program of $CODEX_HOME/config.toml
     (~/.codex); a notify program already set is kept, and gs runs it after each import.
-    Every other setting stays as it is; installing again changes nothing. The hooks run this
+    Every other setting stays as it is (settings.json is written back indented by two);
+    installing again changes nothing. The hooks run this
     gs with the repo it uses now (--repo), from wherever the tool runs; what each capture did
     goes to a log (gs capture status).
 
@@ -115,7 +121,7 @@ def install(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) -
     words = _command(c, tool)
     repo = capture.recorded_repo(words)
     if tool is Tool.claude_code:
-        change = capture.install_claude(_claude_settings(project), shlex.join(words))
+        change = capture.install_claude(_claude_settings(project), shlex.join(words), _made())
         what = "gs's Stop and SessionEnd hooks"
     else:
         change = capture.install_codex(_codex_config(), words)
@@ -136,8 +142,11 @@ def install(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) -
 def remove(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) -> None:
     """Take gs's hooks out of Claude Code's settings, or its notify out of Codex's config.
 
-    Only gs's own entries go (whichever gs wrote them); a notify program gs chained is put
-    back. The sessions captured stay in the repo.
+    Only gs's own entries go (whichever gs wrote them), and what the install made for them:
+    an empty hooks object or list that was there stays, a settings file the install made
+    goes when it holds nothing else. Codex's config gets back the notify it had, as it was
+    written (none if none). Claude Code's settings.json is written back indented by two.
+    The sessions captured stay in the repo.
 
     Examples:
         gs capture remove claude-code
@@ -145,13 +154,15 @@ def remove(ctx: typer.Context, tool: ToolArg, project: ProjectOption = False) ->
     """
     _no_project(tool, project)
     if tool is Tool.claude_code:
-        change = capture.remove_claude(_claude_settings(project))
+        change = capture.remove_claude(_claude_settings(project), _made())
     else:
         change = capture.remove_codex(_codex_config())
     if not change.changed:
         print(f"no capture of gs's in {change.path}: nothing to remove")
         return
     print(f"removed gs's capture from {change.path} (it ran: {'; '.join(change.before)})")
+    if change.deleted:
+        print(f"  {change.path} held nothing else: gs had made it, and it is gone")
     if change.chained:
         print(f"  notify is again: {shlex.join(change.chained)}")
 
@@ -252,20 +263,33 @@ def _hook_input() -> bytes:
     return stdin.buffer.read(capture.MAX_NOTICE)
 
 
-def _outcome(tally: ImportTally, said: str, files: list[Path]) -> tuple[str, bool]:
-    """What a capture's log line says of its import, and whether it failed."""
+def _outcome(tally: ImportTally, files: list[Path]) -> tuple[str, bool]:
+    """What a capture's log line says of its import, and whether it failed.
+
+    The log is outside the session repo and its redaction: it names what the tool calls its
+    conversations (a Claude Code session's uuid, a Codex thread's id, a file's name) and
+    counts, never a session of gs's, whose id is made of its first prompt's words.
+    """
     done = ""
     if tally.written:
-        done = (f"captured {plural(len(tally.written), 'session')} ({plural(tally.turns, 'turn')}): "
-                + ", ".join(dict.fromkeys(tally.written)))
+        done = (f"captured {plural(len(tally.written), 'session')} ({plural(tally.turns, 'turn')}) from "
+                + ", ".join(dict.fromkeys(tally.sources)))
     if not tally.failed:
         return done or f"nothing new in {', '.join(p.name for p in files)}", False
-    failures = [line.removeprefix("gs: ").strip() for line in said.splitlines() if line.startswith("gs: ")]
-    return "; ".join(filter(None, [done, " | ".join(failures) or "the import failed"])), True
+    return "; ".join(filter(None, [done, " | ".join(tally.failures) or "the import failed"])), True
 
 
-def _capture(c: Context, tool: Tool, notice_arg: str | None, wait: float) -> tuple[str, str, bool]:
-    """Import what the tool's notice names: ``(event, what the log says, failed)``.
+def _by_source(text: str, sources: dict[str, str]) -> str:
+    """``text`` with each session of ``sources`` (id -> what it came from) named by its source instead."""
+    for sid in sorted(sources, key=len, reverse=True):
+        text = text.replace(sid, sources[sid])
+    return text
+
+
+def _capture(c: Context, tool: Tool, notice_arg: str | None, wait: float) -> tuple[str, str, bool, dict[str, str]]:
+    """Import what the tool's notice names: ``(event, what the log says, failed, the sessions written)``.
+
+    The sessions written are by id, each with what it came from (:attr:`ImportTally.sources`).
 
     Raises:
         GitSessionsError: the notice names nothing that can be imported.
@@ -275,15 +299,16 @@ def _capture(c: Context, tool: Tool, notice_arg: str | None, wait: float) -> tup
     else:
         notice = capture.codex_notice(notice_arg or "", codex.sessions_dir(os.environ, Path.home()))
     if not notice.files:
-        return notice.event, f"no turn in a notice of type {notice.event}: nothing to capture", False
+        return notice.event, f"no turn in a notice of type {notice.event}: nothing to capture", False, {}
     said = io.StringIO()
     try:
         with redirect_stderr(said):
             tally = import_files(c, [str(p) for p in notice.files], tool.value, found=True, wait=wait)
-    except typer.Exit:  # another import held the repo past the wait: said on stderr
-        tally = ImportTally(failed=1)
-    text, failed = _outcome(tally, said.getvalue(), notice.files)
-    return notice.event, text, failed
+    except typer.Exit:  # another import held the repo past the wait: its one line on stderr says who
+        lock = [line.removeprefix("gs: ").strip() for line in said.getvalue().splitlines() if line.startswith("gs: ")]
+        tally = ImportTally(failed=1, failures=lock)
+    text, failed = _outcome(tally, notice.files)
+    return notice.event, text, failed, dict(zip(tally.written, tally.sources, strict=True))
 
 
 def _chain(previous: list[str], notice_arg: str) -> str | None:
@@ -322,15 +347,16 @@ def run(
     words = list(words or [])
     notice_arg = words[-1] if words else None
     event, failed = "-", True
+    sources: dict[str, str] = {}
     try:
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):  # a hook's output reaches no one
-            event, said, failed = _capture(c, tool, notice_arg, wait)
+            event, said, failed, sources = _capture(c, tool, notice_arg, wait)
     except GitSessionsError as exc:
         said = str(exc)
     except (Exception, KeyboardInterrupt, SystemExit) as exc:  # never a traceback or a status for the tool
         said = f"unexpected error: {exc.__class__.__name__}: {exc}"
     for warning in c.take_warnings():  # a failed post-commit hook, say: else printed when the command ends
-        said += f"; warning: {warning}"
+        said += f"; warning: {_by_source(warning, sources)}"  # (it names the session saved)
     if tool is Tool.codex and len(words) > 1 and notice_arg is not None:
         why = _chain(words[:-1], notice_arg)
         if why is not None:

@@ -15,7 +15,6 @@ import typer
 
 from .. import __version__
 from ..errors import NoCurrentSession, RemoteError
-from ..log.events import make_header
 from ..text import chat_prompt
 from .common import Context, WaitCommand, WaitOption, collect_cycles, err, short
 from .display import early
@@ -37,8 +36,10 @@ if TYPE_CHECKING:
 app = typer.Typer()
 
 
-def _header(session_id: str) -> dict:
-    return make_header(session_id, cwd=os.getcwd(), generator=f"gitsessions {__version__}")
+def _header(c: Context) -> Callable[[str], dict]:
+    """How the chat's new sessions begin: where gs runs and which gs, through the context's redactor."""
+    return lambda session_id: c.redactor().header(session_id, cwd=os.getcwd(),
+                                                  generator=f"gitsessions {__version__}")
 
 
 def _latest_session(store: GitStore) -> str:
@@ -375,7 +376,7 @@ class _Start:
         c, asked, faces, terminal = self.c, self.asked, self.faces, self.interactive
         recap = (1 if terminal else 0) if asked.recap is None else asked.recap
         return ChatEnvironment(
-            read_line=self.replay, write=faces.write, new_header=_header, system=c.config.system,
+            read_line=self.replay, write=faces.write, new_header=_header(c), system=c.config.system,
             max_steps=c.config.max_steps, redactor=c.redactor(), warnings=c.warnings,
             reply=rendered_replies(c.output, asked.render, behind=True) if terminal else None, recap=recap,
             draw_recap=recap_drawer(c.output, asked.render, faces.show) if terminal else None,
@@ -473,7 +474,7 @@ def ask(
         rev, prompt = ask_input(words or (), attach or (), new=new, fork_as=fork_as,
                                 names_session=lambda word: names_session(store, word), session=session_name)
         session, note = open_revision(store, rev or new_session_id(store), fork_as=fork_as,
-                                      new_header=_header, redactor=c.redactor(), warnings=c.warnings,
+                                      new_header=_header(c), redactor=c.redactor(), warnings=c.warnings,
                                       wait=c.lock_wait(wait), system=c.config.system)
         if note:
             err(note)

@@ -9,6 +9,7 @@ import typer
 from ..errors import BadRevision, NotASessionId, NothingToRestore, SessionExists
 from ..history.reading import read_revision
 from ..ids import REV_RE, fork_name, taken_by
+from ..log.transcript import title_of
 from ..text import dumps
 from ..writer.forking import fork as fork_session
 from ..writer.opening import hold, open_session
@@ -166,7 +167,7 @@ def title(
 ) -> None:
     """Set a session's title (shown by gs list instead of the first prompt).
 
-    --json: {"session", "commit" (the save that set it)}.
+    --json: {"session", "title" (as saved: one line, redacted), "commit" (the save that set it)}.
 
     Examples:
         gs title work "Parsing YAML in Python"
@@ -177,9 +178,10 @@ def title(
                                 wait=c.lock_wait(wait))
         try:
             commit = session_.set_title(text)
+            titled = title_of(session_.events)
         finally:
             session_.close()
     if as_json:
-        print(dumps({"session": session, "commit": commit}))
+        print(dumps({"session": session, "title": titled, "commit": commit}))
         return
     err(f"[{session} {short(commit)}] title set")

@@ -136,6 +136,11 @@ class ImportTally:
         skipped: what was left out (said as it was).
         wait: how long the run waits for another import to finish, seconds.
         written: the ids of the sessions written, in order.
+        sources: what each of them came from, in the same order: the other tool's
+            conversation (``claude-code 1639e4d5-...``), or the file of gs's own sessions.
+        failures: each failure, said by its file or by the other tool's conversation,
+            never by a session of gs's (whose id is made of its first prompt's words): what
+            a capture's log keeps.
     """
 
     files: int = 0
@@ -144,6 +149,8 @@ class ImportTally:
     skipped: int = 0
     wait: float = IMPORT_WAIT_S
     written: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
     #: The sessions holding conversations, read once for every file of the run.
     index: SourceIndex = field(default_factory=SourceIndex)
     progress: ImportProgress | None = None  # the bar on a terminal
@@ -160,9 +167,16 @@ class ImportTally:
         """How many sessions were written."""
         return len(self.written)
 
-    def wrote(self, session_id: str, turns: int) -> None:
-        """Count a session written with its new turns, and print its id on stdout (what a script reads)."""
+    def wrote(self, session_id: str, turns: int, source: str) -> None:
+        """Count a session written with its new turns, and print its id on stdout (what a script reads).
+
+        Args:
+            session_id: the session.
+            turns: the turns it gained.
+            source: what it came from (see :attr:`sources`).
+        """
         self.written.append(session_id)
+        self.sources.append(source)
         self.turns += turns
         print(session_id, flush=True)
 
@@ -190,6 +204,7 @@ def _import_file(c: Context, file: str, fmt: str, tally: ImportTally, *, as_id: 
             exc = TransferError(f"{exc.source} ({file})", exc.reason, exc.hint)
         err(f"gs: {exc}")
         tally.failed += 1  # even alone: the summary follows, and the exit status is 1
+        tally.failures.append(str(exc))
         return
     if written is None:
         return
@@ -257,13 +272,14 @@ def _say_sessions(result: ImportResult, source: str, tally: ImportTally) -> None
             f"open it with: gs chat {sid}")
         for note in item.notes:
             err(f"  note: {note}")
-        tally.wrote(sid, n)
+        tally.wrote(sid, n, source)
 
 
 def _say_conversations(result: ImportResult, tally: ImportTally) -> None:
     """Say what each of another tool's conversations gave (a session written: its id on stdout), and count it."""
     for conv, outcomes in result.conversations:
         what = f"{conv.tool} conversation {conv.source_id}"
+        source = f"{conv.tool} {conv.source_id}"
         for sid, how, n in outcomes:
             if how == "archived":  # gs rm'd: not written again
                 tally.skipped += 1
@@ -271,10 +287,10 @@ def _say_conversations(result: ImportResult, tally: ImportTally) -> None:
             elif how == "title":  # renamed in its tool: a session written, unless its turns already said so
                 err(_SAID[how].format(sid=sid, title=conv.title.removeprefix("sub-agent: "), what=what))
                 if not any(s == sid and h not in ("same", "title") for s, h, _ in outcomes):
-                    tally.wrote(sid, 0)
+                    tally.wrote(sid, 0, source)
             elif how != "same":
                 err(_SAID[how].format(sid=sid, turns=plural(n, "turn"), what=what))
-                tally.wrote(sid, n)
+                tally.wrote(sid, n, source)
         if any(how not in ("same", "archived") for _, how, _ in outcomes):
             for note in conv.notes:
                 err(f"  note: {note}")
@@ -287,8 +303,14 @@ def _say_left_out(plan: ImportPlan, result: ImportResult, tally: ImportTally) ->
         err(f"skipped {skip}")
     for sid, why in result.clashes:
         err(f"gs: not imported {sid}: {why}")
+    if plan.kind in TOOLS:  # each named by its conversation: the reason names its session
+        tally.failures += [f"not imported {what}: its session was busy (another gs wrote it) or moved meanwhile"
+                           for what, _ in result.clashes]
+    elif result.clashes:
+        tally.failures.append(f"{plural(len(result.clashes), 'session')} of {plan.source} not imported")
     if result.stopped:  # what was written is said above, and how many were not
         err(f"gs: {result.stopped}")
+        tally.failures.append(str(result.stopped))
     tally.failed += bool(result.clashes or result.stopped)
 
 
@@ -424,7 +446,8 @@ def import_(
     )] = ImportFormat.auto,
     keep_paths: Annotated[bool, typer.Option("--keep-paths", help="Record the path of the file each conversation of "
                                              "another tool came from in its session's header, and keep the "
-                                             "local paths in the context Codex injects.")] = False,
+                                             "local paths a tool wrote into its own text (Codex's context, "
+                                             "Claude Code's compaction summaries and notes).")] = False,
     watch: Annotated[bool, typer.Option("--watch", help="Keep importing the files (or the tool's folder) as they "
                                         "change, until Ctrl+C.")] = False,
 ) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GitSessionsError, InvalidSessionId
-from ..log.events import Event
+from ..log.events import Event, make_header
 from .detectors import OWN_PATTERNS, Shape, library_shapes, own_shapes
 from .scan import Scan
 from .secret_names import MIN_SECRET_LEN, is_secret_name
@@ -125,6 +125,23 @@ class Redactor:
             return value
 
         return walk(value)
+
+    def header(self, session_id: str, *, created: int | None = None, **fields: Any) -> dict:
+        """Return the header a new session begins with, every string of its fields redacted.
+
+        The one place a header is built (:func:`~gitsessions.log.events.make_header`'s
+        shape): what it names (the working directory, an imported file's path, the source
+        tool's id) is committed and pushed as the events are, so it passes the same door.
+
+        Args:
+            session_id: the session's id (checked as every new id is: never a secret's shape).
+            created: epoch ms; now when omitted.
+            **fields: the other header fields (``cwd``, ``generator``, ``source``...), plain JSON.
+
+        Returns:
+            The header, as :func:`~gitsessions.log.events.make_header` builds it.
+        """
+        return make_header(session_id, created=created, **self.value(fields))
 
     def event(self, event: Event, text: Callable[[str], str] | None = None) -> Event:
         """Return ``event`` with its data redacted (the same object if unchanged; ``text``: see :meth:`value`)."""

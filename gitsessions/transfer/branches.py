@@ -31,9 +31,10 @@ from typing import Any
 from ..errors import ConcurrentUpdate, CorruptSession, HookRefused, SessionExists, SessionLocked, TransferError
 from ..ids import CommitId, SessionId, fork_name, imported_fork_id, imported_session_id, taken_by
 from ..log.commits import CommitMessage, Lineage, commit_message
-from ..log.events import Event, make_event, make_header
+from ..log.events import Event, make_event
 from ..log.transcript import summary_moved
 from ..log.turns import turn_count
+from ..secrets.redact import Redactor
 from ..store import SessionStore
 from .readers.conversation import ImportedConversation
 
@@ -182,8 +183,9 @@ def _lines(store: SessionStore, source: dict, base: str, index: SourceIndex, arc
 class _Writer:
     """Writes the branches of one conversation (the caller redacted them)."""
 
-    def __init__(self, store: SessionStore, conv: ImportedConversation, header: dict, index: SourceIndex):
-        self.store, self.conv, self.header, self.index = store, conv, header, index
+    def __init__(self, store: SessionStore, conv: ImportedConversation, header: dict, index: SourceIndex,
+                 redactor: Redactor):
+        self.store, self.conv, self.header, self.index, self.redactor = store, conv, header, index, redactor
         self.source = {"tool": conv.tool, "id": conv.source_id}
         self.base: str = imported_session_id(conv.tool, conv.source_id, conv.title)
         self.parents: list[_Line] = []  # the sessions of the conversations it was forked from: forked, never grown
@@ -272,7 +274,7 @@ class _Writer:
         return Lineage(SessionId(line.session_id), line.at[count])
 
     def _new(self, sid: str, chunks: list[list[Event]]) -> _Line:
-        header = make_header(sid, created=self.conv.created, **self.header)
+        header = self.redactor.header(sid, created=self.conv.created, **self.header)
         first = chunks[0]
         lineage = self._spawner()
         message = commit_message(sid, first, 0, kind="import", source=self.subject_source, lineage=lineage)
@@ -332,7 +334,7 @@ class _Writer:
         return (sid, "fork", turns(k))
 
 
-def write_conversation(store: SessionStore, conv: ImportedConversation, *,
+def write_conversation(store: SessionStore, conv: ImportedConversation, redactor: Redactor, *,
                        header_extra: dict[str, Any], index: SourceIndex | None = None) -> list[Outcome]:
     """Write one conversation's branches, incrementally (see the module's rules).
 
@@ -340,12 +342,14 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
     doing, not with whatever conversation an import (from cron, ``--watch``) wrote last.
 
     ``conv`` comes redacted (:func:`~.write.write_import` is the door the file's text enters
-    by), so the header, the id (from the title) and every commit message are made of
-    redacted text.
+    by), so the id (from the title) and every commit message are made of redacted text; the
+    header is built by ``redactor`` (:meth:`~gitsessions.secrets.redact.Redactor.header`), its
+    fields from this machine (a file's path) redacted there.
 
     Args:
         store: the session store.
         conv: from a reader (:mod:`.chatgpt`), redacted.
+        redactor: the import's redactor (the header's).
         header_extra: fields of the header (``generator``; ``source_file`` only when paths are kept).
         index: the sessions that may hold it, read once for a whole import (None: read here).
 
@@ -360,7 +364,8 @@ def write_conversation(store: SessionStore, conv: ImportedConversation, *,
             again by the next import).
     """
     header = {"imported_from": conv.tool, "source": {"tool": conv.tool, "id": conv.source_id}, **header_extra}
-    writer = _Writer(store, conv, header, (index if index is not None else SourceIndex()).read_from(store))
+    writer = _Writer(store, conv, header, (index if index is not None else SourceIndex()).read_from(store),
+                     redactor)
     locks = []
     try:
         for line_sid in dict.fromkeys([writer.base, *(ln.session_id for ln in writer.lines)]):

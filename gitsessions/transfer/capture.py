@@ -16,7 +16,9 @@ environment: the face passes the paths and gs's command.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -24,7 +26,7 @@ import shlex
 import stat
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,12 +87,18 @@ class Change:
             on a removal).
         chained: Codex's ``notify`` program kept (an install chains it, a removal puts it
             back); None when there was none.
+        deleted: a removal took away the file gs's install had made, which held nothing else.
     """
 
     path: Path
     changed: bool
     before: tuple[str, ...] = ()
     chained: tuple[str, ...] | None = None
+    deleted: bool = False
+
+
+#: A UTF-8 byte order mark: a file that begins with one is written back with it.
+_BOM = "\ufeff"
 
 
 def _replace(path: Path, text: str) -> None:
@@ -125,20 +133,108 @@ def _replace(path: Path, text: str) -> None:
         raise
 
 
-def _read_text(path: Path) -> str | None:
-    """The file's text (None: there is no file).
+def _made(path: Path, there: bool) -> set[str]:
+    """What writing a settings file makes: the file (``file``) unless it is ``there``, and its folder if missing."""
+    return set() if there else {"file", *(() if path.parent.exists() else ("folder",))}
+
+
+def _unmake(path: Path, folder: bool) -> None:
+    """Take away a settings file gs's install made, and its folder when the install made that too and it is empty.
+
+    Raises:
+        SettingsError: the file cannot be removed.
+    """
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise SettingsError(str(path), f"it cannot be removed ({exc.strerror or exc})", "check its folder") from None
+    if folder:
+        with contextlib.suppress(OSError):  # something else is in it now: it stays
+            path.parent.rmdir()
+
+
+def _read_text(path: Path) -> tuple[str | None, str]:
+    """The file's text (None: there is no file) without its byte order mark, and that mark (``""``: none).
 
     Raises:
         SettingsError: it cannot be read, or is not UTF-8.
     """
     try:
-        return path.read_text("utf-8-sig")
+        text = path.read_text("utf-8")
     except FileNotFoundError:
-        return None
+        return None, ""
     except UnicodeDecodeError:
         raise SettingsError(str(path), "it is not UTF-8 text") from None
     except OSError as exc:
         raise SettingsError(str(path), f"it cannot be read ({exc.strerror or exc})") from None
+    return (text[1:], _BOM) if text.startswith(_BOM) else (text, "")
+
+
+class Made:
+    """What gs's installs made in Claude Code's settings files, so that a removal takes that out and no more.
+
+    JSON has no comments: a removal could not tell the ``"hooks": {}`` or the empty event
+    list the user had from those gs's install made, nor a settings file the user made from
+    one gs made. An install that finds no hook of gs's notes here, per file (by its absolute
+    path), whether it made the file and its folder, the ``hooks`` object and which events'
+    lists; never any of the file's content (it may hold secrets: its ``env``). The removal
+    takes out what is noted and left empty, and forgets the file; one with no note takes
+    out every container gs's hooks leave empty, as before there were notes.
+
+    Args:
+        path: the file of notes (``made.json`` in gs's capture state folder).
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def _all(self) -> dict[str, Any]:
+        try:
+            notes = json.loads(self.path.read_text("utf-8"))
+        except (OSError, ValueError):  # none yet, or not gs's: nothing noted
+            return {}
+        return notes if isinstance(notes, dict) else {}
+
+    def _save(self, notes: dict[str, Any]) -> None:
+        _replace(self.path, json.dumps(notes, indent=2, ensure_ascii=False) + "\n")
+
+    def get(self, settings: Path) -> set[str] | None:
+        """What an install made in ``settings`` (None: nothing noted).
+
+        Args:
+            settings: the settings file.
+
+        Returns:
+            What it made (``file``, ``folder``, ``hooks``, ``hooks.<event>``), or None.
+        """
+        note = self._all().get(str(settings.resolve()))
+        return set(note) if isinstance(note, list) and all(isinstance(n, str) for n in note) else None
+
+    def put(self, settings: Path, made: Collection[str]) -> None:
+        """Note what an install made in ``settings``.
+
+        Args:
+            settings: the settings file.
+            made: what the install made there (as :meth:`get` returns it).
+
+        Raises:
+            SettingsError: the notes cannot be written.
+        """
+        notes = self._all()
+        notes[str(settings.resolve())] = sorted(made)
+        self._save(notes)
+
+    def drop(self, settings: Path) -> None:
+        """Forget ``settings`` (its capture was removed).
+
+        Raises:
+            SettingsError: the notes cannot be written.
+        """
+        notes = self._all()
+        if notes.pop(str(settings.resolve()), None) is not None:
+            self._save(notes)
 
 
 # -- Claude Code: settings.json ---------------------------------------------------------------
@@ -157,16 +253,16 @@ def _is_ours(hook: Any) -> bool:
             and _after_run_words(_shell_words(hook["command"]), claude_code.TOOL) is not None)
 
 
-def _read_settings(path: Path) -> dict[str, Any]:
-    """Claude Code's settings in ``path`` ({} for no file, or an empty one).
+def _read_settings(path: Path) -> tuple[dict[str, Any], str | None, str]:
+    """Claude Code's settings in ``path`` ({} for no file, or an empty one), the file's text and its byte order mark.
 
     Raises:
         SettingsError: it cannot be read, is not a JSON object, or its ``hooks`` (or an
             event of gs's there) is not of the kind Claude Code reads.
     """
-    text = _read_text(path)
+    text, bom = _read_text(path)
     if text is None or not text.strip():
-        return {}
+        return {}, text, bom
     try:
         settings = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -180,11 +276,12 @@ def _read_settings(path: Path) -> dict[str, Any]:
     for event in CLAUDE_EVENTS:
         if not isinstance((hooks or {}).get(event, []), list):
             raise SettingsError(str(path), f'"hooks"."{event}" is no JSON array')
-    return settings
+    return settings, text, bom
 
 
-def _write_settings(path: Path, settings: dict[str, Any]) -> None:
-    _replace(path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+def _write_settings(path: Path, settings: dict[str, Any], bom: str) -> None:
+    """Write Claude Code's settings as JSON indented by two (how Claude Code writes them), with the file's mark."""
+    _replace(path, bom + json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
 
 
 def _ours_in(groups: list[Any]) -> list[tuple[dict, dict]]:
@@ -201,29 +298,37 @@ def _drop(groups: list[Any], drop: list[tuple[dict, dict]]) -> None:
     groups[:] = [g for g in groups if id(g) not in emptied]
 
 
-def install_claude(path: Path, command: str) -> Change:
+def install_claude(path: Path, command: str, made: Made) -> Change:
     """Add gs's ``Stop`` and ``SessionEnd`` hooks, running ``command``, to Claude Code's settings in ``path``.
 
-    Every other key and hook is kept as it is. A hook of gs's already there (``capture run
-    claude-code``, from any gs) is given ``command``; one more of them in the same event is
-    taken out. Installing again changes nothing.
+    Every other key and hook is kept as it is (the file is written back as JSON indented by
+    two, with the byte order mark it began with). A hook of gs's already there (``capture
+    run claude-code``, from any gs) is given ``command``; one more of them in the same event
+    is taken out. Installing again changes nothing. An install into a file with no hook of
+    gs's notes in ``made`` what it made there, for :func:`remove_claude`.
 
     Args:
         path: the settings file (made, with its folder, when missing).
         command: the shell command of the hooks.
+        made: the notes of what installs made.
 
     Returns:
         What changed (``before``: the commands of another gs's hooks it replaced).
 
     Raises:
-        SettingsError: the file cannot be read as Claude Code's settings, or cannot be written.
+        SettingsError: the file cannot be read as Claude Code's settings, or it (or the
+            notes) cannot be written.
     """
-    settings = _read_settings(path)
+    settings, text, bom = _read_settings(path)
     original = copy.deepcopy(settings)
+    had = settings.get("hooks")
+    made_now = _made(path, text is not None) | ({"hooks"} if not isinstance(had, dict) else set()) | {
+        f"hooks.{event}" for event in CLAUDE_EVENTS if event not in (had or {})}
     if settings.get("hooks") is None:
         settings["hooks"] = {}
     hooks = settings["hooks"]
     before: list[str] = []
+    fresh = True  # no hook of gs's was there
     for event in CLAUDE_EVENTS:
         groups = hooks.setdefault(event, [])
         ours = _ours_in(groups)
@@ -231,6 +336,7 @@ def install_claude(path: Path, command: str) -> Change:
             groups.append({"matcher": "", "hooks": [{"type": "command", "command": command,
                                                       "timeout": HOOK_TIMEOUT_S}]})
             continue
+        fresh = False
         first = ours[0][1]
         if first["command"] != command:
             before.append(first["command"])
@@ -238,22 +344,33 @@ def install_claude(path: Path, command: str) -> Change:
         _drop(groups, ours[1:])
     if settings == original:
         return Change(path, False)
-    _write_settings(path, settings)
+    if fresh:
+        made.put(path, made_now)
+    _write_settings(path, settings, bom)
     return Change(path, True, tuple(dict.fromkeys(before)))
 
 
-def remove_claude(path: Path) -> Change:
+def remove_claude(path: Path, made: Made) -> Change:
     """Take gs's hooks out of Claude Code's settings in ``path``; everything else stays.
 
-    An event's list (and ``hooks``) that only gs's hooks made empty goes too.
+    What gs's install made there (as ``made`` notes it) and the removal leaves empty goes
+    too: an event's list, the ``hooks`` object, the file itself (and its folder) when it
+    holds nothing else. What was there before stays, empty or not. A file with no note
+    loses each event's list (and ``hooks``) that only gs's hooks made empty.
+
+    Args:
+        path: the settings file.
+        made: the notes of what installs made (the file's is forgotten).
 
     Returns:
-        What changed (``before``: the commands taken out).
+        What changed (``before``: the commands taken out; ``deleted``: the file went).
 
     Raises:
-        SettingsError: the file cannot be read as Claude Code's settings, or cannot be written.
+        SettingsError: the file cannot be read as Claude Code's settings, or it (or the
+            notes) cannot be written.
     """
-    settings = _read_settings(path)
+    settings, _, bom = _read_settings(path)
+    note = made.get(path)
     hooks = settings.get("hooks")
     removed: list[str] = []
     for event in CLAUDE_EVENTS:
@@ -263,14 +380,19 @@ def remove_claude(path: Path) -> Change:
             continue
         removed += [hook["command"] for _, hook in ours]
         _drop(groups, ours)
-        if not groups:
+        if not groups and (note is None or f"hooks.{event}" in note):
             del hooks[event]
     if not removed:
         return Change(path, False)
-    if hooks == {}:
+    if hooks == {} and (note is None or "hooks" in note):
         del settings["hooks"]
-    _write_settings(path, settings)
-    return Change(path, True, tuple(dict.fromkeys(removed)))
+    deleted = note is not None and "file" in note and settings == {}
+    if deleted:
+        _unmake(path, "folder" in (note or ()))
+    else:
+        _write_settings(path, settings, bom)
+    made.drop(path)
+    return Change(path, True, tuple(dict.fromkeys(removed)), deleted=deleted)
 
 
 def claude_hooks(path: Path) -> dict[str, list[str]]:
@@ -279,26 +401,68 @@ def claude_hooks(path: Path) -> dict[str, list[str]]:
     Raises:
         SettingsError: the file cannot be read as Claude Code's settings.
     """
-    hooks = _read_settings(path).get("hooks") or {}
+    hooks = _read_settings(path)[0].get("hooks") or {}
     found = {event: [hook["command"] for _, hook in _ours_in(hooks.get(event) or [])] for event in CLAUDE_EVENTS}
     return {event: commands for event, commands in found.items() if commands}
 
 
 # -- Codex: config.toml -------------------------------------------------------------------------
 
+#: How the line after gs's ``notify`` begins: what was there before it, for the removal to put back.
+_KEPT = "# gs capture remove codex puts back what was here: "
 
-def _read_config(path: Path) -> tuple[tomlkit.TOMLDocument, list[str]]:
+
+@dataclass
+class _Config:
+    """Codex's ``config.toml`` as read: its text (None: no file), byte order mark, document and ``notify``."""
+
+    text: str | None
+    bom: str
+    doc: tomlkit.TOMLDocument
+    notify: list[str]
+
+    def notify_span(self) -> tuple[int, int] | None:
+        """Where the top-level ``notify`` item is in the text, whole lines (with its comment); None: none, or not found.
+
+        Told by what tomlkit leaves when it takes the item out: the text less one run of
+        whole lines.
+        """
+        if self.text is None or "notify" not in self.doc:
+            return None
+        less = tomlkit.parse(self.text)
+        del less["notify"]
+        rest = less.as_string()
+        start = next((i for i, (a, b) in enumerate(zip(self.text, rest, strict=False)) if a != b), len(rest))
+        start = self.text.rfind("\n", 0, start) + 1
+        end = start + len(self.text) - len(rest)
+        return (start, end) if self.text[:start] + self.text[end:] == rest else None
+
+    def kept(self, end: int) -> tuple[dict[str, Any], int] | None:
+        """The note gs's install left on the line from ``end`` (what was there before) and where that line ends."""
+        assert self.text is not None
+        if not self.text.startswith(_KEPT, end):
+            return None
+        stop = self.text.find("\n", end)
+        stop = len(self.text) if stop < 0 else stop + 1
+        try:
+            note = json.loads(self.text[end + len(_KEPT):stop])
+        except ValueError:
+            return None
+        return (note, stop) if isinstance(note, dict) else None
+
+
+def _read_config(path: Path) -> _Config:
     """Codex's config in ``path`` as tomlkit keeps it (comments, layout and all), and its ``notify``.
 
     tomlkit both reads and writes it: one parser's reading of the file is the one changed.
 
     Returns:
-        The document (empty for no file) and its top-level ``notify`` (empty: none).
+        The config (an empty document for no file; ``notify`` empty: none).
 
     Raises:
         SettingsError: it cannot be read, is not TOML, or its ``notify`` is no list of strings.
     """
-    text = _read_text(path)
+    text, bom = _read_text(path)
     try:
         doc = tomlkit.parse(text or "")
     except tomlkit.exceptions.ParseError as exc:
@@ -307,7 +471,7 @@ def _read_config(path: Path) -> tuple[tomlkit.TOMLDocument, list[str]]:
     notify = doc.unwrap().get("notify", [])
     if not isinstance(notify, list) or not all(isinstance(word, str) for word in notify):
         raise SettingsError(str(path), "its notify is no list of strings (a program and its arguments)")
-    return doc, notify
+    return _Config(text, bom, doc, notify)
 
 
 def split_notify(notify: Sequence[str]) -> tuple[list[str], list[str]] | None:
@@ -323,12 +487,29 @@ def split_notify(notify: Sequence[str]) -> tuple[list[str], list[str]] | None:
     return list(notify[:end]), rest[1:] if rest[:1] == ["--"] else rest
 
 
+def _first_setting(text: str) -> int:
+    """Where a new top-level setting goes: the start of the first line that is no comment or blank.
+
+    Any table of the file comes after it, so the setting is the file's own, not a table's;
+    the file's opening comments stay first. A file of comments alone takes it at its end
+    (at its start when its last line has no end).
+    """
+    at = 0
+    for line in text.splitlines(keepends=True):
+        if line.strip() and not line.lstrip().startswith("#"):
+            return at
+        at += len(line)
+    return at if text.endswith("\n") or not text else 0
+
+
 def install_codex(path: Path, command: Sequence[str]) -> Change:
     """Make ``command`` Codex's ``notify`` program in its config in ``path``, chaining the one there before.
 
-    The previous program goes after ``--`` in gs's own (the runner runs it after each import,
-    a removal puts it back). A ``notify`` of gs's already there (from any gs) keeps what it
-    chained. Every other setting, comment and line stays as it is.
+    The previous program goes after ``--`` in gs's own (the runner runs it after each import).
+    gs's ``notify`` takes the place of the one there (else it goes before the first setting),
+    and the line after it keeps what was there, its text, comments and layout as they were
+    (or that there was none), for :func:`remove_codex`. A ``notify`` of gs's already there
+    (from any gs) keeps what it chained. Every other setting, comment and line stays as it is.
 
     Args:
         path: Codex's ``config.toml`` (made, with its folder, when missing).
@@ -340,7 +521,8 @@ def install_codex(path: Path, command: Sequence[str]) -> Change:
     Raises:
         SettingsError: the file cannot be read as Codex's config, or cannot be written.
     """
-    doc, notify = _read_config(path)
+    config = _read_config(path)
+    notify = config.notify
     ours = split_notify(notify)
     before: tuple[str, ...] = ()
     if ours is None:
@@ -353,31 +535,81 @@ def install_codex(path: Path, command: Sequence[str]) -> Change:
     chained = tuple(previous) if previous else None
     if notify == wanted:
         return Change(path, False, chained=chained)
-    doc["notify"] = wanted
-    _replace(path, doc.as_string())
+    text = config.text or ""
+    item = f"notify = {tomlkit.item(wanted).as_string()}\n"
+    span = config.notify_span()
+    if span is None and "notify" in config.doc:  # (not found in the text: tomlkit puts it where it was)
+        config.doc["notify"] = wanted
+        new = config.doc.as_string()
+    elif ours is not None:  # gs's again: the note after it stays
+        assert span is not None
+        new = text[:span[0]] + item + text[span[1]:]
+    else:
+        start, end = span or (_first_setting(text),) * 2
+        note = {"was": text[start:end] if span else None, "made": sorted(_made(path, config.text is not None))}
+        new = text[:start] + item + _KEPT + json.dumps(note, ensure_ascii=False) + "\n" + text[end:]
+    _replace(path, config.bom + new)
     return Change(path, True, before, chained)
 
 
+def _restored(config: _Config, previous: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """The config's text as it was before gs's install, from the note it left (None: no note that fits).
+
+    The note fits when what it keeps is the program gs's ``notify`` chains now (none: none).
+    """
+    span = config.notify_span()
+    kept = config.kept(span[1]) if span is not None else None
+    if span is None or kept is None or config.text is None:
+        return None
+    note, stop = kept
+    was = note.get("was")
+    if was is None and not previous:
+        return config.text[:span[0]] + config.text[stop:], note
+    if not isinstance(was, str):
+        return None
+    try:
+        fits = tomlkit.parse(was).unwrap().get("notify") == previous
+    except tomlkit.exceptions.ParseError:
+        return None
+    return (config.text[:span[0]] + was + config.text[stop:], note) if fits else None
+
+
 def remove_codex(path: Path) -> Change:
-    """Take gs's ``notify`` out of Codex's config in ``path``, putting back the program it chained.
+    """Take gs's ``notify`` out of Codex's config in ``path``, putting back what was there before it.
+
+    The ``notify`` gs's install replaced comes back as it was, text, comments and layout, and
+    a config that had none has none (a config the install made, holding nothing else, goes).
+    When the note the install left is gone, or does not fit what gs's ``notify`` chains now,
+    the program it chains is put back as a plain ``notify``, and none when it chains none.
 
     Returns:
-        What changed (``before``: gs's command taken out; ``chained``: the program put back).
+        What changed (``before``: gs's command taken out; ``chained``: the program put back;
+        ``deleted``: the file went).
 
     Raises:
         SettingsError: the file cannot be read as Codex's config, or cannot be written.
     """
-    doc, notify = _read_config(path)
-    ours = split_notify(notify)
+    config = _read_config(path)
+    ours = split_notify(config.notify)
     if ours is None:
         return Change(path, False)
     command, previous = ours
-    if previous:
-        doc["notify"] = previous
+    restored = _restored(config, previous)
+    said = Change(path, True, (shlex.join(command),), tuple(previous) or None)
+    if restored is not None:
+        text, note = restored
+        made = note["made"] if isinstance(note.get("made"), list) else []
+        if "file" in made and not text:
+            _unmake(path, "folder" in made)
+            return dataclasses.replace(said, deleted=True)
     else:
-        del doc["notify"]
-    _replace(path, doc.as_string())
-    return Change(path, True, (shlex.join(command),), tuple(previous) or None)
+        if previous:
+            config.doc["notify"] = previous
+        else:
+            del config.doc["notify"]
+        text = config.doc.as_string()
+    _replace(path, config.bom + text)
+    return said
 
 
 def codex_notify(path: Path) -> tuple[list[str], list[str]] | None:
@@ -386,7 +618,7 @@ def codex_notify(path: Path) -> tuple[list[str], list[str]] | None:
     Raises:
         SettingsError: the file cannot be read as Codex's config.
     """
-    return split_notify(_read_config(path)[1])
+    return split_notify(_read_config(path).notify)
 
 
 # -- the notices -------------------------------------------------------------------------------

@@ -111,7 +111,8 @@ def read_import(data: bytes | None, source: str, *, time_ms: int | None = None, 
         path: the file ``data`` was read from, if any: a database (llm's ``logs.db``) is
             opened there, read-only, to see what its writer has not merged into it yet; a
             Claude Code transcript's folder tells its ``--fork-session`` copies.
-        keep_paths: keep the local paths a tool wrote into a conversation (Codex's context).
+        keep_paths: keep the local paths a tool wrote into its own text (Codex's context, Claude
+            Code's compaction summaries and notes).
         folders: where each tool keeps its files on this machine, by name (the face finds
             them: :func:`~.discover.folders`): a Codex fork's origin not beside it is looked
             for there.
@@ -187,7 +188,8 @@ def _lines(src: stream.Source, fmt: str, keep_paths: bool, path: Path | None,
             return None
         if fmt in ("auto", claude_code.TOOL) and claude_code.is_transcript(head):
             return ImportPlan(claude_code.TOOL, src.source, [],
-                              conversations=claude_code.read_transcript(itertools.chain([first], raw), path))
+                              conversations=claude_code.read_transcript(itertools.chain([first], raw), path,
+                                                                         keep_paths=keep_paths))
         if codex.is_rollout(head):
             elsewhere = [folders[codex.TOOL]] if codex.TOOL in folders else []
             return _conversations(codex.TOOL, src.source, codex.read_rollouts(

@@ -14,7 +14,6 @@ from typing import Any
 from ..errors import HookRefused, InvalidSessionId, SessionExists, SessionLocked, TransferError
 from ..ids import check_new_id, check_session_id, new_session_id, taken_by
 from ..log.commits import commit_message
-from ..log.events import make_header
 from ..secrets.redact import NO_REDACTION, Redactor
 from ..secrets.redact_many import redact_events
 from ..store import SessionStore
@@ -192,7 +191,7 @@ def _write_conversations(store: SessionStore, plan: ImportPlan, *, header_extra:
         if not redacted:
             conv = _redacted(conv, redactor)  # what is said of it is redacted too (its source id)
         try:
-            outcomes = write_conversation(store, conv, header_extra=extra, index=index)
+            outcomes = write_conversation(store, conv, redactor, header_extra=extra, index=index)
             # What is said of it, not its events: a large export's conversations are not all held at once.
             done.conversations.append((dataclasses.replace(conv, branches=[]), outcomes))
         except TransferError as exc:  # another writer holds one of its sessions: the others go on
@@ -253,10 +252,10 @@ def _write_session(store: SessionStore, plan: ImportPlan, item: ImportedSession,
                                     "it was left untouched; import under another id with --as ID")
             result.clashes.append((sid, _clash_text(sid, other) + "; it was left untouched"))
             return
-        source, events, header = plan.source, list(item.events), item.header
-        if header is None:
-            header = make_header(sid, imported_from=source, **(header_extra or {}))
-        source, header = redactor.text(source), redactor.value(header)
+        source, events = plan.source, list(item.events)
+        header = (redactor.header(sid, imported_from=source, **(header_extra or {})) if item.header is None
+                  else redactor.value(item.header))  # the file's own: as its events, redacted
+        source = redactor.text(source)
         events = redact_events(redactor, events)
         message = commit_message(sid, events, kind="import", source=source)
         try:

@@ -27,6 +27,10 @@ the file. What becomes what:
   resumed, an API error) are ignorable events: kept, never sent to a model. Images are
   described in the text. A prompt is a prompt whoever wrote it (``promptSource``,
   ``origin.kind``: a hook's, a task's notification): the model saw it and answered it.
+- The local paths in what Claude Code wrote itself (the compaction summary's note of the
+  transcript's file, meta lines, system lines and entries, a slash command's output, its
+  synthetic replies) are replaced unless the paths are kept (:mod:`.local_paths`); the
+  prompts, replies, tool calls and results are as they were said.
 - A turn is a commit from its prompt to its own last line (its last reply or result, the
   user's stop, an API error). The tool's lines after that (``turn_duration``, a slash
   command's echo, a compaction, the synthetic reply of a resume) open the next turn's
@@ -66,6 +70,7 @@ from . import anthropic, stream
 from .claude_code_family import begun, family
 from .claude_code_graph import _Node, _Transcript, is_system_entry
 from .conversation import ImportedConversation
+from .local_paths import LocalPaths
 from .messages import COMPACTION, TURN_OVER, _Bad, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids, ``gs import --from``).
@@ -76,6 +81,8 @@ _OWN_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "
 #: The tool's own text in a user line: a slash command's echo and output, a cancel notice.
 _TOOL_NOTE = re.compile(r"\s*(<(command-name|command-message|local-command-stdout|local-command-caveat|"
                         r"local-command-stderr|bash-input|bash-stdout|bash-stderr)>|\[Request interrupted by user)")
+#: A note that is the tool's own words (a slash command's output): its local paths are the machine's.
+_OWN_OUTPUT = re.compile(r"\s*<local-command-")
 
 
 def default_paths(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -173,7 +180,7 @@ class _Messages:
         firsts: the index of the first message each line gave (a line of a reply: the reply's).
     """
 
-    def __init__(self, start: int):
+    def __init__(self, start: int, keep_paths: bool = False):
         self.messages: list[dict] = []
         self.times: list[int] = []
         self.ending: set[int] = set()
@@ -184,6 +191,7 @@ class _Messages:
         self.reply_at = 0  # where the reply gathered goes (after the thinking asides its lines give first)
         self.reply_t = start  # the time of the reply's last line: what follows it must not date it
         self.preserved: tuple[str, ...] = ()  # the lines the compaction under way keeps word for word
+        self.local = LocalPaths(keep_paths)  # the working directories the lines so far name
 
     def add(self, msg: dict, t: int | None = None) -> None:
         self.messages.append(msg)
@@ -197,6 +205,7 @@ class _Messages:
     def line(self, node: _Node) -> None:
         obj = node.obj
         self.t = node.time if node.time is not None else self.t
+        self.local.name(obj.get("cwd"))
         if obj.get("type") == "assistant" and node.message and obj["message"].get("model") != "<synthetic>":
             self.assistant(node, obj["message"], anthropic.blocks(obj["message"].get("content"), f"line {node.line}"))
             return
@@ -217,7 +226,7 @@ class _Messages:
         text = obj.get("content")
         if isinstance(text, str) and text.strip():
             self.add(_aside(f"claude-code system {subtype}" if isinstance(subtype, str) else "claude-code system",
-                            without_escapes(text)))
+                            self.local.out_of(without_escapes(text))))
 
     def user(self, node: _Node) -> None:
         """A user line (or an assistant line the tool wrote itself): a prompt, tool results, a summary, a note."""
@@ -232,7 +241,7 @@ class _Messages:
                 self.add({"role": "tool", "tool_call_id": call, "content": anthropic.result_text(block.get("content")),
                           "is_error": block.get("is_error") is True})
             elif is_system_entry(block):  # what the tool told the model beside the results
-                self.add(_aside("claude-code system", anthropic.result_text(block.get("content"))))
+                self.add(_aside("claude-code system", self.local.out_of(anthropic.result_text(block.get("content")))))
             else:
                 texts.append(anthropic.block_text(block))
         text = "\n".join(t for t in texts if t)
@@ -240,18 +249,20 @@ class _Messages:
             return
         if obj.get("type") == "assistant":  # "<synthetic>": the tool's words in the model's place
             error = obj.get("isApiErrorMessage") is True
-            self.add(_aside("claude-code error" if error else "claude-code synthetic reply", text))
+            self.add(_aside("claude-code error" if error else "claude-code synthetic reply", self.local.out_of(text)))
             if error:
                 self.ending.add(len(self.messages) - 1)
         elif obj.get("isCompactSummary"):
             kept = [self.firsts[u] for u in self.preserved if u in self.firsts]
             first = min(kept, default=0)  # it covers what comes before the first line it keeps: sent after it
-            self.add({"role": COMPACTION, "content": text, **({"through": first - 1} if first else {})})
+            self.add({"role": COMPACTION, "content": self.local.out_of(text),
+                      **({"through": first - 1} if first else {})})
             self.preserved = ()
         elif obj.get("isMeta"):
-            self.add(_aside("claude-code meta", without_escapes(text)))
-        elif _TOOL_NOTE.match(text):
-            self.add(_aside("claude-code note", without_escapes(text)))
+            self.add(_aside("claude-code meta", self.local.out_of(without_escapes(text))))
+        elif _TOOL_NOTE.match(text):  # a slash command's output is the tool's; the command and a shell's, the user's
+            note = without_escapes(text)
+            self.add(_aside("claude-code note", self.local.out_of(note) if _OWN_OUTPUT.match(note) else note))
             if "[Request interrupted" in text[:40]:
                 self.ending.add(len(self.messages) - 1)
         else:
@@ -342,8 +353,9 @@ def _first_prompt(messages: list[dict]) -> str:
 class _Reader:
     """One transcript file into its conversations: the session, then each sub-agent's."""
 
-    def __init__(self, raw: Iterable[bytes], path: Path | None = None):
+    def __init__(self, raw: Iterable[bytes], path: Path | None = None, keep_paths: bool = False):
         self.file = _Transcript(stream.lines(raw))
+        self.keep_paths = keep_paths
         self.start = next((n.time for n in self.file.order if n.time is not None), None)
         self.path = path
         self.first: str | None = None  # the uuid of the session's first message line
@@ -355,7 +367,7 @@ class _Reader:
         title_out, created = title, 0
         for i, (leaf, path) in enumerate(self.file.branches(nodes)):
             begun = next((n.time for n in path if n.time is not None), self.start or 0)
-            gathered = _Messages(begun)
+            gathered = _Messages(begun, self.keep_paths)
             for node in path:
                 gathered.line(node)
             gathered.flush()
@@ -432,8 +444,8 @@ class _Reader:
         return meta if isinstance(meta, dict) else {}
 
 
-def read_transcript(raw: Iterable[bytes], path: Path | None = None, *,
-                    origins: bool = True) -> list[ImportedConversation]:
+def read_transcript(raw: Iterable[bytes], path: Path | None = None, *, origins: bool = True,
+                    keep_paths: bool = False) -> list[ImportedConversation]:
     """Convert a Claude Code transcript into conversations: the session's, then each sub-agent's.
 
     A ``--fork-session`` copy comes after the session of each transcript of its family begun
@@ -446,6 +458,8 @@ def read_transcript(raw: Iterable[bytes], path: Path | None = None, *,
         path: where it was read from, if from a file: the transcripts beside it that begin
             as it does are its ``family`` (``--fork-session`` copies and their origin).
         origins: read the family begun before it too (False: this file's alone).
+        keep_paths: keep the local paths in what Claude Code wrote itself (a compaction's
+            summary, its notes: ``--keep-paths``); else each is :data:`.local_paths.LOCAL_PATH`.
 
     Returns:
         The conversations, each branch split per turn (a file of titles and snapshots alone
@@ -454,7 +468,7 @@ def read_transcript(raw: Iterable[bytes], path: Path | None = None, *,
     Raises:
         _Bad: something cannot be read (the message names the line).
     """
-    convs = _Reader(raw, path).conversations()
+    convs = _Reader(raw, path, keep_paths).conversations()
     if path is None or not origins or not convs or not convs[0].family:
         return convs
     before = []
@@ -462,7 +476,7 @@ def read_transcript(raw: Iterable[bytes], path: Path | None = None, *,
         there = path.with_name(f"{other}.jsonl")
         try:
             with there.open("rb") as f:
-                theirs = read_transcript(f, there, origins=False)
+                theirs = read_transcript(f, there, origins=False, keep_paths=keep_paths)
         except (OSError, _Bad):
             continue  # its own import says what is wrong with it
         for conv in theirs[:1]:

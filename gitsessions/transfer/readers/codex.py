@@ -21,9 +21,8 @@ formats notes). What becomes what:
   steps. What Codex injects as messages (``developer`` and ``system`` messages, ``user``
   messages holding ``<environment_context>`` or instructions) and the model's ``reasoning``
   summaries are kept as ignorable messages (stored, never sent to a model). The local paths
-  in that context (the working directories named so far, writable roots) are replaced
-  unless the paths are kept, as no other source's local paths are imported then
-  (:func:`_without_paths`).
+  in that context (the working directories named so far, workspace and writable roots, the
+  skills' folder) are replaced unless the paths are kept (:mod:`.local_paths`).
 - ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` are tool calls (one
   assistant message holds the calls of one reply), their ``*_output`` items the results.
 - ``compacted`` is a ``compaction/summary`` event covering all before it (``through``): the
@@ -58,6 +57,7 @@ from typing import Any
 
 from . import stream
 from .conversation import ImportedConversation
+from .local_paths import LocalPaths
 from .messages import COMPACTION, TURN_OVER, _Bad, _kind, iso_ms, turns_from_messages
 
 #: The source tool's name (headers, trailers, ids, ``--from``).
@@ -67,16 +67,6 @@ _TITLE_MAX = 80
 #: How injected context begins (Codex writes it as ``user`` messages).
 _CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "<user_shell_command>", "# AGENTS.md",
                  "<turn_aborted>")
-#: What stands for a local path left out of the injected context (``--keep-paths`` keeps it).
-LOCAL_PATH = "[a local path: kept with --keep-paths]"
-#: An element of the injected context holding an absolute path (``<cwd>/home/me/proj</cwd>``, a
-#: ``<root>`` of ``<writable_roots>``): POSIX, home-relative or a Windows drive.
-_ABSOLUTE = r"(?:/|~/|[A-Za-z]:[\\/])"
-_PATH_ELEMENT = re.compile(rf"(<([\w-]+)>)\s*{_ABSOLUTE}[^<\n]*(</\2>)")
-#: The older plain-text context's list of writable roots (``Writable roots: /a, /b``).
-_ROOTS_LINE = re.compile(r"(?m)^(\s*Writable roots:[ \t]*)(.*)$")
-#: One absolute path of that list (up to the next comma).
-_ROOT = re.compile(rf"{_ABSOLUTE}[^,\n]*")
 #: ``event_msg`` types that open or close a turn.
 _TURN_EVENTS = ("task_started", "task_complete", "turn_aborted")
 #: Where Codex moves an archived thread's rollout: a folder beside ``sessions``.
@@ -261,7 +251,7 @@ class _Rollout:
     """The messages of one rollout, built line by line."""
 
     def __init__(self, *, keep_paths: bool = False, elsewhere: Sequence[Path] = ()) -> None:
-        self.keep_paths, self.elsewhere = keep_paths, elsewhere
+        self.elsewhere = elsewhere
         self.messages: list[Any] = []
         self.times: list[int] = []
         self.model: str | None = None
@@ -271,7 +261,7 @@ class _Rollout:
         self.tasks = False  # this Codex writes task events (task_complete ends each turn)
         self.complete = False  # the last prompt's task is complete
         self.notes: list[str] = []
-        self.paths: set[str] = set()  # the working directories the rollout names (session_meta, turn_context)
+        self.local = LocalPaths(keep_paths)  # the working directories the rollout names (session_meta, turn_context)
         self.sealed: set[str] = set()  # the encrypted compaction summaries kept so far (each once)
         self.before = False  # whether the prompt had a reply before the last one
         self.floor = 0  # the messages before the first line's (Codex's own prompt): never held back
@@ -330,8 +320,7 @@ class _Rollout:
         base = _Base.of(meta)
         if base is not None:
             self.origin(base, path, (*within, str(meta.get("id"))))
-        if isinstance(meta.get("cwd"), str) and meta["cwd"].strip():
-            self.paths.add(meta["cwd"])
+        self.local.name(meta.get("cwd"))
         given = meta.get("base_instructions") or meta.get("instructions")
         given = given.get("text") if isinstance(given, dict) else given
         if isinstance(given, str) and given.strip() and given != self.instructions:
@@ -369,8 +358,8 @@ class _Rollout:
         Only the lines before it decide what it becomes: a file that grows (a resumed
         session), or whose start a fork goes on from, gives its first messages again as they were.
         """
-        if name.endswith(" context") and not self.keep_paths:
-            text = _without_paths(text, self.paths)
+        if name.endswith(" context"):
+            text = self.local.out_of(text)
         self.add({"role": "system", "name": name, "content": text}, t)
 
     def assistant(self, content: str, t: int) -> dict:
@@ -586,27 +575,12 @@ class _Rollout:
             self.end_turn(t)  # (older ones write turn_context after the prompt: no end there)
             if kind == "turn_context" and isinstance(payload.get("model"), str):
                 self.model = payload["model"]
-            if kind == "turn_context" and isinstance(payload.get("cwd"), str) and payload["cwd"].strip():
-                self.paths.add(payload["cwd"])
+            if kind == "turn_context":
+                self.local.name(payload.get("cwd"))
         elif kind == "event_msg" and payload.get("type") == "token_count" and self.said is not None:
             usage = _usage(payload.get("info"))
             if usage is not None and "usage" not in self.said:
                 self.said["usage"] = usage
-
-
-def _without_paths(text: str, paths: set[str]) -> str:
-    """Injected context with its local paths replaced by :data:`LOCAL_PATH`.
-
-    The working directories the rollout names are replaced wherever the text holds them
-    (longest first: a folder inside another), then any element holding an absolute path and
-    each absolute path of a plain-text ``Writable roots:`` line. A file system's root (``/``,
-    ``C:`` and its slash) names nothing of the machine and is in every closing tag: it is not replaced as text.
-    """
-    for path in sorted(paths, key=len, reverse=True):
-        if re.fullmatch(r"\s*(?:[A-Za-z]:)?[\\/]*\s*", path) is None:
-            text = text.replace(path, LOCAL_PATH)
-    text = _ROOTS_LINE.sub(lambda m: m.group(1) + _ROOT.sub(LOCAL_PATH, m.group(2)), text)
-    return _PATH_ELEMENT.sub(lambda m: f"{m.group(1)}{LOCAL_PATH}{m.group(3)}", text)
 
 
 def read_rollout(raw: Iterable[bytes], path: Path | None = None, *, keep_paths: bool = False,
@@ -623,7 +597,7 @@ def read_rollout(raw: Iterable[bytes], path: Path | None = None, *, keep_paths: 
             whole); its first line is ``session_meta``.
         path: the file, if read from one (a fork's origin is looked for near it).
         keep_paths: keep the local paths of the context Codex injected (``--keep-paths``);
-            else each is :data:`LOCAL_PATH`.
+            else each is :data:`.local_paths.LOCAL_PATH`.
         elsewhere: the folders Codex keeps rollouts in, where a fork's origin is looked for
             when it is not near ``path``.
 
