@@ -149,7 +149,7 @@ def test_a_token_in_the_working_directory_reaches_no_header(gs, git, repo_path, 
         folder = tmp_path / name
         folder.mkdir()
         monkeypatch.chdir(folder)
-        assert gs("ask", f"asked{n}", "hi").code == 0
+        assert gs("ask", "-S", f"asked{n}", "hi").code == 0
         r = gs("chat", f"chatted{n}", input="hello\n/exit\n")
         assert r.code == 0, r.err
         with GitStore(repo_path) as store:
