@@ -309,3 +309,18 @@ def test_a_push_with_nothing_to_push_makes_no_repo_there(two_machines, tmp_path)
     a, _b, _remote = two_machines
     r = a("push", str(tmp_path / "new.git"))
     assert r.code == 0 and not (tmp_path / "new.git").exists(), r.err
+
+
+def test_a_url_whose_host_starts_with_a_dash_is_refused_as_a_bad_url_and_runs_nothing(gs, tmp_path):
+    """ssh would read the host as an option (-oProxyCommand=...): dulwich's StrangeHostname was exit 70."""
+    ran = tmp_path / "ran"
+    assert gs("ask", "-S", "w", "hi").code == 0
+    for url in (f"ssh://-oProxyCommand=touch%20{ran}/repo", "me@-oProxyCommand=sh:repo",
+                "ssh://git@-oProxyCommand=x/repo"):
+        for args in (("remote", "add", "o", url), ("clone", url, str(tmp_path / "c.git")), ("push", url),
+                     ("pull", url), ("sync", url), ("share", "w", url, "--yes")):
+            r = gs(*args)
+            assert r.code == 1, (args, r.code, r.err)
+            assert "bad URL" in r.err and "starts with '-'" in r.err and "unexpected" not in r.err, (args, r.err)
+    assert not ran.exists()
+    assert gs("remote", "list", "--json").json() == []

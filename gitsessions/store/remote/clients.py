@@ -28,6 +28,7 @@ from dulwich.client import LocalGitClient, SSHGitClient, SubprocessGitClient, TC
 
 from ...config import DEFAULT_SYNC_TIMEOUT_S
 from ...errors import RemoteError
+from .urls import dash_host
 
 #: Seconds a remote may stay silent before a request to it fails, unless told otherwise.
 DEFAULT_TIMEOUT_S = DEFAULT_SYNC_TIMEOUT_S
@@ -56,6 +57,12 @@ def strip_password(url: str) -> tuple[str, bool]:
     return urlunsplit(parts._replace(netloc=netloc)), True
 
 
+def bad_host(url: str, host: str) -> str:
+    """The refusal of a URL whose host starts with ``-`` (see :func:`.urls.dash_host`)."""
+    return (f"bad URL {strip_password(url)[0]!r}: its host {host!r} starts with '-', which ssh would read as an "
+            "option (a command to run); nothing was run. Check the URL")
+
+
 def connect(url: str, operation: str, *, config: Any, timeout: float = DEFAULT_TIMEOUT_S,
             username: str | None = None, password: str | None = None, ssh_command: str | None = None,
             warnings: list[str] | None = None) -> tuple[Any, str]:
@@ -74,6 +81,8 @@ def connect(url: str, operation: str, *, config: Any, timeout: float = DEFAULT_T
     Raises:
         RemoteError: a URL dulwich cannot use.
     """
+    if (host := dash_host(url)) is not None:
+        raise RemoteError(bad_host(url, host))
     pool = _http_pool(config, url, timeout) if url.startswith(("http://", "https://")) else None
     try:
         # quiet: no server progress chatter; a hook's messages still come (see send).

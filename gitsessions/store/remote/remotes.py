@@ -28,7 +28,7 @@ from ..faults import writer_of, writes_to
 from ..git import GitStore
 from ..lock import SAME_SAVES, unless_same_pack
 from ..shared import write_config
-from .clients import DEFAULT_TIMEOUT_S, connect, strip_password
+from .clients import DEFAULT_TIMEOUT_S, bad_host, connect, strip_password
 from .new_remote import create_bare
 from .pull import pull_steps
 from .push import Push
@@ -44,7 +44,7 @@ from .sync import (
     write_refspecs,
 )
 from .transport import fetch_sessions, session_refs_there
-from .urls import looks_like_url, remote_named
+from .urls import dash_host, looks_like_url, remote_named
 
 _REMOTE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Rounds of pull + push one sync runs at most while the remote keeps moving in between.
@@ -126,6 +126,8 @@ class Remotes:
             raise RemoteError(f"invalid remote name {name!r}: use letters, digits, '.', '-' or '_'")
         if not url.strip():
             raise RemoteError("the remote URL is empty")
+        if (host := dash_host(url)) is not None:
+            raise RemoteError(bad_host(url, host))
         if any(n == name for n, _ in self.list()):
             raise RemoteError(f"remote {name!r} exists; remove it first with: gs remote remove {name}")
         url, stripped = strip_password(url.strip())

@@ -12,6 +12,23 @@ def looks_like_url(remote: str) -> bool:
     return "/" in remote or ":" in remote or remote.startswith(".")
 
 
+def dash_host(url: str) -> str | None:
+    """The host ``url`` names when it starts with ``-`` (``ssh://-oProxyCommand=...``), else None.
+
+    ssh (and git) would read such a host as an option: a URL that runs a command. git itself
+    refuses them ("strange hostname"); gs refuses them as a bad URL wherever one is taken.
+    """
+    url = url.strip()
+    if local_path(url) is not None:
+        return None  # a path: no host (a folder named -x is a folder)
+    parts = urlsplit(url)
+    if parts.scheme and parts.netloc:
+        host = parts.netloc.rsplit("@", 1)[-1]
+    else:  # scp-like [user@]host:path
+        host = url.split(":", 1)[0].rsplit("@", 1)[-1]
+    return host if host.startswith("-") else None
+
+
 def repository_key(url: str) -> str:
     """How ``url`` compares with another naming the same repository.
 
