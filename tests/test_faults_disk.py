@@ -463,6 +463,27 @@ def test_every_read_works_on_a_read_only_repo(gs, repo_path, read_only, under):
     assert user_prompts(events(gs)) == ["alpha", "pending", "after"]
 
 
+def test_a_piped_chat_whose_prompt_could_not_be_saved_exits_1_as_gs_ask_does(gs, tmpfs, under):
+    """It exited 0 when none of its prompts could be saved: a script could not tell."""
+    assert gs("ask", "-S", SID, "first").code == 0
+    proc, out, reader = _chat(under.env("fill:journal:1", tmpfs))  # not even the journal takes the prompt
+    try:
+        proc.stdin.write(b"second\n")
+        proc.stdin.close()
+        status = proc.wait(TIMEOUT)
+        reader.join(TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(TIMEOUT)
+    text = b"".join(out).decode()
+    assert status == 1, (text, proc.stderr.read().decode())
+    assert "error: disk full" in text and "second\n" in text and "Traceback" not in text  # handed back
+    free(tmpfs)
+    assert gs("ask", SID, "third").code == 0
+    assert user_prompts(events(gs)) == ["first", "third"]
+
+
 def test_terminal_chat_stays_open_on_a_full_disk(gs, tmpfs, fake_api):
     """In a real terminal: the line history cannot be written either, and the chat goes on."""
     pexpect = pytest.importorskip("pexpect")

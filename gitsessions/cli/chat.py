@@ -166,8 +166,8 @@ def chat(
         provider = stack.enter_context(connect(c.config, model=model, notify=err, background=interactive))
         repl = _Start(c, stores, sid, asked, opening, faces, provider, first=first).run(stack)
         _said_at_the_end(c, stores.result(), repl)  # the chat's store, opened by now
-    if not interactive and repl.failed_turns:
-        raise typer.Exit(1)  # a script learns that some prompts got no reply
+    if not interactive and (repl.failed_turns or repl.unsaved):
+        raise typer.Exit(1)  # a script learns that some prompts got no reply, or are not saved (as gs ask's)
 
 
 class _Asked(NamedTuple):

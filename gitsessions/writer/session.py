@@ -394,6 +394,11 @@ class Session:
         return drop
 
     @property
+    def all_saved(self) -> bool:
+        """True when every event is in a commit: no save in flight, nothing pending (in memory and the journal)."""
+        return self._saving is None and self._committed == len(self.events)
+
+    @property
     def in_turn(self) -> bool:
         """True while a turn is open (started, not ended)."""
         return open_turn(self.events) is not None

@@ -62,6 +62,8 @@ class Repl:
         self.visited: list[str] = []
         #: Turns that ended with an API error (a piped chat exits 1 when there were any).
         self.failed_turns = 0
+        #: Prompts a full disk kept from being saved, not even journaled: handed back.
+        self.handed_back = 0
         #: A reply's secret was replaced in what was saved, and the chat said so (once).
         self.said_redacted = False
         self.open(session_id, create=True, fork_as=fork_as, wait=wait)
@@ -185,6 +187,7 @@ class Repl:
         except DiskFull as exc:  # the chat stays open; a prompt not even journaled is handed back
             back = f"{prompt}\n" if exc.kept in ("prompt", "nothing") else ""
             self.env.write(f"error: {exc}\n" + back)
+            self.handed_back += bool(back)
             return
         if not ended_line and result.reason != "completed":
             self.env.write("\n")
@@ -205,6 +208,11 @@ class Repl:
             # the last column would wrap on some terminals; a scripted chat's output has no width
             width = shutil.get_terminal_size().columns - 1 if sys.stdout.isatty() else None
             self.env.write(footer(self.current_model(), self.session.events, self.window(), width) + "\n")
+
+    @property
+    def unsaved(self) -> bool:
+        """True when a prompt of this chat is in no commit: handed back, or left in the journal (a full disk)."""
+        return bool(self.handed_back) or (self.session is not None and not self.session.all_saved)
 
     def current_model(self) -> str:
         """The model the next request goes to: the run's (``-m``), else the session's, else the provider's."""
