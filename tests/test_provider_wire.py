@@ -17,7 +17,7 @@ from fakeapi import garbage, tool_calls
 from gitsessions.chat.tools import TOOL_SCHEMAS
 from gitsessions.errors import ProviderError
 from gitsessions.provider.client import Completion, OpenAIProvider, TextDelta
-from gitsessions.provider.wire import MAX_EVENT_BYTES, EventTooLarge, NoWholeEvent, RequestEncoder, sse_data
+from gitsessions.provider.wire import MAX_EVENT_BYTES, EventTooLarge, NoWholeEvent, Reply, RequestEncoder, sse_data
 
 
 @contextmanager
@@ -110,6 +110,16 @@ def test_bytes_arriving_without_an_event_ending_are_no_progress():
         read(b"data: 1\n\n", b"", b"", b"", b"")
     with pytest.raises(NoWholeEvent):  # whole lines are no whole event
         read(b"data: 1\r\n\r\n", b"data: a\r\n", b": b\r\n", b"data: c\r\n", b"data: d\r\n")
+
+
+def test_a_tool_call_in_many_fragments_is_joined_once():
+    reply = Reply("m")
+    fragment = {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "0123456789"}}]}}]}
+    with no_hang():
+        for _ in range(400_000):
+            reply.take(fragment)
+    (call,) = reply.completion().tool_calls
+    assert call["arguments"] == "0123456789" * 400_000
 
 
 def sdk_completion(fake_api, messages, tools) -> tuple[list[str], Completion]:

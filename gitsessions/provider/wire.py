@@ -226,7 +226,7 @@ class Reply:
         self.held = ""
         self.chunks = 0
         self.ended = False
-        self._calls: dict[int, dict[str, str]] = {}
+        self._calls: dict[int, dict[str, list[str]]] = {}  # each part's fragments, joined at the end
 
     def take(self, chunk: Any) -> str | None:
         """Take one chunk; return its reply text ("" for none), or None for no chunk at all."""
@@ -274,21 +274,22 @@ class Reply:
         """Add one streamed fragment of a tool call (its id, name and arguments come in pieces)."""
         index = tc.get("index")
         slot = self._calls.setdefault(index if isinstance(index, int) else len(self._calls),
-                                      {"id": "", "name": "", "arguments": ""})
+                                      {"id": [], "name": [], "arguments": []})
         if tc.get("id"):
-            slot["id"] = str(tc["id"])
+            slot["id"] = [str(tc["id"])]
         function = tc.get("function")
         if isinstance(function, dict):
             if function.get("name"):
-                slot["name"] += str(function["name"])
+                slot["name"].append(str(function["name"]))
             if function.get("arguments"):
-                slot["arguments"] += str(function["arguments"])
+                slot["arguments"].append(str(function["arguments"]))
 
     def completion(self) -> Completion:
         """The assembled :class:`Completion` (tool calls in index order, missing ids filled in)."""
         done = self.done
         done.content = "".join(self.parts)
-        calls = [self._calls[index] for index in sorted(self._calls)]
+        calls = [{part: "".join(pieces) for part, pieces in self._calls[index].items()}
+                 for index in sorted(self._calls)]
         done.tool_calls = [{**call, "id": call["id"] or f"call_{i}"} for i, call in enumerate(calls)]
         return done
 
