@@ -104,7 +104,7 @@ class Config:
         system: the system prompt a new session starts with (its first ``session/system`` event).
         max_steps: model requests per turn.
         timeout: seconds the model may stay silent (to connect, to begin, between two pieces
-            of a reply) before the request fails.
+            of a reply), or send bytes without a whole event, before the request fails.
         max_retries: retries of a model request that failed before its reply began.
         repo: the session repo path when set by config or environment.
         author_name, author_email: commit identity when configured.

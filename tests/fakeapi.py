@@ -20,7 +20,9 @@ body for httpx, which raises instead of treating it as a normal end of stream.
 Faults of the connection itself, for the fault-injection tests: ``cut()`` (the
 body ends cleanly mid-reply: no finish chunk, no ``[DONE]``), ``reset()`` (a TCP
 reset, before the reply or mid-stream), ``stall()`` (silence mid-stream),
-``garbage()`` (a line that is not a chat-completions event) and ``error(...,
+``garbage()`` (a line that is not a chat-completions event), ``endless()`` (one event
+that never ends, sent as fast as the client reads), ``trickle()`` (the bytes of one event
+that never ends, one at a time, each sooner than a read timeout) and ``error(...,
 headers={"Retry-After": "7"})``.
 """
 
@@ -62,9 +64,12 @@ class Reply:
     error_type: str = ""
     error_code: str | None = None
     drop: bool = False
-    #: A connection fault: ``cut``, ``reset``, ``reset-before-reply``, ``stall`` or ``garbage``.
+    #: A connection fault: ``cut``, ``reset``, ``reset-before-reply``, ``stall``, ``garbage``,
+    #: ``endless``, ``trickle`` (each byte an HTTP chunk) or ``trickle-in-chunk`` (one chunk).
     fault: str | None = None
     stall_s: float = 0.0
+    #: Seconds between two bytes of a trickle.
+    every_s: float = 0.0
     garbage: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     #: The usage the reply reports (None: counted from the request, see ``_usage``).
@@ -187,6 +192,22 @@ def garbage(line: str = "data: {not json", after: str = "") -> Reply:
     """Stream ``after``, then one SSE event made of ``line`` (not a chat-completions chunk),
     then finish normally."""
     return Reply(content=after, fault="garbage", garbage=line)
+
+
+def endless(after: str = "") -> Reply:
+    """Stream ``after``, then one event whose data line never ends: 64 KiB of ``x`` after another,
+    as fast as the client reads, until it hangs up (or the server stops)."""
+    return Reply(content=after, fault="endless", finish_reason=None)
+
+
+def trickle(after: str = "", every_s: float = 0.1, *, in_one_chunk: bool = False) -> Reply:
+    """Stream ``after``, then the bytes of one event that never ends, one each ``every_s`` seconds.
+
+    Each byte is an HTTP chunk of its own, or (``in_one_chunk``) they are the bytes of one
+    announced chunk (64 KiB) that never completes, until the client hangs up.
+    """
+    return Reply(content=after, fault="trickle-in-chunk" if in_one_chunk else "trickle", every_s=every_s,
+                 finish_reason=None)
 
 
 # --------------------------------------------------------------------------- validation
@@ -431,6 +452,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
             self.wfile.flush()
 
+    def _never_ending_event(self, reply: Reply) -> None:
+        """An event that never ends (see ``endless``, ``trickle``), until the client hangs up or the server stops."""
+        self.close_connection = True
+        if reply.fault == "endless":
+            self._write_chunk(b"data: ")
+            block = b"x" * 65536
+            while not self.fake._stopping.is_set():
+                self._write_chunk(block)
+            return
+        if reply.fault == "trickle-in-chunk":
+            self.wfile.write(b"%x\r\n" % 65536)  # a chunk announced, its bytes trickled
+        for byte in itertools.cycle(b'data: {"choices": '):
+            if self.fake._stopping.wait(reply.every_s):
+                return
+            if reply.fault == "trickle":
+                self._write_chunk(bytes([byte]))
+            else:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+
     # ---- routes
 
     def do_GET(self) -> None:
@@ -548,6 +589,9 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.fault == "stall":
                 self.fake._stopping.wait(reply.stall_s)
                 self.close_connection = True
+                return
+            if reply.fault in ("endless", "trickle", "trickle-in-chunk"):
+                self._never_ending_event(reply)
                 return
             if reply.fault == "garbage":
                 self._write_event(reply.garbage.encode() + b"\n\n")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from fakeapi import Reply, cut, drop, error, garbage, reset, stall, text
+from fakeapi import Reply, cut, drop, endless, error, garbage, reset, stall, text, trickle
 
 from gitsessions.config import load_config
 from gitsessions.errors import ConfigError, ProviderError
@@ -94,6 +94,17 @@ FAULTS = {
                  "the server at {url} failed (500: The server had an error); try again later"),
     "malformed-sse-line": Fault(garbage("data: {not json", after="Refs"),
                                 "{url} sent something that is not a chat-completions stream", "Refs"),
+    # one line without end, sent as fast as gs reads: read in one pass, refused at its limit
+    "endless-event": Fault(endless("Refs are"), "the server at {url} sent one stream event over 32 MiB: that is "
+                                                "no chat-completions stream; the partial reply is kept; check the URL",
+                           "Refs are"),
+    # a byte sooner than the read timeout, forever: no whole event is no progress
+    "trickled-event": Fault(trickle("Refs are", 0.1), "{url} kept sending bytes but no whole stream event for "
+                                                      "1 second mid-reply; the partial reply is kept; try again",
+                            "Refs are"),
+    "trickled-http-chunk": Fault(trickle("Refs are", 0.1, in_one_chunk=True),
+                                 "{url} kept sending bytes but no whole stream event for 1 second mid-reply; "
+                                 "the partial reply is kept; try again", "Refs are"),
 }
 
 

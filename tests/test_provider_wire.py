@@ -4,7 +4,11 @@ network cuts the body."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import openai
 import pytest
@@ -13,7 +17,22 @@ from fakeapi import garbage, tool_calls
 from gitsessions.chat.tools import TOOL_SCHEMAS
 from gitsessions.errors import ProviderError
 from gitsessions.provider.client import Completion, OpenAIProvider, TextDelta
-from gitsessions.provider.wire import RequestEncoder, sse_data
+from gitsessions.provider.wire import MAX_EVENT_BYTES, EventTooLarge, NoWholeEvent, Reply, RequestEncoder, sse_data
+
+
+@contextmanager
+def no_hang(seconds: float = 60) -> Iterator[None]:
+    """Fail the block when it runs past ``seconds`` (a read that went quadratic never ends)."""
+    def expired(_signum, _frame):
+        pytest.fail(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
@@ -38,6 +57,69 @@ def test_a_stream_that_changes_its_line_ends_midway_reads_the_same():
 def test_an_event_the_body_never_finished_is_dropped():
     assert list(sse_data([b'data: {"a": 1}\n\ndata: {"b"'])) == [b'{"a": 1}']
     assert list(sse_data([b'data: {"a": 1}\n'])) == []
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
+def test_an_event_longer_than_the_limit_is_refused_however_it_is_cut(end):
+    def body(size: int) -> bytes:  # one event of `size` bytes, its line ends included
+        head = b"data: " + b"x" * (size - 9 - 3 * len(end)) + end + b": c" + end
+        return head + end + b"data: [DONE]" + end + end
+
+    for cut in (1, 7, 100, 1000):
+        def pieces(raw: bytes, cut: int = cut) -> Iterator[bytes]:
+            return (raw[i:i + cut] for i in range(0, len(raw), cut))
+
+        assert len(list(sse_data(pieces(body(1000)), max_bytes=1000))) == 2
+        with pytest.raises(EventTooLarge):
+            list(sse_data(pieces(body(1001)), max_bytes=1000))
+        with pytest.raises(EventTooLarge):  # one that never ends, nor does its line
+            list(sse_data(pieces(b"data: " + b"x" * 2000), max_bytes=1000))
+        with pytest.raises(EventTooLarge):  # one that never ends, in lines
+            list(sse_data((b"data: x" + end for _ in range(300)), max_bytes=1000))
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n"])
+def test_an_event_as_long_as_the_limit_is_read_in_one_pass(end):
+    """Each piece of an unfinished event was joined to all before it: 4 GiB of one line held
+    gs at full CPU for minutes, never timing out."""
+    size = MAX_EVENT_BYTES - 100
+    with no_hang():
+        got = list(sse_data(itertools.chain([b"data: "], itertools.repeat(b"x" * 1024, size // 1024), [end + end])))
+    assert [len(data) for data in got] == [size // 1024 * 1024]
+    with no_hang(), pytest.raises(EventTooLarge):
+        list(sse_data(itertools.chain([b"data: "], itertools.repeat(b"x" * 1024))))
+
+
+def test_bytes_arriving_without_an_event_ending_are_no_progress():
+    now = [0.0]
+
+    def body(*pieces: bytes) -> Iterator[bytes]:
+        for piece in pieces:
+            now[0] += 1  # a second a piece
+            yield piece
+
+    def read(*pieces: bytes) -> list[bytes]:
+        now[0] = 0.0
+        return list(sse_data(body(*pieces), silence_s=2.5, clock=lambda: now[0]))
+
+    assert read(b"data: 1\n\n", b"data: 2", b"\n", b"\n", b"data: 3\n\n") == [b"1", b"2", b"3"]
+    assert read(b"data: 1\n\n", b": keep-alive\n\n", b":\r\n\r\n", b"", b"data: 2\n\n") == [b"1", b"2"]
+    with pytest.raises(NoWholeEvent):
+        read(b"data: 1\n\n", b"d", b"a", b"t", b"a")
+    with pytest.raises(NoWholeEvent):  # bytes that came, none of them handed over yet (one HTTP chunk trickled)
+        read(b"data: 1\n\n", b"", b"", b"", b"")
+    with pytest.raises(NoWholeEvent):  # whole lines are no whole event
+        read(b"data: 1\r\n\r\n", b"data: a\r\n", b": b\r\n", b"data: c\r\n", b"data: d\r\n")
+
+
+def test_a_tool_call_in_many_fragments_is_joined_once():
+    reply = Reply("m")
+    fragment = {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "0123456789"}}]}}]}
+    with no_hang():
+        for _ in range(400_000):
+            reply.take(fragment)
+    (call,) = reply.completion().tool_calls
+    assert call["arguments"] == "0123456789" * 400_000
 
 
 def sdk_completion(fake_api, messages, tools) -> tuple[list[str], Completion]:

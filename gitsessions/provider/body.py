@@ -42,7 +42,8 @@ class Body:
     """The body of a streamed httpx response: its pieces as they arrive, then its end.
 
     Iterated (once), it yields the body decoded as ``iter_bytes`` does, in pieces: for a plain
-    chunked HTTP/1.1 body, the data of all whole chunks of one read joined; else what
+    chunked HTTP/1.1 body, the data of all whole chunks of one read joined (``b""`` for a
+    read that completed none, so that a reader sees the body arrive); else what
     ``response.iter_bytes()`` yields. It raises what ``iter_bytes`` raises for the same body
     (``httpx.HTTPError``: a read timeout, a reset, a body cut short), the same types. A reader
     that stops early because the stream said it finished calls :meth:`finish`.
@@ -194,6 +195,8 @@ def _whole_chunks(buf: bytearray, read: Callable[[], bytes], mapped: Callable[[]
                   ) -> Generator[bytes, None, bytes]:
     """Yield the data of the whole data chunks in ``buf`` and in each read after it, joined per read.
 
+    A read that brings bytes but completes no chunk yields ``b""``.
+
     Returns:
         The bytes from the first thing that is not a whole plain data chunk once it arrived
         (the last chunk, an extension, a malformed chunk), for h11; or, when the peer closed,
@@ -201,6 +204,7 @@ def _whole_chunks(buf: bytearray, read: Callable[[], bytes], mapped: Callable[[]
     """
     pos = 0
     next_read = 0.0  # when the next read may be made (see READ_INTERVAL)
+    have_read = False
     while True:
         parts = []
         stop = False
@@ -227,7 +231,7 @@ def _whole_chunks(buf: bytearray, read: Callable[[], bytes], mapped: Callable[[]
             pos = end + 2
         del buf[:pos]  # before the yield: a reader that stops here finds in buf what is not handed over
         pos = 0
-        if parts:
+        if parts or (have_read and not stop):  # b"" after a read: the reader sees bytes arrive (a chunk trickled in)
             yield b"".join(parts)
         if stop:
             return bytes(buf)
@@ -236,6 +240,7 @@ def _whole_chunks(buf: bytearray, read: Callable[[], bytes], mapped: Callable[[]
             time.sleep(wait)
         with mapped():  # httpcore's errors as httpx raises them
             data = read()
+        have_read = True
         next_read = time.monotonic() + READ_INTERVAL if len(data) < READ_SIZE // 2 else 0.0
         if not data:
             return bytes(buf)  # the peer closed: h11 reads the end again and says what it was

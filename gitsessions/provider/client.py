@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import ProviderError
 from . import body
-from .wire import Completion, Reply, RequestEncoder, TextDelta, decode_chunk, sse_data
+from .wire import Completion, EventTooLarge, NoWholeEvent, Reply, RequestEncoder, TextDelta, decode_chunk, sse_data
 
 __all__ = ["OpenAIProvider"]
 
@@ -87,7 +87,8 @@ class OpenAIProvider:
         api_key: the key (any non-empty string for servers that take none).
         base_url: the API root (``https://api.openai.com/v1`` when None).
         timeout_s: seconds the server may stay silent (to connect, to start the reply, between
-            two pieces of a reply) before the request fails.
+            two pieces of a reply) before the request fails; also the seconds a reply may go
+            on arriving without a whole event (bytes trickled in are no progress).
         max_retries: SDK retries for connection errors, timeouts and 429/5xx before the stream
             starts (the SDK waits ``Retry-After`` when the server sends one); a stream cut
             mid-reply is never retried.
@@ -193,7 +194,8 @@ class OpenAIProvider:
         Raises:
             ProviderError: one line saying what happened and what to do: could not connect,
                 connection closed before the reply, lost mid-reply (also a stream that ends
-                without a finish), no data for ``timeout_s`` seconds, rate limited (429, with
+                without a finish), no data for ``timeout_s`` seconds, bytes but no whole event
+                for ``timeout_s`` seconds, one event over :data:`~.wire.MAX_EVENT_BYTES`, rate limited (429, with
                 when to retry), the server failed (5xx), another HTTP status, or a response
                 that is not a chat-completions stream.
         """
@@ -217,28 +219,19 @@ class OpenAIProvider:
         reply = Reply(fields["model"])
         pieces = body.Body(response)
         try:
-            for data in sse_data(pieces):
+            for data in sse_data(pieces, silence_s=self.timeout_s):
                 if data.startswith(b"[DONE]"):
                     reply.ended = True
                     # The body's end too, so that the connection serves the next request (the
                     # next tool step, the next turn) instead of being closed.
                     pieces.finish()
                     break
-                try:
-                    chunk = decode_chunk(data)
-                except ValueError:  # also bytes that are not UTF-8
-                    detail = f"an event that is not JSON: {_one_line(data.decode('utf-8', 'replace'), 60)!r}"
-                    raise self._not_a_stream(detail, kept=bool(reply.parts)) from None
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    raise self._stream_error(chunk["error"], kept=bool(reply.parts))
-                text = reply.take(chunk)
-                if text is None:
-                    raise self._not_a_stream(f"an event without choices: {_one_line(chunk, 80)}",
-                                             kept=bool(reply.parts))
-                if text:
+                if text := self._take(data, reply):
                     yield TextDelta(text)
         except self._httpx_errors() as exc:  # from reading the body; the loop's own code raises none
             raise self._failed(exc, started=True, kept=bool(reply.parts)) from None
+        except (EventTooLarge, NoWholeEvent) as exc:
+            raise self._unreadable(exc, reply) from None
         finally:
             response.close()
         if reply.held:
@@ -249,6 +242,34 @@ class OpenAIProvider:
                 raise self._not_a_stream("the response held no chat-completions events", kept=False)
             raise self._lost(kept=bool(reply.parts))  # the body ended cleanly but the reply did not
         yield reply.completion()
+
+    def _take(self, data: bytes, reply: Reply) -> str:
+        """Add the chunk of one event's ``data`` to ``reply``; return its reply text.
+
+        Raises:
+            ProviderError: the event is no chat-completions chunk, or the server's error event.
+        """
+        try:
+            chunk = decode_chunk(data)
+        except ValueError:  # also bytes that are not UTF-8
+            detail = f"an event that is not JSON: {_one_line(data[:240].decode('utf-8', 'replace'), 60)!r}"
+            raise self._not_a_stream(detail, kept=bool(reply.parts)) from None
+        if isinstance(chunk, dict) and chunk.get("error"):
+            raise self._stream_error(chunk["error"], kept=bool(reply.parts))
+        text = reply.take(chunk)
+        if text is None:
+            raise self._not_a_stream(f"an event without choices: {_one_line(chunk, 80)}", kept=bool(reply.parts))
+        return text
+
+    def _unreadable(self, exc: EventTooLarge | NoWholeEvent, reply: Reply) -> ProviderError:
+        """A body that arrives but is no stream of events: one event without end, or a trickle."""
+        kept = bool(reply.parts)
+        if isinstance(exc, EventTooLarge):
+            return self._kept(f"the server at {self._where()} sent one stream event over {exc.limit >> 20} MiB: "
+                              "that is no chat-completions stream", f"; {_CHECK_URL}", kept)
+        return self._kept(f"{self._where()} kept sending bytes but no whole stream event for "
+                          f"{_seconds(exc.seconds)}{' mid-reply' if reply.chunks else ''}",
+                          "; try again, or raise timeout in config.yaml", kept)
 
     def _stream_error(self, error: Any, *, kept: bool) -> ProviderError:
         """The error event a server sends inside a stream (``{"error": {"message": ...}}``)."""

@@ -8,10 +8,10 @@ server-sent events whose data are JSON chunks, assembled into one :class:`Comple
 
 from __future__ import annotations
 
-import itertools
 import json
 import operator
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,47 +45,143 @@ class Completion:
     usage: dict[str, Any] | None = None
 
 
-def sse_data(pieces: Iterable[bytes]) -> Iterator[bytes]:
+#: The most bytes one server-sent event may take, from its first line to the blank line that
+#: ends it: a chat-completions chunk is a few hundred bytes, a tool call's arguments sent
+#: whole some MiB; an event past this is no reply being streamed.
+MAX_EVENT_BYTES = 32 << 20
+
+
+class EventTooLarge(ValueError):
+    """One event of the stream grew past ``limit`` bytes."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"one stream event over {limit >> 20} MiB")
+        self.limit = limit
+
+
+class NoWholeEvent(TimeoutError):
+    """The body kept arriving, but no event ended for ``seconds`` seconds."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"no whole stream event for {seconds:g} s")
+        self.seconds = seconds
+
+
+def sse_data(pieces: Iterable[bytes], *, max_bytes: int = MAX_EVENT_BYTES, silence_s: float | None = None,
+             clock: Callable[[], float] = time.monotonic) -> Iterator[bytes]:
     r"""Yield the ``data`` of each server-sent event in a byte stream (the SSE wire format).
 
     Lines end with ``\n``, ``\r\n`` or ``\r``; an event's ``data:`` lines are joined by ``\n``
     and it ends at a blank line. Other fields (``event``, ``id``, ``retry``) and comments are
     skipped; an event unfinished when the body ends is dropped, as the SDK's decoder does.
+    The pieces of an unfinished event (or line) are joined once it ends, so a long one costs
+    time in proportion to its length.
 
     Args:
-        pieces: the response body as it arrives, cut anywhere.
+        pieces: the response body as it arrives, cut anywhere (an empty piece: bytes came,
+            none handed over yet).
+        max_bytes: the most bytes one event may take, its line ends included.
+        silence_s: seconds the body may go on arriving without an event ending (a comment,
+            the keep-alive of SSE, ends one too), checked as each piece arrives; None: no
+            limit. A body that stops arriving is the transport's read timeout to end.
+        clock: the time in seconds, monotonic.
+
+    Raises:
+        EventTooLarge: an event grew past ``max_bytes``.
+        NoWholeEvent: the body kept arriving for ``silence_s`` seconds and no event ended.
     """
-    rest = b""  # until a \r is seen: the unfinished event; after: the unfinished line
-    data: list[bytes] = []
-    lines_only = False  # a \r was seen: line by line from then on
-    for piece in itertools.chain(pieces, (None,)):
-        if not lines_only and piece is not None and b"\r" not in piece:
-            # Lines end with \n alone (what servers send): split the events at their blank lines.
-            events = (rest + piece if rest else piece).split(b"\n\n")
+    events = _Events(max_bytes)
+    since = clock()  # when the last event ended
+    for piece in pieces:
+        if piece:
+            yield from events.feed(piece)
+        if piece and events.ended:
+            since = clock()
+        elif silence_s is not None and clock() - since > silence_s:
+            raise NoWholeEvent(silence_s)
+    yield from events.end()
+
+
+class _Events:
+    r"""The events of a body fed to it a piece at a time (:func:`sse_data`'s state).
+
+    Until a ``\r`` is seen, the body is split at its blank lines (``\n\n``), the way servers
+    write it; from then on, line by line.
+
+    Attributes:
+        ended: the last piece fed ended an event.
+    """
+
+    def __init__(self, max_bytes: int):
+        self._max = max_bytes
+        self._held: list[bytes] = []  # the unfinished event's pieces; line by line: the unfinished line's
+        self._held_size = 0
+        self._lines_size = 0  # line by line: the bytes of the unfinished event's whole lines
+        self._data: list[bytes] = []  # line by line: the unfinished event's data
+        self._lines_only = False
+        self.ended = False
+
+    def feed(self, piece: bytes) -> Iterator[bytes]:
+        """Yield the data of the events ``piece`` ends.
+
+        Raises:
+            EventTooLarge: an event grew past the limit.
+        """
+        self.ended = False
+        if self._lines_only or b"\r" in piece:
+            self._lines_only = True
+            yield from self._lines(piece)
+        elif self._held and b"\n\n" not in piece and not (piece[:1] == b"\n" and self._held[-1][-1:] == b"\n"):
+            self._hold(piece)  # no event ends in it: joined once one does
+        else:
+            events = (b"".join((*self._held, piece)) if self._held else piece).split(b"\n\n")
             rest = events.pop()
+            self._held, self._held_size, self.ended = [rest] if rest else [], len(rest), bool(events)
             for event in events:
+                if len(event) + 2 > self._max:  # (its blank line too)
+                    raise EventTooLarge(self._max)
                 if event.startswith(b"data: ") and b"\n" not in event:
                     yield event[6:]  # the usual event: one data line
                 else:
                     yield from _event_data(event.split(b"\n"))
-            continue
-        lines_only = True
-        if piece is not None:
-            lines = (rest + piece if rest else piece).splitlines(keepends=True)
-            # A line is whole once its end arrived; a lone \r may still be followed by \n.
-            rest = lines.pop() if lines and lines[-1][-1:] != b"\n" else b""
-        elif rest.endswith(b"\r"):  # the body ended: a lone \r did end its line
-            lines = rest.splitlines(keepends=True)
-        else:
-            break
+        if self._held_size + self._lines_size > self._max:
+            raise EventTooLarge(self._max)
+
+    def end(self) -> Iterator[bytes]:
+        r"""Yield the data of an event the body's end ends (a lone ``\r`` ended its last line)."""
+        if self._lines_only and self._held and self._held[-1].endswith(b"\r"):
+            lines, self._held, self._held_size = b"".join(self._held).splitlines(keepends=True), [], 0
+            yield from self._events_in(lines)
+
+    def _hold(self, piece: bytes) -> None:
+        self._held.append(piece)
+        self._held_size += len(piece)
+
+    def _lines(self, piece: bytes) -> Iterator[bytes]:
+        held = self._held
+        if held and b"\n" not in piece and b"\r" not in piece and held[-1][-1:] != b"\r":
+            self._hold(piece)  # no line ends in it
+            return
+        lines = (b"".join((*held, piece)) if held else piece).splitlines(keepends=True)
+        # A line is whole once its end arrived; a lone \r may still be followed by \n.
+        rest = lines.pop() if lines and lines[-1][-1:] != b"\n" else b""
+        self._held, self._held_size = [rest] if rest else [], len(rest)
+        yield from self._events_in(lines)
+
+    def _events_in(self, lines: list[bytes]) -> Iterator[bytes]:
+        """Yield the data of the events whole ``lines`` (each with its end) end."""
         for line in lines:
+            self._lines_size += len(line)
+            if self._lines_size > self._max:
+                raise EventTooLarge(self._max)
             line = line.rstrip(b"\r\n")
             if not line:
-                if data:
-                    yield data[0] if len(data) == 1 else b"\n".join(data)
-                    data = []
+                self.ended, self._lines_size = True, 0
+                if self._data:
+                    yield self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+                    self._data = []
             elif line.startswith(b"data:"):
-                data.append(_field_value(line))
+                self._data.append(_field_value(line))
 
 
 def _field_value(line: bytes) -> bytes:
@@ -130,7 +226,7 @@ class Reply:
         self.held = ""
         self.chunks = 0
         self.ended = False
-        self._calls: dict[int, dict[str, str]] = {}
+        self._calls: dict[int, dict[str, list[str]]] = {}  # each part's fragments, joined at the end
 
     def take(self, chunk: Any) -> str | None:
         """Take one chunk; return its reply text ("" for none), or None for no chunk at all."""
@@ -178,21 +274,22 @@ class Reply:
         """Add one streamed fragment of a tool call (its id, name and arguments come in pieces)."""
         index = tc.get("index")
         slot = self._calls.setdefault(index if isinstance(index, int) else len(self._calls),
-                                      {"id": "", "name": "", "arguments": ""})
+                                      {"id": [], "name": [], "arguments": []})
         if tc.get("id"):
-            slot["id"] = str(tc["id"])
+            slot["id"] = [str(tc["id"])]
         function = tc.get("function")
         if isinstance(function, dict):
             if function.get("name"):
-                slot["name"] += str(function["name"])
+                slot["name"].append(str(function["name"]))
             if function.get("arguments"):
-                slot["arguments"] += str(function["arguments"])
+                slot["arguments"].append(str(function["arguments"]))
 
     def completion(self) -> Completion:
         """The assembled :class:`Completion` (tool calls in index order, missing ids filled in)."""
         done = self.done
         done.content = "".join(self.parts)
-        calls = [self._calls[index] for index in sorted(self._calls)]
+        calls = [{part: "".join(pieces) for part, pieces in self._calls[index].items()}
+                 for index in sorted(self._calls)]
         done.tool_calls = [{**call, "id": call["id"] or f"call_{i}"} for i, call in enumerate(calls)]
         return done
 
